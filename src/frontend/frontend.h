@@ -1,0 +1,41 @@
+// The .tfs front end: lexer, recursive-descent parser and diagnostics.
+//
+// Grammar and semantics: ../shared/DESIGN.md, "The .tfs language". A program
+// is one `def NAME(params): body` with typed tensor parameters
+// (`x: f16[2048, 2048]`, `idx: i64[50] in [-64, 64)`), statements
+// `name = expr` and `return expr[, expr...]`, and `#` comments.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "graph/graph.h"
+
+namespace tilefuse {
+
+struct Program {
+  std::string file;     // as given to parse_program (used in diagnostics)
+  std::string source;   // the whole text
+  std::string name;     // the function's name
+  Graph graph;          // parameters in order, outputs in `return` order
+};
+
+// Parses and type-checks a program. Throws UserError whose loc() points at
+// the offending token (lexical, syntax, unknown name/method/dtype, arity,
+// shape and dtype errors alike). Never crashes on any input.
+Program parse_program(std::string_view source, const std::string& file);
+
+// Reads `path` and parses it; an unreadable file is a UserError.
+Program load_program(const std::string& path);
+
+// Renders an error as the CLI prints it:
+//   file:line:col: error: message
+//     <the source line>
+//     <spaces>^~~~
+// Errors without a location render as "file: error: message".
+std::string format_diagnostic(const std::string& file, std::string_view source,
+                              const UserError& error);
+
+}  // namespace tilefuse

@@ -1,0 +1,39 @@
+// The reference evaluator: runs any Graph on the CPU.
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace tilefuse {
+
+enum class EvalMode {
+  // PyTorch eager rounding: every node rounds to its dtype (see graph.h's
+  // rounding contract); outputs have the nodes' dtypes.
+  kEager,
+  // The f64 oracle: every floating op is computed in f64 with no
+  // intermediate rounding (float→float casts are exact); casts to integer or
+  // bool types still apply. Outputs are f64 tensors (bool/integer outputs
+  // keep their dtype). Tests measure error against it.
+  kOracle,
+};
+
+struct EvalOptions {
+  EvalMode mode = EvalMode::kEager;
+  int num_threads = 0;  // 0: std::thread::hardware_concurrency()
+};
+
+// Evaluates `g` on `params` (one per g.parameters(), matching dtype and
+// shape; any strides). Returns one contiguous tensor per g.outputs().
+// Throws UserError for an index outside [-size, size), naming the indexed
+// tensor, the index tensor, the position and the value, e.g.
+//   "index 64 is out of bounds for dim 0 of `x` (size 64): idx[17] = 64"
+std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& params,
+                             const EvalOptions& options = {});
+
+// ‖out − ref‖₂ / ‖ref‖₂ in f64 (0 when both are zero; +inf when only ref is
+// zero or when out has a NaN where ref has none). Shapes must match.
+double relative_error(const Tensor& out, const Tensor& ref);
+
+}  // namespace tilefuse

@@ -1,0 +1,203 @@
+// The graph IR: a tensor program with PyTorch semantics.
+//
+// A Graph is a list of nodes in topological order; each node produces one
+// value, named by its ValueId (its index). Shapes are static. Every value has
+// a dtype, a shape and a layout (strides and storage offset, in elements,
+// relative to the storage of `storage_root`): view ops (Slice, Permute,
+// Expand, Select) alias their input's storage and never copy; every other op
+// produces a fresh contiguous value that is its own storage root.
+//
+// The builder methods check their operands, infer the result type with
+// PyTorch's broadcasting and type-promotion rules, and throw UserError with
+// the given SourceLoc on any violation. A Graph that was built without
+// exceptions is well formed.
+//
+// Rounding contract (shared by every plan that executes a graph): each node
+// rounds its result to its dtype exactly once; elementwise math on
+// f16/bf16/f8 is computed in f32 ("opmath"), on other types in their own
+// type; matmuls of f16/bf16/f8/f32 accumulate in f32 (f64 in f64) and round
+// once at the output; addmm adds beta*bias + alpha*(a@b) in the accumulator
+// type and rounds once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace tilefuse {
+
+using ValueId = int32_t;
+
+// Every op kind, listed once. Dispatch tables (printer, evaluator, shape
+// checks, later the scheduler) are generated from this list.
+#define TILEFUSE_FOR_EACH_OP(X)                                                 \
+  X(Parameter) /* a program input; attrs: name, range                        */ \
+  X(Scalar)    /* a Python number (a "wrapped number" for promotion)         */ \
+  X(Unary)     /* elementwise; attrs: unary                                  */ \
+  X(Binary)    /* elementwise with broadcasting; attrs: binary               */ \
+  X(Where)     /* where(cond, a, b), broadcasting                            */ \
+  X(Clamp)     /* clamp(x, min?, max?) with scalar bounds                    */ \
+  X(Cast)      /* x.to(dtype)                                                */ \
+  X(Slice)     /* view: x[start:end:step] along dim                          */ \
+  X(Permute)   /* view: dims reordered (.T, .t(), transpose)                 */ \
+  X(Expand)    /* view: broadcast to a larger shape (stride 0)               */ \
+  X(Select)    /* view: x[i] along dim, dim removed                          */ \
+  X(Index)     /* gather: x.index_select(dim, idx) for any idx shape         */ \
+  X(Matmul)    /* torch.matmul semantics (1-D, 2-D, batched, broadcast)      */ \
+  X(Addmm)     /* beta * bias + alpha * (a @ b), a and b 2-D                 */
+
+enum class OpKind : uint8_t {
+#define TF_OP_ENUM(name) name,
+  TILEFUSE_FOR_EACH_OP(TF_OP_ENUM)
+#undef TF_OP_ENUM
+};
+std::string_view op_kind_name(OpKind kind);
+
+#define TILEFUSE_FOR_EACH_UNARY_OP(X) \
+  X(Neg, "neg")                       \
+  X(Relu, "relu")                     \
+  X(Gelu, "gelu") /* exact (erf) */   \
+  X(Silu, "silu")                     \
+  X(Sigmoid, "sigmoid")               \
+  X(Tanh, "tanh")                     \
+  X(Exp, "exp")                       \
+  X(Log, "log")                       \
+  X(Sqrt, "sqrt")                     \
+  X(Abs, "abs")                       \
+  X(LogicalNot, "logical_not")
+
+enum class UnaryOp : uint8_t {
+#define TF_UNARY_ENUM(e, name) e,
+  TILEFUSE_FOR_EACH_UNARY_OP(TF_UNARY_ENUM)
+#undef TF_UNARY_ENUM
+};
+std::string_view unary_op_name(UnaryOp op);
+
+#define TILEFUSE_FOR_EACH_BINARY_OP(X) \
+  X(Add, "add")                        \
+  X(Sub, "sub")                        \
+  X(Mul, "mul")                        \
+  X(Div, "div") /* true division */    \
+  X(Maximum, "maximum")                \
+  X(Minimum, "minimum")                \
+  X(Hypot, "hypot")                    \
+  X(Eq, "eq")                          \
+  X(Ne, "ne")                          \
+  X(Lt, "lt")                          \
+  X(Le, "le")                          \
+  X(Gt, "gt")                          \
+  X(Ge, "ge")
+
+enum class BinaryOp : uint8_t {
+#define TF_BINARY_ENUM(e, name) e,
+  TILEFUSE_FOR_EACH_BINARY_OP(TF_BINARY_ENUM)
+#undef TF_BINARY_ENUM
+};
+std::string_view binary_op_name(BinaryOp op);
+bool is_comparison(BinaryOp op);
+
+// `in [lo, hi)` on an integer parameter: the range random inputs are drawn from.
+struct IntRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+struct Node {
+  OpKind kind = OpKind::Parameter;
+  std::vector<ValueId> inputs;
+  SourceLoc loc;
+
+  // Result type and layout.
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<int64_t> strides;  // elements, relative to storage_root's storage
+  int64_t offset = 0;            // elements
+  ValueId storage_root = -1;     // the value whose storage this one aliases (self if fresh)
+
+  // Attributes; which ones are meaningful depends on `kind`.
+  std::string name;                  // Parameter: its name; others: the .tfs variable it was bound to, if any
+  std::optional<IntRange> range;     // Parameter
+  double scalar = 0;                 // Scalar: its value
+  UnaryOp unary = UnaryOp::Neg;      // Unary
+  BinaryOp binary = BinaryOp::Add;   // Binary
+  std::optional<double> clamp_min;   // Clamp
+  std::optional<double> clamp_max;   // Clamp
+  int64_t dim = 0;                   // Slice, Select, Index: the (non-negative) dim
+  int64_t start = 0, end = 0, step = 1;  // Slice (resolved, clamped like Python); Select: start = index
+  std::vector<int64_t> perm;         // Permute
+  double alpha = 1, beta = 1;        // Addmm
+
+  bool is_view() const;
+  // A Scalar node is a "wrapped number": it takes part in type promotion
+  // only through its category (PyTorch's rule for Python scalars).
+  bool is_wrapped_number() const { return kind == OpKind::Scalar; }
+};
+
+class Graph {
+ public:
+  // Parameters, in declaration order. `range` only for integral dtypes.
+  ValueId parameter(const std::string& name, DType dtype, const Shape& shape,
+                    std::optional<IntRange> range, SourceLoc loc);
+  // A Python number. `dtype` is its kind as written: Bool, I64 (an integer
+  // literal) or F64 (a float literal); for promotion it is a wrapped number,
+  // and its node dtype is PyTorch's default for its category (bool, i64, f32).
+  ValueId scalar(double value, DType literal_kind, SourceLoc loc);
+
+  ValueId unary(UnaryOp op, ValueId x, SourceLoc loc);
+  ValueId binary(BinaryOp op, ValueId a, ValueId b, SourceLoc loc);
+  ValueId where(ValueId cond, ValueId a, ValueId b, SourceLoc loc);
+  ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max, SourceLoc loc);
+  ValueId cast(ValueId x, DType dtype, SourceLoc loc);
+
+  // Views. Dims may be negative (wrap once, PyTorch style). Slice bounds
+  // follow Python (negative wrap, clamped, missing = whole dim); step >= 1.
+  ValueId slice(ValueId x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                int64_t step, SourceLoc loc);
+  ValueId permute(ValueId x, const std::vector<int64_t>& perm, SourceLoc loc);
+  ValueId transpose(ValueId x, int64_t dim0, int64_t dim1, SourceLoc loc);
+  // `sizes` as torch.Tensor.expand: -1 keeps a dim; new leading dims allowed.
+  ValueId expand(ValueId x, const std::vector<int64_t>& sizes, SourceLoc loc);
+  ValueId select(ValueId x, int64_t dim, int64_t index, SourceLoc loc);
+
+  // Gather along `dim` with an integer index tensor of any shape:
+  // out.shape = x.shape[:dim] + idx.shape + x.shape[dim+1:]. Negative index
+  // values wrap once; values outside [-size, size) are a run-time error.
+  ValueId index(ValueId x, int64_t dim, ValueId idx, SourceLoc loc);
+
+  // torch.matmul: both operands floating and of the same dtype.
+  ValueId matmul(ValueId a, ValueId b, SourceLoc loc);
+  // torch.addmm(bias, a, b, beta=, alpha=): a, b 2-D; bias broadcasts to [M, N].
+  ValueId addmm(ValueId bias, ValueId a, ValueId b, double beta, double alpha, SourceLoc loc);
+
+  void add_output(ValueId v) { outputs_.push_back(v); }
+  void set_name(ValueId v, const std::string& name);  // the .tfs variable bound to v
+
+  const Node& node(ValueId v) const { return nodes_.at(static_cast<size_t>(v)); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<ValueId>& parameters() const { return parameters_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
+
+  // Stable text form (`tilefuse emit --stage=graph`), one node per line, e.g.
+  //   %3 = index(%0, %2, dim=0) : f16[2048, 2048] strides=[2048, 1]
+  std::string to_string() const;
+
+ private:
+  ValueId add(Node node);
+  std::vector<Node> nodes_;
+  std::vector<ValueId> parameters_;
+  std::vector<ValueId> outputs_;
+};
+
+// PyTorch type promotion (torch.result_type) over the given values, with the
+// tensor / zero-dim tensor / wrapped-number priority rules.
+DType result_type(const Graph& g, const std::vector<ValueId>& values);
+// Broadcast two shapes (PyTorch/NumPy rules); nullopt when incompatible.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace tilefuse
