@@ -1,0 +1,183 @@
+// End-to-end tests of the `tilefuse` binary: every shared case runs with
+// --check against the f64 oracle, errors come back with the right exit code
+// and message, and .npy inputs/outputs round-trip.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "frontend/frontend.h"
+#include "io/npy.h"
+#include "reference/eval.h"
+#include "reference/inputs.h"
+
+namespace fs = std::filesystem;
+namespace tilefuse {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args) {
+  std::string cmd = std::string(TILEFUSE_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string case_path(const std::string& name) {
+  return std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/" + name;
+}
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path dir = fs::temp_directory_path() /
+                 ("tilefuse_e2e_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Every shared case that must succeed, run with --check; the relative error
+// printed for each output must be within the tolerance printed beside it.
+class SharedCase : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedCase, RunsAndMatchesOracle) {
+  Result r = run_cli("run " + case_path(GetParam()) + " --check --seed 7");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::regex line(R"(check: (\S+) rel_err=(\S+) tol=(\S+) ok)");
+  int checked = 0;
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it) {
+    double err = std::stod((*it)[2]), tol = std::stod((*it)[3]);
+    EXPECT_LE(err, tol) << (*it)[1];
+    ++checked;
+  }
+  EXPECT_GE(checked, 1) << r.output;
+  EXPECT_EQ(r.output.find("FAILED"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SharedCase,
+    ::testing::Values("batched_gather.tfs", "dequant_int8_prologue.tfs",
+                      "gather_b_rows_along_k.tfs", "gather_mm_bf16_repeats.tfs",
+                      "gather_negative_index.tfs", "gather_odd_k_f16.tfs",
+                      "pointwise_both_operands.tfs", "seed_gather_mm_f16.tfs",
+                      "upcast_prologue_epilogue.tfs"),
+    [](const auto& info) { return info.param.substr(0, info.param.size() - 4); });
+
+TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
+  Result r = run_cli("run " + case_path("gather_out_of_range.tfs"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("`x`"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("`idx`["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("= 64"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gather_out_of_range.tfs"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MainExampleRuns) {
+  Result r = run_cli("run " + std::string(TILEFUSE_SOURCE_DIR) + "/examples/gather_mm.tfs");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("f16[2048, 2048]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("time:"), std::string::npos) << r.output;
+}
+
+TEST(Cli, SeedsAreReproducibleAndDistinct) {
+  std::string prog = case_path("pointwise_both_operands.tfs");
+  auto hash = [](const std::string& out) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("xxh64=([0-9a-f]+)"))) << out;
+    return m.size() > 1 ? m[1].str() : std::string();
+  };
+  Result a = run_cli("run " + prog + " --seed 1"), b = run_cli("run " + prog + " --seed 1"),
+         c = run_cli("run " + prog + " --seed 2");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(hash(a.output), hash(b.output));
+  EXPECT_NE(hash(a.output), hash(c.output));
+}
+
+TEST(Cli, NpyInputsAndSavedOutputsRoundTrip) {
+  fs::path dir = temp_dir("npy");
+  std::string prog = case_path("gather_negative_index.tfs");
+  Program p = load_program(prog);
+  std::vector<Tensor> inputs = make_random_inputs(p.graph, 99);
+  const char* names[] = {"x", "y", "idx"};
+  std::string args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string file = (dir / (std::string(names[i]) + ".npy")).string();
+    write_npy(file, inputs[i]);
+    args += " --input " + std::string(names[i]) + "=" + file;
+  }
+  Result r = run_cli("run " + prog + args + " --save-output " + (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Tensor saved = read_npy((dir / "out" / "out0.npy").string());
+  Tensor expected = evaluate(p.graph, inputs)[0];
+  ASSERT_EQ(saved.shape(), expected.shape());
+  EXPECT_EQ(relative_error(saved, expected), 0.0);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, BadInputFilesAreUserErrors) {
+  fs::path dir = temp_dir("badnpy");
+  std::string prog = case_path("gather_negative_index.tfs");
+  std::string wrong_dtype = (dir / "x64.npy").string();
+  write_npy(wrong_dtype, Tensor::full(DType::F64, {64, 96}, 0.5));
+  std::string wrong_shape = (dir / "x32.npy").string();
+  write_npy(wrong_shape, Tensor::full(DType::F32, {64, 95}, 0.5));
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"--input x=" + wrong_dtype, "is f32 but"},
+      {"--input x=" + wrong_shape, "[64, 95]"},
+      {"--input z=" + wrong_shape, "not a parameter"},
+      {"--input x", "name=file.npy"},
+      {"--input x=" + (dir / "missing.npy").string(), "missing.npy"},
+  };
+  for (const Case& c : cases) {
+    Result r = run_cli("run " + prog + " " + c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Cli, MalformedProgramGivesLocatedDiagnostic) {
+  fs::path dir = temp_dir("bad");
+  fs::path prog = dir / "bad.tfs";
+  std::ofstream(prog) << "def f(x: f32[4, 5], y: f32[6, 7]):\n    return x @ y\n";
+  Result r = run_cli("run " + prog.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bad.tfs:2:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[4, 5]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[6, 7]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("^"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, UsageErrorsAndHelp) {
+  EXPECT_EQ(run_cli("").exit_code, 1);
+  EXPECT_EQ(run_cli("frobnicate").exit_code, 1);
+  EXPECT_EQ(run_cli("run").exit_code, 1);
+  EXPECT_EQ(run_cli("run x.tfs --device tpu").exit_code, 1);
+  Result missing = run_cli("run /nonexistent/prog.tfs");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("/nonexistent/prog.tfs"), std::string::npos) << missing.output;
+  Result help = run_cli("run --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* opt : {"--device", "--seed", "--input", "--save-output", "--check"})
+    EXPECT_NE(help.output.find(opt), std::string::npos) << opt;
+}
+
+}  // namespace
+}  // namespace tilefuse

@@ -1,0 +1,200 @@
+#include "commands.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "core/error.h"
+#include "frontend/frontend.h"
+#include "io/npy.h"
+#include "reference/eval.h"
+#include "reference/inputs.h"
+
+namespace tilefuse::cli {
+namespace {
+
+// Prints a UserError as a diagnostic against `program` (when it was parsed).
+int report(const UserError& e, const Program* program, const std::string& file) {
+  std::string text = program ? format_diagnostic(program->file, program->source, e)
+                             : format_diagnostic(file, "", e);
+  std::fprintf(stderr, "%s", text.c_str());
+  if (text.empty() || text.back() != '\n') std::fputc('\n', stderr);
+  return kUserError;
+}
+
+// The largest relative error --check accepts for an output of `dt`
+// (DESIGN.md, "Testing"): half-precision results carry ~2^-9 rounding per
+// element, f32 ~2^-24 times the reduction depth.
+double tolerance(DType dt) {
+  switch (dt) {
+    case DType::F16:
+    case DType::BF16:
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+      return 1e-2;
+    case DType::F32:
+      return 1e-5;
+    case DType::F64:
+      return 1e-12;
+    default:
+      return 0.0;  // integers and bool must match exactly
+  }
+}
+
+// The name an output is printed and saved under: the variable it was bound
+// to, else out<i>.
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    std::string name = g.node(g.outputs()[i]).name;
+    if (name.empty()) name = fmt::format("out{}", i);
+    if (seen[name]++) name = fmt::format("{}_{}", name, i);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// Replaces the random input of each `name=file.npy` parameter. A file's dtype
+// must equal the parameter's, except that bf16/f8 parameters (which .npy
+// cannot hold) read any floating file, rounded.
+void load_inputs(const Graph& g, const std::vector<std::string>& specs,
+                 std::vector<Tensor>& inputs) {
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UserError(fmt::format("--input expects name=file.npy, got `{}`", spec));
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    std::optional<size_t> pos;
+    for (size_t i = 0; i < g.parameters().size(); ++i)
+      if (g.node(g.parameters()[i]).name == name) pos = i;
+    if (!pos) {
+      std::string params;
+      for (ValueId p : g.parameters()) params += (params.empty() ? "" : ", ") + g.node(p).name;
+      throw UserError(
+          fmt::format("--input names `{}`, which is not a parameter (parameters: {})", name, params));
+    }
+    const Node& param = g.node(g.parameters()[*pos]);
+    Tensor t = read_npy(path);
+    bool lossy_ok = (param.dtype == DType::BF16 || param.dtype == DType::F8E4M3 ||
+                     param.dtype == DType::F8E5M2) &&
+                    is_floating(t.dtype());
+    if (t.dtype() != param.dtype && !lossy_ok)
+      throw UserError(fmt::format("input `{}` is {} but {} holds {}", name,
+                                  dtype_name(param.dtype), path, dtype_name(t.dtype())));
+    if (t.shape() != param.shape)
+      throw UserError(fmt::format("input `{}` has shape {} but {} holds {}", name,
+                                  shape_to_string(param.shape), path, shape_to_string(t.shape())));
+    inputs[*pos] = t.dtype() == param.dtype ? t : t.to(param.dtype);
+  }
+}
+
+struct Checksum {
+  double sum = 0;
+  uint64_t hash = 0;
+};
+
+// Sum of the elements (f64) and xxh64 of the contiguous bytes: the sum is
+// comparable across devices within rounding, the hash only bit-for-bit.
+Checksum checksum(const Tensor& t) {
+  Tensor c = t.contiguous();
+  Checksum s;
+  for (int64_t i = 0; i < c.numel(); ++i) s.sum += c.get_linear(i);
+  s.hash = XXH64(c.data_ptr(), static_cast<size_t>(c.numel()) * dtype_size(c.dtype()), 0);
+  return s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  std::optional<Program> program;
+  try {
+    program = load_program(options.program);
+  } catch (const UserError& e) {
+    return report(e, nullptr, options.program);
+  }
+  const Graph& g = program->graph;
+  try {
+    if (options.device == "cuda")
+      throw UserError("--device cuda: this build has no CUDA backend yet; use --device cpu");
+    if (options.threads < 0) throw UserError("--threads must be >= 0");
+    std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
+    load_inputs(g, options.inputs, inputs);
+
+    EvalOptions eval;
+    eval.num_threads = options.threads;
+    int threads = options.threads > 0 ? options.threads
+                                      : static_cast<int>(std::thread::hardware_concurrency());
+    std::printf("%s: %zu output%s on cpu (reference evaluator, %d thread%s), seed %llu\n",
+                program->name.c_str(), g.outputs().size(), g.outputs().size() == 1 ? "" : "s",
+                threads, threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Tensor> outputs = evaluate(g, inputs, eval);
+    double elapsed = seconds_since(t0);
+
+    std::vector<std::string> names = output_names(g);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Checksum c = checksum(outputs[i]);
+      std::printf("  %s: %s%s  sum=%.6g  xxh64=%016llx\n", names[i].c_str(),
+                  std::string(dtype_name(outputs[i].dtype())).c_str(),
+                  shape_to_string(outputs[i].shape()).c_str(), c.sum,
+                  static_cast<unsigned long long>(c.hash));
+    }
+    std::printf("time: %.3f s\n", elapsed);
+
+    if (!options.save_output_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options.save_output_dir, ec);
+      if (ec)
+        throw UserError(fmt::format("--save-output: cannot create `{}`: {}",
+                                    options.save_output_dir, ec.message()));
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        std::string path = (std::filesystem::path(options.save_output_dir) / (names[i] + ".npy"));
+        write_npy(path, outputs[i]);
+        std::printf("saved %s\n", path.c_str());
+      }
+    }
+
+    if (options.check) {
+      eval.mode = EvalMode::kOracle;
+      std::vector<Tensor> refs = evaluate(g, inputs, eval);
+      bool ok = true;
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        double err = relative_error(outputs[i], refs[i]);
+        double tol = tolerance(outputs[i].dtype());
+        bool pass = err <= tol;  // false for NaN
+        ok = ok && pass;
+        std::printf("check: %s rel_err=%.3e tol=%.0e %s\n", names[i].c_str(), err, tol,
+                    pass ? "ok" : "FAILED");
+      }
+      if (!ok) return kInternalError;
+    }
+    return kOk;
+  } catch (const UserError& e) {
+    return report(e, &*program, options.program);
+  }
+}
+
+int emit_command(const std::string& path, const std::string& stage) {
+  std::optional<Program> program;
+  try {
+    program = load_program(path);
+  } catch (const UserError& e) {
+    return report(e, nullptr, path);
+  }
+  std::printf("%s", program->graph.to_string().c_str());
+  return kOk;
+}
+
+}  // namespace tilefuse::cli
