@@ -4,12 +4,30 @@
 // names, sizes and categories are generated from that list.
 //
 // Rounding: `round_to(dt, v)` returns the value a tensor of dtype `dt` holds
-// after storing `v`, as PyTorch does it: floating types round to nearest even
-// (f8e4m3 is PyTorch's float8_e4m3fn: no infinities, saturates to NaN past
-// the largest finite value when not representable, max 448; f8e5m2 is IEEE
-// like with infinities); integer types truncate toward zero and wrap modulo
-// 2^bits; bool is `v != 0`. Integer values are carried in double, exactly for
-// |v| < 2^53.
+// after storing `v`, with one rounding step from the double `v` (a value is
+// never rounded through f32 first, which could round twice):
+// - f16, bf16, f32: IEEE round to nearest even, subnormals included; overflow
+//   gives +-inf; NaN stays NaN.
+// - f8e4m3 is torch.float8_e4m3fn (c10/util/Float8_e4m3fn.h): 4 exponent
+//   bits, bias 7, 3 mantissa bits, no infinities, largest finite 448, NaN is
+//   S.1111.111. Values round to nearest even (subnormals included); there is
+//   no saturation: a value whose rounding exceeds 448 (|v| > 464) and +-inf
+//   become NaN. (c10 tests |x| >= 480 on f32 inputs and lets (464, 480)
+//   round into the NaN pattern: the same result.)
+// - f8e5m2 is torch.float8_e5m2 (c10/util/Float8_e5m2.h): IEEE-like with
+//   5 exponent bits, 2 mantissa bits, infinities, largest finite 57344, RNE.
+// - integer types truncate toward zero and wrap modulo 2^bits (two's
+//   complement); NaN and +-inf become 0 (PyTorch leaves these undefined).
+//   Integer values are carried in double, exactly for |v| < 2^53.
+// - bool is `v != 0` (NaN is true, as in PyTorch).
+// Note: PyTorch's own f64 -> f16/bf16/f8 cast rounds through f32 (c10::Half
+// and friends have only a float constructor). Code that must reproduce that
+// cast bit for bit calls round_to(dt, round_to(DType::F32, v)).
+//
+// The f32 bit conversions below are ports of c10's (Half.h, BFloat16.h,
+// Float8_e4m3fn.h, Float8_e5m2.h) and agree with round_to on f32 inputs;
+// NaN encodings: f16 0x7E00 | sign, bf16 0x7FC0, f8e4m3 0x7F | sign,
+// f8e5m2 0x7F | sign.
 #pragma once
 
 #include <cstdint>
