@@ -131,6 +131,13 @@ struct Node {
   int64_t start = 0, end = 0, step = 1;  // Slice (resolved, clamped like Python); Select: start = index
   std::vector<int64_t> perm;         // Permute
   double alpha = 1, beta = 1;        // Addmm
+  // Unary, Binary, Where, Clamp: the dtype the operands are converted to
+  // before the math (TensorIterator's common dtype: result_type of the
+  // operands, then int->f32 for true division and the float unary ops). It
+  // equals `dtype` except for comparisons and logical_not (bool results
+  // computed in the operands' type). Other kinds: equal to `dtype`.
+  // Elementwise math on f16/bf16/f8 then runs in f32 (see "opmath" above).
+  DType compute_dtype = DType::F32;
 
   bool is_view() const;
   // A Scalar node is a "wrapped number": it takes part in type promotion
@@ -146,12 +153,29 @@ class Graph {
   // A Python number. `dtype` is its kind as written: Bool, I64 (an integer
   // literal) or F64 (a float literal); for promotion it is a wrapped number,
   // and its node dtype is PyTorch's default for its category (bool, i64, f32).
+  // Any other dtype is read by its category. `scalar` keeps the full double
+  // value (consumers convert it straight to the op's compute dtype, never
+  // through the node dtype: PyTorch wraps Python floats as double). A bool is
+  // stored as 0/1; an integer literal outside i64 is a UserError.
   ValueId scalar(double value, DType literal_kind, SourceLoc loc);
+
+  // Python numbers combine before PyTorch sees them: when every operand is a
+  // Scalar node, unary Neg and binary Add/Sub/Mul/Div and the comparisons are
+  // evaluated here with Python's rules (bool acts as int, int op int stays
+  // int, / gives float, comparisons give bool; division by zero and i64
+  // overflow are UserErrors) and return a new Scalar node. Everything else
+  // builds a node of the named kind.
 
   ValueId unary(UnaryOp op, ValueId x, SourceLoc loc);
   ValueId binary(BinaryOp op, ValueId a, ValueId b, SourceLoc loc);
   ValueId where(ValueId cond, ValueId a, ValueId b, SourceLoc loc);
+  // The bounds are wrapped numbers of kind `bounds_kind` (Bool, I64 or F64:
+  // the highest kind among the bounds as written), which decides promotion
+  // (torch.clamp(int_tensor, 0.5) is f32). The overload without it treats
+  // integer-valued bounds as int literals and any other bound as a float.
   ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max, SourceLoc loc);
+  ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max,
+                DType bounds_kind, SourceLoc loc);
   ValueId cast(ValueId x, DType dtype, SourceLoc loc);
 
   // Views. Dims may be negative (wrap once, PyTorch style). Slice bounds
@@ -175,7 +199,10 @@ class Graph {
   ValueId addmm(ValueId bias, ValueId a, ValueId b, double beta, double alpha, SourceLoc loc);
 
   void add_output(ValueId v) { outputs_.push_back(v); }
-  void set_name(ValueId v, const std::string& name);  // the .tfs variable bound to v
+  // Records the .tfs variable bound to v (for the printer and messages). A
+  // parameter keeps its own name and the first name bound to a value sticks
+  // (`h = x[i]; g = h` leaves v named `h`).
+  void set_name(ValueId v, const std::string& name);
 
   const Node& node(ValueId v) const { return nodes_.at(static_cast<size_t>(v)); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -183,8 +210,26 @@ class Graph {
   const std::vector<ValueId>& outputs() const { return outputs_; }
   int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
 
-  // Stable text form (`tilefuse emit --stage=graph`), one node per line, e.g.
-  //   %3 = index(%0, %2, dim=0) : f16[2048, 2048] strides=[2048, 1]
+  // Stable text form (`tilefuse emit --stage=graph`), one node per line:
+  //   %ID = OP OPERANDS ATTRS : DTYPE[SHAPE] [VIEW LAYOUT] [  # NAME]
+  // then one `return %a, %b` line. OP is the unary/binary op name for those
+  // kinds, else the lower-case kind. Operands are `%id`s separated by ", ";
+  // attributes are `key=value`. A view's layout is `strides=[..] offset=N
+  // root=%R`; `# NAME` is the .tfs variable a non-parameter value is bound
+  // to. Per kind:
+  //   %0 = parameter x : f16[64, 32]
+  //   %1 = parameter idx in [0, 64) : i64[50]
+  //   %2 = scalar 0.5 : f32[]            (True/False, 3, 0.5, 1e+20, inf, nan)
+  //   %3 = index %0, %1 dim=0 : f16[50, 32]
+  //   %4 = add %3, %2 : f16[50, 32]  # h
+  //   %5 = slice %0 dim=1 start=0 end=32 step=2 : f16[64, 16] strides=[32, 2] offset=0 root=%0
+  //   %6 = permute %5 perm=[1, 0] : f16[16, 64] strides=[2, 32] offset=0 root=%0
+  //   %7 = select %0 dim=0 index=3 : f16[32] strides=[1] offset=96 root=%0
+  //   %8 = expand %7 : f16[4, 32] strides=[0, 1] offset=96 root=%0
+  //   %9 = clamp %4 min=0 max=6 : f16[50, 32]
+  //   %10 = where %c, %a, %b : ...     %11 = cast %4 : f32[50, 32]
+  //   %12 = matmul %a, %b : ...        %13 = addmm %bias, %a, %b beta=1 alpha=0.5 : ...
+  //   return %4, %12
   std::string to_string() const;
 
  private:
@@ -194,9 +239,20 @@ class Graph {
   std::vector<ValueId> outputs_;
 };
 
+// The largest tensor the graph accepts: 2^40 elements. Every node's shape is
+// checked (counting size-0 dims as 1, so strides and offsets stay far from
+// int64 overflow); a larger one is a UserError.
+inline constexpr int64_t kMaxNumel = int64_t{1} << 40;
+
+// torch.promote_types over tilefuse's dtypes. Throws UserError (at `loc`)
+// where PyTorch would need a type we lack (i8 with u8 gives int16) and for
+// any float8 type mixed with another dtype (PyTorch: "Promotion for Float8
+// Types is not supported").
+DType promote_types(DType a, DType b, SourceLoc loc = {});
 // PyTorch type promotion (torch.result_type) over the given values, with the
-// tensor / zero-dim tensor / wrapped-number priority rules.
-DType result_type(const Graph& g, const std::vector<ValueId>& values);
+// tensor / zero-dim tensor / wrapped-number priority rules. Throws as
+// promote_types, at `loc`.
+DType result_type(const Graph& g, const std::vector<ValueId>& values, SourceLoc loc = {});
 // Broadcast two shapes (PyTorch/NumPy rules); nullopt when incompatible.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 

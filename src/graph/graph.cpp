@@ -1,0 +1,456 @@
+// Graph construction: names, node bookkeeping, parameters, Python numbers and
+// the elementwise builders (unary, binary, where, clamp, cast).
+//
+// Each builder checks in PyTorch's order where it matters for the message:
+// op-specific dtype guards first (sub_check, neg on bool), then broadcasting,
+// then type promotion (TensorIterator computes shapes before dtypes).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/graph_internal.h"
+
+namespace tilefuse {
+
+using graph_internal::type_string;
+
+std::string_view op_kind_name(OpKind kind) {
+  // Lower-case, as the printer and messages spell ops ("index", "matmul").
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+#define TF_OP_NAME(name) v.emplace_back(#name);
+    TILEFUSE_FOR_EACH_OP(TF_OP_NAME)
+#undef TF_OP_NAME
+    for (std::string& s : v) {
+      for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return v;
+  }();
+  const auto i = static_cast<size_t>(kind);
+  return i < names.size() ? std::string_view(names[i]) : std::string_view("?");
+}
+
+std::string_view unary_op_name(UnaryOp op) {
+  switch (op) {
+#define TF_UNARY_NAME(e, name) \
+  case UnaryOp::e:             \
+    return name;
+    TILEFUSE_FOR_EACH_UNARY_OP(TF_UNARY_NAME)
+#undef TF_UNARY_NAME
+  }
+  return "?";
+}
+
+std::string_view binary_op_name(BinaryOp op) {
+  switch (op) {
+#define TF_BINARY_NAME(e, name) \
+  case BinaryOp::e:             \
+    return name;
+    TILEFUSE_FOR_EACH_BINARY_OP(TF_BINARY_NAME)
+#undef TF_BINARY_NAME
+  }
+  return "?";
+}
+
+bool is_comparison(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Node::is_view() const {
+  return kind == OpKind::Slice || kind == OpKind::Permute || kind == OpKind::Expand ||
+         kind == OpKind::Select;
+}
+
+namespace graph_internal {
+
+std::string type_string(const Node& n) {
+  return std::string(dtype_name(n.dtype)) + shape_to_string(n.shape);
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc, bool scalar_ok) {
+  // maybe_wrap_dim: a 0-dim tensor is treated as 1-D for wrapping, when allowed.
+  const int64_t n = (ndim == 0 && scalar_ok) ? 1 : ndim;
+  if (n == 0) {
+    throw UserError(std::string(op) + " cannot be applied to a 0-dim tensor", loc);
+  }
+  if (dim < -n || dim >= n) {
+    throw UserError("dimension " + std::to_string(dim) + " is out of range for " +
+                        std::string(op) + " of a " + std::to_string(ndim) +
+                        "-dim tensor (expected " + std::to_string(-n) + " to " +
+                        std::to_string(n - 1) + ")",
+                    loc);
+  }
+  return dim < 0 ? dim + n : dim;
+}
+
+void check_size(const Node& n) {
+  int64_t extent = 1;
+  for (int64_t d : n.shape) {
+    const int64_t e = std::max<int64_t>(d, 1);
+    if (e > kMaxNumel || extent > kMaxNumel / e) {
+      const std::string what = n.kind == OpKind::Parameter
+                                   ? "parameter `" + n.name + "`"
+                                   : "the result of " + std::string(op_kind_name(n.kind));
+      throw UserError(what + " is too large: " + type_string(n) + " has more than 2^40 elements",
+                      n.loc);
+    }
+    extent *= e;
+  }
+}
+
+DType wrapped_number_dtype(DType literal_kind) {
+  switch (dtype_category(literal_kind)) {
+    case DTypeCategory::Bool:
+      return DType::Bool;
+    case DTypeCategory::Integral:
+      return DType::I64;
+    case DTypeCategory::Floating:
+      return DType::F32;
+  }
+  return DType::F32;
+}
+
+}  // namespace graph_internal
+
+namespace {
+
+// Shape of a broadcast, or a UserError naming both operands and the first
+// dimension (of the result) where their sizes clash.
+Shape broadcast_or_throw(std::string_view op, const Node& a, const Node& b, SourceLoc loc) {
+  if (auto out = broadcast_shapes(a.shape, b.shape)) return *out;
+  const size_t n = std::max(a.shape.size(), b.shape.size());
+  for (size_t i = 0; i < n; ++i) {
+    const size_t r = n - i;  // 1-based position from the right
+    if (r > a.shape.size() || r > b.shape.size()) continue;  // a missing dim broadcasts
+    const int64_t da = a.shape[a.shape.size() - r], db = b.shape[b.shape.size() - r];
+    if (da != db && da != 1 && db != 1) {
+      throw UserError(std::string(op) + " operands do not broadcast: " + type_string(a) + " and " +
+                          type_string(b) + " differ at dimension " + std::to_string(i) + " (" +
+                          std::to_string(da) + " vs " + std::to_string(db) + ")",
+                      loc);
+    }
+  }
+  throw InternalError("broadcast_or_throw: no clashing dimension found");
+}
+
+bool is_int64_value(double v) {
+  // [-2^63, 2^63): the doubles that convert to int64_t without overflow.
+  return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+}
+
+// The Python kind of a Scalar node: bool, int or float.
+enum class PyKind { Bool, Int, Float };
+PyKind py_kind(const Node& n) {
+  if (n.dtype == DType::Bool) return PyKind::Bool;
+  return is_floating(n.dtype) ? PyKind::Float : PyKind::Int;
+}
+
+bool foldable(BinaryOp op) {
+  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
+         op == BinaryOp::Div || is_comparison(op);
+}
+
+}  // namespace
+
+ValueId Graph::add(Node node) {
+  const ValueId id = size();
+  for (int64_t d : node.shape) TF_CHECK(d >= 0, "negative size in " + shape_to_string(node.shape));
+  graph_internal::check_size(node);
+  if (!node.is_view()) {
+    node.strides = contiguous_strides(node.shape);
+    node.offset = 0;
+    node.storage_root = id;
+  }
+  TF_CHECK(node.strides.size() == node.shape.size(), "strides and shape differ in rank");
+  const bool elementwise = node.kind == OpKind::Unary || node.kind == OpKind::Binary ||
+                           node.kind == OpKind::Where || node.kind == OpKind::Clamp;
+  if (!elementwise) node.compute_dtype = node.dtype;
+  nodes_.push_back(std::move(node));
+  return id;
+}
+
+ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shape,
+                         std::optional<IntRange> range, SourceLoc loc) {
+  if (name.empty()) throw UserError("a parameter needs a name", loc);
+  for (ValueId p : parameters_) {
+    if (nodes_[p].name == name) throw UserError("duplicate parameter name `" + name + "`", loc);
+  }
+  for (int64_t d : shape) {
+    if (d < 0) {
+      throw UserError("parameter `" + name + "` has a negative size " + std::to_string(d) +
+                          " in " + shape_to_string(shape),
+                      loc);
+    }
+  }
+  if (range) {
+    const std::string r =
+        std::string(1, '[') + std::to_string(range->lo) + ", " + std::to_string(range->hi) + ")";
+    if (!is_integral(dtype)) {
+      throw UserError("`in " + r + "` is only allowed on integer parameters, but `" + name +
+                          "` is " + std::string(dtype_name(dtype)),
+                      loc);
+    }
+    if (range->lo >= range->hi) {
+      throw UserError("the range " + r + " of parameter `" + name + "` is empty", loc);
+    }
+    int64_t lo = std::numeric_limits<int64_t>::min(), hi_max = std::numeric_limits<int64_t>::max();
+    if (dtype == DType::U8) lo = 0, hi_max = 256;
+    if (dtype == DType::I8) lo = -128, hi_max = 128;
+    if (dtype == DType::I32) lo = std::numeric_limits<int32_t>::min(), hi_max = int64_t{1} << 31;
+    if (range->lo < lo || range->hi > hi_max) {
+      throw UserError("the range " + r + " of parameter `" + name + "` does not fit in " +
+                          std::string(dtype_name(dtype)),
+                      loc);
+    }
+  }
+  Node n;
+  n.kind = OpKind::Parameter;
+  n.loc = loc;
+  n.dtype = dtype;
+  n.shape = shape;
+  n.name = name;
+  n.range = range;
+  const ValueId id = add(std::move(n));
+  parameters_.push_back(id);
+  return id;
+}
+
+ValueId Graph::scalar(double value, DType literal_kind, SourceLoc loc) {
+  Node n;
+  n.kind = OpKind::Scalar;
+  n.loc = loc;
+  n.dtype = graph_internal::wrapped_number_dtype(literal_kind);
+  if (n.dtype == DType::Bool) {
+    value = value != 0 ? 1 : 0;
+  } else if (n.dtype == DType::I64) {
+    // PyTorch unpacks Python ints into int64 ("Overflow when unpacking long").
+    if (!is_int64_value(value)) {
+      throw UserError("integer " + graph_internal::format_number(value) + " does not fit in i64",
+                      loc);
+    }
+    TF_CHECK(std::trunc(value) == value, "integer literal with a fraction");
+  }
+  n.scalar = value;
+  return add(std::move(n));
+}
+
+ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
+  TF_CHECK(xv >= 0 && xv < size(), "unary: invalid value");
+  const Node& x = nodes_[xv];
+  const std::string name(unary_op_name(op));
+  if (op == UnaryOp::Neg && x.is_wrapped_number()) {
+    // Python negates the number itself: -True is the int -1.
+    if (py_kind(x) == PyKind::Float) return scalar(-x.scalar, DType::F64, loc);
+    if (x.scalar == -9223372036854775808.0) throw UserError("integer overflow in -", loc);
+    return scalar(-x.scalar, DType::I64, loc);
+  }
+  const DType in = x.dtype;
+  Node n;
+  n.kind = OpKind::Unary;
+  n.unary = op;
+  n.inputs = {xv};
+  n.loc = loc;
+  n.shape = x.shape;
+  n.dtype = n.compute_dtype = in;
+  switch (op) {
+    case UnaryOp::Neg:
+      // neg_check: "Negation, the `-` operator, on a bool tensor is not supported."
+      if (in == DType::Bool) {
+        throw UserError("negation (unary -) of a bool tensor is not supported; use logical_not", loc);
+      }
+      break;
+    case UnaryOp::Relu:
+    case UnaryOp::Abs:
+      // PyTorch: "Boolean inputs not supported for relu" (and abs).
+      if (in == DType::Bool) throw UserError(name + " is not supported for bool tensors", loc);
+      break;
+    case UnaryOp::Gelu:
+    case UnaryOp::Silu:
+      // Their kernels dispatch on floating types only (no int->float promotion).
+      if (!is_floating(in)) {
+        throw UserError(name + " requires a floating-point tensor, got " +
+                            std::string(dtype_name(in)),
+                        loc);
+      }
+      break;
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Tanh:
+    case UnaryOp::Exp:
+    case UnaryOp::Log:
+    case UnaryOp::Sqrt:
+      // unary_float_op: integral and bool inputs compute in the default dtype.
+      if (!is_floating(in)) n.dtype = n.compute_dtype = DType::F32;
+      break;
+    case UnaryOp::LogicalNot:
+      n.dtype = DType::Bool;
+      break;
+  }
+  return add(std::move(n));
+}
+
+ValueId Graph::binary(BinaryOp op, ValueId av, ValueId bv, SourceLoc loc) {
+  TF_CHECK(av >= 0 && av < size() && bv >= 0 && bv < size(), "binary: invalid value");
+  const std::string name(binary_op_name(op));
+  {
+    const Node& a = nodes_[av];
+    const Node& b = nodes_[bv];
+    if (a.is_wrapped_number() && b.is_wrapped_number() && foldable(op)) {
+      // Python evaluates number arithmetic before PyTorch sees it.
+      const PyKind ka = py_kind(a), kb = py_kind(b);
+      const double x = a.scalar, y = b.scalar;
+      if (is_comparison(op)) {
+        bool r = false;
+        switch (op) {
+          case BinaryOp::Eq: r = x == y; break;
+          case BinaryOp::Ne: r = x != y; break;
+          case BinaryOp::Lt: r = x < y; break;
+          case BinaryOp::Le: r = x <= y; break;
+          case BinaryOp::Gt: r = x > y; break;
+          default: r = x >= y; break;
+        }
+        return scalar(r ? 1 : 0, DType::Bool, loc);
+      }
+      if (op == BinaryOp::Div) {
+        if (y == 0) throw UserError("division by zero", loc);
+        return scalar(x / y, DType::F64, loc);
+      }
+      if (ka == PyKind::Float || kb == PyKind::Float) {
+        const double r = op == BinaryOp::Add ? x + y : op == BinaryOp::Sub ? x - y : x * y;
+        return scalar(r, DType::F64, loc);
+      }
+      // int (or bool, which Python treats as int) arithmetic, checked for i64 overflow.
+      const auto i = static_cast<int64_t>(x), j = static_cast<int64_t>(y);
+      int64_t r = 0;
+      const bool overflow = op == BinaryOp::Add   ? __builtin_add_overflow(i, j, &r)
+                            : op == BinaryOp::Sub ? __builtin_sub_overflow(i, j, &r)
+                                                  : __builtin_mul_overflow(i, j, &r);
+      if (overflow) throw UserError("integer overflow in " + name + " of two numbers", loc);
+      return scalar(static_cast<double>(r), DType::I64, loc);
+    }
+    if (op == BinaryOp::Sub && (a.dtype == DType::Bool || b.dtype == DType::Bool)) {
+      // sub_check: PyTorch rejects - with any bool operand.
+      throw UserError("subtraction with a bool operand is not supported (got " +
+                          std::string(dtype_name(a.dtype)) + " and " +
+                          std::string(dtype_name(b.dtype)) + ")",
+                      loc);
+    }
+  }
+  Node n;
+  n.kind = OpKind::Binary;
+  n.binary = op;
+  n.inputs = {av, bv};
+  n.loc = loc;
+  n.shape = broadcast_or_throw(name, nodes_[av], nodes_[bv], loc);
+  const DType common = result_type(*this, {av, bv}, loc);
+  n.dtype = n.compute_dtype = common;
+  if (op == BinaryOp::Div) {
+    // True division promotes integral and bool inputs to the default dtype.
+    if (!is_floating(common)) n.dtype = n.compute_dtype = DType::F32;
+  } else if (op == BinaryOp::Hypot) {
+    // hypot's kernel dispatches on floating types only.
+    if (!is_floating(common)) {
+      throw UserError("hypot requires floating-point operands, got " +
+                          std::string(dtype_name(nodes_[av].dtype)) + " and " +
+                          std::string(dtype_name(nodes_[bv].dtype)),
+                      loc);
+    }
+  } else if (is_comparison(op)) {
+    n.dtype = DType::Bool;  // computed in the promoted type
+  }
+  return add(std::move(n));
+}
+
+ValueId Graph::where(ValueId cv, ValueId av, ValueId bv, SourceLoc loc) {
+  TF_CHECK(cv >= 0 && cv < size() && av >= 0 && av < size() && bv >= 0 && bv < size(),
+           "where: invalid value");
+  const Node& c = nodes_[cv];
+  const Node& a = nodes_[av];
+  const Node& b = nodes_[bv];
+  if (c.dtype != DType::Bool) {
+    throw UserError("where expects a bool condition, got " + std::string(dtype_name(c.dtype)),
+                    loc);
+  }
+  Node n;
+  n.kind = OpKind::Where;
+  n.inputs = {cv, av, bv};
+  n.loc = loc;
+  // Three-way broadcasting fails exactly when some pair clashes; name that pair.
+  auto ca = broadcast_shapes(c.shape, a.shape);
+  auto all = ca ? broadcast_shapes(*ca, b.shape) : std::nullopt;
+  if (!all) {
+    broadcast_or_throw("where", c, a, loc);
+    broadcast_or_throw("where", c, b, loc);
+    broadcast_or_throw("where", a, b, loc);
+  }
+  n.shape = *all;
+  n.dtype = n.compute_dtype = result_type(*this, {av, bv}, loc);
+  return add(std::move(n));
+}
+
+ValueId Graph::clamp(ValueId x, std::optional<double> min, std::optional<double> max,
+                     SourceLoc loc) {
+  // A bound as written in Python keeps its kind; from a double, an integer
+  // value is the best guess for an int literal.
+  auto is_int = [](std::optional<double> v) { return !v || std::trunc(*v) == *v; };
+  const DType kind = is_int(min) && is_int(max) ? DType::I64 : DType::F64;
+  return clamp(x, min, max, kind, loc);
+}
+
+ValueId Graph::clamp(ValueId xv, std::optional<double> min, std::optional<double> max,
+                     DType bounds_kind, SourceLoc loc) {
+  TF_CHECK(xv >= 0 && xv < size(), "clamp: invalid value");
+  if (!min && !max) throw UserError("clamp needs at least one of min and max", loc);
+  const Node& x = nodes_[xv];
+  // TORCH_META_FUNC(clamp): result_type(self, min, max) with the bounds as
+  // wrapped numbers, so a bool tensor with int bounds clamps as i64; a bool
+  // result has no clamp kernel.
+  std::vector<graph_internal::PromotionOperand> ops = {graph_internal::promotion_operand(x)};
+  const DType bound = graph_internal::wrapped_number_dtype(bounds_kind);
+  if (min) ops.push_back({bound, graph_internal::PromotionGroup::Wrapped});
+  if (max) ops.push_back({bound, graph_internal::PromotionGroup::Wrapped});
+  const DType dt = graph_internal::result_type_of(ops, loc);
+  if (dt == DType::Bool) throw UserError("clamp is not supported for bool tensors", loc);
+  Node n;
+  n.kind = OpKind::Clamp;
+  n.inputs = {xv};
+  n.loc = loc;
+  n.shape = x.shape;
+  n.dtype = n.compute_dtype = dt;
+  n.clamp_min = min;
+  n.clamp_max = max;
+  return add(std::move(n));
+}
+
+ValueId Graph::cast(ValueId xv, DType dtype, SourceLoc loc) {
+  TF_CHECK(xv >= 0 && xv < size(), "cast: invalid value");
+  Node n;
+  n.kind = OpKind::Cast;
+  n.inputs = {xv};
+  n.loc = loc;
+  n.shape = nodes_[xv].shape;
+  n.dtype = dtype;
+  return add(std::move(n));
+}
+
+void Graph::set_name(ValueId v, const std::string& name) {
+  TF_CHECK(v >= 0 && v < size(), "set_name: invalid value");
+  Node& n = nodes_[static_cast<size_t>(v)];
+  if (n.kind == OpKind::Parameter || !n.name.empty()) return;
+  n.name = name;
+}
+
+}  // namespace tilefuse

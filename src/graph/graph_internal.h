@@ -1,0 +1,45 @@
+// Helpers shared by the graph's source files (not part of the public API).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tilefuse::graph_internal {
+
+// "f16[2048, 2048]": how messages and the printer name a value's type.
+std::string type_string(const Node& n);
+
+// PyTorch's maybe_wrap_dim: `dim` in [-ndim, ndim) wraps once to [0, ndim);
+// anything else is a UserError naming `op`. A 0-dim tensor accepts dims 0 and
+// -1 only where `scalar_ok` (as transpose does; slice/select/index do not).
+int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc,
+                 bool scalar_ok = false);
+
+// Throws UserError (at n.loc) when n's shape exceeds kMaxNumel elements,
+// counting size-0 dims as 1 (so strides and offsets stay below it as well).
+void check_size(const Node& n);
+
+// Shortest text that reads back as the same double ("0.5", "3", "1e+20",
+// "inf", "nan").
+std::string format_number(double v);
+
+// PyTorch's default dtype for a Python number of `literal_kind`'s category:
+// bool, i64 (int) or f32 (float: torch.get_default_dtype()).
+DType wrapped_number_dtype(DType literal_kind);
+
+// One operand of torch.result_type: its dtype and its priority group. A
+// dimensioned tensor outranks a zero-dim tensor, which outranks a wrapped
+// number (a Python scalar), unless the lower group has a higher category.
+enum class PromotionGroup { Dimensioned, ZeroDim, Wrapped };
+struct PromotionOperand {
+  DType dtype;
+  PromotionGroup group;
+};
+PromotionOperand promotion_operand(const Node& n);
+DType result_type_of(const std::vector<PromotionOperand>& operands, SourceLoc loc);
+
+}  // namespace tilefuse::graph_internal

@@ -1,0 +1,113 @@
+// The graph's stable text form; the format is documented at Graph::to_string.
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "graph/graph.h"
+#include "graph/graph_internal.h"
+
+namespace tilefuse {
+
+namespace graph_internal {
+
+std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  // Shortest round-trip form (to_chars without a precision).
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  TF_CHECK(res.ec == std::errc(), "format_number: to_chars failed");
+  return std::string(buf, res.ptr);
+}
+
+}  // namespace graph_internal
+
+namespace {
+
+std::string id(ValueId v) {
+  std::string s = std::to_string(v);
+  s.insert(s.begin(), '%');
+  return s;
+}
+
+// A Python number as Python prints it: True/False, 3, 0.5, 2.0.
+std::string scalar_text(const Node& n) {
+  if (n.dtype == DType::Bool) return n.scalar != 0 ? "True" : "False";
+  if (!is_floating(n.dtype)) return std::to_string(static_cast<int64_t>(n.scalar));
+  std::string s = graph_internal::format_number(n.scalar);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // 2 -> 2.0; not 1e+20, inf, nan
+  return s;
+}
+
+std::string op_text(const Node& n) {
+  using graph_internal::format_number;
+  std::string s;
+  switch (n.kind) {
+    case OpKind::Unary:
+      s = unary_op_name(n.unary);
+      break;
+    case OpKind::Binary:
+      s = binary_op_name(n.binary);
+      break;
+    default:
+      s = op_kind_name(n.kind);
+      break;
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i == 0 ? " " : ", ") + id(n.inputs[i]);
+  switch (n.kind) {
+    case OpKind::Parameter:
+      s += " " + n.name;
+      if (n.range) {
+        s += " in [" + std::to_string(n.range->lo) + ", " + std::to_string(n.range->hi) + ")";
+      }
+      break;
+    case OpKind::Scalar:
+      s += " " + scalar_text(n);
+      break;
+    case OpKind::Clamp:
+      if (n.clamp_min) s += " min=" + format_number(*n.clamp_min);
+      if (n.clamp_max) s += " max=" + format_number(*n.clamp_max);
+      break;
+    case OpKind::Slice:
+      s += " dim=" + std::to_string(n.dim) + " start=" + std::to_string(n.start) +
+           " end=" + std::to_string(n.end) + " step=" + std::to_string(n.step);
+      break;
+    case OpKind::Permute:
+      s += " perm=" + shape_to_string(n.perm);
+      break;
+    case OpKind::Select:
+      s += " dim=" + std::to_string(n.dim) + " index=" + std::to_string(n.start);
+      break;
+    case OpKind::Index:
+      s += " dim=" + std::to_string(n.dim);
+      break;
+    case OpKind::Addmm:
+      s += " beta=" + format_number(n.beta) + " alpha=" + format_number(n.alpha);
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string Graph::to_string() const {
+  std::string out;
+  for (ValueId v = 0; v < size(); ++v) {
+    const Node& n = nodes_[static_cast<size_t>(v)];
+    out += id(v) + " = " + op_text(n) + " : " + graph_internal::type_string(n);
+    if (n.is_view()) {
+      out += " strides=" + shape_to_string(n.strides) + " offset=" + std::to_string(n.offset) +
+             " root=" + id(n.storage_root);
+    }
+    if (n.kind != OpKind::Parameter && !n.name.empty()) out += "  # " + n.name;
+    out += "\n";
+  }
+  out += "return";
+  for (size_t i = 0; i < outputs_.size(); ++i) out += (i == 0 ? " " : ", ") + id(outputs_[i]);
+  out += "\n";
+  return out;
+}
+
+}  // namespace tilefuse
