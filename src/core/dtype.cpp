@@ -22,18 +22,22 @@ namespace tilefuse {
 
 namespace {
 
-uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
-float float_of(uint32_t u) { return std::bit_cast<float>(u); }
+uint32_t bits_of(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+float float_of(uint32_t u) {
+  return std::bit_cast<float>(u);
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A binary floating format narrower than double, for round_to.
 struct FloatFormat {
-  int mantissa_bits;      // explicit fraction bits
-  int min_exponent;       // unbiased exponent of the smallest normal number
-  double max_finite;      // largest finite magnitude
-  bool overflow_is_nan;   // float8_e4m3fn has no infinity: overflow and inf give NaN
+  int mantissa_bits;     // explicit fraction bits
+  int min_exponent;      // unbiased exponent of the smallest normal number
+  double max_finite;     // largest finite magnitude
+  bool overflow_is_nan;  // float8_e4m3fn has no infinity: overflow and inf give NaN
 };
 
 constexpr FloatFormat kF16{10, -14, 65504.0, false};
@@ -118,13 +122,20 @@ DTypeCategory dtype_category(DType dt) {
 
 int dtype_bits_of_mantissa(DType dt) {
   switch (dt) {
-    case DType::F8E4M3: return 3;
-    case DType::F8E5M2: return 2;
-    case DType::F16: return 10;
-    case DType::BF16: return 7;
-    case DType::F32: return 23;
-    case DType::F64: return 52;
-    default: return 0;
+    case DType::F8E4M3:
+      return 3;
+    case DType::F8E5M2:
+      return 2;
+    case DType::F16:
+      return 10;
+    case DType::BF16:
+      return 7;
+    case DType::F32:
+      return 23;
+    case DType::F64:
+      return 52;
+    default:
+      return 0;
   }
 }
 
@@ -132,27 +143,47 @@ std::optional<DType> parse_dtype(std::string_view spelling) {
   // Every accepted spelling, listed once. PyTorch's aliases: torch.half,
   // torch.float, torch.double, torch.int, torch.long.
   static constexpr std::pair<std::string_view, DType> kSpellings[] = {
-      {"f16", DType::F16},           {"float16", DType::F16},
-      {"half", DType::F16},          {"torch.float16", DType::F16},
-      {"torch.half", DType::F16},    {"bf16", DType::BF16},
-      {"bfloat16", DType::BF16},     {"torch.bfloat16", DType::BF16},
-      {"f32", DType::F32},           {"float32", DType::F32},
-      {"float", DType::F32},         {"torch.float32", DType::F32},
-      {"torch.float", DType::F32},   {"f64", DType::F64},
-      {"float64", DType::F64},       {"double", DType::F64},
-      {"torch.float64", DType::F64}, {"torch.double", DType::F64},
-      {"i8", DType::I8},             {"int8", DType::I8},
-      {"torch.int8", DType::I8},     {"u8", DType::U8},
-      {"uint8", DType::U8},          {"torch.uint8", DType::U8},
-      {"i32", DType::I32},           {"int32", DType::I32},
-      {"int", DType::I32},           {"torch.int32", DType::I32},
-      {"torch.int", DType::I32},     {"i64", DType::I64},
-      {"int64", DType::I64},         {"long", DType::I64},
-      {"torch.int64", DType::I64},   {"torch.long", DType::I64},
-      {"bool", DType::Bool},         {"torch.bool", DType::Bool},
-      {"f8e4m3", DType::F8E4M3},     {"float8_e4m3fn", DType::F8E4M3},
+      {"f16", DType::F16},
+      {"float16", DType::F16},
+      {"half", DType::F16},
+      {"torch.float16", DType::F16},
+      {"torch.half", DType::F16},
+      {"bf16", DType::BF16},
+      {"bfloat16", DType::BF16},
+      {"torch.bfloat16", DType::BF16},
+      {"f32", DType::F32},
+      {"float32", DType::F32},
+      {"float", DType::F32},
+      {"torch.float32", DType::F32},
+      {"torch.float", DType::F32},
+      {"f64", DType::F64},
+      {"float64", DType::F64},
+      {"double", DType::F64},
+      {"torch.float64", DType::F64},
+      {"torch.double", DType::F64},
+      {"i8", DType::I8},
+      {"int8", DType::I8},
+      {"torch.int8", DType::I8},
+      {"u8", DType::U8},
+      {"uint8", DType::U8},
+      {"torch.uint8", DType::U8},
+      {"i32", DType::I32},
+      {"int32", DType::I32},
+      {"int", DType::I32},
+      {"torch.int32", DType::I32},
+      {"torch.int", DType::I32},
+      {"i64", DType::I64},
+      {"int64", DType::I64},
+      {"long", DType::I64},
+      {"torch.int64", DType::I64},
+      {"torch.long", DType::I64},
+      {"bool", DType::Bool},
+      {"torch.bool", DType::Bool},
+      {"f8e4m3", DType::F8E4M3},
+      {"float8_e4m3fn", DType::F8E4M3},
       {"torch.float8_e4m3fn", DType::F8E4M3},
-      {"f8e5m2", DType::F8E5M2},     {"float8_e5m2", DType::F8E5M2},
+      {"f8e5m2", DType::F8E5M2},
+      {"float8_e5m2", DType::F8E5M2},
       {"torch.float8_e5m2", DType::F8E5M2},
   };
   for (const auto& [name, dt] : kSpellings)
@@ -162,17 +193,28 @@ std::optional<DType> parse_dtype(std::string_view spelling) {
 
 double round_to(DType dt, double v) {
   switch (dt) {
-    case DType::Bool: return v != 0 ? 1.0 : 0.0;
-    case DType::U8: return static_cast<double>(static_cast<uint8_t>(wrap_to_i64(v)));
-    case DType::I8: return static_cast<double>(static_cast<int8_t>(wrap_to_i64(v)));
-    case DType::I32: return static_cast<double>(static_cast<int32_t>(wrap_to_i64(v)));
-    case DType::I64: return static_cast<double>(wrap_to_i64(v));
-    case DType::F8E4M3: return round_to_format(v, kF8E4M3);
-    case DType::F8E5M2: return round_to_format(v, kF8E5M2);
-    case DType::F16: return round_to_format(v, kF16);
-    case DType::BF16: return round_to_format(v, kBF16);
-    case DType::F32: return static_cast<double>(static_cast<float>(v));  // one IEEE RNE rounding
-    case DType::F64: return v;
+    case DType::Bool:
+      return v != 0 ? 1.0 : 0.0;
+    case DType::U8:
+      return static_cast<double>(static_cast<uint8_t>(wrap_to_i64(v)));
+    case DType::I8:
+      return static_cast<double>(static_cast<int8_t>(wrap_to_i64(v)));
+    case DType::I32:
+      return static_cast<double>(static_cast<int32_t>(wrap_to_i64(v)));
+    case DType::I64:
+      return static_cast<double>(wrap_to_i64(v));
+    case DType::F8E4M3:
+      return round_to_format(v, kF8E4M3);
+    case DType::F8E5M2:
+      return round_to_format(v, kF8E5M2);
+    case DType::F16:
+      return round_to_format(v, kF16);
+    case DType::BF16:
+      return round_to_format(v, kBF16);
+    case DType::F32:
+      return static_cast<double>(static_cast<float>(v));  // one IEEE RNE rounding
+    case DType::F64:
+      return v;
   }
   throw InternalError("round_to: bad DType " + std::to_string(static_cast<int>(dt)));
 }
@@ -185,8 +227,8 @@ double round_to(DType dt, double v) {
 // extra mantissa bits with round-to-nearest-even, subnormals included. Needs
 // the default FP environment (RNE, no flush-to-zero) and no -ffast-math.
 uint16_t f32_to_f16_bits(float f) {
-  const float scale_to_inf = float_of(UINT32_C(239) << 23);   // 2^112
-  const float scale_to_zero = float_of(UINT32_C(17) << 23);   // 2^-110
+  const float scale_to_inf = float_of(UINT32_C(239) << 23);  // 2^112
+  const float scale_to_zero = float_of(UINT32_C(17) << 23);  // 2^-110
   float base = (std::fabs(f) * scale_to_inf) * scale_to_zero;
   const uint32_t w = bits_of(f);
   const uint32_t shl1_w = w + w;
@@ -227,7 +269,9 @@ uint16_t f32_to_bf16_bits(float f) {
   return static_cast<uint16_t>((u + rounding_bias) >> 16);
 }
 
-float bf16_bits_to_f32(uint16_t h) { return float_of(static_cast<uint32_t>(h) << 16); }
+float bf16_bits_to_f32(uint16_t h) {
+  return float_of(static_cast<uint32_t>(h) << 16);
+}
 
 // ---------------------------------------------------------------------------
 // float8_e4m3fn. Port of c10::detail::fp8e4m3fn_from_fp32_value
@@ -302,15 +346,20 @@ uint8_t f32_to_f8e5m2_bits(float f) {
   return static_cast<uint8_t>(result | (sign >> 24));
 }
 
-float f8e5m2_bits_to_f32(uint8_t b) { return f16_bits_to_f32(static_cast<uint16_t>(b << 8)); }
+float f8e5m2_bits_to_f32(uint8_t b) {
+  return f16_bits_to_f32(static_cast<uint16_t>(b << 8));
+}
 
 // ---------------------------------------------------------------------------
 
 double load_element(DType dt, const void* p) {
   switch (dt) {
-    case DType::Bool: return *static_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
-    case DType::U8: return *static_cast<const uint8_t*>(p);
-    case DType::I8: return *static_cast<const int8_t*>(p);
+    case DType::Bool:
+      return *static_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
+    case DType::U8:
+      return *static_cast<const uint8_t*>(p);
+    case DType::I8:
+      return *static_cast<const int8_t*>(p);
     case DType::I32: {
       int32_t x;
       std::memcpy(&x, p, sizeof x);
@@ -321,8 +370,10 @@ double load_element(DType dt, const void* p) {
       std::memcpy(&x, p, sizeof x);
       return static_cast<double>(x);
     }
-    case DType::F8E4M3: return f8e4m3_bits_to_f32(*static_cast<const uint8_t*>(p));
-    case DType::F8E5M2: return f8e5m2_bits_to_f32(*static_cast<const uint8_t*>(p));
+    case DType::F8E4M3:
+      return f8e4m3_bits_to_f32(*static_cast<const uint8_t*>(p));
+    case DType::F8E5M2:
+      return f8e5m2_bits_to_f32(*static_cast<const uint8_t*>(p));
     case DType::F16: {
       uint16_t x;
       std::memcpy(&x, p, sizeof x);
@@ -352,9 +403,15 @@ double load_element(DType dt, const void* p) {
 // through the encoders and gets c10's NaN pattern.
 void store_element(DType dt, void* p, double v) {
   switch (dt) {
-    case DType::Bool: *static_cast<uint8_t*>(p) = v != 0 ? 1 : 0; return;
-    case DType::U8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(wrap_to_i64(v)); return;
-    case DType::I8: *static_cast<int8_t*>(p) = static_cast<int8_t>(wrap_to_i64(v)); return;
+    case DType::Bool:
+      *static_cast<uint8_t*>(p) = v != 0 ? 1 : 0;
+      return;
+    case DType::U8:
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(wrap_to_i64(v));
+      return;
+    case DType::I8:
+      *static_cast<int8_t*>(p) = static_cast<int8_t>(wrap_to_i64(v));
+      return;
     case DType::I32: {
       const int32_t x = static_cast<int32_t>(wrap_to_i64(v));
       std::memcpy(p, &x, sizeof x);
@@ -388,7 +445,9 @@ void store_element(DType dt, void* p, double v) {
       std::memcpy(p, &x, sizeof x);
       return;
     }
-    case DType::F64: std::memcpy(p, &v, sizeof v); return;
+    case DType::F64:
+      std::memcpy(p, &v, sizeof v);
+      return;
   }
   throw InternalError("store_element: bad DType " + std::to_string(static_cast<int>(dt)));
 }

@@ -81,7 +81,9 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-std::string shape_to_string(const Shape& shape) { return dims_to_string(shape); }
+std::string shape_to_string(const Shape& shape) {
+  return dims_to_string(shape);
+}
 
 // ---------------------------------------------------------------------------
 
@@ -94,7 +96,9 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
   data_.reset(static_cast<std::byte*>(p));
 }
 
-void Storage::Free::operator()(std::byte* p) const { std::free(p); }
+void Storage::Free::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 // ---------------------------------------------------------------------------
 
@@ -214,8 +218,8 @@ Tensor Tensor::permute(const std::vector<int64_t>& perm) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  TF_CHECK(shape.size() >= shape_.size(), "expand: " + shape_to_string(shape_) + " to " +
-                                              shape_to_string(shape) + " drops dims");
+  TF_CHECK(shape.size() >= shape_.size(),
+           "expand: " + shape_to_string(shape_) + " to " + shape_to_string(shape) + " drops dims");
   const size_t lead = shape.size() - shape_.size();
   Tensor t = *this;
   t.shape_ = shape;
@@ -263,9 +267,9 @@ Tensor Tensor::as_strided(const Shape& shape, const std::vector<int64_t>& stride
       (span < 0 ? lo : hi) += span;
     }
     const int64_t capacity = static_cast<int64_t>(storage_->nbytes()) / dtype_size(dtype_);
-    TF_CHECK(lo >= 0 && hi < capacity,
-             "as_strided: view " + shape_to_string(shape) + " strides " + dims_to_string(strides) +
-                 " offset " + std::to_string(offset) + " exceeds the storage");
+    TF_CHECK(lo >= 0 && hi < capacity, "as_strided: view " + shape_to_string(shape) + " strides " +
+                                           dims_to_string(strides) + " offset " +
+                                           std::to_string(offset) + " exceeds the storage");
   }
   Tensor t = *this;
   t.shape_ = shape;
@@ -325,8 +329,7 @@ void Tensor::fill(double value) const {
   std::byte encoded[8];
   store_element(dtype_, encoded, value);
   std::byte* dst = data_ptr();
-  for_each_offset(shape_, strides_,
-                  [&](int64_t off) { std::memcpy(dst + off * es, encoded, es); });
+  for_each_offset(shape_, strides_, [&](int64_t off) { std::memcpy(dst + off * es, encoded, es); });
 }
 
 }  // namespace tilefuse

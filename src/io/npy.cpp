@@ -60,8 +60,8 @@ struct PyValue {
   bool b = false;
   int64_t i = 0;
   std::string s;
-  std::vector<PyValue> items;                           // Tuple, List
-  std::vector<std::pair<PyValue, PyValue>> entries;     // Dict
+  std::vector<PyValue> items;                        // Tuple, List
+  std::vector<std::pair<PyValue, PyValue>> entries;  // Dict
 };
 
 class HeaderParser {
@@ -222,9 +222,9 @@ std::optional<Descr> parse_descr(const std::string& d) {
   }
   const std::string_view code = std::string_view(d).substr(k);
   static constexpr std::pair<std::string_view, DType> kCodes[] = {
-      {"b1", DType::Bool}, {"?", DType::Bool}, {"u1", DType::U8},  {"i1", DType::I8},
-      {"i4", DType::I32},  {"i8", DType::I64}, {"f2", DType::F16}, {"f4", DType::F32},
-      {"f8", DType::F64},
+      {"b1", DType::Bool}, {"?", DType::Bool}, {"u1", DType::U8},
+      {"i1", DType::I8},   {"i4", DType::I32}, {"i8", DType::I64},
+      {"f2", DType::F16},  {"f4", DType::F32}, {"f8", DType::F64},
   };
   for (const auto& [c, dt] : kCodes)
     if (c == code) return Descr{dt, big && dtype_size(dt) > 1};
@@ -233,18 +233,26 @@ std::optional<Descr> parse_descr(const std::string& d) {
 
 std::string_view descr_for_write(DType dt) {
   switch (dt) {
-    case DType::Bool: return "|b1";
-    case DType::U8: return "|u1";
-    case DType::I8: return "|i1";
-    case DType::I32: return "<i4";
-    case DType::I64: return "<i8";
-    case DType::F16: return "<f2";
-    case DType::F64: return "<f8";
+    case DType::Bool:
+      return "|b1";
+    case DType::U8:
+      return "|u1";
+    case DType::I8:
+      return "|i1";
+    case DType::I32:
+      return "<i4";
+    case DType::I64:
+      return "<i8";
+    case DType::F16:
+      return "<f2";
+    case DType::F64:
+      return "<f8";
     // bf16 and the f8 types have no NumPy dtype; every value is exact in f32.
     case DType::F32:
     case DType::BF16:
     case DType::F8E4M3:
-    case DType::F8E5M2: return "<f4";
+    case DType::F8E5M2:
+      return "<f4";
   }
   throw InternalError("write_npy: bad DType");
 }
@@ -295,8 +303,8 @@ Tensor read_npy(const std::string& path) {
   if (std::memcmp(prefix, kMagic, kMagicLen) != 0) fail(path, "bad magic (not a NumPy .npy file)");
   const int major = prefix[6], minor = prefix[7];
   if (major < 1 || major > 3) {
-    fail(path, "unsupported format version " + std::to_string(major) + "." +
-                   std::to_string(minor) + " (1.0, 2.0 and 3.0 are supported)");
+    fail(path, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
+                   " (1.0, 2.0 and 3.0 are supported)");
   }
   size_t prefix_len = prefix_min;
   uint64_t header_len = 0;
@@ -311,8 +319,8 @@ Tensor read_npy(const std::string& path) {
   }
   const uint64_t after_prefix = static_cast<uint64_t>(file_size) - prefix_len;
   if (header_len > after_prefix) {
-    fail(path, "truncated header (it claims " + std::to_string(header_len) + " bytes, the file has " +
-                   std::to_string(after_prefix) + " after the prefix)");
+    fail(path, "truncated header (it claims " + std::to_string(header_len) +
+                   " bytes, the file has " + std::to_string(after_prefix) + " after the prefix)");
   }
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
@@ -326,9 +334,12 @@ Tensor read_npy(const std::string& path) {
   const PyValue* shape_v = nullptr;
   for (const auto& [k, v] : dict.entries) {
     if (k.kind != PyValue::Kind::Str) fail(path, "a header key is not a string");
-    if (k.s == "descr") descr = &v;
-    else if (k.s == "fortran_order") fortran = &v;
-    else if (k.s == "shape") shape_v = &v;
+    if (k.s == "descr")
+      descr = &v;
+    else if (k.s == "fortran_order")
+      fortran = &v;
+    else if (k.s == "shape")
+      shape_v = &v;
     // Unknown keys are ignored: they cannot change how the data is laid out.
   }
   if (!descr) fail(path, "the header has no 'descr'");
@@ -394,11 +405,12 @@ void write_npy(const std::string& path, const Tensor& t) {
                        "', 'fortran_order': False, 'shape': " + shape_literal(t.shape()) + ", }";
   size_t prefix_len = kMagicLen + 2 + 2;
   if (((prefix_len + header.size() + 1 + kHeaderAlign - 1) / kHeaderAlign) * kHeaderAlign -
-          prefix_len > 65535) {
+          prefix_len >
+      65535) {
     prefix_len += 2;  // version 2.0: 4-byte header length
   }
-  const size_t total = ((prefix_len + header.size() + 1 + kHeaderAlign - 1) / kHeaderAlign) *
-                       kHeaderAlign;
+  const size_t total =
+      ((prefix_len + header.size() + 1 + kHeaderAlign - 1) / kHeaderAlign) * kHeaderAlign;
   header.append(total - prefix_len - header.size() - 1, ' ');
   header += '\n';
   const uint64_t hlen = header.size();
@@ -411,8 +423,8 @@ void write_npy(const std::string& path, const Tensor& t) {
   // Write a temporary file next to the target, then rename it over the target:
   // readers see either the old file or the complete new one.
   static std::atomic<uint64_t> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   auto io_fail = [&](const std::string& what) {
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());

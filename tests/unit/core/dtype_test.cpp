@@ -17,7 +17,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-float f32(uint32_t bits) { return std::bit_cast<float>(bits); }
+float f32(uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
 
 // A small deterministic generator for sampled sweeps (splitmix64).
 uint64_t next_u64(uint64_t& s) {
@@ -118,10 +120,10 @@ void expect_same_value(double want, float got_f, const char* what, float in) {
 void check_encoders_on(float x) {
   expect_same_value(round_to(DType::F16, x), f16_bits_to_f32(f32_to_f16_bits(x)), "f16", x);
   expect_same_value(round_to(DType::BF16, x), bf16_bits_to_f32(f32_to_bf16_bits(x)), "bf16", x);
-  expect_same_value(round_to(DType::F8E4M3, x), f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(x)),
-                    "f8e4m3", x);
-  expect_same_value(round_to(DType::F8E5M2, x), f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(x)),
-                    "f8e5m2", x);
+  expect_same_value(round_to(DType::F8E4M3, x), f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(x)), "f8e4m3",
+                    x);
+  expect_same_value(round_to(DType::F8E5M2, x), f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(x)), "f8e5m2",
+                    x);
 #ifdef __FLT16_MAX__
   if (!std::isnan(x)) {
     const _Float16 h = static_cast<_Float16>(x);
@@ -164,8 +166,8 @@ TEST(DTypeEncoders, AgreeWithRoundToOnSampledF32) {
 
 TEST(DTypeRounding, TiesGoToEven) {
   // f16 near 1: ulp 2^-10.
-  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11), 1.0);                  // tie, 1.0 is even
-  EXPECT_EQ(round_to(DType::F16, 1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);     // tie, up to even
+  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11), 1.0);               // tie, 1.0 is even
+  EXPECT_EQ(round_to(DType::F16, 1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);  // tie, up to even
   EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-30), 1.0 + 0x1p-10);
   EXPECT_EQ(f32_to_f16_bits(1.0f + 0x1p-11f), 0x3C00);
   EXPECT_EQ(f32_to_f16_bits(1.0f + 3 * 0x1p-11f), 0x3C02);
@@ -190,7 +192,7 @@ TEST(DTypeRounding, TiesGoToEven) {
   // f8e5m2: ulp at 1 is 2^-2.
   EXPECT_EQ(round_to(DType::F8E5M2, 1.125), 1.0);
   EXPECT_EQ(round_to(DType::F8E5M2, 1.375), 1.5);
-  EXPECT_EQ(round_to(DType::F8E5M2, 61440.0), kInf);     // tie 57344 (odd) / 2^16
+  EXPECT_EQ(round_to(DType::F8E5M2, 61440.0), kInf);  // tie 57344 (odd) / 2^16
   EXPECT_EQ(round_to(DType::F8E5M2, 61439.0), 57344.0);
   EXPECT_EQ(f32_to_f8e5m2_bits(61440.0f), 0x7C);
   EXPECT_EQ(f32_to_f8e5m2_bits(-kInf), 0xFC);

@@ -79,8 +79,7 @@ TEST(TensorView, SliceWithStep) {
   EXPECT_EQ(s.offset(), 1);
   EXPECT_EQ(s.storage(), t.storage());
   EXPECT_FALSE(s.is_contiguous());
-  EXPECT_EQ(s.to_vector(),
-            (std::vector<double>{1, 4, 7, 11, 14, 17, 21, 24, 27, 31, 34, 37}));
+  EXPECT_EQ(s.to_vector(), (std::vector<double>{1, 4, 7, 11, 14, 17, 21, 24, 27, 31, 34, 37}));
   // Python bounds: negative wrap, clamping, empty.
   EXPECT_EQ(t.slice(0, -2, 100, 1).to_vector().front(), 20);
   EXPECT_EQ(t.slice(-1, 5, 2, 1).shape(), (Shape{4, 0}));
@@ -105,8 +104,8 @@ TEST(TensorView, PermuteAndContiguousOfTranspose) {
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_NE(c.storage(), t.storage());
   EXPECT_EQ(c.to_vector(), (std::vector<double>{0, 3, 1, 4, 2, 5}));
-  EXPECT_EQ(t.contiguous().storage(), t.storage());        // already contiguous: no copy
-  EXPECT_NE(t.contiguous(true).storage(), t.storage());    // forced copy
+  EXPECT_EQ(t.contiguous().storage(), t.storage());      // already contiguous: no copy
+  EXPECT_NE(t.contiguous(true).storage(), t.storage());  // forced copy
 
   Tensor b = iota(DType::F32, {2, 3, 4});
   Tensor p = b.permute({2, 0, -2});

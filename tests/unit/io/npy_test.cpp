@@ -38,7 +38,8 @@ class NpyTest : public ::testing::Test {
 
   std::string write_bytes(const std::string& name, const std::string& bytes) const {
     const std::string p = path(name);
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
 
@@ -81,7 +82,8 @@ std::string raw(const std::vector<T>& v) {
 template <typename T>
 std::string raw_big_endian(const std::vector<T>& v) {
   std::string s = raw(v);
-  for (size_t i = 0; i < s.size(); i += sizeof(T)) std::reverse(s.begin() + i, s.begin() + i + sizeof(T));
+  for (size_t i = 0; i < s.size(); i += sizeof(T))
+    std::reverse(s.begin() + i, s.begin() + i + sizeof(T));
   return s;
 }
 
@@ -152,8 +154,9 @@ TEST_F(NpyTest, HeaderMatchesNumPy) {
   write_npy(path("b.npy"), Tensor::full(DType::I64, {5}, 1));
   EXPECT_NE(read_bytes(path("b.npy")).find("'shape': (5,), }"), std::string::npos);
   write_npy(path("c.npy"), Tensor::full(DType::Bool, {}, 1));
-  EXPECT_NE(read_bytes(path("c.npy")).find("{'descr': '|b1', 'fortran_order': False, 'shape': (), }"),
-            std::string::npos);
+  EXPECT_NE(
+      read_bytes(path("c.npy")).find("{'descr': '|b1', 'fortran_order': False, 'shape': (), }"),
+      std::string::npos);
 }
 
 TEST_F(NpyTest, StridedViewsAreWrittenInCOrder) {
@@ -191,9 +194,8 @@ TEST_F(NpyTest, HeaderVariants) {
   EXPECT_EQ(a.dtype(), DType::F32);
   EXPECT_EQ(a.to_vector(), (std::vector<double>{1.5, -2.25, 3.0}));
   // Python 2 long ints and a list shape.
-  Tensor b = read_npy(
-      write_bytes("b.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': [3L], }",
-                                  raw(f))));
+  Tensor b = read_npy(write_bytes(
+      "b.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': [3L], }", raw(f))));
   EXPECT_EQ(b.shape(), (Shape{3}));
   // Version 2.0 and 3.0: 4-byte header length.
   for (char major : {'\x02', '\x03'}) {
@@ -215,9 +217,9 @@ TEST_F(NpyTest, HeaderVariants) {
       "d.npy", npy_v1("{'descr': '<f4', 'fortran_order': True, 'shape': (3, 1), }", raw(f))));
   EXPECT_EQ(d.shape(), (Shape{3, 1}));
   // Bool bytes other than 0/1 are normalised; '|u1' and '|i1'.
-  Tensor e = read_npy(write_bytes(
-      "e.npy", npy_v1("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
-                      std::string("\x00\x01\x07", 3))));
+  Tensor e = read_npy(
+      write_bytes("e.npy", npy_v1("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+                                  std::string("\x00\x01\x07", 3))));
   EXPECT_EQ(e.dtype(), DType::Bool);
   EXPECT_EQ(reinterpret_cast<const uint8_t*>(e.data_ptr())[2], 1);
   Tensor g = read_npy(write_bytes(
@@ -230,22 +232,22 @@ TEST_F(NpyTest, HeaderVariants) {
 }
 
 TEST_F(NpyTest, BigEndianIsConverted) {
-  Tensor a = read_npy(write_bytes(
-      "a.npy", npy_v1("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
-                      raw_big_endian(std::vector<float>{1.5f, -1e-3f}))));
+  Tensor a = read_npy(
+      write_bytes("a.npy", npy_v1("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
+                                  raw_big_endian(std::vector<float>{1.5f, -1e-3f}))));
   EXPECT_EQ(a.dtype(), DType::F32);
   EXPECT_EQ(a.to_vector(), (std::vector<double>{1.5, static_cast<double>(-1e-3f)}));
-  Tensor b = read_npy(write_bytes(
-      "b.npy", npy_v1("{'descr': '>i8', 'fortran_order': False, 'shape': (2,), }",
-                      raw_big_endian(std::vector<int64_t>{-3, 1LL << 50}))));
+  Tensor b = read_npy(
+      write_bytes("b.npy", npy_v1("{'descr': '>i8', 'fortran_order': False, 'shape': (2,), }",
+                                  raw_big_endian(std::vector<int64_t>{-3, 1LL << 50}))));
   EXPECT_EQ(b.to_vector(), (std::vector<double>{-3, 0x1p50}));
-  Tensor c = read_npy(write_bytes(
-      "c.npy", npy_v1("{'descr': '>f2', 'fortran_order': False, 'shape': (1,), }",
-                      std::string("\x3c\x01", 2))));  // 1 + 2^-10
+  Tensor c = read_npy(
+      write_bytes("c.npy", npy_v1("{'descr': '>f2', 'fortran_order': False, 'shape': (1,), }",
+                                  std::string("\x3c\x01", 2))));  // 1 + 2^-10
   EXPECT_EQ(c.to_vector(), (std::vector<double>{1.0 + 0x1p-10}));
-  Tensor d = read_npy(write_bytes(
-      "d.npy", npy_v1("{'descr': '>i4', 'fortran_order': False, 'shape': (), }",
-                      raw_big_endian(std::vector<int32_t>{-123456}))));
+  Tensor d = read_npy(
+      write_bytes("d.npy", npy_v1("{'descr': '>i4', 'fortran_order': False, 'shape': (), }",
+                                  raw_big_endian(std::vector<int32_t>{-123456}))));
   EXPECT_EQ(d.get({}), -123456);
 }
 
@@ -254,8 +256,9 @@ TEST_F(NpyTest, MalformedFilesAreUserErrors) {
   expect_read_error(path("missing.npy"), "no such file");
   expect_read_error(dir_.string(), "directory");
   expect_read_error(write_bytes("empty.npy", ""), "too short");
-  expect_read_error(write_bytes("magic.npy", std::string("\x93NUMPX\x01\x00\x10\x00", 10) + "{}            \n"),
-                    "bad magic");
+  expect_read_error(
+      write_bytes("magic.npy", std::string("\x93NUMPX\x01\x00\x10\x00", 10) + "{}            \n"),
+      "bad magic");
   expect_read_error(write_bytes("version.npy", std::string("\x93NUMPY\x07\x00\x00\x00", 10)),
                     "version 7.0");
   expect_read_error(
@@ -263,7 +266,8 @@ TEST_F(NpyTest, MalformedFilesAreUserErrors) {
                   npy_v1("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", f4)),
       "Fortran");
   // Data truncated by one byte.
-  const std::string good = npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f4);
+  const std::string good =
+      npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f4);
   expect_read_error(write_bytes("trunc.npy", good.substr(0, good.size() - 1)), "truncated data");
   // Header truncated (the length field claims more than the file holds).
   expect_read_error(write_bytes("trunch.npy", good.substr(0, 40)), "truncated header");
@@ -281,23 +285,27 @@ TEST_F(NpyTest, MalformedFilesAreUserErrors) {
                          f4)),
       "too large");
   expect_read_error(
-      write_bytes("neg.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", f4)),
+      write_bytes("neg.npy",
+                  npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", f4)),
       "negative");
   expect_read_error(
-      write_bytes("dtype.npy", npy_v1("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", f4)),
+      write_bytes("dtype.npy",
+                  npy_v1("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", f4)),
       "unsupported dtype '<c8'");
   expect_read_error(
-      write_bytes("u2.npy", npy_v1("{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }", f4)),
+      write_bytes("u2.npy",
+                  npy_v1("{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }", f4)),
       "unsupported dtype");
   expect_read_error(
       write_bytes("rec.npy",
                   npy_v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", f4)),
       "structured");
-  expect_read_error(
-      write_bytes("nokey.npy", npy_v1("{'descr': '<f4', 'shape': (1,), }", f4)), "fortran_order");
+  expect_read_error(write_bytes("nokey.npy", npy_v1("{'descr': '<f4', 'shape': (1,), }", f4)),
+                    "fortran_order");
   expect_read_error(write_bytes("notdict.npy", npy_v1("[1, 2]", f4)), "not a dict");
   expect_read_error(
-      write_bytes("syntax.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,", f4)),
+      write_bytes("syntax.npy",
+                  npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,", f4)),
       "malformed header");
   expect_read_error(
       write_bytes("name.npy",
@@ -308,18 +316,16 @@ TEST_F(NpyTest, MalformedFilesAreUserErrors) {
                   npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': ('a',), }", f4)),
       "non-integer");
   expect_read_error(
-      write_bytes("bigint.npy",
-                  npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': "
-                         "(99999999999999999999999,), }",
-                         f4)),
+      write_bytes("bigint.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                                       "(99999999999999999999999,), }",
+                                       f4)),
       "too large");
 }
 
 // Random corruption of a valid file: every outcome is a tensor or a UserError.
 TEST_F(NpyTest, CorruptedFilesNeverCrash) {
-  const std::string good =
-      npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
-             raw(std::vector<float>(6, 1.0f)));
+  const std::string good = npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                  raw(std::vector<float>(6, 1.0f)));
   uint64_t s = 99;
   auto next = [&] {
     uint64_t z = (s += 0x9E3779B97F4A7C15ull);
