@@ -1,0 +1,243 @@
+// Random inputs: reproducible per seed, one stream per parameter, ranges and
+// index validity respected, floats nonzero inside [-1, 1).
+#include "reference/inputs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <set>
+#include <vector>
+
+namespace tilefuse {
+namespace {
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.data_ptr(), b.data_ptr(), a.numel() * dtype_size(a.dtype())) == 0;
+}
+
+std::vector<int64_t> ints(const Tensor& t) {
+  std::vector<int64_t> out;
+  for (double v : t.to_vector()) out.push_back(static_cast<int64_t>(v));
+  return out;
+}
+
+// The gather_mm example: x[index] @ y.
+Graph gather_mm(int64_t m, int64_t k, int64_t n_index) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F16, {m, k}, std::nullopt, {});
+  const ValueId y = g.parameter("y", DType::F16, {k, 16}, std::nullopt, {});
+  const ValueId idx = g.parameter("index", DType::I64, {n_index}, std::nullopt, {});
+  g.add_output(g.matmul(g.index(x, 0, idx, {}), y, {}));
+  return g;
+}
+
+TEST(RandomInputs, DeterministicPerSeed) {
+  const Graph g = gather_mm(64, 32, 50);
+  const std::vector<Tensor> a = make_random_inputs(g, 1234);
+  const std::vector<Tensor> b = make_random_inputs(g, 1234);
+  const std::vector<Tensor> c = make_random_inputs(g, 1235);
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i].is_contiguous());
+    EXPECT_EQ(a[i].dtype(), g.node(g.parameters()[i]).dtype);
+    EXPECT_EQ(a[i].shape(), g.node(g.parameters()[i]).shape);
+    EXPECT_TRUE(same_bytes(a[i], b[i])) << i;
+    EXPECT_FALSE(same_bytes(a[i], c[i])) << i;
+  }
+  // x and y draw from different streams even where their shapes agree.
+  Graph g2;
+  g2.parameter("p", DType::F32, {8}, std::nullopt, {});
+  g2.parameter("q", DType::F32, {8}, std::nullopt, {});
+  const std::vector<Tensor> pq = make_random_inputs(g2, 5);
+  EXPECT_FALSE(same_bytes(pq[0], pq[1]));
+}
+
+// The generator is ours (not <random>'s implementation-defined distributions),
+// so these values are the same with every compiler and standard library. A
+// change here changes every seeded run: update only on purpose.
+TEST(RandomInputs, PinnedValues) {
+  Graph g;
+  g.parameter("f", DType::F64, {3}, std::nullopt, {});
+  g.parameter("i", DType::I64, {3}, IntRange{-1000000, 1000000}, {});
+  g.parameter("b", DType::Bool, {8}, std::nullopt, {});
+  const std::vector<Tensor> in = make_random_inputs(g, 0);
+  const std::vector<double> f = in[0].to_vector();
+  const std::vector<double> i = in[1].to_vector();
+  const std::vector<double> b = in[2].to_vector();
+  // Printed on failure so an intended change can be pasted back.
+  ::testing::Message got;
+  got << std::hexfloat;
+  for (double v : f) got << v << ", ";
+  got << " | ";
+  for (double v : i) got << static_cast<int64_t>(v) << ", ";
+  got << " | ";
+  for (double v : b) got << v << ", ";
+  const std::vector<double> want_f = {0x1.9ec5f36cb75fp-3, 0x1.fb70fbc24ab2p-2,
+                                      -0x1.9681ed8adb308p-1};
+  const std::vector<double> want_i = {499486, -58127, -890530};
+  const std::vector<double> want_b = {1, 1, 0, 0, 1, 0, 0, 1};
+  EXPECT_EQ(f, want_f) << got;
+  EXPECT_EQ(i, want_i) << got;
+  EXPECT_EQ(b, want_b) << got;
+}
+
+TEST(RandomInputs, IndexIsAPermutationWhenSizesMatch) {
+  const Graph g = gather_mm(64, 32, 64);
+  for (uint64_t seed : {0u, 1u, 2u}) {
+    std::vector<int64_t> idx = ints(make_random_inputs(g, seed)[2]);
+    std::vector<int64_t> sorted = idx;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> iota(64);
+    std::iota(iota.begin(), iota.end(), 0);
+    EXPECT_EQ(sorted, iota);
+    EXPECT_NE(idx, iota);  // shuffled (1/64! chance of failing)
+  }
+}
+
+TEST(RandomInputs, IndexRespectsTheIndexedDim) {
+  const Graph g = gather_mm(40, 32, 500);
+  const std::vector<int64_t> idx = ints(make_random_inputs(g, 9)[2]);
+  const std::set<int64_t> distinct(idx.begin(), idx.end());
+  EXPECT_EQ(*distinct.begin(), 0);
+  EXPECT_EQ(*distinct.rbegin(), 39);
+  EXPECT_EQ(distinct.size(), 40u);  // 500 draws from 40 values: all hit
+}
+
+TEST(RandomInputs, IndexThroughCastAndViewsAndSeveralUses) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {30, 8}, std::nullopt, {});
+  const ValueId y = g.parameter("y", DType::F32, {8, 20}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I32, {200}, std::nullopt, {});
+  // x[idx.to(i64)[10:]] and y[:, idx]: the smaller size (20) wins.
+  const ValueId i64 = g.cast(idx, DType::I64, {});
+  g.add_output(g.index(x, 0, g.slice(i64, 0, 10, std::nullopt, 1, {}), {}));
+  g.add_output(g.index(y, 1, idx, {}));
+  const std::vector<int64_t> v = ints(make_random_inputs(g, 3)[2]);
+  EXPECT_EQ(*std::min_element(v.begin(), v.end()), 0);
+  EXPECT_EQ(*std::max_element(v.begin(), v.end()), 19);
+
+  // Only a view of the parameter indexes: still found.
+  Graph h;
+  const ValueId a = h.parameter("a", DType::F32, {16, 4}, std::nullopt, {});
+  const ValueId j = h.parameter("j", DType::I64, {4, 16}, std::nullopt, {});
+  h.add_output(h.index(a, 0, h.select(j, 0, 1, {}), {}));
+  for (int64_t e : ints(make_random_inputs(h, 4)[1])) {
+    EXPECT_GE(e, 0);
+    EXPECT_LT(e, 16);
+  }
+}
+
+TEST(RandomInputs, ExplicitRangesIncludingNegative) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {100, 4}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I64, {1000}, IntRange{-100, 100}, {});
+  g.parameter("small", DType::I8, {1000}, IntRange{-5, -2}, {});
+  g.parameter("big", DType::I64, {1000}, IntRange{-(int64_t{1} << 62), int64_t{1} << 62}, {});
+  g.add_output(g.index(x, 0, idx, {}));
+  const std::vector<Tensor> in = make_random_inputs(g, 77);
+  const std::vector<int64_t> v = ints(in[1]);  // the range wins over the indexed dim
+  EXPECT_EQ(*std::min_element(v.begin(), v.end()), -100);
+  EXPECT_EQ(*std::max_element(v.begin(), v.end()), 99);
+  const std::vector<int64_t> s = ints(in[2]);
+  EXPECT_EQ(std::set<int64_t>(s.begin(), s.end()), (std::set<int64_t>{-5, -4, -3}));
+  // i64 values past 2^53 are drawn and stored exactly (read the raw words).
+  std::vector<int64_t> big(1000);
+  std::memcpy(big.data(), in[3].data_ptr(), big.size() * sizeof(int64_t));
+  int past_2_53 = 0, odd = 0, negative = 0;
+  for (int64_t e : big) {
+    EXPECT_GE(e, -(int64_t{1} << 62));
+    EXPECT_LT(e, int64_t{1} << 62);
+    past_2_53 += (e > (int64_t{1} << 53) || e < -(int64_t{1} << 53));
+    odd += (e & 1);
+    negative += e < 0;
+  }
+  EXPECT_GT(past_2_53, 900);
+  EXPECT_GT(odd, 400);  // low bits are random too, not lost to a double
+  EXPECT_GT(negative, 400);
+}
+
+TEST(RandomInputs, OtherIntegersAndBool) {
+  Graph g;
+  g.parameter("a", DType::I32, {2000}, std::nullopt, {});
+  g.parameter("b", DType::U8, {2000}, std::nullopt, {});
+  g.parameter("c", DType::I8, {2000}, std::nullopt, {});
+  g.parameter("d", DType::Bool, {2000}, std::nullopt, {});
+  const std::vector<Tensor> in = make_random_inputs(g, 11);
+  const std::vector<int64_t> a = ints(in[0]), b = ints(in[1]), c = ints(in[2]);
+  EXPECT_EQ(*std::min_element(a.begin(), a.end()), -128);
+  EXPECT_EQ(*std::max_element(a.begin(), a.end()), 127);
+  EXPECT_EQ(*std::min_element(b.begin(), b.end()), 0);
+  EXPECT_EQ(*std::max_element(b.begin(), b.end()), 127);
+  EXPECT_EQ(*std::min_element(c.begin(), c.end()), -128);
+  EXPECT_EQ(*std::max_element(c.begin(), c.end()), 127);
+  const auto* d = reinterpret_cast<const uint8_t*>(in[3].data_ptr());
+  int trues = 0;
+  for (int i = 0; i < 2000; ++i) {
+    EXPECT_LE(d[i], 1);
+    trues += d[i];
+  }
+  EXPECT_GT(trues, 850);
+  EXPECT_LT(trues, 1150);
+}
+
+TEST(RandomInputs, FloatsAreNonzeroInsideMinusOneOne) {
+  for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8E4M3, DType::F8E5M2}) {
+    Graph g;
+    g.parameter("x", dt, {4000}, std::nullopt, {});
+    g.parameter("one", dt, {1}, std::nullopt, {});
+    for (uint64_t seed : {0u, 1u, 2u}) {
+      const std::vector<Tensor> in = make_random_inputs(g, seed);
+      const std::vector<double> v = in[0].to_vector();
+      double sum = 0, lo = 1, hi = -1;
+      for (double e : v) {
+        ASSERT_GE(e, -1.0) << dtype_name(dt);
+        ASSERT_LT(e, 1.0) << dtype_name(dt);
+        ASSERT_NE(e, 0.0) << dtype_name(dt);
+        ASSERT_EQ(round_to(dt, e), e) << dtype_name(dt);
+        sum += e;
+        lo = std::min(lo, e);
+        hi = std::max(hi, e);
+      }
+      EXPECT_LT(std::fabs(sum / 4000), 0.05) << dtype_name(dt);  // mean ~0
+      EXPECT_LT(lo, -0.95) << dtype_name(dt);
+      EXPECT_GE(hi, 0.875) << dtype_name(dt);  // f8e5m2: 0.875 is the largest below 1
+      EXPECT_GT(std::set<double>(v.begin(), v.end()).size(), 10u) << dtype_name(dt);
+      EXPECT_NE(in[1].get_linear(0), 0.0);
+    }
+  }
+}
+
+TEST(RandomInputs, AddingAParameterKeepsTheOthers) {
+  Graph g1;
+  g1.parameter("a", DType::F32, {5, 5}, std::nullopt, {});
+  g1.parameter("b", DType::I32, {7}, IntRange{0, 1000}, {});
+  Graph g2;
+  g2.parameter("a", DType::F32, {5, 5}, std::nullopt, {});
+  g2.parameter("b", DType::I32, {7}, IntRange{0, 1000}, {});
+  g2.parameter("c", DType::F16, {3}, std::nullopt, {});
+  const std::vector<Tensor> in1 = make_random_inputs(g1, 42), in2 = make_random_inputs(g2, 42);
+  EXPECT_TRUE(same_bytes(in1[0], in2[0]));
+  EXPECT_TRUE(same_bytes(in1[1], in2[1]));
+}
+
+TEST(RandomInputs, EmptyAndZeroDim) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {0, 4}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I64, {3}, std::nullopt, {});
+  g.parameter("s", DType::F16, {}, std::nullopt, {});
+  g.parameter("e", DType::I64, {0}, std::nullopt, {});
+  g.add_output(g.index(x, 0, idx, {}));
+  const std::vector<Tensor> in = make_random_inputs(g, 1);
+  EXPECT_EQ(in[0].numel(), 0);
+  EXPECT_EQ(ints(in[1]), (std::vector<int64_t>{0, 0, 0}));  // no valid index exists
+  EXPECT_EQ(in[2].dim(), 0);
+  EXPECT_NE(in[2].get({}), 0.0);
+  EXPECT_EQ(in[3].numel(), 0);
+}
+
+}  // namespace
+}  // namespace tilefuse
