@@ -1,0 +1,958 @@
+#include "frontend/parser.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "frontend/builtins.h"
+#include "frontend/operand.h"
+
+namespace tilefuse::frontend {
+
+namespace {
+
+// Tensors of more dims than this are certainly a typo in a .tfs program, and
+// the cap keeps every per-dim loop downstream small.
+constexpr size_t kMaxRank = 64;
+
+// Every dtype spelling parse_dtype accepts, for "did you mean" suggestions.
+std::vector<std::string> dtype_spellings() {
+  static const char* const kNames[] = {
+      "bool",    "u8",      "i8",       "i32",     "i64",     "f8e4m3",        "f8e5m2",
+      "f16",     "bf16",    "f32",      "f64",     "float16", "half",          "bfloat16",
+      "float",   "float32", "double",   "float64", "int8",    "uint8",         "int",
+      "int32",   "long",    "int64",    "float8_e4m3fn", "float8_e5m2"};
+  std::vector<std::string> out;
+  for (const char* n : kNames) {
+    for (std::string s : {std::string(n), "torch." + std::string(n)})
+      if (parse_dtype(s)) out.push_back(s);
+  }
+  return out;
+}
+
+// Whether an unknown `torch.NAME` was meant as a dtype ("torch.float17"), so
+// the error can say "unknown dtype" rather than "unknown attribute".
+bool looks_like_dtype(std::string_view name) {
+  for (std::string_view p : {"float", "int", "uint", "bfloat", "half", "double", "long", "short",
+                             "bool", "complex", "cfloat", "cdouble", "qint", "quint", "byte",
+                             "char"})
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
+bool is_comparison_token(TokenKind k) {
+  return k == TokenKind::EqEq || k == TokenKind::NotEq || k == TokenKind::Less ||
+         k == TokenKind::LessEq || k == TokenKind::Greater || k == TokenKind::GreaterEq;
+}
+
+BinaryOp binary_op_of(TokenKind k) {
+  switch (k) {
+    case TokenKind::Plus:
+    case TokenKind::PlusAssign:
+      return BinaryOp::Add;
+    case TokenKind::Minus:
+    case TokenKind::MinusAssign:
+      return BinaryOp::Sub;
+    case TokenKind::Star:
+    case TokenKind::StarAssign:
+      return BinaryOp::Mul;
+    case TokenKind::Slash:
+    case TokenKind::SlashAssign:
+      return BinaryOp::Div;
+    case TokenKind::EqEq:
+      return BinaryOp::Eq;
+    case TokenKind::NotEq:
+      return BinaryOp::Ne;
+    case TokenKind::Less:
+      return BinaryOp::Lt;
+    case TokenKind::LessEq:
+      return BinaryOp::Le;
+    case TokenKind::Greater:
+      return BinaryOp::Gt;
+    case TokenKind::GreaterEq:
+      return BinaryOp::Ge;
+    default:
+      TF_CHECK(false, "not a binary operator token");
+  }
+  return BinaryOp::Add;
+}
+
+bool is_matmul_token(TokenKind k) { return k == TokenKind::At || k == TokenKind::AtAssign; }
+
+// The operator as the user wrote it, without the '=' of an augmented assignment.
+std::string operator_text(const Token& t) {
+  std::string s(t.text);
+  if (s.size() == 2 && s[1] == '=' && s[0] != '=' && s[0] != '!' && s[0] != '<' && s[0] != '>')
+    s.pop_back();
+  return s;
+}
+
+// Python's arithmetic on two numbers, at compile time (`x * (1 / 3)`).
+Operand fold(const Token& op, const Operand& a, const Operand& b) {
+  SourceLoc loc = span(a.loc, b.loc);
+  TokenKind k = op.kind;
+  bool ints = a.is_integer_like() && b.is_integer_like();
+  if (is_comparison_token(k)) {
+    bool r = false;
+    // Compare exactly when both are ints (doubles lose precision past 2^53).
+    auto cmp = [&](auto x, auto y) {
+      switch (k) {
+        case TokenKind::EqEq: return x == y;
+        case TokenKind::NotEq: return x != y;
+        case TokenKind::Less: return x < y;
+        case TokenKind::LessEq: return x <= y;
+        case TokenKind::Greater: return x > y;
+        default: return x >= y;
+      }
+    };
+    r = ints ? cmp(a.int_value, b.int_value) : cmp(a.number(), b.number());
+    return Operand::boolean(r, loc);
+  }
+  if (is_matmul_token(k))
+    throw UserError(fmt::format("'@' needs tensor operands, found {}", describe(a)), a.loc);
+  BinaryOp bop = binary_op_of(k);
+  if (bop == BinaryOp::Div) {
+    if (b.number() == 0) throw UserError("division by zero in a constant expression", op.loc);
+    return Operand::floating(a.number() / b.number(), loc);
+  }
+  if (ints) {
+    int64_t r = 0;
+    bool overflow = bop == BinaryOp::Add   ? __builtin_add_overflow(a.int_value, b.int_value, &r)
+                    : bop == BinaryOp::Sub ? __builtin_sub_overflow(a.int_value, b.int_value, &r)
+                                           : __builtin_mul_overflow(a.int_value, b.int_value, &r);
+    if (overflow) throw UserError("integer overflow in a constant expression", op.loc);
+    return Operand::integer(r, loc);
+  }
+  double x = a.number(), y = b.number();
+  double r = bop == BinaryOp::Add ? x + y : bop == BinaryOp::Sub ? x - y : x * y;
+  return Operand::floating(r, loc);
+}
+
+class Parser {
+ public:
+  Parser(const std::vector<Token>& tokens, Graph& g) : toks_(tokens), g_(g) {
+    TF_CHECK(!toks_.empty() && toks_.back().kind == TokenKind::End, "token stream without End");
+    aliases_["torch"] = "torch";
+    // F is PyTorch's universal alias for torch.nn.functional; accept it even
+    // when the pasted code left out the import line.
+    aliases_["F"] = "torch.nn.functional";
+  }
+
+  std::string parse() {
+    parse_preamble();
+    if (!at(TokenKind::KwDef)) {
+      if (at(TokenKind::Indent)) fail(peek(), "unexpected indentation");
+      fail(peek(), fmt::format("expected 'def' (a program is one function), found {}",
+                               describe_token(peek())));
+    }
+    parse_function();
+    while (at(TokenKind::String) && is_line_end(peek(1).kind)) skip_string_statement();
+    if (!at(TokenKind::End)) {
+      if (at(TokenKind::KwDef))
+        fail(peek(), "a program has exactly one function; found a second 'def'");
+      if (at(TokenKind::Indent)) fail(peek(), "unexpected indentation");
+      fail(peek(), fmt::format("expected the end of the program after the function, found {}",
+                               describe_token(peek())));
+    }
+    return name_;
+  }
+
+ private:
+  // --- token access ----------------------------------------------------------
+
+  const Token& peek(size_t ahead = 0) const {
+    return toks_[std::min(pos_ + ahead, toks_.size() - 1)];
+  }
+  bool at(TokenKind k) const { return peek().kind == k; }
+  const Token& next() {
+    const Token& t = peek();
+    if (pos_ + 1 < toks_.size()) ++pos_;
+    last_ = &t;
+    return t;
+  }
+  bool accept(TokenKind k) {
+    if (!at(k)) return false;
+    next();
+    return true;
+  }
+  // Consumes a token of kind `k`; otherwise "expected <what>, found <token>".
+  const Token& expect(TokenKind k, std::string_view what) {
+    if (!at(k)) fail(peek(), fmt::format("expected {}, found {}", what, describe_token(peek())));
+    return next();
+  }
+  SourceLoc last_loc() const { return last_ ? last_->loc : peek().loc; }
+  static bool is_line_end(TokenKind k) {
+    return k == TokenKind::Newline || k == TokenKind::Semicolon || k == TokenKind::End;
+  }
+
+  [[noreturn]] static void fail(const Token& t, const std::string& message) {
+    throw UserError(message, t.loc);
+  }
+
+  // Counts one level of expression nesting for the lifetime of the guard.
+  class NestingGuard {
+   public:
+    NestingGuard(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxNesting) {
+        --p_.depth_;
+        fail(p_.peek(), fmt::format("expression is nested too deeply (more than {} levels)",
+                                    kMaxNesting));
+      }
+    }
+    ~NestingGuard() { --p_.depth_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  // --- program structure -----------------------------------------------------
+
+  // Imports, decorators and docstrings before the `def`.
+  void parse_preamble() {
+    while (true) {
+      if (at(TokenKind::KwImport) || at(TokenKind::KwFrom)) {
+        parse_import_line();
+      } else if (at(TokenKind::At)) {
+        // A decorator (@torch.compile, @torch.no_grad()) changes how PyTorch
+        // runs the function, not what it computes.
+        while (!at(TokenKind::Newline) && !at(TokenKind::End)) next();
+        expect(TokenKind::Newline, "end of line after the decorator");
+        if (!at(TokenKind::KwDef) && !at(TokenKind::At))
+          fail(peek(), fmt::format("expected 'def' after the decorator, found {}",
+                                   describe_token(peek())));
+      } else if (at(TokenKind::String) && is_line_end(peek(1).kind)) {
+        skip_string_statement();
+      } else {
+        return;
+      }
+    }
+  }
+
+  void skip_string_statement() {
+    next();
+    end_simple_statement();
+  }
+
+  // A dotted name: NAME ('.' NAME)*, its text and span.
+  std::pair<std::string, SourceLoc> parse_dotted(std::string_view what) {
+    const Token& first = expect(TokenKind::Name, what);
+    std::string text(first.text);
+    SourceLoc loc = first.loc;
+    while (at(TokenKind::Dot)) {
+      next();
+      const Token& part = expect(TokenKind::Name, "a name after '.'");
+      text += ".";
+      text += part.text;
+      loc = span(loc, part.loc);
+    }
+    return {text, loc};
+  }
+
+  // `import torch`, `import torch.nn.functional as F`, `from torch import nn`,
+  // `from torch.nn.functional import relu as r`. Only torch is importable; the
+  // names bound are resolved like PyTorch's.
+  void parse_import_line() {
+    if (accept(TokenKind::KwImport)) {
+      do {
+        auto [path, loc] = parse_dotted("a module name after 'import'");
+        if (!is_module(path))
+          throw UserError(fmt::format("only torch modules can be imported, found '{}'", path), loc);
+        if (accept(TokenKind::KwAs)) {
+          const Token& alias = expect(TokenKind::Name, "a name after 'as'");
+          aliases_[std::string(alias.text)] = path;
+        } else {
+          // `import torch.nn.functional` binds `torch`, as in Python.
+          aliases_["torch"] = "torch";
+        }
+      } while (accept(TokenKind::Comma));
+    } else {
+      next();  // 'from'
+      auto [path, loc] = parse_dotted("a module name after 'from'");
+      bool future = path == "__future__";
+      if (!future && !is_module(path))
+        throw UserError(fmt::format("only torch modules can be imported, found '{}'", path), loc);
+      expect(TokenKind::KwImport, "'import'");
+      do {
+        const Token& name = expect(TokenKind::Name, "a name to import");
+        std::string full = path + "." + std::string(name.text);
+        if (!future && !is_module(full) && !is_function(full))
+          fail(name, fmt::format("'{}' is not a torch module or a supported function", full));
+        std::string bound(name.text);
+        if (accept(TokenKind::KwAs)) bound = expect(TokenKind::Name, "a name after 'as'").text;
+        if (!future) aliases_[bound] = full;
+      } while (accept(TokenKind::Comma));
+    }
+    end_simple_statement();
+  }
+
+  void parse_function() {
+    const Token& def = next();
+    const Token& name = expect(TokenKind::Name, "the function's name after 'def'");
+    name_ = std::string(name.text);
+    name_loc_ = name.loc;
+    expect(TokenKind::LParen, fmt::format("'(' after 'def {}'", name_));
+    std::set<std::string, std::less<>> seen;
+    while (!at(TokenKind::RParen)) {
+      parse_parameter(seen);
+      if (!accept(TokenKind::Comma)) break;
+    }
+    if (at(TokenKind::Assign)) fail(peek(), "default values for parameters are not supported");
+    expect(TokenKind::RParen, "',' or ')' in the parameter list");
+    if (accept(TokenKind::Arrow)) skip_return_annotation();
+    expect(TokenKind::Colon, "':' after the parameter list");
+    (void)def;
+    parse_body();
+  }
+
+  // `-> torch.Tensor`, `-> tuple[Tensor, Tensor]`: documentation only.
+  void skip_return_annotation() {
+    int depth = 0;
+    while (!at(TokenKind::End) && !at(TokenKind::Newline)) {
+      TokenKind k = peek().kind;
+      if (k == TokenKind::Colon && depth == 0) return;
+      if (k == TokenKind::LParen || k == TokenKind::LBracket) ++depth;
+      if (k == TokenKind::RParen || k == TokenKind::RBracket) --depth;
+      next();
+    }
+  }
+
+  void parse_parameter(std::set<std::string, std::less<>>& seen) {
+    const Token& name = expect(TokenKind::Name, "a parameter name");
+    std::string pname(name.text);
+    if (!seen.insert(pname).second) fail(name, fmt::format("duplicate parameter '{}'", pname));
+    if (!at(TokenKind::Colon))
+      fail(peek(), fmt::format("expected ':' and a type such as f16[128, 64] after parameter "
+                               "'{}', found {}",
+                               pname, describe_token(peek())));
+    next();
+    auto [dtype_text, dtype_loc] = parse_dotted("a dtype such as f16");
+    std::optional<DType> dtype = parse_dtype(dtype_text);
+    if (!dtype) {
+      if (dtype_text == "torch.Tensor" || dtype_text == "Tensor")
+        throw UserError(fmt::format("parameter '{}' needs a dtype and a shape such as f16[128, 64], "
+                                    "not {}",
+                                    pname, dtype_text),
+                        dtype_loc);
+      throw UserError(fmt::format("unknown dtype '{}'{}", dtype_text,
+                                  did_you_mean(dtype_text, dtype_spellings())),
+                      dtype_loc);
+    }
+    Shape shape = parse_shape(pname);
+    std::optional<IntRange> range;
+    if (at(TokenKind::KwIn)) range = parse_range(pname, *dtype);
+    ValueId v = g_.parameter(pname, *dtype, shape, range, name.loc);
+    variables_[pname] = Operand::tensor(v, name.loc);
+  }
+
+  Shape parse_shape(const std::string& pname) {
+    const Token& open = expect(TokenKind::LBracket,
+                               fmt::format("'[' and the shape of parameter '{}'", pname));
+    Shape shape;
+    int64_t nonzero_product = 1;
+    while (!at(TokenKind::RBracket)) {
+      SourceLoc loc = peek().loc;
+      bool negative = accept(TokenKind::Minus);
+      if (!at(TokenKind::Int))
+        fail(peek(), fmt::format("expected a dimension size (an integer), found {}",
+                                 describe_token(peek())));
+      const Token& dim = next();
+      loc = span(loc, dim.loc);
+      if (negative)
+        throw UserError(fmt::format("dimension sizes must be non-negative, found -{}", dim.text),
+                        loc);
+      if (shape.size() == kMaxRank)
+        throw UserError(fmt::format("a tensor can have at most {} dims", kMaxRank), loc);
+      // Strides are products of the dims after them, so even with a zero dim
+      // elsewhere the product of the non-zero dims must fit in int64.
+      if (dim.int_value != 0 &&
+          __builtin_mul_overflow(nonzero_product, dim.int_value, &nonzero_product))
+        throw UserError("the shape has too many elements (the product of its dims overflows)",
+                        loc);
+      shape.push_back(dim.int_value);
+      if (!accept(TokenKind::Comma)) break;
+    }
+    const Token& close = expect(TokenKind::RBracket, "',' or ']' in the shape");
+    (void)open;
+    (void)close;
+    return shape;
+  }
+
+  std::optional<IntRange> parse_range(const std::string& pname, DType dtype) {
+    const Token& in = next();
+    if (!is_integral(dtype))
+      fail(in, fmt::format("'in [lo, hi)' ranges are only allowed on integer parameters, and "
+                           "'{}' is {}",
+                           pname, dtype_name(dtype)));
+    const Token& open = expect(TokenKind::LBracket, "'[' to start the range [lo, hi)");
+    int64_t lo = parse_signed_int("the range's lower bound");
+    expect(TokenKind::Comma, "',' between the bounds of the range");
+    int64_t hi = parse_signed_int("the range's upper bound");
+    if (at(TokenKind::RBracket))
+      fail(peek(), "a range is half-open: write [lo, hi) with a closing ')'");
+    const Token& close = expect(TokenKind::RParen, "')' to close the range [lo, hi)");
+    SourceLoc loc = span(open.loc, close.loc);
+    if (lo >= hi)
+      throw UserError(fmt::format("the range [{}, {}) is empty; lo must be less than hi", lo, hi),
+                      loc);
+    // The values drawn must be representable in the parameter's dtype.
+    int64_t min = std::numeric_limits<int64_t>::min(), max = std::numeric_limits<int64_t>::max();
+    switch (dtype) {
+      case DType::U8: min = 0, max = 256; break;
+      case DType::I8: min = -128, max = 128; break;
+      case DType::I32: min = -(int64_t{1} << 31), max = int64_t{1} << 31; break;
+      default: break;
+    }
+    if (lo < min || hi > max)
+      throw UserError(fmt::format("the range [{}, {}) does not fit in {} ([{}, {}))", lo, hi,
+                                  dtype_name(dtype), min, max),
+                      loc);
+    return IntRange{lo, hi};
+  }
+
+  int64_t parse_signed_int(std::string_view what) {
+    bool negative = accept(TokenKind::Minus);
+    if (!at(TokenKind::Int))
+      fail(peek(), fmt::format("expected an integer for {}, found {}", what,
+                               describe_token(peek())));
+    int64_t v = next().int_value;
+    return negative ? -v : v;
+  }
+
+  // --- statements --------------------------------------------------------------
+
+  void parse_body() {
+    if (!accept(TokenKind::Newline)) {
+      // `def f(x: f32[2]): return x`
+      parse_simple_line();
+    } else {
+      if (!at(TokenKind::Indent))
+        fail(peek(), fmt::format("expected an indented block after 'def {}(...):', found {}",
+                                 name_, describe_token(peek())));
+      next();
+      while (!at(TokenKind::Dedent) && !at(TokenKind::End)) {
+        if (at(TokenKind::Indent)) fail(peek(), "unexpected indentation");
+        parse_simple_line();
+      }
+      accept(TokenKind::Dedent);
+    }
+    if (!returned_)
+      throw UserError(fmt::format("function '{}' has no return statement", name_), name_loc_);
+  }
+
+  // stmt (';' stmt)* [';'] NEWLINE
+  void parse_simple_line() {
+    while (true) {
+      if (returned_)
+        fail(peek(), "code after 'return' is unreachable; 'return' must be the last statement");
+      parse_statement();
+      if (accept(TokenKind::Semicolon) && !at(TokenKind::Newline) && !at(TokenKind::End)) continue;
+      end_line();
+      return;
+    }
+  }
+
+  void end_line() {
+    if (at(TokenKind::Assign))
+      fail(peek(), "chained assignment ('a = b = ...') is not supported");
+    if (at(TokenKind::End)) return;
+    expect(TokenKind::Newline, "end of line after the statement");
+  }
+
+  void end_simple_statement() {
+    accept(TokenKind::Semicolon);
+    if (at(TokenKind::End)) return;
+    expect(TokenKind::Newline, "end of line");
+  }
+
+  void parse_statement() {
+    const Token& t = peek();
+    switch (t.kind) {
+      case TokenKind::KwReturn:
+        parse_return();
+        return;
+      case TokenKind::Name:
+        parse_assignment();
+        return;
+      case TokenKind::String:
+        // A docstring (or any string statement) computes nothing.
+        next();
+        return;
+      case TokenKind::KwImport:
+      case TokenKind::KwFrom:
+        fail(t, "imports must come before the 'def'");
+      case TokenKind::KwDef:
+        fail(t, "nested functions are not supported");
+      case TokenKind::Keyword:
+        fail(t, fmt::format("'{}' is not supported in .tfs programs (a statement is "
+                            "'name = expr' or 'return ...')",
+                            t.text));
+      case TokenKind::Indent:
+        fail(t, "unexpected indentation");
+      default:
+        fail(t, fmt::format("expected a statement ('name = expr' or 'return ...'), found {}",
+                            describe_token(t)));
+    }
+  }
+
+  void parse_assignment() {
+    const Token& name = next();
+    const Token& op = peek();
+    switch (op.kind) {
+      case TokenKind::Assign: {
+        next();
+        Operand value = parse_expr();
+        bind(name, std::move(value));
+        return;
+      }
+      case TokenKind::PlusAssign:
+      case TokenKind::MinusAssign:
+      case TokenKind::StarAssign:
+      case TokenKind::SlashAssign:
+      case TokenKind::AtAssign: {
+        Operand target = lookup(name);
+        next();
+        Operand value = parse_expr();
+        bind(name, binary(op, std::move(target), std::move(value)));
+        return;
+      }
+      case TokenKind::Comma:
+        fail(op, "tuple assignment ('a, b = ...') is not supported");
+      case TokenKind::Colon:
+        fail(op, "annotated assignments are not supported");
+      default:
+        fail(op, fmt::format("expected '=' after '{}' (a statement is 'name = expr' or "
+                             "'return ...'), found {}",
+                             name.text, describe_token(op)));
+    }
+  }
+
+  void bind(const Token& name, Operand value) {
+    std::string n(name.text);
+    if (value.is_tensor()) {
+      const Node& node = g_.node(value.value);
+      // A value keeps the first name it was bound to; a parameter keeps its own.
+      if (node.kind != OpKind::Parameter && node.name.empty()) g_.set_name(value.value, n);
+    }
+    variables_[n] = std::move(value);
+  }
+
+  void parse_return() {
+    const Token& ret = next();
+    if (is_line_end(peek().kind)) fail(ret, "'return' needs at least one value");
+    std::vector<Operand> values;
+    bool tuple = false;
+    while (true) {
+      values.push_back(parse_expr());
+      if (!accept(TokenKind::Comma)) break;
+      tuple = true;
+      if (is_line_end(peek().kind)) break;
+    }
+    // `return (a, b)` returns the same two outputs as `return a, b`.
+    if (!tuple && values.size() == 1 && values[0].kind == Operand::Kind::Tuple) {
+      std::vector<Operand> items = std::move(values[0].items);
+      values = std::move(items);
+      if (values.empty()) fail(ret, "'return' needs at least one value");
+    }
+    for (const Operand& v : values) {
+      if (!v.is_tensor())
+        throw UserError(fmt::format("a returned value must be a tensor, found {}", describe(v)),
+                        v.loc);
+      g_.add_output(v.value);
+    }
+    returned_ = true;
+  }
+
+  // --- expressions -------------------------------------------------------------
+
+  Operand parse_expr() {
+    NestingGuard guard(*this);
+    Operand v = parse_comparison();
+    if (at(TokenKind::Amp) || at(TokenKind::Pipe) || at(TokenKind::Caret))
+      fail(peek(), fmt::format("the '{}' operator is not supported", peek().text));
+    return v;
+  }
+
+  Operand parse_comparison() {
+    Operand lhs = parse_arith();
+    if (!is_comparison_token(peek().kind)) return lhs;
+    const Token& op = next();
+    Operand rhs = parse_arith();
+    if (is_comparison_token(peek().kind))
+      fail(peek(), "chained comparisons (a < b < c) are not supported");
+    return binary(op, std::move(lhs), std::move(rhs));
+  }
+
+  Operand parse_arith() {
+    Operand lhs = parse_term();
+    while (at(TokenKind::Plus) || at(TokenKind::Minus)) {
+      const Token& op = next();
+      Operand rhs = parse_term();
+      lhs = binary(op, std::move(lhs), std::move(rhs));
+    }
+    return lhs;
+  }
+
+  Operand parse_term() {
+    Operand lhs = parse_unary();
+    while (true) {
+      if (at(TokenKind::SlashSlash) || at(TokenKind::Percent))
+        fail(peek(), fmt::format("the '{}' operator is not supported", peek().text));
+      if (!at(TokenKind::Star) && !at(TokenKind::Slash) && !at(TokenKind::At)) return lhs;
+      const Token& op = next();
+      Operand rhs = parse_unary();
+      lhs = binary(op, std::move(lhs), std::move(rhs));
+    }
+  }
+
+  Operand parse_unary() {
+    if (!at(TokenKind::Minus) && !at(TokenKind::Plus) && !at(TokenKind::Tilde)) {
+      Operand v = parse_postfix();
+      if (at(TokenKind::StarStar)) fail(peek(), "the '**' operator is not supported");
+      return v;
+    }
+    NestingGuard guard(*this);
+    const Token& op = next();
+    Operand v = parse_unary();
+    return unary(op, std::move(v));
+  }
+
+  Operand parse_postfix() {
+    Operand v = parse_atom();
+    while (true) {
+      if (at(TokenKind::Dot)) {
+        next();
+        const Token& name = expect(TokenKind::Name, "an attribute name after '.'");
+        v = attribute(std::move(v), name);
+      } else if (at(TokenKind::LParen)) {
+        v = call_value(std::move(v));
+      } else if (at(TokenKind::LBracket)) {
+        v = subscript(std::move(v));
+      } else {
+        return v;
+      }
+    }
+  }
+
+  Operand parse_atom() {
+    const Token& t = peek();
+    switch (t.kind) {
+      case TokenKind::Name:
+        next();
+        return lookup(t);
+      case TokenKind::Int:
+        next();
+        return Operand::integer(t.int_value, t.loc);
+      case TokenKind::Float:
+        next();
+        return Operand::floating(t.float_value, t.loc);
+      case TokenKind::KwTrue:
+      case TokenKind::KwFalse:
+        next();
+        return Operand::boolean(t.kind == TokenKind::KwTrue, t.loc);
+      case TokenKind::KwNone:
+        next();
+        return Operand::none(t.loc);
+      case TokenKind::String: {
+        next();
+        std::string_view text = t.text;
+        size_t quotes = text.size() >= 6 && text[1] == text[0] && text[2] == text[0] ? 3 : 1;
+        return Operand::string(text.substr(quotes, text.size() - 2 * quotes), t.loc);
+      }
+      case TokenKind::LParen:
+        return parse_parenthesized();
+      case TokenKind::LBracket:
+        return parse_list();
+      case TokenKind::Ellipsis:
+        fail(t, "'...' is only allowed inside a subscript");
+      case TokenKind::Keyword:
+        fail(t, fmt::format("'{}' is not supported in .tfs programs", t.text));
+      default:
+        fail(t, fmt::format("expected an expression, found {}", describe_token(t)));
+    }
+  }
+
+  // `(e)` or a tuple `()`, `(e,)`, `(a, b)`.
+  Operand parse_parenthesized() {
+    const Token& open = next();
+    if (at(TokenKind::RParen)) {
+      Operand tuple;
+      tuple.kind = Operand::Kind::Tuple;
+      tuple.loc = span(open.loc, next().loc);
+      return tuple;
+    }
+    Operand first = parse_expr();
+    if (!at(TokenKind::Comma)) {
+      const Token& close = expect(TokenKind::RParen, "')'");
+      first.loc = span(open.loc, close.loc);
+      return first;
+    }
+    Operand tuple;
+    tuple.kind = Operand::Kind::Tuple;
+    tuple.items.push_back(std::move(first));
+    while (accept(TokenKind::Comma) && !at(TokenKind::RParen)) tuple.items.push_back(parse_expr());
+    const Token& close = expect(TokenKind::RParen, "',' or ')'");
+    tuple.loc = span(open.loc, close.loc);
+    return tuple;
+  }
+
+  Operand parse_list() {
+    const Token& open = next();
+    Operand list;
+    list.kind = Operand::Kind::List;
+    while (!at(TokenKind::RBracket)) {
+      list.items.push_back(parse_expr());
+      if (!accept(TokenKind::Comma)) break;
+    }
+    const Token& close = expect(TokenKind::RBracket, "',' or ']'");
+    list.loc = span(open.loc, close.loc);
+    return list;
+  }
+
+  Operand lookup(const Token& name) {
+    std::string n(name.text);
+    if (auto it = variables_.find(n); it != variables_.end()) {
+      Operand v = it->second;
+      v.loc = name.loc;
+      return v;
+    }
+    if (auto it = aliases_.find(n); it != aliases_.end()) {
+      if (is_function(it->second)) return Operand::function(it->second, n, name.loc);
+      return Operand::module(it->second, n, name.loc);
+    }
+    // `x.to(f16)`: the annotation spellings double as dtype values.
+    if (std::optional<DType> dt = parse_dtype(n)) return Operand::of_dtype(*dt, name.loc);
+    std::vector<std::string> candidates;
+    for (const auto& [k, v] : variables_) candidates.push_back(k);
+    for (const auto& [k, v] : aliases_) candidates.push_back(k);
+    fail(name, fmt::format("unknown name '{}'{}", n, did_you_mean(n, candidates)));
+  }
+
+  Operand attribute(Operand base, const Token& name) {
+    std::string attr(name.text);
+    SourceLoc loc = span(base.loc, name.loc);
+    bool call = at(TokenKind::LParen);
+    switch (base.kind) {
+      case Operand::Kind::Module: {
+        std::string path = base.path + "." + attr;
+        std::string spelling = base.spelling + "." + attr;
+        if (is_function(path)) return Operand::function(path, spelling, loc);
+        if (call)
+          fail(name, fmt::format("unknown function '{}'{}", spelling,
+                                 did_you_mean(attr, function_names(base.path))));
+        if (is_module(path)) return Operand::module(path, spelling, loc);
+        if (base.path == "torch") {
+          if (std::optional<DType> dt = parse_dtype(path)) return Operand::of_dtype(*dt, loc);
+          if (looks_like_dtype(attr)) {
+            std::vector<std::string> names;
+            for (const std::string& s : dtype_spellings())
+              if (!s.starts_with("torch.")) names.push_back(s);
+            fail(name, fmt::format("unknown dtype '{}'{}", spelling, did_you_mean(attr, names)));
+          }
+        }
+        fail(name, fmt::format("module '{}' has no attribute '{}'", base.spelling, attr));
+      }
+      case Operand::Kind::Tensor: {
+        if (call) {
+          if (!is_method(attr)) {
+            std::vector<std::string> names = method_names();
+            fail(name, fmt::format("unknown tensor method '{}'{}", attr, did_you_mean(attr, names)));
+          }
+          std::vector<Argument> args = parse_arguments();
+          return call_method(g_, base, attr, std::move(args), name.loc, span(base.loc, last_loc()));
+        }
+        return tensor_attribute(base, name, loc);
+      }
+      default:
+        fail(name, fmt::format("{} has no attribute '{}'", describe(base), attr));
+    }
+  }
+
+  Operand tensor_attribute(const Operand& base, const Token& name, SourceLoc loc) {
+    std::string_view attr = name.text;
+    ValueId x = base.value;
+    int64_t rank = static_cast<int64_t>(g_.node(x).shape.size());
+    if (attr == "T") {
+      // PyTorch reverses all dims (a no-op for 0-D and 1-D tensors).
+      if (rank < 2) return Operand::tensor(x, loc);
+      if (rank == 2) return Operand::tensor(g_.transpose(x, 0, 1, name.loc), loc);
+      std::vector<int64_t> perm(static_cast<size_t>(rank));
+      for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = rank - 1 - i;
+      return Operand::tensor(g_.permute(x, perm, name.loc), loc);
+    }
+    if (attr == "mT") {
+      if (rank < 2)
+        fail(name, fmt::format(".mT needs a tensor of at least 2 dims, found shape {}",
+                               shape_to_string(g_.node(x).shape)));
+      return Operand::tensor(g_.transpose(x, -2, -1, name.loc), loc);
+    }
+    if (is_method(attr))
+      fail(name, fmt::format("method '{}' must be called, as in '.{}()'", attr, attr));
+    std::vector<std::string> names = method_names();
+    names.push_back("T");
+    names.push_back("mT");
+    fail(name, fmt::format("unknown tensor attribute '{}'{}", attr, did_you_mean(attr, names)));
+  }
+
+  Operand call_value(Operand callee) {
+    if (callee.kind != Operand::Kind::Function) {
+      if (callee.kind == Operand::Kind::Module)
+        throw UserError(fmt::format("module '{}' is not callable", callee.spelling), callee.loc);
+      throw UserError(fmt::format("{} is not callable", describe(callee)), callee.loc);
+    }
+    std::vector<Argument> args = parse_arguments();
+    return call_function(g_, callee, callee.spelling, std::move(args), callee.loc,
+                         span(callee.loc, last_loc()));
+  }
+
+  std::vector<Argument> parse_arguments() {
+    expect(TokenKind::LParen, "'('");
+    std::vector<Argument> args;
+    bool keywords = false;
+    while (!at(TokenKind::RParen)) {
+      if (at(TokenKind::Star) || at(TokenKind::StarStar))
+        fail(peek(), "argument unpacking (*args, **kwargs) is not supported");
+      Argument a;
+      if (at(TokenKind::Name) && peek(1).kind == TokenKind::Assign) {
+        const Token& kw = next();
+        next();
+        a.keyword = std::string(kw.text);
+        a.keyword_loc = kw.loc;
+        keywords = true;
+      } else if (keywords) {
+        fail(peek(), "a positional argument cannot follow a keyword argument");
+      }
+      a.value = parse_expr();
+      args.push_back(std::move(a));
+      if (!accept(TokenKind::Comma)) break;
+    }
+    expect(TokenKind::RParen, "',' or ')' in the argument list");
+    return args;
+  }
+
+  Operand subscript(Operand base) {
+    const Token& open = next();
+    if (!base.is_tensor())
+      throw UserError(fmt::format("only tensors can be indexed, found {}", describe(base)),
+                      base.loc);
+    if (at(TokenKind::RBracket)) fail(peek(), "an empty subscript '[]' is not allowed");
+    std::vector<IndexItem> items;
+    while (!at(TokenKind::RBracket)) {
+      items.push_back(parse_index_item());
+      if (!accept(TokenKind::Comma)) break;
+    }
+    expect(TokenKind::RBracket, "',' or ']' in the subscript");
+    (void)open;
+    return apply_subscript(g_, base, items, span(base.loc, last_loc()));
+  }
+
+  IndexItem parse_index_item() {
+    const Token& first = peek();
+    if (accept(TokenKind::Ellipsis)) {
+      IndexItem item;
+      item.kind = IndexItem::Kind::Ellipsis;
+      item.loc = first.loc;
+      return item;
+    }
+    std::optional<Operand> start, stop, step;
+    if (!at(TokenKind::Colon)) {
+      start = parse_expr();
+      if (!at(TokenKind::Colon)) return index_item(g_, *start);
+    }
+    next();  // ':'
+    auto slice_part_ends = [&] {
+      return at(TokenKind::Colon) || at(TokenKind::Comma) || at(TokenKind::RBracket);
+    };
+    if (!slice_part_ends()) stop = parse_expr();
+    if (accept(TokenKind::Colon) && !slice_part_ends()) step = parse_expr();
+    return slice_item(start, stop, step, span(first.loc, last_loc()));
+  }
+
+  Operand unary(const Token& op, Operand v) {
+    SourceLoc loc = span(op.loc, v.loc);
+    if (v.is_number()) {
+      int64_t i = v.int_value;
+      switch (op.kind) {
+        case TokenKind::Minus:
+          if (v.kind == Operand::Kind::Float) return Operand::floating(-v.float_value, loc);
+          if (i == std::numeric_limits<int64_t>::min())
+            throw UserError("integer overflow in a constant expression", op.loc);
+          return Operand::integer(-i, loc);
+        case TokenKind::Plus:
+          if (v.kind == Operand::Kind::Float) return Operand::floating(v.float_value, loc);
+          return Operand::integer(i, loc);
+        default:  // '~'
+          if (v.kind == Operand::Kind::Float)
+            fail(op, "'~' needs an integer or a bool tensor, found a float");
+          return Operand::integer(~i, loc);
+      }
+    }
+    if (!v.is_tensor())
+      fail(op, fmt::format("bad operand for unary '{}': {}", op.text, describe(v)));
+    switch (op.kind) {
+      case TokenKind::Minus:
+        return Operand::tensor(g_.unary(UnaryOp::Neg, v.value, op.loc), loc);
+      case TokenKind::Plus:
+        return Operand::tensor(v.value, loc);
+      default: {
+        DType dt = g_.node(v.value).dtype;
+        if (dt != DType::Bool)
+          fail(op, fmt::format("'~' is only supported on bool tensors (logical not), found {}",
+                               dtype_name(dt)));
+        return Operand::tensor(g_.unary(UnaryOp::LogicalNot, v.value, op.loc), loc);
+      }
+    }
+  }
+
+  Operand binary(const Token& op, Operand a, Operand b) {
+    SourceLoc loc = span(a.loc, b.loc);
+    std::string text = operator_text(op);
+    if (a.is_number() && b.is_number()) return fold(op, a, b);
+    if (is_matmul_token(op.kind)) {
+      ValueId x = expect_tensor(a, "the left operand of '@'");
+      ValueId y = expect_tensor(b, "the right operand of '@'");
+      return Operand::tensor(g_.matmul(x, y, op.loc), loc);
+    }
+    ValueId x = to_tensor(g_, a, fmt::format("the left operand of '{}'", text));
+    ValueId y = to_tensor(g_, b, fmt::format("the right operand of '{}'", text));
+    return Operand::tensor(g_.binary(binary_op_of(op.kind), x, y, op.loc), loc);
+  }
+
+  const std::vector<Token>& toks_;
+  Graph& g_;
+  size_t pos_ = 0;
+  const Token* last_ = nullptr;
+  int depth_ = 0;
+  std::string name_;
+  SourceLoc name_loc_;
+  bool returned_ = false;
+  std::map<std::string, Operand, std::less<>> variables_;
+  std::map<std::string, std::string, std::less<>> aliases_;  // name -> module or function path
+};
+
+}  // namespace
+
+std::string parse_tokens(const std::vector<Token>& tokens, Graph& graph) {
+  return Parser(tokens, graph).parse();
+}
+
+}  // namespace tilefuse::frontend
+
+namespace tilefuse {
+
+Program parse_program(std::string_view source, const std::string& file) {
+  Program program;
+  program.file = file;
+  program.source = std::string(source);
+  // The tokens view program.source, which must not move until parsing ends.
+  std::vector<frontend::Token> tokens = frontend::tokenize(program.source);
+  program.name = frontend::parse_tokens(tokens, program.graph);
+  return program;
+}
+
+}  // namespace tilefuse

@@ -1,0 +1,41 @@
+// The recursive-descent parser of .tfs programs.
+//
+// Grammar (Python's, restricted; `frontend.h` for the language):
+//
+//   program    := (import | decorator | docstring)* function (docstring)* END
+//   import     := 'import' dotted ['as' NAME] | 'from' dotted 'import' NAME ['as' NAME]
+//   function   := 'def' NAME '(' [param (',' param)* [',']] ')' ['->' ...] ':' body
+//   param      := NAME ':' dotted '[' [INT (',' INT)* [',']] ']' ['in' '[' INT ',' INT ')']
+//   body       := simple_line | NEWLINE INDENT simple_line+ DEDENT
+//   simple_line:= stmt (';' stmt)* [';'] NEWLINE
+//   stmt       := NAME ('=' | '+=' | '-=' | '*=' | '/=' | '@=') expr
+//               | 'return' expr (',' expr)* [',']
+//   expr       := arith [('==' | '!=' | '<' | '<=' | '>' | '>=') arith]
+//   arith      := term (('+' | '-') term)*
+//   term       := unary (('*' | '/' | '@') unary)*
+//   unary      := ('-' | '+' | '~') unary | postfix
+//   postfix    := atom ('.' NAME | '(' args ')' | '[' subscript ']')*
+//   atom       := NAME | INT | FLOAT | STRING | 'True' | 'False' | 'None'
+//               | '(' [expr (',' expr)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
+//
+// The parser builds the Graph while it parses (see operand.h), so semantic
+// errors surface in source order, each at its own token. Expression nesting
+// is capped (kMaxNesting) so no input can exhaust the stack.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/frontend.h"
+#include "frontend/lexer.h"
+
+namespace tilefuse::frontend {
+
+// Deepest expression nesting accepted (parentheses, calls, subscripts, unary
+// operators). Deeper input is a UserError, never a stack overflow.
+constexpr int kMaxNesting = 256;
+
+// Parses `tokens` (from tokenize) into `graph`; returns the function's name.
+std::string parse_tokens(const std::vector<Token>& tokens, Graph& graph);
+
+}  // namespace tilefuse::frontend
