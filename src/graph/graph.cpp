@@ -88,10 +88,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc, 
     throw UserError(std::string(op) + " cannot be applied to a 0-dim tensor", loc);
   }
   if (dim < -n || dim >= n) {
-    throw UserError("dimension " + std::to_string(dim) + " is out of range for " +
-                        std::string(op) + " of a " + std::to_string(ndim) +
-                        "-dim tensor (expected " + std::to_string(-n) + " to " +
-                        std::to_string(n - 1) + ")",
+    throw UserError("dimension " + std::to_string(dim) + " is out of range for " + std::string(op) +
+                        " of a " + std::to_string(ndim) + "-dim tensor (expected " +
+                        std::to_string(-n) + " to " + std::to_string(n - 1) + ")",
                     loc);
   }
   return dim < 0 ? dim + n : dim;
@@ -134,7 +133,7 @@ Shape broadcast_or_throw(std::string_view op, const Node& a, const Node& b, Sour
   if (auto out = broadcast_shapes(a.shape, b.shape)) return *out;
   const size_t n = std::max(a.shape.size(), b.shape.size());
   for (size_t i = 0; i < n; ++i) {
-    const size_t r = n - i;  // 1-based position from the right
+    const size_t r = n - i;                                  // 1-based position from the right
     if (r > a.shape.size() || r > b.shape.size()) continue;  // a missing dim broadcasts
     const int64_t da = a.shape[a.shape.size() - r], db = b.shape[b.shape.size() - r];
     if (da != db && da != 1 && db != 1) {
@@ -160,8 +159,8 @@ PyKind py_kind(const Node& n) {
 }
 
 bool foldable(BinaryOp op) {
-  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
-         op == BinaryOp::Div || is_comparison(op);
+  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
+         is_comparison(op);
 }
 
 }  // namespace
@@ -191,8 +190,8 @@ ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shap
   }
   for (int64_t d : shape) {
     if (d < 0) {
-      throw UserError("parameter `" + name + "` has a negative size " + std::to_string(d) +
-                          " in " + shape_to_string(shape),
+      throw UserError("parameter `" + name + "` has a negative size " + std::to_string(d) + " in " +
+                          shape_to_string(shape),
                       loc);
     }
   }
@@ -270,7 +269,8 @@ ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
     case UnaryOp::Neg:
       // neg_check: "Negation, the `-` operator, on a bool tensor is not supported."
       if (in == DType::Bool) {
-        throw UserError("negation (unary -) of a bool tensor is not supported; use logical_not", loc);
+        throw UserError("negation (unary -) of a bool tensor is not supported; use logical_not",
+                        loc);
       }
       break;
     case UnaryOp::Relu:
@@ -282,9 +282,8 @@ ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
     case UnaryOp::Silu:
       // Their kernels dispatch on floating types only (no int->float promotion).
       if (!is_floating(in)) {
-        throw UserError(name + " requires a floating-point tensor, got " +
-                            std::string(dtype_name(in)),
-                        loc);
+        throw UserError(
+            name + " requires a floating-point tensor, got " + std::string(dtype_name(in)), loc);
       }
       break;
     case UnaryOp::Sigmoid:
@@ -315,12 +314,24 @@ ValueId Graph::binary(BinaryOp op, ValueId av, ValueId bv, SourceLoc loc) {
       if (is_comparison(op)) {
         bool r = false;
         switch (op) {
-          case BinaryOp::Eq: r = x == y; break;
-          case BinaryOp::Ne: r = x != y; break;
-          case BinaryOp::Lt: r = x < y; break;
-          case BinaryOp::Le: r = x <= y; break;
-          case BinaryOp::Gt: r = x > y; break;
-          default: r = x >= y; break;
+          case BinaryOp::Eq:
+            r = x == y;
+            break;
+          case BinaryOp::Ne:
+            r = x != y;
+            break;
+          case BinaryOp::Lt:
+            r = x < y;
+            break;
+          case BinaryOp::Le:
+            r = x <= y;
+            break;
+          case BinaryOp::Gt:
+            r = x > y;
+            break;
+          default:
+            r = x >= y;
+            break;
         }
         return scalar(r ? 1 : 0, DType::Bool, loc);
       }
@@ -381,8 +392,7 @@ ValueId Graph::where(ValueId cv, ValueId av, ValueId bv, SourceLoc loc) {
   const Node& a = nodes_[av];
   const Node& b = nodes_[bv];
   if (c.dtype != DType::Bool) {
-    throw UserError("where expects a bool condition, got " + std::string(dtype_name(c.dtype)),
-                    loc);
+    throw UserError("where expects a bool condition, got " + std::string(dtype_name(c.dtype)), loc);
   }
   Node n;
   n.kind = OpKind::Where;

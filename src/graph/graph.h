@@ -174,8 +174,8 @@ class Graph {
   // (torch.clamp(int_tensor, 0.5) is f32). The overload without it treats
   // integer-valued bounds as int literals and any other bound as a float.
   ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max, SourceLoc loc);
-  ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max,
-                DType bounds_kind, SourceLoc loc);
+  ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max, DType bounds_kind,
+                SourceLoc loc);
   ValueId cast(ValueId x, DType dtype, SourceLoc loc);
 
   // Views. Dims may be negative (wrap once, PyTorch style). Slice bounds

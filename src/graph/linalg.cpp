@@ -10,7 +10,9 @@ using graph_internal::type_string;
 
 namespace {
 
-std::string dt(DType d) { return std::string(dtype_name(d)); }
+std::string dt(DType d) {
+  return std::string(dtype_name(d));
+}
 
 // Matrix products multiply floating types only: integer GEMMs have no
 // tensor-core path here, and PyTorch's CUDA matmul rejects them too.
@@ -51,8 +53,8 @@ ValueId Graph::index(ValueId xv, int64_t dim, ValueId iv, SourceLoc loc) {
   if (idx.dtype != DType::I32 && idx.dtype != DType::I64) {
     throw UserError("index tensors must be i32 or i64, got " + dt(idx.dtype), loc);
   }
-  const int64_t d = graph_internal::wrap_dim(dim, static_cast<int64_t>(x.shape.size()), "index",
-                                             loc);
+  const int64_t d =
+      graph_internal::wrap_dim(dim, static_cast<int64_t>(x.shape.size()), "index", loc);
   Node n;
   n.kind = OpKind::Index;
   n.inputs = {xv, iv};
@@ -118,17 +120,16 @@ ValueId Graph::addmm(ValueId biasv, ValueId av, ValueId bv, double beta, double 
   }
   check_matmul_dtypes("addmm", a, b, loc);
   if (bias.dtype != a.dtype) {
-    throw UserError("addmm bias must have the matrices' dtype " + dt(a.dtype) + ", got " +
-                        dt(bias.dtype),
-                    loc);
+    throw UserError(
+        "addmm bias must have the matrices' dtype " + dt(a.dtype) + ", got " + dt(bias.dtype), loc);
   }
   if (a.shape[1] != b.shape[0]) throw_k_mismatch("addmm", a, b, a.shape[1], b.shape[0], loc);
   const Shape out = {a.shape[0], b.shape[1]};
   // The bias is expanded to [M, N] (expand_size), so broadcasting must not grow it.
   const auto bc = broadcast_shapes(bias.shape, out);
   if (!bc || *bc != out) {
-    throw UserError("addmm bias " + type_string(bias) + " cannot be broadcast to the result shape " +
-                        shape_to_string(out),
+    throw UserError("addmm bias " + type_string(bias) +
+                        " cannot be broadcast to the result shape " + shape_to_string(out),
                     loc);
   }
   Node n;

@@ -19,7 +19,9 @@ using graph_internal::PromotionOperand;
 
 namespace {
 
-bool is_float8(DType dt) { return dt == DType::F8E4M3 || dt == DType::F8E5M2; }
+bool is_float8(DType dt) {
+  return dt == DType::F8E4M3 || dt == DType::F8E5M2;
+}
 
 std::string pair_text(DType a, DType b) {
   return std::string(dtype_name(a)) + " and " + std::string(dtype_name(b));

@@ -15,7 +15,9 @@ using graph_internal::wrap_dim;
 
 namespace {
 
-std::string list_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
+std::string list_string(const std::vector<int64_t>& v) {
+  return shape_to_string(v);
+}
 
 // A view node over `x`, with x's layout as the starting point.
 Node view_of(const Node& x, ValueId xv, OpKind kind, SourceLoc loc) {
