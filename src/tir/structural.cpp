@@ -1,0 +1,367 @@
+// Equality and hashing both reduce a tree to one canonical token stream (a
+// pre-order walk where each bound var/buffer becomes its binding index and
+// each free one its address), so the two can never disagree.
+#include "tir/structural.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include <xxhash.h>
+
+#include "tir/functor.h"
+
+namespace tilefuse::tir {
+
+namespace {
+
+enum Tag : uint64_t {
+  kTagExpr = 1,
+  kTagStmt,
+  kTagBoundVar,
+  kTagFreeVar,
+  kTagBoundBuffer,
+  kTagFreeBuffer,
+  kTagAbsent,
+  kTagBufferDecl,
+  kTagString,
+  kTagAttr,
+};
+
+class Serializer final : public IRVisitor {
+ public:
+  std::vector<uint64_t> out;
+
+  void expr(const Expr& e) {
+    if (!e.defined()) {
+      out.push_back(kTagAbsent);
+      return;
+    }
+    out.push_back(kTagExpr);
+    out.push_back(static_cast<uint64_t>(e.kind()));
+    out.push_back(static_cast<uint64_t>(e.dtype()));
+    visit_expr(e);
+  }
+  void stmt(const Stmt& s) {
+    if (!s.defined()) {
+      out.push_back(kTagAbsent);
+      return;
+    }
+    out.push_back(kTagStmt);
+    out.push_back(static_cast<uint64_t>(s.kind()));
+    visit_stmt(s);
+  }
+  void exprs(const std::vector<Expr>& es) {
+    out.push_back(es.size());
+    for (const Expr& e : es) expr(e);
+  }
+  void str(const std::string& s) {
+    out.push_back(kTagString);
+    out.push_back(s.size());
+    for (size_t i = 0; i < s.size(); i += 8) {
+      uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, std::min<size_t>(8, s.size() - i));
+      out.push_back(w);
+    }
+  }
+  void attrs(const Attrs& a) {
+    out.push_back(kTagAttr);
+    out.push_back(a.size());
+    for (const auto& [key, value] : a) {
+      str(key);
+      out.push_back(value.index());
+      if (const auto* i = std::get_if<int64_t>(&value)) out.push_back(static_cast<uint64_t>(*i));
+      if (const auto* d = std::get_if<double>(&value)) out.push_back(std::bit_cast<uint64_t>(*d));
+      if (const auto* s = std::get_if<std::string>(&value)) str(*s);
+    }
+  }
+  void bind(const Var& v) {
+    out.push_back(static_cast<uint64_t>(v.dtype()));
+    vars_[v.get()] = next_binding_++;
+  }
+  void declare(const Buffer& b) {
+    out.push_back(kTagBufferDecl);
+    out.push_back(static_cast<uint64_t>(b.dtype()));
+    out.push_back(static_cast<uint64_t>(b.scope()));
+    out.push_back(b->read_only);
+    out.push_back(static_cast<uint64_t>(b->alignment));
+    exprs(b->shape);
+    exprs(b->strides);
+    buffers_[b.get()] = next_binding_++;
+  }
+  void buffer(const Buffer& b) {
+    auto it = buffers_.find(b.get());
+    if (it != buffers_.end()) {
+      out.push_back(kTagBoundBuffer);
+      out.push_back(it->second);
+    } else {
+      out.push_back(kTagFreeBuffer);
+      out.push_back(reinterpret_cast<uintptr_t>(b.get()));
+    }
+  }
+  void tile(const TileRef& t) {
+    buffer(t.buffer);
+    exprs(t.prefix);
+  }
+
+ protected:
+  void visit(const IntImmNode* op) override { out.push_back(static_cast<uint64_t>(op->value)); }
+  void visit(const FloatImmNode* op) override {
+    // All NaNs compare equal: the text form cannot keep payloads.
+    double v = std::isnan(op->value) ? std::nan("") : op->value;
+    out.push_back(std::bit_cast<uint64_t>(v));
+  }
+  void visit(const VarNode* op) override {
+    auto it = vars_.find(op);
+    if (it != vars_.end()) {
+      out.push_back(kTagBoundVar);
+      out.push_back(it->second);
+    } else {
+      out.push_back(kTagFreeVar);
+      out.push_back(reinterpret_cast<uintptr_t>(op));
+    }
+  }
+#define TF_TIR_BINARY(name, ...)              \
+  void visit(const name##Node* op) override { \
+    expr(op->a);                              \
+    expr(op->b);                              \
+  }
+  TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_TIR_BINARY)
+#undef TF_TIR_BINARY
+  void visit(const NotNode* op) override {
+    expr(op->a);
+  }
+  void visit(const SelectNode* op) override {
+    expr(op->cond);
+    expr(op->true_value);
+    expr(op->false_value);
+  }
+  void visit(const CastNode* op) override {
+    expr(op->value);
+  }
+  void visit(const CallNode* op) override {
+    out.push_back(static_cast<uint64_t>(op->op));
+    exprs(op->args);
+  }
+  void visit(const LoadNode* op) override {
+    buffer(op->buffer);
+    exprs(op->indices);
+    expr(op->mask);
+    expr(op->other);
+  }
+  void visit(const HookLoadNode* op) override {
+    str(op->name);
+    exprs(op->indices);
+    expr(op->mask);
+  }
+
+  void visit(const ForNode* op) override {
+    out.push_back(static_cast<uint64_t>(op->for_kind));
+    out.push_back(static_cast<uint64_t>(op->num_stages));
+    expr(op->min);
+    expr(op->extent);
+    bind(op->var);
+    stmt(op->body);
+  }
+  void visit(const IfThenElseNode* op) override {
+    expr(op->cond);
+    stmt(op->then_case);
+    stmt(op->else_case);
+  }
+  void visit(const LetStmtNode* op) override {
+    expr(op->value);
+    bind(op->var);
+    stmt(op->body);
+  }
+  void visit(const StoreNode* op) override {
+    buffer(op->buffer);
+    exprs(op->indices);
+    expr(op->value);
+    expr(op->mask);
+  }
+  void visit(const HookStoreNode* op) override {
+    str(op->name);
+    exprs(op->indices);
+    expr(op->value);
+    expr(op->mask);
+  }
+  void visit(const CopyNode* op) override {
+    exprs(op->extents);
+    out.push_back(op->vars.size());
+    for (const Var& v : op->vars) bind(v);
+    buffer(op->dst);
+    exprs(op->dst_indices);
+    expr(op->value);
+    attrs(op->annotations);
+  }
+  void visit(const GemmNode* op) override {
+    tile(op->a);
+    tile(op->b);
+    tile(op->c);
+    out.push_back(op->trans_a);
+    out.push_back(op->trans_b);
+  }
+  void visit(const FillNode* op) override {
+    buffer(op->buffer);
+    expr(op->value);
+  }
+  void visit(const CheckNode* op) override {
+    expr(op->cond);
+    out.push_back(static_cast<uint64_t>(op->code));
+    str(op->message);
+    exprs(op->args);
+  }
+  void visit(const SeqNode* op) override {
+    out.push_back(op->stmts.size());
+    for (const Stmt& s : op->stmts) stmt(s);
+  }
+  void visit(const AllocateNode* op) override {
+    declare(op->buffer);
+    stmt(op->body);
+  }
+  void visit(const EvaluateNode* op) override {
+    expr(op->value);
+  }
+
+ private:
+  std::unordered_map<const VarNode*, uint64_t> vars_;
+  std::unordered_map<const BufferNode*, uint64_t> buffers_;
+  uint64_t next_binding_ = 0;
+};
+
+std::vector<uint64_t> serialize(const Kernel& k) {
+  Serializer s;
+  s.str(k.name);
+  s.out.push_back(k.params.size());
+  for (const KernelParam& p : k.params) {
+    if (p.is_buffer()) {
+      s.declare(p.buffer);
+    } else {
+      s.bind(p.var);
+    }
+  }
+  s.out.push_back(k.grid.size());
+  for (const GridDim& g : k.grid) {
+    s.expr(g.extent);
+    s.bind(g.var);
+  }
+  s.attrs(k.attrs);
+  s.stmt(k.body);
+  return std::move(s.out);
+}
+
+uint64_t hash_tokens(const std::vector<uint64_t>& t) {
+  return XXH3_64bits(t.data(), t.size() * sizeof(uint64_t));
+}
+
+// Replaces free vars; For/Let/Copy bindings of a mapped var shadow it.
+class Substituter final : public IRMutator {
+ public:
+  explicit Substituter(const VarMap& map) : map_(map) {}
+
+ protected:
+  using IRMutator::visit;
+  Expr visit(const VarNode* op) override {
+    if (shadowed_.count(op)) return op;
+    auto it = map_.find(op);
+    return it == map_.end() ? Expr(op) : it->second;
+  }
+  Stmt visit(const ForNode* op) override {
+    Expr min = mutate(op->min), extent = mutate(op->extent);
+    Stmt body = scoped({op->var}, [&] { return mutate(op->body); });
+    if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
+    return ForNode::make(op->var, std::move(min), std::move(extent), op->for_kind, op->num_stages,
+                         std::move(body));
+  }
+  Stmt visit(const LetStmtNode* op) override {
+    // The value is outside the binding's scope.
+    Expr value = mutate(op->value);
+    Stmt body = scoped({op->var}, [&] { return mutate(op->body); });
+    if (value.same_as(op->value) && body.same_as(op->body)) return op;
+    return LetStmtNode::make(op->var, std::move(value), std::move(body));
+  }
+  Stmt visit(const CopyNode* op) override {
+    // Extents are outside the copy's binding scope; the rest is inside.
+    std::vector<Expr> extents;
+    bool changed = mutate_all(op->extents, &extents);
+    Stmt inner = scoped(op->vars, [&] { return IRMutator::visit(op); });
+    if (!changed) return inner;
+    const auto* c = inner.as<CopyNode>();
+    return CopyNode::make(c->vars, std::move(extents), c->dst, c->dst_indices, c->value,
+                          c->annotations);
+  }
+
+ private:
+  template <class F>
+  Stmt scoped(const std::vector<Var>& vars, F&& f) {
+    std::vector<const VarNode*> added;
+    for (const Var& v : vars) {
+      if (map_.count(v.get()) && shadowed_.insert(v.get()).second) added.push_back(v.get());
+    }
+    Stmt result = f();
+    for (const VarNode* v : added) shadowed_.erase(v);
+    return result;
+  }
+  const VarMap& map_;
+  std::unordered_set<const VarNode*> shadowed_;
+};
+
+}  // namespace
+
+bool structural_equal(const Expr& a, const Expr& b) {
+  if (a.same_as(b)) return true;
+  Serializer sa, sb;
+  sa.expr(a);
+  sb.expr(b);
+  return sa.out == sb.out;
+}
+
+bool structural_equal(const Stmt& a, const Stmt& b) {
+  if (a.same_as(b)) return true;
+  Serializer sa, sb;
+  sa.stmt(a);
+  sb.stmt(b);
+  return sa.out == sb.out;
+}
+
+bool structural_equal(const Kernel& a, const Kernel& b) {
+  return serialize(a) == serialize(b);
+}
+
+uint64_t structural_hash(const Expr& e) {
+  Serializer s;
+  s.expr(e);
+  return hash_tokens(s.out);
+}
+
+uint64_t structural_hash(const Stmt& st) {
+  Serializer s;
+  s.stmt(st);
+  return hash_tokens(s.out);
+}
+
+uint64_t structural_hash(const Kernel& k) {
+  return hash_tokens(serialize(k));
+}
+
+Expr substitute(const Expr& e, const VarMap& map) {
+  if (map.empty()) return e;
+  return Substituter(map).mutate(e);
+}
+
+Stmt substitute(const Stmt& s, const VarMap& map) {
+  if (map.empty()) return s;
+  return Substituter(map).mutate(s);
+}
+
+Expr substitute(const Expr& e, const Var& var, const Expr& value) {
+  return substitute(e, VarMap{{var.get(), value}});
+}
+
+Stmt substitute(const Stmt& s, const Var& var, const Expr& value) {
+  return substitute(s, VarMap{{var.get(), value}});
+}
+
+}  // namespace tilefuse::tir

@@ -1,0 +1,396 @@
+#include "tir/verifier.h"
+
+#include <unordered_set>
+
+#include "tir/functor.h"
+#include "tir/printer.h"
+#include "tir/structural.h"
+
+namespace tilefuse::tir {
+
+namespace {
+
+std::string dt(DType d) {
+  return std::string(dtype_name(d));
+}
+bool is_index_type(DType d) {
+  return d == DType::I32 || d == DType::I64;
+}
+bool is_int_type(DType d) {
+  return is_integral(d);
+}
+
+int count_placeholders(const std::string& s) {
+  int n = 0;
+  for (size_t p = s.find("{}"); p != std::string::npos; p = s.find("{}", p + 2)) ++n;
+  return n;
+}
+
+// Whether a constant fits its dtype.
+bool fits(DType d, int64_t v) {
+  switch (d) {
+    case DType::Bool:
+      return v == 0 || v == 1;
+    case DType::U8:
+      return v >= 0 && v <= 255;
+    case DType::I8:
+      return v >= -128 && v <= 127;
+    case DType::I32:
+      return v >= INT32_MIN && v <= INT32_MAX;
+    default:
+      return true;
+  }
+}
+
+class Verifier final : public IRVisitor {
+ public:
+  std::vector<std::string> errors;
+
+  void kernel(const Kernel& k) {
+    where_ = "kernel " + k.name;
+    for (const KernelParam& p : k.params) {
+      if (p.is_buffer()) {
+        if (p.buffer.scope() != MemScope::Global)
+          error("parameter " + p.buffer.name() + " must be a global buffer, not " +
+                std::string(mem_scope_name(p.buffer.scope())));
+        declare(p.buffer);
+      } else if (!p.var.defined()) {
+        error("a parameter is neither a var nor a buffer");
+      } else {
+        bind(p.var);
+      }
+    }
+    for (const GridDim& g : k.grid) {
+      index_expr(g.extent, "grid extent");
+      if (g.var.dtype() != g.extent.dtype())
+        error("program id " + g.var.name() + " has dtype " + dt(g.var.dtype()) +
+              " but its extent " + dt(g.extent.dtype()));
+      bind(g.var);
+    }
+    if (!k.body.defined()) {
+      error("the kernel has no body");
+      return;
+    }
+    visit_stmt(k.body);
+  }
+
+  void visit_stmt(const Stmt& s) override {
+    const StmtNode* saved = current_;
+    current_ = s.get();
+    IRVisitor::visit_stmt(s);
+    current_ = saved;
+  }
+
+ protected:
+  // ---- expressions ----
+  void visit(const IntImmNode* op) override {
+    if (is_floating(op->dtype))
+      error_in(op, "an integer constant has float dtype " + dt(op->dtype));
+    if (!fits(op->dtype, op->value)) error_in(op, "constant does not fit " + dt(op->dtype));
+  }
+  void visit(const FloatImmNode* op) override {
+    if (!is_floating(op->dtype)) error_in(op, "a float constant has dtype " + dt(op->dtype));
+  }
+  void visit(const VarNode* op) override {
+    if (!bound_.count(op)) error("use of undefined var '" + op->name + "'");
+  }
+#define TF_TIR_BINARY(name, sym, prec)        \
+  void visit(const name##Node* op) override { \
+    binary(op, sym, op->a, op->b);            \
+    IRVisitor::visit(op);                     \
+  }
+  TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_TIR_BINARY)
+#undef TF_TIR_BINARY
+  void visit(const NotNode* op) override {
+    require_bool(op->a, "the operand of !");
+    IRVisitor::visit(op);
+  }
+  void visit(const SelectNode* op) override {
+    require_bool(op->cond, "a select condition");
+    if (op->true_value.dtype() != op->false_value.dtype())
+      error_in(op, "select branches have different dtypes " + dt(op->true_value.dtype()) + " and " +
+                       dt(op->false_value.dtype()));
+    IRVisitor::visit(op);
+  }
+  void visit(const CallNode* op) override {
+    std::string name(intrinsic_name(op->op));
+    if (static_cast<int>(op->args.size()) != intrinsic_arity(op->op))
+      error_in(op, name + " takes " + std::to_string(intrinsic_arity(op->op)) + " arguments");
+    for (const Expr& a : op->args) {
+      if (a.dtype() != op->dtype) error_in(op, name + " arguments have different dtypes");
+    }
+    if (intrinsic_float_only(op->op) && !is_floating(op->dtype))
+      error_in(op, name + " needs a float argument, got " + dt(op->dtype));
+    if (op->dtype == DType::Bool) error_in(op, name + " of a bool");
+    IRVisitor::visit(op);
+  }
+  void visit(const LoadNode* op) override {
+    access(op->buffer, op->indices, "load");
+    if (op->mask.defined()) require_bool(op->mask, "a load mask");
+    if (op->other.defined() && op->other.dtype() != op->buffer.dtype())
+      error_in(op, "load 'other' has dtype " + dt(op->other.dtype()) + " but buffer " +
+                       op->buffer.name() + " holds " + dt(op->buffer.dtype()));
+    IRVisitor::visit(op);
+  }
+  void visit(const HookLoadNode* op) override {
+    if (op->name.empty()) error("load_input without an operand name");
+    for (const Expr& i : op->indices) index_expr(i, "a load_input index");
+    if (op->mask.defined()) require_bool(op->mask, "a load_input mask");
+    IRVisitor::visit(op);
+  }
+
+  // ---- statements ----
+  void visit(const ForNode* op) override {
+    visit_expr(op->min);
+    visit_expr(op->extent);
+    if (!is_int_type(op->var.dtype()))
+      error("loop var " + op->var.name() + " has non-integer dtype " + dt(op->var.dtype()));
+    if (op->min.dtype() != op->var.dtype() || op->extent.dtype() != op->var.dtype())
+      error("loop var, min and extent have dtypes " + dt(op->var.dtype()) + ", " +
+            dt(op->min.dtype()) + ", " + dt(op->extent.dtype()));
+    if (op->for_kind == ForKind::Pipelined && op->num_stages < 1)
+      error("a pipelined loop needs num_stages >= 1");
+    if (op->for_kind != ForKind::Pipelined && op->num_stages != 0)
+      error("num_stages is only for pipelined loops");
+    bind(op->var);
+    if (op->for_kind == ForKind::Parallel) ++parallel_depth_;
+    visit_stmt(op->body);
+    if (op->for_kind == ForKind::Parallel) --parallel_depth_;
+    unbind(op->var);
+  }
+  void visit(const IfThenElseNode* op) override {
+    require_bool(op->cond, "an if condition");
+    IRVisitor::visit(op);
+  }
+  void visit(const LetStmtNode* op) override {
+    visit_expr(op->value);
+    if (op->var.dtype() != op->value.dtype())
+      error("let var " + op->var.name() + " has dtype " + dt(op->var.dtype()) + " but its value " +
+            dt(op->value.dtype()));
+    bind(op->var);
+    visit_stmt(op->body);
+    unbind(op->var);
+  }
+  void visit(const StoreNode* op) override {
+    access(op->buffer, op->indices, "store");
+    write(op->buffer);
+    value_of(op->buffer, op->value);
+    if (op->mask.defined()) require_bool(op->mask, "a store mask");
+    IRVisitor::visit(op);
+  }
+  void visit(const HookStoreNode* op) override {
+    if (op->name.empty()) error("store_output without an output name");
+    for (const Expr& i : op->indices) index_expr(i, "a store_output index");
+    if (op->mask.defined()) require_bool(op->mask, "a store_output mask");
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    for (const Expr& e : op->extents) index_expr(e, "a copy extent");
+    for (const Var& v : op->vars) {
+      if (!is_index_type(v.dtype())) error("copy var " + v.name() + " must be i32 or i64");
+      bind(v);
+    }
+    // The points of a copy are spread over threads like a parallel loop's,
+    // so fragments may be read and written element-wise inside it.
+    ++parallel_depth_;
+    tile_access(op->dst, op->dst_indices, "copy");
+    write(op->dst);
+    for (const Expr& i : op->dst_indices) visit_expr(i);
+    value_of(op->dst, op->value);
+    visit_expr(op->value);
+    --parallel_depth_;
+    for (const Var& v : op->vars) unbind(v);
+  }
+  void visit(const GemmNode* op) override {
+    const TileRef* tiles[] = {&op->a, &op->b, &op->c};
+    const char* names[] = {"A", "B", "C"};
+    bool ok = true;
+    for (int t = 0; t < 3; ++t) {
+      const Buffer& b = tiles[t]->buffer;
+      if (!in_scope(b)) {
+        ok = false;
+        continue;
+      }
+      if (b.scope() == MemScope::Global)
+        error(std::string("gemm operand ") + names[t] + " (" + b.name() +
+              ") must be shared, fragment or local, not global");
+      if (b.rank() < 2 || static_cast<int>(tiles[t]->prefix.size()) != b.rank() - 2) {
+        error(std::string("gemm operand ") + names[t] + " (" + b.name() + ", rank " +
+              std::to_string(b.rank()) + ") needs " + std::to_string(std::max(0, b.rank() - 2)) +
+              " leading indices, got " + std::to_string(tiles[t]->prefix.size()));
+        ok = false;
+      }
+      for (const Expr& i : tiles[t]->prefix) index_expr(i, "a gemm tile index");
+    }
+    if (!ok) return;
+    write(op->c.buffer);
+    DType a_dt = op->a.buffer.dtype(), b_dt = op->b.buffer.dtype(), c_dt = op->c.buffer.dtype();
+    if (a_dt != b_dt) error("gemm A and B have different dtypes " + dt(a_dt) + " and " + dt(b_dt));
+    if (is_floating(a_dt) != is_floating(c_dt))
+      error("gemm accumulator " + op->c.buffer.name() + " is " + dt(c_dt) + " for " + dt(a_dt) +
+            " operands");
+    auto dim = [](const Buffer& b, int from_end) { return b->shape[b.rank() - from_end]; };
+    Expr m_a = op->trans_a ? dim(op->a.buffer, 1) : dim(op->a.buffer, 2);
+    Expr k_a = op->trans_a ? dim(op->a.buffer, 2) : dim(op->a.buffer, 1);
+    Expr k_b = op->trans_b ? dim(op->b.buffer, 1) : dim(op->b.buffer, 2);
+    Expr n_b = op->trans_b ? dim(op->b.buffer, 2) : dim(op->b.buffer, 1);
+    Expr m_c = dim(op->c.buffer, 2), n_c = dim(op->c.buffer, 1);
+    auto same = [&](const Expr& x, const Expr& y, const char* what) {
+      if (!structural_equal(x, y))
+        error(std::string("gemm ") + what + " mismatch: " + print(x) + " vs " + print(y));
+    };
+    same(k_a, k_b, "K (A vs B)");
+    same(m_a, m_c, "M (A vs C)");
+    same(n_b, n_c, "N (B vs C)");
+  }
+  void visit(const FillNode* op) override {
+    if (in_scope(op->buffer)) {
+      write(op->buffer);
+      value_of(op->buffer, op->value);
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const CheckNode* op) override {
+    require_bool(op->cond, "a check condition");
+    int holes = count_placeholders(op->message);
+    if (holes != static_cast<int>(op->args.size()))
+      error("check message has " + std::to_string(holes) + " {} placeholders but " +
+            std::to_string(op->args.size()) + " args");
+    IRVisitor::visit(op);
+  }
+  void visit(const BarrierNode*) override {
+    if (parallel_depth_ > 0) error("barrier inside a parallel loop (threads would diverge)");
+  }
+  void visit(const AllocateNode* op) override {
+    const Buffer& b = op->buffer;
+    if (b.scope() == MemScope::Global)
+      error("alloc of global buffer " + b.name() + " (global buffers are kernel parameters)");
+    declare(b);
+    visit_stmt(op->body);
+    buffers_.erase(b.get());
+  }
+
+ private:
+  // Errors name the statement by its first printed line (printed only on
+  // error: printing every statement up front would be quadratic).
+  void error(const std::string& what) {
+    std::string where = where_;
+    if (current_) {
+      std::string text = print(Stmt(current_));
+      where = text.substr(0, text.find('\n'));
+      size_t first = where.find_first_not_of(' ');
+      where = first == std::string::npos ? "" : where.substr(first);
+    }
+    errors.push_back(where + ": " + what);
+  }
+  void error_in(const ExprNode* e, const std::string& what) {
+    error("in `" + print(Expr(e)) + "`: " + what);
+  }
+
+  void bind(const Var& v) {
+    if (!bound_.insert(v.get()).second)
+      error("var '" + v.name() + "' is defined twice (it is already in scope)");
+  }
+  void unbind(const Var& v) {
+    bound_.erase(v.get());
+  }
+
+  void declare(const Buffer& b) {
+    for (const Expr& e : b->shape) index_expr(e, "a shape of " + b.name());
+    for (const Expr& e : b->strides) index_expr(e, "a stride of " + b.name());
+    if (!b->strides.empty() && b->strides.size() != b->shape.size())
+      error("buffer " + b.name() + " has " + std::to_string(b->shape.size()) + " dims but " +
+            std::to_string(b->strides.size()) + " strides");
+    if (b->alignment < 0) error("buffer " + b.name() + " has a negative alignment");
+    if (!buffers_.insert(b.get()).second)
+      error("buffer '" + b.name() + "' is declared twice (it is already in scope)");
+  }
+  bool in_scope(const Buffer& b) {
+    if (buffers_.count(b.get())) return true;
+    error(b.scope() == MemScope::Global
+              ? "global buffer '" + b.name() + "' is not a kernel parameter"
+              : "buffer '" + b.name() + "' is used outside its alloc");
+    return false;
+  }
+  void tile_access(const Buffer& b, const std::vector<Expr>& indices, const char* what) {
+    if (!in_scope(b)) return;
+    if (static_cast<int>(indices.size()) != b.rank())
+      error(std::string(what) + " of " + b.name() + " has " + std::to_string(indices.size()) +
+            " indices but the buffer has rank " + std::to_string(b.rank()));
+    for (const Expr& i : indices) {
+      if (!is_index_type(i.dtype()))
+        error(std::string(what) + " index `" + print(i) + "` of " + b.name() + " is " +
+              dt(i.dtype()) + ", not i32 or i64");
+    }
+  }
+  void access(const Buffer& b, const std::vector<Expr>& indices, const char* what) {
+    tile_access(b, indices, what);
+    if (b.scope() == MemScope::Fragment && parallel_depth_ == 0)
+      error(std::string(what) + " of fragment " + b.name() +
+            " outside a parallel loop (a fragment's elements live in different threads)");
+  }
+  void write(const Buffer& b) {
+    if (b->read_only) error("write to read-only input " + b.name());
+  }
+  void value_of(const Buffer& b, const Expr& value) {
+    if (value.dtype() != b.dtype())
+      error("value of dtype " + dt(value.dtype()) + " written to " + b.name() + " of dtype " +
+            dt(b.dtype()) + " (cast it first)");
+  }
+  void index_expr(const Expr& e, const std::string& what) {
+    visit_expr(e);
+    if (!is_index_type(e.dtype())) error(what + " is " + dt(e.dtype()) + ", not i32 or i64");
+  }
+  void require_bool(const Expr& e, const char* what) {
+    if (e.dtype() != DType::Bool)
+      error(std::string(what) + " `" + print(e) + "` is " + dt(e.dtype()) + ", not bool");
+  }
+  void binary(const ExprNode* op, const char* sym, const Expr& a, const Expr& b) {
+    std::string s(sym);
+    if (a.dtype() != b.dtype()) {
+      error_in(op, "operands of " + s + " have different dtypes " + dt(a.dtype()) + " and " +
+                       dt(b.dtype()));
+      return;
+    }
+    bool logical = op->kind == ExprKind::And || op->kind == ExprKind::Or;
+    bool compare = is_comparison(op->kind);
+    if (logical && a.dtype() != DType::Bool)
+      error_in(op, "operands of " + s + " must be bool, not " + dt(a.dtype()));
+    if (!logical && !compare && a.dtype() == DType::Bool)
+      error_in(op, "arithmetic " + s + " on bool");
+  }
+
+  std::string where_;  // for errors outside any statement
+  const StmtNode* current_ = nullptr;
+  std::unordered_set<const VarNode*> bound_;
+  std::unordered_set<const BufferNode*> buffers_;
+  int parallel_depth_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> verify_errors(const Kernel& kernel) {
+  Verifier v;
+  v.kernel(kernel);
+  return std::move(v.errors);
+}
+
+void verify(const Kernel& kernel, std::string_view context) {
+  std::vector<std::string> errors = verify_errors(kernel);
+  if (errors.empty()) return;
+  std::string msg = "malformed Tile IR";
+  if (!context.empty()) {
+    msg += ' ';  // (appended piecewise: GCC 12 warns falsely on " " + s)
+    msg += context;
+  }
+  msg += ":\n";
+  for (const std::string& e : errors) {
+    msg += "  ";
+    msg += e;
+    msg += "\n";
+  }
+  msg += print(kernel);
+  throw InternalError(msg);
+}
+
+}  // namespace tilefuse::tir
