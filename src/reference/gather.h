@@ -1,0 +1,29 @@
+// The reference gather: out = x.index_select(dim, idx) for an integer index
+// tensor of any shape (out.shape = x.shape[:dim] + idx.shape +
+// x.shape[dim+1:]).
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+#include "reference/thread_pool.h"
+
+namespace tilefuse::reference {
+
+// How an error message names the gathered tensor and the index tensor:
+// "`x`" for a named value, "the result of matmul" otherwise.
+struct GatherNames {
+  std::string x;
+  std::string idx;
+};
+
+// Every index is read and checked before any element of `x` is: a value v
+// outside [-size, size) throws UserError for the first such position in
+// row-major order, e.g.
+//   index 64 is out of bounds for dim 0 of `x` (size 64): `idx`[17] = 64
+// Negative values wrap once (v + size). Elements are converted from x's dtype
+// to out's exactly (the same dtype in eager mode, f64 in oracle mode).
+void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
+            const GatherNames& names, ThreadPool& pool);
+
+}  // namespace tilefuse::reference

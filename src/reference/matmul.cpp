@@ -1,0 +1,262 @@
+#include "reference/matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/error.h"
+#include "reference/element_access.h"
+
+namespace tilefuse::reference {
+namespace {
+
+// Cache blocking: a BLOCK_M x BLOCK_K panel of A (96 KB in f32) stays in L2,
+// a BLOCK_K x NR sliver of B (16 KB) in L1, the BLOCK_M x BLOCK_N tile of C
+// in L2. BLOCK_M is a multiple of every MR and BLOCK_N of every NR below.
+constexpr int64_t kBlockM = 96;
+constexpr int64_t kBlockN = 512;
+constexpr int64_t kBlockK = 256;
+// Below this many multiply-adds an item runs as a plain loop (packing would
+// cost more than it saves); the sums are the same either way.
+constexpr int64_t kSmallWork = int64_t{1} << 16;
+
+template <typename T, int kBytes>
+struct VecOf {
+  typedef T type __attribute__((vector_size(kBytes)));
+};
+
+template <typename T>
+struct MacroArgs {
+  int64_t m_panels;  // MR-row panels of the C tile
+  int64_t n_panels;  // NR-column panels of the C tile
+  int64_t kc;        // depth of this K block
+  const T* a;        // first A panel, at this K block
+  int64_t a_panel_stride;
+  const T* b;  // first B panel, at this K block
+  int64_t b_panel_stride;
+  T* c;  // the C tile (row-major, ldc columns)
+  int64_t ldc;
+};
+
+// C[MR, NR] += A panel (kc x MR) * B panel (kc x NR). The accumulators are
+// MR x NV vector registers; each k adds a broadcast A element times a row of
+// B. Explicit vectors because GCC does not keep an auto-vectorized
+// accumulator array in registers (it spills it every iteration).
+template <typename T, int MR, int NV, int kBytes>
+[[gnu::always_inline]] inline void micro_kernel(int64_t kc, const T* __restrict a,
+                                                const T* __restrict b, T* __restrict c,
+                                                int64_t ldc) {
+  using V = typename VecOf<T, kBytes>::type;
+  constexpr int kLanes = kBytes / static_cast<int>(sizeof(T));
+  constexpr int NR = NV * kLanes;
+  V acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) std::memcpy(&acc[i][v], c + i * ldc + v * kLanes, kBytes);
+  for (int64_t k = 0; k < kc; ++k) {
+    V bv[NV];
+    for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + k * NR + v * kLanes, kBytes);
+    for (int i = 0; i < MR; ++i) {
+      V ai;
+      for (int l = 0; l < kLanes; ++l) ai[l] = a[k * MR + i];
+      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) std::memcpy(c + i * ldc + v * kLanes, &acc[i][v], kBytes);
+}
+
+template <typename T, int MR, int NV, int kBytes>
+[[gnu::always_inline]] inline void macro_kernel(const MacroArgs<T>& x) {
+  constexpr int NR = NV * kBytes / static_cast<int>(sizeof(T));
+  for (int64_t jr = 0; jr < x.n_panels; ++jr)
+    for (int64_t ir = 0; ir < x.m_panels; ++ir)
+      micro_kernel<T, MR, NV, kBytes>(x.kc, x.a + ir * x.a_panel_stride,
+                                      x.b + jr * x.b_panel_stride, x.c + ir * MR * x.ldc + jr * NR,
+                                      x.ldc);
+}
+
+// Register budgets: AVX2 has 16 ymm (12 accumulators + 2 B rows + 1 A
+// broadcast); the SSE2 baseline has 16 xmm (same shape, half the width).
+__attribute__((target("avx2"))) void macro_f32_avx2(const MacroArgs<float>& x) {
+  macro_kernel<float, 6, 2, 32>(x);  // 6 x 16
+}
+void macro_f32_generic(const MacroArgs<float>& x) {
+  macro_kernel<float, 6, 2, 16>(x);
+}  // 6 x 8
+__attribute__((target("avx2"))) void macro_f64_avx2(const MacroArgs<double>& x) {
+  macro_kernel<double, 6, 2, 32>(x);  // 6 x 8
+}
+void macro_f64_generic(const MacroArgs<double>& x) {
+  macro_kernel<double, 6, 2, 16>(x);
+}  // 6x4
+
+template <typename T>
+struct Kernel {
+  int mr;
+  int nr;
+  void (*macro)(const MacroArgs<T>&);
+};
+
+bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+template <typename T>
+Kernel<T> select_kernel() {
+  if constexpr (std::is_same_v<T, float>) {
+    return has_avx2() ? Kernel<float>{6, 16, macro_f32_avx2}
+                      : Kernel<float>{6, 8, macro_f32_generic};
+  } else {
+    return has_avx2() ? Kernel<double>{6, 8, macro_f64_avx2}
+                      : Kernel<double>{6, 4, macro_f64_generic};
+  }
+}
+
+const std::byte* element(const MatrixRef& m, int64_t r, int64_t c) {
+  return m.data + (r * m.row_stride + c * m.col_stride) * dtype_size(m.dtype);
+}
+
+// Copies rows [r0, r0 + R) x cols [0, cols) of `m` into a panel laid out
+// [cols][R] (R = panel width), zero-filling rows past m.rows. Used for A
+// panels (rows of A) and, on the transposed view, for B panels.
+template <typename T>
+void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
+  const ReadFn<T> read = reader<T>(m.dtype);
+  const int64_t esize = dtype_size(m.dtype);
+  const int64_t valid = std::min<int64_t>(width, m.rows - r0);
+  for (int64_t k = 0; k < m.cols; ++k) {
+    T* dst = out + k * width;
+    const std::byte* src = element(m, r0, k);
+    for (int64_t i = 0; i < valid; ++i) dst[i] = read(src + i * m.row_stride * esize);
+    for (int64_t i = valid; i < width; ++i) dst[i] = T(0);
+  }
+}
+
+MatrixRef transposed(const MatrixRef& m) {
+  return {m.data, m.dtype, m.cols, m.rows, m.col_stride, m.row_stride};
+}
+
+template <typename T>
+struct Epilogue {
+  WriteFn<T> write;
+  int64_t c_esize;
+  T alpha;
+  T beta;
+  bool use_bias;
+
+  // Stores C[i, j] = alpha * acc + beta * bias[i, j] (or acc without bias).
+  void store(const GemmItem& item, int64_t n, int64_t i, int64_t j, T acc) const {
+    T v = acc;
+    if (item.bias && use_bias) {
+      const T bias = reader<T>(item.bias->dtype)(element(*item.bias, i, j));
+      v = alpha * acc + beta * bias;
+    } else if (item.bias) {
+      v = alpha * acc;  // beta == 0: the bias is ignored, NaN and inf included
+    }
+    write(item.c + (i * n + j) * c_esize, v);
+  }
+};
+
+// The plain loop, for small items: the same sums in the same order.
+template <typename T>
+void gemm_small(const GemmItem& item, const Epilogue<T>& epi) {
+  const int64_t m = item.a.rows, k_depth = item.a.cols, n = item.b.cols;
+  const ReadFn<T> read_a = reader<T>(item.a.dtype);
+  const ReadFn<T> read_b = reader<T>(item.b.dtype);
+  std::vector<T> a_row(static_cast<size_t>(k_depth));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t k = 0; k < k_depth; ++k) a_row[k] = read_a(element(item.a, i, k));
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t k = 0; k < k_depth; ++k) acc += a_row[k] * read_b(element(item.b, k, j));
+      epi.store(item, n, i, j, acc);
+    }
+  }
+}
+
+template <typename T>
+void gemm_blocked(const GemmItem& item, const Epilogue<T>& epi, const Kernel<T>& kernel,
+                  ThreadPool& pool) {
+  const int64_t m = item.a.rows, k_depth = item.a.cols, n = item.b.cols;
+  const int mr = kernel.mr, nr = kernel.nr;
+  const int64_t m_panels = (m + mr - 1) / mr;
+  const int64_t n_panels = (n + nr - 1) / nr;
+  const int64_t a_panel_stride = k_depth * mr;
+  const int64_t b_panel_stride = k_depth * nr;
+  std::vector<T> a_pack(static_cast<size_t>(m_panels * a_panel_stride));
+  std::vector<T> b_pack(static_cast<size_t>(n_panels * b_panel_stride));
+  const int64_t pack_grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k_depth * mr));
+  pool.parallel_for(m_panels, pack_grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) pack_panel(item.a, p * mr, mr, &a_pack[p * a_panel_stride]);
+  });
+  const MatrixRef b_t = transposed(item.b);
+  pool.parallel_for(n_panels, pack_grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * b_panel_stride]);
+  });
+
+  const int64_t tiles_m = (m + kBlockM - 1) / kBlockM;
+  const int64_t tiles_n = (n + kBlockN - 1) / kBlockN;
+  pool.parallel_for(tiles_m * tiles_n, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<T> c_tile;
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t i0 = (t / tiles_n) * kBlockM, j0 = (t % tiles_n) * kBlockN;
+      const int64_t mc = std::min(kBlockM, m - i0), nc = std::min(kBlockN, n - j0);
+      const int64_t tile_m_panels = (mc + mr - 1) / mr, tile_n_panels = (nc + nr - 1) / nr;
+      const int64_t ldc = tile_n_panels * nr;
+      c_tile.assign(static_cast<size_t>(tile_m_panels * mr * ldc), T(0));
+      for (int64_t k0 = 0; k0 < k_depth; k0 += kBlockK) {
+        MacroArgs<T> args{tile_m_panels,
+                          tile_n_panels,
+                          std::min(kBlockK, k_depth - k0),
+                          a_pack.data() + (i0 / mr) * a_panel_stride + k0 * mr,
+                          a_panel_stride,
+                          b_pack.data() + (j0 / nr) * b_panel_stride + k0 * nr,
+                          b_panel_stride,
+                          c_tile.data(),
+                          ldc};
+        kernel.macro(args);
+      }
+      for (int64_t i = 0; i < mc; ++i)
+        for (int64_t j = 0; j < nc; ++j) epi.store(item, n, i0 + i, j0 + j, c_tile[i * ldc + j]);
+    }
+  });
+}
+
+template <typename T>
+void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool) {
+  const Epilogue<T> epi{writer<T>(options.c_dtype), dtype_size(options.c_dtype),
+                        static_cast<T>(options.alpha), static_cast<T>(options.beta),
+                        options.beta != 0};
+  std::vector<const GemmItem*> small, big;
+  for (const GemmItem& item : items) {
+    TF_CHECK(item.a.cols == item.b.rows, "gemm: inner dims differ");
+    TF_CHECK(!item.bias || (item.bias->rows == item.a.rows && item.bias->cols == item.b.cols),
+             "gemm: bias shape");
+    const int64_t m = item.a.rows, k = item.a.cols, n = item.b.cols;
+    if (m == 0 || n == 0) continue;
+    (m * n * std::max<int64_t>(k, 1) <= kSmallWork ? small : big).push_back(&item);
+  }
+  // Many small items: one task each.
+  pool.parallel_for(static_cast<int64_t>(small.size()), 4, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) gemm_small(*small[i], epi);
+  });
+  const Kernel<T> kernel = select_kernel<T>();
+  for (const GemmItem* item : big) gemm_blocked(*item, epi, kernel, pool);
+}
+
+}  // namespace
+
+void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool) {
+  if (options.accumulator == GemmAccumulator::kF32) {
+    gemm_typed<float>(items, options, pool);
+  } else {
+    gemm_typed<double>(items, options, pool);
+  }
+}
+
+const char* gemm_kernel_name() {
+  return has_avx2() ? "avx2" : "generic";
+}
+
+}  // namespace tilefuse::reference

@@ -1,0 +1,66 @@
+// The reference evaluator's GEMM: C = A @ B (optionally alpha * C + beta *
+// bias) over strided operands of any dtype, blocked and multithreaded.
+//
+// Numerics (the contract every backend is compared to):
+// - operands are converted exactly to the accumulator type (f32 for
+//   f8/f16/bf16/f32 in eager mode, f64 for f64 and in oracle mode);
+// - each C element is one sequential sum in k order, acc = 0; acc += a*b
+//   with every product and sum rounded to the accumulator type (no FMA), so
+//   the result is bit-identical to the naive triple loop on every x86-64
+//   machine whichever microkernel runs;
+// - the epilogue computes alpha * acc + beta * bias in the accumulator type
+//   (bias is ignored when beta == 0, as torch.addmm does) and rounds once to
+//   the output dtype. K = 0 gives 0 (plus the bias).
+//
+// Performance: A and B are packed into MR-row / NR-column panels converted to
+// the accumulator type; each task owns a BLOCK_M x BLOCK_N tile of C and
+// walks K in BLOCK_K steps with a register-blocked microkernel written with
+// GCC vector extensions. An AVX2 build of the microkernel is chosen at run
+// time when the CPU has it (AVX2 has no FMA, so both builds round alike).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/dtype.h"
+#include "reference/thread_pool.h"
+
+namespace tilefuse::reference {
+
+// A strided 2-D view; strides are in elements and may be 0 (broadcast).
+struct MatrixRef {
+  const std::byte* data = nullptr;  // the element at [0, 0]
+  DType dtype = DType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;
+  int64_t col_stride = 0;
+};
+
+// One C[M, N] = A[M, K] @ B[K, N] problem; C is contiguous row-major.
+struct GemmItem {
+  MatrixRef a;
+  MatrixRef b;
+  std::byte* c = nullptr;
+  std::optional<MatrixRef> bias;  // [M, N] (broadcast strides allowed)
+};
+
+enum class GemmAccumulator { kF32, kF64 };
+
+struct GemmOptions {
+  GemmAccumulator accumulator = GemmAccumulator::kF32;
+  DType c_dtype = DType::F32;  // rounding target of every C element
+  double alpha = 1;            // applied only when a bias is present
+  double beta = 1;
+};
+
+// Runs every item (they share the options). Throws InternalError on
+// inconsistent shapes.
+void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool);
+
+// Which microkernel gemm() uses on this machine ("avx2" or "generic").
+const char* gemm_kernel_name();
+
+}  // namespace tilefuse::reference

@@ -1,0 +1,298 @@
+// Matmul / addmm of the reference evaluator against naive loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+#include "reference/eval.h"
+#include "test_util.h"
+
+namespace tilefuse {
+namespace {
+
+using testing_util::Lcg;
+using testing_util::param;
+using testing_util::random_tensor;
+using testing_util::tensor_of;
+using testing_util::values;
+
+// Naive 2-D matmul accumulating in `Acc` in k order; returns the
+// accumulators (before the final rounding) and sum |a||b| per element.
+template <typename Acc>
+void naive_mm(const Tensor& a, const Tensor& b, std::vector<double>* acc,
+              std::vector<double>* mag) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const std::vector<double> av = values(a), bv = values(b);
+  acc->assign(static_cast<size_t>(m * n), 0);
+  mag->assign(static_cast<size_t>(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      Acc s = 0;
+      double g = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const Acc x = static_cast<Acc>(av[i * k + p]), y = static_cast<Acc>(bv[p * n + j]);
+        s += x * y;
+        g += std::abs(static_cast<double>(x) * static_cast<double>(y));
+      }
+      (*acc)[i * n + j] = static_cast<double>(s);
+      (*mag)[i * n + j] = g;
+    }
+}
+
+// The result must be the f32 (f64) accumulation rounded once: within a few
+// accumulator ulps of the naive sum before the final rounding.
+void expect_matmul_matches(const Tensor& out, const Tensor& a, const Tensor& b, DType dt) {
+  std::vector<double> acc, mag;
+  double eps;
+  if (dt == DType::F64) {
+    naive_mm<double>(a, b, &acc, &mag);
+    eps = std::numeric_limits<double>::epsilon();
+  } else {
+    naive_mm<float>(a, b, &acc, &mag);
+    eps = std::numeric_limits<float>::epsilon();
+  }
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const double got = out.get_linear(static_cast<int64_t>(i));
+    // Final rounding to dt: the result is one of the two dt values around
+    // acc +- the accumulation tolerance.
+    const double tol = 4 * eps * mag[i];
+    const double lo = round_to(dt, acc[i] - tol), hi = round_to(dt, acc[i] + tol);
+    ASSERT_TRUE(got >= std::min(lo, hi) && got <= std::max(lo, hi))
+        << "element " << i << ": got " << got << ", naive " << acc[i];
+  }
+}
+
+TEST(EvalMatmul, OddSizes2D) {
+  const int64_t sizes[] = {1, 7, 33, 130};
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    for (int64_t m : sizes)
+      for (int64_t k : sizes)
+        for (int64_t n : sizes) {
+          if ((m + k + n) % 3 != 0 && !(m == 130 && k == 130 && n == 130)) continue;
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(m) + "x" +
+                       std::to_string(k) + "x" + std::to_string(n));
+          Graph g;
+          const ValueId a = param(g, "a", dt, {m, k});
+          const ValueId b = param(g, "b", dt, {k, n});
+          g.add_output(g.matmul(a, b, {}));
+          Lcg rng(static_cast<uint64_t>(m * 10000 + k * 100 + n));
+          const Tensor ta = random_tensor(dt, {m, k}, rng), tb = random_tensor(dt, {k, n}, rng);
+          const Tensor out = evaluate(g, {ta, tb}).at(0);
+          ASSERT_EQ(out.dtype(), dt);
+          ASSERT_EQ(out.shape(), (Shape{m, n}));
+          expect_matmul_matches(out, ta, tb, dt);
+        }
+  }
+}
+
+TEST(EvalMatmul, BlockedPathIsBitIdenticalToTheNaiveF32Loop) {
+  // matmul.h's contract: one sequential f32 sum per element, no FMA, in both
+  // the AVX2 and the generic microkernel. Sizes cross every block boundary.
+  Graph g;
+  const ValueId a = param(g, "a", DType::F32, {197, 301});
+  const ValueId b = param(g, "b", DType::F32, {301, 530});
+  g.add_output(g.matmul(a, b, {}));
+  Lcg rng(99);
+  const Tensor ta = random_tensor(DType::F32, {197, 301}, rng);
+  const Tensor tb = random_tensor(DType::F32, {301, 530}, rng);
+  const Tensor out = evaluate(g, {ta, tb}).at(0);
+  std::vector<double> acc, mag;
+  naive_mm<float>(ta, tb, &acc, &mag);
+  EXPECT_EQ(values(out), acc);
+}
+
+TEST(EvalMatmul, F16AccumulatesInF32) {
+  // 4096 products of 1*1: an f16 accumulator sticks at 2048 (2048 + 1 rounds
+  // back to 2048); f32 reaches 4096, which f16 represents exactly.
+  Graph g;
+  const ValueId a = param(g, "a", DType::F16, {1, 4096});
+  const ValueId b = param(g, "b", DType::F16, {4096, 1});
+  g.add_output(g.matmul(a, b, {}));
+  const Tensor out = evaluate(g, {Tensor::full(DType::F16, {1, 4096}, 1.0),
+                                  Tensor::full(DType::F16, {4096, 1}, 1.0)})
+                         .at(0);
+  EXPECT_EQ(out.get_linear(0), 4096);
+  // A case where rounding each partial sum to f16 loses the small terms:
+  // 1 + 1024 * 2^-11 = 1.5 in f32, but 1 in an f16 accumulator.
+  Graph g2;
+  const ValueId c = param(g2, "c", DType::F16, {1025});
+  const ValueId d = param(g2, "d", DType::F16, {1025});
+  g2.add_output(g2.matmul(c, d, {}));
+  std::vector<double> cv(1025, std::ldexp(1.0, -11));
+  cv[0] = 1;
+  const Tensor dot =
+      evaluate(g2, {tensor_of(DType::F16, {1025}, cv), Tensor::full(DType::F16, {1025}, 1.0)})
+          .at(0);
+  EXPECT_EQ(dot.shape(), Shape{});
+  EXPECT_EQ(dot.get_linear(0), 1.5);
+}
+
+TEST(EvalMatmul, OneDimensionalOperands) {
+  struct Case {
+    Shape a, b, out;
+  };
+  const Case cases[] = {
+      {{33}, {33, 7}, {7}},       {{7, 33}, {33}, {7}},       {{33}, {33}, {}},
+      {{3, 7, 33}, {33}, {3, 7}}, {{33}, {2, 33, 5}, {2, 5}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.a) + " @ " + shape_to_string(c.b));
+    Graph g;
+    const ValueId a = param(g, "a", DType::F32, c.a);
+    const ValueId b = param(g, "b", DType::F32, c.b);
+    g.add_output(g.matmul(a, b, {}));
+    Lcg rng(7);
+    const Tensor ta = random_tensor(DType::F32, c.a, rng), tb = random_tensor(DType::F32, c.b, rng);
+    const Tensor out = evaluate(g, {ta, tb}).at(0);
+    ASSERT_EQ(out.shape(), c.out);
+    // Naive: every output element is a dot over k = 33.
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const std::vector<int64_t> pos = testing_util::unravel(i, c.out);
+      float s = 0;
+      for (int64_t p = 0; p < 33; ++p) {
+        std::vector<int64_t> ia, ib;
+        if (c.a.size() == 1) {
+          ia = {p};
+          if (c.b.size() == 2)
+            ib = {p, pos[0]};
+          else if (c.b.size() == 1)
+            ib = {p};
+          else
+            ib = {pos[0], p, pos[1]};
+        } else {
+          ib = {p};
+          ia = pos;
+          ia.push_back(p);
+        }
+        s += static_cast<float>(ta.get(ia)) * static_cast<float>(tb.get(ib));
+      }
+      EXPECT_EQ(out.get_linear(i), s);
+    }
+  }
+}
+
+TEST(EvalMatmul, BatchedBroadcast) {
+  Graph g;
+  const ValueId a = param(g, "a", DType::F16, {2, 1, 5, 7});
+  const ValueId b = param(g, "b", DType::F16, {3, 7, 4});
+  g.add_output(g.matmul(a, b, {}));
+  Lcg rng(4);
+  const Tensor ta = random_tensor(DType::F16, {2, 1, 5, 7}, rng);
+  const Tensor tb = random_tensor(DType::F16, {3, 7, 4}, rng);
+  const Tensor out = evaluate(g, {ta, tb}).at(0);
+  ASSERT_EQ(out.shape(), (Shape{2, 3, 5, 4}));
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const std::vector<int64_t> p = testing_util::unravel(i, out.shape());
+    float s = 0;
+    for (int64_t k = 0; k < 7; ++k) {
+      const std::vector<int64_t> ia{p[0], 0, p[2], k}, ib{p[1], k, p[3]};
+      s += static_cast<float>(ta.get(ia)) * static_cast<float>(tb.get(ib));
+    }
+    EXPECT_EQ(out.get_linear(i), round_to(DType::F16, s));
+  }
+}
+
+TEST(EvalMatmul, StridedViewOperandsOnTheBlockedPath) {
+  // w.T and a sliced x with step 2, large enough for the packed kernel.
+  Graph g;
+  const ValueId x = param(g, "x", DType::F16, {260, 300});
+  const ValueId w = param(g, "w", DType::F16, {170, 150});
+  const ValueId xs = g.slice(x, 1, std::nullopt, std::nullopt, 2, {});  // [260, 150]
+  g.add_output(g.matmul(xs, g.transpose(w, 0, 1, {}), {}));             // [260, 170]
+  Lcg rng(6);
+  const Tensor tx = random_tensor(DType::F16, {260, 300}, rng);
+  const Tensor tw = random_tensor(DType::F16, {170, 150}, rng);
+  const Tensor out = evaluate(g, {tx, tw}).at(0);
+  ASSERT_EQ(out.shape(), (Shape{260, 170}));
+  const Tensor a = tx.slice(1, 0, 300, 2).contiguous(true);
+  const Tensor b = tw.permute({1, 0}).contiguous(true);
+  expect_matmul_matches(out, a, b, DType::F16);
+}
+
+TEST(EvalAddmm, BetaAlphaAndBiasShapes) {
+  const Shape bias_shapes[] = {{40}, {33, 40}, {1, 40}, {33, 1}, {}};
+  for (DType dt : {DType::F32, DType::F16}) {
+    for (const Shape& bs : bias_shapes) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " bias " + shape_to_string(bs));
+      Graph g;
+      const ValueId bias = param(g, "bias", dt, bs);
+      const ValueId a = param(g, "a", dt, {33, 70});
+      const ValueId b = param(g, "b", dt, {70, 40});
+      g.add_output(g.addmm(bias, a, b, 0.5, 1.5, {}));
+      Lcg rng(12);
+      const Tensor tbias = random_tensor(dt, bs, rng);
+      const Tensor ta = random_tensor(dt, {33, 70}, rng), tb = random_tensor(dt, {70, 40}, rng);
+      const Tensor out = evaluate(g, {tbias, ta, tb}).at(0);
+      ASSERT_EQ(out.shape(), (Shape{33, 40}));
+      std::vector<double> acc, mag;
+      naive_mm<float>(ta, tb, &acc, &mag);
+      for (int64_t i = 0; i < 33; ++i)
+        for (int64_t j = 0; j < 40; ++j) {
+          const float bv = static_cast<float>(testing_util::broadcast_get(tbias, {i, j}));
+          const float want = 1.5f * static_cast<float>(acc[i * 40 + j]) + 0.5f * bv;
+          const std::vector<int64_t> o{i, j};
+          EXPECT_EQ(out.get(o), round_to(dt, want));
+        }
+    }
+  }
+}
+
+TEST(EvalAddmm, BetaZeroIgnoresNanBias) {
+  Graph g;
+  const ValueId bias = param(g, "bias", DType::F32, {2});
+  const ValueId a = param(g, "a", DType::F32, {1, 1});
+  const ValueId b = param(g, "b", DType::F32, {1, 2});
+  g.add_output(g.addmm(bias, a, b, 0.0, 2.0, {}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor out =
+      evaluate(g, {tensor_of(DType::F32, {2}, {nan, 1}), tensor_of(DType::F32, {1, 1}, {3}),
+                   tensor_of(DType::F32, {1, 2}, {1, 2})})
+          .at(0);
+  EXPECT_EQ(values(out), (std::vector<double>{6, 12}));
+}
+
+TEST(EvalMatmul, EmptyDims) {
+  Graph g;
+  const ValueId a = param(g, "a", DType::F16, {3, 0});
+  const ValueId b = param(g, "b", DType::F16, {0, 4});
+  const ValueId bias = param(g, "bias", DType::F16, {4});
+  const ValueId m0 = param(g, "m0", DType::F16, {0, 5});
+  const ValueId w = param(g, "w", DType::F16, {5, 3});
+  g.add_output(g.matmul(a, b, {}));
+  g.add_output(g.addmm(bias, a, b, 2.0, 1.0, {}));
+  g.add_output(g.matmul(m0, w, {}));
+  Lcg rng(3);
+  const Tensor tbias = tensor_of(DType::F16, {4}, {1, 2, 3, -4});
+  const std::vector<Tensor> out =
+      evaluate(g, {Tensor::empty(DType::F16, {3, 0}), Tensor::empty(DType::F16, {0, 4}), tbias,
+                   Tensor::empty(DType::F16, {0, 5}), random_tensor(DType::F16, {5, 3}, rng)});
+  ASSERT_EQ(out[0].shape(), (Shape{3, 4}));
+  EXPECT_EQ(values(out[0]), std::vector<double>(12, 0.0));
+  ASSERT_EQ(out[1].shape(), (Shape{3, 4}));
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(out[1].get_linear(i), 2 * tbias.get_linear(i % 4));
+  EXPECT_EQ(out[2].shape(), (Shape{0, 3}));
+}
+
+TEST(EvalMatmul, OracleIsF64AndCloseToEager) {
+  Graph g;
+  const ValueId a = param(g, "a", DType::F16, {130, 257});
+  const ValueId b = param(g, "b", DType::F16, {257, 33});
+  g.add_output(g.matmul(a, b, {}));
+  Lcg rng(9);
+  const std::vector<Tensor> params = {random_tensor(DType::F16, {130, 257}, rng),
+                                      random_tensor(DType::F16, {257, 33}, rng)};
+  const Tensor eager = evaluate(g, params).at(0);
+  const Tensor oracle = evaluate(g, params, {EvalMode::kOracle}).at(0);
+  ASSERT_EQ(oracle.dtype(), DType::F64);
+  std::vector<double> acc, mag;
+  naive_mm<double>(params[0], params[1], &acc, &mag);
+  EXPECT_EQ(values(oracle), acc);  // f16 products are exact in f64; same summation order
+  const double err = relative_error(eager, oracle);
+  EXPECT_GT(err, 0);
+  EXPECT_LT(err, 1e-3);
+}
+
+}  // namespace
+}  // namespace tilefuse
