@@ -380,7 +380,7 @@ class Printer final : public IRVisitor {
     for (const auto& [key, value] : a) {
       if (!first) out += ", ";
       first = false;
-      out += sanitize(key) + " = " + attr_value(value);
+      out += sanitize_chars(key) + " = " + attr_value(value);  // keys are not names
     }
     return out + ")";
   }
