@@ -165,7 +165,6 @@ class Graph {
   // int, / gives float, comparisons give bool; division by zero and i64
   // overflow are UserErrors) and return a new Scalar node. Everything else
   // builds a node of the named kind.
-
   ValueId unary(UnaryOp op, ValueId x, SourceLoc loc);
   ValueId binary(BinaryOp op, ValueId a, ValueId b, SourceLoc loc);
   ValueId where(ValueId cond, ValueId a, ValueId b, SourceLoc loc);
