@@ -38,6 +38,15 @@ struct MacroArgs {
   int64_t ldc;
 };
 
+// Keeps a product opaque to the optimizer so that `acc += p` is never fused
+// into an FMA, whatever the target (AVX-512 has FMA, and -march=native would
+// enable it elsewhere): every sum must round like the naive loop's.
+template <typename V>
+[[gnu::always_inline]] inline V opaque(V p) {
+  asm("" : "+v"(p));
+  return p;
+}
+
 // C[MR, NR] += A panel (kc x MR) * B panel (kc x NR). The accumulators are
 // MR x NV vector registers; each k adds a broadcast A element times a row of
 // B. Explicit vectors because GCC does not keep an auto-vectorized
@@ -56,9 +65,8 @@ template <typename T, int MR, int NV, int kBytes>
     V bv[NV];
     for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + k * NR + v * kLanes, kBytes);
     for (int i = 0; i < MR; ++i) {
-      V ai;
-      for (int l = 0; l < kLanes; ++l) ai[l] = a[k * MR + i];
-      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
+      const T ai = a[k * MR + i];  // broadcast by the vector extension
+      for (int v = 0; v < NV; ++v) acc[i][v] += opaque(ai * bv[v]);
     }
   }
   for (int i = 0; i < MR; ++i)
@@ -75,14 +83,21 @@ template <typename T, int MR, int NV, int kBytes>
                                       x.ldc);
 }
 
-// Register budgets: AVX2 has 16 ymm (12 accumulators + 2 B rows + 1 A
-// broadcast); the SSE2 baseline has 16 xmm (same shape, half the width).
+// Register budgets (MR x NR): AVX-512 has 32 zmm (24 accumulators + 2 B rows
+// + broadcast + temporaries); AVX2 and the SSE2 baseline have 16 registers
+// (12 accumulators). BLOCK_M = 96 and BLOCK_N = 512 are multiples of all.
+__attribute__((target("avx512f"))) void macro_f32_avx512(const MacroArgs<float>& x) {
+  macro_kernel<float, 12, 2, 64>(x);  // 12 x 32
+}
 __attribute__((target("avx2"))) void macro_f32_avx2(const MacroArgs<float>& x) {
   macro_kernel<float, 6, 2, 32>(x);  // 6 x 16
 }
 void macro_f32_generic(const MacroArgs<float>& x) {
   macro_kernel<float, 6, 2, 16>(x);
 }  // 6 x 8
+__attribute__((target("avx512f"))) void macro_f64_avx512(const MacroArgs<double>& x) {
+  macro_kernel<double, 12, 2, 64>(x);  // 12 x 16
+}
 __attribute__((target("avx2"))) void macro_f64_avx2(const MacroArgs<double>& x) {
   macro_kernel<double, 6, 2, 32>(x);  // 6 x 8
 }
@@ -97,19 +112,35 @@ struct Kernel {
   void (*macro)(const MacroArgs<T>&);
 };
 
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
+GemmKernel best_kernel() {
+  static const GemmKernel best = __builtin_cpu_supports("avx512f") ? GemmKernel::kAvx512
+                                 : __builtin_cpu_supports("avx2")  ? GemmKernel::kAvx2
+                                                                   : GemmKernel::kGeneric;
+  return best;
 }
 
 template <typename T>
-Kernel<T> select_kernel() {
+Kernel<T> select_kernel(GemmKernel which) {
+  if (which == GemmKernel::kAuto) which = best_kernel();
+  TF_CHECK(gemm_kernel_supported(which), "gemm: microkernel not supported on this CPU");
   if constexpr (std::is_same_v<T, float>) {
-    return has_avx2() ? Kernel<float>{6, 16, macro_f32_avx2}
-                      : Kernel<float>{6, 8, macro_f32_generic};
+    switch (which) {
+      case GemmKernel::kAvx512:
+        return {12, 32, macro_f32_avx512};
+      case GemmKernel::kAvx2:
+        return {6, 16, macro_f32_avx2};
+      default:
+        return {6, 8, macro_f32_generic};
+    }
   } else {
-    return has_avx2() ? Kernel<double>{6, 8, macro_f64_avx2}
-                      : Kernel<double>{6, 4, macro_f64_generic};
+    switch (which) {
+      case GemmKernel::kAvx512:
+        return {12, 16, macro_f64_avx512};
+      case GemmKernel::kAvx2:
+        return {6, 8, macro_f64_avx2};
+      default:
+        return {6, 4, macro_f64_generic};
+    }
   }
 }
 
@@ -169,7 +200,7 @@ void gemm_small(const GemmItem& item, const Epilogue<T>& epi) {
     for (int64_t k = 0; k < k_depth; ++k) a_row[k] = read_a(element(item.a, i, k));
     for (int64_t j = 0; j < n; ++j) {
       T acc = 0;
-      for (int64_t k = 0; k < k_depth; ++k) acc += a_row[k] * read_b(element(item.b, k, j));
+      for (int64_t k = 0; k < k_depth; ++k) acc += opaque(a_row[k] * read_b(element(item.b, k, j)));
       epi.store(item, n, i, j, acc);
     }
   }
@@ -241,7 +272,7 @@ void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, 
   pool.parallel_for(static_cast<int64_t>(small.size()), 4, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) gemm_small(*small[i], epi);
   });
-  const Kernel<T> kernel = select_kernel<T>();
+  const Kernel<T> kernel = select_kernel<T>(options.kernel);
   for (const GemmItem* item : big) gemm_blocked(*item, epi, kernel, pool);
 }
 
@@ -255,8 +286,28 @@ void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, Thread
   }
 }
 
-const char* gemm_kernel_name() {
-  return has_avx2() ? "avx2" : "generic";
+bool gemm_kernel_supported(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kAuto:
+    case GemmKernel::kGeneric:
+      return true;
+    case GemmKernel::kAvx2:
+      return __builtin_cpu_supports("avx2");
+    case GemmKernel::kAvx512:
+      return __builtin_cpu_supports("avx512f");
+  }
+  return false;
+}
+
+const char* gemm_kernel_name(GemmKernel kernel) {
+  switch (kernel == GemmKernel::kAuto ? best_kernel() : kernel) {
+    case GemmKernel::kAvx512:
+      return "avx512";
+    case GemmKernel::kAvx2:
+      return "avx2";
+    default:
+      return "generic";
+  }
 }
 
 }  // namespace tilefuse::reference

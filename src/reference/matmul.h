@@ -15,8 +15,9 @@
 // Performance: A and B are packed into MR-row / NR-column panels converted to
 // the accumulator type; each task owns a BLOCK_M x BLOCK_N tile of C and
 // walks K in BLOCK_K steps with a register-blocked microkernel written with
-// GCC vector extensions. An AVX2 build of the microkernel is chosen at run
-// time when the CPU has it (AVX2 has no FMA, so both builds round alike).
+// GCC vector extensions. AVX-512 and AVX2 builds of the microkernel are
+// chosen at run time when the CPU has them (the binary itself targets plain
+// x86-64); products are kept out of FMAs, so every build rounds alike.
 #pragma once
 
 #include <cstddef>
@@ -49,18 +50,24 @@ struct GemmItem {
 
 enum class GemmAccumulator { kF32, kF64 };
 
+// Which microkernel build runs; kAuto picks the widest the CPU supports.
+// The results are bit-identical whichever runs (tests check this).
+enum class GemmKernel { kAuto, kGeneric, kAvx2, kAvx512 };
+
 struct GemmOptions {
   GemmAccumulator accumulator = GemmAccumulator::kF32;
   DType c_dtype = DType::F32;  // rounding target of every C element
   double alpha = 1;            // applied only when a bias is present
   double beta = 1;
+  GemmKernel kernel = GemmKernel::kAuto;
 };
 
 // Runs every item (they share the options). Throws InternalError on
 // inconsistent shapes.
 void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool);
 
-// Which microkernel gemm() uses on this machine ("avx2" or "generic").
-const char* gemm_kernel_name();
+bool gemm_kernel_supported(GemmKernel kernel);
+// "avx512", "avx2" or "generic"; for kAuto, the one chosen on this machine.
+const char* gemm_kernel_name(GemmKernel kernel = GemmKernel::kAuto);
 
 }  // namespace tilefuse::reference

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "reference/eval.h"
+#include "reference/matmul.h"
 #include "test_util.h"
 
 namespace tilefuse {
@@ -296,3 +297,57 @@ TEST(EvalMatmul, OracleIsF64AndCloseToEager) {
 
 }  // namespace
 }  // namespace tilefuse
+
+namespace tilefuse::reference {
+namespace {
+
+// Every microkernel build this CPU supports gives the same bits as the naive
+// sequential loop, for f32 and f64 accumulation, with a bias epilogue.
+TEST(Gemm, EveryMicrokernelIsBitIdentical) {
+  constexpr int64_t m = 131, k = 300, n = 530;
+  testing_util::Lcg rng(31);
+  for (DType dt : {DType::F16, DType::F64}) {
+    const Tensor a = testing_util::random_tensor(dt, {m, k}, rng);
+    const Tensor b = testing_util::random_tensor(dt, {n, k}, rng).permute({1, 0});  // strided
+    const Tensor bias = testing_util::random_tensor(dt, {n}, rng);
+    const bool f64 = dt == DType::F64;
+    std::vector<double> want(static_cast<size_t>(m * n));
+    {
+      const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float sf = 0;
+          double sd = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            sf += static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
+            sd += av[i * k + p] * bv[p * n + j];
+          }
+          const double bj = bias.get_linear(j);
+          want[i * n + j] = f64 ? 2.0 * sd + 0.5 * bj
+                                : static_cast<double>(2.0f * sf + 0.5f * static_cast<float>(bj));
+        }
+    }
+    for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
+      if (!gemm_kernel_supported(kernel)) continue;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + gemm_kernel_name(kernel));
+      Tensor c = Tensor::empty(f64 ? DType::F64 : DType::F32, {m, n});
+      GemmItem item;
+      item.a = {a.data_ptr(), dt, m, k, a.strides()[0], a.strides()[1]};
+      item.b = {b.data_ptr(), dt, k, n, b.strides()[0], b.strides()[1]};
+      item.c = c.data_ptr();
+      item.bias = MatrixRef{bias.data_ptr(), dt, m, n, 0, 1};
+      GemmOptions options;
+      options.accumulator = f64 ? GemmAccumulator::kF64 : GemmAccumulator::kF32;
+      options.c_dtype = c.dtype();
+      options.alpha = 2;
+      options.beta = 0.5;
+      options.kernel = kernel;
+      ThreadPool pool(2);
+      gemm({item}, options, pool);
+      EXPECT_EQ(testing_util::values(c), want);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tilefuse::reference
