@@ -531,7 +531,9 @@ Operand apply_subscript(Graph& g, const Operand& base, const std::vector<IndexIt
         d += rank - consuming;
         break;
       case IndexItem::Kind::Slice:
-        x = g.slice(x, d++, it.start, it.stop, it.step, it.loc);
+        // A bare ':' keeps the dim whole; no view node for it.
+        if (it.start || it.stop || it.step != 1) x = g.slice(x, d, it.start, it.stop, it.step, it.loc);
+        ++d;
         break;
       case IndexItem::Kind::Int:
         x = g.select(x, d, it.index, it.loc);

@@ -193,7 +193,8 @@ size_t edit_distance(std::string_view a, std::string_view b, size_t limit) {
 
 }  // namespace
 
-std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+std::optional<std::string> closest(std::string_view name,
+                                   const std::vector<std::string>& candidates) {
   // One edit for short names, a third of the length for longer ones: close
   // enough to be a typo. A one-letter name only matches another case (`X`
   // for `x`); suggesting `y` for `x` would be a guess.
@@ -208,7 +209,14 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
       best = &c;
     }
   }
-  return best ? fmt::format("; did you mean '{}'?", *best) : "";
+  if (!best) return std::nullopt;
+  return *best;
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates,
+                         std::string_view prefix) {
+  std::optional<std::string> best = closest(name, candidates);
+  return best ? fmt::format("; did you mean '{}{}'?", prefix, *best) : "";
 }
 
 }  // namespace tilefuse::frontend

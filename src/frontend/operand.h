@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,8 +82,13 @@ DType expect_dtype(const Operand& op, std::string_view what);
 std::vector<int64_t> expect_int_list(const std::vector<Operand>& ops, std::string_view what,
                                      SourceLoc loc);
 
-// The candidate closest to `name` by edit distance, formatted as
-// "; did you mean 'x'?", or "" when none is close enough.
-std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
+// The candidate closest to `name` by edit distance (case-insensitive), if
+// one is close enough to be a typo.
+std::optional<std::string> closest(std::string_view name,
+                                   const std::vector<std::string>& candidates);
+// closest() formatted as "; did you mean 'x'?" (with `prefix` before the
+// name), or "".
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates,
+                         std::string_view prefix = "");
 
 }  // namespace tilefuse::frontend

@@ -292,7 +292,7 @@ class Parser {
   }
 
   void parse_function() {
-    const Token& def = next();
+    next();  // 'def'
     const Token& name = expect(TokenKind::Name, "the function's name after 'def'");
     name_ = std::string(name.text);
     name_loc_ = name.loc;
@@ -306,7 +306,6 @@ class Parser {
     expect(TokenKind::RParen, "',' or ')' in the parameter list");
     if (accept(TokenKind::Arrow)) skip_return_annotation();
     expect(TokenKind::Colon, "':' after the parameter list");
-    (void)def;
     parse_body();
   }
 
@@ -351,8 +350,7 @@ class Parser {
   }
 
   Shape parse_shape(const std::string& pname) {
-    const Token& open = expect(TokenKind::LBracket,
-                               fmt::format("'[' and the shape of parameter '{}'", pname));
+    expect(TokenKind::LBracket, fmt::format("'[' and the shape of parameter '{}'", pname));
     Shape shape;
     int64_t nonzero_product = 1;
     while (!at(TokenKind::RBracket)) {
@@ -377,9 +375,7 @@ class Parser {
       shape.push_back(dim.int_value);
       if (!accept(TokenKind::Comma)) break;
     }
-    const Token& close = expect(TokenKind::RBracket, "',' or ']' in the shape");
-    (void)open;
-    (void)close;
+    expect(TokenKind::RBracket, "',' or ']' in the shape");
     return shape;
   }
 
@@ -752,7 +748,8 @@ class Parser {
             std::vector<std::string> names;
             for (const std::string& s : dtype_spellings())
               if (!s.starts_with("torch.")) names.push_back(s);
-            fail(name, fmt::format("unknown dtype '{}'{}", spelling, did_you_mean(attr, names)));
+            fail(name, fmt::format("unknown dtype '{}'{}", spelling,
+                                   did_you_mean(attr, names, base.spelling + ".")));
           }
         }
         fail(name, fmt::format("module '{}' has no attribute '{}'", base.spelling, attr));
@@ -836,7 +833,8 @@ class Parser {
   }
 
   Operand subscript(Operand base) {
-    const Token& open = next();
+    next();  // '['
+
     if (!base.is_tensor())
       throw UserError(fmt::format("only tensors can be indexed, found {}", describe(base)),
                       base.loc);
@@ -847,7 +845,6 @@ class Parser {
       if (!accept(TokenKind::Comma)) break;
     }
     expect(TokenKind::RBracket, "',' or ']' in the subscript");
-    (void)open;
     return apply_subscript(g_, base, items, span(base.loc, last_loc()));
   }
 

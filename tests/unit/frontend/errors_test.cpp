@@ -1,0 +1,405 @@
+// Malformed programs: every error kind is a UserError with one clear message
+// at the exact line:col of the offending token.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "frontend/frontend.h"
+#include "frontend/parser.h"
+#include "frontend_test_util.h"
+
+namespace tilefuse::testing {
+namespace {
+
+struct BadProgram {
+  const char* name;
+  std::string source;
+  int line;
+  int col;
+  const char* needle;             // a substring of the message
+  const char* needle2 = nullptr;  // another one (both shapes, both dtypes)
+};
+
+// `def f(<params>):` then `    return <e>` (the expression starts at col 12).
+std::string ret(const std::string& params, const std::string& e) {
+  return "def f(" + params + "):\n    return " + e + "\n";
+}
+
+const std::string X = "x: f32[4, 4]";
+
+using frontend::kMaxNesting;
+
+// x[x[x[...x...]]], `depth` subscripts deep.
+std::string nested_subscripts(int depth) {
+  std::string s = "x";
+  for (int i = 0; i < depth; ++i) s = "x[" + s + "]";
+  return s;
+}
+
+const BadProgram kBadPrograms[] = {
+    // --- lexical ---------------------------------------------------------------
+    {"bad_character", ret(X, "x $ x"), 2, 14, "unexpected character '$'"},
+    {"bad_character_in_header", "def f(x: f32[4])!:\n    return x\n", 1, 17,
+     "unexpected character '!'"},
+    {"control_character", ret(X, "x\x01"), 2, 13, "control character 0x01"},
+    {"non_ascii_operator", ret(X, "x \xc3\x97 2"), 2, 14, "non-ASCII character"},
+    // Columns count code points: the 'é' in the string is one column.
+    {"column_after_utf8", ret(X, "x + '\xc3\xa9' $"), 2, 20, "unexpected character '$'"},
+    {"exponent_without_digits", ret(X, "x * 1e"), 2, 16, "invalid number literal '1e'"},
+    {"number_with_letters", ret(X, "x * 12abc"), 2, 16, "invalid number literal '12abc'"},
+    {"leading_zeros", ret(X, "x * 007"), 2, 16, "leading zeros"},
+    {"misplaced_underscore", ret(X, "x * 1__0"), 2, 16, "misplaced '_'"},
+    {"integer_too_large", ret(X, "x * 99999999999999999999"), 2, 16, "is too large"},
+    {"float_out_of_range", ret(X, "x * 1e999"), 2, 16, "out of range"},
+    {"complex_literal", ret(X, "x * 3j"), 2, 16, "complex numbers are not supported"},
+    {"bad_hex_literal", ret(X, "x * 0xZ"), 2, 16, "invalid number literal '0xZ'"},
+    {"unterminated_string", ret(X, "x + 'abc"), 2, 16, "unterminated string literal"},
+    {"unclosed_paren", "def f(x: f32[4]):\n    return (x + 1\n", 2, 12, "'(' is never closed"},
+    {"unclosed_parameter_list", "def f(x: f32[4]:\n    return x\n", 1, 6,
+     "'(' is never closed"},
+    {"unmatched_close", ret(X, "x)"), 2, 13, "unmatched ')'"},
+    {"mismatched_close", ret(X, "(x]"), 2, 14,
+     "closing ']' does not match the '(' opened at line 2, column 12"},
+    {"inconsistent_dedent", "def f(x: f32[4]):\n    y = x\n  return y\n", 3, 1,
+     "inconsistent indentation"},
+    {"tabs_and_spaces_in_one_indent", "def f(x: f32[4]):\n \treturn x\n", 2, 1,
+     "mixes tabs and spaces"},
+    {"tab_block_under_space_block", "def f(x: f32[4]):\n    y = x\n\treturn y\n", 3, 1,
+     "mixes tabs and spaces"},
+    {"stray_backslash", ret(X, "x \\ 2"), 2, 14, "unexpected character '\\'"},
+    {"backslash_at_end_of_file", "def f(x: f32[4]):\n    return x \\", 2, 14,
+     "end of file after a line continuation"},
+
+    // --- indentation and structure ---------------------------------------------
+    {"unexpected_indent", "def f(x: f32[4]):\n    y = x\n        return y\n", 3, 1,
+     "unexpected indentation"},
+    {"indented_def", "  def f(x: f32[4]):\n    return x\n", 1, 1, "unexpected indentation"},
+    {"missing_indented_block", "def f(x: f32[4]):\nreturn x\n", 2, 1,
+     "expected an indented block after 'def f(...):'"},
+    {"missing_colon", "def f(x: f32[4])\n    return x\n", 1, 17,
+     "expected ':' after the parameter list, found end of line"},
+    {"no_def", "x = 1\n", 1, 1, "expected 'def' (a program is one function), found name 'x'"},
+    {"empty_program", "", 1, 1, "found end of file"},
+    {"only_comments", "# nothing here\n\n", 1, 1, "expected 'def'"},
+    {"second_def", "def f(x: f32[2]):\n    return x\ndef g(y: f32[2]):\n    return y\n", 3, 1,
+     "exactly one function"},
+    {"nested_def", "def f(x: f32[2]):\n    def g(y):\n        return y\n", 2, 5,
+     "nested functions are not supported"},
+    {"code_after_function", "def f(x: f32[2]):\n    return x\nx = 1\n", 3, 1,
+     "expected the end of the program after the function"},
+    {"missing_return", "def f(x: f32[2]):\n    y = x\n", 1, 5,
+     "function 'f' has no return statement"},
+    {"code_after_return", "def f(x: f32[2]):\n    return x\n    y = x\n", 3, 5,
+     "code after 'return' is unreachable"},
+    {"code_after_return_same_line", "def f(x: f32[2]): return x; y = x\n", 1, 29,
+     "code after 'return' is unreachable"},
+    {"bare_return", "def f(x: f32[2]):\n    return\n", 2, 5, "'return' needs at least one value"},
+    {"import_numpy", "import numpy as np\ndef f(x: f32[2]):\n    return x\n", 1, 8,
+     "only torch modules can be imported, found 'numpy'"},
+    {"import_in_body", "def f(x: f32[2]):\n    import torch\n    return x\n", 2, 5,
+     "imports must come before the 'def'"},
+
+    // --- parameters --------------------------------------------------------------
+    {"parameter_without_type", "def f(x, y: f32[2]):\n    return y\n", 1, 8,
+     "expected ':' and a type such as f16[128, 64] after parameter 'x', found ','"},
+    {"parameter_without_shape", "def f(x: f32):\n    return x\n", 1, 13,
+     "expected '[' and the shape of parameter 'x', found ')'"},
+    {"symbolic_dim", "def f(x: f32[N]):\n    return x\n", 1, 14,
+     "expected a dimension size (an integer), found name 'N'"},
+    {"negative_dim", "def f(x: f32[-3, 4]):\n    return x\n", 1, 14,
+     "dimension sizes must be non-negative, found -3"},
+    {"dims_overflow", "def f(x: f32[4294967296, 4294967296]):\n    return x\n", 1, 26,
+     "too many elements"},
+    {"parameter_too_large", "def f(x: f32[2000000, 2000000]):\n    return x\n", 1, 7, "too large",
+     "[2000000, 2000000]"},
+    {"duplicate_parameter", "def f(x: f32[2], x: f32[2]):\n    return x\n", 1, 18,
+     "duplicate parameter 'x'"},
+    {"parameter_default", "def f(x: f32[2] = 0):\n    return x\n", 1, 17,
+     "default values for parameters are not supported"},
+    {"unknown_dtype", "def f(x: f17[4]):\n    return x\n", 1, 10,
+     "unknown dtype 'f17'; did you mean 'f16'?"},
+    {"unknown_torch_dtype", "def f(x: torch.float17[4]):\n    return x\n", 1, 10,
+     "unknown dtype 'torch.float17'"},
+    {"tensor_annotation", "def f(x: torch.Tensor):\n    return x\n", 1, 10,
+     "parameter 'x' needs a dtype and a shape"},
+    {"range_closed_with_bracket", "def f(i: i64[4] in [0, 4]):\n    return i\n", 1, 25,
+     "a range is half-open: write [lo, hi)"},
+    {"range_on_float_parameter", "def f(x: f32[4] in [0, 4)):\n    return x\n", 1, 17,
+     "ranges are only allowed on integer parameters, and 'x' is f32"},
+    {"range_on_bool_parameter", "def f(m: bool[4] in [0, 2)):\n    return m\n", 1, 18,
+     "only allowed on integer parameters"},
+    {"empty_range", "def f(i: i64[4] in [5, 5)):\n    return i\n", 1, 20,
+     "the range [5, 5) is empty"},
+    {"inverted_range", "def f(i: i64[4] in [3, -3)):\n    return i\n", 1, 20, "is empty"},
+    {"range_does_not_fit", "def f(i: i8[4] in [0, 1000)):\n    return i\n", 1, 19,
+     "does not fit in i8"},
+    {"range_bound_not_integer", "def f(i: i64[4] in [0, n)):\n    return i\n", 1, 24,
+     "expected an integer for the range's upper bound, found name 'n'"},
+
+    // --- statements and expressions ----------------------------------------------
+    {"chained_comparison", ret(X, "x < x < x"), 2, 18, "chained comparisons"},
+    {"dangling_operator", ret(X, "x +"), 2, 15, "expected an expression, found end of line"},
+    {"power_operator", ret(X, "x ** 2"), 2, 14, "the '**' operator is not supported"},
+    {"floor_division", ret(X, "x // 2"), 2, 14, "the '//' operator is not supported"},
+    {"modulo", ret(X, "x % 2"), 2, 14, "the '%' operator is not supported"},
+    {"bitwise_and", ret(X, "x & x"), 2, 14, "the '&' operator is not supported"},
+    {"if_statement", "def f(x: f32[2]):\n    if x:\n        return x\n", 2, 5,
+     "'if' is not supported"},
+    {"for_loop", "def f(x: f32[2]):\n    for i in x:\n        return x\n", 2, 5,
+     "'for' is not supported"},
+    {"lambda", ret(X, "lambda"), 2, 12, "'lambda' is not supported"},
+    {"tuple_assignment", "def f(x: f32[2]):\n    a, b = x, x\n    return a\n", 2, 6,
+     "tuple assignment"},
+    {"expression_statement", "def f(x: f32[2]):\n    print(x)\n    return x\n", 2, 10,
+     "expected '=' after 'print'"},
+    {"chained_assignment", "def f(x: f32[2]):\n    y = x = x\n    return y\n", 2, 11,
+     "chained assignment"},
+    {"ellipsis_outside_subscript", ret(X, "..."), 2, 12, "'...' is only allowed inside a subscript"},
+    {"missing_comma_in_call", ret(X, "torch.relu(x x)"), 2, 25,
+     "expected ',' or ')' in the argument list, found name 'x'"},
+    {"positional_after_keyword", ret(X, "x.clamp(min=0, 1)"), 2, 27,
+     "a positional argument cannot follow a keyword argument"},
+    {"argument_unpacking", ret(X, "torch.relu(*x)"), 2, 23, "argument unpacking"},
+    {"too_deep_parentheses", ret(X, std::string(300, '(') + "x" + std::string(300, ')')), 2,
+     12 + kMaxNesting, "nested too deeply"},
+    {"too_deep_unary", ret(X, std::string(300, '-') + "x"), 2, 12 + kMaxNesting - 1,
+     "nested too deeply"},
+    {"too_deep_subscripts", ret("x: i64[4]", nested_subscripts(300)), 2, 12 + 2 * kMaxNesting,
+     "nested too deeply"},
+
+    // --- names, attributes, methods, functions -----------------------------------
+    {"unknown_name_with_suggestion", "def f(weight: f32[4]):\n    return weigth\n", 2, 12,
+     "unknown name 'weigth'; did you mean 'weight'?"},
+    {"unknown_name", ret(X, "zzz"), 2, 12, "unknown name 'zzz'"},
+    {"use_before_assignment", "def f(x: f32[4]):\n    y = h + x\n    h = x\n    return y\n", 2,
+     9, "unknown name 'h'"},
+    {"unknown_method", ret(X, "x.rellu()"), 2, 14,
+     "unknown tensor method 'rellu'; did you mean 'relu'?"},
+    {"unknown_attribute", ret(X, "x.shape"), 2, 14, "unknown tensor attribute 'shape'"},
+    {"method_not_called", ret(X, "x.relu"), 2, 14, "method 'relu' must be called"},
+    {"unknown_torch_function", ret(X, "torch.relux(x)"), 2, 18,
+     "unknown function 'torch.relux'; did you mean 'relu'?"},
+    {"unknown_functional_function", ret(X, "F.softmax(x, -1)"), 2, 14,
+     "unknown function 'F.softmax'"},
+    {"unknown_dtype_in_to", ret(X, "x.to(torch.float17)"), 2, 23,
+     "unknown dtype 'torch.float17'; did you mean 'torch.float16'?"},
+    {"unknown_module_attribute", ret(X, "torch.foo"), 2, 18,
+     "module 'torch' has no attribute 'foo'"},
+    {"call_a_tensor", ret(X, "x(1)"), 2, 12, "a tensor is not callable"},
+    {"call_a_module", ret(X, "torch(x)"), 2, 12, "module 'torch' is not callable"},
+    {"attribute_of_a_number", ret(X, "(1).foo"), 2, 16, "the integer 1 has no attribute 'foo'"},
+
+    // --- arity and keyword arguments -----------------------------------------------
+    {"method_takes_no_arguments", ret(X, "x.exp(1)"), 2, 18, "exp() takes no arguments"},
+    {"too_many_arguments", ret(X, "torch.mm(x, x, x)"), 2, 27,
+     "torch.mm() takes at most 2 positional arguments"},
+    {"missing_argument", ret(X, "torch.mm(x)"), 2, 12,
+     "torch.mm() is missing its argument 'mat2'"},
+    {"missing_transpose_dim", ret(X, "torch.transpose(x, 0)"), 2, 12,
+     "is missing its argument 'dim1'"},
+    {"unknown_keyword", ret(X, "x.clamp(mn=0)"), 2, 20,
+     "clamp() has no keyword argument 'mn'; did you mean 'min'?"},
+    {"duplicate_keyword", ret(X, "x.clamp(0, min=1)"), 2, 23,
+     "clamp() got two values for argument 'min'"},
+    {"receiver_as_keyword", ret(X, "x.relu(input=x)"), 2, 19,
+     "relu() has no keyword argument 'input'"},
+    {"float_dim", ret(X, "x.transpose(0.5, 1)"), 2, 24,
+     "expected an integer for argument 'dim0' of transpose(), found the number 0.5"},
+    {"float_in_permute", ret(X, "x.permute(0, 1.5)"), 2, 25, "expected an integer"},
+    {"to_a_number", ret(X, "x.to(3)"), 2, 17, "expected a dtype"},
+    {"clamp_without_bounds", ret(X, "x.clamp()"), 2, 14, "needs at least one of 'min' and 'max'"},
+    {"clamp_with_tensor_bound", ret(X, "x.clamp(min=x)"), 2, 24, "tensor bounds"},
+    {"addmm_scale_positional", ret("b: f32[4], " + X, "torch.addmm(b, x, x, 2)"), 2, 33,
+     "torch.addmm() takes at most 3 positional arguments"},
+    {"gelu_tanh", ret(X, "F.gelu(x, approximate='tanh')"), 2, 34,
+     "gelu(approximate='tanh') is not supported"},
+    {"inplace_relu", ret(X, "F.relu(x, inplace=True)"), 2, 30, "in-place operations"},
+    {"string_operand", ret(X, "x + 'a'"), 2, 16, "found a string"},
+    {"module_operand", ret(X, "x + torch"), 2, 16, "found module 'torch'"},
+
+    // --- shapes (messages from the Graph builder) ----------------------------------
+    {"matmul_k_mismatch", "def f(x: f16[300, 1001], y: f16[1000, 129]):\n    return x @ y\n", 2,
+     14, "[300, 1001]", "[1000, 129]"},
+    {"broadcast_mismatch", "def f(a: f32[3, 4], b: f32[5]):\n    return a + b\n", 2, 14, "[3, 4]",
+     "[5]"},
+    {"mm_of_3d", "def f(a: f32[2, 3, 4], b: f32[4, 5]):\n    return torch.mm(a, b)\n", 2, 12,
+     "[2, 3, 4]", "2-D"},
+    {"bmm_of_2d", "def f(a: f32[3, 4], b: f32[4, 5]):\n    return a.bmm(b)\n", 2, 14, "3-D",
+     "[3, 4]"},
+    {"bmm_batch_mismatch", "def f(a: f32[4, 3, 2], b: f32[3, 2, 5]):\n    return torch.bmm(a, b)\n",
+     2, 12, "batch sizes differ", "[4, 3, 2]"},
+    {"addmm_k_mismatch", "def f(b: f32[5], x: f32[4, 3], y: f32[2, 5]):\n    return torch.addmm(b, x, y)\n",
+     2, 12, "[4, 3]", "[2, 5]"},
+    {"too_many_indices", "def f(x: f32[4]):\n    return x[0, 1]\n", 2, 17, "too many indices"},
+    {"select_out_of_bounds", "def f(x: f32[4]):\n    return x[10]\n", 2, 14, "out of bounds"},
+    {"transpose_dim_out_of_range", ret(X, "x.transpose(0, 5)"), 2, 14, "out of range"},
+    {"permute_not_a_permutation", ret(X, "x.permute(0, 0)"), 2, 14, "not a permutation"},
+    {"expand_mismatch", "def f(b: f32[3]):\n    return b.expand(4, 5)\n", 2, 14, "cannot expand"},
+    {"t_of_3d", "def f(x: f32[2, 2, 2]):\n    return x.t()\n", 2, 14, "at most 2 dims"},
+    {"mT_of_1d", "def f(x: f32[2]):\n    return x.mT\n", 2, 14, "at least 2 dims"},
+    {"two_tensor_indices", "def f(x: f32[4, 4], i: i64[2]):\n    return x[i, i]\n", 2, 17,
+     "more than one tensor is not supported"},
+    {"two_ellipses", ret(X, "x[..., ...]"), 2, 19, "a single '...'"},
+    {"slice_step_zero", ret(X, "x[::0]"), 2, 16, "step of a slice must be positive"},
+    {"slice_step_negative", ret(X, "x[::-1]"), 2, 16, "step of a slice must be positive"},
+    {"slice_bound_float", ret(X, "x[0.5:]"), 2, 14, "the start of a slice must be an integer"},
+    {"index_with_none", ret(X, "x[None]"), 2, 14, "None"},
+    {"index_with_list", ret(X, "x[[0, 1]]"), 2, 14, "list or tuple"},
+    {"empty_subscript", ret(X, "x[]"), 2, 14, "empty subscript"},
+    {"float_constant_index", ret(X, "x[1.5]"), 2, 14, "an index must be an integer"},
+    {"index_a_number", ret(X, "(1)[0]"), 2, 12, "only tensors can be indexed"},
+    {"linear_3d_weight", "def f(x: f32[2, 4], w: f32[1, 5, 4]):\n    return F.linear(x, w)\n", 2, 24,
+     "1-D or 2-D weight"},
+
+    // --- dtypes ----------------------------------------------------------------------
+    {"matmul_dtype_mismatch", "def f(a: f16[4, 4], b: f32[4, 4]):\n    return a @ b\n", 2, 14,
+     "f16", "f32"},
+    {"matmul_of_integers", "def f(a: i32[4, 4], b: i32[4, 4]):\n    return a @ b\n", 2, 14, "i32"},
+    {"boolean_mask_index", "def f(x: f32[4], m: bool[4]):\n    return x[m]\n", 2, 14,
+     "boolean mask indexing is not supported"},
+    {"float_index_tensor", "def f(x: f32[4], i: f32[4]):\n    return x[i]\n", 2, 14,
+     "integer dtype (i32 or i64), found f32"},
+    {"u8_index_tensor", "def f(x: f32[4], i: u8[4]):\n    return x[i]\n", 2, 14,
+     "u8 index tensors are boolean masks"},
+    {"i8_index_tensor", "def f(x: f32[4], i: i8[4]):\n    return x[:, i]\n", 2, 17, "found i8"},
+    {"index_select_2d_index", "def f(x: f32[4], i: i64[2, 2]):\n    return x.index_select(0, i)\n",
+     2, 30, "expects a 1-D index, found shape [2, 2]"},
+    {"index_select_float_index", "def f(x: f32[4], i: f64[2]):\n    return x.index_select(0, i)\n",
+     2, 30, "found f64"},
+    {"where_float_condition", "def f(c: f32[4], x: f32[4]):\n    return torch.where(c, x, x)\n", 2,
+     12, "bool", "f32"},
+    {"not_of_float", ret(X, "~x"), 2, 12, "only supported on bool tensors"},
+    {"negate_bool_tensor", "def f(m: bool[4]):\n    return -m\n", 2, 12, "bool"},
+    {"gelu_of_integers", "def f(i: i32[4]):\n    return F.gelu(i)\n", 2, 12, "i32"},
+    {"return_a_number", ret(X, "1"), 2, 12, "a returned value must be a tensor, found the integer 1"},
+    {"return_a_dtype", ret(X, "torch.float16"), 2, 12, "found the dtype f16"},
+    {"matmul_with_number", ret(X, "x @ 2"), 2, 16,
+     "expected a tensor for the right operand of '@', found the integer 2"},
+    {"constant_division_by_zero", ret(X, "x * (1 / 0)"), 2, 19, "division by zero"},
+    {"constant_overflow", ret(X, "x * (9223372036854775807 + 1)"), 2, 37, "integer overflow"},
+};
+
+class BadProgramTest : public ::testing::TestWithParam<BadProgram> {};
+
+TEST_P(BadProgramTest, ReportsMessageAndLocation) {
+  const BadProgram& bp = GetParam();
+  try {
+    parse(bp.source);
+    FAIL() << "expected a UserError for:\n" << bp.source;
+  } catch (const UserError& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find(bp.needle), std::string::npos)
+        << "message: " << message << "\nexpected to contain: " << bp.needle;
+    if (bp.needle2) {
+      EXPECT_NE(message.find(bp.needle2), std::string::npos)
+          << "message: " << message << "\nexpected to contain: " << bp.needle2;
+    }
+    EXPECT_EQ(e.loc().line, bp.line) << message;
+    EXPECT_EQ(e.loc().col, bp.col) << message;
+    EXPECT_GE(e.loc().length, 1);
+    // One sentence, no location inside the message itself.
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    std::string rendered = format_diagnostic("test.tfs", bp.source, e);
+    std::string header = "test.tfs:" + std::to_string(bp.line) + ":" + std::to_string(bp.col) +
+                         ": error: " + message + "\n";
+    EXPECT_EQ(rendered.substr(0, header.size()), header);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Frontend, BadProgramTest, ::testing::ValuesIn(kBadPrograms),
+                         [](const ::testing::TestParamInfo<BadProgram>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(BadPrograms, TableIsLargeAndNamesAreUnique) {
+  std::set<std::string> names;
+  for (const BadProgram& bp : kBadPrograms) EXPECT_TRUE(names.insert(bp.name).second) << bp.name;
+  EXPECT_GE(names.size(), 70u);
+}
+
+// --- rendering -------------------------------------------------------------------
+
+UserError error_of(const std::string& source) {
+  try {
+    parse(source);
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for:\n" << source;
+  return UserError("none");
+}
+
+TEST(FormatDiagnostic, CaretUnderTheToken) {
+  std::string src = "def f(x: f16[300, 1001], y: f16[1000, 129]):\n    return x @ y\n";
+  UserError e = error_of(src);
+  std::string expected = std::string("odd.tfs:2:14: error: ") + e.what() +
+                         "\n"
+                         "      return x @ y\n" +
+                         std::string(15, ' ') + "^\n";
+  EXPECT_EQ(format_diagnostic("odd.tfs", src, e), expected);
+}
+
+TEST(FormatDiagnostic, TildesCoverTheTokenLength) {
+  std::string src = "def f(x: f32[4]):\n    return torch.relux(x)\n";
+  UserError e = error_of(src);
+  EXPECT_EQ(e.loc().length, 5);
+  EXPECT_EQ(format_diagnostic("p.tfs", src, e),
+            std::string("p.tfs:2:18: error: ") + e.what() +
+                "\n"
+                "      return torch.relux(x)\n" +
+                std::string(19, ' ') + "^~~~~\n");
+}
+
+TEST(FormatDiagnostic, TabsAreCopiedSoTheCaretLinesUp) {
+  std::string src = "def f(x: f32[4]):\n\treturn\tx $\n";
+  UserError e = error_of(src);
+  EXPECT_EQ(e.loc().col, 11);
+  EXPECT_EQ(format_diagnostic("t.tfs", src, e),
+            std::string("t.tfs:2:11: error: ") + e.what() + "\n  \treturn\tx $\n  \t      \t  ^\n");
+}
+
+TEST(FormatDiagnostic, Utf8CountsAsOneColumn) {
+  std::string src = "def f(x: f32[4]):\n    return x + '\xc3\xa9\xc3\xa9' $\n";
+  UserError e = error_of(src);
+  EXPECT_EQ(e.loc().col, 21);
+  std::string rendered = format_diagnostic("u.tfs", src, e);
+  std::string caret_line(22, ' ');
+  caret_line += "^\n";
+  EXPECT_NE(rendered.find(caret_line), std::string::npos) << rendered;
+}
+
+TEST(FormatDiagnostic, CrlfSourceLinesHaveNoCarriageReturn) {
+  std::string src = "def f(x: f32[4]):\r\n    return y\r\n";
+  UserError e = error_of(src);
+  EXPECT_EQ(format_diagnostic("c.tfs", src, e),
+            std::string("c.tfs:2:12: error: ") + e.what() +
+                "\n"
+                "      return y\n" +
+                std::string(13, ' ') + "^\n");
+}
+
+TEST(FormatDiagnostic, ErrorAtEndOfFileIsOnTheLastLine) {
+  std::string src = "def f(x: f32[4]):\n    return (x +";
+  UserError e = error_of(src);
+  EXPECT_EQ(e.loc().line, 2);
+  std::string rendered = format_diagnostic("e.tfs", src, e);
+  EXPECT_NE(rendered.find("      return (x +\n"), std::string::npos) << rendered;
+}
+
+TEST(FormatDiagnostic, WithoutLocation) {
+  EXPECT_EQ(format_diagnostic("a.tfs", "", UserError("cannot read 'a.tfs'")),
+            "a.tfs: error: cannot read 'a.tfs'\n");
+}
+
+TEST(FormatDiagnostic, OutOfRangeLocationsDoNotCrash) {
+  std::string src = "def f():\n";
+  for (SourceLoc loc : {SourceLoc{1, 1000, 5}, SourceLoc{99, 3, 2}, SourceLoc{2, 1, 1000},
+                        SourceLoc{1, 1, 0}}) {
+    std::string rendered = format_diagnostic("x.tfs", src, UserError("boom", loc));
+    EXPECT_NE(rendered.find("^"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tilefuse::testing
