@@ -40,10 +40,15 @@ struct MacroArgs {
 
 // Keeps a product opaque to the optimizer so that `acc += p` is never fused
 // into an FMA, whatever the target (AVX-512 has FMA, and -march=native would
-// enable it elsewhere): every sum must round like the naive loop's.
-template <typename V>
-[[gnu::always_inline]] inline V opaque(V p) {
-  asm("" : "+v"(p));
+// enable it elsewhere): every sum must round like the naive loop's. A macro
+// rather than a function: a vector-typed function, even an inlined one,
+// draws GCC's -Wpsabi warnings.
+#define TF_OPAQUE(p) asm("" : "+v"(p))
+
+template <typename T>
+T opaque_product(T a, T b) {
+  T p = a * b;
+  TF_OPAQUE(p);
   return p;
 }
 
@@ -66,7 +71,11 @@ template <typename T, int MR, int NV, int kBytes>
     for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + k * NR + v * kLanes, kBytes);
     for (int i = 0; i < MR; ++i) {
       const T ai = a[k * MR + i];  // broadcast by the vector extension
-      for (int v = 0; v < NV; ++v) acc[i][v] += opaque(ai * bv[v]);
+      for (int v = 0; v < NV; ++v) {
+        V p = ai * bv[v];
+        TF_OPAQUE(p);
+        acc[i][v] += p;
+      }
     }
   }
   for (int i = 0; i < MR; ++i)
@@ -181,7 +190,7 @@ struct Epilogue {
     T v = acc;
     if (item.bias && use_bias) {
       const T bias = reader<T>(item.bias->dtype)(element(*item.bias, i, j));
-      v = alpha * acc + beta * bias;
+      v = opaque_product(alpha, acc) + opaque_product(beta, bias);
     } else if (item.bias) {
       v = alpha * acc;  // beta == 0: the bias is ignored, NaN and inf included
     }
@@ -200,7 +209,8 @@ void gemm_small(const GemmItem& item, const Epilogue<T>& epi) {
     for (int64_t k = 0; k < k_depth; ++k) a_row[k] = read_a(element(item.a, i, k));
     for (int64_t j = 0; j < n; ++j) {
       T acc = 0;
-      for (int64_t k = 0; k < k_depth; ++k) acc += opaque(a_row[k] * read_b(element(item.b, k, j)));
+      for (int64_t k = 0; k < k_depth; ++k)
+        acc += opaque_product(a_row[k], read_b(element(item.b, k, j)));
       epi.store(item, n, i, j, acc);
     }
   }
