@@ -214,9 +214,13 @@ class Verifier final : public IRVisitor {
       if (b.scope() == MemScope::Global)
         error(std::string("gemm operand ") + names[t] + " (" + b.name() +
               ") must be shared, fragment or local, not global");
-      if (b.rank() < 2 || static_cast<int>(tiles[t]->prefix.size()) != b.rank() - 2) {
+      if (b.rank() < 2) {
+        error(std::string("gemm operand ") + names[t] + " (" + b.name() + ") has rank " +
+              std::to_string(b.rank()) + "; a tile needs 2 dims");
+        ok = false;
+      } else if (static_cast<int>(tiles[t]->prefix.size()) != b.rank() - 2) {
         error(std::string("gemm operand ") + names[t] + " (" + b.name() + ", rank " +
-              std::to_string(b.rank()) + ") needs " + std::to_string(std::max(0, b.rank() - 2)) +
+              std::to_string(b.rank()) + ") needs " + std::to_string(b.rank() - 2) +
               " leading indices, got " + std::to_string(tiles[t]->prefix.size()));
         ok = false;
       }
