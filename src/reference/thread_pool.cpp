@@ -36,8 +36,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     fn(0, n);
     return;
   }
-  // A few chunks per thread balance uneven chunks without much overhead.
-  const int64_t num_chunks = std::min<int64_t>(wanted, 8 * int64_t{num_threads()});
+  // Many chunks per thread balance uneven work (GEMM edge tiles, a thread
+  // descheduled on a shared machine); claiming one costs a mutex round trip.
+  const int64_t num_chunks = std::min<int64_t>(wanted, 64 * int64_t{num_threads()});
   {
     std::lock_guard<std::mutex> lock(mu_);
     fn_ = &fn;
