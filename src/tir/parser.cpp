@@ -315,6 +315,7 @@ class Parser {
   // ---- statements ----
   // Statements up to the closing '}' (consumed), in a new scope.
   Stmt block() {
+    DepthGuard guard(this);
     scopes_.emplace_back();
     std::vector<Entry> entries;
     while (!accept("}")) {
@@ -542,7 +543,18 @@ class Parser {
     return out;
   }
 
+  // Bounds recursion so no input can overflow the stack.
+  struct DepthGuard {
+    DepthGuard(Parser* p) : p(p) {
+      if (++p->depth_ > kMaxDepth) p->fail(p->peek(), "nested too deeply");
+    }
+    ~DepthGuard() { --p->depth_; }
+    Parser* p;
+  };
+  static constexpr int kMaxDepth = 200;
+
   Expr expr(int min_prec = 1) {
+    DepthGuard guard(this);
     Expr lhs = unary();
     while (true) {
       auto op = infix_op(peek());
@@ -559,7 +571,10 @@ class Parser {
   }
 
   Expr unary() {
-    if (accept("!")) return NotNode::make(unary());
+    if (accept("!")) {
+      DepthGuard guard(this);
+      return NotNode::make(unary());
+    }
     if (is("-")) {
       const Token& minus = next();
       if (peek().kind == TokenKind::Number || is_word("inf") || is_word("nan") ||
@@ -602,12 +617,19 @@ class Parser {
         v = std::numeric_limits<double>::infinity();
       } else if (text == "nan") {
         v = std::nan("");
-      } else if (dt == DType::F64) {
-        std::from_chars(text.data(), text.data() + text.size(), v);
       } else {
-        float f = 0;
-        std::from_chars(text.data(), text.data() + text.size(), f);
-        v = f;
+        // Printed floats read back exactly: f64 as a double, the rest as a
+        // float (printer.h's format_float).
+        std::from_chars_result r;
+        if (dt == DType::F64) {
+          r = std::from_chars(text.data(), text.data() + text.size(), v);
+        } else {
+          float f = 0;
+          r = std::from_chars(text.data(), text.data() + text.size(), f);
+          v = f;
+        }
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+          fail(t, std::string(text) + " is out of range for " + std::string(dtype_name(dt)));
       }
       return make_const(dt, negate ? -v : v);
     }
@@ -616,11 +638,10 @@ class Parser {
     if (r.ec != std::errc() || r.ptr != text.data() + text.size())
       fail(t, "integer literal out of range");
     if (dt == DType::Bool) fail(t, "write true or false for a bool constant");
-    // The range of dt: i64 gets the extra negative value via uint64.
-    double lo = -std::ldexp(1.0, dtype_size(dt) * 8 - 1), hi = -lo - 1;
-    if (dt == DType::U8) lo = 0, hi = 255;
-    double value = negate ? -static_cast<double>(u) : static_cast<double>(u);
-    if (value < lo || value > hi)
+    // Magnitudes allowed: up to 2^(bits-1) - 1, or 2^(bits-1) when negative.
+    uint64_t max = dt == DType::U8 ? 255 : (uint64_t{1} << (dtype_size(dt) * 8 - 1)) - 1;
+    if (negate) max = dt == DType::U8 ? 0 : max + 1;
+    if (u > max)
       fail(t, std::string(negate ? "-" : "") + std::string(text) + " does not fit " +
                   std::string(dtype_name(dt)));
     int64_t v = negate ? static_cast<int64_t>(0 - u) : static_cast<int64_t>(u);
@@ -722,6 +743,7 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::vector<std::unordered_map<std::string, Symbol>> scopes_;
 };
 

@@ -44,6 +44,7 @@ bool fits(DType d, int64_t v) {
 
 class Verifier final : public IRVisitor {
  public:
+  explicit Verifier(const VerifyOptions& options) : options_(options) {}
   std::vector<std::string> errors;
 
   void kernel(const Kernel& k) {
@@ -133,6 +134,7 @@ class Verifier final : public IRVisitor {
     IRVisitor::visit(op);
   }
   void visit(const HookLoadNode* op) override {
+    if (!options_.allow_hooks) error_in(op, "load_input left after inline_hooks");
     if (op->name.empty()) error("load_input without an operand name");
     for (const Expr& i : op->indices) index_expr(i, "a load_input index");
     if (op->mask.defined()) require_bool(op->mask, "a load_input mask");
@@ -179,6 +181,7 @@ class Verifier final : public IRVisitor {
     IRVisitor::visit(op);
   }
   void visit(const HookStoreNode* op) override {
+    if (!options_.allow_hooks) error("store_output left after inline_hooks");
     if (op->name.empty()) error("store_output without an output name");
     for (const Expr& i : op->indices) index_expr(i, "a store_output index");
     if (op->mask.defined()) require_bool(op->mask, "a store_output mask");
@@ -364,6 +367,7 @@ class Verifier final : public IRVisitor {
       error_in(op, "arithmetic " + s + " on bool");
   }
 
+  VerifyOptions options_;
   std::string where_;  // for errors outside any statement
   const StmtNode* current_ = nullptr;
   std::unordered_set<const VarNode*> bound_;
@@ -373,14 +377,14 @@ class Verifier final : public IRVisitor {
 
 }  // namespace
 
-std::vector<std::string> verify_errors(const Kernel& kernel) {
-  Verifier v;
+std::vector<std::string> verify_errors(const Kernel& kernel, const VerifyOptions& options) {
+  Verifier v(options);
   v.kernel(kernel);
   return std::move(v.errors);
 }
 
-void verify(const Kernel& kernel, std::string_view context) {
-  std::vector<std::string> errors = verify_errors(kernel);
+void verify(const Kernel& kernel, std::string_view context, const VerifyOptions& options) {
+  std::vector<std::string> errors = verify_errors(kernel, options);
   if (errors.empty()) return;
   std::string msg = "malformed Tile IR";
   if (!context.empty()) {

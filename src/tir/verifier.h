@@ -13,7 +13,7 @@
 // barriers inside a parallel loop; gemm operands that are global, of
 // different dtypes or whose shapes do not line up; loops whose var, min and
 // extent dtypes differ; checks whose message placeholders do not match
-// their args. It does not judge performance or legality of fusion.
+// their args; hooks once they should be gone. It does not judge performance or legality of fusion.
 #pragma once
 
 #include <string>
@@ -24,12 +24,17 @@
 
 namespace tilefuse::tir {
 
+struct VerifyOptions {
+  // Hooks (load_input / store_output) are legal until inline_hooks has run.
+  bool allow_hooks = true;
+};
+
 // Every problem found, each one line: "<where>: <what>", where <where> is
 // the offending statement's first printed line. Empty when well formed.
-std::vector<std::string> verify_errors(const Kernel& kernel);
+std::vector<std::string> verify_errors(const Kernel& kernel, const VerifyOptions& options = {});
 
 // Throws InternalError listing the problems and the printed kernel;
 // `context` names the stage ("after licm").
-void verify(const Kernel& kernel, std::string_view context = "");
+void verify(const Kernel& kernel, std::string_view context = "", const VerifyOptions& options = {});
 
 }  // namespace tilefuse::tir

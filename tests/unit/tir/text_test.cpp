@@ -216,6 +216,14 @@ TEST(TirText, ParseErrorsHaveLineAndColumn) {
   expect_parse_error("kernel k(a: f17) grid() {\n}\n", 1, 13, "expected a dtype");
   expect_parse_error(head + "  n[0] = 1\n}\n", 2, 3, "'n' is a var, not a buffer");
   expect_parse_error(head + "}\nextra", 3, 1, "expected the end of the text");
+  expect_parse_error(head + "  evaluate(1e99)\n}\n", 2, 12, "1e99 is out of range for f32");
+  expect_parse_error(head + "  evaluate(9223372036854775808_i64)\n}\n", 2, 12, "does not fit i64");
+  expect_parse_error(head + "  evaluate(-1_u8)\n}\n", 2, 13, "-1 does not fit u8");
+  expect_parse_error(
+      head + "  evaluate(" + std::string(5000, '(') + "n" + std::string(5000, ')') + ")\n}\n", 2,
+      211, "nested too deeply");
+  expect_parse_error(head + "  evaluate(" + std::string(5000, '!') + "true)\n}\n", 2, 211,
+                     "nested too deeply");
 }
 
 TEST(TirText, FormatFloat) {

@@ -158,6 +158,15 @@ TEST(TirVerifier, RejectsScopeErrorsTheTextCannotSpell) {
   }
 }
 
+TEST(TirVerifier, HooksCanBeRequiredGone) {
+  Kernel k = testing::gemm_kernel();
+  EXPECT_EQ(verify_errors(k), std::vector<std::string>{});
+  std::vector<std::string> errors = verify_errors(k, VerifyOptions{.allow_hooks = false});
+  ASSERT_EQ(errors.size(), 3u) << joined(errors);
+  EXPECT_NE(errors[0].find("load_input left after inline_hooks"), std::string::npos);
+  EXPECT_NE(errors[2].find("store_output left after inline_hooks"), std::string::npos);
+}
+
 TEST(TirVerifier, VerifyThrowsWithContextAndTheKernel) {
   Kernel k = wrap("  out[0] = 1.0\n");
   try {
