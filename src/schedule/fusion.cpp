@@ -81,8 +81,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "schedule/refs.h"
 
 namespace tilefuse {
+
+using schedule_internal::id_ref;
+using schedule_internal::op_name;
+using schedule_internal::op_ref;
+using schedule_internal::ref_list;
+using schedule_internal::value_ref;
 
 namespace {
 
@@ -98,33 +105,6 @@ bool is_elementwise(const Node& n) {
 // The kinds R5/R6 may compute anywhere: views, gathers, casts, elementwise.
 bool is_recomputable(const Node& n) {
   return n.is_view() || n.kind == OpKind::Index || is_elementwise(n);
-}
-
-std::string op_name(const Node& n) {
-  switch (n.kind) {
-    case OpKind::Unary:
-      return std::string(unary_op_name(n.unary));
-    case OpKind::Binary:
-      return std::string(binary_op_name(n.binary));
-    default:
-      return std::string(op_kind_name(n.kind));
-  }
-}
-
-std::string ref(const Graph& g, ValueId v) {
-  const std::string& name = g.node(v).name;
-  return "%" + std::to_string(v) + (name.empty() ? "" : "(" + name + ")");
-}
-
-std::string op_ref(const Graph& g, ValueId v) {
-  return "%" + std::to_string(v) + "=" + op_name(g.node(v));
-}
-
-std::string join(const Graph& g, const std::vector<ValueId>& vs, bool ops) {
-  if (vs.empty()) return "-";
-  std::string s;
-  for (ValueId v : vs) s += (s.empty() ? "" : ", ") + (ops ? op_ref(g, v) : ref(g, v));
-  return s;
 }
 
 int non_view_ops(const Graph& g, const std::vector<ValueId>& nodes) {
@@ -197,11 +177,11 @@ class FusionAnalysis {
       std::string stop;
       while (opt_.fuse_epilogues) {
         if (is_output_[c]) {
-          stop = ref(g_, c) + " is a graph output";
+          stop = value_ref(g_, c) + " is a graph output";
           break;
         }
         if (consumers_[c].size() != 1) {
-          stop = ref(g_, c) + " has " + std::to_string(uses(c)) + " uses";
+          stop = value_ref(g_, c) + " has " + std::to_string(uses(c)) + " uses";
           break;
         }
         const ValueId u = consumers_[c][0];
@@ -226,12 +206,13 @@ class FusionAnalysis {
       }
       d_.loaded[c] = d_.written[c] = true;
       if (!opt_.fuse_epilogues) {
-        note(op_ref(g_, a) + ": epilogue fusion off: the GEMM stores its result " + ref(g_, a));
+        note(op_ref(g_, a) + ": epilogue fusion off: the GEMM stores its result " +
+             value_ref(g_, a));
       } else if (chain.empty()) {
         note(op_ref(g_, a) + ": no epilogue: " + stop);
       } else {
-        note(op_ref(g_, a) + ": epilogue " + join(g_, chain, true) + "; stops at " + ref(g_, c) +
-             ": " + stop);
+        note(op_ref(g_, a) + ": epilogue " + ref_list(g_, chain, true) + "; stops at " +
+             value_ref(g_, c) + ": " + stop);
       }
     }
   }
@@ -243,7 +224,7 @@ class FusionAnalysis {
     const Node& n = g_.node(r);
     if (d_.loaded[r] || n.kind == OpKind::Scalar) return;
     TF_CHECK(d_.gemm_of[r] == -1 && is_recomputable(n),
-             "materialize: %" + std::to_string(r) + " is not a recomputable node");
+             "materialize: " + id_ref(r) + " is not a recomputable node");
     d_.loaded[r] = d_.written[r] = true;
     note("materialize " + op_ref(g_, r) + ": " + reason);
   }
@@ -273,7 +254,7 @@ class FusionAnalysis {
     for (size_t i = 0; i < an.inputs.size(); ++i) {
       const ValueId o = an.inputs[i];
       if (d_.loaded[o] || g_.node(o).kind == OpKind::Scalar) continue;
-      const std::string what = op_ref(g_, a) + " " + slot_name(an, i) + " " + ref(g_, o);
+      const std::string what = op_ref(g_, a) + " " + slot_name(an, i) + " " + value_ref(g_, o);
       if (!opt_.fuse_prologues) {
         materialize(
             o, "prologue fusion off: " + what + " must be a materialized value or a view of one");
@@ -294,7 +275,7 @@ class FusionAnalysis {
       if (d_.gemm_of[j] == a || d_.loaded[j] || g_.node(j).kind == OpKind::Scalar) continue;
       const int c = cost(j);
       if (c > opt_.max_prologue_ops) {
-        materialize(j, "epilogue input " + ref(g_, j) + " of " + op_ref(g_, u) + " has " +
+        materialize(j, "epilogue input " + value_ref(g_, j) + " of " + op_ref(g_, u) + " has " +
                            std::to_string(c) + " ops > max_prologue_ops " +
                            std::to_string(opt_.max_prologue_ops));
       }
@@ -309,8 +290,8 @@ class FusionAnalysis {
     const bool nested = std::any_of(e.nodes.begin(), e.nodes.end(),
                                     [&](ValueId w) { return g_.node(w).kind == OpKind::Index; });
     if (nested) {
-      materialize(
-          idx, "the index " + ref(g_, idx) + " of gather " + op_ref(g_, v) + " is itself gathered");
+      materialize(idx, "the index " + value_ref(g_, idx) + " of gather " + op_ref(g_, v) +
+                           " is itself gathered");
     }
   }
 
@@ -322,8 +303,9 @@ class FusionAnalysis {
     if (u < 2 || d_.loaded[v]) return;
     const int c = cost(v);
     if (c > opt_.max_recompute_ops) {
-      materialize(v, ref(g_, v) + " has " + std::to_string(u) + " uses and " + std::to_string(c) +
-                         " ops > max_recompute_ops " + std::to_string(opt_.max_recompute_ops));
+      materialize(v, value_ref(g_, v) + " has " + std::to_string(u) + " uses and " +
+                         std::to_string(c) + " ops > max_recompute_ops " +
+                         std::to_string(opt_.max_recompute_ops));
     } else if (!n.is_view()) {
       note(op_ref(g_, v) + ": recomputed by each of its " + std::to_string(u) + " uses (" +
            std::to_string(c) + (c == 1 ? " op)" : " ops)"));
@@ -341,12 +323,13 @@ class FusionAnalysis {
         const std::string what = op_ref(g_, a) + " " + slot_name(an, i) + ": ";
         if (g_.node(o).kind == OpKind::Scalar) continue;
         if (d_.loaded[o]) {
-          note(what + "loads " + ref(g_, o) +
+          note(what + "loads " + value_ref(g_, o) +
                (d_.gemm_of[o] != -1 ? " (a GEMM result: never fused into a prologue)" : ""));
           continue;
         }
         const InlineExpr e = inline_expr(g_, d_.loaded, o);
-        note(what + "prologue " + join(g_, e.nodes, true) + "; reads " + join(g_, e.reads, false));
+        note(what + "prologue " + ref_list(g_, e.nodes, true) + "; reads " +
+             ref_list(g_, e.reads, false));
       }
     }
   }
@@ -383,7 +366,7 @@ InlineExpr inline_expr(const Graph& graph, const std::vector<bool>& loaded, Valu
     const ValueId v = stack.back();
     stack.pop_back();
     const Node& n = graph.node(v);
-    TF_CHECK(!is_gemm(n), "inline_expr: GEMM %" + std::to_string(v) + " must be loaded");
+    TF_CHECK(!is_gemm(n), "inline_expr: GEMM " + id_ref(v) + " must be loaded");
     e.nodes.push_back(v);
     for (ValueId in : n.inputs) {
       if (seen[in]) continue;

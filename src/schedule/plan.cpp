@@ -1,8 +1,13 @@
 // The plan's names and stable text form; the format is documented at to_string in plan.h.
 #include "schedule/plan.h"
 
+#include <fmt/format.h>
+
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "schedule/refs.h"
 
 namespace tilefuse {
 
@@ -14,80 +19,52 @@ std::string_view step_kind_name(StepKind kind) {
   return kind == StepKind::kGemm ? "gemm" : "pointwise";
 }
 
+using schedule_internal::op_ref;
+using schedule_internal::ref_list;
+using schedule_internal::value_ref;
+
 namespace {
-
-std::string value_ref(const Graph& g, ValueId v) {
-  const std::string& name = g.node(v).name;
-  return "%" + std::to_string(v) + (name.empty() ? "" : "(" + name + ")");
-}
-
-std::string op_ref(const Graph& g, ValueId v) {
-  const Node& n = g.node(v);
-  std::string op;
-  switch (n.kind) {
-    case OpKind::Unary:
-      op = unary_op_name(n.unary);
-      break;
-    case OpKind::Binary:
-      op = binary_op_name(n.binary);
-      break;
-    default:
-      op = op_kind_name(n.kind);
-      break;
-  }
-  return "%" + std::to_string(v) + "=" + op;
-}
-
-std::string list(const Graph& g, const std::vector<ValueId>& vs, bool ops) {
-  if (vs.empty()) return "-";
-  std::string s;
-  for (ValueId v : vs) s += (s.empty() ? "" : ", ") + (ops ? op_ref(g, v) : value_ref(g, v));
-  return s;
-}
 
 std::string type_of(const Graph& g, ValueId v) {
   const Node& n = g.node(v);
-  return std::string(dtype_name(n.dtype)) + shape_to_string(n.shape);
+  return fmt::format("{}{}", dtype_name(n.dtype), shape_to_string(n.shape));
 }
 
 // "  A %3: %3=index; reads %0(x), %2(idx)" or, read directly, "  B %1(w): reads %1(w)".
-std::string operand_line(const Graph& g, const std::string& slot, const OperandPrologue& p) {
-  std::string s = "  " + slot + " " + value_ref(g, p.operand) + ": ";
-  if (!p.nodes.empty()) s += list(g, p.nodes, true) + "; ";
-  return s + "reads " + list(g, p.reads, false) + "\n";
+std::string operand_line(const Graph& g, std::string_view slot, const OperandPrologue& p) {
+  const std::string nodes = p.nodes.empty() ? "" : ref_list(g, p.nodes, true) + "; ";
+  return fmt::format("  {} {}: {}reads {}\n", slot, value_ref(g, p.operand), nodes,
+                     ref_list(g, p.reads, false));
 }
 
 }  // namespace
 
 std::string to_string(const Graph& g, const Plan& plan) {
-  std::string s = "plan " + std::string(plan_kind_name(plan.kind)) + ": " +
-                  std::to_string(plan.steps.size()) +
-                  (plan.steps.size() == 1 ? " step\n" : " steps\n");
+  std::string s = fmt::format("plan {}: {} {}\n", plan_kind_name(plan.kind), plan.steps.size(),
+                              plan.steps.size() == 1 ? "step" : "steps");
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const KernelStep& st = plan.steps[i];
-    s += "step " + std::to_string(i) + " " + st.name + ": " + std::string(step_kind_name(st.kind));
+    s += fmt::format("step {} {}: {}", i, st.name, step_kind_name(st.kind));
     if (st.kind == StepKind::kGemm) {
       const GemmGeometry& geo = st.gemm;
-      s += " " + op_ref(g, st.anchor) + " batch=" + shape_to_string(geo.batch) +
-           " M=" + std::to_string(geo.m) + " N=" + std::to_string(geo.n) +
-           " K=" + std::to_string(geo.k);
-      if (geo.a_is_vector) s += " a_vector";
-      if (geo.b_is_vector) s += " b_vector";
+      s += fmt::format(" {} batch={} M={} N={} K={}{}{}", op_ref(g, st.anchor),
+                       shape_to_string(geo.batch), geo.m, geo.n, geo.k,
+                       geo.a_is_vector ? " a_vector" : "", geo.b_is_vector ? " b_vector" : "");
     }
-    s += " -> " + value_ref(g, st.output) + " " + type_of(g, st.output) + "\n";
+    s += fmt::format(" -> {} {}\n", value_ref(g, st.output), type_of(g, st.output));
     if (st.kind == StepKind::kGemm) {
       s += operand_line(g, "A", st.a);
       s += operand_line(g, "B", st.b);
       if (st.bias) s += operand_line(g, "bias", *st.bias);
-      s += "  epilogue: " + list(g, st.epilogue, true) + "; reads " +
-           list(g, st.epilogue_reads, false) + "\n";
+      s += fmt::format("  epilogue: {}; reads {}\n", ref_list(g, st.epilogue, true),
+                       ref_list(g, st.epilogue_reads, false));
     } else {
-      s += "  compute: " + list(g, st.pointwise, true) + "; reads " + list(g, st.reads, false) +
-           "\n";
+      s += fmt::format("  compute: {}; reads {}\n", ref_list(g, st.pointwise, true),
+                       ref_list(g, st.reads, false));
     }
   }
-  s += "materialized: " + list(g, plan.materialized, false) + "\n";
-  for (const std::string& d : plan.decisions) s += "decision: " + d + "\n";
+  s += fmt::format("materialized: {}\n", ref_list(g, plan.materialized, false));
+  for (const std::string& d : plan.decisions) s += fmt::format("decision: {}\n", d);
   return s;
 }
 

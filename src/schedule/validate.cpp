@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "schedule/refs.h"
+
 namespace tilefuse {
 
 namespace {
@@ -20,7 +22,7 @@ bool is_elementwise(const Node& n) {
 }
 
 std::string id(ValueId v) {
-  return "%" + std::to_string(v);
+  return schedule_internal::id_ref(v);
 }
 
 class Validator {
