@@ -4,20 +4,28 @@
 //
 //   kernel gemm(
 //     M: i32,
+//     N: i32,
 //     K: i32,
 //     A: global readonly f16[M, K] strides [K, 1] align 16,
-//     C: global f32[M, 64],
-//   ) grid(pid_m: (M + 127)/128) attrs(BLOCK_K = 32, num_stages = 3) {
+//     B: global readonly f16[K, N] strides [N, 1],
+//     C: global f32[M, N] strides [N, 1],
+//   ) grid(pid_m: (M + 127)/128, pid_n: (N + 63)/64) attrs(BLOCK_K = 32, num_stages = 3) {
 //     alloc A_s: shared f16[128, 32]
+//     alloc B_s: shared f16[32, 64]
 //     alloc C_f: fragment f32[128, 64]
 //     fill(C_f, 0.0)
 //     for k in pipelined(0, (K + 31)/32, stages=3) {
-//       copy (i: 128, j: 32) A_s[i, j] = load(A, [pid_m*128 + i, k*32 + j], mask=(k*32 + j < K))
-//       gemm(A_s, B_s, C_f)
+//       copy (i: 128, j: 32) A_s[i, j] = load_input<f16>("A", [pid_m*128 + i, k*32 + j],
+//       mask=(...)) copy (i_1: 32, j_1: 64) B_s[i_1, j_1] = load(B, [k*32 + i_1, pid_n*64 + j_1],
+//       mask=(...)) gemm(A_s, B_s, C_f)
 //     }
-//     for i_1 in parallel(0, 128) {
-//       let m = pid_m*128 + i_1
-//       ...
+//     for i_2 in parallel(0, 128) {
+//       for j_2 in parallel(0, 64) {
+//         let m = pid_m*128 + i_2
+//         store_output("C", [m, pid_n*64 + j_2], C_f[i_2, j_2], mask=(m < M))
+//       }
+//     }
+//   }
 //
 // Layout. One statement per line, blocks indented by 2 spaces, `}` on its
 // own line (`} else {` for else branches). `let` and `alloc` print no braces:
@@ -37,6 +45,7 @@
 //   B[I, J] = VALUE [, mask=M]
 //   store_output("C", [I, J], VALUE [, mask=M])
 //   copy (V: EXTENT, ...) B[I, ...] = VALUE [attrs(key = value, ...)]
+//                                       copy vars are i32
 //   gemm(A, B[S], C [, trans_a] [, trans_b])   B[S]: 2-D tile at prefix S
 //   fill(B, VALUE)
 //   check(COND, code=N, msg="... {} ...", args=[X, ...])
@@ -55,7 +64,9 @@
 // Constants. i32: `42`, `-1`; other integers with a suffix: `42_i64`, `3_u8`;
 // bool: `true`, `false`. f32: shortest round-trip decimal with a `.` or an
 // exponent (`1.0`, `0.1`, `1e+20`), `inf`, `-inf`, `nan`; other floats add a
-// suffix: `0.5_f16`, `inf_f64`.
+// suffix: `0.5_f16`, `inf_f64`. `-` is only a literal's sign (the IR has no
+// negation node: `0 - x`, `neg(x)`). Attribute values are i64 (`3`), f64
+// (`0.5`, always with a `.` or exponent) or strings.
 //
 // Kernel header: params one per line with a trailing comma; scalar params
 // `NAME: DTYPE`, buffers `NAME: global [readonly] DTYPE[SHAPE] [strides
