@@ -8,8 +8,10 @@
 // untouched subtrees cost nothing. Binding vars (of For, LetStmt, Copy) are
 // not mutated; buffers go through mutate_buffer (identity by default).
 //
-// Subclasses override the `visit` overloads of the kinds they care about and
-// call the base implementation for the default traversal.
+// Subclasses override the `visit` overloads of the kinds they care about,
+// call the base implementation for the default traversal, and say
+// `using IRMutator::visit;` (or IRVisitor) so the other overloads stay
+// visible. Entry points are visit_expr/visit_stmt and mutate.
 #pragma once
 
 #include <vector>
