@@ -81,26 +81,19 @@
 #include <vector>
 
 #include "core/error.h"
-#include "schedule/refs.h"
+#include "schedule/internal.h"
 
 namespace tilefuse {
 
 using schedule_internal::id_ref;
+using schedule_internal::is_elementwise;
+using schedule_internal::is_gemm;
 using schedule_internal::op_name;
 using schedule_internal::op_ref;
 using schedule_internal::ref_list;
 using schedule_internal::value_ref;
 
 namespace {
-
-bool is_gemm(const Node& n) {
-  return n.kind == OpKind::Matmul || n.kind == OpKind::Addmm;
-}
-
-bool is_elementwise(const Node& n) {
-  return n.kind == OpKind::Unary || n.kind == OpKind::Binary || n.kind == OpKind::Where ||
-         n.kind == OpKind::Clamp || n.kind == OpKind::Cast;
-}
 
 // The kinds R5/R6 may compute anywhere: views, gathers, casts, elementwise.
 bool is_recomputable(const Node& n) {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "schedule/refs.h"
+#include "schedule/internal.h"
 
 namespace tilefuse {
 

@@ -6,20 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "schedule/refs.h"
+#include "schedule/internal.h"
 
 namespace tilefuse {
 
+using schedule_internal::is_elementwise;
+using schedule_internal::is_gemm;
+
 namespace {
-
-bool is_gemm(const Node& n) {
-  return n.kind == OpKind::Matmul || n.kind == OpKind::Addmm;
-}
-
-bool is_elementwise(const Node& n) {
-  return n.kind == OpKind::Unary || n.kind == OpKind::Binary || n.kind == OpKind::Where ||
-         n.kind == OpKind::Clamp || n.kind == OpKind::Cast;
-}
 
 std::string id(ValueId v) {
   return schedule_internal::id_ref(v);

@@ -3,8 +3,10 @@
 // int8 dequant, elementwise ops, shared producers), random epilogues, GEMMs
 // feeding GEMMs and extra outputs. Both plans must validate (validate.h:
 // every output written once, reads before writes, closed node lists, every
-// live node computed), build deterministically, and the fused plan may only
-// add pointwise kernels for outputs or for values a rule materialized.
+// live node computed), build deterministically, reproduce the graph's eager
+// results bit for bit when run step by step (plan_interpreter.h), and the
+// fused plan may only add pointwise kernels for outputs or for values a rule
+// materialized.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "plan_interpreter.h"
+#include "reference/inputs.h"
 #include "schedule_test_util.h"
 
 namespace tilefuse {
@@ -253,6 +257,10 @@ TEST(PlanProperty, RandomProgramsGiveValidPlans) {
   for (uint64_t seed = 1; seed <= kPrograms; ++seed) {
     const Graph g = RandomProgram(seed).build();
     SCOPED_TRACE("seed " + std::to_string(seed) + "\n" + g.to_string());
+    const std::vector<Tensor> inputs = make_random_inputs(g, seed);
+    EvalOptions eager;
+    eager.num_threads = 1;
+    const std::vector<Tensor> expected = evaluate(g, inputs, eager);
     for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
       const Plan p = build_plan(g, kind);
       const std::vector<std::string> errors = validate_plan(g, p);
@@ -261,6 +269,14 @@ TEST(PlanProperty, RandomProgramsGiveValidPlans) {
       ASSERT_TRUE(errors.empty()) << plan_kind_name(kind) << " plan is invalid:\n"
                                   << all << to_string(g, p);
       ASSERT_EQ(to_string(g, p), to_string(g, build_plan(g, kind))) << "not deterministic";
+      // Executed step by step, the plan gives the graph's results bit for bit.
+      const std::vector<Tensor> got = testing::run_plan(g, p, inputs);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        std::string why;
+        ASSERT_TRUE(testing::same_tensor(got[i], expected[i], &why))
+            << plan_kind_name(kind) << " plan, output " << i << ": " << why << "\n"
+            << to_string(g, p);
+      }
       const auto gemms = testing::steps_of(p, StepKind::kGemm);
       EXPECT_EQ(static_cast<int>(gemms.size()), live_gemms(g)) << to_string(g, p);
       if (kind == PlanKind::kUnfused) continue;

@@ -1,13 +1,26 @@
-// How the schedule's texts (the plan printer, fusion decisions, validator
-// messages) name values and nodes; shared so that all of them agree. Not part
-// of the module's API.
+// Helpers shared by the schedule's source files (not part of its API): op
+// classes, and how the texts (plan printer, fusion decisions, validator
+// messages) name values and nodes, so that all of them agree.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 
 namespace tilefuse::schedule_internal {
+
+inline bool is_gemm(const Node& n) {
+  return n.kind == OpKind::Matmul || n.kind == OpKind::Addmm;
+}
+
+// The kinds an epilogue may apply to the accumulator (and that a pointwise
+// kernel evaluates as math): one output element from the same-index elements
+// of the (broadcast) inputs.
+inline bool is_elementwise(const Node& n) {
+  return n.kind == OpKind::Unary || n.kind == OpKind::Binary || n.kind == OpKind::Where ||
+         n.kind == OpKind::Clamp || n.kind == OpKind::Cast;
+}
 
 // "%7". (Built by appending: GCC 12 warns, wrongly, when a string is
 // prepended to a temporary one, as in "%" + std::to_string(v).)
