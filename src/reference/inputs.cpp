@@ -178,6 +178,22 @@ void fill_uniform_int(const Tensor& t, Rng& rng, int64_t lo, int64_t hi) {
     store_int(t, i, static_cast<int64_t>(static_cast<uint64_t>(lo) + rng.below(width)));
 }
 
+// An explicit `in [lo, hi)` usually probes an edge (negative indices, one
+// past the end), so both ends of the range are always drawn: lo and hi-1 are
+// written at two distinct random positions (when the tensor has room). A
+// program whose range reaches an invalid index then fails on every seed,
+// not on some.
+void place_range_ends(const Tensor& t, Rng& rng, int64_t lo, int64_t hi) {
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  const auto first = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n)));
+  store_int(t, first, lo);
+  if (n == 1 || hi - 1 == lo) return;
+  auto second = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n - 1)));
+  if (second >= first) ++second;
+  store_int(t, second, hi - 1);
+}
+
 // A uniformly random permutation of 0 .. n-1 (Fisher–Yates, Durstenfeld's
 // in-place form: Knuth, TAOCP vol. 2, 3.4.2, Algorithm P).
 void fill_permutation(const Tensor& t, Rng& rng) {
@@ -200,6 +216,7 @@ void fill_integer(const Graph& g, ValueId param, const Tensor& t, Rng& rng) {
     const int64_t lo = std::max(node.range->lo, dlo), hi = std::min(node.range->hi, dhi);
     TF_CHECK(lo < hi, "parameter `" + node.name + "`: range does not fit its dtype");
     fill_uniform_int(t, rng, lo, hi);
+    place_range_ends(t, rng, lo, hi);
     return;
   }
   if (const std::optional<int64_t> size = indexed_size(g, param)) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <thread>
@@ -20,10 +22,18 @@
 namespace tilefuse::cli {
 namespace {
 
-// Prints a UserError as a diagnostic against `program` (when it was parsed).
+// The text of `path`, or "" when it cannot be read (the error being
+// reported then says so).
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Prints a UserError as a diagnostic against the program's source (`program`
+// when it was parsed, else the file as it is on disk).
 int report(const UserError& e, const Program* program, const std::string& file) {
   std::string text = program ? format_diagnostic(program->file, program->source, e)
-                             : format_diagnostic(file, "", e);
+                             : format_diagnostic(file, e.loc().valid() ? read_text(file) : "", e);
   std::fprintf(stderr, "%s", text.c_str());
   if (text.empty() || text.back() != '\n') std::fputc('\n', stderr);
   return kUserError;

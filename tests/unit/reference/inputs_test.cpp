@@ -78,7 +78,7 @@ TEST(RandomInputs, PinnedValues) {
   for (double v : b) got << v << ", ";
   const std::vector<double> want_f = {0x1.9ec5f36cb75fp-3, 0x1.fb70fbc24ab2p-2,
                                       -0x1.9681ed8adb308p-1};
-  const std::vector<double> want_i = {499486, -58127, -890530};
+  const std::vector<double> want_i = {999999, -58127, -1000000};
   const std::vector<double> want_b = {1, 1, 0, 0, 1, 0, 0, 1};
   EXPECT_EQ(f, want_f) << got;
   EXPECT_EQ(i, want_i) << got;
