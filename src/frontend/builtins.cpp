@@ -256,15 +256,19 @@ Operand expand(Call& c) {
   return c.result(c.g.expand(x, sizes, c.loc));
 }
 
+// PyTorch's .to() returns the tensor itself when the dtype already matches.
+Operand cast(Call& c, ValueId x, DType dt) {
+  return c.result(c.node(x).dtype == dt ? x : c.g.cast(x, dt, c.loc));
+}
+
 Operand to(Call& c) {
   ValueId x = c.strict_tensor(0);
-  DType dt = expect_dtype(c.arg(1), c.what(1));
-  return c.result(c.g.cast(x, dt, c.loc));
+  return cast(c, x, expect_dtype(c.arg(1), c.what(1)));
 }
 
 template <DType dt>
 Operand cast_to(Call& c) {
-  return c.result(c.g.cast(c.strict_tensor(0), dt, c.loc));
+  return cast(c, c.strict_tensor(0), dt);
 }
 
 // .contiguous() / .clone() change the layout or the storage, never a value.

@@ -44,6 +44,18 @@ bool looks_like_dtype(std::string_view name) {
   return false;
 }
 
+// A dtype written as a bare name in an expression: the canonical .tfs names
+// (`x.to(f16)`), and Python's own types, which PyTorch maps to its defaults
+// for them: float -> float64, int -> int64, bool -> bool. (In a parameter
+// annotation `float` is parse_dtype's float32, as torch.float is.)
+std::optional<DType> bare_dtype(std::string_view name) {
+  if (name == "float") return DType::F64;
+  if (name == "int") return DType::I64;
+  std::optional<DType> dt = parse_dtype(name);
+  if (dt && dtype_name(*dt) == name) return dt;
+  return std::nullopt;
+}
+
 bool is_comparison_token(TokenKind k) {
   return k == TokenKind::EqEq || k == TokenKind::NotEq || k == TokenKind::Less ||
          k == TokenKind::LessEq || k == TokenKind::Greater || k == TokenKind::GreaterEq;
@@ -690,11 +702,20 @@ class Parser {
     }
     Operand tuple;
     tuple.kind = Operand::Kind::Tuple;
-    tuple.items.push_back(std::move(first));
-    while (accept(TokenKind::Comma) && !at(TokenKind::RParen)) tuple.items.push_back(parse_expr());
+    tuple.items.push_back(flat_item(std::move(first)));
+    while (accept(TokenKind::Comma) && !at(TokenKind::RParen))
+      tuple.items.push_back(flat_item(parse_expr()));
     const Token& close = expect(TokenKind::RParen, "',' or ')'");
     tuple.loc = span(open.loc, close.loc);
     return tuple;
+  }
+
+  // Tuples and lists hold sizes, dims and returned values; nothing needs them
+  // nested, and nesting would let `b = (a, a)` chains grow exponentially.
+  static Operand flat_item(Operand item) {
+    if (item.kind == Operand::Kind::Tuple || item.kind == Operand::Kind::List)
+      throw UserError("nested tuples and lists are not supported", item.loc);
+    return item;
   }
 
   Operand parse_list() {
@@ -702,7 +723,7 @@ class Parser {
     Operand list;
     list.kind = Operand::Kind::List;
     while (!at(TokenKind::RBracket)) {
-      list.items.push_back(parse_expr());
+      list.items.push_back(flat_item(parse_expr()));
       if (!accept(TokenKind::Comma)) break;
     }
     const Token& close = expect(TokenKind::RBracket, "',' or ']'");
@@ -721,8 +742,7 @@ class Parser {
       if (is_function(it->second)) return Operand::function(it->second, n, name.loc);
       return Operand::module(it->second, n, name.loc);
     }
-    // `x.to(f16)`: the annotation spellings double as dtype values.
-    if (std::optional<DType> dt = parse_dtype(n)) return Operand::of_dtype(*dt, name.loc);
+    if (std::optional<DType> dt = bare_dtype(n)) return Operand::of_dtype(*dt, name.loc);
     std::vector<std::string> candidates;
     for (const auto& [k, v] : variables_) candidates.push_back(k);
     for (const auto& [k, v] : aliases_) candidates.push_back(k);

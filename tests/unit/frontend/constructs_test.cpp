@@ -294,6 +294,15 @@ TEST(Casts, ToAndShorthands) {
     EXPECT_EQ(output(p).dtype, dt) << e;
     EXPECT_EQ(output(p).shape, shape({3})) << e;
   }
+  // Python's types as dtypes mean what PyTorch makes of them.
+  EXPECT_EQ(output(expr("x: f32[3]", "x.to(float)")).dtype, DType::F64);
+  EXPECT_EQ(output(expr("x: f32[3]", "x.to(int)")).dtype, DType::I64);
+  EXPECT_EQ(output(expr("x: f32[3]", "x.to(bool)")).dtype, DType::Bool);
+  EXPECT_EQ(output(expr("x: f32[3]", "x.to(torch.float)")).dtype, DType::F32);
+  EXPECT_EQ(output(expr("x: f32[3]", "x.to(torch.int)")).dtype, DType::I32);
+  // Casting to the dtype a tensor already has returns it, as in PyTorch.
+  Program same = expr("x: f16[3]", "x.half().to(torch.float16)");
+  EXPECT_EQ(same.graph.outputs()[0], same.graph.parameters()[0]);
   // A dtype bound to a name.
   Program p = parse("def f(x: i8[3]):\n    dt = torch.float16\n    return x.to(dt)\n");
   EXPECT_EQ(output(p).kind, OpKind::Cast);

@@ -272,6 +272,8 @@ const BadProgram kBadPrograms[] = {
     {"not_of_float", ret(X, "~x"), 2, 12, "only supported on bool tensors"},
     {"negate_bool_tensor", "def f(m: bool[4]):\n    return -m\n", 2, 12, "bool"},
     {"gelu_of_integers", "def f(i: i32[4]):\n    return F.gelu(i)\n", 2, 12, "i32"},
+    {"nested_tuple", ret(X, "x.permute((0, (1,)))"), 2, 26, "nested tuples and lists"},
+    {"bare_dtype_spelling_is_not_a_name", ret(X, "x.to(half)"), 2, 17, "unknown name 'half'"},
     {"return_a_number", ret(X, "1"), 2, 12, "a returned value must be a tensor, found the integer 1"},
     {"return_a_dtype", ret(X, "torch.float16"), 2, 12, "found the dtype f16"},
     {"matmul_with_number", ret(X, "x @ 2"), 2, 16,
