@@ -13,8 +13,8 @@ constexpr std::string_view kFunctional = "torch.nn.functional";
 
 // Where a builtin can be called from.
 enum Form : unsigned {
-  kMethod = 1,      // x.name(...)
-  kTorchFn = 2,     // torch.name(...)
+  kMethod = 1,        // x.name(...)
+  kTorchFn = 2,       // torch.name(...)
   kFunctionalFn = 4,  // torch.nn.functional.name(...) / F.name(...)
 };
 
@@ -62,9 +62,9 @@ struct Builtin {
 // `inplace=False` is the default and harmless.
 void reject_inplace(const Call& c, size_t i) {
   if (c.has(i) && c.arg(i).is_number() && c.arg(i).number() != 0)
-    throw UserError(fmt::format("in-place operations are not supported ({}(inplace=True))",
-                                c.display),
-                    c.arg(i).loc);
+    throw UserError(
+        fmt::format("in-place operations are not supported ({}(inplace=True))", c.display),
+        c.arg(i).loc);
 }
 
 template <UnaryOp op>
@@ -196,10 +196,9 @@ void check_index_dtype(const Graph& g, ValueId idx, SourceLoc loc) {
     throw UserError(
         "u8 index tensors are boolean masks in PyTorch, and mask indexing is not supported", loc);
   if (dt != DType::I32 && dt != DType::I64)
-    throw UserError(
-        fmt::format("index tensors must have an integer dtype (i32 or i64), found {}",
-                    dtype_name(dt)),
-        loc);
+    throw UserError(fmt::format("index tensors must have an integer dtype (i32 or i64), found {}",
+                                dtype_name(dt)),
+                    loc);
 }
 
 Operand index_select(Call& c) {
@@ -209,9 +208,9 @@ Operand index_select(Call& c) {
   check_index_dtype(c.g, idx, c.arg(2).loc);
   const Shape& si = c.node(idx).shape;
   if (si.size() > 1)
-    throw UserError(fmt::format("{}() expects a 1-D index, found shape {}", c.display,
-                                shape_to_string(si)),
-                    c.arg(2).loc);
+    throw UserError(
+        fmt::format("{}() expects a 1-D index, found shape {}", c.display, shape_to_string(si)),
+        c.arg(2).loc);
   return c.result(c.g.index(x, dim, idx, c.loc));
 }
 
@@ -236,8 +235,8 @@ constexpr size_t kMaxListedDims = 64;
 
 Operand permute(Call& c) {
   ValueId x = c.strict_tensor(0);
-  std::vector<int64_t> dims = expect_int_list(c.rest, fmt::format("the dims of {}()", c.display),
-                                              c.loc);
+  std::vector<int64_t> dims =
+      expect_int_list(c.rest, fmt::format("the dims of {}()", c.display), c.loc);
   if (dims.size() > kMaxListedDims)
     throw UserError(fmt::format("{}() was given {} dims; tensors have at most {}", c.display,
                                 dims.size(), kMaxListedDims),
@@ -250,8 +249,8 @@ Operand expand(Call& c) {
   std::vector<int64_t> sizes =
       expect_int_list(c.rest, fmt::format("the sizes of {}()", c.display), c.loc);
   if (sizes.size() > kMaxListedDims)
-    throw UserError(fmt::format("{}() was given {} sizes; tensors have at most {} dims",
-                                c.display, sizes.size(), kMaxListedDims),
+    throw UserError(fmt::format("{}() was given {} sizes; tensors have at most {} dims", c.display,
+                                sizes.size(), kMaxListedDims),
                     c.loc);
   return c.result(c.g.expand(x, sizes, c.loc));
 }
@@ -272,7 +271,9 @@ Operand cast_to(Call& c) {
 }
 
 // .contiguous() / .clone() change the layout or the storage, never a value.
-Operand identity(Call& c) { return c.result(c.strict_tensor(0)); }
+Operand identity(Call& c) {
+  return c.result(c.strict_tensor(0));
+}
 
 const std::vector<Builtin>& builtins() {
   const Param input{"input"};
@@ -368,10 +369,10 @@ Operand invoke(Graph& g, const Builtin& b, std::string_view display, const Opera
       c.rest.push_back(std::move(a.value));
     } else {
       size_t n = positional_slots - receiver;
-      throw UserError(n == 0 ? fmt::format("{}() takes no arguments", display)
-                             : fmt::format("{}() takes at most {}", display,
-                                           plural(n, "positional argument")),
-                      a.value.loc);
+      throw UserError(
+          n == 0 ? fmt::format("{}() takes no arguments", display)
+                 : fmt::format("{}() takes at most {}", display, plural(n, "positional argument")),
+          a.value.loc);
     }
   }
   for (Argument& a : args) {
@@ -421,7 +422,9 @@ std::vector<std::string> function_names(std::string_view module_path) {
   return out;
 }
 
-bool is_method(std::string_view name) { return find(name, kMethod) != nullptr; }
+bool is_method(std::string_view name) {
+  return find(name, kMethod) != nullptr;
+}
 
 std::vector<std::string> method_names() {
   std::vector<std::string> out;
@@ -481,12 +484,13 @@ IndexItem slice_item(const std::optional<Operand>& start, const std::optional<Op
   IndexItem item;
   item.kind = IndexItem::Kind::Slice;
   item.loc = loc;
-  auto bound = [](const std::optional<Operand>& op, std::string_view what) -> std::optional<int64_t> {
+  auto bound = [](const std::optional<Operand>& op,
+                  std::string_view what) -> std::optional<int64_t> {
     if (!op || op->kind == Operand::Kind::None) return std::nullopt;
     if (op->kind != Operand::Kind::Int)
-      throw UserError(fmt::format("the {} of a slice must be an integer, found {}", what,
-                                  describe(*op)),
-                      op->loc);
+      throw UserError(
+          fmt::format("the {} of a slice must be an integer, found {}", what, describe(*op)),
+          op->loc);
     return op->int_value;
   };
   item.start = bound(start, "start");
@@ -501,8 +505,7 @@ IndexItem slice_item(const std::optional<Operand>& start, const std::optional<Op
 Operand apply_subscript(Graph& g, const Operand& base, const std::vector<IndexItem>& items,
                         SourceLoc span) {
   if (base.kind != Operand::Kind::Tensor)
-    throw UserError(fmt::format("only tensors can be indexed, found {}", describe(base)),
-                    base.loc);
+    throw UserError(fmt::format("only tensors can be indexed, found {}", describe(base)), base.loc);
   ValueId x = base.value;
   const int64_t rank = static_cast<int64_t>(g.node(x).shape.size());
   // Items that consume a dim of `x`; '...' stands for the dims they leave.
@@ -516,8 +519,7 @@ Operand apply_subscript(Graph& g, const Operand& base, const std::vector<IndexIt
       continue;
     }
     if (it.kind == IndexItem::Kind::Tensor) {
-      if (gather)
-        throw UserError("indexing with more than one tensor is not supported", it.loc);
+      if (gather) throw UserError("indexing with more than one tensor is not supported", it.loc);
       gather = &it;
     }
     if (++consuming > rank)
@@ -536,7 +538,8 @@ Operand apply_subscript(Graph& g, const Operand& base, const std::vector<IndexIt
         break;
       case IndexItem::Kind::Slice:
         // A bare ':' keeps the dim whole; no view node for it.
-        if (it.start || it.stop || it.step != 1) x = g.slice(x, d, it.start, it.stop, it.step, it.loc);
+        if (it.start || it.stop || it.step != 1)
+          x = g.slice(x, d, it.start, it.stop, it.step, it.loc);
         ++d;
         break;
       case IndexItem::Kind::Int:

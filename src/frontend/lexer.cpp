@@ -29,33 +29,39 @@ constexpr std::array<std::pair<std::string_view, TokenKind>, 9> kKeywords = {{
 // that `for i in ...` reports "'for' is not supported", not a confusing
 // syntax error further on.
 constexpr std::array<std::string_view, 26> kReservedKeywords = {
-    "and",   "assert", "async", "await",  "break",  "class",  "continue", "del",      "elif",
-    "else",  "except", "finally", "for",  "global", "if",     "is",       "lambda",   "nonlocal",
-    "not",   "or",     "pass",  "raise",  "try",    "while",  "with",     "yield"};
+    "and",  "assert", "async",   "await", "break",  "class", "continue", "del",    "elif",
+    "else", "except", "finally", "for",   "global", "if",    "is",       "lambda", "nonlocal",
+    "not",  "or",     "pass",    "raise", "try",    "while", "with",     "yield"};
 
 // Operators and punctuation, longest first so that a greedy scan finds "**"
 // before "*" and "..." before ".".
 constexpr std::array<std::pair<std::string_view, TokenKind>, 34> kPunctuation = {{
-    {"...", TokenKind::Ellipsis},   {"->", TokenKind::Arrow},       {"+=", TokenKind::PlusAssign},
-    {"-=", TokenKind::MinusAssign}, {"*=", TokenKind::StarAssign},  {"/=", TokenKind::SlashAssign},
-    {"@=", TokenKind::AtAssign},    {"==", TokenKind::EqEq},        {"!=", TokenKind::NotEq},
-    {"<=", TokenKind::LessEq},      {">=", TokenKind::GreaterEq},   {"**", TokenKind::StarStar},
-    {"//", TokenKind::SlashSlash},  {"(", TokenKind::LParen},       {")", TokenKind::RParen},
-    {"[", TokenKind::LBracket},     {"]", TokenKind::RBracket},     {",", TokenKind::Comma},
-    {":", TokenKind::Colon},        {";", TokenKind::Semicolon},    {".", TokenKind::Dot},
-    {"=", TokenKind::Assign},       {"<", TokenKind::Less},         {">", TokenKind::Greater},
-    {"+", TokenKind::Plus},         {"-", TokenKind::Minus},        {"*", TokenKind::Star},
-    {"/", TokenKind::Slash},        {"@", TokenKind::At},           {"~", TokenKind::Tilde},
-    {"%", TokenKind::Percent},      {"&", TokenKind::Amp},          {"|", TokenKind::Pipe},
+    {"...", TokenKind::Ellipsis},   {"->", TokenKind::Arrow},      {"+=", TokenKind::PlusAssign},
+    {"-=", TokenKind::MinusAssign}, {"*=", TokenKind::StarAssign}, {"/=", TokenKind::SlashAssign},
+    {"@=", TokenKind::AtAssign},    {"==", TokenKind::EqEq},       {"!=", TokenKind::NotEq},
+    {"<=", TokenKind::LessEq},      {">=", TokenKind::GreaterEq},  {"**", TokenKind::StarStar},
+    {"//", TokenKind::SlashSlash},  {"(", TokenKind::LParen},      {")", TokenKind::RParen},
+    {"[", TokenKind::LBracket},     {"]", TokenKind::RBracket},    {",", TokenKind::Comma},
+    {":", TokenKind::Colon},        {";", TokenKind::Semicolon},   {".", TokenKind::Dot},
+    {"=", TokenKind::Assign},       {"<", TokenKind::Less},        {">", TokenKind::Greater},
+    {"+", TokenKind::Plus},         {"-", TokenKind::Minus},       {"*", TokenKind::Star},
+    {"/", TokenKind::Slash},        {"@", TokenKind::At},          {"~", TokenKind::Tilde},
+    {"%", TokenKind::Percent},      {"&", TokenKind::Amp},         {"|", TokenKind::Pipe},
     {"^", TokenKind::Caret},
 }};
 
 bool is_ident_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
-bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_ident_char(char c) {
+  return is_ident_start(c) || is_digit(c);
+}
+bool is_continuation_byte(char c) {
+  return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+}
 
 // Code points in `s` (a UTF-8 continuation byte does not start a column).
 int count_columns(std::string_view s) {
@@ -295,9 +301,11 @@ class Lexer {
       fail(fmt::format("invalid number literal '{}'{}", text, why), loc);
     };
     std::string clean;
-    if (text.size() > 1 && text[0] == '0' && std::string_view("xXoObB").find(text[1]) != 
-        std::string_view::npos) {
-      int base = (text[1] == 'x' || text[1] == 'X') ? 16 : (text[1] == 'o' || text[1] == 'O') ? 8 : 2;
+    if (text.size() > 1 && text[0] == '0' &&
+        std::string_view("xXoObB").find(text[1]) != std::string_view::npos) {
+      int base = (text[1] == 'x' || text[1] == 'X')   ? 16
+                 : (text[1] == 'o' || text[1] == 'O') ? 8
+                                                      : 2;
       std::string_view digits = text.substr(2);
       if (!digits.empty() && digits[0] == '_') digits.remove_prefix(1);  // 0x_ff is legal Python
       if (digits.empty() || !strip_underscores(digits, base, clean)) bad("");
@@ -436,16 +444,15 @@ class Lexer {
       return;
     }
     unsigned char c = static_cast<unsigned char>(src_[pos_]);
-    if (c >= 0x80)
-      fail("non-ASCII character outside a comment or string", loc);
+    if (c >= 0x80) fail("non-ASCII character outside a comment or string", loc);
     if (c < 0x20 || c == 0x7f) fail(fmt::format("unexpected control character 0x{:02x}", c), loc);
     fail(fmt::format("unexpected character '{}'", static_cast<char>(c)), loc);
   }
 
   void track_bracket(TokenKind kind, SourceLoc loc) {
     if (kind == TokenKind::LParen || kind == TokenKind::LBracket) {
-      bool range = kind == TokenKind::LBracket && !tokens_.empty() &&
-                   tokens_.back().kind == TokenKind::KwIn;
+      bool range =
+          kind == TokenKind::LBracket && !tokens_.empty() && tokens_.back().kind == TokenKind::KwIn;
       brackets_.push_back({kind == TokenKind::LParen ? '(' : '[', loc, range});
       return;
     }
@@ -494,7 +501,9 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> tokenize(std::string_view source) { return Lexer(source).run(); }
+std::vector<Token> tokenize(std::string_view source) {
+  return Lexer(source).run();
+}
 
 std::string describe_token(const Token& token) {
   static constexpr std::string_view kSpellings[] = {

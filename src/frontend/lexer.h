@@ -20,62 +20,62 @@
 namespace tilefuse::frontend {
 
 // X(enumerator, spelling used in diagnostics)
-#define TILEFUSE_FOR_EACH_TOKEN(X)                                                 \
-  X(Name, "name")                                                                  \
-  X(Int, "integer")                                                                \
-  X(Float, "number")                                                               \
-  X(String, "string")                                                              \
-  X(Newline, "end of line")                                                        \
-  X(Indent, "indentation")                                                         \
-  X(Dedent, "end of the indented block")                                           \
-  X(End, "end of file")                                                            \
-  /* keywords the language uses */                                                 \
-  X(KwDef, "'def'")                                                                \
-  X(KwReturn, "'return'")                                                          \
-  X(KwImport, "'import'")                                                          \
-  X(KwFrom, "'from'")                                                              \
-  X(KwAs, "'as'")                                                                  \
-  X(KwIn, "'in'")                                                                  \
-  X(KwTrue, "'True'")                                                              \
-  X(KwFalse, "'False'")                                                            \
-  X(KwNone, "'None'")                                                              \
-  /* any other Python keyword: reserved, rejected with a clear message */          \
-  X(Keyword, "keyword")                                                            \
-  X(LParen, "'('")                                                                 \
-  X(RParen, "')'")                                                                 \
-  X(LBracket, "'['")                                                               \
-  X(RBracket, "']'")                                                               \
-  X(Comma, "','")                                                                  \
-  X(Colon, "':'")                                                                  \
-  X(Semicolon, "';'")                                                              \
-  X(Dot, "'.'")                                                                    \
-  X(Ellipsis, "'...'")                                                             \
-  X(Arrow, "'->'")                                                                 \
-  X(Assign, "'='")                                                                 \
-  X(PlusAssign, "'+='")                                                            \
-  X(MinusAssign, "'-='")                                                           \
-  X(StarAssign, "'*='")                                                            \
-  X(SlashAssign, "'/='")                                                           \
-  X(AtAssign, "'@='")                                                              \
-  X(EqEq, "'=='")                                                                  \
-  X(NotEq, "'!='")                                                                 \
-  X(Less, "'<'")                                                                   \
-  X(LessEq, "'<='")                                                                \
-  X(Greater, "'>'")                                                                \
-  X(GreaterEq, "'>='")                                                             \
-  X(Plus, "'+'")                                                                   \
-  X(Minus, "'-'")                                                                  \
-  X(Star, "'*'")                                                                   \
-  X(Slash, "'/'")                                                                  \
-  X(At, "'@'")                                                                     \
-  X(Tilde, "'~'")                                                                  \
-  /* Python operators the language does not support (a clear error, not a bad     \
-     character) */                                                                 \
-  X(StarStar, "'**'")                                                              \
-  X(SlashSlash, "'//'")                                                            \
-  X(Percent, "'%'")                                                                \
-  X(Amp, "'&'")                                                                    \
-  X(Pipe, "'|'")                                                                   \
+#define TILEFUSE_FOR_EACH_TOKEN(X)                                            \
+  X(Name, "name")                                                             \
+  X(Int, "integer")                                                           \
+  X(Float, "number")                                                          \
+  X(String, "string")                                                         \
+  X(Newline, "end of line")                                                   \
+  X(Indent, "indentation")                                                    \
+  X(Dedent, "end of the indented block")                                      \
+  X(End, "end of file")                                                       \
+  /* keywords the language uses */                                            \
+  X(KwDef, "'def'")                                                           \
+  X(KwReturn, "'return'")                                                     \
+  X(KwImport, "'import'")                                                     \
+  X(KwFrom, "'from'")                                                         \
+  X(KwAs, "'as'")                                                             \
+  X(KwIn, "'in'")                                                             \
+  X(KwTrue, "'True'")                                                         \
+  X(KwFalse, "'False'")                                                       \
+  X(KwNone, "'None'")                                                         \
+  /* any other Python keyword: reserved, rejected with a clear message */     \
+  X(Keyword, "keyword")                                                       \
+  X(LParen, "'('")                                                            \
+  X(RParen, "')'")                                                            \
+  X(LBracket, "'['")                                                          \
+  X(RBracket, "']'")                                                          \
+  X(Comma, "','")                                                             \
+  X(Colon, "':'")                                                             \
+  X(Semicolon, "';'")                                                         \
+  X(Dot, "'.'")                                                               \
+  X(Ellipsis, "'...'")                                                        \
+  X(Arrow, "'->'")                                                            \
+  X(Assign, "'='")                                                            \
+  X(PlusAssign, "'+='")                                                       \
+  X(MinusAssign, "'-='")                                                      \
+  X(StarAssign, "'*='")                                                       \
+  X(SlashAssign, "'/='")                                                      \
+  X(AtAssign, "'@='")                                                         \
+  X(EqEq, "'=='")                                                             \
+  X(NotEq, "'!='")                                                            \
+  X(Less, "'<'")                                                              \
+  X(LessEq, "'<='")                                                           \
+  X(Greater, "'>'")                                                           \
+  X(GreaterEq, "'>='")                                                        \
+  X(Plus, "'+'")                                                              \
+  X(Minus, "'-'")                                                             \
+  X(Star, "'*'")                                                              \
+  X(Slash, "'/'")                                                             \
+  X(At, "'@'")                                                                \
+  X(Tilde, "'~'")                                                             \
+  /* Python operators the language does not support (a clear error, not a bad \
+     character) */                                                            \
+  X(StarStar, "'**'")                                                         \
+  X(SlashSlash, "'//'")                                                       \
+  X(Percent, "'%'")                                                           \
+  X(Amp, "'&'")                                                               \
+  X(Pipe, "'|'")                                                              \
   X(Caret, "'^'")
 
 enum class TokenKind : uint8_t {
@@ -88,7 +88,7 @@ struct Token {
   TokenKind kind = TokenKind::End;
   std::string_view text;  // the exact source text (empty for NEWLINE/INDENT/DEDENT/End)
   SourceLoc loc;
-  int64_t int_value = 0;  // Int
+  int64_t int_value = 0;   // Int
   double float_value = 0;  // Float
 };
 

@@ -125,9 +125,9 @@ ValueId to_tensor(Graph& g, const Operand& op, std::string_view what) {
     case Operand::Kind::Bool:
       return g.scalar(static_cast<double>(op.int_value), DType::Bool, op.loc);
     default:
-      throw UserError(fmt::format("expected a tensor or a number for {}, found {}", what,
-                                  describe(op)),
-                      op.loc);
+      throw UserError(
+          fmt::format("expected a tensor or a number for {}, found {}", what, describe(op)),
+          op.loc);
   }
 }
 
@@ -153,9 +153,9 @@ double expect_number(const Operand& op, std::string_view what) {
 
 DType expect_dtype(const Operand& op, std::string_view what) {
   if (op.kind != Operand::Kind::DType)
-    throw UserError(
-        fmt::format("expected a dtype (such as torch.float16) for {}, found {}", what, describe(op)),
-        op.loc);
+    throw UserError(fmt::format("expected a dtype (such as torch.float16) for {}, found {}", what,
+                                describe(op)),
+                    op.loc);
   return op.dtype;
 }
 

@@ -58,7 +58,9 @@ struct Operand {
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
   // Int and Bool are both Python ints (True + 1 == 2).
   bool is_integer_like() const { return kind == Kind::Int || kind == Kind::Bool; }
-  double number() const { return kind == Kind::Float ? float_value : static_cast<double>(int_value); }
+  double number() const {
+    return kind == Kind::Float ? float_value : static_cast<double>(int_value);
+  }
 };
 
 // For diagnostics: "a tensor", "the integer 3", "the dtype f16", "module 'torch'".

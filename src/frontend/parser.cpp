@@ -22,10 +22,10 @@ constexpr size_t kMaxRank = 64;
 // Every dtype spelling parse_dtype accepts, for "did you mean" suggestions.
 std::vector<std::string> dtype_spellings() {
   static const char* const kNames[] = {
-      "bool",    "u8",      "i8",       "i32",     "i64",     "f8e4m3",        "f8e5m2",
-      "f16",     "bf16",    "f32",      "f64",     "float16", "half",          "bfloat16",
-      "float",   "float32", "double",   "float64", "int8",    "uint8",         "int",
-      "int32",   "long",    "int64",    "float8_e4m3fn", "float8_e5m2"};
+      "bool",  "u8",      "i8",     "i32",           "i64",        "f8e4m3", "f8e5m2",
+      "f16",   "bf16",    "f32",    "f64",           "float16",    "half",   "bfloat16",
+      "float", "float32", "double", "float64",       "int8",       "uint8",  "int",
+      "int32", "long",    "int64",  "float8_e4m3fn", "float8_e5m2"};
   std::vector<std::string> out;
   for (const char* n : kNames) {
     for (std::string s : {std::string(n), "torch." + std::string(n)})
@@ -37,9 +37,9 @@ std::vector<std::string> dtype_spellings() {
 // Whether an unknown `torch.NAME` was meant as a dtype ("torch.float17"), so
 // the error can say "unknown dtype" rather than "unknown attribute".
 bool looks_like_dtype(std::string_view name) {
-  for (std::string_view p : {"float", "int", "uint", "bfloat", "half", "double", "long", "short",
-                             "bool", "complex", "cfloat", "cdouble", "qint", "quint", "byte",
-                             "char"})
+  for (std::string_view p :
+       {"float", "int", "uint", "bfloat", "half", "double", "long", "short", "bool", "complex",
+        "cfloat", "cdouble", "qint", "quint", "byte", "char"})
     if (name.starts_with(p)) return true;
   return false;
 }
@@ -93,7 +93,9 @@ BinaryOp binary_op_of(TokenKind k) {
   return BinaryOp::Add;
 }
 
-bool is_matmul_token(TokenKind k) { return k == TokenKind::At || k == TokenKind::AtAssign; }
+bool is_matmul_token(TokenKind k) {
+  return k == TokenKind::At || k == TokenKind::AtAssign;
+}
 
 // The operator as the user wrote it, without the '=' of an augmented assignment.
 std::string operator_text(const Token& t) {
@@ -113,12 +115,18 @@ Operand fold(const Token& op, const Operand& a, const Operand& b) {
     // Compare exactly when both are ints (doubles lose precision past 2^53).
     auto cmp = [&](auto x, auto y) {
       switch (k) {
-        case TokenKind::EqEq: return x == y;
-        case TokenKind::NotEq: return x != y;
-        case TokenKind::Less: return x < y;
-        case TokenKind::LessEq: return x <= y;
-        case TokenKind::Greater: return x > y;
-        default: return x >= y;
+        case TokenKind::EqEq:
+          return x == y;
+        case TokenKind::NotEq:
+          return x != y;
+        case TokenKind::Less:
+          return x < y;
+        case TokenKind::LessEq:
+          return x <= y;
+        case TokenKind::Greater:
+          return x > y;
+        default:
+          return x >= y;
       }
     };
     r = ints ? cmp(a.int_value, b.int_value) : cmp(a.number(), b.number());
@@ -211,8 +219,8 @@ class Parser {
     NestingGuard(Parser& p) : p_(p) {
       if (++p_.depth_ > kMaxNesting) {
         --p_.depth_;
-        fail(p_.peek(), fmt::format("expression is nested too deeply (more than {} levels)",
-                                    kMaxNesting));
+        fail(p_.peek(),
+             fmt::format("expression is nested too deeply (more than {} levels)", kMaxNesting));
       }
     }
     ~NestingGuard() { --p_.depth_; }
@@ -236,8 +244,8 @@ class Parser {
         while (!at(TokenKind::Newline) && !at(TokenKind::End)) next();
         expect(TokenKind::Newline, "end of line after the decorator");
         if (!at(TokenKind::KwDef) && !at(TokenKind::At))
-          fail(peek(), fmt::format("expected 'def' after the decorator, found {}",
-                                   describe_token(peek())));
+          fail(peek(),
+               fmt::format("expected 'def' after the decorator, found {}", describe_token(peek())));
       } else if (at(TokenKind::String) && is_line_end(peek(1).kind)) {
         skip_string_statement();
       } else {
@@ -346,10 +354,11 @@ class Parser {
     std::optional<DType> dtype = parse_dtype(dtype_text);
     if (!dtype) {
       if (dtype_text == "torch.Tensor" || dtype_text == "Tensor")
-        throw UserError(fmt::format("parameter '{}' needs a dtype and a shape such as f16[128, 64], "
-                                    "not {}",
-                                    pname, dtype_text),
-                        dtype_loc);
+        throw UserError(
+            fmt::format("parameter '{}' needs a dtype and a shape such as f16[128, 64], "
+                        "not {}",
+                        pname, dtype_text),
+            dtype_loc);
       throw UserError(fmt::format("unknown dtype '{}'{}", dtype_text,
                                   did_you_mean(dtype_text, dtype_spellings())),
                       dtype_loc);
@@ -382,8 +391,7 @@ class Parser {
       // elsewhere the product of the non-zero dims must fit in int64.
       if (dim.int_value != 0 &&
           __builtin_mul_overflow(nonzero_product, dim.int_value, &nonzero_product))
-        throw UserError("the shape has too many elements (the product of its dims overflows)",
-                        loc);
+        throw UserError("the shape has too many elements (the product of its dims overflows)", loc);
       shape.push_back(dim.int_value);
       if (!accept(TokenKind::Comma)) break;
     }
@@ -411,10 +419,17 @@ class Parser {
     // The values drawn must be representable in the parameter's dtype.
     int64_t min = std::numeric_limits<int64_t>::min(), max = std::numeric_limits<int64_t>::max();
     switch (dtype) {
-      case DType::U8: min = 0, max = 256; break;
-      case DType::I8: min = -128, max = 128; break;
-      case DType::I32: min = -(int64_t{1} << 31), max = int64_t{1} << 31; break;
-      default: break;
+      case DType::U8:
+        min = 0, max = 256;
+        break;
+      case DType::I8:
+        min = -128, max = 128;
+        break;
+      case DType::I32:
+        min = -(int64_t{1} << 31), max = int64_t{1} << 31;
+        break;
+      default:
+        break;
     }
     if (lo < min || hi > max)
       throw UserError(fmt::format("the range [{}, {}) does not fit in {} ([{}, {}))", lo, hi,
@@ -426,8 +441,8 @@ class Parser {
   int64_t parse_signed_int(std::string_view what) {
     bool negative = accept(TokenKind::Minus);
     if (!at(TokenKind::Int))
-      fail(peek(), fmt::format("expected an integer for {}, found {}", what,
-                               describe_token(peek())));
+      fail(peek(),
+           fmt::format("expected an integer for {}, found {}", what, describe_token(peek())));
     int64_t v = next().int_value;
     return negative ? -v : v;
   }
@@ -440,8 +455,8 @@ class Parser {
       parse_simple_line();
     } else {
       if (!at(TokenKind::Indent))
-        fail(peek(), fmt::format("expected an indented block after 'def {}(...):', found {}",
-                                 name_, describe_token(peek())));
+        fail(peek(), fmt::format("expected an indented block after 'def {}(...):', found {}", name_,
+                                 describe_token(peek())));
       next();
       while (!at(TokenKind::Dedent) && !at(TokenKind::End)) {
         if (at(TokenKind::Indent)) fail(peek(), "unexpected indentation");
@@ -466,8 +481,7 @@ class Parser {
   }
 
   void end_line() {
-    if (at(TokenKind::Assign))
-      fail(peek(), "chained assignment ('a = b = ...') is not supported");
+    if (at(TokenKind::Assign)) fail(peek(), "chained assignment ('a = b = ...') is not supported");
     if (at(TokenKind::End)) return;
     expect(TokenKind::Newline, "end of line after the statement");
   }
@@ -778,7 +792,8 @@ class Parser {
         if (call) {
           if (!is_method(attr)) {
             std::vector<std::string> names = method_names();
-            fail(name, fmt::format("unknown tensor method '{}'{}", attr, did_you_mean(attr, names)));
+            fail(name,
+                 fmt::format("unknown tensor method '{}'{}", attr, did_you_mean(attr, names)));
           }
           std::vector<Argument> args = parse_arguments();
           return call_method(g_, base, attr, std::move(args), name.loc, span(base.loc, last_loc()));

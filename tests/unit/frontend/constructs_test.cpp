@@ -14,7 +14,9 @@ Program expr(const std::string& params, const std::string& e) {
   return parse("def f(" + params + "):\n    return " + e + "\n");
 }
 
-const Node& input(const Program& p, const Node& n, size_t i) { return p.graph.node(n.inputs.at(i)); }
+const Node& input(const Program& p, const Node& n, size_t i) {
+  return p.graph.node(n.inputs.at(i));
+}
 
 // --- operators ---------------------------------------------------------------
 
@@ -242,10 +244,10 @@ TEST(Indexing, IndexSelectForms) {
 // --- views ---------------------------------------------------------------------
 
 TEST(Views, Transposes) {
-  for (const char* e : {"x.T", "x.t()", "x.mT", "x.transpose(0, 1)", "x.transpose(-1, -2)",
-                        "torch.transpose(x, 0, 1)", "torch.t(x)", "x.permute(1, 0)",
-                        "x.permute((1, 0))", "x.permute([1, 0])", "torch.permute(x, (1, 0))",
-                        "x.swapaxes(0, 1)"}) {
+  for (const char* e :
+       {"x.T", "x.t()", "x.mT", "x.transpose(0, 1)", "x.transpose(-1, -2)",
+        "torch.transpose(x, 0, 1)", "torch.t(x)", "x.permute(1, 0)", "x.permute((1, 0))",
+        "x.permute([1, 0])", "torch.permute(x, (1, 0))", "x.swapaxes(0, 1)"}) {
     Program p = expr("x: f32[3, 5]", e);
     EXPECT_EQ(output(p).kind, OpKind::Permute) << e;
     EXPECT_EQ(output(p).perm, (std::vector<int64_t>{1, 0})) << e;
@@ -280,13 +282,20 @@ TEST(Views, ContiguousAndCloneAreIdentities) {
 
 TEST(Casts, ToAndShorthands) {
   const std::pair<const char*, DType> cases[] = {
-      {"x.to(torch.float16)", DType::F16},   {"x.to(torch.half)", DType::F16},
-      {"x.to(dtype=torch.bfloat16)", DType::BF16}, {"x.to(f64)", DType::F64},
-      {"x.to(torch.int32)", DType::I32},     {"x.to(torch.float8_e4m3fn)", DType::F8E4M3},
-      {"x.float()", DType::F32},             {"x.half()", DType::F16},
-      {"x.bfloat16()", DType::BF16},         {"x.double()", DType::F64},
-      {"x.int()", DType::I32},               {"x.long()", DType::I64},
-      {"x.bool()", DType::Bool},             {"x.byte()", DType::U8},
+      {"x.to(torch.float16)", DType::F16},
+      {"x.to(torch.half)", DType::F16},
+      {"x.to(dtype=torch.bfloat16)", DType::BF16},
+      {"x.to(f64)", DType::F64},
+      {"x.to(torch.int32)", DType::I32},
+      {"x.to(torch.float8_e4m3fn)", DType::F8E4M3},
+      {"x.float()", DType::F32},
+      {"x.half()", DType::F16},
+      {"x.bfloat16()", DType::BF16},
+      {"x.double()", DType::F64},
+      {"x.int()", DType::I32},
+      {"x.long()", DType::I64},
+      {"x.bool()", DType::Bool},
+      {"x.byte()", DType::U8},
       {"x.char()", DType::I8},
   };
   for (const auto& [e, dt] : cases) {
@@ -313,9 +322,9 @@ TEST(Casts, ToAndShorthands) {
 
 TEST(Functions, UnaryInEveryForm) {
   const std::pair<const char*, UnaryOp> ops[] = {
-      {"relu", UnaryOp::Relu}, {"gelu", UnaryOp::Gelu}, {"silu", UnaryOp::Silu},
+      {"relu", UnaryOp::Relu},       {"gelu", UnaryOp::Gelu}, {"silu", UnaryOp::Silu},
       {"sigmoid", UnaryOp::Sigmoid}, {"tanh", UnaryOp::Tanh}, {"exp", UnaryOp::Exp},
-      {"log", UnaryOp::Log}, {"sqrt", UnaryOp::Sqrt}, {"abs", UnaryOp::Abs},
+      {"log", UnaryOp::Log},         {"sqrt", UnaryOp::Sqrt}, {"abs", UnaryOp::Abs},
       {"neg", UnaryOp::Neg}};
   for (const auto& [name, op] : ops) {
     std::string n(name);
@@ -369,13 +378,14 @@ TEST(Functions, ClampForms) {
     const char* e;
     std::optional<double> min, max;
   };
-  const Case cases[] = {
-      {"x.clamp(min=0)", 0.0, std::nullopt},       {"x.clamp(max=6.5)", std::nullopt, 6.5},
-      {"x.clamp(0, 6)", 0.0, 6.0},                 {"x.clamp(-1, max=1)", -1.0, 1.0},
-      {"torch.clamp(x, min=-2.5)", -2.5, std::nullopt},
-      {"torch.clamp(x, None, 3)", std::nullopt, 3.0},
-      {"torch.clip(x, 1, 2)", 1.0, 2.0},
-      {"x.clamp(min=None, max=1)", std::nullopt, 1.0}};
+  const Case cases[] = {{"x.clamp(min=0)", 0.0, std::nullopt},
+                        {"x.clamp(max=6.5)", std::nullopt, 6.5},
+                        {"x.clamp(0, 6)", 0.0, 6.0},
+                        {"x.clamp(-1, max=1)", -1.0, 1.0},
+                        {"torch.clamp(x, min=-2.5)", -2.5, std::nullopt},
+                        {"torch.clamp(x, None, 3)", std::nullopt, 3.0},
+                        {"torch.clip(x, 1, 2)", 1.0, 2.0},
+                        {"x.clamp(min=None, max=1)", std::nullopt, 1.0}};
   for (const Case& c : cases) {
     Program p = expr("x: f32[4]", c.e);
     ASSERT_EQ(output(p).kind, OpKind::Clamp) << c.e;
@@ -396,8 +406,8 @@ TEST(Functions, Where) {
 // --- matrix products -------------------------------------------------------------
 
 TEST(Matmul, Forms) {
-  for (const char* e : {"a @ b", "a.mm(b)", "a.matmul(b)", "torch.mm(a, b)",
-                        "torch.matmul(a, b)", "torch.mm(input=a, mat2=b)"}) {
+  for (const char* e : {"a @ b", "a.mm(b)", "a.matmul(b)", "torch.mm(a, b)", "torch.matmul(a, b)",
+                        "torch.mm(input=a, mat2=b)"}) {
     Program p = expr("a: f16[8, 4], b: f16[4, 5]", e);
     EXPECT_EQ(output(p).kind, OpKind::Matmul) << e;
     EXPECT_EQ(output(p).shape, shape({8, 5})) << e;

@@ -56,8 +56,7 @@ const BadProgram kBadPrograms[] = {
     {"bad_hex_literal", ret(X, "x * 0xZ"), 2, 16, "invalid number literal '0xZ'"},
     {"unterminated_string", ret(X, "x + 'abc"), 2, 16, "unterminated string literal"},
     {"unclosed_paren", "def f(x: f32[4]):\n    return (x + 1\n", 2, 12, "'(' is never closed"},
-    {"unclosed_parameter_list", "def f(x: f32[4]:\n    return x\n", 1, 6,
-     "'(' is never closed"},
+    {"unclosed_parameter_list", "def f(x: f32[4]:\n    return x\n", 1, 6, "'(' is never closed"},
     {"unmatched_close", ret(X, "x)"), 2, 13, "unmatched ')'"},
     {"mismatched_close", ret(X, "(x]"), 2, 14,
      "closing ']' does not match the '(' opened at line 2, column 12"},
@@ -155,7 +154,8 @@ const BadProgram kBadPrograms[] = {
      "expected '=' after 'print'"},
     {"chained_assignment", "def f(x: f32[2]):\n    y = x = x\n    return y\n", 2, 11,
      "chained assignment"},
-    {"ellipsis_outside_subscript", ret(X, "..."), 2, 12, "'...' is only allowed inside a subscript"},
+    {"ellipsis_outside_subscript", ret(X, "..."), 2, 12,
+     "'...' is only allowed inside a subscript"},
     {"missing_comma_in_call", ret(X, "torch.relu(x x)"), 2, 25,
      "expected ',' or ')' in the argument list, found name 'x'"},
     {"positional_after_keyword", ret(X, "x.clamp(min=0, 1)"), 2, 27,
@@ -172,8 +172,8 @@ const BadProgram kBadPrograms[] = {
     {"unknown_name_with_suggestion", "def f(weight: f32[4]):\n    return weigth\n", 2, 12,
      "unknown name 'weigth'; did you mean 'weight'?"},
     {"unknown_name", ret(X, "zzz"), 2, 12, "unknown name 'zzz'"},
-    {"use_before_assignment", "def f(x: f32[4]):\n    y = h + x\n    h = x\n    return y\n", 2,
-     9, "unknown name 'h'"},
+    {"use_before_assignment", "def f(x: f32[4]):\n    y = h + x\n    h = x\n    return y\n", 2, 9,
+     "unknown name 'h'"},
     {"unknown_method", ret(X, "x.rellu()"), 2, 14,
      "unknown tensor method 'rellu'; did you mean 'relu'?"},
     {"unknown_attribute", ret(X, "x.shape"), 2, 14, "unknown tensor attribute 'shape'"},
@@ -194,8 +194,7 @@ const BadProgram kBadPrograms[] = {
     {"method_takes_no_arguments", ret(X, "x.exp(1)"), 2, 18, "exp() takes no arguments"},
     {"too_many_arguments", ret(X, "torch.mm(x, x, x)"), 2, 27,
      "torch.mm() takes at most 2 positional arguments"},
-    {"missing_argument", ret(X, "torch.mm(x)"), 2, 12,
-     "torch.mm() is missing its argument 'mat2'"},
+    {"missing_argument", ret(X, "torch.mm(x)"), 2, 12, "torch.mm() is missing its argument 'mat2'"},
     {"missing_transpose_dim", ret(X, "torch.transpose(x, 0)"), 2, 12,
      "is missing its argument 'dim1'"},
     {"unknown_keyword", ret(X, "x.clamp(mn=0)"), 2, 20,
@@ -219,8 +218,8 @@ const BadProgram kBadPrograms[] = {
     {"module_operand", ret(X, "x + torch"), 2, 16, "found module 'torch'"},
 
     // --- shapes (messages from the Graph builder) ----------------------------------
-    {"matmul_k_mismatch", "def f(x: f16[300, 1001], y: f16[1000, 129]):\n    return x @ y\n", 2,
-     14, "[300, 1001]", "[1000, 129]"},
+    {"matmul_k_mismatch", "def f(x: f16[300, 1001], y: f16[1000, 129]):\n    return x @ y\n", 2, 14,
+     "[300, 1001]", "[1000, 129]"},
     {"broadcast_mismatch", "def f(a: f32[3, 4], b: f32[5]):\n    return a + b\n", 2, 14, "[3, 4]",
      "[5]"},
     {"mm_of_3d", "def f(a: f32[2, 3, 4], b: f32[4, 5]):\n    return torch.mm(a, b)\n", 2, 12,
@@ -229,8 +228,9 @@ const BadProgram kBadPrograms[] = {
      "[3, 4]"},
     {"bmm_batch_mismatch", "def f(a: f32[4, 3, 2], b: f32[3, 2, 5]):\n    return torch.bmm(a, b)\n",
      2, 12, "batch sizes differ", "[4, 3, 2]"},
-    {"addmm_k_mismatch", "def f(b: f32[5], x: f32[4, 3], y: f32[2, 5]):\n    return torch.addmm(b, x, y)\n",
-     2, 12, "[4, 3]", "[2, 5]"},
+    {"addmm_k_mismatch",
+     "def f(b: f32[5], x: f32[4, 3], y: f32[2, 5]):\n    return torch.addmm(b, x, y)\n", 2, 12,
+     "[4, 3]", "[2, 5]"},
     {"too_many_indices", "def f(x: f32[4]):\n    return x[0, 1]\n", 2, 17, "too many indices"},
     {"select_out_of_bounds", "def f(x: f32[4]):\n    return x[10]\n", 2, 14, "out of bounds"},
     {"transpose_dim_out_of_range", ret(X, "x.transpose(0, 5)"), 2, 14, "out of range"},
@@ -249,8 +249,8 @@ const BadProgram kBadPrograms[] = {
     {"empty_subscript", ret(X, "x[]"), 2, 14, "empty subscript"},
     {"float_constant_index", ret(X, "x[1.5]"), 2, 14, "an index must be an integer"},
     {"index_a_number", ret(X, "(1)[0]"), 2, 12, "only tensors can be indexed"},
-    {"linear_3d_weight", "def f(x: f32[2, 4], w: f32[1, 5, 4]):\n    return F.linear(x, w)\n", 2, 24,
-     "1-D or 2-D weight"},
+    {"linear_3d_weight", "def f(x: f32[2, 4], w: f32[1, 5, 4]):\n    return F.linear(x, w)\n", 2,
+     24, "1-D or 2-D weight"},
 
     // --- dtypes ----------------------------------------------------------------------
     {"matmul_dtype_mismatch", "def f(a: f16[4, 4], b: f32[4, 4]):\n    return a @ b\n", 2, 14,
@@ -274,7 +274,8 @@ const BadProgram kBadPrograms[] = {
     {"gelu_of_integers", "def f(i: i32[4]):\n    return F.gelu(i)\n", 2, 12, "i32"},
     {"nested_tuple", ret(X, "x.permute((0, (1,)))"), 2, 26, "nested tuples and lists"},
     {"bare_dtype_spelling_is_not_a_name", ret(X, "x.to(half)"), 2, 17, "unknown name 'half'"},
-    {"return_a_number", ret(X, "1"), 2, 12, "a returned value must be a tensor, found the integer 1"},
+    {"return_a_number", ret(X, "1"), 2, 12,
+     "a returned value must be a tensor, found the integer 1"},
     {"return_a_dtype", ret(X, "torch.float16"), 2, 12, "found the dtype f16"},
     {"matmul_with_number", ret(X, "x @ 2"), 2, 16,
      "expected a tensor for the right operand of '@', found the integer 2"},
@@ -346,11 +347,10 @@ TEST(FormatDiagnostic, TildesCoverTheTokenLength) {
   std::string src = "def f(x: f32[4]):\n    return torch.relux(x)\n";
   UserError e = error_of(src);
   EXPECT_EQ(e.loc().length, 5);
-  EXPECT_EQ(format_diagnostic("p.tfs", src, e),
-            std::string("p.tfs:2:18: error: ") + e.what() +
-                "\n"
-                "      return torch.relux(x)\n" +
-                std::string(19, ' ') + "^~~~~\n");
+  EXPECT_EQ(format_diagnostic("p.tfs", src, e), std::string("p.tfs:2:18: error: ") + e.what() +
+                                                    "\n"
+                                                    "      return torch.relux(x)\n" +
+                                                    std::string(19, ' ') + "^~~~~\n");
 }
 
 TEST(FormatDiagnostic, TabsAreCopiedSoTheCaretLinesUp) {
@@ -374,11 +374,10 @@ TEST(FormatDiagnostic, Utf8CountsAsOneColumn) {
 TEST(FormatDiagnostic, CrlfSourceLinesHaveNoCarriageReturn) {
   std::string src = "def f(x: f32[4]):\r\n    return y\r\n";
   UserError e = error_of(src);
-  EXPECT_EQ(format_diagnostic("c.tfs", src, e),
-            std::string("c.tfs:2:12: error: ") + e.what() +
-                "\n"
-                "      return y\n" +
-                std::string(13, ' ') + "^\n");
+  EXPECT_EQ(format_diagnostic("c.tfs", src, e), std::string("c.tfs:2:12: error: ") + e.what() +
+                                                    "\n"
+                                                    "      return y\n" +
+                                                    std::string(13, ' ') + "^\n");
 }
 
 TEST(FormatDiagnostic, ErrorAtEndOfFileIsOnTheLastLine) {
@@ -396,8 +395,8 @@ TEST(FormatDiagnostic, WithoutLocation) {
 
 TEST(FormatDiagnostic, OutOfRangeLocationsDoNotCrash) {
   std::string src = "def f():\n";
-  for (SourceLoc loc : {SourceLoc{1, 1000, 5}, SourceLoc{99, 3, 2}, SourceLoc{2, 1, 1000},
-                        SourceLoc{1, 1, 0}}) {
+  for (SourceLoc loc :
+       {SourceLoc{1, 1000, 5}, SourceLoc{99, 3, 2}, SourceLoc{2, 1, 1000}, SourceLoc{1, 1, 0}}) {
     std::string rendered = format_diagnostic("x.tfs", src, UserError("boom", loc));
     EXPECT_NE(rendered.find("^"), std::string::npos);
   }

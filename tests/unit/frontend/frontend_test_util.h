@@ -11,7 +11,9 @@
 
 namespace tilefuse::testing {
 
-inline Program parse(std::string_view source) { return parse_program(source, "test.tfs"); }
+inline Program parse(std::string_view source) {
+  return parse_program(source, "test.tfs");
+}
 
 inline const Node& output(const Program& p, size_t i = 0) {
   return p.graph.node(p.graph.outputs().at(i));
@@ -25,6 +27,8 @@ inline std::vector<const Node*> nodes_of(const Program& p, OpKind kind) {
   return out;
 }
 
-inline Shape shape(std::initializer_list<int64_t> dims) { return Shape(dims); }
+inline Shape shape(std::initializer_list<int64_t> dims) {
+  return Shape(dims);
+}
 
 }  // namespace tilefuse::testing

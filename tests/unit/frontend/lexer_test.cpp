@@ -18,35 +18,34 @@ std::vector<K> kinds(std::string_view src) {
 TEST(Lexer, IndentAndDedent) {
   EXPECT_EQ(kinds("def f():\n    a\n    b\nc\n"),
             (std::vector<K>{K::KwDef, K::Name, K::LParen, K::RParen, K::Colon, K::Newline,
-                            K::Indent, K::Name, K::Newline, K::Name, K::Newline, K::Dedent,
-                            K::Name, K::Newline, K::End}));
+                            K::Indent, K::Name, K::Newline, K::Name, K::Newline, K::Dedent, K::Name,
+                            K::Newline, K::End}));
   // Two levels closed by one line; DEDENTs at end of input.
   EXPECT_EQ(kinds("a\n  b\n    c\nd\n  e"),
-            (std::vector<K>{K::Name, K::Newline, K::Indent, K::Name, K::Newline, K::Indent,
-                            K::Name, K::Newline, K::Dedent, K::Dedent, K::Name, K::Newline,
-                            K::Indent, K::Name, K::Newline, K::Dedent, K::End}));
+            (std::vector<K>{K::Name, K::Newline, K::Indent, K::Name, K::Newline, K::Indent, K::Name,
+                            K::Newline, K::Dedent, K::Dedent, K::Name, K::Newline, K::Indent,
+                            K::Name, K::Newline, K::Dedent, K::End}));
 }
 
 TEST(Lexer, BlankAndCommentLinesDoNotCount) {
-  EXPECT_EQ(kinds("a\n\n   # comment at another indent\n\t\n  b  # trailing\n"),
-            (std::vector<K>{K::Name, K::Newline, K::Indent, K::Name, K::Newline, K::Dedent,
-                            K::End}));
+  EXPECT_EQ(
+      kinds("a\n\n   # comment at another indent\n\t\n  b  # trailing\n"),
+      (std::vector<K>{K::Name, K::Newline, K::Indent, K::Name, K::Newline, K::Dedent, K::End}));
 }
 
 TEST(Lexer, BracketsJoinLines) {
   EXPECT_EQ(kinds("a = (b,\n        c)\n  \nd = [1,\n2]\n"),
             (std::vector<K>{K::Name, K::Assign, K::LParen, K::Name, K::Comma, K::Name, K::RParen,
-                            K::Newline, K::Name, K::Assign, K::LBracket, K::Int, K::Comma,
-                            K::Int, K::RBracket, K::Newline, K::End}));
+                            K::Newline, K::Name, K::Assign, K::LBracket, K::Int, K::Comma, K::Int,
+                            K::RBracket, K::Newline, K::End}));
   // A backslash joins too, and the next line's indentation means nothing.
   EXPECT_EQ(kinds("a = b + \\\n          c\n"),
             (std::vector<K>{K::Name, K::Assign, K::Name, K::Plus, K::Name, K::Newline, K::End}));
 }
 
 TEST(Lexer, RangeBracketClosesWithParen) {
-  EXPECT_EQ(kinds("i in [0, 4)"),
-            (std::vector<K>{K::Name, K::KwIn, K::LBracket, K::Int, K::Comma, K::Int, K::RParen,
-                            K::Newline, K::End}));
+  EXPECT_EQ(kinds("i in [0, 4)"), (std::vector<K>{K::Name, K::KwIn, K::LBracket, K::Int, K::Comma,
+                                                  K::Int, K::RParen, K::Newline, K::End}));
   EXPECT_THROW(tokenize("x[0, 4)"), UserError);
 }
 
@@ -76,16 +75,16 @@ TEST(Lexer, Numbers) {
 TEST(Lexer, OperatorsLongestMatch) {
   EXPECT_EQ(kinds("a**b//c->d...e<=f>=g==h!=i+=j@=k"),
             (std::vector<K>{K::Name, K::StarStar, K::Name, K::SlashSlash, K::Name, K::Arrow,
-                            K::Name, K::Ellipsis, K::Name, K::LessEq, K::Name, K::GreaterEq,
-                            K::Name, K::EqEq, K::Name, K::NotEq, K::Name, K::PlusAssign, K::Name,
-                            K::AtAssign, K::Name, K::Newline, K::End}));
+                            K::Name, K::Ellipsis, K::Name, K::LessEq,     K::Name, K::GreaterEq,
+                            K::Name, K::EqEq,     K::Name, K::NotEq,      K::Name, K::PlusAssign,
+                            K::Name, K::AtAssign, K::Name, K::Newline,    K::End}));
 }
 
 TEST(Lexer, KeywordsAndReservedWords) {
-  EXPECT_EQ(kinds("def return import from as in True False None if lambda xif"),
-            (std::vector<K>{K::KwDef, K::KwReturn, K::KwImport, K::KwFrom, K::KwAs, K::KwIn,
-                            K::KwTrue, K::KwFalse, K::KwNone, K::Keyword, K::Keyword, K::Name,
-                            K::Newline, K::End}));
+  EXPECT_EQ(
+      kinds("def return import from as in True False None if lambda xif"),
+      (std::vector<K>{K::KwDef, K::KwReturn, K::KwImport, K::KwFrom, K::KwAs, K::KwIn, K::KwTrue,
+                      K::KwFalse, K::KwNone, K::Keyword, K::Keyword, K::Name, K::Newline, K::End}));
 }
 
 TEST(Lexer, Strings) {

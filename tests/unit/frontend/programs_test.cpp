@@ -14,7 +14,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path shared_dir() { return fs::path(TILEFUSE_SOURCE_DIR) / ".." / "shared"; }
+fs::path shared_dir() {
+  return fs::path(TILEFUSE_SOURCE_DIR) / ".." / "shared";
+}
 
 std::vector<fs::path> shared_programs() {
   std::vector<fs::path> out;
@@ -117,9 +119,9 @@ TEST(Program, ParametersInOrderWithTypes) {
   const auto& params = p.graph.parameters();
   ASSERT_EQ(params.size(), 13u);
   const std::pair<const char*, DType> expected[] = {
-      {"a", DType::F16}, {"b", DType::F32}, {"c", DType::I64},   {"d", DType::BF16},
-      {"e", DType::I32}, {"g", DType::Bool}, {"h", DType::F16},  {"k", DType::I64},
-      {"m", DType::F64}, {"n", DType::U8},  {"o", DType::I8},    {"q", DType::F8E4M3},
+      {"a", DType::F16},   {"b", DType::F32},  {"c", DType::I64}, {"d", DType::BF16},
+      {"e", DType::I32},   {"g", DType::Bool}, {"h", DType::F16}, {"k", DType::I64},
+      {"m", DType::F64},   {"n", DType::U8},   {"o", DType::I8},  {"q", DType::F8E4M3},
       {"r", DType::F8E5M2}};
   for (size_t i = 0; i < params.size(); ++i) {
     const Node& n = p.graph.node(params[i]);
@@ -166,7 +168,7 @@ TEST(Program, ImportsCommentsBlankLinesAndContinuations) {
   EXPECT_EQ(output(p).unary, UnaryOp::Gelu);
   EXPECT_EQ(output(p).shape, shape({8, 4}));
   EXPECT_EQ(output(p).loc.line, 19);
-  EXPECT_EQ(output(p).loc.col, 12);   // "F.gelu"
+  EXPECT_EQ(output(p).loc.col, 12);  // "F.gelu"
   EXPECT_EQ(output(p).loc.length, 6);
   const Node& relu = p.graph.node(output(p).inputs[0]);
   EXPECT_EQ(relu.unary, UnaryOp::Relu);
@@ -215,9 +217,9 @@ TEST(Program, NamesAreRecordedOnValues) {
   Program p = parse(
       "def f(x: f32[4, 4]):\n"
       "    h = x * 2\n"
-      "    g = h\n"             // an alias keeps the first name
-      "    h = h + 1\n"         // rebinding makes a new value
-      "    y = x\n"             // a parameter keeps its own name
+      "    g = h\n"      // an alias keeps the first name
+      "    h = h + 1\n"  // rebinding makes a new value
+      "    y = x\n"      // a parameter keeps its own name
       "    return g, h, y\n");
   EXPECT_EQ(output(p, 0).name, "h");
   EXPECT_EQ(output(p, 0).binary, BinaryOp::Mul);
