@@ -103,6 +103,9 @@ Operand binary(Call& c) {
 Operand clamp(Call& c) {
   ValueId x = c.tensor(0);
   std::optional<double> bounds[2];
+  // The highest literal kind among the bounds decides promotion, as in
+  // PyTorch: clamp(int_tensor, 0.0, 6.0) is f32, clamp(int_tensor, 0, 6) int.
+  DType bounds_kind = DType::Bool;
   for (size_t i = 1; i <= 2; ++i) {
     if (!c.has(i)) continue;
     if (c.arg(i).is_tensor())
@@ -111,10 +114,14 @@ Operand clamp(Call& c) {
                                   c.display),
                       c.arg(i).loc);
     bounds[i - 1] = expect_number(c.arg(i), c.what(i));
+    if (c.arg(i).kind == Operand::Kind::Float)
+      bounds_kind = DType::F64;
+    else if (c.arg(i).kind == Operand::Kind::Int && bounds_kind == DType::Bool)
+      bounds_kind = DType::I64;
   }
   if (!bounds[0] && !bounds[1])
     throw UserError(fmt::format("{}() needs at least one of 'min' and 'max'", c.display), c.loc);
-  return c.result(c.g.clamp(x, bounds[0], bounds[1], c.loc));
+  return c.result(c.g.clamp(x, bounds[0], bounds[1], bounds_kind, c.loc));
 }
 
 Operand where(Call& c) {

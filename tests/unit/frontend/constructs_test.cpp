@@ -394,6 +394,15 @@ TEST(Functions, ClampForms) {
   }
 }
 
+// The bounds' literal kind promotes like a Python number (torch.result_type):
+// an int tensor clamped by a float bound is f32, by int bounds stays int.
+TEST(Functions, ClampBoundsKindPromotes) {
+  EXPECT_EQ(output(expr("x: i32[4]", "torch.clamp(x, 0.0, 6.0)")).dtype, DType::F32);
+  EXPECT_EQ(output(expr("x: i32[4]", "torch.clamp(x, 0, 6.5)")).dtype, DType::F32);
+  EXPECT_EQ(output(expr("x: i32[4]", "x.clamp(0, 6)")).dtype, DType::I32);
+  EXPECT_EQ(output(expr("x: f16[4]", "x.clamp(min=-1.5)")).dtype, DType::F16);
+}
+
 TEST(Functions, Where) {
   Program p = expr("c: bool[4, 1], a: f32[3], b: f32[4, 3]", "torch.where(c, a, b)");
   EXPECT_EQ(output(p).kind, OpKind::Where);
