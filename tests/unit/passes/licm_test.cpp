@@ -1,0 +1,460 @@
+// licm: text in -> hoist_loop_invariants -> text out, compared line by line.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "passes/licm.h"
+#include "tir/parser.h"
+#include "tir/printer.h"
+#include "tir/verifier.h"
+
+namespace tilefuse::passes {
+namespace {
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// Runs licm on `in` and compares with `expected`; a failure prints all three.
+void expect_licm(const std::string& in, const std::string& expected, LicmReport* report = nullptr) {
+  tir::Kernel k = tir::parse_kernel(in);
+  tir::verify(k, "licm test input");
+  tir::Kernel out = hoist_loop_invariants(k, report);
+  tir::verify(out, "after licm", {.allow_hooks = false});
+  std::string got = tir::print(out);
+  std::vector<std::string> g = lines(got), e = lines(expected);
+  bool same = g == e;
+  EXPECT_TRUE(same) << "input:\n" << in << "\noutput:\n" << got << "\nexpected:\n" << expected;
+  if (!same) {
+    for (size_t i = 0; i < std::max(g.size(), e.size()); ++i) {
+      std::string gl = i < g.size() ? g[i] : "<none>", el = i < e.size() ? e[i] : "<none>";
+      if (gl != el) {
+        ADD_FAILURE() << "first difference at line " << i + 1 << ":\n  got:      " << gl
+                      << "\n  expected: " << el;
+        break;
+      }
+    }
+  }
+}
+
+TEST(Licm, InvariantLoadHoistedWithEntryGuard) {
+  expect_licm(R"(kernel t(
+  n: i32,
+  index: global readonly i64[4],
+  out: global f32[4, n],
+) grid(p: 4) {
+  for k in serial(0, n) {
+    let raw = index[p]
+    out[p, k] = f32(raw)
+  }
+}
+)",
+              R"(kernel t(
+  n: i32,
+  index: global readonly i64[4],
+  out: global f32[4, n],
+) grid(p: 4) {
+  let raw = load(index, [p], mask=(n > 0))
+  for k in serial(0, n) {
+    out[p, k] = f32(raw)
+  }
+}
+)");
+}
+
+// A load from a buffer the loop stores to stays.
+TEST(Licm, StoredBufferNotHoisted) {
+  expect_licm(R"(kernel t(
+  n: i32,
+  acc: global f32[4],
+  out: global f32[4, n],
+) grid(p: 4) {
+  for k in serial(0, n) {
+    let a = acc[p]
+    out[p, k] = a
+    acc[p] = a + 1.0
+  }
+}
+)",
+              R"(kernel t(
+  n: i32,
+  acc: global f32[4],
+  out: global f32[4, n],
+) grid(p: 4) {
+  for k in serial(0, n) {
+    let a = acc[p]
+    out[p, k] = a
+    acc[p] = a + 1.0
+  }
+}
+)");
+}
+
+// A load whose address depends on k stays.
+TEST(Licm, AddressDependsOnKNotHoisted) {
+  expect_licm(R"(kernel t(
+  n: i32,
+  x: global readonly f32[4, n],
+  out: global f32[4, n],
+) grid(p: 4) {
+  for k in serial(0, n) {
+    let v = x[p, k]
+    out[p, k] = exp(v)
+  }
+}
+)",
+              R"(kernel t(
+  n: i32,
+  x: global readonly f32[4, n],
+  out: global f32[4, n],
+) grid(p: 4) {
+  for k in serial(0, n) {
+    let v = x[p, k]
+    out[p, k] = exp(v)
+  }
+}
+)");
+}
+
+// The K-tail conjunct only guards the x load: the row-index load leaves the
+// k loop with `m < M` (which bounds m) and the entry guard; the j loop
+// (constant extent) needs no guard.
+TEST(Licm, KTailConjunctDropped) {
+  expect_licm(R"(kernel t(
+  M: i32,
+  K: i32,
+  index: global readonly i64[M],
+  x: global readonly f16[2048, K],
+  out: global f16[M, K],
+) grid(pid: (M + 127)/128) {
+  for i in serial(0, 128) {
+    let m = pid*128 + i
+    for k in serial(0, (K + 31)/32) {
+      for j in unrolled(0, 32) {
+        let raw = load(index, [m], mask=(m < M && k*32 + j < K))
+        out[m, k*32 + j] = load(x, [raw, i64(k*32 + j)], mask=(m < M && k*32 + j < K)), mask=(m < M && k*32 + j < K)
+      }
+    }
+  }
+}
+)",
+              R"(kernel t(
+  M: i32,
+  K: i32,
+  index: global readonly i64[M],
+  x: global readonly f16[2048, K],
+  out: global f16[M, K],
+) grid(pid: (M + 127)/128) {
+  for i in serial(0, 128) {
+    let m = pid*128 + i
+    let raw = load(index, [m], mask=(m < M && (K + 31)/32 > 0))
+    for k in serial(0, (K + 31)/32) {
+      for j in unrolled(0, 32) {
+        out[m, k*32 + j] = load(x, [raw, i64(k*32 + j)], mask=(m < M && k*32 + j < K)), mask=(m < M && k*32 + j < K)
+      }
+    }
+  }
+}
+)");
+}
+
+// pid + 1 < M is not provable, so the k-dependent conjunct cannot be
+// dropped and the load stays.
+TEST(Licm, ConjunctKeptWhenAddressUnproven) {
+  expect_licm(R"(kernel t(
+  M: i32,
+  K: i32,
+  index: global readonly i64[M],
+  out: global i64[M, K],
+) grid(pid: M) {
+  for k in serial(0, K) {
+    let raw = load(index, [pid + 1], mask=(k < K))
+    out[pid, k] = raw
+  }
+}
+)",
+              R"(kernel t(
+  M: i32,
+  K: i32,
+  index: global readonly i64[M],
+  out: global i64[M, K],
+) grid(pid: M) {
+  for k in serial(0, K) {
+    let raw = load(index, [pid + 1], mask=(k < K))
+    out[pid, k] = raw
+  }
+}
+)");
+}
+
+// The bounds check leaves with its load and the wrap, guarded by the same
+// entry condition.
+TEST(Licm, CheckHoistedWithItsLoad) {
+  expect_licm(R"(kernel t(
+  K: i32,
+  index: global readonly i64[16],
+  x: global readonly f16[2048, K],
+  out: global f32[16, K],
+) grid(pid: 16) {
+  for k in serial(0, K) {
+    let raw = index[pid]
+    let row = select(raw < 0_i64, raw + 2048_i64, raw)
+    check(row >= 0_i64 && row < 2048_i64, code=1, msg="index {} out of range at {}", args=[raw, pid])
+    out[pid, k] = f32(load(x, [row, i64(k)], mask=(row >= 0_i64 && row < 2048_i64)))
+  }
+}
+)",
+              R"(kernel t(
+  K: i32,
+  index: global readonly i64[16],
+  x: global readonly f16[2048, K],
+  out: global f32[16, K],
+) grid(pid: 16) {
+  let raw = load(index, [pid], mask=(K > 0))
+  let row = select(raw < 0_i64, raw + 2048_i64, raw)
+  if K > 0 {
+    check(row >= 0_i64 && row < 2048_i64, code=1, msg="index {} out of range at {}", args=[raw, pid])
+  }
+  for k in serial(0, K) {
+    out[pid, k] = f32(load(x, [row, i64(k)], mask=(row >= 0_i64 && row < 2048_i64)))
+  }
+}
+)");
+}
+
+// A check that an unhoisted check precedes stays: hoisting it could change
+// which error the user sees. Its load still leaves.
+TEST(Licm, CheckAfterUnhoistedCheckStays) {
+  expect_licm(R"(kernel t(
+  K: i32,
+  index: global readonly i64[16],
+  out: global i64[16, K],
+) grid(pid: 16) {
+  for k in serial(0, K) {
+    check(k < 100, code=2, msg="k {} too large", args=[k])
+    let raw = index[pid]
+    check(raw >= 0_i64, code=1, msg="negative {}", args=[raw])
+    out[pid, k] = raw
+  }
+}
+)",
+              R"(kernel t(
+  K: i32,
+  index: global readonly i64[16],
+  out: global i64[16, K],
+) grid(pid: 16) {
+  let raw = load(index, [pid], mask=(K > 0))
+  for k in serial(0, K) {
+    check(k < 100, code=2, msg="k {} too large", args=[k])
+    check(raw >= 0_i64, code=1, msg="negative {}", args=[raw])
+    out[pid, k] = raw
+  }
+}
+)");
+}
+
+// scale[0] leaves both loops (guarded by both entry conditions); index[m]
+// only the inner one.
+TEST(Licm, NestedOutermostLevel) {
+  expect_licm(R"(kernel t(
+  M: i32,
+  N: i32,
+  scale: global readonly f32[1],
+  index: global readonly i64[M],
+  out: global f32[M, N],
+) grid(p: 1) {
+  for m in serial(0, M) {
+    for n in serial(0, N) {
+      let s = scale[0]
+      let r = index[m]
+      out[m, n] = s*f32(r)
+    }
+  }
+}
+)",
+              R"(kernel t(
+  M: i32,
+  N: i32,
+  scale: global readonly f32[1],
+  index: global readonly i64[M],
+  out: global f32[M, N],
+) grid(p: 1) {
+  let s = load(scale, [0], mask=(N > 0 && M > 0))
+  for m in serial(0, M) {
+    let r = load(index, [m], mask=(N > 0))
+    for n in serial(0, N) {
+      out[m, n] = s*f32(r)
+    }
+  }
+}
+)");
+}
+
+// A constant zero-trip loop is left alone; a loop whose extent may be <= 0
+// guards the hoisted load; a constant positive extent needs no guard.
+TEST(Licm, ZeroTripLoop) {
+  expect_licm(R"(kernel t(
+  n: i32,
+  index: global readonly i64[4],
+  out: global i64[4, 8],
+) grid(p: 4) {
+  for k in serial(0, 0) {
+    out[p, k] = index[p]
+  }
+  for k2 in serial(0, n - 8) {
+    out[p, k2] = index[p] + 1_i64
+  }
+  for k3 in serial(0, 8) {
+    out[p, k3] = index[p]*2_i64
+  }
+}
+)",
+              R"(kernel t(
+  n: i32,
+  index: global readonly i64[4],
+  out: global i64[4, 8],
+) grid(p: 4) {
+  for k in serial(0, 0) {
+    out[p, k] = index[p]
+  }
+  let inv = load(index, [p], mask=(n - 8 > 0)) + 1_i64
+  for k2 in serial(0, n - 8) {
+    out[p, k2] = inv
+  }
+  let inv_1 = index[p]*2_i64
+  for k3 in serial(0, 8) {
+    out[p, k3] = inv_1
+  }
+}
+)");
+}
+
+// The gather GEMM after inline_hooks: the bounds-check nest (over the copy
+// region) leaves the K loop with its k-dependent mask conjunct dropped,
+// and the wrapped row index, which varies only along the copy's row dim, is
+// materialized once per row into shared memory before the K loop. The K
+// loop keeps only the tile loads.
+TEST(Licm, GatherGemm) {
+  expect_licm(R"(kernel gather_mm(
+  M: i32,
+  N: i32,
+  K: i32,
+  index: global readonly i64[M],
+  x: global readonly f16[4096, K] strides [K, 1] align 16,
+  y: global readonly f16[K, N] strides [N, 1] align 16,
+  C: global f32[M, N] strides [N, 1],
+) grid(pid_m: (M + 127)/128, pid_n: (N + 63)/64) {
+  alloc A_s: shared f16[128, 32]
+  alloc B_s: shared f16[32, 64]
+  alloc C_f: fragment f32[128, 64]
+  fill(C_f, 0.0)
+  for k in pipelined(0, (K + 31)/32, stages=3) {
+    for i in parallel(0, 128) {
+      for j in parallel(0, 32) {
+        check(!(pid_m*128 + i < M) || select(load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K)) < 0_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K)) + 4096_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K))) >= 0_i64 && select(load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K)) < 0_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K)) + 4096_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K))) < 4096_i64, code=1, msg="index {} out of bounds", args=[load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M && k*32 + j < K))])
+      }
+    }
+    copy (i_1: 128, j_1: 32) A_s[i_1, j_1] = load(x, [select(load(index, [pid_m*128 + i_1], mask=(pid_m*128 + i_1 < M && k*32 + j_1 < K)) < 0_i64, load(index, [pid_m*128 + i_1], mask=(pid_m*128 + i_1 < M && k*32 + j_1 < K)) + 4096_i64, load(index, [pid_m*128 + i_1], mask=(pid_m*128 + i_1 < M && k*32 + j_1 < K))), i64(k*32 + j_1)], mask=(pid_m*128 + i_1 < M && k*32 + j_1 < K))
+    copy (i_2: 32, j_2: 64) B_s[i_2, j_2] = load(y, [k*32 + i_2, pid_n*64 + j_2], mask=(k*32 + i_2 < K && pid_n*64 + j_2 < N))
+    gemm(A_s, B_s, C_f)
+  }
+  for i_3 in parallel(0, 128) {
+    for j_3 in parallel(0, 64) {
+      C[pid_m*128 + i_3, pid_n*64 + j_3] = C_f[i_3, j_3], mask=(pid_m*128 + i_3 < M && pid_n*64 + j_3 < N)
+    }
+  }
+}
+)",
+              R"(kernel gather_mm(
+  M: i32,
+  N: i32,
+  K: i32,
+  index: global readonly i64[M],
+  x: global readonly f16[4096, K] strides [K, 1] align 16,
+  y: global readonly f16[K, N] strides [N, 1] align 16,
+  C: global f32[M, N] strides [N, 1],
+) grid(pid_m: (M + 127)/128, pid_n: (N + 63)/64) {
+  alloc A_s: shared f16[128, 32]
+  alloc B_s: shared f16[32, 64]
+  alloc C_f: fragment f32[128, 64]
+  fill(C_f, 0.0)
+  if (K + 31)/32 > 0 {
+    for i in parallel(0, 128) {
+      check(!(pid_m*128 + i < M) || select(load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M)) < 0_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M)) + 4096_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M))) >= 0_i64 && select(load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M)) < 0_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M)) + 4096_i64, load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M))) < 4096_i64, code=1, msg="index {} out of bounds", args=[load(index, [pid_m*128 + i], mask=(pid_m*128 + i < M))])
+    }
+  }
+  alloc index_rows: shared i64[128]
+  copy (i_1: 128) index_rows[i_1] = select(load(index, [pid_m*128 + i_1], mask=(pid_m*128 + i_1 < M && (K + 31)/32 > 0)) < 0_i64, load(index, [pid_m*128 + i_1], mask=(pid_m*128 + i_1 < M && (K + 31)/32 > 0)) + 4096_i64, load(index, [pid_m*128 + i_1], mask=(pid_m*128 + i_1 < M && (K + 31)/32 > 0)))
+  barrier()
+  for k in pipelined(0, (K + 31)/32, stages=3) {
+    copy (i_1_1: 128, j_1: 32) A_s[i_1_1, j_1] = load(x, [index_rows[i_1_1], i64(k*32 + j_1)], mask=(pid_m*128 + i_1_1 < M && k*32 + j_1 < K))
+    copy (i_2: 32, j_2: 64) B_s[i_2, j_2] = load(y, [k*32 + i_2, pid_n*64 + j_2], mask=(k*32 + i_2 < K && pid_n*64 + j_2 < N))
+    gemm(A_s, B_s, C_f)
+  }
+  for i_3 in parallel(0, 128) {
+    for j_3 in parallel(0, 64) {
+      C[pid_m*128 + i_3, pid_n*64 + j_3] = C_f[i_3, j_3], mask=(pid_m*128 + i_3 < M && pid_n*64 + j_3 < N)
+    }
+  }
+}
+)");
+}
+
+// The report says what left which loop and how far; a second run changes
+// nothing (the same kernel body comes back).
+TEST(Licm, ReportAndIdempotence) {
+  tir::Kernel k = tir::parse_kernel(R"(kernel t(
+  M: i32,
+  N: i32,
+  scale: global readonly f32[1],
+  index: global readonly i64[M],
+  out: global f32[M, N],
+) grid(p: 1) {
+  for m in serial(0, M) {
+    for n in serial(0, N) {
+      let s = scale[0]
+      let r = index[m]
+      check(r >= 0_i64, code=1, msg="negative {}", args=[r])
+      out[m, n] = s*f32(r)
+    }
+  }
+}
+)");
+  LicmReport report;
+  tir::Kernel once = hoist_loop_invariants(k, &report);
+  ASSERT_EQ(report.hoisted.size(), 3u);
+  EXPECT_EQ(report.hoisted[0].kind, "let");
+  EXPECT_EQ(report.hoisted[0].what, "s = scale[0]");
+  EXPECT_EQ(report.hoisted[0].from_loop, "n");
+  EXPECT_EQ(report.hoisted[0].to_loop, "m");
+  EXPECT_EQ(report.hoisted[0].levels, 2);
+  EXPECT_EQ(report.hoisted[1].what, "r = index[m]");
+  EXPECT_EQ(report.hoisted[1].to_loop, "n");
+  EXPECT_EQ(report.hoisted[1].levels, 1);
+  EXPECT_EQ(report.hoisted[2].kind, "check");
+  EXPECT_EQ(report.hoisted[2].from_loop, "n");
+  EXPECT_EQ(report.hoisted[2].to_loop, "n");
+  tir::Kernel twice = hoist_loop_invariants(once);
+  EXPECT_TRUE(twice.body.same_as(once.body)) << tir::print(twice);
+}
+
+// Nothing to hoist: the very same body comes back.
+TEST(Licm, UntouchedKernelIsReturnedAsIs) {
+  tir::Kernel k = tir::parse_kernel(R"(kernel t(
+  n: i32,
+  x: global readonly f32[n],
+  out: global f32[n],
+) grid(p: 1) {
+  for i in serial(0, n) {
+    out[i] = x[i]
+  }
+}
+)");
+  EXPECT_TRUE(hoist_loop_invariants(k).body.same_as(k.body));
+}
+
+}  // namespace
+}  // namespace tilefuse::passes
