@@ -286,7 +286,56 @@ void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, 
   for (const GemmItem* item : big) gemm_blocked(*item, epi, kernel, pool);
 }
 
+// C += A @ B on this thread: full MR x NR panels run on C in place, the
+// ragged right / bottom panels through a padded scratch tile.
+template <typename T>
+void gemm_accumulate_typed(const MatrixRef& a, const MatrixRef& b, T* c, int64_t ldc,
+                           GemmKernel which) {
+  TF_CHECK(a.cols == b.rows, "gemm_accumulate: inner dims differ");
+  const int64_t m = a.rows, k_depth = a.cols, n = b.cols;
+  if (m == 0 || n == 0 || k_depth == 0) return;
+  const Kernel<T> kernel = select_kernel<T>(which);
+  const int mr = kernel.mr, nr = kernel.nr;
+  const int64_t m_panels = (m + mr - 1) / mr, n_panels = (n + nr - 1) / nr;
+  const int64_t m_full = m / mr, n_full = n / nr;
+  thread_local std::vector<T> a_pack, b_pack, edge;
+  a_pack.resize(static_cast<size_t>(m_panels * k_depth * mr));
+  b_pack.resize(static_cast<size_t>(n_panels * k_depth * nr));
+  for (int64_t p = 0; p < m_panels; ++p) pack_panel(a, p * mr, mr, &a_pack[p * k_depth * mr]);
+  const MatrixRef b_t = transposed(b);
+  for (int64_t p = 0; p < n_panels; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * k_depth * nr]);
+  if (m_full > 0 && n_full > 0) {
+    kernel.macro({m_full, n_full, k_depth, a_pack.data(), k_depth * mr, b_pack.data(),
+                  k_depth * nr, c, ldc});
+  }
+  edge.resize(static_cast<size_t>(mr * nr));
+  for (int64_t ir = 0; ir < m_panels; ++ir) {
+    for (int64_t jr = ir < m_full ? n_full : 0; jr < n_panels; ++jr) {
+      const int64_t rows = std::min<int64_t>(mr, m - ir * mr);
+      const int64_t cols = std::min<int64_t>(nr, n - jr * nr);
+      T* ct = c + ir * mr * ldc + jr * nr;
+      std::fill(edge.begin(), edge.end(), T(0));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) edge[i * nr + j] = ct[i * ldc + j];
+      kernel.macro({1, 1, k_depth, a_pack.data() + ir * k_depth * mr, 0,
+                    b_pack.data() + jr * k_depth * nr, 0, edge.data(), nr});
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) ct[i * ldc + j] = edge[i * nr + j];
+    }
+  }
+}
+
 }  // namespace
+
+void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, float* c, int64_t ldc,
+                     GemmKernel kernel) {
+  gemm_accumulate_typed<float>(a, b, c, ldc, kernel);
+}
+
+void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, double* c, int64_t ldc,
+                     GemmKernel kernel) {
+  gemm_accumulate_typed<double>(a, b, c, ldc, kernel);
+}
 
 void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool) {
   if (options.accumulator == GemmAccumulator::kF32) {

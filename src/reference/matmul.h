@@ -66,6 +66,17 @@ struct GemmOptions {
 // inconsistent shapes.
 void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool);
 
+// C[M, N] += A[M, K] @ B[K, N] on the calling thread, for callers that own
+// a C tile already (the CPU executor's gemm of a program instance). C is
+// row-major with row stride `ldc`; each C element continues its sequential
+// k-order sum (acc += a*b, products and sums rounded to the accumulator, no
+// FMA), so the result equals the naive loop bit for bit. Operands are packed
+// (converted) first; tiles of any size are legal.
+void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, float* c, int64_t ldc,
+                     GemmKernel kernel = GemmKernel::kAuto);
+void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, double* c, int64_t ldc,
+                     GemmKernel kernel = GemmKernel::kAuto);
+
 bool gemm_kernel_supported(GemmKernel kernel);
 // "avx512", "avx2" or "generic"; for kAuto, the one chosen on this machine.
 const char* gemm_kernel_name(GemmKernel kernel = GemmKernel::kAuto);

@@ -1,0 +1,130 @@
+// Internals of the CPU executor: the compiled form of a kernel.
+//
+// Every expression and statement is compiled once into a closure node
+// (ExprCode / StmtCode). Evaluation is batched: a node computes its value
+// for `n` lanes at a time (the points of a parallel loop nest or of a copy
+// region, n <= kMaxLanes) into a Lane array, so the virtual call per node is
+// paid once per batch. Scalar code (serial loops, the grid) runs the same
+// nodes with n = 1.
+//
+// Values: bool and integers travel as int64 (already wrapped to their
+// dtype), floats as double holding a value exactly representable in their
+// dtype (f32 math is done in float, f64 in double, narrower floats in double
+// and rounded once with round_to: the exact result of + - * of two f16/bf16
+// fits a double, so this is a single rounding).
+//
+// `active` (may be null: all lanes) marks the lanes that execute: loads and
+// stores in inactive lanes touch no memory, checks in inactive lanes do not
+// fire. A mask is a Lane array holding 0 / 1 in `.i`.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.h"
+#include "tir/ir.h"
+
+namespace tilefuse::runtime::cpu {
+
+constexpr int kMaxLanes = 256;
+constexpr int kMaxRank = 8;
+
+union Lane {
+  int64_t i;
+  double f;
+};
+
+// A buffer as bound at run time: element 0 at `base`, element strides, and
+// the element offsets [lo, hi) the storage holds (the bounds check).
+struct BufferView {
+  std::byte* base = nullptr;
+  int64_t lo = 0, hi = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+  int rank = 0;
+  DType dtype = DType::F32;
+  const std::string* name = nullptr;
+};
+
+// The per-thread state of one running program instance (reused across the
+// instances a thread runs).
+struct Frame {
+  std::vector<Lane> var_lanes;  // kMaxLanes per var slot
+  std::vector<uint8_t> uniform;  // per var slot: lane 0 holds the value for all lanes
+  std::vector<BufferView> buffers;
+  std::vector<std::vector<std::byte>> alloc_memory;  // per buffer slot
+  const std::atomic<bool>* stop = nullptr;          // set when another instance failed
+
+  Lane* lanes(int slot) { return &var_lanes[static_cast<size_t>(slot) * kMaxLanes]; }
+  void set_uniform_int(int slot, int64_t v) {
+    lanes(slot)[0].i = v;
+    uniform[slot] = 1;
+  }
+};
+
+struct ExprCode {
+  explicit ExprCode(DType dt) : dtype(dt) {}
+  virtual ~ExprCode() = default;
+  // Writes the value of lanes [0, n) to out[0, n).
+  virtual void eval(Frame& f, int n, const Lane* active, Lane* out) const = 0;
+  // A scalar evaluation (n = 1, every lane active).
+  Lane eval1(Frame& f) const {
+    Lane out;
+    eval(f, 1, nullptr, &out);
+    return out;
+  }
+  const DType dtype;
+};
+using ExprPtr = std::unique_ptr<ExprCode>;
+
+struct StmtCode {
+  virtual ~StmtCode() = default;
+  // Runs for lanes [0, n); only statements compiled as `vectorizable` see
+  // n > 1 or a non-null `active`.
+  virtual void run(Frame& f, int n, const Lane* active) const = 0;
+  bool vectorizable = true;
+};
+using StmtPtr = std::unique_ptr<StmtCode>;
+
+// Slots of vars and buffers, assigned in order of first binding.
+struct SlotMap {
+  std::unordered_map<const tir::VarNode*, int> vars;
+  std::unordered_map<const tir::BufferNode*, int> buffers;
+  int var_slot(const tir::Var& v);
+  int buffer_slot(const tir::Buffer& b);
+  Frame make_frame() const;
+};
+
+// Compiles an expression (eval_expr.cpp). Throws InternalError for hooks.
+ExprPtr compile_expr(const tir::Expr& e, SlotMap& slots);
+// Compiles a statement (eval_stmt.cpp).
+StmtPtr compile_stmt(const tir::Stmt& s, SlotMap& slots);
+
+// Element offsets of `indices` (each an index lane array) in `view`,
+// checking those of active lanes against the storage (InternalError naming
+// the buffer and the offset).
+void element_offsets(const BufferView& view, const Lane* const* indices, int n,
+                     const Lane* active, int64_t* offsets);
+// Reads / writes n elements of view at offsets where active (null: all).
+void read_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
+                   Lane* out);
+void write_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
+                    const Lane* values);
+// Thrown inside an instance when another instance has failed (Frame::stop).
+struct Stopped {};
+// A check's message with each "{}" replaced by the next value.
+std::string format_check_message(const std::string& message, const std::vector<std::string>& values);
+// A double as the shortest text that reads back to it.
+std::string fmt_double(double v);
+
+// The value `v` rounded to float dtype dt (f32 through float).
+double round_float(DType dt, double v);
+// `v` wrapped to integer / bool dtype dt.
+int64_t wrap_int(DType dt, int64_t v);
+
+}  // namespace tilefuse::runtime::cpu

@@ -1,0 +1,173 @@
+// Element addressing, bounds checks and typed reads / writes of the CPU
+// executor, one batch of lanes at a time. The dtype switch sits outside the
+// lane loops so each loop is a plain strided copy with a conversion.
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "runtime/cpu/eval.h"
+
+namespace tilefuse::runtime::cpu {
+namespace {
+
+[[noreturn]] void out_of_bounds(const BufferView& view, int64_t offset) {
+  throw InternalError("cpu executor: out-of-bounds access to buffer `" +
+                      (view.name ? *view.name : std::string("?")) + "` at element offset " +
+                      std::to_string(offset) + " (storage holds [" + std::to_string(view.lo) +
+                      ", " + std::to_string(view.hi) + ")); the IR must mask this access");
+}
+
+template <class Fn>
+void for_active(int n, const Lane* active, Fn fn) {
+  if (active) {
+    for (int l = 0; l < n; ++l)
+      if (active[l].i) fn(l);
+  } else {
+    for (int l = 0; l < n; ++l) fn(l);
+  }
+}
+
+template <class T>
+T read_raw(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <class T>
+void write_raw(std::byte* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+}  // namespace
+
+void element_offsets(const BufferView& view, const Lane* const* indices, int n,
+                     const Lane* active, int64_t* offsets) {
+  // 64-bit offsets throughout: the IR computes in 32 bits only where that
+  // provably fits, so 64-bit arithmetic gives the same values.
+  for (int l = 0; l < n; ++l) offsets[l] = 0;
+  for (int d = 0; d < view.rank; ++d) {
+    const int64_t s = view.strides[d];
+    const Lane* idx = indices[d];
+    for (int l = 0; l < n; ++l) offsets[l] += idx[l].i * s;
+  }
+  const int64_t lo = view.lo, hi = view.hi;
+  for_active(n, active, [&](int l) {
+    if (offsets[l] < lo || offsets[l] >= hi) out_of_bounds(view, offsets[l]);
+  });
+}
+
+void read_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
+                   Lane* out) {
+  const std::byte* base = view.base;
+  switch (view.dtype) {
+    case DType::F32: {
+      const float* p = reinterpret_cast<const float*>(base);
+      for_active(n, active, [&](int l) { out[l].f = p[offsets[l]]; });
+      break;
+    }
+    case DType::F64: {
+      const double* p = reinterpret_cast<const double*>(base);
+      for_active(n, active, [&](int l) { out[l].f = p[offsets[l]]; });
+      break;
+    }
+    case DType::F16:
+      for_active(n, active, [&](int l) {
+        out[l].f = f16_bits_to_f32(read_raw<uint16_t>(base + offsets[l] * 2));
+      });
+      break;
+    case DType::BF16:
+      for_active(n, active, [&](int l) {
+        out[l].f = bf16_bits_to_f32(read_raw<uint16_t>(base + offsets[l] * 2));
+      });
+      break;
+    case DType::F8E4M3:
+      for_active(n, active, [&](int l) {
+        out[l].f = f8e4m3_bits_to_f32(static_cast<uint8_t>(base[offsets[l]]));
+      });
+      break;
+    case DType::F8E5M2:
+      for_active(n, active, [&](int l) {
+        out[l].f = f8e5m2_bits_to_f32(static_cast<uint8_t>(base[offsets[l]]));
+      });
+      break;
+    case DType::Bool:
+      for_active(n, active, [&](int l) { out[l].i = static_cast<uint8_t>(base[offsets[l]]) != 0; });
+      break;
+    case DType::U8:
+      for_active(n, active, [&](int l) { out[l].i = static_cast<uint8_t>(base[offsets[l]]); });
+      break;
+    case DType::I8:
+      for_active(n, active, [&](int l) { out[l].i = static_cast<int8_t>(base[offsets[l]]); });
+      break;
+    case DType::I32: {
+      const int32_t* p = reinterpret_cast<const int32_t*>(base);
+      for_active(n, active, [&](int l) { out[l].i = p[offsets[l]]; });
+      break;
+    }
+    case DType::I64: {
+      const int64_t* p = reinterpret_cast<const int64_t*>(base);
+      for_active(n, active, [&](int l) { out[l].i = p[offsets[l]]; });
+      break;
+    }
+  }
+}
+
+void write_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
+                    const Lane* values) {
+  std::byte* base = view.base;
+  // Values already have the buffer's dtype (the verifier), so the float
+  // conversions below are exact.
+  switch (view.dtype) {
+    case DType::F32: {
+      float* p = reinterpret_cast<float*>(base);
+      for_active(n, active, [&](int l) { p[offsets[l]] = static_cast<float>(values[l].f); });
+      break;
+    }
+    case DType::F64: {
+      double* p = reinterpret_cast<double*>(base);
+      for_active(n, active, [&](int l) { p[offsets[l]] = values[l].f; });
+      break;
+    }
+    case DType::F16:
+      for_active(n, active, [&](int l) {
+        write_raw(base + offsets[l] * 2, f32_to_f16_bits(static_cast<float>(values[l].f)));
+      });
+      break;
+    case DType::BF16:
+      for_active(n, active, [&](int l) {
+        write_raw(base + offsets[l] * 2, f32_to_bf16_bits(static_cast<float>(values[l].f)));
+      });
+      break;
+    case DType::F8E4M3:
+      for_active(n, active, [&](int l) {
+        base[offsets[l]] = std::byte{f32_to_f8e4m3_bits(static_cast<float>(values[l].f))};
+      });
+      break;
+    case DType::F8E5M2:
+      for_active(n, active, [&](int l) {
+        base[offsets[l]] = std::byte{f32_to_f8e5m2_bits(static_cast<float>(values[l].f))};
+      });
+      break;
+    case DType::Bool:
+      for_active(n, active,
+                 [&](int l) { base[offsets[l]] = std::byte{static_cast<uint8_t>(values[l].i != 0)}; });
+      break;
+    case DType::U8:
+    case DType::I8:
+      for_active(n, active,
+                 [&](int l) { base[offsets[l]] = std::byte{static_cast<uint8_t>(values[l].i)}; });
+      break;
+    case DType::I32: {
+      int32_t* p = reinterpret_cast<int32_t*>(base);
+      for_active(n, active, [&](int l) { p[offsets[l]] = static_cast<int32_t>(values[l].i); });
+      break;
+    }
+    case DType::I64: {
+      int64_t* p = reinterpret_cast<int64_t*>(base);
+      for_active(n, active, [&](int l) { p[offsets[l]] = values[l].i; });
+      break;
+    }
+  }
+}
+
+}  // namespace tilefuse::runtime::cpu
