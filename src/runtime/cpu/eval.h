@@ -70,12 +70,20 @@ struct Frame {
 struct ExprCode {
   explicit ExprCode(DType dt) : dtype(dt) {}
   virtual ~ExprCode() = default;
-  // Writes the value of lanes [0, n) to out[0, n).
-  virtual void eval(Frame& f, int n, const Lane* active, Lane* out) const = 0;
+  // Computes lanes [0, n) into out. Returns true when the value is uniform
+  // (the same in every lane, e.g. a constant or an expression over grid ids
+  // and serial loop vars): then only out[0] is written, and the caller's
+  // work on it is one lane instead of n.
+  virtual bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const = 0;
+  // All n lanes of out written.
+  void eval(Frame& f, int n, const Lane* active, Lane* out) const {
+    if (eval_u(f, n, active, out))
+      for (int l = 1; l < n; ++l) out[l] = out[0];
+  }
   // A scalar evaluation (n = 1, every lane active).
   Lane eval1(Frame& f) const {
     Lane out;
-    eval(f, 1, nullptr, &out);
+    eval_u(f, 1, nullptr, &out);
     return out;
   }
   const DType dtype;

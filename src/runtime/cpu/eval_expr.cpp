@@ -111,32 +111,76 @@ constexpr bool kAlwaysFalse = false;
 struct ConstCode final : ExprCode {
   Lane value;
   ConstCode(DType dt, Lane v) : ExprCode(dt), value(v) {}
-  void eval(Frame&, int n, const Lane*, Lane* out) const override {
-    for (int l = 0; l < n; ++l) out[l] = value;
+  bool eval_u(Frame&, int, const Lane*, Lane* out) const override {
+    out[0] = value;
+    return true;
   }
 };
 
 struct VarCode final : ExprCode {
   int slot;
   VarCode(DType dt, int s) : ExprCode(dt), slot(s) {}
-  void eval(Frame& f, int n, const Lane*, Lane* out) const override {
+  bool eval_u(Frame& f, int n, const Lane*, Lane* out) const override {
     const Lane* src = f.lanes(slot);
     if (f.uniform[slot]) {
-      for (int l = 0; l < n; ++l) out[l] = src[0];
-    } else {
-      std::memcpy(out, src, sizeof(Lane) * n);
+      out[0] = src[0];
+      return true;
     }
+    std::memcpy(out, src, sizeof(Lane) * n);
+    return false;
   }
 };
 
 // ---- arithmetic -----------------------------------------------------------
 
+// out[l] = op(out[l], y[l]) over the lanes that are not uniform; a uniform
+// operand is read from its lane 0.
+template <class Op>
+[[gnu::always_inline]] inline bool zip(int n, bool ua, bool ub, Lane* out, const Lane* y, Op op) {
+  if (ua && ub) {
+    out[0] = op(out[0], y[0]);
+    return true;
+  }
+  if (ua) {
+    const Lane x = out[0];
+    for (int l = 0; l < n; ++l) out[l] = op(x, y[l]);
+  } else if (ub) {
+    const Lane c = y[0];
+    for (int l = 0; l < n; ++l) out[l] = op(out[l], c);
+  } else {
+    for (int l = 0; l < n; ++l) out[l] = op(out[l], y[l]);
+  }
+  return false;
+}
+
+// Wraps lanes to integer dtype dt with the dtype switch outside the loop.
+void wrap_lanes(DType dt, int n, Lane* out) {
+  switch (dt) {
+    case DType::U8:
+      for (int l = 0; l < n; ++l) out[l].i = static_cast<uint8_t>(out[l].i);
+      break;
+    case DType::I8:
+      for (int l = 0; l < n; ++l) out[l].i = static_cast<int8_t>(out[l].i);
+      break;
+    case DType::I32:
+      for (int l = 0; l < n; ++l) out[l].i = static_cast<int32_t>(out[l].i);
+      break;
+    case DType::Bool:
+      for (int l = 0; l < n; ++l) out[l].i = out[l].i != 0;
+      break;
+    default:
+      break;
+  }
+}
+
 template <ExprKind K>
 struct BinaryCode final : ExprCode {
   ExprPtr a, b;
   DType operand;  // the operands' dtype
+  bool float_operand;
   BinaryCode(DType dt, DType op, ExprPtr a_, ExprPtr b_)
-      : ExprCode(dt), a(std::move(a_)), b(std::move(b_)), operand(op) {}
+      : ExprCode(dt), a(std::move(a_)), b(std::move(b_)), operand(op),
+        float_operand(is_floating(op)) {}
 
   // The op on one lane of integers / bools (exact in int64 before wrapping:
   // unsigned arithmetic wraps without UB).
@@ -184,39 +228,64 @@ struct BinaryCode final : ExprCode {
                                       K == ExprKind::GT || K == ExprKind::GE ||
                                       K == ExprKind::And || K == ExprKind::Or;
 
-  void eval(Frame& f, int n, const Lane* active, Lane* out) const override {
+  bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
     Lane y[kMaxLanes];
-    a->eval(f, n, active, out);
-    b->eval(f, n, active, y);
-    if (!is_floating(operand)) {
-      const DType dt = dtype;
-      for (int l = 0; l < n; ++l) out[l].i = int_op(out[l].i, y[l].i);
-      if (!kBoolResult && dt != DType::I64)
-        for (int l = 0; l < n; ++l) out[l].i = wrap_int(dt, out[l].i);
+    const bool ua = a->eval_u(f, n, active, out);
+    const bool ub = b->eval_u(f, n, active, y);
+    bool u;
+    if (!float_operand) {
+      // The wrap to the dtype is fused into the loop (i32 and i64 are the
+      // index types: the common cases).
+      if (kBoolResult || dtype == DType::I64) {
+        u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
+          Lane r;
+          r.i = int_op(x.i, z.i);
+          return r;
+        });
+      } else if (dtype == DType::I32) {
+        u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
+          Lane r;
+          r.i = static_cast<int32_t>(int_op(x.i, z.i));
+          return r;
+        });
+      } else {
+        u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
+          Lane r;
+          r.i = int_op(x.i, z.i);
+          return r;
+        });
+        wrap_lanes(dtype, u ? 1 : n, out);
+      }
     } else if (operand == DType::F32) {
-      for (int l = 0; l < n; ++l) {
-        const float r = float_op<float>(static_cast<float>(out[l].f), static_cast<float>(y[l].f));
-        if constexpr (kBoolResult) out[l].i = r != 0;
-        else out[l].f = r;
-      }
+      u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
+        const float r = float_op<float>(static_cast<float>(x.f), static_cast<float>(z.f));
+        Lane o;
+        if constexpr (kBoolResult) o.i = r != 0;
+        else o.f = r;
+        return o;
+      });
     } else {
-      for (int l = 0; l < n; ++l) {
-        const double r = float_op<double>(out[l].f, y[l].f);
-        if constexpr (kBoolResult) out[l].i = r != 0;
-        else out[l].f = r;
-      }
+      u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
+        const double r = float_op<double>(x.f, z.f);
+        Lane o;
+        if constexpr (kBoolResult) o.i = r != 0;
+        else o.f = r;
+        return o;
+      });
       if (!kBoolResult && operand != DType::F64)
-        for (int l = 0; l < n; ++l) out[l].f = round_to(operand, out[l].f);
+        for (int l = 0; l < (u ? 1 : n); ++l) out[l].f = round_to(operand, out[l].f);
     }
+    return u;
   }
 };
 
 struct NotCode final : ExprCode {
   ExprPtr a;
   explicit NotCode(ExprPtr a_) : ExprCode(DType::Bool), a(std::move(a_)) {}
-  void eval(Frame& f, int n, const Lane* active, Lane* out) const override {
-    a->eval(f, n, active, out);
-    for (int l = 0; l < n; ++l) out[l].i = out[l].i == 0;
+  bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
+    const bool u = a->eval_u(f, n, active, out);
+    for (int l = 0; l < (u ? 1 : n); ++l) out[l].i = out[l].i == 0;
+    return u;
   }
 };
 
@@ -224,21 +293,33 @@ struct SelectCode final : ExprCode {
   ExprPtr c, t, e;
   SelectCode(DType dt, ExprPtr c_, ExprPtr t_, ExprPtr e_)
       : ExprCode(dt), c(std::move(c_)), t(std::move(t_)), e(std::move(e_)) {}
-  void eval(Frame& f, int n, const Lane* active, Lane* out) const override {
+  bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
     Lane cond[kMaxLanes], other[kMaxLanes];
-    c->eval(f, n, active, cond);
-    t->eval(f, n, active, out);
-    e->eval(f, n, active, other);
+    const bool uc = c->eval_u(f, n, active, cond);
+    // Both values are evaluated (nothing is short-circuit in the IR).
+    const bool ut = t->eval_u(f, n, active, out);
+    const bool ue = e->eval_u(f, n, active, other);
+    if (uc) {
+      if (cond[0].i) return ut;
+      std::memcpy(out, other, sizeof(Lane) * (ue ? 1 : n));
+      return ue;
+    }
+    if (ut)
+      for (int l = 1; l < n; ++l) out[l] = out[0];
+    if (ue)
+      for (int l = 1; l < n; ++l) other[l] = other[0];
     for (int l = 0; l < n; ++l)
       if (!cond[l].i) out[l] = other[l];
+    return false;
   }
 };
 
 struct CastCode final : ExprCode {
   ExprPtr v;
   CastCode(DType dt, ExprPtr v_) : ExprCode(dt), v(std::move(v_)) {}
-  void eval(Frame& f, int n, const Lane* active, Lane* out) const override {
-    v->eval(f, n, active, out);
+  bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
+    const bool u = v->eval_u(f, n_all, active, out);
+    const int n = u ? 1 : n_all;
     const DType from = v->dtype, to = dtype;
     const bool ff = is_floating(from), tf = is_floating(to);
     if (to == DType::Bool) {
@@ -247,15 +328,17 @@ struct CastCode final : ExprCode {
       if (to != from)
         for (int l = 0; l < n; ++l) out[l].f = round_float(to, out[l].f);
     } else if (ff) {
-      for (int l = 0; l < n; ++l) out[l].i = wrap_int(to, float_to_int(out[l].f));
+      for (int l = 0; l < n; ++l) out[l].i = float_to_int(out[l].f);
+      wrap_lanes(to, n, out);
     } else if (tf) {
       // int64 -> float directly: going through double first could round twice.
       for (int l = 0; l < n; ++l)
         out[l].f = to == DType::F32 ? static_cast<double>(static_cast<float>(out[l].i))
                                     : round_float(to, static_cast<double>(out[l].i));
     } else {
-      for (int l = 0; l < n; ++l) out[l].i = wrap_int(to, out[l].i);
+      wrap_lanes(to, n, out);
     }
+    return u;
   }
 };
 
@@ -307,18 +390,24 @@ struct CallCode final : ExprCode {
   std::vector<ExprPtr> args;
   CallCode(DType dt, Intrinsic o, std::vector<ExprPtr> a)
       : ExprCode(dt), op(o), args(std::move(a)) {}
-  void eval(Frame& f, int n, const Lane* active, Lane* out) const override {
+  bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
     Lane y[kMaxLanes], z[kMaxLanes];
-    args[0]->eval(f, n, active, out);
-    if (args.size() > 1) args[1]->eval(f, n, active, y);
-    if (args.size() > 2) args[2]->eval(f, n, active, z);
+    Lane* dst[3] = {out, y, z};
+    bool uniform[3] = {true, true, true};
+    for (size_t i = 0; i < args.size(); ++i) uniform[i] = args[i]->eval_u(f, n_all, active, dst[i]);
+    const bool u = uniform[0] && uniform[1] && uniform[2];
+    const int n = u ? 1 : n_all;
+    for (size_t i = 0; i < args.size() && !u; ++i)
+      if (uniform[i])
+        for (int l = 1; l < n; ++l) dst[i][l] = dst[i][0];
     const int arity = static_cast<int>(args.size());
     if (!is_floating(dtype)) {  // neg / abs on integers: wrap
       for (int l = 0; l < n; ++l) {
         const uint64_t x = static_cast<uint64_t>(out[l].i);
         const bool negate = op == Intrinsic::Neg || out[l].i < 0;
-        out[l].i = wrap_int(dtype, static_cast<int64_t>(negate ? 0 - x : x));
+        out[l].i = static_cast<int64_t>(negate ? 0 - x : x);
       }
+      wrap_lanes(dtype, n, out);
     } else if (dtype == DType::F32) {
       for (int l = 0; l < n; ++l) {
         const float x = static_cast<float>(out[l].f);
@@ -333,6 +422,7 @@ struct CallCode final : ExprCode {
         out[l].f = dtype == DType::F64 ? r : round_to(dtype, r);
       }
     }
+    return u;
   }
 };
 
@@ -341,34 +431,52 @@ struct LoadCode final : ExprCode {
   std::vector<ExprPtr> indices;
   ExprPtr mask, other;
   LoadCode(DType dt, int s) : ExprCode(dt), slot(s) {}
-  void eval(Frame& f, int n, const Lane* active, Lane* out) const override {
+  bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
     // The lanes that access memory: active ones where the mask holds. Index
     // expressions (gathers) only need to be valid there.
     Lane m[kMaxLanes];
     const Lane* on = active;
+    bool uniform = active == nullptr;
     if (mask) {
-      mask->eval(f, n, active, m);
+      if (mask->eval_u(f, n_all, active, m)) {
+        for (int l = 1; l < n_all; ++l) m[l] = m[0];
+      } else {
+        uniform = false;
+      }
       if (active)
-        for (int l = 0; l < n; ++l) m[l].i &= active[l].i;
+        for (int l = 0; l < n_all; ++l) m[l].i &= active[l].i;
       on = m;
     }
     Lane idx[kMaxRank][kMaxLanes];
     const Lane* idx_ptrs[kMaxRank];
+    bool idx_uniform[kMaxRank];
     for (size_t d = 0; d < indices.size(); ++d) {
-      indices[d]->eval(f, n, on, idx[d]);
+      idx_uniform[d] = indices[d]->eval_u(f, n_all, on, idx[d]);
+      uniform = uniform && idx_uniform[d];
       idx_ptrs[d] = idx[d];
     }
+    Lane o[kMaxLanes];
+    bool uo = true;
+    if (mask && other) uo = other->eval_u(f, n_all, active, o);
+    uniform = uniform && uo;
+    // A uniform address and mask: one access for the whole batch.
+    const int n = uniform ? 1 : n_all;
+    if (!uniform)
+      for (size_t d = 0; d < indices.size(); ++d)
+        if (idx_uniform[d])
+          for (int l = 1; l < n; ++l) idx[d][l] = idx[d][0];
     int64_t offsets[kMaxLanes];
     const BufferView& view = f.buffers[slot];
     element_offsets(view, idx_ptrs, n, on, offsets);
     if (mask) {
       if (other) {
-        other->eval(f, n, active, out);
+        for (int l = 0; l < n; ++l) out[l] = o[uo ? 0 : l];
       } else {
         for (int l = 0; l < n; ++l) out[l].i = 0;  // 0 and 0.0 share the bits
       }
     }
     read_elements(view, offsets, n, on, out);
+    return uniform;
   }
 };
 

@@ -62,6 +62,13 @@ struct ForCode final : StmtCode {
 
 // The points of a box of vars [min_d, min_d + extent_d), enumerated in
 // row-major order (last var fastest) kMaxLanes at a time.
+//
+// When the last dim is long enough (kRowBatch), a batch never crosses a row:
+// the outer vars are then uniform in the batch, so everything computed from
+// them alone (a row index, a gathered row, its check and mask) is evaluated
+// once per row instead of once per element.
+constexpr int64_t kRowBatch = 16;
+
 struct Nest {
   std::vector<int> slots;
   std::vector<DType> dtypes;
@@ -78,6 +85,26 @@ struct Nest {
       ext[d] = extents[d]->eval1(f).i;
       if (ext[d] <= 0) return;
       total *= ext[d];
+    }
+    const size_t last = rank - 1;
+    Lane* inner = f.lanes(slots[last]);
+    f.uniform[slots[last]] = 0;
+    if (ext[last] >= kRowBatch || rank == 1) {
+      const int64_t rows = total / ext[last];
+      for (int64_t r = 0; r < rows; ++r) {
+        for (size_t d = 0; d < last; ++d) f.set_uniform_int(slots[d], lo[d] + idx[d]);
+        for (int64_t c = 0; c < ext[last]; c += kMaxLanes) {
+          check_stop(f);
+          const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, ext[last] - c));
+          for (int l = 0; l < n; ++l) inner[l].i = lo[last] + c + l;
+          body(n);
+        }
+        for (size_t d = last; d-- > 0;) {
+          if (++idx[d] < ext[d]) break;
+          idx[d] = 0;
+        }
+      }
+      return;
     }
     for (size_t d = 0; d < rank; ++d) f.uniform[slots[d]] = 0;
     for (int64_t base = 0; base < total; base += kMaxLanes) {
@@ -263,8 +290,9 @@ struct LetCode final : StmtCode {
   ExprPtr value;
   StmtPtr body;
   void run(Frame& f, int n, const Lane* active) const override {
-    value->eval(f, n, active, f.lanes(slot));
-    f.uniform[slot] = n == 1;
+    // A let of a uniform value stays uniform, so the expressions over it
+    // are evaluated once per batch.
+    f.uniform[slot] = value->eval_u(f, n, active, f.lanes(slot)) || n == 1;
     body->run(f, n, active);
   }
 };

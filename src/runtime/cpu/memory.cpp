@@ -20,6 +20,14 @@ namespace {
 template <class Fn>
 void for_active(int n, const Lane* active, Fn fn) {
   if (active) {
+    // Mostly every lane is on (a mask only cuts the tail): then run the
+    // branch-free loop.
+    int on = 0;
+    for (int l = 0; l < n; ++l) on += active[l].i != 0;
+    if (on == n) {
+      for (int l = 0; l < n; ++l) fn(l);
+      return;
+    }
     for (int l = 0; l < n; ++l)
       if (active[l].i) fn(l);
   } else {
@@ -51,9 +59,17 @@ void element_offsets(const BufferView& view, const Lane* const* indices, int n,
     for (int l = 0; l < n; ++l) offsets[l] += idx[l].i * s;
   }
   const int64_t lo = view.lo, hi = view.hi;
-  for_active(n, active, [&](int l) {
-    if (offsets[l] < lo || offsets[l] >= hi) out_of_bounds(view, offsets[l]);
-  });
+  int64_t bad = 0;  // branch-free scan; find the culprit only when there is one
+  if (active) {
+    for (int l = 0; l < n; ++l) bad |= active[l].i & ((offsets[l] < lo) | (offsets[l] >= hi));
+  } else {
+    for (int l = 0; l < n; ++l) bad |= (offsets[l] < lo) | (offsets[l] >= hi);
+  }
+  if (bad) {
+    for_active(n, active, [&](int l) {
+      if (offsets[l] < lo || offsets[l] >= hi) out_of_bounds(view, offsets[l]);
+    });
+  }
 }
 
 void read_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
