@@ -1,0 +1,470 @@
+// Lowering of graph values to Tile IR expressions (see expr_lowering.h).
+#include "lower/expr_lowering.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include <set>
+
+#include "tir/builder.h"
+#include "tir/functor.h"
+#include "tir/structural.h"
+
+namespace tilefuse {
+namespace {
+
+using tir::Expr;
+using tir::Stmt;
+
+constexpr int64_t kI32Limit = int64_t{1} << 31;
+
+Expr to_dtype(const Expr& e, DType dt) {
+  return e.dtype() == dt ? e : tir::cast(dt, e);
+}
+
+Expr and_mask(const Expr& a, const Expr& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return a && b;
+}
+
+// True when size * |stride| may reach 2^31, so index * stride needs 64 bits.
+bool needs_i64(int64_t size, int64_t stride) {
+  const __int128 extent = static_cast<__int128>(size) * (stride < 0 ? -stride : stride);
+  return size >= kI32Limit || extent >= kI32Limit;
+}
+
+// A coordinate widened to i64 when the dim it indexes is that large.
+Expr widen_for(const Expr& c, int64_t size, int64_t stride = 1) {
+  return c.dtype() == DType::I32 && needs_i64(size, stride) ? tir::cast(DType::I64, c) : c;
+}
+
+// The vars an expression mentions.
+class VarCollector : public tir::IRVisitor {
+ public:
+  using tir::IRVisitor::visit;
+  std::set<const tir::VarNode*> vars;
+
+ protected:
+  void visit(const tir::VarNode* op) override { vars.insert(op); }
+};
+
+std::set<const tir::VarNode*> vars_of(const std::vector<Expr>& exprs) {
+  VarCollector c;
+  for (const Expr& e : exprs) c.visit_expr(e);
+  return c.vars;
+}
+
+void conjuncts(const Expr& e, std::vector<Expr>* out) {
+  if (const auto* a = e.as<tir::AndNode>()) {
+    conjuncts(a->a, out);
+    conjuncts(a->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
+// The guard of a bounds check on an index element read at `pos`: the
+// conjuncts of `mask` that mention only vars of `pos`. The others (a GEMM's
+// K-tail `k*BK + j < K` on a row gather at `m`) only guard other
+// coordinates of the same element: some lane with the same position passes
+// them whenever the kernel computes anything at all (K > 0 and N > 0, else
+// the loop or the grid is empty), so the check fires exactly when the
+// reference's would, and it stays invariant in the loops of the dropped
+// vars (licm can hoist it). Loads keep their full mask; licm drops such
+// conjuncts from them by its own rule.
+Expr check_guard(const Expr& mask, const std::vector<Expr>& pos) {
+  if (!mask.defined()) return mask;
+  const std::set<const tir::VarNode*> allowed = vars_of(pos);
+  std::vector<Expr> parts;
+  conjuncts(mask, &parts);
+  Expr guard;
+  for (const Expr& p : parts) {
+    bool keep = true;
+    for (const tir::VarNode* v : vars_of({p})) keep = keep && allowed.count(v) > 0;
+    if (keep) guard = guard.defined() ? (guard && p) : p;
+  }
+  return guard;
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+DType opmath_dtype(DType dt) {
+  switch (dt) {
+    case DType::F16:
+    case DType::BF16:
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+      return DType::F32;
+    default:
+      // Integers and bools compute in i64 like the reference evaluator (the
+      // result wraps to the node's dtype at its cast); f32/f64 in themselves.
+      return is_floating(dt) ? dt : DType::I64;
+  }
+}
+
+DType index_dtype(int64_t size) {
+  return size < kI32Limit ? DType::I32 : DType::I64;
+}
+
+std::string describe_value(const Graph& graph, ValueId v) {
+  const Node& n = graph.node(v);
+  if (!n.name.empty()) return "`" + n.name + "`";
+  switch (n.kind) {
+    case OpKind::Unary:
+      return "the result of " + std::string(unary_op_name(n.unary));
+    case OpKind::Binary:
+      return "the result of " + std::string(binary_op_name(n.binary));
+    default:
+      return "the result of " + lowercase(op_kind_name(n.kind));
+  }
+}
+
+// One lowering call: walks the graph below a value, collecting checks.
+class ExprLowering::Impl {
+ public:
+  Impl(const ExprLowering& owner, std::vector<Stmt>* checks)
+      : g_(owner.graph_), owner_(owner), checks_(checks) {}
+
+  Expr value(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
+  // `v` as an operand of an op of dtype `op` computing in `opmath`.
+  Expr operand(ValueId v, const std::vector<Expr>& coords, DType op, DType opmath,
+               const Expr& mask);
+
+ private:
+  Expr view(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
+  Expr gather(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
+  Expr unary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
+  Expr binary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
+  void add_check(Stmt check);
+
+  const Graph& g_;
+  const ExprLowering& owner_;
+  std::vector<Stmt>* checks_;
+};
+
+void ExprLowering::Impl::add_check(Stmt check) {
+  // The same gather reached twice (x[i] + x[i]) checks once.
+  for (const Stmt& c : *checks_)
+    if (tir::structural_equal(c, check)) return;
+  checks_->push_back(std::move(check));
+}
+
+// The coordinates of an operand of `in_shape` broadcast (right-aligned,
+// PyTorch rules) to a result indexed by `coords`: a size-1 dim reads index 0.
+static std::vector<Expr> broadcast_coords(const std::vector<Expr>& coords, const Shape& in_shape) {
+  std::vector<Expr> c;
+  const size_t lead = coords.size() - in_shape.size();
+  for (size_t d = 0; d < in_shape.size(); ++d)
+    c.push_back(in_shape[d] == 1 ? tir::make_int(coords[lead + d].dtype(), 0) : coords[lead + d]);
+  return c;
+}
+
+Expr ExprLowering::Impl::operand(ValueId v, const std::vector<Expr>& coords, DType op, DType opmath,
+                                 const Expr& mask) {
+  const Node& n = g_.node(v);
+  if (n.kind == OpKind::Scalar) return tir::make_const(opmath, n.scalar);
+  // TensorIterator converts the operand to the op's dtype (an i32 operand of
+  // an f16 op is rounded to f16), then the kernel reads it in opmath.
+  return to_dtype(to_dtype(value(v, broadcast_coords(coords, n.shape), mask), op), opmath);
+}
+
+Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
+  const Node& n = g_.node(v);
+  TF_CHECK(coords.size() == n.shape.size(),
+           "%" + std::to_string(v) + " indexed with " + std::to_string(coords.size()) +
+               " coordinates, rank " + std::to_string(n.shape.size()));
+  if (auto it = owner_.bound_.find(v); it != owner_.bound_.end()) return it->second(coords);
+  if (auto it = owner_.buffers_.find(v); it != owner_.buffers_.end()) {
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < coords.size(); ++d)
+      idx.push_back(widen_for(coords[d], n.shape[d], n.strides.empty() ? 1 : n.strides[d]));
+    return tir::load(it->second, std::move(idx), mask);
+  }
+  switch (n.kind) {
+    case OpKind::Scalar:
+      return tir::make_const(n.dtype, n.scalar);
+    case OpKind::Slice:
+    case OpKind::Permute:
+    case OpKind::Expand:
+    case OpKind::Select:
+      return view(n, coords, mask);
+    case OpKind::Index:
+      return gather(v, coords, mask);
+    case OpKind::Cast: {
+      const Node& in = g_.node(n.inputs[0]);
+      // A literal converts from its exact value (one rounding).
+      if (in.kind == OpKind::Scalar) return tir::make_const(n.dtype, in.scalar);
+      return to_dtype(value(n.inputs[0], coords, mask), n.dtype);
+    }
+    case OpKind::Unary:
+      return unary(n, coords, mask);
+    case OpKind::Binary:
+      return binary(n, coords, mask);
+    case OpKind::Where: {
+      const DType om = opmath_dtype(n.compute_dtype);
+      const ValueId c = n.inputs[0];
+      const Expr cond =
+          g_.node(c).kind == OpKind::Scalar
+              ? tir::make_bool(g_.node(c).scalar != 0)
+              : to_dtype(value(c, broadcast_coords(coords, g_.node(c).shape), mask), DType::Bool);
+      const Expr a = operand(n.inputs[1], coords, n.compute_dtype, om, mask);
+      const Expr b = operand(n.inputs[2], coords, n.compute_dtype, om, mask);
+      return to_dtype(tir::select(cond, a, b), n.dtype);
+    }
+    case OpKind::Clamp: {
+      const DType om = opmath_dtype(n.compute_dtype);
+      Expr x = operand(n.inputs[0], coords, n.compute_dtype, om, mask);
+      // select keeps NaN (a comparison with NaN is false), like the
+      // reference's `v < lo ? lo : v`; lo > hi gives hi.
+      if (n.clamp_min) {
+        const Expr lo = tir::make_const(om, *n.clamp_min);
+        x = tir::select(x < lo, lo, x);
+      }
+      if (n.clamp_max) {
+        const Expr hi = tir::make_const(om, *n.clamp_max);
+        x = tir::select(hi < x, hi, x);
+      }
+      return to_dtype(x, n.dtype);
+    }
+    case OpKind::Parameter:
+    case OpKind::Matmul:
+    case OpKind::Addmm:
+      break;
+  }
+  throw InternalError("expr_lowering: %" + std::to_string(v) + " (" +
+                      std::string(op_kind_name(n.kind)) +
+                      ") is neither a kernel input nor computable in a kernel");
+}
+
+Expr ExprLowering::Impl::view(const Node& n, const std::vector<Expr>& coords, const Expr& mask) {
+  const ValueId src = n.inputs[0];
+  const Node& in = g_.node(src);
+  std::vector<Expr> c(in.shape.size());
+  switch (n.kind) {
+    case OpKind::Slice: {
+      c = coords;
+      const int64_t d = n.dim;
+      Expr i = widen_for(coords[d], in.shape[d]);
+      if (n.step != 1) i = i * n.step;
+      if (n.start != 0) i = n.start + i;
+      c[d] = i;
+      break;
+    }
+    case OpKind::Permute:
+      for (size_t i = 0; i < n.perm.size(); ++i) c[n.perm[i]] = coords[i];
+      break;
+    case OpKind::Expand: {
+      const size_t lead = n.shape.size() - in.shape.size();
+      for (size_t d = 0; d < in.shape.size(); ++d)
+        c[d] =
+            in.shape[d] == 1 ? tir::make_int(index_dtype(n.shape[lead + d]), 0) : coords[lead + d];
+      break;
+    }
+    case OpKind::Select: {
+      const int64_t d = n.dim;
+      const int64_t index = n.start < 0 ? n.start + in.shape[d] : n.start;
+      c.assign(coords.begin(), coords.end());
+      c.insert(c.begin() + d, tir::make_int(index_dtype(in.shape[d]), index));
+      break;
+    }
+    default:
+      throw InternalError("expr_lowering: not a view");
+  }
+  return value(src, c, mask);
+}
+
+Expr ExprLowering::Impl::gather(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
+  const Node& n = g_.node(v);
+  const ValueId x = n.inputs[0], idx = n.inputs[1];
+  const Node& xn = g_.node(x);
+  const Node& in = g_.node(idx);
+  const int64_t d = n.dim, r = static_cast<int64_t>(in.shape.size());
+  const int64_t size = xn.shape[d];
+  const std::vector<Expr> pos(coords.begin() + d, coords.begin() + d + r);
+
+  // The index element, wrapped once, in i64: it comes from memory, so any
+  // value is possible and index * stride is a 64-bit product (ir.h).
+  const Expr raw = to_dtype(value(idx, pos, mask), DType::I64);
+  const Expr wrapped = tir::select(raw < 0, raw + size, raw);
+  // 0 <= wrapped < size, stated on raw so the index load is not repeated
+  // under the select once more.
+  const Expr in_bounds = raw >= -size && raw < size;
+
+  std::string idx_name = describe_value(g_, idx);
+  if (in.name.empty()) idx_name = "(" + idx_name + ")";
+  std::string msg = "index {} is out of bounds for dim " + std::to_string(d) + " of " +
+                    describe_value(g_, x) + " (size " + std::to_string(size) + "): " + idx_name;
+  std::vector<Expr> args = {raw};
+  if (r > 0) {
+    msg += "[";
+    for (int64_t i = 0; i < r; ++i) {
+      msg += i ? ", {}" : "{}";
+      args.push_back(pos[i]);
+    }
+    msg += "]";
+  }
+  msg += " = {}";
+  args.push_back(raw);
+  const Expr guard = check_guard(mask, pos);
+  add_check(tir::CheckNode::make(guard.defined() ? (!guard || in_bounds) : in_bounds,
+                                 /*code=*/1, msg, args));
+
+  std::vector<Expr> xc(coords.begin(), coords.begin() + d);
+  xc.push_back(wrapped);
+  xc.insert(xc.end(), coords.begin() + d + r, coords.end());
+  return value(x, xc, and_mask(mask, in_bounds));
+}
+
+namespace {
+
+// A float-only function of an integer opmath value: computed in f64 and
+// truncated back, like the reference's floating_fn (unreachable from the
+// builders, which promote such ops to f32).
+template <class Fn>
+Expr float_math(const Expr& x, Fn fn) {
+  if (is_floating(x.dtype())) return fn(x);
+  return tir::cast(x.dtype(), fn(tir::cast(DType::F64, x)));
+}
+template <class Fn>
+Expr float_math2(const Expr& a, const Expr& b, Fn fn) {
+  if (is_floating(a.dtype())) return fn(a, b);
+  return tir::cast(a.dtype(), fn(tir::cast(DType::F64, a), tir::cast(DType::F64, b)));
+}
+
+constexpr double kSqrtHalf = 0.70710678118654752440;  // M_SQRT1_2, PyTorch's kAlpha
+
+}  // namespace
+
+Expr ExprLowering::Impl::unary(const Node& n, const std::vector<Expr>& coords, const Expr& mask) {
+  using tir::call;
+  using tir::Intrinsic;
+  const DType om = opmath_dtype(n.compute_dtype);
+  const Expr x = operand(n.inputs[0], coords, n.compute_dtype, om, mask);
+  Expr r;
+  switch (n.unary) {
+    case UnaryOp::Neg:
+      r = -x;
+      break;
+    case UnaryOp::Relu:
+      r = tir::select(x < 0, tir::make_const(om, 0), x);
+      break;
+    case UnaryOp::Gelu:  // x * 0.5 * (1 + erf(x * M_SQRT1_2))
+      r = float_math(
+          x, [](const Expr& y) { return y * 0.5 * (1.0 + call(Intrinsic::Erf, {y * kSqrtHalf})); });
+      break;
+    case UnaryOp::Silu:  // x / (1 + exp(-x))
+      r = float_math(x, [](const Expr& y) { return y / (1.0 + call(Intrinsic::Exp, {-y})); });
+      break;
+    case UnaryOp::Sigmoid:  // 1 / (1 + exp(-x))
+      r = float_math(x, [](const Expr& y) { return 1.0 / (1.0 + call(Intrinsic::Exp, {-y})); });
+      break;
+    case UnaryOp::Tanh:
+      r = float_math(x, [](const Expr& y) { return call(Intrinsic::Tanh, {y}); });
+      break;
+    case UnaryOp::Exp:
+      r = float_math(x, [](const Expr& y) { return call(Intrinsic::Exp, {y}); });
+      break;
+    case UnaryOp::Log:
+      r = float_math(x, [](const Expr& y) { return call(Intrinsic::Log, {y}); });
+      break;
+    case UnaryOp::Sqrt:
+      r = float_math(x, [](const Expr& y) { return call(Intrinsic::Sqrt, {y}); });
+      break;
+    case UnaryOp::Abs:
+      r = call(Intrinsic::Abs, {x});
+      break;
+    case UnaryOp::LogicalNot:
+      r = x == tir::make_const(om, 0);
+      break;
+  }
+  return to_dtype(r, n.dtype);
+}
+
+Expr ExprLowering::Impl::binary(const Node& n, const std::vector<Expr>& coords, const Expr& mask) {
+  using tir::call;
+  using tir::Intrinsic;
+  const DType om = opmath_dtype(n.compute_dtype);
+  const Expr a = operand(n.inputs[0], coords, n.compute_dtype, om, mask);
+  const Expr b = operand(n.inputs[1], coords, n.compute_dtype, om, mask);
+  Expr r;
+  switch (n.binary) {
+    case BinaryOp::Add:
+      r = a + b;
+      break;
+    case BinaryOp::Sub:
+      r = a - b;
+      break;
+    case BinaryOp::Mul:
+      r = a * b;
+      break;
+    case BinaryOp::Div:  // true division; TIR's integer `/` would floor
+      r = float_math2(a, b, [](const Expr& p, const Expr& q) { return p / q; });
+      break;
+    case BinaryOp::Maximum:  // TIR max/min propagate NaN like torch.maximum
+      r = tir::max(a, b);
+      break;
+    case BinaryOp::Minimum:
+      r = tir::min(a, b);
+      break;
+    case BinaryOp::Hypot:
+      r = float_math2(a, b, [](const Expr& p, const Expr& q) {
+        return call(Intrinsic::Hypot, {p, q});
+      });
+      break;
+    case BinaryOp::Eq:
+      r = a == b;
+      break;
+    case BinaryOp::Ne:
+      r = a != b;
+      break;
+    case BinaryOp::Lt:
+      r = a < b;
+      break;
+    case BinaryOp::Le:
+      r = a <= b;
+      break;
+    case BinaryOp::Gt:
+      r = a > b;
+      break;
+    case BinaryOp::Ge:
+      r = a >= b;
+      break;
+  }
+  return to_dtype(r, n.dtype);
+}
+
+ExprLowering::ExprLowering(const Graph& graph, std::map<ValueId, tir::Buffer> buffers)
+    : graph_(graph), buffers_(std::move(buffers)) {}
+
+void ExprLowering::bind(ValueId v, ValueFn fn) {
+  bound_[v] = std::move(fn);
+}
+
+LoweredExpr ExprLowering::lower(ValueId v, const std::vector<Expr>& coords,
+                                const Expr& mask) const {
+  LoweredExpr out;
+  Impl impl(*this, &out.checks);
+  out.value = impl.value(v, coords, mask);
+  return out;
+}
+
+LoweredExpr ExprLowering::lower_as(ValueId v, const std::vector<Expr>& coords, DType dtype,
+                                   const Expr& mask) const {
+  LoweredExpr out;
+  Impl impl(*this, &out.checks);
+  const Node& n = graph_.node(v);
+  out.value = n.kind == OpKind::Scalar ? tir::make_const(dtype, n.scalar)
+                                       : to_dtype(impl.value(v, coords, mask), dtype);
+  return out;
+}
+
+}  // namespace tilefuse

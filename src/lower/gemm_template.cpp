@@ -1,0 +1,123 @@
+// The GEMM template (see gemm_template.h).
+#include "lower/gemm_template.h"
+
+#include <algorithm>
+
+#include "lower/expr_lowering.h"
+#include "tir/builder.h"
+
+namespace tilefuse {
+namespace {
+
+using tir::Buffer;
+using tir::Expr;
+using tir::MemScope;
+using tir::Var;
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// tile * block + i, in the index dtype of a dim of `size` elements.
+Expr tile_index(const Expr& tile, int block, const Var& i, int64_t size) {
+  if (index_dtype(size) == DType::I64)
+    return tir::cast(DType::I64, tile) * block + tir::cast(DType::I64, i);
+  return tile * block + i;
+}
+
+}  // namespace
+
+DType accumulator_dtype(DType dtype) {
+  return dtype == DType::F64 ? DType::F64 : DType::F32;
+}
+
+bool can_use_gemm(const Graph& graph, const KernelStep& step) {
+  if (step.kind != StepKind::kGemm) return false;
+  const DType a = graph.node(step.a.operand).dtype, b = graph.node(step.b.operand).dtype;
+  return a == b && is_floating(a);
+}
+
+GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step) {
+  const GemmGeometry& g = step.gemm;
+  GemmConfig c;
+  c.block_m = static_cast<int>(std::clamp<int64_t>(next_pow2(g.m), 16, 128));
+  c.block_n = static_cast<int>(std::clamp<int64_t>(next_pow2(g.n), 16, 128));
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, 32));
+  c.num_stages = static_cast<int>(std::clamp<int64_t>(ceil_div(g.k, c.block_k), 1, 3));
+  c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
+  c.group_m = 8;
+  return c;
+}
+
+tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelSignature& sig,
+                       const GemmConfig& config) {
+  TF_CHECK(can_use_gemm(graph, step), "build_gemm: not a GEMM step with one operand dtype");
+  const GemmGeometry& geo = step.gemm;
+  const DType dtype = graph.node(step.a.operand).dtype;
+  const DType acc = accumulator_dtype(dtype);
+  const int bm = config.block_m, bn = config.block_n, bk = config.block_k;
+  const int64_t M = geo.m, N = geo.n, K = geo.k;
+
+  tir::KernelBuilder b(step.name);
+  declare_buffers(b, sig);
+  b.set_attr("BLOCK_M", int64_t{bm});
+  b.set_attr("BLOCK_N", int64_t{bn});
+  b.set_attr("BLOCK_K", int64_t{bk});
+  b.set_attr("num_stages", int64_t{config.num_stages});
+  b.set_attr("num_warps", int64_t{config.num_warps});
+  b.set_attr("GROUP_M", int64_t{config.group_m});
+
+  const int64_t batch = shape_numel(geo.batch);
+  std::vector<Expr> lead;  // the batch index, when batched
+  if (!geo.batch.empty()) lead.push_back(b.program_id("pid_b", index_const(batch, batch)));
+  const int64_t num_pid_m = ceil_div(M, bm), num_pid_n = ceil_div(N, bn);
+  const int64_t num_pid = num_pid_m * num_pid_n;
+  Var pid = b.program_id("pid", index_const(num_pid, num_pid));
+
+  // Group-M ordering (the numbers of tiles are constants of the kernel).
+  const int64_t in_group = std::max<int64_t>(1, config.group_m * num_pid_n);
+  Var group_id = b.let("group_id", pid / in_group);
+  Var first_pid_m = b.let("first_pid_m", group_id * config.group_m);
+  Var group_size_m =
+      b.let("group_size_m", tir::min(num_pid_m - first_pid_m, const_like(pid, config.group_m)));
+  Var pid_m = b.let("pid_m", first_pid_m + pid % in_group % group_size_m);
+  Var pid_n = b.let("pid_n", pid % in_group / group_size_m);
+
+  Buffer a_s = b.alloc("A_s", MemScope::Shared, dtype, {bm, bk});
+  Buffer b_s = b.alloc("B_s", MemScope::Shared, dtype, {bk, bn});
+  Buffer c_f = b.alloc("C_f", MemScope::Fragment, acc, {bm, bn});
+  b.fill(c_f, tir::make_const(acc, 0));
+  b.pipelined("k", index_const(ceil_div(K, bk), K), config.num_stages, [&](Var k) {
+    b.copy(a_s,
+           [&](const std::vector<Var>& ij) {
+             Expr m = tile_index(pid_m, bm, ij[0], M), kk = tile_index(k, bk, ij[1], K);
+             std::vector<Expr> idx = lead;
+             idx.insert(idx.end(), {m, kk});
+             return b.load_input("A", idx, dtype, m < M && kk < K);
+           },
+           {"i", "j"});
+    b.copy(b_s,
+           [&](const std::vector<Var>& ij) {
+             Expr kk = tile_index(k, bk, ij[0], K), n = tile_index(pid_n, bn, ij[1], N);
+             std::vector<Expr> idx = lead;
+             idx.insert(idx.end(), {kk, n});
+             return b.load_input("B", idx, dtype, kk < K && n < N);
+           },
+           {"i", "j"});
+    b.gemm(a_s, b_s, c_f);
+  });
+  b.parallel("i", bm, [&](Var i) {
+    b.parallel("j", bn, [&](Var j) {
+      Var m = b.let("m", tile_index(pid_m, bm, i, M));
+      Var n = b.let("n", tile_index(pid_n, bn, j, N));
+      std::vector<Expr> idx = lead;
+      idx.insert(idx.end(), {m, n});
+      b.store_output("C", idx, tir::load(c_f, {i, j}), m < M && n < N);
+    });
+  });
+  return b.build();
+}
+
+}  // namespace tilefuse

@@ -1,0 +1,57 @@
+// The GEMM template (2-D and batched): C[b, m, n] = sum_k A[b, m, k] * B[b, k, n].
+//
+//   grid(pid_b: batch, pid: ceil(M/BLOCK_M) * ceil(N/BLOCK_N))   (pid_b only when batched)
+//   pid -> (pid_m, pid_n) with group-M ordering: GROUP_M consecutive row
+//   tiles share a column tile before moving on, so an L2-resident strip of B
+//   serves GROUP_M tiles of A (Triton's matmul tutorial ordering).
+//   fill(C_f, 0)
+//   for k in pipelined(0, ceil(K/BLOCK_K), stages=num_stages) {
+//     copy A_s[i, j] = load_input("A", [b, m, kk], mask=(m < M && kk < K))
+//     copy B_s[i, j] = load_input("B", [b, kk, n], mask=(kk < K && n < N))
+//     gemm(A_s, B_s, C_f)
+//   }
+//   for i, j in parallel: store_output("C", [b, m, n], C_f[i, j], mask=(m < M && n < N))
+//
+// The hooks take GEMM coordinates (b is the flat batch index); lower.cpp maps
+// them to each operand's logical coordinates (broadcast batch dims, vector
+// operands). One load_input per operand, inside the K loop: the template
+// never hoists anything (licm does). M, N, K may be 0 or 1: the masks cover
+// every tail, K = 0 leaves the loop empty (the epilogue stores zeros through
+// the epilogue), M = 0 or N = 0 leaves the grid empty. Shapes are constants
+// of the kernel (the graph's shapes are static); an index is i64 where its
+// dim has 2^31 elements or more.
+#pragma once
+
+#include "graph/graph.h"
+#include "lower/signature.h"
+#include "schedule/plan.h"
+#include "tir/ir.h"
+
+namespace tilefuse {
+
+struct GemmConfig {
+  int block_m = 128, block_n = 128, block_k = 32;
+  int num_stages = 3;
+  int num_warps = 4;
+  int group_m = 8;
+};
+
+// True for a GEMM step whose operands share one floating dtype (the graph
+// guarantees it for Matmul/Addmm).
+bool can_use_gemm(const Graph& graph, const KernelStep& step);
+
+// The heuristic config: tiles no larger than the problem (powers of two,
+// BLOCK_M/N in [16, 128], BLOCK_K in [16, 32] bytes-agnostic), up to 3
+// stages but no more than K tiles, 8 warps for 128x128 tiles, GROUP_M 8.
+GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step);
+
+// The accumulator dtype of a GEMM over operands of `dtype`: f32, or f64 for
+// f64 (graph.h's rounding contract).
+DType accumulator_dtype(DType dtype);
+
+// Builds the GEMM kernel of `step` (its geometry and operand dtype) with
+// `sig`'s buffers as params.
+tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelSignature& sig,
+                       const GemmConfig& config);
+
+}  // namespace tilefuse

@@ -1,0 +1,59 @@
+// The lower module's entry point: a Plan's steps as Tile IR kernels.
+//
+// Each step becomes one kernel: the GEMM template (gemm_template.h) for a
+// GEMM step, the pointwise template (pointwise_template.h) otherwise, built
+// for the step's config, then inline_hooks (passes/inline_hooks.h) with the
+// hook callbacks made from the step by expr_lowering.h:
+//   GEMM  "A" / "B"  the operand's prologue at the operand's coordinates
+//                    (batch dims broadcast, a vector operand indexed by k
+//                    alone), loads masked by the tile mask;
+//         "C"        the accumulator, as the anchor: addmm's
+//                    beta * bias + alpha * acc in the accumulator type, then
+//                    cast to the anchor's dtype; the epilogue nodes on top;
+//                    the bounds checks of any gathered side input; the store.
+//   pointwise "in"   the step's output value, computed from its reads;
+//             "out"  the store.
+// Kernel params: one global buffer per value the step reads (increasing
+// ValueId: parameters with their layout, earlier steps' outputs contiguous),
+// then the output (contiguous). `bindings` names the value of each param.
+// The kernels are verified (no hooks left) unless options say otherwise.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "graph/graph.h"
+#include "lower/gemm_template.h"
+#include "lower/pointwise_template.h"
+#include "schedule/plan.h"
+#include "tir/ir.h"
+
+namespace tilefuse {
+
+struct LowerOptions {
+  // Override the heuristic configs (a tuner's choice); applied to every step
+  // of that kind.
+  std::optional<GemmConfig> gemm_config;
+  std::optional<PointwiseConfig> pointwise_config;
+  bool verify = true;
+};
+
+struct LoweredKernel {
+  tir::Kernel kernel;  // after inline_hooks
+  int step_index = -1;
+  KernelStep step;
+  std::vector<ValueId> bindings;          // the graph value of each kernel param, in order
+  std::optional<GemmConfig> gemm_config;  // a GEMM step's config
+  std::optional<PointwiseConfig> pointwise_config;  // a pointwise step's config
+};
+
+// One kernel per step of `plan`, in step order. Throws InternalError for a
+// step the templates cannot build or a kernel that fails tir::verify.
+std::vector<LoweredKernel> lower_plan(const Graph& graph, const Plan& plan,
+                                      const LowerOptions& options = {});
+
+// One step alone (what lower_plan does for each).
+LoweredKernel lower_step(const Graph& graph, const KernelStep& step,
+                         const LowerOptions& options = {});
+
+}  // namespace tilefuse

@@ -1,0 +1,95 @@
+// inline_hooks (see inline_hooks.h).
+#include "passes/inline_hooks.h"
+
+#include <utility>
+
+#include "tir/functor.h"
+#include "tir/structural.h"
+
+namespace tilefuse::passes {
+namespace {
+
+using tir::Expr;
+using tir::Stmt;
+
+class HookInliner : public tir::IRMutator {
+ public:
+  explicit HookInliner(const HookTable& table) : table_(table) {}
+
+  using tir::IRMutator::mutate;
+  using tir::IRMutator::visit;
+
+  // Each statement collects the checks of its own expressions (its child
+  // statements collect theirs) and is preceded by them.
+  Stmt mutate(const Stmt& s) override {
+    pending_.emplace_back();
+    Stmt out = tir::IRMutator::mutate(s);
+    std::vector<Stmt> checks = std::move(pending_.back());
+    pending_.pop_back();
+    if (checks.empty()) return out;
+    if (const auto* copy = out.as<tir::CopyNode>()) checks = {over_region(*copy, checks)};
+    checks.push_back(out);
+    return tir::make_seq(std::move(checks));
+  }
+
+ protected:
+  Expr visit(const tir::HookLoadNode* op) override {
+    auto it = table_.inputs.find(op->name);
+    if (it == table_.inputs.end())
+      throw InternalError("inline_hooks: no input hook named \"" + op->name + "\"");
+    std::vector<Expr> indices;
+    mutate_all(op->indices, &indices);
+    HookExpansion e = it->second(indices, mutate_opt(op->mask));
+    TF_CHECK(e.value.defined() && e.value.dtype() == op->dtype,
+             "input hook \"" + op->name + "\" returned another dtype than the hook's");
+    TF_CHECK(!pending_.empty(), "a hook outside any statement");
+    for (Stmt& c : e.checks) add_check(std::move(c));
+    return e.value;
+  }
+
+  Stmt visit(const tir::HookStoreNode* op) override {
+    auto it = table_.outputs.find(op->name);
+    if (it == table_.outputs.end())
+      throw InternalError("inline_hooks: no output hook named \"" + op->name + "\"");
+    std::vector<Expr> indices;
+    mutate_all(op->indices, &indices);
+    // The stored value may itself read hooks (their checks are pending).
+    return it->second(indices, mutate(op->value), mutate_opt(op->mask));
+  }
+
+ private:
+  void add_check(Stmt c) {
+    for (const Stmt& p : pending_.back())
+      if (tir::structural_equal(p, c)) return;
+    pending_.back().push_back(std::move(c));
+  }
+
+  // The checks of a copy's value, run for every point of its region: a
+  // nest of parallel loops with fresh vars standing for the copy's.
+  static Stmt over_region(const tir::CopyNode& copy, const std::vector<Stmt>& checks) {
+    tir::VarMap map;
+    std::vector<tir::Var> vars;
+    for (const tir::Var& v : copy.vars) {
+      tir::Var fresh(v.name(), v.dtype());
+      map[v.get()] = fresh;
+      vars.push_back(fresh);
+    }
+    Stmt body = tir::substitute(tir::make_seq(checks), map);
+    for (size_t d = vars.size(); d-- > 0;)
+      body = tir::ForNode::make(vars[d], tir::make_int(vars[d].dtype(), 0), copy.extents[d],
+                                tir::ForKind::Parallel, 0, body);
+    return body;
+  }
+
+  const HookTable& table_;
+  std::vector<std::vector<Stmt>> pending_;
+};
+
+}  // namespace
+
+tir::Kernel inline_hooks(const tir::Kernel& kernel, const HookTable& table) {
+  HookInliner inliner(table);
+  return inliner.mutate_kernel(kernel);
+}
+
+}  // namespace tilefuse::passes
