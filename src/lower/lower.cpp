@@ -33,6 +33,22 @@ std::string buffer_name(const Graph& g, ValueId v) {
   return n.name.empty() ? "t" + std::to_string(v) : n.name;
 }
 
+// Buffer names are unique in a kernel (executors bind arguments by name):
+// a .tfs name bound to two values gets the value id appended.
+void make_unique_names(KernelSignature* sig, const std::vector<ValueId>& bindings) {
+  std::vector<BufferSpec*> all;
+  for (BufferSpec& s : sig->inputs) all.push_back(&s);
+  all.push_back(&sig->output);
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto taken = [&] {
+      for (size_t j = 0; j < i; ++j)
+        if (all[j]->name == all[i]->name) return true;
+      return false;
+    };
+    while (taken()) all[i]->name += "_" + std::to_string(bindings[i]);
+  }
+}
+
 KernelSignature signature(const Graph& g, const KernelStep& step, std::vector<ValueId>* bindings) {
   KernelSignature sig;
   for (ValueId r : step.reads) {
@@ -47,6 +63,7 @@ KernelSignature signature(const Graph& g, const KernelStep& step, std::vector<Va
   const Node& o = g.node(step.output);
   sig.output = {buffer_name(g, step.output), o.dtype, o.shape, contiguous_strides(o.shape)};
   bindings->push_back(step.output);
+  make_unique_names(&sig, *bindings);
   return sig;
 }
 

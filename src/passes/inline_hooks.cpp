@@ -12,6 +12,18 @@ namespace {
 using tir::Expr;
 using tir::Stmt;
 
+// True when `v` is already 0 wherever `mask` is false: a load (through
+// casts, which map 0 to 0) whose mask is `mask` or `mask && ...`, with no
+// `other`. Such plain loads stay plain, so lower_copies sees pure loads.
+bool zero_where_off(const Expr& v, const Expr& mask) {
+  if (const auto* c = v.as<tir::CastNode>()) return zero_where_off(c->value, mask);
+  const auto* load = v.as<tir::LoadNode>();
+  if (!load || load->other.defined() || !load->mask.defined()) return false;
+  if (tir::structural_equal(load->mask, mask)) return true;
+  const auto* conj = load->mask.as<tir::AndNode>();
+  return conj && tir::structural_equal(conj->a, mask);
+}
+
 class HookInliner : public tir::IRMutator {
  public:
   explicit HookInliner(const HookTable& table) : table_(table) {}
@@ -39,11 +51,16 @@ class HookInliner : public tir::IRMutator {
       throw InternalError("inline_hooks: no input hook named \"" + op->name + "\"");
     std::vector<Expr> indices;
     mutate_all(op->indices, &indices);
-    HookExpansion e = it->second(indices, mutate_opt(op->mask));
+    const Expr mask = mutate_opt(op->mask);
+    HookExpansion e = it->second(indices, mask);
     TF_CHECK(e.value.defined() && e.value.dtype() == op->dtype,
              "input hook \"" + op->name + "\" returned another dtype than the hook's");
     TF_CHECK(!pending_.empty(), "a hook outside any statement");
     for (Stmt& c : e.checks) add_check(std::move(c));
+    // Masked off, a hook yields 0 for its whole prologue (`x - 1.1` must not
+    // leave -1.1 in a K-tail element of a tile).
+    if (mask.defined() && !zero_where_off(e.value, mask))
+      return tir::SelectNode::make(mask, e.value, tir::make_const(e.value.dtype(), 0));
     return e.value;
   }
 
