@@ -75,9 +75,9 @@ AxisFacts AxisInfo::scalar(int64_t divisibility) const {
 
 AxisFacts AxisInfo::facts(const Expr& e) {
   auto it = memo_.find(e.get());
-  if (it != memo_.end()) return it->second;
+  if (it != memo_.end()) return it->second.second;
   AxisFacts f = compute(e);
-  memo_[e.get()] = f;
+  memo_[e.get()] = {e, f};
   return f;
 }
 
@@ -217,7 +217,8 @@ AxisFacts AxisInfo::compute(const Expr& e) {
     b = e.as<K##Node>()->b; \
     break;
         TF_CMP(EQ)
-        TF_CMP(NE) TF_CMP(LT) TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
+        TF_CMP(NE)
+        TF_CMP(LT) TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
 #undef TF_CMP
             default : break;
       }

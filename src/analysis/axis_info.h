@@ -65,7 +65,9 @@ class AxisInfo {
   std::vector<int64_t> extents_;
   std::unordered_map<const tir::VarNode*, tir::Expr> lets_;
   std::unordered_map<const tir::VarNode*, int64_t> param_divisibility_;
-  std::unordered_map<const tir::ExprNode*, AxisFacts> memo_;
+  // Keyed by node; the Expr is kept so that a node's address is never
+  // reused by another node while it is a key.
+  std::unordered_map<const tir::ExprNode*, std::pair<tir::Expr, AxisFacts>> memo_;
 };
 
 // For every copy with constant extents: a header line, then one line per
