@@ -1,0 +1,152 @@
+// Dead code elimination: a liveness sweep over buffers (which are read?),
+// then a mutator that drops what writes only unread buffers and what binds
+// unused vars, repeated until a sweep changes nothing (dropping a store can
+// make the buffer it read from unread too).
+#include "passes/dce.h"
+
+#include <unordered_set>
+
+#include "tir/functor.h"
+
+namespace tilefuse::passes {
+
+namespace {
+
+using namespace tir;  // NOLINT
+
+// Buffers whose contents are read: loaded anywhere, or a gemm's A / B. A
+// gemm's C is read only to be written back, which does not keep C alive.
+struct Reads : IRVisitor {
+  using IRVisitor::visit;
+  std::unordered_set<const BufferNode*> buffers;
+  void visit(const LoadNode* op) override {
+    buffers.insert(op->buffer.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const GemmNode* op) override {
+    buffers.insert(op->a.buffer.get());
+    buffers.insert(op->b.buffer.get());
+    IRVisitor::visit(op);
+  }
+};
+
+// Whether a statement mentions a buffer or reads a var at all.
+struct Mentions : IRVisitor {
+  using IRVisitor::visit;
+  const BufferNode* buffer = nullptr;
+  const VarNode* var = nullptr;
+  bool found = false;
+  void check(const Buffer& b) { found |= b.get() == buffer; }
+  void visit(const VarNode* op) override { found |= op == var; }
+  void visit(const LoadNode* op) override {
+    check(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const StoreNode* op) override {
+    check(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    check(op->dst);
+    IRVisitor::visit(op);
+  }
+  void visit(const FillNode* op) override {
+    check(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const GemmNode* op) override {
+    check(op->a.buffer), check(op->b.buffer), check(op->c.buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const AllocateNode* op) override {
+    // An inner alloc's shape may use the var.
+    for (const Expr& e : op->buffer->shape) visit_expr(e);
+    IRVisitor::visit(op);
+  }
+};
+
+bool is_empty(const Stmt& s) {
+  const auto* seq = s.as<SeqNode>();
+  return seq && seq->stmts.empty();
+}
+
+Stmt nothing() {
+  return make_seq({});
+}
+
+class DeadCode : public IRMutator {
+ public:
+  explicit DeadCode(std::unordered_set<const BufferNode*> reads) : reads_(std::move(reads)) {}
+  using IRMutator::mutate;
+  using IRMutator::visit;
+
+ private:
+  bool dead(const Buffer& b) const {
+    return b.scope() != MemScope::Global && !reads_.count(b.get());
+  }
+
+  Stmt visit(const StoreNode* op) override { return dead(op->buffer) ? nothing() : op; }
+  Stmt visit(const CopyNode* op) override { return dead(op->dst) ? nothing() : op; }
+  Stmt visit(const FillNode* op) override { return dead(op->buffer) ? nothing() : op; }
+  Stmt visit(const GemmNode* op) override { return dead(op->c.buffer) ? nothing() : op; }
+  Stmt visit(const EvaluateNode*) override { return nothing(); }
+
+  Stmt visit(const LetStmtNode* op) override {
+    Stmt body = mutate(op->body);
+    Mentions m;
+    m.var = op->var.get();
+    m.visit_stmt(body);
+    if (!m.found) return body;
+    if (body.same_as(op->body)) return op;
+    return LetStmtNode::make(op->var, op->value, body);
+  }
+
+  Stmt visit(const AllocateNode* op) override {
+    Stmt body = mutate(op->body);
+    Mentions m;
+    m.buffer = op->buffer.get();
+    m.visit_stmt(body);
+    if (!m.found) return body;
+    if (body.same_as(op->body)) return op;
+    return AllocateNode::make(op->buffer, body);
+  }
+
+  Stmt visit(const IfThenElseNode* op) override {
+    const int64_t* c = as_const_int(op->cond);
+    if (c && *c) return mutate(op->then_case);
+    if (c && !*c) return op->else_case.defined() ? mutate(op->else_case) : nothing();
+    Stmt t = mutate(op->then_case), e = mutate_opt(op->else_case);
+    if (e.defined() && is_empty(e)) e = Stmt();
+    if (is_empty(t) && !e.defined()) return nothing();  // the condition has no effect
+    if (t.same_as(op->then_case) && e.same_as(op->else_case)) return op;
+    return IfThenElseNode::make(op->cond, t, e);
+  }
+
+  Stmt visit(const ForNode* op) override {
+    if (const int64_t* n = as_const_int(op->extent); n && *n <= 0) return nothing();
+    Stmt body = mutate(op->body);
+    if (is_empty(body)) return nothing();
+    if (body.same_as(op->body)) return op;
+    return ForNode::make(op->var, op->min, op->extent, op->for_kind, op->num_stages, body);
+  }
+
+  std::unordered_set<const BufferNode*> reads_;
+};
+
+}  // namespace
+
+Kernel eliminate_dead_code(const Kernel& kernel) {
+  Kernel out = kernel;
+  // Each sweep removes at least one statement, so this ends; the bound only
+  // guards against a bug.
+  for (int sweep = 0; sweep < 64; ++sweep) {
+    Reads reads;
+    reads.visit_stmt(out.body);
+    Stmt body = DeadCode(std::move(reads.buffers)).mutate(out.body);
+    if (body.same_as(out.body)) break;
+    out.body = body;
+  }
+  return out;
+}
+
+}  // namespace tilefuse::passes
