@@ -260,6 +260,26 @@ TEST(Simplify, Statements) {
 )");
 }
 
+TEST(Simplify, FactsFromLetsCopiesGridAndHooks) {
+  expect_body(simplify_kernel, R"(  let r = n%8
+  let b = n*8 + 3
+  iout[0] = select(r < 8, b%8, 0)
+  iout[1] = (b + 5)%8 + p/4
+  alloc s: shared f32[4, 8]
+  copy (i: 4, j: 8) s[i, j] = load(x, [i*8 + j], mask=(i*8 + j < 32 && p < 4))
+  out[2] = load_input<f32>("A", [p], mask=(p >= 0)) + load_input<f32>("A", [r], mask=(r < 0))
+  check(r < 8, code=1, msg="r")
+)",
+              R"(  let r = n%8
+  let b = n*8 + 3
+  iout[0] = 3
+  iout[1] = 0
+  alloc s: shared f32[4, 8]
+  copy (i: 4, j: 8) s[i, j] = x[i*8 + j]
+  out[2] = load_input<f32>("A", [p]) + 0.0
+)");
+}
+
 // Floor division and modulo of constants against a brute-force evaluation
 // from the definition: q = floor(a / b), r = a - b*q.
 TEST(Simplify, FloorDivModMatchBruteForce) {
@@ -464,6 +484,10 @@ TEST(Simplify, RandomIntegerExpressionsKeepTheirValue) {
     Expr e = gen.int_expr(4);
     // Free vars: any i32 value, large ones included (wrapping).
     Expr s = simplify(e);
+    // A fixpoint: simplifying again changes nothing.
+    EXPECT_TRUE(simplify(s).same_as(s))
+        << "seed " << seed << "\n--- input: " << print(e) << "\n--- once: " << print(s)
+        << "\n--- twice: " << print(simplify(s));
     for (int trial = 0; trial < 20; ++trial) {
       std::unordered_map<const VarNode*, int64_t> env{
           {x.get(), trial < 10 ? int64_t(int32_t(gen.rng()())) : int64_t(gen.rng()() % 61) - 30},
@@ -492,6 +516,42 @@ TEST(Simplify, RandomIntegerExpressionsKeepTheirValue) {
       }
     }
   }
+}
+
+// The lattice and range rules for `/` and `%` against brute force: every
+// (x*c1 + r) / c2 and % c2, with x a loop var over a range with negative
+// values and with x free (any i32, wrapping).
+TEST(Simplify, DivModRulesMatchBruteForce) {
+  Var x("x");
+  Buffer out = BufferNode::make("out", DType::I32, MemScope::Global, {1});
+  int simplified = 0;
+  for (int64_t c1 : {1, 2, 4, 8, 12, 16, 32}) {
+    for (int64_t r = -20; r <= 20; r += 3) {
+      for (int64_t c2 : {2, 3, 4, 8, 16}) {
+        Expr sum = x * make_int(DType::I32, c1) + make_int(DType::I32, r);
+        for (Expr e : {DivNode::make(sum, make_int(DType::I32, c2)),
+                       ModNode::make(sum, make_int(DType::I32, c2))}) {
+          Stmt loop = ForNode::make(x, make_int(DType::I32, -30), make_int(DType::I32, 60),
+                                    ForKind::Serial, 0, StoreNode::make(out, {0}, e));
+          Expr in_loop = first_store_value(simplify(loop));
+          Expr free = simplify(e);
+          simplified += !in_loop.same_as(e);
+          for (int64_t xv = -30; xv < 30; ++xv) {
+            std::unordered_map<const VarNode*, int64_t> env{{x.get(), xv}};
+            ASSERT_EQ(eval(e, env), eval(in_loop, env))
+                << print(e) << " -> " << print(in_loop) << " at x = " << xv;
+          }
+          for (int64_t xv : {int64_t{-2147483647 - 1}, int64_t{-268435457}, int64_t{268435456},
+                             int64_t{2147483647}, int64_t{-5}, int64_t{7}}) {
+            std::unordered_map<const VarNode*, int64_t> env{{x.get(), xv}};
+            ASSERT_EQ(eval(e, env), eval(free, env))
+                << print(e) << " -> " << print(free) << " at x = " << xv;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(simplified, 300);  // of the 980 cases, most fold to something simpler
 }
 
 // ---- identity ------------------------------------------------------------------
