@@ -118,6 +118,7 @@ class DeadCode : public IRMutator {
     Stmt t = mutate(op->then_case), e = mutate_opt(op->else_case);
     if (e.defined() && is_empty(e)) e = Stmt();
     if (is_empty(t) && !e.defined()) return nothing();  // the condition has no effect
+    if (is_empty(t)) return IfThenElseNode::make(NotNode::make(op->cond), e);
     if (t.same_as(op->then_case) && e.same_as(op->else_case)) return op;
     return IfThenElseNode::make(op->cond, t, e);
   }

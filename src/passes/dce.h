@@ -7,8 +7,8 @@
 //   alloc once nothing mentions the buffer. Global buffers are the kernel's
 //   results: their writes always stay.
 // - `if` with a constant condition (the taken branch stays), branches and
-//   ifs left empty, loops with an empty body or a constant extent <= 0,
-//   empty sequences;
+//   ifs left empty (an empty then-branch: `if !c` with the else), loops with an empty body or a
+//   constant extent <= 0, empty sequences;
 // - `evaluate(e)`: no expression has an effect, so none is needed.
 // Checks, barriers and store_output hooks always stay.
 //

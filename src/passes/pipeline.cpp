@@ -33,7 +33,7 @@ const std::vector<PassEntry>& target_independent_passes() {
        "so cse and licm compare canonical expressions"},
       {"cse",
        [](const tir::Kernel& k, const PassContext&) { return eliminate_common_subexpressions(k); },
-       "binds each repeated index / mask / loaded value once, after simplify made equal "
+       "binds each repeated index or loaded value once, after simplify made equal "
        "expressions look equal"},
       // <- licm goes here (after cse).
       // <- axis_info / lower_copies go here (after licm).

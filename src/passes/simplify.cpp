@@ -260,7 +260,8 @@ Bounds bounds_of(const Expr& e, const BoundsScope& scope) {
 #define TF_CMP(name) \
   if (const auto* op = e.as<name##Node>()) return compare(e.kind(), op->a, op->b, scope);
       TF_CMP(EQ)
-      TF_CMP(NE) TF_CMP(LT) TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
+      TF_CMP(NE)
+      TF_CMP(LT) TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
 #undef TF_CMP
           return truth(true, true);
     }
@@ -673,7 +674,8 @@ class Simplifier : public IRMutator {
     return to##Node::make(c->a, c->b);                                       \
   }
     TF_NEG(LT, GE)
-    TF_NEG(LE, GT) TF_NEG(GT, LE) TF_NEG(GE, LT)
+    TF_NEG(LE, GT)
+    TF_NEG(GT, LE) TF_NEG(GE, LT)
 #undef TF_NEG
         if (a.same_as(op->a)) return op;
     return NotNode::make(a);
@@ -796,9 +798,12 @@ class Simplifier : public IRMutator {
     Expr min = mutate(op->min), extent = mutate(op->extent);
     const int64_t* n = as_const_int(extent);
     if (n && *n <= 0) return nothing();
-    // One iteration: the body at var = min. A pipelined loop of one stage
-    // has nothing to overlap either.
-    if (n && *n == 1) return mutate(substitute(op->body, op->var, min));
+    // One iteration: the body at var = min (a pipelined loop of one trip
+    // has nothing to overlap either). Not for parallel loops: fragment
+    // elements may only be accessed inside one (ir.h, "Scopes").
+    if (n && *n == 1 && op->for_kind != ForKind::Parallel) {
+      return mutate(substitute(op->body, op->var, min));
+    }
     bind_range(op->var, min, extent);
     Stmt body = mutate(op->body);
     unbind(op->var);

@@ -19,7 +19,7 @@
 //   and the store disappears; `m && true` -> m.
 // - casts: of constants, to the same dtype, and through a lossless cast.
 // - statements: `if` with a known condition, loops of extent <= 0 removed,
-//   extent 1 replaced by their body at `min`, lets of constants and vars
+//   extent 1 (but parallel) replaced by their body at `min`, lets of constants and vars
 //   inlined, checks known to pass removed.
 //
 // The result is the input node itself (same_as) wherever nothing changed.

@@ -81,8 +81,7 @@ TEST(Dce, ConstantIfsEmptyLoopsAndEvaluate) {
 )",
               R"(  iout[0] = 2
   iout[1] = 1
-  if n > 0 {
-  } else {
+  if !(n > 0) {
     iout[2] = 3
   }
   if n > 1 {

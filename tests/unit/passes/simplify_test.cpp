@@ -248,6 +248,10 @@ TEST(Simplify, Statements) {
   if 2 < 1 {
     iout[2] = 1
   }
+  alloc f: fragment f32[1]
+  for j in parallel(0, 1) {
+    f[j] = 0.0
+  }
   let c = 5
   let v = n
   iout[3] = c + v*1
@@ -256,6 +260,10 @@ TEST(Simplify, Statements) {
               R"(  iout[3] = 6
   iout[0] = 1
   iout[1] = 2
+  alloc f: fragment f32[1]
+  for j in parallel(0, 1) {
+    f[j] = 0.0
+  }
   iout[3] = n + 5
 )");
 }
