@@ -165,6 +165,17 @@ void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
   const ReadFn<T> read = reader<T>(m.dtype);
   const int64_t esize = dtype_size(m.dtype);
   const int64_t valid = std::min<int64_t>(width, m.rows - r0);
+  if (m.dtype == (std::is_same_v<T, float> ? DType::F32 : DType::F64)) {
+    // Same type: plain strided loads, no per-element conversion call (the
+    // CPU executor packs every tile of every K step).
+    for (int64_t k = 0; k < m.cols; ++k) {
+      T* dst = out + k * width;
+      const T* src = reinterpret_cast<const T*>(element(m, r0, k));
+      for (int64_t i = 0; i < valid; ++i) dst[i] = src[i * m.row_stride];
+      for (int64_t i = valid; i < width; ++i) dst[i] = T(0);
+    }
+    return;
+  }
   for (int64_t k = 0; k < m.cols; ++k) {
     T* dst = out + k * width;
     const std::byte* src = element(m, r0, k);

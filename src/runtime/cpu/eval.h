@@ -113,11 +113,12 @@ ExprPtr compile_expr(const tir::Expr& e, SlotMap& slots);
 // Compiles a statement (eval_stmt.cpp).
 StmtPtr compile_stmt(const tir::Stmt& s, SlotMap& slots);
 
-// Element offsets of `indices` (each an index lane array) in `view`,
+// Element offsets of `indices` (each an index lane array; where
+// `uniform[d]`, only lane 0 is set and holds every lane's value) in `view`,
 // checking those of active lanes against the storage (InternalError naming
 // the buffer and the offset).
-void element_offsets(const BufferView& view, const Lane* const* indices, int n,
-                     const Lane* active, int64_t* offsets);
+void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform,
+                     int n, const Lane* active, int64_t* offsets);
 // Reads / writes n elements of view at offsets where active (null: all).
 void read_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
                    Lane* out);

@@ -461,13 +461,9 @@ struct LoadCode final : ExprCode {
     uniform = uniform && uo;
     // A uniform address and mask: one access for the whole batch.
     const int n = uniform ? 1 : n_all;
-    if (!uniform)
-      for (size_t d = 0; d < indices.size(); ++d)
-        if (idx_uniform[d])
-          for (int l = 1; l < n; ++l) idx[d][l] = idx[d][0];
     int64_t offsets[kMaxLanes];
     const BufferView& view = f.buffers[slot];
-    element_offsets(view, idx_ptrs, n, on, offsets);
+    element_offsets(view, idx_ptrs, idx_uniform, n, on, offsets);
     if (mask) {
       if (other) {
         for (int l = 0; l < n; ++l) out[l] = o[uo ? 0 : l];

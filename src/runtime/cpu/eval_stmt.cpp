@@ -33,11 +33,12 @@ void offsets_of(Frame& f, const BufferView& view, const std::vector<ExprPtr>& in
                 const Lane* on, int64_t* offsets) {
   Lane idx[kMaxRank][kMaxLanes];
   const Lane* ptrs[kMaxRank];
+  bool uniform[kMaxRank];
   for (size_t d = 0; d < indices.size(); ++d) {
-    indices[d]->eval(f, n, on, idx[d]);
+    uniform[d] = indices[d]->eval_u(f, n, on, idx[d]);
     ptrs[d] = idx[d];
   }
-  element_offsets(view, ptrs, n, on, offsets);
+  element_offsets(view, ptrs, uniform, n, on, offsets);
 }
 
 // ---- loops --------------------------------------------------------------

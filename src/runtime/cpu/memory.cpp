@@ -48,22 +48,45 @@ void write_raw(std::byte* p, T v) {
 
 }  // namespace
 
-void element_offsets(const BufferView& view, const Lane* const* indices, int n,
-                     const Lane* active, int64_t* offsets) {
+void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform,
+                     int n, const Lane* active, int64_t* offsets) {
   // 64-bit offsets throughout: the IR computes in 32 bits only where that
-  // provably fits, so 64-bit arithmetic gives the same values.
-  for (int l = 0; l < n; ++l) offsets[l] = 0;
+  // provably fits, so 64-bit arithmetic gives the same values. Uniform
+  // indices fold into one base; unit strides (the contiguous dim) skip the
+  // multiply, so a row of a tile costs one pass.
+  int64_t base = 0;
+  for (int d = 0; d < view.rank; ++d)
+    if (uniform[d]) base += indices[d][0].i * view.strides[d];
+  bool first = true;
   for (int d = 0; d < view.rank; ++d) {
+    if (uniform[d]) continue;
     const int64_t s = view.strides[d];
     const Lane* idx = indices[d];
-    for (int l = 0; l < n; ++l) offsets[l] += idx[l].i * s;
+    if (first && s == 1) {
+      for (int l = 0; l < n; ++l) offsets[l] = base + idx[l].i;
+    } else if (first) {
+      for (int l = 0; l < n; ++l) offsets[l] = base + idx[l].i * s;
+    } else if (s == 1) {
+      for (int l = 0; l < n; ++l) offsets[l] += idx[l].i;
+    } else {
+      for (int l = 0; l < n; ++l) offsets[l] += idx[l].i * s;
+    }
+    first = false;
   }
+  if (first)
+    for (int l = 0; l < n; ++l) offsets[l] = base;
   const int64_t lo = view.lo, hi = view.hi;
-  int64_t bad = 0;  // branch-free scan; find the culprit only when there is one
+  // One unsigned compare per lane, branch-free (the baseline x86-64 build
+  // has no vector 64-bit compare, so this is scalar: keep it short).
+  const uint64_t range = static_cast<uint64_t>(hi - lo);
+  uint64_t bad = 0;
   if (active) {
-    for (int l = 0; l < n; ++l) bad |= active[l].i & ((offsets[l] < lo) | (offsets[l] >= hi));
+    for (int l = 0; l < n; ++l)
+      bad |= static_cast<uint64_t>(active[l].i) &
+             static_cast<uint64_t>(static_cast<uint64_t>(offsets[l] - lo) >= range);
   } else {
-    for (int l = 0; l < n; ++l) bad |= (offsets[l] < lo) | (offsets[l] >= hi);
+    for (int l = 0; l < n; ++l)
+      bad |= static_cast<uint64_t>(static_cast<uint64_t>(offsets[l] - lo) >= range);
   }
   if (bad) {
     for_active(n, active, [&](int l) {
