@@ -19,7 +19,9 @@ inline Shape with_leading_dim(int64_t d, Shape s) {
 
 class RandomProgram {
  public:
-  explicit RandomProgram(uint64_t seed) : rng_(seed) {}
+  // Dims are drawn from [1, 6], or from [0, max_dim] when max_dim is given
+  // (tile tails and empty GEMMs).
+  explicit RandomProgram(uint64_t seed, int64_t max_dim = 0) : rng_(seed), max_dim_(max_dim) {}
 
   Graph build() {
     const int64_t m = dim(), n = dim(), k = dim();
@@ -70,7 +72,7 @@ class RandomProgram {
   T pick(std::initializer_list<T> options) {
     return options.begin()[pick(static_cast<int64_t>(options.size()))];
   }
-  int64_t dim() { return 1 + pick(6); }
+  int64_t dim() { return max_dim_ > 0 ? pick(max_dim_ + 1) : 1 + pick(6); }
 
   // "p<N>", N the parameter's position.
   std::string next_name() const {
@@ -223,6 +225,7 @@ class RandomProgram {
   }
 
   std::mt19937_64 rng_;
+  int64_t max_dim_ = 0;
   Graph g_;
   std::vector<ValueId> pool_;
   std::vector<ValueId> extra_outputs_;
