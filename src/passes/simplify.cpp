@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 
 #include "passes/modulus_remainder.h"
@@ -261,7 +262,8 @@ Bounds bounds_of(const Expr& e, const BoundsScope& scope) {
   if (const auto* op = e.as<name##Node>()) return compare(e.kind(), op->a, op->b, scope);
       TF_CMP(EQ)
       TF_CMP(NE)
-      TF_CMP(LT) TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
+      TF_CMP(LT)
+      TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
 #undef TF_CMP
           return truth(true, true);
     }
@@ -675,7 +677,8 @@ class Simplifier : public IRMutator {
   }
     TF_NEG(LT, GE)
     TF_NEG(LE, GT)
-    TF_NEG(GT, LE) TF_NEG(GE, LT)
+    TF_NEG(GT, LE)
+    TF_NEG(GE, LT)
 #undef TF_NEG
         if (a.same_as(op->a)) return op;
     return NotNode::make(a);
@@ -815,9 +818,108 @@ class Simplifier : public IRMutator {
     Expr cond = mutate(op->cond);
     if (proven(cond)) return mutate(op->then_case);
     if (disproven(cond)) return op->else_case.defined() ? mutate(op->else_case) : nothing();
-    Stmt t = mutate(op->then_case), e = mutate_opt(op->else_case);
+    // Inside the then-branch every conjunct of cond holds; inside the else
+    // branch cond does not. (Only ifs give facts: a check does not, since a
+    // failed check need not stop the other program instances, ir.h.)
+    Stmt t, e;
+    {
+      std::vector<Expr> conjuncts;
+      split_and(cond, &conjuncts);
+      Facts scope(this);
+      for (const Expr& c : conjuncts) scope.assume(c, true);
+      t = mutate(op->then_case);
+    }
+    if (op->else_case.defined()) {
+      Facts scope(this);
+      scope.assume(cond, false);
+      e = mutate(op->else_case);
+    }
     if (cond.same_as(op->cond) && t.same_as(op->then_case) && e.same_as(op->else_case)) return op;
     return IfThenElseNode::make(cond, t, e);
+  }
+
+  static void split_and(const Expr& e, std::vector<Expr>* out) {
+    if (const auto* a = e.as<AndNode>()) {
+      split_and(a->a, out);
+      split_and(a->b, out);
+    } else {
+      out->push_back(e);
+    }
+  }
+
+  // Known truths of the enclosing branches, undone when the branch ends. A
+  // known `v < c` (v an integer var, c a constant) also narrows v's range.
+  class Facts {
+   public:
+    explicit Facts(Simplifier* s) : s_(s), n_(s->facts_.size()) {}
+    ~Facts() {
+      s_->facts_.resize(n_);
+      for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+        if (it->second.has_value()) {
+          s_->bounds_[it->first] = *it->second;
+        } else {
+          s_->bounds_.erase(it->first);
+        }
+      }
+    }
+    void assume(const Expr& cond, bool value) {
+      s_->facts_.emplace_back(cond, value);
+      const VarNode* v = nullptr;
+      const int64_t* c = nullptr;
+      ExprKind kind = cond.kind();
+      if (!is_comparison(kind) || kind == ExprKind::EQ || kind == ExprKind::NE) return;
+#define TF_OPERANDS(name)                       \
+  if (const auto* op = cond.as<name##Node>()) { \
+    v = op->a.as<VarNode>();                    \
+    c = as_const_int(op->b);                    \
+  }
+      TF_OPERANDS(LT)
+      TF_OPERANDS(LE) TF_OPERANDS(GT) TF_OPERANDS(GE)
+#undef TF_OPERANDS
+          if (!v || !c || !is_int(v->dtype)) return;
+      // A false comparison is its negation: !(v < c) is v >= c for integers.
+      if (!value) {
+        kind = kind == ExprKind::LT   ? ExprKind::GE
+               : kind == ExprKind::LE ? ExprKind::GT
+               : kind == ExprKind::GT ? ExprKind::LE
+                                      : ExprKind::LT;
+      }
+      auto it = s_->bounds_.find(v);
+      saved_.emplace_back(v, it == s_->bounds_.end() ? std::nullopt : std::optional(it->second));
+      Bounds b = it == s_->bounds_.end() ? full(v->dtype, true) : it->second;
+      switch (kind) {
+        case ExprKind::LT:
+          b.hi = std::min(b.hi, i128(*c) - 1);
+          break;
+        case ExprKind::LE:
+          b.hi = std::min(b.hi, i128(*c));
+          break;
+        case ExprKind::GT:
+          b.lo = std::max(b.lo, i128(*c) + 1);
+          break;
+        default:
+          b.lo = std::max(b.lo, i128(*c));
+          break;
+      }
+      if (b.lo > b.hi) b.hi = b.lo;  // unreachable code: any range is sound
+      s_->bounds_[v] = b;
+    }
+
+   private:
+    Simplifier* s_;
+    size_t n_;
+    std::vector<std::pair<const VarNode*, std::optional<Bounds>>> saved_;
+  };
+
+  // A bool expression equal to a known fact is that fact's value.
+  Expr mutate(const Expr& e) override {
+    Expr r = IRMutator::mutate(e);
+    if (!facts_.empty() && r.dtype() == DType::Bool && !as_const_int(r)) {
+      for (const auto& [fact, value] : facts_) {
+        if (structural_equal(r, fact)) return make_bool(value);
+      }
+    }
+    return r;
   }
 
   Stmt visit(const LetStmtNode* op) override {
@@ -887,6 +989,7 @@ class Simplifier : public IRMutator {
 
   BoundsScope bounds_;
   ModulusRemainderScope mr_;
+  std::vector<std::pair<Expr, bool>> facts_;
 };
 
 }  // namespace
@@ -898,7 +1001,8 @@ Stmt simplify(const Stmt& stmt) {
   return Simplifier().mutate(stmt);
 }
 Expr simplify(const Expr& expr) {
-  return Simplifier().mutate(expr);
+  Simplifier s;
+  return static_cast<IRMutator&>(s).mutate(expr);
 }
 
 }  // namespace tilefuse::passes

@@ -268,6 +268,41 @@ TEST(Simplify, Statements) {
 )");
 }
 
+TEST(Simplify, FactsFromIfConditions) {
+  expect_body(simplify_kernel, R"(  for i in serial(0, 128) {
+    if i < 64 {
+      iout[i] = select(i < 100, 1, 2)
+      out[i] = load(x, [i], mask=(i < 64 && n > 0))
+    } else {
+      iout[i] = select(i >= 64, 3, 4)
+    }
+    if n > 0 && i < n {
+      iout[0] = select(i < n, 5, 6) + select(n > 0, 1, 0)
+    } else {
+      iout[0] = select(i < n, 7, 8)
+    }
+    check(i < n, code=1, msg="i")
+    iout[1] = select(i < n, 1, 0)
+  }
+)",
+              R"(  for i in serial(0, 128) {
+    if i < 64 {
+      iout[i] = 1
+      out[i] = load(x, [i], mask=(n > 0))
+    } else {
+      iout[i] = 3
+    }
+    if n > 0 && i < n {
+      iout[0] = 6
+    } else {
+      iout[0] = select(i < n, 7, 8)
+    }
+    check(i < n, code=1, msg="i")
+    iout[1] = select(i < n, 1, 0)
+  }
+)");
+}
+
 TEST(Simplify, FactsFromLetsCopiesGridAndHooks) {
   expect_body(simplify_kernel, R"(  let r = n%8
   let b = n*8 + 3
