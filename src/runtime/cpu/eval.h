@@ -80,6 +80,14 @@ struct ExprCode {
     if (eval_u(f, n, active, out))
       for (int l = 1; l < n; ++l) out[l] = out[0];
   }
+  // For a load with no `other` (a pure masked read): evaluates its mask and
+  // address for n lanes (every lane active) into *on (null: all lanes) and
+  // offsets (checked) and returns the buffer, so a copy can move the bytes
+  // without converting them. nullptr for every other node.
+  virtual const BufferView* plain_load(Frame& f, int n, Lane* mask, const Lane** on,
+                                       int64_t* offsets) const {
+    return nullptr;
+  }
   // A scalar evaluation (n = 1, every lane active).
   Lane eval1(Frame& f) const {
     Lane out;
@@ -131,6 +139,10 @@ std::string format_check_message(const std::string& message, const std::vector<s
 // A double as the shortest text that reads back to it.
 std::string fmt_double(double v);
 
+// dst[dst_offsets[l]] = src[src_offsets[l]] where on (null: all), else 0,
+// element by element as raw bytes (the two dtypes are equal).
+void move_elements(const BufferView& dst, const int64_t* dst_offsets, const BufferView& src,
+                   const int64_t* src_offsets, int n, const Lane* on);
 // The value `v` rounded to float dtype dt (f32 through float).
 double round_float(DType dt, double v);
 // `v` wrapped to integer / bool dtype dt.

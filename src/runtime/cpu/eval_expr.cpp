@@ -431,6 +431,32 @@ struct LoadCode final : ExprCode {
   std::vector<ExprPtr> indices;
   ExprPtr mask, other;
   LoadCode(DType dt, int s) : ExprCode(dt), slot(s) {}
+
+  const BufferView* plain_load(Frame& f, int n, Lane* m, const Lane** on,
+                               int64_t* offsets) const override {
+    if (other) return nullptr;
+    *on = nullptr;
+    if (mask) {
+      if (mask->eval_u(f, n, nullptr, m)) {
+        if (!m[0].i) {  // the whole batch is masked off
+          for (int l = 0; l < n; ++l) m[l].i = 0;
+        } else {
+          m = nullptr;
+        }
+      }
+      *on = m;
+    }
+    Lane idx[kMaxRank][kMaxLanes];
+    const Lane* idx_ptrs[kMaxRank];
+    bool idx_uniform[kMaxRank];
+    for (size_t d = 0; d < indices.size(); ++d) {
+      idx_uniform[d] = indices[d]->eval_u(f, n, *on, idx[d]);
+      idx_ptrs[d] = idx[d];
+    }
+    const BufferView& view = f.buffers[slot];
+    element_offsets(view, idx_ptrs, idx_uniform, n, *on, offsets);
+    return &view;
+  }
   bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
     // The lanes that access memory: active ones where the mask holds. Index
     // expressions (gathers) only need to be valid there.

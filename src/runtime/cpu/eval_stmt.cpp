@@ -160,11 +160,20 @@ struct CopyCode final : StmtCode {
   int slot;
   std::vector<ExprPtr> indices;
   ExprPtr value;
+  bool direct = false;  // value is a load of dst's dtype without `other`
   void run(Frame& f, int, const Lane*) const override {
     nest.run(f, [&](int n) {
       const BufferView& view = f.buffers[slot];
       int64_t offsets[kMaxLanes];
       offsets_of(f, view, indices, n, nullptr, offsets);
+      if (direct) {  // the common tile copy: move bytes, no conversions
+        Lane m[kMaxLanes];
+        const Lane* on = nullptr;
+        int64_t src_offsets[kMaxLanes];
+        const BufferView* src = value->plain_load(f, n, m, &on, src_offsets);
+        move_elements(view, offsets, *src, src_offsets, n, on);
+        return;
+      }
       Lane v[kMaxLanes];
       value->eval(f, n, nullptr, v);
       write_elements(view, offsets, n, nullptr, v);
@@ -481,6 +490,8 @@ struct StmtCompiler {
     code->slot = buffer(op->dst);
     code->indices = exprs(op->dst_indices);
     code->value = expr(op->value);
+    const tir::LoadNode* load = op->value.as<tir::LoadNode>();
+    code->direct = load && !load->other.defined() && load->dtype == op->dst.dtype();
     code->vectorizable = false;
     return code;
   }

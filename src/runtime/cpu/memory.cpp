@@ -209,4 +209,44 @@ void write_elements(const BufferView& view, const int64_t* offsets, int n, const
   }
 }
 
+namespace {
+
+template <class T>
+void move_typed(std::byte* dst, const int64_t* doff, const std::byte* src, const int64_t* soff,
+                int n, const Lane* on) {
+  T* d = reinterpret_cast<T*>(dst);
+  const T* s = reinterpret_cast<const T*>(src);
+  if (!on) {
+    for (int l = 0; l < n; ++l) d[doff[l]] = s[soff[l]];
+    return;
+  }
+  // Masked-off lanes read a local zero instead of memory: branch-free and
+  // no access to their (possibly out-of-range) addresses.
+  const T zero{};
+  for (int l = 0; l < n; ++l) {
+    const T* p = on[l].i ? s + soff[l] : &zero;
+    d[doff[l]] = *p;
+  }
+}
+
+}  // namespace
+
+void move_elements(const BufferView& dst, const int64_t* dst_offsets, const BufferView& src,
+                   const int64_t* src_offsets, int n, const Lane* on) {
+  switch (dtype_size(dst.dtype)) {
+    case 1:
+      move_typed<uint8_t>(dst.base, dst_offsets, src.base, src_offsets, n, on);
+      break;
+    case 2:
+      move_typed<uint16_t>(dst.base, dst_offsets, src.base, src_offsets, n, on);
+      break;
+    case 4:
+      move_typed<uint32_t>(dst.base, dst_offsets, src.base, src_offsets, n, on);
+      break;
+    default:
+      move_typed<uint64_t>(dst.base, dst_offsets, src.base, src_offsets, n, on);
+      break;
+  }
+}
+
 }  // namespace tilefuse::runtime::cpu

@@ -54,7 +54,10 @@ inline uint64_t bits_of(double v) {
 // C[M, N] (f32) = A[rows(M), K] @ B[K, N] in `dt`, BM x BN x BK tiles, K-tail
 // masks, and when `gather`, A's rows gathered by index[M] (i64, negative
 // values wrap once, out-of-range ones fail a check and are masked off).
-inline Kernel gemm_kernel(DType dt, int BM, int BN, int BK, bool gather) {
+// `hoisted` gives the form licm makes of it: the gathered rows computed once
+// per program instance into a local buffer (-1: masked off) before the K
+// loop, instead of in every copy.
+inline Kernel gemm_kernel(DType dt, int BM, int BN, int BK, bool gather, bool hoisted = false) {
   KernelBuilder b("gemm");
   Var M = b.scalar_param("M"), N = b.scalar_param("N"), K = b.scalar_param("K");
   Var R = b.scalar_param("R", DType::I64);  // rows of A
@@ -67,9 +70,14 @@ inline Kernel gemm_kernel(DType dt, int BM, int BN, int BK, bool gather) {
   Buffer A_s = b.alloc("A_s", MemScope::Shared, dt, {BM, BK});
   Buffer B_s = b.alloc("B_s", MemScope::Shared, dt, {BK, BN});
   Buffer C_f = b.alloc("C_f", MemScope::Fragment, DType::F32, {BM, BN});
-  // The row of A for tile row i, and whether it is valid.
-  auto row_of = [&](const Expr& m) -> std::pair<Expr, Expr> {
+  Buffer rows = hoisted ? b.alloc("rows", MemScope::Local, DType::I64, {BM}) : Buffer();
+  // The row of A for tile row i (at m), and whether it is valid.
+  auto row_of = [&](const Expr& i, const Expr& m) -> std::pair<Expr, Expr> {
     if (!gather) return {tir::cast(DType::I64, m), m < M};
+    if (hoisted) {
+      Expr r = tir::load(rows, {i});
+      return {r, r >= 0};
+    }
     Expr raw = tir::load(index, {m}, m < M);
     Expr row = tir::select(raw < 0, raw + R, raw);
     return {row, m < M && row >= 0 && row < R};
@@ -77,19 +85,21 @@ inline Kernel gemm_kernel(DType dt, int BM, int BN, int BK, bool gather) {
   if (gather) {
     b.parallel("i", BM, [&](Var i) {
       Var m = b.let("m", pid_m * BM + i);
+      Var raw = b.let("raw", tir::load(index, {m}, m < M));
+      Var row = b.let("row", tir::select(raw < 0, raw + R, raw));
       b.if_then(m < M, [&] {
-        Var raw = b.let("raw", tir::load(index, {m}));
-        Var row = b.let("row", tir::select(raw < 0, raw + R, raw));
         b.check(row >= 0 && row < R, 1, "index {} out of range [-{}, {}) at position {}",
                 {raw, R, R, m});
       });
+      if (hoisted)
+        b.store(rows, {i}, tir::select(m < M && row >= 0 && row < R, row, tir::make_int(DType::I64, -1)));
     });
   }
   b.fill(C_f, tir::make_const(DType::F32, 0));
   b.serial("k", (K + (BK - 1)) / BK, [&](Var k) {
     b.copy(A_s, [&](const std::vector<Var>& ij) {
       Expr m = pid_m * BM + ij[0], kk = k * BK + ij[1];
-      auto [row, ok] = row_of(m);
+      auto [row, ok] = row_of(ij[0], m);
       return tir::load(A, {row, kk}, ok && kk < K);
     });
     b.copy(B_s, [&](const std::vector<Var>& ij) {

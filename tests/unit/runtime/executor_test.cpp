@@ -82,8 +82,10 @@ TEST(CpuExecutor, ParsedKernelWithBranchesAndStrides) {
     }
 }
 
-TEST(CpuExecutor, GatherWithWrapAndFailingCheck) {
-  Kernel k = gemm_kernel(DType::F32, 16, 16, 8, /*gather=*/true);
+class GatherTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GatherTest, WrapsAndFailsChecks) {
+  Kernel k = gemm_kernel(DType::F32, 16, 16, 8, /*gather=*/true, /*hoisted=*/GetParam());
   const int64_t M = 40, N = 20, K = 13, R = 25;
   Tensor A = random_tensor(DType::F32, {R, K}, 4);  // storage holds exactly R*K elements
   Tensor B = random_tensor(DType::F32, {K, N}, 5);
@@ -111,6 +113,8 @@ TEST(CpuExecutor, GatherWithWrapAndFailingCheck) {
   EXPECT_THROW(execute(k, args), UserError);
 }
 
+INSTANTIATE_TEST_SUITE_P(RowsHoisted, GatherTest, ::testing::Bool());
+
 class GemmTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(GemmTest, MatchesNaiveLoop) {
@@ -134,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, GemmTest, ::testing::Values(DType::F32, DType::
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(CpuExecutor, ThreadCountDoesNotChangeBits) {
-  Kernel k = gemm_kernel(DType::F32, 32, 32, 16, /*gather=*/true);
+  Kernel k = gemm_kernel(DType::F32, 32, 32, 16, /*gather=*/true, /*hoisted=*/true);
   const int64_t M = 130, N = 70, K = 45, R = 60;
   Tensor A = random_tensor(DType::F32, {R, K}, 9), B = random_tensor(DType::F32, {K, N}, 10);
   Tensor index = Tensor::empty(DType::I64, {M});
