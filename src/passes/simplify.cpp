@@ -263,7 +263,8 @@ Bounds bounds_of(const Expr& e, const BoundsScope& scope) {
       TF_CMP(EQ)
       TF_CMP(NE)
       TF_CMP(LT)
-      TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
+      TF_CMP(LE)
+      TF_CMP(GT) TF_CMP(GE)
 #undef TF_CMP
           return truth(true, true);
     }
@@ -680,7 +681,7 @@ class Simplifier : public IRMutator {
     TF_NEG(GT, LE)
     TF_NEG(GE, LT)
 #undef TF_NEG
-        if (a.same_as(op->a)) return op;
+    if (a.same_as(op->a)) return op;
     return NotNode::make(a);
   }
 
@@ -847,6 +848,17 @@ class Simplifier : public IRMutator {
     }
   }
 
+  static bool reads_memory(const Expr& e) {
+    struct Finder : IRVisitor {
+      using IRVisitor::visit;
+      bool found = false;
+      void visit(const LoadNode*) override { found = true; }
+      void visit(const HookLoadNode*) override { found = true; }
+    } f;
+    f.visit_expr(e);
+    return f.found;
+  }
+
   // Known truths of the enclosing branches, undone when the branch ends. A
   // known `v < c` (v an integer var, c a constant) also narrows v's range.
   class Facts {
@@ -863,6 +875,9 @@ class Simplifier : public IRMutator {
       }
     }
     void assume(const Expr& cond, bool value) {
+      // A condition that reads memory may change inside the branch (a store
+      // to that buffer); vars never do.
+      if (reads_memory(cond)) return;
       s_->facts_.emplace_back(cond, value);
       const VarNode* v = nullptr;
       const int64_t* c = nullptr;
@@ -874,7 +889,8 @@ class Simplifier : public IRMutator {
     c = as_const_int(op->b);                    \
   }
       TF_OPERANDS(LT)
-      TF_OPERANDS(LE) TF_OPERANDS(GT) TF_OPERANDS(GE)
+      TF_OPERANDS(LE)
+      TF_OPERANDS(GT) TF_OPERANDS(GE)
 #undef TF_OPERANDS
           if (!v || !c || !is_int(v->dtype)) return;
       // A false comparison is its negation: !(v < c) is v >= c for integers.

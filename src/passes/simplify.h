@@ -10,7 +10,8 @@
 //   (c1 + (x + c2) -> x + (c1+c2)), x - c -> x + (-c).
 // - comparisons: x < x, and any comparison decided by ranges known from
 //   loop bounds, grid extents, copy extents and lets (`i < 128` is true in
-//   `for i in serial(0, 128)`); !(a < b) -> a >= b for integers.
+//   `for i in serial(0, 128)`), and inside an `if` its condition (`i < 64`
+//   narrows i; a repeat of a conjunct is true); !(a < b) -> a >= b for ints.
 // - `/` and `%` by constants from the modulus-remainder lattice and ranges:
 //   (x*8 + 3) % 8 -> 3, (i*32 + j) / 32 -> i when 0 <= j < 32 and nothing
 //   wraps.

@@ -283,6 +283,9 @@ TEST(Simplify, FactsFromIfConditions) {
     }
     check(i < n, code=1, msg="i")
     iout[1] = select(i < n, 1, 0)
+    if idx[0] > 0 {
+      iout[2] = select(idx[0] > 0, 1, 0)
+    }
   }
 )",
               R"(  for i in serial(0, 128) {
@@ -299,6 +302,9 @@ TEST(Simplify, FactsFromIfConditions) {
     }
     check(i < n, code=1, msg="i")
     iout[1] = select(i < n, 1, 0)
+    if idx[0] > 0 {
+      iout[2] = select(idx[0] > 0, 1, 0)
+    }
   }
 )");
 }
