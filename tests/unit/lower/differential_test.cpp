@@ -161,6 +161,17 @@ TEST(LowerDifferential, GemmShapesAndDtypes) {
         }
 }
 
+TEST(LowerDifferential, OtherDtypes) {
+  for (const char* src : {
+           "def f(x: f8e4m3[9, 20], w: f8e4m3[20, 7]):\n    return x @ w\n",
+           "def f(x: f64[9, 20], w: f64[20, 7], b: f64[7]):\n    return torch.tanh(x @ w + b)\n",
+           "def f(x: f32[6, 5], q: i8[5, 4], s: f32[4], i: i32[3] in [-6, 6)):\n"
+           "    return (x[i] @ (q.float() * s) > 0.5).to(torch.int32) + 1\n",
+       }) {
+    expect_plans_match(testing::parse(src).graph, 5, src);
+  }
+}
+
 TEST(LowerDifferential, RandomPrograms) {
   for (uint64_t seed = 1; seed <= 100; ++seed) {
     const Graph g = testing::RandomProgram(seed).build();
