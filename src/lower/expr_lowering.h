@@ -34,6 +34,7 @@
 
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"

@@ -1,4 +1,7 @@
+// Buffer declarations shared by the templates (see signature.h).
 #include "lower/signature.h"
+
+#include <algorithm>
 
 #include "lower/expr_lowering.h"
 
