@@ -26,8 +26,12 @@ class Scan : public IRVisitor {
   bool has_effect = false;  // anything but lets, loops, ifs and checks
 
   using IRVisitor::visit;
+  VarMap first;  // inner loop / copy vars that surely run: their first value
+
   void visit(const ForNode* op) override {
     bound.insert(op->var.get());
+    const int64_t* e = as_const_int(op->extent);
+    if (e && *e > 0) first[op->var.get()] = op->min;
     IRVisitor::visit(op);
   }
   void visit(const LetStmtNode* op) override {
@@ -35,7 +39,11 @@ class Scan : public IRVisitor {
     IRVisitor::visit(op);
   }
   void visit(const CopyNode* op) override {
-    for (const Var& v : op->vars) bound.insert(v.get());
+    for (size_t d = 0; d < op->vars.size(); ++d) {
+      bound.insert(op->vars[d].get());
+      const int64_t* e = as_const_int(op->extents[d]);
+      if (e && *e > 0) first[op->vars[d].get()] = make_int(op->vars[d].dtype(), 0);
+    }
     written.insert(op->dst.get());
     has_effect = true;
     IRVisitor::visit(op);
@@ -185,13 +193,86 @@ bool in_bounds(const Expr& idx, const Expr& dim, const std::vector<Expr>& terms,
   return false;
 }
 
+// Folds integer / bool operations on constants (what substituting first
+// values leaves: `0*32 + 0 < 48`).
+Expr fold(const Expr& e) {
+  if (!is_binary_op(e.kind())) return e;
+  Expr a, b;
+  switch (e.kind()) {
+#define TF_FOLD_CHILDREN(name, ...)  \
+  case ExprKind::name:               \
+    a = fold(e.as<name##Node>()->a); \
+    b = fold(e.as<name##Node>()->b); \
+    break;
+    TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_FOLD_CHILDREN)
+#undef TF_FOLD_CHILDREN
+    default:
+      return e;
+  }
+  const int64_t* x = as_const_int(a);
+  const int64_t* y = as_const_int(b);
+  if (x && y && !is_floating(a.dtype())) {
+    const DType dt = e.dtype();
+    const bool small = *x > -(int64_t{1} << 30) && *x < (int64_t{1} << 30) &&
+                       *y > -(int64_t{1} << 30) && *y < (int64_t{1} << 30);
+    switch (e.kind()) {
+      case ExprKind::Add:
+        if (small) return make_int(dt, *x + *y);
+        break;
+      case ExprKind::Sub:
+        if (small) return make_int(dt, *x - *y);
+        break;
+      case ExprKind::Mul:
+        if (small && *x < (1 << 15) && *y < (1 << 15) && *x > -(1 << 15) && *y > -(1 << 15))
+          return make_int(dt, *x * *y);
+        break;
+      case ExprKind::LT:
+        return make_bool(*x < *y);
+      case ExprKind::LE:
+        return make_bool(*x <= *y);
+      case ExprKind::GT:
+        return make_bool(*x > *y);
+      case ExprKind::GE:
+        return make_bool(*x >= *y);
+      case ExprKind::EQ:
+        return make_bool(*x == *y);
+      case ExprKind::NE:
+        return make_bool(*x != *y);
+      case ExprKind::And:
+        return make_bool(*x && *y);
+      case ExprKind::Or:
+        return make_bool(*x || *y);
+      default:
+        break;
+    }
+  }
+  if (x && *x == 0 && e.kind() == ExprKind::Mul) return a;
+  if (y && *y == 0 && (e.kind() == ExprKind::Mul)) return b;
+  if (y && *y == 0 && (e.kind() == ExprKind::Add || e.kind() == ExprKind::Sub)) return a;
+  if (x && *x == 0 && e.kind() == ExprKind::Add) return b;
+  return make_binary(e.kind(), a, b);
+}
+
+void free_vars(const Expr& e, VarSet* out) {
+  struct V : IRVisitor {
+    VarSet* s;
+    using IRVisitor::visit;
+    void visit(const VarNode* op) override { s->insert(op); }
+  } v;
+  v.s = out;
+  v.visit_expr(e);
+}
+
 // The hoisted form of an expression: the expression itself (or with the
 // mask conjuncts that only guard other accesses dropped from its loads) when
 // it is invariant in the loop, undefined otherwise.
 class Invariant : public IRMutator {
  public:
-  Invariant(const VarSet& variant, const BufSet& written, const NonNegative& nn)
-      : variant_(variant), written_(written), nn_(nn) {}
+  // `first`: the loop var's and the surely-running inner vars' first values
+  // (for the witness rule); may be null.
+  Invariant(const VarSet& variant, const BufSet& written, const NonNegative& nn,
+            const VarMap* first = nullptr)
+      : variant_(variant), written_(written), nn_(nn), first_(first) {}
 
   Expr hoisted(const Expr& e) {
     ok_ = true;
@@ -223,27 +304,51 @@ class Invariant : public IRMutator {
       if (!changed && other.same_as(op->other)) return op;
       return LoadNode::make(op->buffer, std::move(idx), op->mask, std::move(other));
     }
-    std::vector<Expr> terms, kept;
+    std::vector<Expr> terms, kept, dropped;
     conjuncts(op->mask, &terms);
-    bool dropped = false;
     for (const Expr& t : terms) {
-      Expr h = Invariant(variant_, written_, nn_).hoisted(t);
+      Expr h = Invariant(variant_, written_, nn_, first_).hoisted(t);
       if (h.defined()) {
         changed |= !h.same_as(t);
         kept.push_back(h);
       } else {
-        dropped = true;
+        dropped.push_back(t);
       }
     }
-    if (dropped) {
-      // Dropping is legal only when the address is valid without them.
-      for (size_t d = 0; d < idx.size(); ++d) {
-        if (!in_bounds(idx[d], op->buffer->shape[d], kept, nn_)) {
+    if (!dropped.empty()) {
+      changed = true;
+      // Dropping is legal when the address is valid without them...
+      bool valid = true;
+      for (size_t d = 0; d < idx.size(); ++d)
+        valid = valid && in_bounds(idx[d], op->buffer->shape[d], kept, nn_);
+      // ... or else each is replaced by its value at the loop's first
+      // iteration (the witness lane: inner vars the address does not use
+      // at their first value), so the hoisted load reads only addresses the
+      // loop read in its first iteration.
+      if (!valid) {
+        if (!first_) {
           ok_ = false;
           return op;
         }
+        VarSet used;
+        for (const Expr& i : idx) free_vars(i, &used);
+        for (const Expr& t : dropped) {
+          VarSet tv;
+          free_vars(t, &tv);
+          VarMap w;
+          for (const VarNode* v : tv) {
+            auto f = first_->find(v);
+            if (f != first_->end() && !used.count(v)) w[v] = f->second;
+          }
+          Expr h = Invariant(variant_, written_, nn_).hoisted(fold(substitute(t, w)));
+          const int64_t* c = h.defined() ? as_const_int(h) : nullptr;
+          if (!h.defined() || (c && *c == 0)) {
+            ok_ = false;
+            return op;
+          }
+          if (!c) kept.push_back(h);
+        }
       }
-      changed = true;
     }
     if (!changed && other.same_as(op->other)) return op;
     return LoadNode::make(op->buffer, std::move(idx), conjoin(kept), std::move(other));
@@ -262,6 +367,7 @@ class Invariant : public IRMutator {
   const VarSet& variant_;
   const BufSet& written_;
   const NonNegative& nn_;
+  const VarMap* first_;
   bool ok_ = true;
 };
 
@@ -337,20 +443,37 @@ Stmt rebuild(const std::vector<Entry>& entries) {
 }
 
 // Rewrites every expression of a statement to its hoisted form; ok is
-// false when one of them is not invariant.
+// false when one of them is not invariant. Loads under an `if` inside the
+// statement get no witness rule: the witness lane might not reach them.
 class StmtInvariant : public IRMutator {
  public:
-  explicit StmtInvariant(Invariant inv) : inv_(std::move(inv)) {}
+  StmtInvariant(const VarSet& variant, const BufSet& written, const NonNegative& nn,
+                const VarMap* first)
+      : variant_(variant), written_(written), nn_(nn), first_(first) {}
   bool ok = true;
   Expr mutate(const Expr& e) override {
-    Expr h = inv_.hoisted(e);
+    Expr h = Invariant(variant_, written_, nn_, if_depth_ ? nullptr : first_).hoisted(e);
     if (!h.defined()) ok = false;
     return h.defined() ? h : e;
   }
   using IRMutator::mutate;
 
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const IfThenElseNode* op) override {
+    Expr cond = mutate(op->cond);
+    ++if_depth_;
+    Stmt t = mutate(op->then_case), f = mutate_opt(op->else_case);
+    --if_depth_;
+    return IfThenElseNode::make(cond, t, f);
+  }
+
  private:
-  Invariant inv_;
+  const VarSet& variant_;
+  const BufSet& written_;
+  const NonNegative& nn_;
+  const VarMap* first_;
+  int if_depth_ = 0;
 };
 
 class Licm : public IRMutator {
@@ -365,6 +488,7 @@ class Licm : public IRMutator {
     std::string name;
     VarSet variant;  // vars bound in the loop (minus the lets that left it)
     BufSet written;
+    VarMap first;            // first values: the loop var's and surely-running inner vars'
     Expr guard;              // extent > 0; undefined for a constant positive extent
     bool may_sync = false;   // a barrier may be placed before the loop
     std::vector<Entry> pre;  // what goes before the loop, in order
@@ -393,6 +517,8 @@ class Licm : public IRMutator {
     L.variant = sc.bound;
     L.variant.insert(op->var.get());
     L.written = sc.written;
+    L.first = sc.first;
+    L.first[op->var.get()] = op->min;
     if (!ce) L.guard = GTNode::make(op->extent, make_int(op->extent.dtype(), 0));
     L.may_sync = parallel_depth_ == 0 && copy_depth_ == 0;
 
@@ -401,7 +527,7 @@ class Licm : public IRMutator {
     bool check_stays = false;  // an unhoisted check precedes
     for (const Entry& en : entries) {
       if (en.var.defined()) {
-        Expr h = Invariant(L.variant, L.written, *nn_).hoisted(en.value);
+        Expr h = Invariant(L.variant, L.written, *nn_, &L.first).hoisted(en.value);
         if (h.defined()) {
           L.pre.push_back({en.var, guarded(L, h), {}, {}});
           L.variant.erase(en.var.get());
@@ -420,7 +546,7 @@ class Licm : public IRMutator {
       if (!ss.has_effect && ss.has_check && !check_stays) {
         VarSet v = L.variant;
         for (const VarNode* b : ss.bound) v.erase(b);
-        StmtInvariant si(Invariant(v, L.written, *nn_));
+        StmtInvariant si(v, L.written, *nn_, &L.first);
         Stmt h = si.mutate(en.stmt);
         if (si.ok) {
           if (L.guard.defined()) {
@@ -474,7 +600,7 @@ class Licm : public IRMutator {
     using IRMutator::mutate;
     Expr mutate(const Expr& e) override {
       if (costly(e) && e.kind() != ExprKind::Var) {
-        Expr h = Invariant(L_->variant, L_->written, *licm_->nn_).hoisted(e);
+        Expr h = Invariant(L_->variant, L_->written, *licm_->nn_, &L_->first).hoisted(e);
         if (h.defined()) {
           const LoadNode* l = h.as<LoadNode>();
           Var v(l ? l->buffer.name() + "_v" : std::string("inv"), h.dtype());
@@ -490,12 +616,13 @@ class Licm : public IRMutator {
 
    private:
     Expr materialize(const Expr& e) {
-      if (!copy_ || !L_->may_sync || !is_integral(e.dtype())) return {};
+      const DType dt = e.dtype();
+      if (!copy_ || !L_->may_sync || !(is_integral(dt) || dt == DType::Bool)) return {};
       for (const Loop::Materialized& m : L_->materialized)
         if (structural_equal(m.expr, e)) return read_back(m);
       VarSet v = L_->variant;
       for (const Var& cv : copy_->vars) v.erase(cv.get());
-      Expr h = Invariant(v, L_->written, *licm_->nn_).hoisted(e);
+      Expr h = Invariant(v, L_->written, *licm_->nn_, &L_->first).hoisted(e);
       if (!h.defined()) return {};
       // The copy dims it varies along (after dropped conjuncts); their
       // extents must be constants.

@@ -46,9 +46,9 @@
 //  - Expressions inside statements that stay in the loop are hoisted into
 //    lets when they are invariant and contain a load or an intrinsic call;
 //    cheap index arithmetic is left to the code generator.
-//  - Inside a copy, an integer value that is invariant in the loop except
+//  - Inside a copy, an integer or bool value that is invariant in the loop except
 //    for the copy's own vars (the wrapped row index of a gather,
-//    `select(index[m0 + i] < 0, ...)`) is materialized: a shared buffer
+//    `select(index[m0 + i] < 0, ...)`, or its in-bounds flag) is materialized: a shared buffer
 //    over those copy dims (constant extents) is filled by a copy before the
 //    loop, followed by a barrier, and the copy reads it back. Only where a
 //    barrier is legal (not inside a parallel loop or a copy).
