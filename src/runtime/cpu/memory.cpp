@@ -216,7 +216,19 @@ void move_typed(std::byte* dst, const int64_t* doff, const std::byte* src, const
                 int n, const Lane* on) {
   T* d = reinterpret_cast<T*>(dst);
   const T* s = reinterpret_cast<const T*>(src);
+  if (on) {
+    int count = 0;
+    for (int l = 0; l < n; ++l) count += on[l].i != 0;
+    if (count == n) on = nullptr;
+  }
   if (!on) {
+    // A row of a tile is usually contiguous on both sides: one memcpy.
+    int l = 1;
+    while (l < n && doff[l] == doff[0] + l && soff[l] == soff[0] + l) ++l;
+    if (l == n) {
+      std::memcpy(d + doff[0], s + soff[0], sizeof(T) * n);
+      return;
+    }
     for (int l = 0; l < n; ++l) d[doff[l]] = s[soff[l]];
     return;
   }
