@@ -35,7 +35,8 @@ struct PassEntry {
 struct PipelineOptions {
   // A pass name, "all" (after every pass) or "" (never).
   std::string dump_after;
-  // Runs tir::verify after every pass ("after <name>" in its message).
+  // Runs tir::verify after every pass ("after <name>" in its message);
+  // after a pass named inline_hooks, a hook left in the kernel is an error.
   bool verify = true;
   // Where dumps go; std::cerr when null.
   std::ostream* dump = nullptr;

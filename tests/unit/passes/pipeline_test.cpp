@@ -102,6 +102,21 @@ TEST(Pipeline, VerifierNamesTheBrokenPass) {
   EXPECT_NO_THROW(run_passes(k, passes, {}, no_verify));
 }
 
+TEST(Pipeline, HooksAreAnErrorAfterInlineHooks) {
+  tir::Kernel gemm = tir::testing::gemm_kernel();  // has load_input / store_output
+  EXPECT_NO_THROW(run_passes(gemm, target_independent_passes(), {}, {}));
+  std::vector<PassEntry> passes = target_independent_passes();
+  passes.insert(passes.begin(),
+                {"inline_hooks", [](const tir::Kernel& k, const PassContext&) { return k; },
+                 "a stand-in that leaves the hooks"});
+  try {
+    run_passes(gemm, passes, {}, {});
+    FAIL() << "no error";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("after inline_hooks"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Pipeline, TemplateKernelsStayWellFormed) {
   for (const tir::Kernel& k : {tir::testing::gemm_kernel(), tir::testing::gather_kernel()}) {
     tir::Kernel out = run_passes(k, target_independent_passes(), {tir::Target::cuda(80)}, {});
