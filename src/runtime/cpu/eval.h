@@ -54,11 +54,11 @@ struct BufferView {
 // The per-thread state of one running program instance (reused across the
 // instances a thread runs).
 struct Frame {
-  std::vector<Lane> var_lanes;  // kMaxLanes per var slot
+  std::vector<Lane> var_lanes;   // kMaxLanes per var slot
   std::vector<uint8_t> uniform;  // per var slot: lane 0 holds the value for all lanes
   std::vector<BufferView> buffers;
   std::vector<std::vector<std::byte>> alloc_memory;  // per buffer slot
-  const std::atomic<bool>* stop = nullptr;          // set when another instance failed
+  const std::atomic<bool>* stop = nullptr;           // set when another instance failed
 
   Lane* lanes(int slot) { return &var_lanes[static_cast<size_t>(slot) * kMaxLanes]; }
   void set_uniform_int(int slot, int64_t v) {
@@ -125,8 +125,8 @@ StmtPtr compile_stmt(const tir::Stmt& s, SlotMap& slots);
 // `uniform[d]`, only lane 0 is set and holds every lane's value) in `view`,
 // checking those of active lanes against the storage (InternalError naming
 // the buffer and the offset).
-void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform,
-                     int n, const Lane* active, int64_t* offsets);
+void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform, int n,
+                     const Lane* active, int64_t* offsets);
 // Reads / writes n elements of view at offsets where active (null: all).
 void read_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
                    Lane* out);
@@ -135,7 +135,8 @@ void write_elements(const BufferView& view, const int64_t* offsets, int n, const
 // Thrown inside an instance when another instance has failed (Frame::stop).
 struct Stopped {};
 // A check's message with each "{}" replaced by the next value.
-std::string format_check_message(const std::string& message, const std::vector<std::string>& values);
+std::string format_check_message(const std::string& message,
+                                 const std::vector<std::string>& values);
 // A double as the shortest text that reads back to it.
 std::string fmt_double(double v);
 

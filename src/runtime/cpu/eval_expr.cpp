@@ -179,53 +179,87 @@ struct BinaryCode final : ExprCode {
   DType operand;  // the operands' dtype
   bool float_operand;
   BinaryCode(DType dt, DType op, ExprPtr a_, ExprPtr b_)
-      : ExprCode(dt), a(std::move(a_)), b(std::move(b_)), operand(op),
+      : ExprCode(dt),
+        a(std::move(a_)),
+        b(std::move(b_)),
+        operand(op),
         float_operand(is_floating(op)) {}
 
   // The op on one lane of integers / bools (exact in int64 before wrapping:
   // unsigned arithmetic wraps without UB).
   static int64_t int_op(int64_t x, int64_t y) {
     using U = uint64_t;
-    if constexpr (K == ExprKind::Add) return static_cast<int64_t>(U(x) + U(y));
-    else if constexpr (K == ExprKind::Sub) return static_cast<int64_t>(U(x) - U(y));
-    else if constexpr (K == ExprKind::Mul) return static_cast<int64_t>(U(x) * U(y));
-    else if constexpr (K == ExprKind::Div) return floor_div(x, y);
-    else if constexpr (K == ExprKind::Mod) return floor_mod(x, y);
-    else if constexpr (K == ExprKind::Min) return x < y ? x : y;
-    else if constexpr (K == ExprKind::Max) return x > y ? x : y;
-    else if constexpr (K == ExprKind::EQ) return x == y;
-    else if constexpr (K == ExprKind::NE) return x != y;
-    else if constexpr (K == ExprKind::LT) return x < y;
-    else if constexpr (K == ExprKind::LE) return x <= y;
-    else if constexpr (K == ExprKind::GT) return x > y;
-    else if constexpr (K == ExprKind::GE) return x >= y;
-    else if constexpr (K == ExprKind::And) return (x != 0) & (y != 0);
-    else if constexpr (K == ExprKind::Or) return (x != 0) | (y != 0);
-    else static_assert(kAlwaysFalse<K>, "binary op without integer semantics");
+    if constexpr (K == ExprKind::Add)
+      return static_cast<int64_t>(U(x) + U(y));
+    else if constexpr (K == ExprKind::Sub)
+      return static_cast<int64_t>(U(x) - U(y));
+    else if constexpr (K == ExprKind::Mul)
+      return static_cast<int64_t>(U(x) * U(y));
+    else if constexpr (K == ExprKind::Div)
+      return floor_div(x, y);
+    else if constexpr (K == ExprKind::Mod)
+      return floor_mod(x, y);
+    else if constexpr (K == ExprKind::Min)
+      return x < y ? x : y;
+    else if constexpr (K == ExprKind::Max)
+      return x > y ? x : y;
+    else if constexpr (K == ExprKind::EQ)
+      return x == y;
+    else if constexpr (K == ExprKind::NE)
+      return x != y;
+    else if constexpr (K == ExprKind::LT)
+      return x < y;
+    else if constexpr (K == ExprKind::LE)
+      return x <= y;
+    else if constexpr (K == ExprKind::GT)
+      return x > y;
+    else if constexpr (K == ExprKind::GE)
+      return x >= y;
+    else if constexpr (K == ExprKind::And)
+      return (x != 0) & (y != 0);
+    else if constexpr (K == ExprKind::Or)
+      return (x != 0) | (y != 0);
+    else
+      static_assert(kAlwaysFalse<K>, "binary op without integer semantics");
   }
   // Arithmetic in T (float for f32, double otherwise); comparisons give 0/1.
   template <class T>
   static T float_op(T x, T y) {
-    if constexpr (K == ExprKind::Add) return x + y;
-    else if constexpr (K == ExprKind::Sub) return x - y;
-    else if constexpr (K == ExprKind::Mul) return x * y;
-    else if constexpr (K == ExprKind::Div) return x / y;
-    else if constexpr (K == ExprKind::Mod) return float_mod(x, y);
-    else if constexpr (K == ExprKind::Min) return nan_min(x, y);
-    else if constexpr (K == ExprKind::Max) return nan_max(x, y);
-    else if constexpr (K == ExprKind::EQ) return x == y;
-    else if constexpr (K == ExprKind::NE) return x != y;
-    else if constexpr (K == ExprKind::LT) return x < y;
-    else if constexpr (K == ExprKind::LE) return x <= y;
-    else if constexpr (K == ExprKind::GT) return x > y;
-    else if constexpr (K == ExprKind::GE) return x >= y;
-    else if constexpr (K == ExprKind::And) return (x != 0) && (y != 0);
-    else if constexpr (K == ExprKind::Or) return (x != 0) || (y != 0);
-    else static_assert(kAlwaysFalse<K>, "binary op without float semantics");
+    if constexpr (K == ExprKind::Add)
+      return x + y;
+    else if constexpr (K == ExprKind::Sub)
+      return x - y;
+    else if constexpr (K == ExprKind::Mul)
+      return x * y;
+    else if constexpr (K == ExprKind::Div)
+      return x / y;
+    else if constexpr (K == ExprKind::Mod)
+      return float_mod(x, y);
+    else if constexpr (K == ExprKind::Min)
+      return nan_min(x, y);
+    else if constexpr (K == ExprKind::Max)
+      return nan_max(x, y);
+    else if constexpr (K == ExprKind::EQ)
+      return x == y;
+    else if constexpr (K == ExprKind::NE)
+      return x != y;
+    else if constexpr (K == ExprKind::LT)
+      return x < y;
+    else if constexpr (K == ExprKind::LE)
+      return x <= y;
+    else if constexpr (K == ExprKind::GT)
+      return x > y;
+    else if constexpr (K == ExprKind::GE)
+      return x >= y;
+    else if constexpr (K == ExprKind::And)
+      return (x != 0) && (y != 0);
+    else if constexpr (K == ExprKind::Or)
+      return (x != 0) || (y != 0);
+    else
+      static_assert(kAlwaysFalse<K>, "binary op without float semantics");
   }
-  static constexpr bool kBoolResult = K == ExprKind::EQ || K == ExprKind::NE ||
-                                      K == ExprKind::LT || K == ExprKind::LE ||
-                                      K == ExprKind::GT || K == ExprKind::GE ||
+  static constexpr bool kBoolResult = K == ExprKind::EQ || K == ExprKind::NE || K == ExprKind::LT ||
+                                      K == ExprKind::LE || K == ExprKind::GT || K == ExprKind::GE ||
                                       K == ExprKind::And || K == ExprKind::Or;
 
   bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
@@ -260,16 +294,20 @@ struct BinaryCode final : ExprCode {
       u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
         const float r = float_op<float>(static_cast<float>(x.f), static_cast<float>(z.f));
         Lane o;
-        if constexpr (kBoolResult) o.i = r != 0;
-        else o.f = r;
+        if constexpr (kBoolResult)
+          o.i = r != 0;
+        else
+          o.f = r;
         return o;
       });
     } else {
       u = zip(n, ua, ub, out, y, [](Lane x, Lane z) {
         const double r = float_op<double>(x.f, z.f);
         Lane o;
-        if constexpr (kBoolResult) o.i = r != 0;
-        else o.f = r;
+        if constexpr (kBoolResult)
+          o.i = r != 0;
+        else
+          o.f = r;
         return o;
       });
       if (!kBoolResult && operand != DType::F64)
@@ -351,24 +389,42 @@ T sigmoid(T x) {
 template <class T>
 T intrinsic(Intrinsic op, T x, T y, T z) {
   switch (op) {
-    case Intrinsic::Neg: return -x;
-    case Intrinsic::Abs: return std::fabs(x);
-    case Intrinsic::Exp: return std::exp(x);
-    case Intrinsic::Exp2: return std::exp2(x);
-    case Intrinsic::Log: return std::log(x);
-    case Intrinsic::Log2: return std::log2(x);
-    case Intrinsic::Sqrt: return std::sqrt(x);
-    case Intrinsic::Rsqrt: return T(1) / std::sqrt(x);
-    case Intrinsic::Tanh: return std::tanh(x);
-    case Intrinsic::Erf: return std::erf(x);
-    case Intrinsic::Sigmoid: return sigmoid(x);
-    case Intrinsic::Sin: return std::sin(x);
-    case Intrinsic::Cos: return std::cos(x);
-    case Intrinsic::Floor: return std::floor(x);
-    case Intrinsic::Ceil: return std::ceil(x);
-    case Intrinsic::Hypot: return std::hypot(x, y);
-    case Intrinsic::Pow: return std::pow(x, y);
-    case Intrinsic::Fma: return std::fma(x, y, z);
+    case Intrinsic::Neg:
+      return -x;
+    case Intrinsic::Abs:
+      return std::fabs(x);
+    case Intrinsic::Exp:
+      return std::exp(x);
+    case Intrinsic::Exp2:
+      return std::exp2(x);
+    case Intrinsic::Log:
+      return std::log(x);
+    case Intrinsic::Log2:
+      return std::log2(x);
+    case Intrinsic::Sqrt:
+      return std::sqrt(x);
+    case Intrinsic::Rsqrt:
+      return T(1) / std::sqrt(x);
+    case Intrinsic::Tanh:
+      return std::tanh(x);
+    case Intrinsic::Erf:
+      return std::erf(x);
+    case Intrinsic::Sigmoid:
+      return sigmoid(x);
+    case Intrinsic::Sin:
+      return std::sin(x);
+    case Intrinsic::Cos:
+      return std::cos(x);
+    case Intrinsic::Floor:
+      return std::floor(x);
+    case Intrinsic::Ceil:
+      return std::ceil(x);
+    case Intrinsic::Hypot:
+      return std::hypot(x, y);
+    case Intrinsic::Pow:
+      return std::pow(x, y);
+    case Intrinsic::Fma:
+      return std::fma(x, y, z);
   }
   return x;
 }
@@ -417,8 +473,8 @@ struct CallCode final : ExprCode {
       }
     } else {
       for (int l = 0; l < n; ++l) {
-        const double r = intrinsic<double>(op, out[l].f, arity > 1 ? y[l].f : 0.0,
-                                           arity > 2 ? z[l].f : 0.0);
+        const double r =
+            intrinsic<double>(op, out[l].f, arity > 1 ? y[l].f : 0.0, arity > 2 ? z[l].f : 0.0);
         out[l].f = dtype == DType::F64 ? r : round_to(dtype, r);
       }
     }

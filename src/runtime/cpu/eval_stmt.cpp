@@ -226,8 +226,12 @@ struct GemmCode final : StmtCode {
     int64_t off = 0;
     for (size_t d = 0; d < prefix.size(); ++d) off += prefix[d]->eval1(f).i * v.strides[d];
     const int r = v.rank;
-    reference::MatrixRef m{v.base + off * dtype_size(v.dtype), v.dtype, v.shape[r - 2],
-                           v.shape[r - 1], v.strides[r - 2], v.strides[r - 1]};
+    reference::MatrixRef m{v.base + off * dtype_size(v.dtype),
+                           v.dtype,
+                           v.shape[r - 2],
+                           v.shape[r - 1],
+                           v.strides[r - 2],
+                           v.strides[r - 1]};
     if (m.rows > 0 && m.cols > 0) {
       const int64_t last = off + (m.rows - 1) * m.row_stride + (m.cols - 1) * m.col_stride;
       if (off < v.lo || off >= v.hi || last < v.lo || last >= v.hi)
@@ -262,8 +266,10 @@ struct GemmCode final : StmtCode {
         std::byte* pc = cdata + (i * C.row_stride + j * C.col_stride) * cs;
         double acc = load_element(C.dtype, pc);
         for (int64_t k = 0; k < A.cols; ++k) {
-          const double x = load_element(A.dtype, A.data + (i * A.row_stride + k * A.col_stride) * as);
-          const double y = load_element(B.dtype, B.data + (k * B.row_stride + j * B.col_stride) * bs);
+          const double x =
+              load_element(A.dtype, A.data + (i * A.row_stride + k * A.col_stride) * as);
+          const double y =
+              load_element(B.dtype, B.data + (k * B.row_stride + j * B.col_stride) * bs);
           acc = round_float(C.dtype, acc + round_float(C.dtype, x * y));
         }
         store_element(C.dtype, pc, acc);
@@ -280,8 +286,10 @@ struct IfCode final : StmtCode {
   void run(Frame& f, int n, const Lane* active) const override {
     if (n == 1 && !active) {  // scalar: branch
       const bool c = cond->eval1(f).i != 0;
-      if (c) then_case->run(f, 1, nullptr);
-      else if (else_case) else_case->run(f, 1, nullptr);
+      if (c)
+        then_case->run(f, 1, nullptr);
+      else if (else_case)
+        else_case->run(f, 1, nullptr);
       return;
     }
     Lane c[kMaxLanes], m[kMaxLanes];
@@ -367,8 +375,10 @@ struct AllocCode final : StmtCode {
       running *= v.shape[d];
     }
     for (int d = 0; d < v.rank; ++d) {
-      if (v.shape[d] <= 0) extent = 0;
-      else if (extent > 0) extent += (v.shape[d] - 1) * v.strides[d];
+      if (v.shape[d] <= 0)
+        extent = 0;
+      else if (extent > 0)
+        extent += (v.shape[d] - 1) * v.strides[d];
     }
     std::vector<std::byte>& mem = f.alloc_memory[slot];
     const size_t bytes = static_cast<size_t>(extent) * dtype_size(v.dtype);
@@ -427,8 +437,8 @@ struct StmtCompiler {
         body = loop->body;
         const tir::ForNode* inner = body.as<tir::ForNode>();
         if (!inner || inner->for_kind != tir::ForKind::Parallel ||
-            nest_vars.size() == static_cast<size_t>(kMaxRank) ||
-            uses_any(inner->min, nest_vars) || uses_any(inner->extent, nest_vars))
+            nest_vars.size() == static_cast<size_t>(kMaxRank) || uses_any(inner->min, nest_vars) ||
+            uses_any(inner->extent, nest_vars))
           break;
         loop = inner;
       }

@@ -53,11 +53,13 @@ void bind_scalar(const tir::Var& var, const KernelArg& arg, int slot, Frame& fra
   const DType dt = var.dtype();
   Lane v;
   if (is_floating(dt)) {
-    if (const double* d = std::get_if<double>(&arg.value)) v.f = cpu::round_float(dt, *d);
+    if (const double* d = std::get_if<double>(&arg.value))
+      v.f = cpu::round_float(dt, *d);
     else if (const int64_t* i = std::get_if<int64_t>(&arg.value))
       v.f = cpu::round_float(dt, static_cast<double>(*i));
-    else throw UserError("argument `" + arg.name + "`: expected a " +
-                         std::string(dtype_name(dt)) + " scalar, got a tensor");
+    else
+      throw UserError("argument `" + arg.name + "`: expected a " + std::string(dtype_name(dt)) +
+                      " scalar, got a tensor");
   } else {
     const int64_t* i = std::get_if<int64_t>(&arg.value);
     if (!i)
@@ -134,23 +136,23 @@ void execute(const tir::Kernel& kernel, const std::vector<KernelArg>& args,
   for (const auto& [name, arg] : by_name) {
     bool known = false;
     for (const tir::KernelParam& p : kernel.params) known = known || p.name() == name;
-    if (!known)
-      throw UserError("kernel `" + kernel.name + "` has no parameter `" + name + "`");
+    if (!known) throw UserError("kernel `" + kernel.name + "` has no parameter `" + name + "`");
   }
 
   // Scalars first: buffer shapes are expressions over them.
   cpu::SlotMap slots;
   for (const tir::KernelParam& p : kernel.params) {
-    if (p.is_buffer()) slots.buffer_slot(p.buffer);
-    else slots.var_slot(p.var);
+    if (p.is_buffer())
+      slots.buffer_slot(p.buffer);
+    else
+      slots.var_slot(p.var);
   }
   for (const tir::GridDim& g : kernel.grid) slots.var_slot(g.var);
   Frame host = slots.make_frame();
   for (const tir::KernelParam& p : kernel.params) {
     auto it = by_name.find(p.name());
     if (it == by_name.end())
-      throw UserError("kernel `" + kernel.name + "`: no argument for parameter `" + p.name() +
-                      "`");
+      throw UserError("kernel `" + kernel.name + "`: no argument for parameter `" + p.name() + "`");
     if (!p.is_buffer()) bind_scalar(p.var, *it->second, slots.vars.at(p.var.get()), host);
   }
   for (const tir::KernelParam& p : kernel.params) {

@@ -8,6 +8,13 @@
 // storage (an out-of-bounds access is an InternalError: the IR must never
 // make one), a failed `check` is a UserError with its formatted message.
 //
+// Choices the contract leaves open: integer `x / 0` and `x % 0` give 0 (no
+// trap; a masked-off lane may divide by anything); a barrier is a no-op
+// (an instance runs sequentially on one thread, so there is nothing to wait
+// for); pipelined loops run serially (stages only overlap copies with math
+// on a GPU); a failed check stops the other threads at their next instance
+// or loop iteration, and the first error is rethrown.
+//
 // Design (executor.cpp, eval.h): the kernel is compiled once into a tree of
 // closures; every expression is evaluated over a batch of lanes (the points
 // of a parallel loop nest or copy region, up to kMaxLanes at a time), so the

@@ -48,8 +48,8 @@ void write_raw(std::byte* p, T v) {
 
 }  // namespace
 
-void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform,
-                     int n, const Lane* active, int64_t* offsets) {
+void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform, int n,
+                     const Lane* active, int64_t* offsets) {
   // 64-bit offsets throughout: the IR computes in 32 bits only where that
   // provably fits, so 64-bit arithmetic gives the same values. Uniform
   // indices fold into one base; unit strides (the contiguous dim) skip the
@@ -188,8 +188,9 @@ void write_elements(const BufferView& view, const int64_t* offsets, int n, const
       });
       break;
     case DType::Bool:
-      for_active(n, active,
-                 [&](int l) { base[offsets[l]] = std::byte{static_cast<uint8_t>(values[l].i != 0)}; });
+      for_active(n, active, [&](int l) {
+        base[offsets[l]] = std::byte{static_cast<uint8_t>(values[l].i != 0)};
+      });
       break;
     case DType::U8:
     case DType::I8:

@@ -92,7 +92,8 @@ inline Kernel gemm_kernel(DType dt, int BM, int BN, int BK, bool gather, bool ho
                 {raw, R, R, m});
       });
       if (hoisted)
-        b.store(rows, {i}, tir::select(m < M && row >= 0 && row < R, row, tir::make_int(DType::I64, -1)));
+        b.store(rows, {i},
+                tir::select(m < M && row >= 0 && row < R, row, tir::make_int(DType::I64, -1)));
     });
   }
   b.fill(C_f, tir::make_const(DType::F32, 0));

@@ -26,31 +26,43 @@ int64_t floor_div(int64_t a, int64_t b) {
 // The int64 result of `kind` on a, b before wrapping.
 int64_t int_op(ExprKind kind, int64_t a, int64_t b) {
   switch (kind) {
-    case ExprKind::Add: return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
-    case ExprKind::Sub: return static_cast<int64_t>(uint64_t(a) - uint64_t(b));
-    case ExprKind::Mul: return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
-    case ExprKind::Div: return b == -1 ? static_cast<int64_t>(0 - uint64_t(a)) : floor_div(a, b);
-    case ExprKind::Mod: return b == -1 ? 0 : a - floor_div(a, b) * b;
-    case ExprKind::Min: return std::min(a, b);
-    case ExprKind::Max: return std::max(a, b);
-    default: return 0;
+    case ExprKind::Add:
+      return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
+    case ExprKind::Sub:
+      return static_cast<int64_t>(uint64_t(a) - uint64_t(b));
+    case ExprKind::Mul:
+      return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
+    case ExprKind::Div:
+      return b == -1 ? static_cast<int64_t>(0 - uint64_t(a)) : floor_div(a, b);
+    case ExprKind::Mod:
+      return b == -1 ? 0 : a - floor_div(a, b) * b;
+    case ExprKind::Min:
+      return std::min(a, b);
+    case ExprKind::Max:
+      return std::max(a, b);
+    default:
+      return 0;
   }
 }
 
 int64_t wrap(DType dt, int64_t v) {
   switch (dt) {
-    case DType::I8: return static_cast<int8_t>(v);
-    case DType::U8: return static_cast<uint8_t>(v);
-    case DType::I32: return static_cast<int32_t>(v);
-    default: return v;
+    case DType::I8:
+      return static_cast<int8_t>(v);
+    case DType::U8:
+      return static_cast<uint8_t>(v);
+    case DType::I32:
+      return static_cast<int32_t>(v);
+    default:
+      return v;
   }
 }
 
 TEST(CpuExecutorSemantics, IntegerOpsWrapAndFloor) {
   const std::vector<ExprKind> ops = {ExprKind::Add, ExprKind::Sub, ExprKind::Mul, ExprKind::Div,
                                      ExprKind::Mod, ExprKind::Min, ExprKind::Max};
-  const std::vector<int64_t> av = {7, -7, 7, -7, 2147483647, -2147483648, -2147483648, 100000,
-                                   -1, 255, 128, -129, 1, 13};
+  const std::vector<int64_t> av = {7,      -7, 7,   -7,  2147483647, -2147483648, -2147483648,
+                                   100000, -1, 255, 128, -129,       1,           13};
   const std::vector<int64_t> bv = {2, 2, -2, -2, 1, -1, 2147483647, 99999, 3, 1, -128, 7, -1, -5};
   const int64_t n = static_cast<int64_t>(av.size());
   for (DType dt : {DType::I32, DType::I8, DType::U8, DType::I64}) {
@@ -86,8 +98,8 @@ TEST(CpuExecutorSemantics, IntegerOpsWrapAndFloor) {
 }
 
 TEST(CpuExecutorSemantics, CastsTruncateWrapAndRound) {
-  const std::vector<double> xv = {-3.7, 2.5, 1e10, -1e10, NAN, INFINITY, 300.5, -129.9, 65519.0,
-                                  1.0000001};
+  const std::vector<double> xv = {-3.7,     2.5,   1e10,   -1e10,   NAN,
+                                  INFINITY, 300.5, -129.9, 65519.0, 1.0000001};
   const int64_t n = static_cast<int64_t>(xv.size());
   KernelBuilder b("casts");
   Var N = b.scalar_param("N");
@@ -112,8 +124,14 @@ TEST(CpuExecutorSemantics, CastsTruncateWrapAndRound) {
   std::vector<Tensor> outs = {poisoned(DType::I32, {n}), poisoned(DType::I8, {n}),
                               poisoned(DType::U8, {n}),  poisoned(DType::Bool, {n}),
                               poisoned(DType::F16, {n}), poisoned(DType::F32, {n})};
-  execute(k, {{"N", n},        {"x", x},        {"oi", outs[0]}, {"o8", outs[1]},
-              {"ou", outs[2]}, {"ob", outs[3]}, {"oh", outs[4]}, {"of", outs[5]}});
+  execute(k, {{"N", n},
+              {"x", x},
+              {"oi", outs[0]},
+              {"o8", outs[1]},
+              {"ou", outs[2]},
+              {"ob", outs[3]},
+              {"oh", outs[4]},
+              {"of", outs[5]}});
   for (int64_t i = 0; i < n; ++i) {
     const double v = xv[i];
     const int64_t t = std::isfinite(v) ? static_cast<int64_t>(std::trunc(v)) : 0;
@@ -122,9 +140,12 @@ TEST(CpuExecutorSemantics, CastsTruncateWrapAndRound) {
     EXPECT_EQ(outs[2].get_linear(i), static_cast<double>(static_cast<uint8_t>(t))) << v;
     EXPECT_EQ(outs[3].get_linear(i), v != 0 ? 1.0 : 0.0) << v;
     const double h = round_to(DType::F16, v);
-    if (std::isnan(v)) EXPECT_TRUE(std::isnan(outs[4].get_linear(i)));
-    else EXPECT_EQ(outs[4].get_linear(i), h) << v;
-    EXPECT_EQ(outs[5].get_linear(i), static_cast<double>(static_cast<float>(static_cast<int32_t>(t))));
+    if (std::isnan(v))
+      EXPECT_TRUE(std::isnan(outs[4].get_linear(i)));
+    else
+      EXPECT_EQ(outs[4].get_linear(i), h) << v;
+    EXPECT_EQ(outs[5].get_linear(i),
+              static_cast<double>(static_cast<float>(static_cast<int32_t>(t))));
   }
 }
 
@@ -132,24 +153,42 @@ TEST(CpuExecutorSemantics, CastsTruncateWrapAndRound) {
 template <class T>
 T intrinsic_ref(Intrinsic op, T x, T y, T z) {
   switch (op) {
-    case Intrinsic::Neg: return -x;
-    case Intrinsic::Abs: return std::fabs(x);
-    case Intrinsic::Exp: return std::exp(x);
-    case Intrinsic::Exp2: return std::exp2(x);
-    case Intrinsic::Log: return std::log(x);
-    case Intrinsic::Log2: return std::log2(x);
-    case Intrinsic::Sqrt: return std::sqrt(x);
-    case Intrinsic::Rsqrt: return T(1) / std::sqrt(x);
-    case Intrinsic::Tanh: return std::tanh(x);
-    case Intrinsic::Erf: return std::erf(x);
-    case Intrinsic::Sigmoid: return T(1) / (T(1) + std::exp(-x));
-    case Intrinsic::Sin: return std::sin(x);
-    case Intrinsic::Cos: return std::cos(x);
-    case Intrinsic::Floor: return std::floor(x);
-    case Intrinsic::Ceil: return std::ceil(x);
-    case Intrinsic::Hypot: return std::hypot(x, y);
-    case Intrinsic::Pow: return std::pow(x, y);
-    case Intrinsic::Fma: return std::fma(x, y, z);
+    case Intrinsic::Neg:
+      return -x;
+    case Intrinsic::Abs:
+      return std::fabs(x);
+    case Intrinsic::Exp:
+      return std::exp(x);
+    case Intrinsic::Exp2:
+      return std::exp2(x);
+    case Intrinsic::Log:
+      return std::log(x);
+    case Intrinsic::Log2:
+      return std::log2(x);
+    case Intrinsic::Sqrt:
+      return std::sqrt(x);
+    case Intrinsic::Rsqrt:
+      return T(1) / std::sqrt(x);
+    case Intrinsic::Tanh:
+      return std::tanh(x);
+    case Intrinsic::Erf:
+      return std::erf(x);
+    case Intrinsic::Sigmoid:
+      return T(1) / (T(1) + std::exp(-x));
+    case Intrinsic::Sin:
+      return std::sin(x);
+    case Intrinsic::Cos:
+      return std::cos(x);
+    case Intrinsic::Floor:
+      return std::floor(x);
+    case Intrinsic::Ceil:
+      return std::ceil(x);
+    case Intrinsic::Hypot:
+      return std::hypot(x, y);
+    case Intrinsic::Pow:
+      return std::pow(x, y);
+    case Intrinsic::Fma:
+      return std::fma(x, y, z);
   }
   return x;
 }
@@ -183,8 +222,9 @@ TEST(CpuExecutorSemantics, EveryIntrinsic) {
       tir::verify(k);
       Tensor out = poisoned(dt, {n});
       execute(k, {{"N", n}, {"x", xs}, {"y", ys}, {"z", zs}, {"out", out}});
-      const bool shifted = !(op == Intrinsic::Log || op == Intrinsic::Log2 ||
-                             op == Intrinsic::Sqrt || op == Intrinsic::Rsqrt || op == Intrinsic::Pow);
+      const bool shifted =
+          !(op == Intrinsic::Log || op == Intrinsic::Log2 || op == Intrinsic::Sqrt ||
+            op == Intrinsic::Rsqrt || op == Intrinsic::Pow);
       for (int64_t i = 0; i < n; ++i) {
         double x = xs.get_linear(i), y = ys.get_linear(i), z = zs.get_linear(i);
         if (shifted) x = round_to(dt, x - 1);
@@ -261,8 +301,10 @@ TEST(CpuExecutorSemantics, UnmaskedOutOfBoundsIsAnInternalError) {
   // masked off by the store, so its load never runs).
   execute(k, {{"n", n}, {"shift", 0}, {"x", x}, {"out", out}});
   for (int64_t i = 0; i < n; ++i) {
-    if (i % 2 == 0) EXPECT_EQ(out.get_linear(i), x.get_linear(i));
-    else EXPECT_TRUE(std::isnan(out.get_linear(i)));
+    if (i % 2 == 0)
+      EXPECT_EQ(out.get_linear(i), x.get_linear(i));
+    else
+      EXPECT_TRUE(std::isnan(out.get_linear(i)));
   }
   try {
     execute(k, {{"n", n}, {"shift", 3}, {"x", x}, {"out", out}});

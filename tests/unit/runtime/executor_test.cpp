@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "runtime/cpu/executor.h"
 #include "exec_test_util.h"
+#include "runtime/cpu/executor.h"
 #include "tir/parser.h"
 
 namespace tilefuse::runtime::testing {
@@ -39,8 +39,8 @@ TEST(CpuExecutor, PointwiseWithTailMask) {
     Tensor out = poisoned(DType::F32, {n});
     execute(k, {{"n", n}, {"s", 0.75}, {"x", x}, {"y", y}, {"out", out}}, {.num_threads = 2});
     for (int64_t i = 0; i < n; ++i) {
-      const float want = static_cast<float>(x.get_linear(i)) * 2.0f +
-                         static_cast<float>(y.get_linear(i)) * 0.75f;
+      const float want =
+          static_cast<float>(x.get_linear(i)) * 2.0f + static_cast<float>(y.get_linear(i)) * 0.75f;
       ASSERT_EQ(out.get_linear(i), want) << "n=" << n << " i=" << i;
     }
   }
@@ -94,7 +94,7 @@ TEST_P(GatherTest, WrapsAndFailsChecks) {
   for (int64_t m = 0; m < M; ++m)
     index.set_linear(m, static_cast<double>(static_cast<int64_t>(rng() % (2 * R)) - R));
   Tensor C = poisoned(DType::F32, {M, N});
-  std::vector<KernelArg> args = {{"M", M}, {"N", N}, {"K", K},   {"R", R},
+  std::vector<KernelArg> args = {{"M", M}, {"N", N}, {"K", K},         {"R", R},
                                  {"A", A}, {"B", B}, {"index", index}, {"C", C}};
   execute(k, args);
   std::vector<float> want = naive_gemm(A, B, &index, M);
@@ -192,9 +192,7 @@ TEST(CpuExecutor, HooksMustBeInlinedFirst) {
   KernelBuilder b("hooked");
   Buffer out = b.output("out", DType::F32, {4});
   b.program_id("p", 1);
-  b.parallel("i", 4, [&](Var i) {
-    b.store(out, {i}, b.load_input("A", {i}, DType::F32));
-  });
+  b.parallel("i", 4, [&](Var i) { b.store(out, {i}, b.load_input("A", {i}, DType::F32)); });
   Kernel k = b.build();
   Tensor t = poisoned(DType::F32, {4});
   try {
