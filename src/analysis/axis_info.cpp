@@ -218,7 +218,8 @@ AxisFacts AxisInfo::compute(const Expr& e) {
     break;
         TF_CMP(EQ)
         TF_CMP(NE)
-        TF_CMP(LT) TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
+        TF_CMP(LT)
+        TF_CMP(LE) TF_CMP(GT) TF_CMP(GE)
 #undef TF_CMP
             default : break;
       }
@@ -332,6 +333,19 @@ AccessFacts AxisInfo::access(const LoadNode* load) {
 
 namespace {
 
+// The innermost statements of a nest of parallel loops (through lets and
+// sequences), with the stores among them.
+void collect_stores(const Stmt& s, std::vector<const StoreNode*>* out) {
+  struct V : IRVisitor {
+    std::vector<const StoreNode*>* out;
+    using IRVisitor::visit;
+    void visit(const StoreNode* op) override { out->push_back(op); }
+    void visit(const ForNode*) override {}  // a nested non-parallel loop is its own matter
+  } v;
+  v.out = out;
+  v.visit_stmt(s);
+}
+
 class Printer : public IRVisitor {
  public:
   explicit Printer(const Kernel& k) : kernel_(k) {}
@@ -345,42 +359,83 @@ class Printer : public IRVisitor {
       if (!c) return;
       ext.push_back(*c);
     }
-    AxisInfo info(kernel_, op->vars, ext);
-    out << "copy " << op->dst.name() << " (";
-    for (size_t d = 0; d < op->vars.size(); ++d)
-      out << (d ? ", " : "") << op->vars[d].name() << ": " << ext[d];
+    region("copy " + op->dst.name(), op->vars, ext, {op->value}, {});
+  }
+
+  // A nest of parallel loops over constant ranges is a region too (the
+  // epilogue's element-wise stores).
+  void visit(const ForNode* op) override {
+    if (op->for_kind != ForKind::Parallel) return IRVisitor::visit(op);
+    std::vector<Var> vars;
+    std::vector<int64_t> ext;
+    Stmt body = Stmt(op);
+    while (true) {
+      while (const LetStmtNode* l = body.as<LetStmtNode>()) body = l->body;
+      const ForNode* f = body.as<ForNode>();
+      if (!f || f->for_kind != ForKind::Parallel) break;
+      const int64_t* c = as_const_int(f->extent);
+      const int64_t* m = as_const_int(f->min);
+      if (!c || !m || *m != 0) return IRVisitor::visit(op);
+      vars.push_back(f->var);
+      ext.push_back(*c);
+      body = f->body;
+    }
+    std::vector<const StoreNode*> stores;
+    collect_stores(body, &stores);
+    std::vector<Expr> exprs;
+    for (const StoreNode* st : stores) {
+      for (const Expr& i : st->indices) exprs.push_back(i);
+      exprs.push_back(st->value);
+      if (st->mask.defined()) exprs.push_back(st->mask);
+    }
+    region("parallel", vars, ext, exprs, stores);
+  }
+
+ private:
+  void region(const std::string& head, const std::vector<Var>& vars,
+              const std::vector<int64_t>& ext, const std::vector<Expr>& exprs,
+              const std::vector<const StoreNode*>& stores) {
+    AxisInfo info(kernel_, vars, ext);
+    out << head << " (";
+    for (size_t d = 0; d < vars.size(); ++d)
+      out << (d ? ", " : "") << vars[d].name() << ": " << ext[d];
     out << ")\n";
     std::vector<Expr> seen;
+    auto address = [&](const std::string& what, const LoadNode* l) {
+      AccessFacts a = info.access(l);
+      out << "  " << what << ": offset " << one_line(print(a.offset))
+          << " contiguity=" << list(a.offset_facts.contiguity)
+          << " divisibility=" << list(a.offset_facts.divisibility)
+          << " bytes=" << list(a.byte_divisibility) << " mask_constancy=" << list(a.mask_constancy)
+          << "\n";
+    };
     std::function<void(const Expr&)> walk = [&](const Expr& e) {
       struct Kids : IRVisitor {
         std::vector<Expr> kids;
         using IRVisitor::visit_expr;
         void visit_expr(const Expr& e) override { kids.push_back(e); }
       };
-      // Children first (post-order): visit one level through a collector.
+      // Children first (post-order): the base visit_expr dispatches to
+      // visit(node), which hands each child to the collector's visit_expr.
       Kids k;
-      k.IRVisitor::visit_expr(e);  // dispatches to visit(node), which calls our visit_expr on kids
+      k.IRVisitor::visit_expr(e);
       for (const Expr& c : k.kids) walk(c);
       for (const Expr& s : seen)
         if (structural_equal(s, e)) return;
       seen.push_back(e);
-      if (const LoadNode* l = e.as<LoadNode>()) {
-        AccessFacts a = info.access(l);
-        out << "  address " << one_line(print(e)) << ": offset " << one_line(print(a.offset))
-            << " contiguity=" << list(a.offset_facts.contiguity)
-            << " divisibility=" << list(a.offset_facts.divisibility)
-            << " bytes=" << list(a.byte_divisibility)
-            << " mask_constancy=" << list(a.mask_constancy) << "\n";
-      }
+      if (const LoadNode* l = e.as<LoadNode>()) address("address " + one_line(print(e)), l);
       if (!is_integral(e.dtype()) || e.as<IntImmNode>()) return;
       AxisFacts f = info.facts(e);
       out << "  " << one_line(print(e)) << ": contiguity=" << list(f.contiguity)
           << " divisibility=" << list(f.divisibility) << " constancy=" << list(f.constancy) << "\n";
     };
-    walk(op->value);
+    for (const Expr& e : exprs) walk(e);
+    for (const StoreNode* st : stores) {
+      Expr as_load = LoadNode::make(st->buffer, st->indices, st->mask);
+      address("store " + st->buffer.name() + "[...]", as_load.as<LoadNode>());
+    }
   }
 
- private:
   const Kernel& kernel_;
 };
 

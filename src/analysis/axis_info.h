@@ -70,7 +70,8 @@ class AxisInfo {
   std::unordered_map<const tir::ExprNode*, std::pair<tir::Expr, AxisFacts>> memo_;
 };
 
-// For every copy with constant extents: a header line, then one line per
+// For every copy with constant extents and every nest of parallel loops
+// over constant ranges (their stores): a header line, then one line per
 // distinct integer subexpression of its value (post-order) and one per load
 // (address facts), e.g.
 //   copy A_s (i: 128, j: 32)

@@ -299,6 +299,8 @@ class Decider : public IRMutator {
     }
     if ((ext[inner] * elem) % 16 != 0)
       return "the box's inner extent is not a multiple of 16 bytes";
+    for (int64_t e : ext)
+      if (e > 256) return "a box dim exceeds 256 elements (cuTensorMapEncodeTiled boxDim limit)";
     // The mask may only bound indices by the shape (TMA fills out-of-bounds
     // elements with zeros by itself).
     if (l->mask.defined()) {

@@ -11,8 +11,8 @@
 //    other stride is a multiple of 16 bytes (CUDA driver API,
 //    cuTensorMapEncodeTiled: globalAddress and globalStrides alignment), the
 //    mask only bounds indices by the tensor's shape (TMA zero-fills out of
-//    bounds boxes itself), and the box's inner extent is a multiple of 16
-//    bytes. width = 16.
+//    bounds boxes itself), the box's inner extent is a multiple of 16 bytes
+//    and no box dim exceeds 256 elements. width = 16.
 //  - "cp_async" (sm_80+): the source is a plain load of the destination
 //    dtype (no conversion or math; `other` 0 or absent: the masked lanes use
 //    the zero-fill form, src-size 0) and, along the innermost copy dim, the

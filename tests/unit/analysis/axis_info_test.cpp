@@ -198,6 +198,30 @@ TEST(AxisInfo, ParamDivisibility) {
 )");
 }
 
+// An epilogue's nest of parallel loops is a region: the store address
+// pid_n*64 + j (through a let) is contiguous along j, 16-byte aligned for f32.
+TEST(AxisInfo, ParallelNestStore) {
+  expect_axis_info(R"(kernel t(
+  C: global f32[256, 2048] strides [2048, 1] align 16,
+) grid(pid_m: 2, pid_n: 32) {
+  for i in parallel(0, 128) {
+    for j in parallel(0, 64) {
+      let n = pid_n*64 + j
+      C[pid_m*128 + i, n] = 0.0, mask=(n < 2048)
+    }
+  }
+}
+)",
+                   R"(parallel (i: 128, j: 64)
+  pid_m: contiguity=[1, 1] divisibility=[1, 1] constancy=[128, 64]
+  pid_m*128: contiguity=[1, 1] divisibility=[128, 128] constancy=[128, 64]
+  i: contiguity=[128, 1] divisibility=[max, 1] constancy=[1, 64]
+  pid_m*128 + i: contiguity=[128, 1] divisibility=[128, 1] constancy=[1, 64]
+  n: contiguity=[1, 64] divisibility=[1, 64] constancy=[128, 1]
+  store C[...]: offset i64(pid_m*128 + i)*2048_i64 + i64(n) contiguity=[1, 64] divisibility=[1, 64] bytes=[4, 16] mask_constancy=[128, 64]
+)");
+}
+
 namespace {
 
 // The facts API directly: the byte divisibility of the gathered f16 address
