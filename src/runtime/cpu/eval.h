@@ -116,10 +116,29 @@ struct SlotMap {
   Frame make_frame() const;
 };
 
+// Thrown inside an instance when another instance has failed (Frame::stop).
+struct Stopped {};
+inline void check_stop(const Frame& f) {
+  if (f.stop && f.stop->load(std::memory_order_relaxed)) throw Stopped();
+}
+
 // Compiles an expression (eval_expr.cpp). Throws InternalError for hooks.
 ExprPtr compile_expr(const tir::Expr& e, SlotMap& slots);
 // Compiles a statement (eval_stmt.cpp).
 StmtPtr compile_stmt(const tir::Stmt& s, SlotMap& slots);
+// The nodes of eval_math.cpp and eval_tile.cpp.
+ExprPtr make_cast_code(DType dtype, ExprPtr value);
+ExprPtr make_call_code(DType dtype, tir::Intrinsic op, std::vector<ExprPtr> args);
+StmtPtr make_copy_code(const tir::CopyNode* op, SlotMap& slots);
+StmtPtr make_gemm_code(const tir::GemmNode* op, SlotMap& slots);
+StmtPtr make_fill_code(const tir::FillNode* op, SlotMap& slots);
+
+// Evaluates `indices` for lanes where `on` holds into element offsets of
+// `view` (checked, see element_offsets).
+void offsets_of(Frame& f, const BufferView& view, const std::vector<ExprPtr>& indices, int n,
+                const Lane* on, int64_t* offsets);
+// Wraps n lanes to integer / bool dtype dt (the switch outside the loop).
+void wrap_lanes(DType dt, int n, Lane* out);
 
 // Element offsets of `indices` (each an index lane array; where
 // `uniform[d]`, only lane 0 is set and holds every lane's value) in `view`,
@@ -132,8 +151,6 @@ void read_elements(const BufferView& view, const int64_t* offsets, int n, const 
                    Lane* out);
 void write_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
                     const Lane* values);
-// Thrown inside an instance when another instance has failed (Frame::stop).
-struct Stopped {};
 // A check's message with each "{}" replaced by the next value.
 std::string format_check_message(const std::string& message,
                                  const std::vector<std::string>& values);

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "reference/matmul.h"
 #include "runtime/cpu/eval.h"
+#include "runtime/cpu/nest.h"
 #include "tir/functor.h"
 
 namespace tilefuse::runtime::cpu {
@@ -23,23 +23,6 @@ namespace tilefuse::runtime::cpu {
 using tir::StmtKind;
 
 namespace {
-
-void check_stop(const Frame& f) {
-  if (f.stop && f.stop->load(std::memory_order_relaxed)) throw Stopped();
-}
-
-// Evaluates `indices` for lanes where `on` holds into offsets (checked).
-void offsets_of(Frame& f, const BufferView& view, const std::vector<ExprPtr>& indices, int n,
-                const Lane* on, int64_t* offsets) {
-  Lane idx[kMaxRank][kMaxLanes];
-  const Lane* ptrs[kMaxRank];
-  bool uniform[kMaxRank];
-  for (size_t d = 0; d < indices.size(); ++d) {
-    uniform[d] = indices[d]->eval_u(f, n, on, idx[d]);
-    ptrs[d] = idx[d];
-  }
-  element_offsets(view, ptrs, uniform, n, on, offsets);
-}
 
 // ---- loops --------------------------------------------------------------
 
@@ -57,68 +40,6 @@ struct ForCode final : StmtCode {
       check_stop(f);
       f.set_uniform_int(slot, wrap_int(dtype, lo + i));
       body->run(f, 1, nullptr);
-    }
-  }
-};
-
-// The points of a box of vars [min_d, min_d + extent_d), enumerated in
-// row-major order (last var fastest) kMaxLanes at a time.
-//
-// When the last dim is long enough (kRowBatch), a batch never crosses a row:
-// the outer vars are then uniform in the batch, so everything computed from
-// them alone (a row index, a gathered row, its check and mask) is evaluated
-// once per row instead of once per element.
-constexpr int64_t kRowBatch = 16;
-
-struct Nest {
-  std::vector<int> slots;
-  std::vector<DType> dtypes;
-  std::vector<ExprPtr> mins;  // null: 0
-  std::vector<ExprPtr> extents;
-
-  template <class Body>
-  void run(Frame& f, const Body& body) const {
-    const size_t rank = slots.size();
-    int64_t lo[kMaxRank], ext[kMaxRank], idx[kMaxRank] = {};
-    int64_t total = 1;
-    for (size_t d = 0; d < rank; ++d) {
-      lo[d] = mins[d] ? mins[d]->eval1(f).i : 0;
-      ext[d] = extents[d]->eval1(f).i;
-      if (ext[d] <= 0) return;
-      total *= ext[d];
-    }
-    const size_t last = rank - 1;
-    Lane* inner = f.lanes(slots[last]);
-    f.uniform[slots[last]] = 0;
-    if (ext[last] >= kRowBatch || rank == 1) {
-      const int64_t rows = total / ext[last];
-      for (int64_t r = 0; r < rows; ++r) {
-        for (size_t d = 0; d < last; ++d) f.set_uniform_int(slots[d], lo[d] + idx[d]);
-        for (int64_t c = 0; c < ext[last]; c += kMaxLanes) {
-          check_stop(f);
-          const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, ext[last] - c));
-          for (int l = 0; l < n; ++l) inner[l].i = lo[last] + c + l;
-          body(n);
-        }
-        for (size_t d = last; d-- > 0;) {
-          if (++idx[d] < ext[d]) break;
-          idx[d] = 0;
-        }
-      }
-      return;
-    }
-    for (size_t d = 0; d < rank; ++d) f.uniform[slots[d]] = 0;
-    for (int64_t base = 0; base < total; base += kMaxLanes) {
-      check_stop(f);
-      const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, total - base));
-      for (int l = 0; l < n; ++l) {
-        for (size_t d = 0; d < rank; ++d) f.lanes(slots[d])[l].i = lo[d] + idx[d];
-        for (size_t d = rank; d-- > 0;) {
-          if (++idx[d] < ext[d]) break;
-          idx[d] = 0;
-        }
-      }
-      body(n);
     }
   }
 };
@@ -152,129 +73,6 @@ struct StoreCode final : StmtCode {
     Lane v[kMaxLanes];
     value->eval(f, n, on, v);
     write_elements(view, offsets, n, on, v);
-  }
-};
-
-struct CopyCode final : StmtCode {
-  Nest nest;
-  int slot;
-  std::vector<ExprPtr> indices;
-  ExprPtr value;
-  bool direct = false;  // value is a load of dst's dtype without `other`
-  void run(Frame& f, int, const Lane*) const override {
-    nest.run(f, [&](int n) {
-      const BufferView& view = f.buffers[slot];
-      int64_t offsets[kMaxLanes];
-      offsets_of(f, view, indices, n, nullptr, offsets);
-      if (direct) {  // the common tile copy: move bytes, no conversions
-        Lane m[kMaxLanes];
-        const Lane* on = nullptr;
-        int64_t src_offsets[kMaxLanes];
-        const BufferView* src = value->plain_load(f, n, m, &on, src_offsets);
-        move_elements(view, offsets, *src, src_offsets, n, on);
-        return;
-      }
-      Lane v[kMaxLanes];
-      value->eval(f, n, nullptr, v);
-      write_elements(view, offsets, n, nullptr, v);
-    });
-  }
-};
-
-struct FillCode final : StmtCode {
-  int slot;
-  ExprPtr value;
-  void run(Frame& f, int, const Lane*) const override {
-    const Lane v = value->eval1(f);
-    const BufferView& view = f.buffers[slot];
-    int64_t total = 1;
-    for (int d = 0; d < view.rank; ++d) total *= view.shape[d];
-    if (total <= 0) return;
-    // Every point of the shape, kMaxLanes at a time.
-    Lane vals[kMaxLanes];
-    for (int l = 0; l < kMaxLanes; ++l) vals[l] = v;
-    int64_t idx[kMaxRank] = {};
-    int64_t offsets[kMaxLanes];
-    for (int64_t base = 0; base < total; base += kMaxLanes) {
-      const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, total - base));
-      for (int l = 0; l < n; ++l) {
-        int64_t off = 0;
-        for (int d = 0; d < view.rank; ++d) off += idx[d] * view.strides[d];
-        offsets[l] = off;
-        for (int d = view.rank; d-- > 0;) {
-          if (++idx[d] < view.shape[d]) break;
-          idx[d] = 0;
-        }
-        if (off < view.lo || off >= view.hi)
-          throw InternalError("cpu executor: fill of `" + *view.name + "` out of bounds");
-      }
-      write_elements(view, offsets, n, nullptr, vals);
-    }
-  }
-};
-
-struct GemmCode final : StmtCode {
-  int a, b, c;
-  std::vector<ExprPtr> a_prefix, b_prefix, c_prefix;
-  bool trans_a = false, trans_b = false;
-
-  // The 2-D tile (last two dims at `prefix`), transposed when asked, with
-  // its corners bounds-checked.
-  static reference::MatrixRef tile(Frame& f, int slot, const std::vector<ExprPtr>& prefix,
-                                   bool trans) {
-    const BufferView& v = f.buffers[slot];
-    int64_t off = 0;
-    for (size_t d = 0; d < prefix.size(); ++d) off += prefix[d]->eval1(f).i * v.strides[d];
-    const int r = v.rank;
-    reference::MatrixRef m{v.base + off * dtype_size(v.dtype),
-                           v.dtype,
-                           v.shape[r - 2],
-                           v.shape[r - 1],
-                           v.strides[r - 2],
-                           v.strides[r - 1]};
-    if (m.rows > 0 && m.cols > 0) {
-      const int64_t last = off + (m.rows - 1) * m.row_stride + (m.cols - 1) * m.col_stride;
-      if (off < v.lo || off >= v.hi || last < v.lo || last >= v.hi)
-        throw InternalError("cpu executor: gemm tile of `" + *v.name + "` out of bounds");
-    }
-    if (trans) {
-      std::swap(m.rows, m.cols);
-      std::swap(m.row_stride, m.col_stride);
-    }
-    return m;
-  }
-
-  void run(Frame& f, int, const Lane*) const override {
-    const reference::MatrixRef A = tile(f, a, a_prefix, trans_a);
-    const reference::MatrixRef B = tile(f, b, b_prefix, trans_b);
-    const reference::MatrixRef C = tile(f, c, c_prefix, false);
-    TF_CHECK(A.cols == B.rows && A.rows == C.rows && B.cols == C.cols,
-             "cpu executor: gemm shapes do not line up");
-    std::byte* cdata = const_cast<std::byte*>(C.data);
-    if (C.dtype == DType::F32 && C.col_stride == 1) {
-      reference::gemm_accumulate(A, B, reinterpret_cast<float*>(cdata), C.row_stride);
-      return;
-    }
-    if (C.dtype == DType::F64 && C.col_stride == 1) {
-      reference::gemm_accumulate(A, B, reinterpret_cast<double*>(cdata), C.row_stride);
-      return;
-    }
-    // Any other C: the naive loop, each product and sum rounded to C's dtype.
-    const int cs = dtype_size(C.dtype), as = dtype_size(A.dtype), bs = dtype_size(B.dtype);
-    for (int64_t i = 0; i < C.rows; ++i) {
-      for (int64_t j = 0; j < C.cols; ++j) {
-        std::byte* pc = cdata + (i * C.row_stride + j * C.col_stride) * cs;
-        double acc = load_element(C.dtype, pc);
-        for (int64_t k = 0; k < A.cols; ++k) {
-          const double x =
-              load_element(A.dtype, A.data + (i * A.row_stride + k * A.col_stride) * as);
-          const double y =
-              load_element(B.dtype, B.data + (k * B.row_stride + j * B.col_stride) * bs);
-          acc = round_float(C.dtype, acc + round_float(C.dtype, x * y));
-        }
-        store_element(C.dtype, pc, acc);
-      }
-    }
   }
 };
 
@@ -489,42 +287,9 @@ struct StmtCompiler {
     throw InternalError("cpu executor: store_output(\"" + op->name +
                         "\") left in the kernel; run inline_hooks first");
   }
-  StmtPtr compile(const tir::CopyNode* op) {
-    auto code = std::make_unique<CopyCode>();
-    for (size_t d = 0; d < op->vars.size(); ++d) {
-      code->nest.slots.push_back(slots.var_slot(op->vars[d]));
-      code->nest.dtypes.push_back(op->vars[d].dtype());
-      code->nest.mins.push_back(nullptr);
-      code->nest.extents.push_back(expr(op->extents[d]));
-    }
-    code->slot = buffer(op->dst);
-    code->indices = exprs(op->dst_indices);
-    code->value = expr(op->value);
-    const tir::LoadNode* load = op->value.as<tir::LoadNode>();
-    code->direct = load && !load->other.defined() && load->dtype == op->dst.dtype();
-    code->vectorizable = false;
-    return code;
-  }
-  StmtPtr compile(const tir::GemmNode* op) {
-    auto code = std::make_unique<GemmCode>();
-    code->a = buffer(op->a.buffer);
-    code->b = buffer(op->b.buffer);
-    code->c = buffer(op->c.buffer);
-    code->a_prefix = exprs(op->a.prefix);
-    code->b_prefix = exprs(op->b.prefix);
-    code->c_prefix = exprs(op->c.prefix);
-    code->trans_a = op->trans_a;
-    code->trans_b = op->trans_b;
-    code->vectorizable = false;
-    return code;
-  }
-  StmtPtr compile(const tir::FillNode* op) {
-    auto code = std::make_unique<FillCode>();
-    code->slot = buffer(op->buffer);
-    code->value = expr(op->value);
-    code->vectorizable = false;
-    return code;
-  }
+  StmtPtr compile(const tir::CopyNode* op) { return make_copy_code(op, slots); }
+  StmtPtr compile(const tir::GemmNode* op) { return make_gemm_code(op, slots); }
+  StmtPtr compile(const tir::FillNode* op) { return make_fill_code(op, slots); }
   StmtPtr compile(const tir::CheckNode* op) {
     auto code = std::make_unique<CheckCode>();
     code->cond = expr(op->cond);

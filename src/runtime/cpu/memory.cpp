@@ -210,6 +210,19 @@ void write_elements(const BufferView& view, const int64_t* offsets, int n, const
   }
 }
 
+// Evaluates `indices` for lanes where `on` holds into offsets (checked).
+void offsets_of(Frame& f, const BufferView& view, const std::vector<ExprPtr>& indices, int n,
+                const Lane* on, int64_t* offsets) {
+  Lane idx[kMaxRank][kMaxLanes];
+  const Lane* ptrs[kMaxRank];
+  bool uniform[kMaxRank];
+  for (size_t d = 0; d < indices.size(); ++d) {
+    uniform[d] = indices[d]->eval_u(f, n, on, idx[d]);
+    ptrs[d] = idx[d];
+  }
+  element_offsets(view, ptrs, uniform, n, on, offsets);
+}
+
 namespace {
 
 template <class T>

@@ -1,0 +1,195 @@
+// Tile statements of the CPU executor: copy (batched like a parallel nest,
+// pure loads moved as bytes), fill, and gemm through the reference GEMM
+// microkernel (reference/matmul.h: k-order sums, no FMA, so the result
+// equals the naive loop bit for bit).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "reference/matmul.h"
+#include "runtime/cpu/eval.h"
+#include "runtime/cpu/nest.h"
+
+namespace tilefuse::runtime::cpu {
+namespace {
+
+ExprPtr compile_expr_in(SlotMap& slots, const tir::Expr& e) {
+  return compile_expr(e, slots);
+}
+std::vector<ExprPtr> compile_exprs(SlotMap& slots, const std::vector<tir::Expr>& es) {
+  std::vector<ExprPtr> out;
+  for (const tir::Expr& e : es) out.push_back(compile_expr(e, slots));
+  return out;
+}
+int bound_buffer(SlotMap& slots, const tir::Buffer& b) {
+  auto it = slots.buffers.find(b.get());
+  TF_CHECK(it != slots.buffers.end(), "cpu executor: buffer `" + b.name() + "` undeclared");
+  return it->second;
+}
+
+struct CopyCode final : StmtCode {
+  Nest nest;
+  int slot;
+  std::vector<ExprPtr> indices;
+  ExprPtr value;
+  bool direct = false;  // value is a load of dst's dtype without `other`
+  void run(Frame& f, int, const Lane*) const override {
+    nest.run(f, [&](int n) {
+      const BufferView& view = f.buffers[slot];
+      int64_t offsets[kMaxLanes];
+      offsets_of(f, view, indices, n, nullptr, offsets);
+      if (direct) {  // the common tile copy: move bytes, no conversions
+        Lane m[kMaxLanes];
+        const Lane* on = nullptr;
+        int64_t src_offsets[kMaxLanes];
+        const BufferView* src = value->plain_load(f, n, m, &on, src_offsets);
+        move_elements(view, offsets, *src, src_offsets, n, on);
+        return;
+      }
+      Lane v[kMaxLanes];
+      value->eval(f, n, nullptr, v);
+      write_elements(view, offsets, n, nullptr, v);
+    });
+  }
+};
+
+struct FillCode final : StmtCode {
+  int slot;
+  ExprPtr value;
+  void run(Frame& f, int, const Lane*) const override {
+    const Lane v = value->eval1(f);
+    const BufferView& view = f.buffers[slot];
+    int64_t total = 1;
+    for (int d = 0; d < view.rank; ++d) total *= view.shape[d];
+    if (total <= 0) return;
+    // Every point of the shape, kMaxLanes at a time.
+    Lane vals[kMaxLanes];
+    for (int l = 0; l < kMaxLanes; ++l) vals[l] = v;
+    int64_t idx[kMaxRank] = {};
+    int64_t offsets[kMaxLanes];
+    for (int64_t base = 0; base < total; base += kMaxLanes) {
+      const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, total - base));
+      for (int l = 0; l < n; ++l) {
+        int64_t off = 0;
+        for (int d = 0; d < view.rank; ++d) off += idx[d] * view.strides[d];
+        offsets[l] = off;
+        for (int d = view.rank; d-- > 0;) {
+          if (++idx[d] < view.shape[d]) break;
+          idx[d] = 0;
+        }
+        if (off < view.lo || off >= view.hi)
+          throw InternalError("cpu executor: fill of `" + *view.name + "` out of bounds");
+      }
+      write_elements(view, offsets, n, nullptr, vals);
+    }
+  }
+};
+
+struct GemmCode final : StmtCode {
+  int a, b, c;
+  std::vector<ExprPtr> a_prefix, b_prefix, c_prefix;
+  bool trans_a = false, trans_b = false;
+
+  // The 2-D tile (last two dims at `prefix`), transposed when asked, with
+  // its corners bounds-checked.
+  static reference::MatrixRef tile(Frame& f, int slot, const std::vector<ExprPtr>& prefix,
+                                   bool trans) {
+    const BufferView& v = f.buffers[slot];
+    int64_t off = 0;
+    for (size_t d = 0; d < prefix.size(); ++d) off += prefix[d]->eval1(f).i * v.strides[d];
+    const int r = v.rank;
+    reference::MatrixRef m{v.base + off * dtype_size(v.dtype),
+                           v.dtype,
+                           v.shape[r - 2],
+                           v.shape[r - 1],
+                           v.strides[r - 2],
+                           v.strides[r - 1]};
+    if (m.rows > 0 && m.cols > 0) {
+      const int64_t last = off + (m.rows - 1) * m.row_stride + (m.cols - 1) * m.col_stride;
+      if (off < v.lo || off >= v.hi || last < v.lo || last >= v.hi)
+        throw InternalError("cpu executor: gemm tile of `" + *v.name + "` out of bounds");
+    }
+    if (trans) {
+      std::swap(m.rows, m.cols);
+      std::swap(m.row_stride, m.col_stride);
+    }
+    return m;
+  }
+
+  void run(Frame& f, int, const Lane*) const override {
+    const reference::MatrixRef A = tile(f, a, a_prefix, trans_a);
+    const reference::MatrixRef B = tile(f, b, b_prefix, trans_b);
+    const reference::MatrixRef C = tile(f, c, c_prefix, false);
+    TF_CHECK(A.cols == B.rows && A.rows == C.rows && B.cols == C.cols,
+             "cpu executor: gemm shapes do not line up");
+    std::byte* cdata = const_cast<std::byte*>(C.data);
+    if (C.dtype == DType::F32 && C.col_stride == 1) {
+      reference::gemm_accumulate(A, B, reinterpret_cast<float*>(cdata), C.row_stride);
+      return;
+    }
+    if (C.dtype == DType::F64 && C.col_stride == 1) {
+      reference::gemm_accumulate(A, B, reinterpret_cast<double*>(cdata), C.row_stride);
+      return;
+    }
+    // Any other C: the naive loop, each product and sum rounded to C's dtype.
+    const int cs = dtype_size(C.dtype), as = dtype_size(A.dtype), bs = dtype_size(B.dtype);
+    for (int64_t i = 0; i < C.rows; ++i) {
+      for (int64_t j = 0; j < C.cols; ++j) {
+        std::byte* pc = cdata + (i * C.row_stride + j * C.col_stride) * cs;
+        double acc = load_element(C.dtype, pc);
+        for (int64_t k = 0; k < A.cols; ++k) {
+          const double x =
+              load_element(A.dtype, A.data + (i * A.row_stride + k * A.col_stride) * as);
+          const double y =
+              load_element(B.dtype, B.data + (k * B.row_stride + j * B.col_stride) * bs);
+          acc = round_float(C.dtype, acc + round_float(C.dtype, x * y));
+        }
+        store_element(C.dtype, pc, acc);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+StmtPtr make_copy_code(const tir::CopyNode* op, SlotMap& slots) {
+  auto code = std::make_unique<CopyCode>();
+  for (size_t d = 0; d < op->vars.size(); ++d) {
+    code->nest.slots.push_back(slots.var_slot(op->vars[d]));
+    code->nest.dtypes.push_back(op->vars[d].dtype());
+    code->nest.mins.push_back(nullptr);
+    code->nest.extents.push_back(compile_expr_in(slots, op->extents[d]));
+  }
+  code->slot = bound_buffer(slots, op->dst);
+  code->indices = compile_exprs(slots, op->dst_indices);
+  code->value = compile_expr_in(slots, op->value);
+  const tir::LoadNode* load = op->value.as<tir::LoadNode>();
+  code->direct = load && !load->other.defined() && load->dtype == op->dst.dtype();
+  code->vectorizable = false;
+  return code;
+}
+
+StmtPtr make_gemm_code(const tir::GemmNode* op, SlotMap& slots) {
+  auto code = std::make_unique<GemmCode>();
+  code->a = bound_buffer(slots, op->a.buffer);
+  code->b = bound_buffer(slots, op->b.buffer);
+  code->c = bound_buffer(slots, op->c.buffer);
+  code->a_prefix = compile_exprs(slots, op->a.prefix);
+  code->b_prefix = compile_exprs(slots, op->b.prefix);
+  code->c_prefix = compile_exprs(slots, op->c.prefix);
+  code->trans_a = op->trans_a;
+  code->trans_b = op->trans_b;
+  code->vectorizable = false;
+  return code;
+}
+
+StmtPtr make_fill_code(const tir::FillNode* op, SlotMap& slots) {
+  auto code = std::make_unique<FillCode>();
+  code->slot = bound_buffer(slots, op->buffer);
+  code->value = compile_expr_in(slots, op->value);
+  code->vectorizable = false;
+  return code;
+}
+
+}  // namespace tilefuse::runtime::cpu
