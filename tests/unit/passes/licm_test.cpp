@@ -1,12 +1,23 @@
-// licm: text in -> hoist_loop_invariants -> text out, compared line by line.
+// licm: text in -> hoist_loop_invariants -> text out, compared line by line;
+// then differentially: every shared case runs bit for bit the same (or fails
+// with the same check) with and without licm on the CPU executor.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 
+#include "frontend/frontend.h"
+#include "lower/lower.h"
 #include "passes/licm.h"
 #include "passes/lower_copies.h"
+#include "reference/inputs.h"
+#include "runtime/cpu/executor.h"
+#include "schedule/schedule.h"
 #include "tir/parser.h"
 #include "tir/printer.h"
 #include "tir/verifier.h"
@@ -534,6 +545,110 @@ TEST(Licm, SeedFusedGemmGoldenLeavesKLoopIndexFree) {
   for (const CopyDecision& d : copies.copies)
     a_cp_async_16 |= d.dst == "A_s" && d.mode == "cp_async" && d.width == 16;
   EXPECT_TRUE(a_cp_async_16) << text;
+}
+
+}  // namespace
+}  // namespace tilefuse::passes
+
+// ---- differential: licm changes no result and no error ----------------------
+
+namespace tilefuse::passes {
+namespace {
+
+struct RunResult {
+  std::vector<Tensor> outputs;
+  std::optional<std::string> error;  // a failed check's message
+};
+
+// Runs every kernel of the fused plan, each through `pass` first.
+RunResult run_fused(const Graph& g, const std::vector<Tensor>& params,
+                    tir::Kernel (*pass)(const tir::Kernel&)) {
+  RunResult r;
+  std::map<ValueId, Tensor> memory;
+  for (size_t i = 0; i < params.size(); ++i) memory[g.parameters()[i]] = params[i];
+  runtime::ExecOptions eo;
+  eo.num_threads = 1;
+  for (const LoweredKernel& lk : lower_plan(g, build_plan(g, PlanKind::kFused))) {
+    tir::Kernel k = pass(lk.kernel);
+    tir::verify(k, "differential", {.allow_hooks = false});
+    const Node& out = g.node(lk.step.output);
+    memory[lk.step.output] = Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77);
+    std::vector<runtime::KernelArg> args;
+    for (size_t i = 0; i < lk.bindings.size(); ++i)
+      args.emplace_back(k.params[i].name(), memory.at(lk.bindings[i]));
+    try {
+      runtime::execute(k, args, eo);
+    } catch (const UserError& e) {
+      r.error = e.what();
+      return r;
+    }
+  }
+  for (ValueId o : g.outputs()) r.outputs.push_back(memory.at(o));
+  return r;
+}
+
+tir::Kernel identity(const tir::Kernel& k) {
+  return k;
+}
+tir::Kernel licm(const tir::Kernel& k) {
+  return hoist_loop_invariants(k);
+}
+
+// Bit for bit the same outputs (NaN where NaN), or the same error.
+void expect_same_behaviour(const Graph& g, const std::vector<Tensor>& inputs,
+                           const std::string& what) {
+  RunResult a = run_fused(g, inputs, identity);
+  RunResult b;
+  ASSERT_NO_THROW(b = run_fused(g, inputs, licm)) << what << "\n" << g.to_string();
+  ASSERT_EQ(a.error, b.error) << what << "\n" << g.to_string();
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    std::vector<double> x = a.outputs[i].to_vector(), y = b.outputs[i].to_vector();
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t j = 0; j < x.size(); ++j)
+      ASSERT_TRUE(x[j] == y[j] || (std::isnan(x[j]) && std::isnan(y[j])))
+          << what << ": output " << i << " element " << j << ": " << x[j] << " vs " << y[j] << "\n"
+          << g.to_string();
+  }
+}
+
+TEST(LicmDifferential, GatherProgramsKeepResultsAndErrors) {
+  const char* programs[] = {
+      "def f(x: f16[70, 45], y: f16[45, 33], index: i64[70]):\n    return x[index] @ y\n",
+      "def f(x: f32[9, 1], y: f32[1, 5], index: i32[9]):\n    return x[index] @ y\n",
+      "def f(x: f16[40, 64], y: f16[50, 24], index: i64[64]):\n    return x @ y[index]\n",
+  };
+  for (const char* src : programs) {
+    const Graph g = parse_program(src, "licm.tfs").graph;
+    for (uint64_t seed : {1, 2}) expect_same_behaviour(g, make_random_inputs(g, seed), src);
+    // An index out of range: the same check fails with the same message.
+    std::vector<Tensor> bad = make_random_inputs(g, 3);
+    for (size_t i = 0; i < bad.size(); ++i) {
+      if (is_integral(bad[i].dtype())) {
+        bad[i] = bad[i].contiguous(true);
+        bad[i].set_linear(bad[i].numel() / 2, 1000);
+      }
+    }
+    expect_same_behaviour(g, bad, std::string(src) + " (index out of range)");
+  }
+}
+
+// Every shared case small enough to run twice here.
+TEST(LicmDifferential, SharedCasesKeepResultsAndErrors) {
+  int ran = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases")) {
+    if (entry.path().extension() != ".tfs") continue;
+    const std::string src = read_file(entry.path().string());
+    const Graph g = parse_program(src, entry.path().filename().string()).graph;
+    const std::vector<Tensor> inputs = make_random_inputs(g, 11);
+    int64_t numel = 0;
+    for (const Tensor& t : inputs) numel += t.numel();
+    if (numel > (int64_t{1} << 21)) continue;
+    expect_same_behaviour(g, inputs, entry.path().filename().string());
+    ++ran;
+  }
+  EXPECT_GT(ran, 3);
 }
 
 }  // namespace
