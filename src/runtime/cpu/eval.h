@@ -56,6 +56,9 @@ struct BufferView {
 struct Frame {
   std::vector<Lane> var_lanes;   // kMaxLanes per var slot
   std::vector<uint8_t> uniform;  // per var slot: lane 0 holds the value for all lanes
+  // Per var slot: lane l holds lane 0 + l (the inner var of a row batch). A
+  // hint on top of the lanes, which are written all the same.
+  std::vector<uint8_t> affine;
   std::vector<BufferView> buffers;
   std::vector<std::vector<std::byte>> alloc_memory;  // per buffer slot
   const std::atomic<bool>* stop = nullptr;           // set when another instance failed
@@ -64,6 +67,7 @@ struct Frame {
   void set_uniform_int(int slot, int64_t v) {
     lanes(slot)[0].i = v;
     uniform[slot] = 1;
+    affine[slot] = 0;
   }
 };
 
@@ -86,6 +90,19 @@ struct ExprCode {
   // without converting them. nullptr for every other node.
   virtual const BufferView* plain_load(Frame& f, int n, Lane* mask, const Lane** on,
                                        int64_t* offsets) const {
+    return nullptr;
+  }
+  // True when the value of lane l is *base + l for every l < n (an integer
+  // that does not wrap there), e.g. `k*32 + j` in a row batch over j; the
+  // caller then needs no lanes. Only asked with every lane active.
+  virtual bool affine(Frame& f, int n, int64_t* base) const { return false; }
+  // True when the value (a bool) holds exactly for lanes l < *count, e.g.
+  // `kk < K` with kk affine (a K-tail mask). Every lane active.
+  virtual bool prefix_mask(Frame& f, int n, int* count) const;
+  // For a load without `other` whose active lanes form a prefix of the batch
+  // and whose address is contiguous there: its buffer, the offset of lane 0
+  // and the prefix length. The caller moves the prefix with one memcpy.
+  virtual const BufferView* contiguous_load(Frame& f, int n, int64_t* base, int* count) const {
     return nullptr;
   }
   // A scalar evaluation (n = 1, every lane active).
@@ -137,6 +154,14 @@ StmtPtr make_fill_code(const tir::FillNode* op, SlotMap& slots);
 // `view` (checked, see element_offsets).
 void offsets_of(Frame& f, const BufferView& view, const std::vector<ExprPtr>& indices, int n,
                 const Lane* on, int64_t* offsets);
+// When every index is uniform or (one of them, at a unit stride) affine:
+// the element offset of lane 0, lanes being contiguous from there. Not
+// bounds-checked.
+bool contiguous_offset(Frame& f, const BufferView& view, const std::vector<ExprPtr>& indices, int n,
+                       int64_t* base);
+// Throws the out-of-bounds InternalError unless [first, first + count) is
+// inside the storage of `view` (nothing for count = 0).
+void check_range(const BufferView& view, int64_t first, int64_t count);
 // Wraps n lanes to integer / bool dtype dt (the switch outside the loop).
 void wrap_lanes(DType dt, int n, Lane* out);
 

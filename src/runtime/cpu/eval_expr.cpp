@@ -2,6 +2,7 @@
 // representation). One closure class per node kind; the kind switch is
 // generated from TILEFUSE_FOR_EACH_TIR_EXPR, so a new kind without a
 // `compile` overload does not build.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -30,6 +31,7 @@ Frame SlotMap::make_frame() const {
   Frame f;
   f.var_lanes.resize(vars.size() * kMaxLanes);
   f.uniform.assign(vars.size(), 1);
+  f.affine.assign(vars.size(), 0);
   f.buffers.resize(buffers.size());
   f.alloc_memory.resize(buffers.size());
   return f;
@@ -73,6 +75,14 @@ void wrap_lanes(DType dt, int n, Lane* out) {
     default:
       break;
   }
+}
+
+bool ExprCode::prefix_mask(Frame& f, int n, int* count) const {
+  // Any uniform bool is a prefix of all or nothing.
+  Lane v[kMaxLanes];
+  if (!eval_u(f, n, nullptr, v)) return false;
+  *count = v[0].i ? n : 0;
+  return true;
 }
 
 namespace {
@@ -127,6 +137,11 @@ struct ConstCode final : ExprCode {
 struct VarCode final : ExprCode {
   int slot;
   VarCode(DType dt, int s) : ExprCode(dt), slot(s) {}
+  bool affine(Frame& f, int, int64_t* base) const override {
+    if (!f.affine[slot]) return false;
+    *base = f.lanes(slot)[0].i;
+    return true;
+  }
   bool eval_u(Frame& f, int n, const Lane*, Lane* out) const override {
     const Lane* src = f.lanes(slot);
     if (f.uniform[slot]) {
@@ -249,6 +264,62 @@ struct BinaryCode final : ExprCode {
                                       K == ExprKind::LE || K == ExprKind::GT || K == ExprKind::GE ||
                                       K == ExprKind::And || K == ExprKind::Or;
 
+  // An integer value fits the result dtype at both ends of the batch.
+  bool fits(int64_t lo, int64_t hi) const {
+    return dtype == DType::I64 || (wrap_int(dtype, lo) == lo && wrap_int(dtype, hi) == hi);
+  }
+  // `a` affine and `b` uniform (or, for +, the other way round).
+  bool affine_operands(Frame& f, int n, int64_t* base, int64_t* c, bool* a_affine) const {
+    Lane v[kMaxLanes];
+    if (a->affine(f, n, base)) {
+      *a_affine = true;
+      if (!b->eval_u(f, n, nullptr, v)) return false;
+    } else if (b->affine(f, n, base)) {
+      *a_affine = false;
+      if (!a->eval_u(f, n, nullptr, v)) return false;
+    } else {
+      return false;
+    }
+    *c = v[0].i;
+    return true;
+  }
+  bool affine(Frame& f, int n, int64_t* base) const override {
+    if constexpr (K == ExprKind::Add || K == ExprKind::Sub) {
+      if (float_operand || dtype == DType::Bool) return false;
+      int64_t ab, c;
+      bool a_affine;
+      if (!affine_operands(f, n, &ab, &c, &a_affine)) return false;
+      if (K == ExprKind::Sub && !a_affine) return false;  // c - (base + l) runs backwards
+      if (c > (int64_t{1} << 60) || c < -(int64_t{1} << 60) || ab > (int64_t{1} << 60) ||
+          ab < -(int64_t{1} << 60))
+        return false;
+      const int64_t lo = K == ExprKind::Add ? ab + c : ab - c;
+      if (!fits(lo, lo + n - 1)) return false;
+      *base = lo;
+      return true;
+    }
+    return false;
+  }
+  bool prefix_mask(Frame& f, int n, int* count) const override {
+    if constexpr (K == ExprKind::LT) {
+      // base + l < c holds for l < c - base.
+      int64_t ab, c;
+      bool a_affine;
+      if (!float_operand && affine_operands(f, n, &ab, &c, &a_affine) && a_affine) {
+        *count = static_cast<int>(std::clamp<int64_t>(c - ab, 0, n));
+        return true;
+      }
+    } else if constexpr (K == ExprKind::And) {
+      int ca, cb;
+      if (a->prefix_mask(f, n, &ca) && b->prefix_mask(f, n, &cb)) {
+        *count = std::min(ca, cb);
+        return true;
+      }
+      return false;
+    }
+    return ExprCode::prefix_mask(f, n, count);
+  }
+
   bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
     Lane y[kMaxLanes];
     const bool ua = a->eval_u(f, n, active, out);
@@ -344,6 +415,17 @@ struct LoadCode final : ExprCode {
   std::vector<ExprPtr> indices;
   ExprPtr mask, other;
   LoadCode(DType dt, int s) : ExprCode(dt), slot(s) {}
+
+  const BufferView* contiguous_load(Frame& f, int n, int64_t* base, int* count) const override {
+    if (other) return nullptr;
+    *count = n;
+    if (mask && !mask->prefix_mask(f, n, count)) return nullptr;
+    const BufferView& view = f.buffers[slot];
+    if (*count == 0) return &view;  // nothing is read
+    // The address is only evaluated where the prefix is on, like a masked load.
+    if (!contiguous_offset(f, view, indices, *count, base)) return nullptr;
+    return &view;
+  }
 
   const BufferView* plain_load(Frame& f, int n, Lane* m, const Lane** on,
                                int64_t* offsets) const override {

@@ -109,6 +109,7 @@ struct LetCode final : StmtCode {
     // A let of a uniform value stays uniform, so the expressions over it
     // are evaluated once per batch.
     f.uniform[slot] = value->eval_u(f, n, active, f.lanes(slot)) || n == 1;
+    f.affine[slot] = 0;
     body->run(f, n, active);
   }
 };

@@ -37,6 +37,24 @@ struct CopyCode final : StmtCode {
   void run(Frame& f, int, const Lane*) const override {
     nest.run(f, [&](int n) {
       const BufferView& view = f.buffers[slot];
+      if (direct) {
+        // A contiguous row moving a prefix of contiguous source elements
+        // (a K / N tail mask) is one memcpy plus zeros.
+        int64_t dst_base, src_base = 0;
+        int count;
+        if (contiguous_offset(f, view, indices, n, &dst_base)) {
+          if (const BufferView* src = value->contiguous_load(f, n, &src_base, &count)) {
+            check_range(view, dst_base, n);
+            check_range(*src, src_base, count);
+            const int es = dtype_size(view.dtype);
+            std::byte* d = view.base + dst_base * es;
+            if (count > 0)
+              std::memcpy(d, src->base + src_base * es, static_cast<size_t>(count) * es);
+            if (count < n) std::memset(d + count * es, 0, static_cast<size_t>(n - count) * es);
+            return;
+          }
+        }
+      }
       int64_t offsets[kMaxLanes];
       offsets_of(f, view, indices, n, nullptr, offsets);
       if (direct) {  // the common tile copy: move bytes, no conversions

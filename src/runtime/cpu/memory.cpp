@@ -223,6 +223,34 @@ void offsets_of(Frame& f, const BufferView& view, const std::vector<ExprPtr>& in
   element_offsets(view, ptrs, uniform, n, on, offsets);
 }
 
+bool contiguous_offset(Frame& f, const BufferView& view, const std::vector<ExprPtr>& indices, int n,
+                       int64_t* base) {
+  int64_t off = 0;
+  bool seen_affine = false;
+  Lane v[kMaxLanes];
+  for (size_t d = 0; d < indices.size(); ++d) {
+    int64_t b;
+    if (indices[d]->affine(f, n, &b)) {
+      if (seen_affine || view.strides[d] != 1) return false;
+      seen_affine = true;
+      off += b;
+    } else if (indices[d]->eval_u(f, n, nullptr, v)) {
+      off += v[0].i * view.strides[d];
+    } else {
+      return false;
+    }
+  }
+  if (!seen_affine && n > 1) return false;  // every lane at one address
+  *base = off;
+  return true;
+}
+
+void check_range(const BufferView& view, int64_t first, int64_t count) {
+  if (count <= 0) return;
+  if (first < view.lo || first >= view.hi) out_of_bounds(view, first);
+  if (first + count - 1 >= view.hi) out_of_bounds(view, view.hi);
+}
+
 namespace {
 
 template <class T>

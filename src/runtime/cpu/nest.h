@@ -43,6 +43,7 @@ struct Nest {
     const size_t last = rank - 1;
     Lane* inner = f.lanes(slots[last]);
     f.uniform[slots[last]] = 0;
+    f.affine[slots[last]] = 0;
     if (ext[last] >= kRowBatch || rank == 1) {
       const int64_t rows = total / ext[last];
       for (int64_t r = 0; r < rows; ++r) {
@@ -51,6 +52,7 @@ struct Nest {
           check_stop(f);
           const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, ext[last] - c));
           for (int l = 0; l < n; ++l) inner[l].i = lo[last] + c + l;
+          f.affine[slots[last]] = 1;
           body(n);
         }
         for (size_t d = last; d-- > 0;) {
@@ -60,7 +62,7 @@ struct Nest {
       }
       return;
     }
-    for (size_t d = 0; d < rank; ++d) f.uniform[slots[d]] = 0;
+    for (size_t d = 0; d < rank; ++d) f.uniform[slots[d]] = f.affine[slots[d]] = 0;
     for (int64_t base = 0; base < total; base += kMaxLanes) {
       check_stop(f);
       const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, total - base));
