@@ -1,10 +1,14 @@
 // lower_copies' decision: mode, width and reason per copy, by target.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
+#include "frontend/frontend.h"
+#include "lower/lower.h"
 #include "passes/licm.h"
 #include "passes/lower_copies.h"
+#include "schedule/schedule.h"
 #include "tir/builder.h"
 #include "tir/parser.h"
 #include "tir/printer.h"
@@ -233,6 +237,49 @@ TEST(LowerCopies, CpuIsDirectAndAnnotated) {
       << text;
   // Round trip: the annotations are part of the text form.
   EXPECT_EQ(tir::print(tir::parse_kernel(text)), text);
+}
+
+// The whole front half on the real programs: parse, fuse, lower, licm,
+// decide. Returns the decision per destination buffer name.
+std::map<std::string, CopyDecision> decide_program(const std::string& src, const char* target) {
+  const Graph g = parse_program(src, "case.tfs").graph;
+  std::vector<LoweredKernel> ks = lower_plan(g, build_plan(g, PlanKind::kFused));
+  EXPECT_EQ(ks.size(), 1u);
+  tir::Kernel k = hoist_loop_invariants(ks[0].kernel);
+  CopyReport report;
+  tir::verify(decide_copies(k, *Target::parse(target), &report), "after decide_copies",
+              {.allow_hooks = false});
+  std::map<std::string, CopyDecision> out;
+  for (const CopyDecision& d : report.copies) out[d.dst] = d;
+  return out;
+}
+
+TEST(LowerCopies, SeedProgramEndToEnd) {
+  for (const char* dt : {"f16", "f32"}) {
+    const std::string src = std::string("def gather_mm(x: ") + dt + "[2048, 2048], y: " + dt +
+                            "[2048, 2048], index: i64[2048]):\n    return x[index] @ y\n";
+    for (const char* t : {"sm_80", "sm_90a"}) {
+      auto d = decide_program(src, t);
+      SCOPED_TRACE(std::string(dt) + " " + t);
+      EXPECT_EQ(d["A_s"].mode, "cp_async") << d["A_s"].reason;
+      EXPECT_EQ(d["A_s"].width, 16);
+      EXPECT_EQ(d["B_s"].mode, std::string(t) == "sm_90a" ? "tma" : "cp_async") << d["B_s"].reason;
+      EXPECT_EQ(d["B_s"].width, 16);
+    }
+  }
+}
+
+TEST(LowerCopies, OddKProgramEndToEnd) {
+  const std::string src =
+      "def odd_k(x: f16[300, 1001], y: f16[1001, 129], idx: i64[300]):\n"
+      "    return x[idx] @ y\n";
+  for (const char* t : {"sm_80", "sm_90a"}) {
+    auto d = decide_program(src, t);
+    EXPECT_EQ(d["A_s"].mode, "register") << d["A_s"].reason;
+    EXPECT_NE(d["A_s"].reason.find("only 2-byte aligned"), std::string::npos) << d["A_s"].reason;
+    // B's rows are 129 f16 apart: 2-byte aligned too, never a narrow cp.async.
+    EXPECT_EQ(d["B_s"].mode, "register") << d["B_s"].reason;
+  }
 }
 
 }  // namespace
