@@ -23,14 +23,25 @@
 //    are left alone.
 //  - Mask conjuncts that mention a var of the loop only guard other accesses
 //    (the K-tail conjunct `k*32 + j < K` on a row-index load `index[m]`).
-//    They are dropped from a load when its address is valid without them:
-//    every index is invariant, provably >= 0 (constants, grid / loop / copy
-//    vars over non-negative ranges, shape params, and sums and products of
-//    those) and provably < its dim (a kept conjunct `idx < dim` with dim
-//    equal to the buffer's shape, or constants). Lanes where a dropped
-//    conjunct is false then read the real element instead of `other`; those
-//    lanes are exactly the ones the consumer's own mask (which still carries
-//    the conjunct) discards.
+//    The address of such a load stays valid without them when either
+//    (a) every index is invariant, provably >= 0 (constants, grid / loop /
+//        copy vars over non-negative ranges, shape params, sums, products
+//        and constant floor divisions of those) and provably < its dim (a
+//        kept conjunct `idx < dim` with dim equal to the buffer's shape, or
+//        constants): the conjunct is dropped; or
+//    (b) the conjunct is replaced by its value at a witness lane: the loop
+//        var at its min and every inner loop / copy var the address does not
+//        use at its first value (`k*32 + j < K` becomes `0 < K`; constant
+//        true is dropped). The loop's first iteration evaluated the load at
+//        that lane (top-level statements of the body run every iteration;
+//        inner loops of constant positive extent run their first value;
+//        loads under an `if` get no witness), so the hoisted load only reads
+//        addresses the loop read, and never faults where it did not.
+//    Lanes where a dropped conjunct is false then read the real element
+//    instead of `other`. This relies on the producers' contract (lower/'s
+//    hooks): the consumers of such a value are themselves masked by the
+//    same conjunct (the tile load it addresses), or are bounds checks that
+//    the witness lane makes fail exactly when the loop's would.
 //  - Integer division / modulo is hoisted only by a nonzero constant, so a
 //    hoisted expression cannot fault where the loop would not have run.
 //  - A `check` (or a statement made only of lets, loops, ifs and checks) that
@@ -46,12 +57,13 @@
 //  - Expressions inside statements that stay in the loop are hoisted into
 //    lets when they are invariant and contain a load or an intrinsic call;
 //    cheap index arithmetic is left to the code generator.
-//  - Inside a copy, an integer or bool value that is invariant in the loop except
-//    for the copy's own vars (the wrapped row index of a gather,
-//    `select(index[m0 + i] < 0, ...)`, or its in-bounds flag) is materialized: a shared buffer
-//    over those copy dims (constant extents) is filled by a copy before the
-//    loop, followed by a barrier, and the copy reads it back. Only where a
-//    barrier is legal (not inside a parallel loop or a copy).
+//  - Inside a copy, an integer or bool value that is invariant in the loop
+//    except for the copy's own vars (the wrapped row index of a gather,
+//    `select(index[m0 + i] < 0, ...)`, or its in-bounds flag) is
+//    materialized: a shared buffer over those copy dims (constant extents)
+//    is filled by a copy before the loop, followed by a barrier, and the
+//    copy reads it back. Only where a barrier is legal (not inside a
+//    parallel loop or a copy).
 //  - A loop left with no statements (all of it hoisted) is dropped.
 #pragma once
 
