@@ -498,6 +498,7 @@ class Licm : public IRMutator {
       Buffer buffer;
     };
     std::vector<Materialized> materialized;
+    bool needs_barrier = false;  // one barrier after all materializing copies
   };
 
   Stmt visit(const ForNode* op) override {
@@ -568,6 +569,7 @@ class Licm : public IRMutator {
     // A loop left with only lets (or nothing) does nothing: drop it.
     bool has_stmt = false;
     for (const Entry& en : kept) has_stmt |= en.stmt.defined();
+    if (L.needs_barrier) L.pre.push_back({{}, {}, {}, BarrierNode::make()});
     if (has_stmt)
       L.pre.push_back({{},
                        {},
@@ -638,8 +640,9 @@ class Licm : public IRMutator {
         fresh[copy_->vars[d].get()] = vars.back();
       }
       if (vars.empty()) return {};
-      std::string name = "inv_rows";
-      if (const LoadNode* l = first_load(h)) name = l->buffer.name() + "_rows";
+      const std::string suffix = dt == DType::Bool ? "_ok" : "_rows";
+      std::string name = "inv" + suffix;
+      if (const LoadNode* l = first_load(h)) name = l->buffer.name() + suffix;
       Buffer buf = BufferNode::make(name, e.dtype(), MemScope::Shared, shape);
       std::vector<Expr> idx(vars.begin(), vars.end());
       L_->pre.push_back({{}, {}, buf, {}});
@@ -648,7 +651,7 @@ class Licm : public IRMutator {
            {},
            {},
            CopyNode::make(vars, shape, buf, idx, licm_->guarded(*L_, substitute(h, fresh)))});
-      L_->pre.push_back({{}, {}, {}, BarrierNode::make()});
+      L_->needs_barrier = true;
       L_->materialized.push_back({e, h, buf});
       licm_->note("expr", buf.get(), name + " = " + print(h), L_->name);
       return read_back(L_->materialized.back());

@@ -545,6 +545,7 @@ TEST(Licm, SeedFusedGemmGoldenLeavesKLoopIndexFree) {
   for (const CopyDecision& d : copies.copies)
     a_cp_async_16 |= d.dst == "A_s" && d.mode == "cp_async" && d.width == 16;
   EXPECT_TRUE(a_cp_async_16) << text;
+  if (std::getenv("LICM_SHOW")) std::cout << text;
 }
 
 }  // namespace
