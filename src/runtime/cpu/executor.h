@@ -18,8 +18,12 @@
 // Design (executor.cpp, eval.h): the kernel is compiled once into a tree of
 // closures; every expression is evaluated over a batch of lanes (the points
 // of a parallel loop nest or copy region, up to kMaxLanes at a time), so the
-// cost of dispatch is paid per batch, not per element. Gemm runs the
-// reference GEMM microkernel (reference/matmul.h).
+// cost of dispatch is paid per batch, not per element. A batch is one row of
+// the region when rows are long enough: values that depend only on the outer
+// vars are then uniform (computed once), the inner var is affine, and a copy
+// of a contiguous source row under a tail mask becomes a memcpy plus zeros.
+// Gemm runs the reference GEMM microkernel (reference/matmul.h), so its sums
+// equal the naive k-order loop bit for bit.
 #pragma once
 
 #include <cstdint>

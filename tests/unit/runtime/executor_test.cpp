@@ -156,6 +156,42 @@ TEST(CpuExecutor, ThreadCountDoesNotChangeBits) {
   }
 }
 
+// Copies the batched fast paths do not cover: a transposing copy (the
+// destination is not contiguous along the inner var), a converting copy and
+// a masked one with `other`, all with ragged tails.
+TEST(CpuExecutor, TransposingAndConvertingCopies) {
+  KernelBuilder b("copies");
+  Var R = b.scalar_param("R"), C = b.scalar_param("C");
+  Buffer x = b.input("x", DType::F16, {R, C});
+  Buffer out_t = b.output("out_t", DType::F16, {40, 24});
+  Buffer out_f = b.output("out_f", DType::F32, {24, 40});
+  b.program_id("p", 1);
+  Buffer t = b.alloc("t", MemScope::Shared, DType::F16, {40, 24});
+  b.copy(t, {24, 40}, [&](const std::vector<Var>& ij) {
+    Expr ok = ij[0] < R && ij[1] < C;
+    return tir::CopyBody{{ij[1], ij[0]}, tir::load(x, {ij[0], ij[1]}, ok)};
+  });
+  b.copy(out_t, [&](const std::vector<Var>& ij) { return tir::load(t, {ij[0], ij[1]}); });
+  b.copy(out_f, [&](const std::vector<Var>& ij) {
+    Expr ok = ij[0] < R && ij[1] < C;
+    return tir::cast(DType::F32,
+                     tir::load(x, {ij[0], ij[1]}, ok, tir::make_const(DType::F16, -1.5)));
+  });
+  Kernel k = b.build();
+  tir::verify(k);
+  const int64_t R_ = 17, C_ = 33;
+  Tensor xt = random_tensor(DType::F16, {R_, C_}, 21);
+  Tensor ot = poisoned(DType::F16, {40, 24}), of = poisoned(DType::F32, {24, 40});
+  execute(k, {{"R", R_}, {"C", C_}, {"x", xt}, {"out_t", ot}, {"out_f", of}});
+  for (int64_t i = 0; i < 24; ++i)
+    for (int64_t j = 0; j < 40; ++j) {
+      const bool ok = i < R_ && j < C_;
+      const double v = ok ? xt.get_linear(i * C_ + j) : 0.0;
+      ASSERT_EQ(ot.get_linear(j * 24 + i), v) << i << "," << j;
+      ASSERT_EQ(of.get_linear(i * 40 + j), ok ? v : -1.5) << i << "," << j;
+    }
+}
+
 TEST(CpuExecutor, BindingErrorsNameTheParameter) {
   Kernel k = pointwise_kernel();
   Tensor x = random_tensor(DType::F32, {10}, 1), out = poisoned(DType::F32, {10});
