@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "../tir/test_kernels.h"
 #include "frontend/frontend.h"
 #include "lower/lower.h"
 #include "passes/licm.h"
@@ -546,6 +547,32 @@ TEST(Licm, SeedFusedGemmGoldenLeavesKLoopIndexFree) {
     a_cp_async_16 |= d.dst == "A_s" && d.mode == "cp_async" && d.width == 16;
   EXPECT_TRUE(a_cp_async_16) << text;
   if (std::getenv("LICM_SHOW")) std::cout << text;
+}
+
+}  // namespace
+}  // namespace tilefuse::passes
+
+namespace tilefuse::passes {
+namespace {
+
+// The builder's lowered gather row loop (tir/test_kernels.h): the index
+// load, its wrap and its check leave the j and k loops for the m loop.
+TEST(Licm, BuilderGatherKernel) {
+  tir::Kernel k = tir::testing::gather_kernel();
+  LicmReport report;
+  tir::Kernel out = hoist_loop_invariants(k, &report);
+  tir::verify(out, "after licm");
+  const std::string text = tir::print(out);
+  const std::string k_loop = block_of(text, "for k in serial(");
+  ASSERT_FALSE(k_loop.empty()) << text;
+  EXPECT_EQ(k_loop.find("index["), std::string::npos) << text;
+  EXPECT_EQ(k_loop.find("check("), std::string::npos) << text;
+  EXPECT_EQ(k_loop.find("select("), std::string::npos) << text;
+  const std::string m_loop = block_of(text, "for m in serial(");
+  EXPECT_NE(m_loop.find("check("), std::string::npos) << text;
+  int from_j = 0;
+  for (const LicmHoist& h : report.hoisted) from_j += h.from_loop == "j" && h.to_loop == "k";
+  EXPECT_GE(from_j, 3) << text;  // raw, row, the check (and exp(-0.5))
 }
 
 }  // namespace
