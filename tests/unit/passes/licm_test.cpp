@@ -555,6 +555,37 @@ TEST(Licm, SeedFusedGemmGoldenLeavesKLoopIndexFree) {
 namespace tilefuse::passes {
 namespace {
 
+// With M a multiple of BLOCK_M simplify removes the row conjunct: the index
+// load's only conjunct is the K tail, and nothing bounds pid_m*128 + i. The
+// witness lane (k = 0, j = 0) read it, so it still leaves the K loop.
+TEST(Licm, RowIndexWithOnlyKTailMaskLeavesKLoop) {
+  expect_licm(R"(kernel t(
+  K: i32,
+  index: global readonly i64[2048],
+  x: global readonly f16[4096, K] strides [K, 1] align 16,
+) grid(pid_m: 16) {
+  alloc A_s: shared f16[128, 32]
+  for k in pipelined(0, (K + 31)/32, stages=2) {
+    copy (i: 128, j: 32) A_s[i, j] = load(x, [load(index, [pid_m*128 + i], mask=(k*32 + j < K)), i64(k*32 + j)], mask=(k*32 + j < K))
+  }
+}
+)",
+              R"(kernel t(
+  K: i32,
+  index: global readonly i64[2048],
+  x: global readonly f16[4096, K] strides [K, 1] align 16,
+) grid(pid_m: 16) {
+  alloc A_s: shared f16[128, 32]
+  alloc index_rows: shared i64[128]
+  copy (i: 128) index_rows[i] = load(index, [pid_m*128 + i], mask=(0 < K && (K + 31)/32 > 0))
+  barrier()
+  for k in pipelined(0, (K + 31)/32, stages=2) {
+    copy (i_1: 128, j: 32) A_s[i_1, j] = load(x, [index_rows[i_1], i64(k*32 + j)], mask=(k*32 + j < K))
+  }
+}
+)");
+}
+
 // The builder's lowered gather row loop (tir/test_kernels.h): the index
 // load, its wrap and its check leave the j and k loops for the m loop.
 TEST(Licm, BuilderGatherKernel) {
