@@ -10,7 +10,7 @@
 #include <string>
 
 #include "lower_test_util.h"
-#include "random_program.h"
+#include "common/random_program.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
 #include "runtime/cpu/executor.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "lower_test_util.h"
-#include "random_program.h"
+#include "common/random_program.h"
 
 namespace tilefuse {
 namespace {

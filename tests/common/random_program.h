@@ -1,7 +1,13 @@
-// Random programs for the lowering tests: a copy of the generator in
-// tests/unit/schedule/property_test.cpp (random prologue chains on either
-// operand, random epilogues, batched GEMMs, GEMMs feeding GEMMs, extra
-// outputs), so every plan shape the schedule builds reaches the templates.
+// Random programs built with the Graph API, shared by the schedule, lowering
+// and property tests: random prologue chains on either operand (gathers of
+// rows/columns, slices, transposes, broadcasts, casts, int8 dequant,
+// elementwise ops, shared producers), random epilogues, batched GEMMs, GEMMs
+// feeding GEMMs and extra outputs, so every plan shape the schedule builds
+// reaches the templates and the executor.
+//
+// The default options give the original generator's programs draw for draw
+// (the schedule and lowering tests' fixed seeds keep their programs); the
+// property test turns on the rest (RandomProgramOptions).
 #pragma once
 
 #include <random>
@@ -17,17 +23,38 @@ inline Shape with_leading_dim(int64_t d, Shape s) {
   return s;
 }
 
+struct RandomProgramOptions {
+  // Dims are drawn from [1, 6], or from [0, max_dim] when max_dim > 0 (tile
+  // tails and empty GEMMs).
+  int64_t max_dim = 0;
+  // The chance that a dim is 0 or 1 instead (half each), so empty and
+  // degenerate GEMMs come up often even with a large max_dim.
+  double edge_dim_chance = 0;
+  // The chance that an index parameter ranges over [-size, size) (PyTorch's
+  // negative indices, wrapped by the kernels) instead of [0, size).
+  double negative_index_chance = 0;
+  // Epilogues also draw scalings (x * c, x / c) and activations (relu, gelu,
+  // silu, tanh, sigmoid).
+  bool more_epilogues = false;
+  // The chance of a batched GEMM (the default's 0.15 when negative).
+  double batched_chance = -1;
+  // The chance of a GEMM feeding a GEMM (the default's 0.3 when negative).
+  double chained_gemm_chance = -1;
+};
+
 class RandomProgram {
  public:
-  // Dims are drawn from [1, 6], or from [0, max_dim] when max_dim is given
-  // (tile tails and empty GEMMs).
-  explicit RandomProgram(uint64_t seed, int64_t max_dim = 0) : rng_(seed), max_dim_(max_dim) {}
+  explicit RandomProgram(uint64_t seed, int64_t max_dim = 0) : rng_(seed) {
+    opts_.max_dim = max_dim;
+  }
+  RandomProgram(uint64_t seed, const RandomProgramOptions& options)
+      : rng_(seed), opts_(options) {}
 
   Graph build() {
     const int64_t m = dim(), n = dim(), k = dim();
     const DType dt = pick({DType::F32, DType::F16, DType::BF16});
     ValueId out;
-    if (chance(0.15)) {
+    if (chance(opts_.batched_chance < 0 ? 0.15 : opts_.batched_chance)) {
       // Batched: a per-batch gather of A's rows, B a parameter or a view.
       const int64_t batch = 1 + pick(3);
       const ValueId x = param(dt, {batch, m + 2, k});
@@ -46,7 +73,7 @@ class RandomProgram {
         mm = g_.matmul(a, b, {});
       }
       out = epilogue(mm, dt);
-      if (chance(0.3)) {
+      if (chance(opts_.chained_gemm_chance < 0 ? 0.3 : opts_.chained_gemm_chance)) {
         // A GEMM feeding a GEMM, on either side.
         const int64_t p = dim();
         const ValueId r = cast_to(out, dt);
@@ -72,7 +99,10 @@ class RandomProgram {
   T pick(std::initializer_list<T> options) {
     return options.begin()[pick(static_cast<int64_t>(options.size()))];
   }
-  int64_t dim() { return max_dim_ > 0 ? pick(max_dim_ + 1) : 1 + pick(6); }
+  int64_t dim() {
+    if (opts_.edge_dim_chance > 0 && chance(opts_.edge_dim_chance)) return pick(2);
+    return opts_.max_dim > 0 ? pick(opts_.max_dim + 1) : 1 + pick(6);
+  }
 
   // "p<N>", N the parameter's position.
   std::string next_name() const {
@@ -90,7 +120,9 @@ class RandomProgram {
   // gather of a gather (R4 materializes it).
   ValueId index_param(int64_t len, int64_t size) {
     const DType it = pick({DType::I32, DType::I64});
-    const ValueId i = g_.parameter(next_name(), it, {len}, IntRange{0, size}, {});
+    const int64_t lo =
+        opts_.negative_index_chance > 0 && chance(opts_.negative_index_chance) ? -size : 0;
+    const ValueId i = g_.parameter(next_name(), it, {len}, IntRange{lo, size}, {});
     if (chance(0.15)) {
       return g_.binary(BinaryOp::Maximum, i, g_.scalar(0, DType::I64, {}), {});
     }
@@ -197,7 +229,7 @@ class RandomProgram {
     const Shape shape = g_.node(acc).shape;
     const int n = static_cast<int>(pick(5));
     for (int i = 0; i < n; ++i) {
-      switch (pick(6)) {
+      switch (pick(opts_.more_epilogues ? 8 : 6)) {
         case 0:
           v = g_.binary(BinaryOp::Add, v, param(pick({dt, DType::F32}), {shape.back()}), {});
           break;
@@ -214,6 +246,15 @@ class RandomProgram {
           if (chance(0.5)) extra_outputs_.push_back(g_.unary(UnaryOp::Relu, v, {}));
           v = g_.unary(UnaryOp::Sigmoid, v, {});
           break;
+        case 6:  // a scaling
+          v = g_.binary(pick({BinaryOp::Mul, BinaryOp::Div}), v,
+                        g_.scalar(pick({0.5, 2.0, 0.125}), DType::F64, {}), {});
+          break;
+        case 7:  // an activation
+          v = g_.unary(pick({UnaryOp::Relu, UnaryOp::Gelu, UnaryOp::Silu, UnaryOp::Tanh,
+                             UnaryOp::Sigmoid}),
+                       v, {});
+          break;
         default:
           v = elementwise(v, {v}, dt);
           break;
@@ -225,7 +266,7 @@ class RandomProgram {
   }
 
   std::mt19937_64 rng_;
-  int64_t max_dim_ = 0;
+  RandomProgramOptions opts_;
   Graph g_;
   std::vector<ValueId> pool_;
   std::vector<ValueId> extra_outputs_;
