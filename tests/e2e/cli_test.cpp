@@ -43,20 +43,23 @@ std::string case_path(const std::string& name) {
 }
 
 fs::path temp_dir(const std::string& tag) {
-  fs::path dir = fs::temp_directory_path() /
-                 ("tilefuse_e2e_" + tag + "_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("tilefuse_e2e_" + tag + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
 }
 
-// Every shared case that must succeed, run with --check; the relative error
-// printed for each output must be within the tolerance printed beside it.
+// Every shared case that must succeed, run with --check: compiled (fused
+// plan, then unfused) and run on the CPU executor, and evaluated by the
+// reference evaluator; the relative error printed for each output must be
+// within the tolerance printed beside it.
 class SharedCase : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(SharedCase, RunsAndMatchesOracle) {
-  Result r = run_cli("run " + case_path(GetParam()) + " --check --seed 7");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+void expect_checked(const std::string& args, const std::string& engine) {
+  Result r = run_cli("run " + args + " --check --seed 7");
+  ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(engine), std::string::npos) << args << "\n" << r.output;
   std::regex line(R"(check: (\S+) rel_err=(\S+) tol=(\S+) ok)");
   int checked = 0;
   for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it) {
@@ -68,22 +71,51 @@ TEST_P(SharedCase, RunsAndMatchesOracle) {
   EXPECT_EQ(r.output.find("FAILED"), std::string::npos) << r.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, SharedCase,
-    ::testing::Values("batched_gather.tfs", "dequant_int8_prologue.tfs",
-                      "gather_b_rows_along_k.tfs", "gather_mm_bf16_repeats.tfs",
-                      "gather_negative_index.tfs", "gather_odd_k_f16.tfs",
-                      "pointwise_both_operands.tfs", "seed_gather_mm_f16.tfs",
-                      "upcast_prologue_epilogue.tfs"),
-    [](const auto& info) { return info.param.substr(0, info.param.size() - 4); });
+TEST_P(SharedCase, RunsAndMatchesOracle) {
+  expect_checked(case_path(GetParam()), "fused plan, 1 kernel, CPU executor");
+}
+
+TEST_P(SharedCase, UnfusedPlanMatchesOracle) {
+  expect_checked(case_path(GetParam()) + " --plan unfused", "unfused plan");
+}
+
+TEST_P(SharedCase, ReferenceEngineMatchesOracle) {
+  expect_checked(case_path(GetParam()) + " --engine reference", "reference evaluator");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SharedCase,
+                         ::testing::Values("batched_gather.tfs", "dequant_int8_prologue.tfs",
+                                           "gather_b_rows_along_k.tfs",
+                                           "gather_mm_bf16_repeats.tfs",
+                                           "gather_negative_index.tfs", "gather_odd_k_f16.tfs",
+                                           "pointwise_both_operands.tfs", "seed_gather_mm_f16.tfs",
+                                           "upcast_prologue_epilogue.tfs"),
+                         [](const auto& info) {
+                           return info.param.substr(0, info.param.size() - 4);
+                         });
 
 TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
-  Result r = run_cli("run " + case_path("gather_out_of_range.tfs"));
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("`x`"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("`idx`["), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("= 64"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("gather_out_of_range.tfs"), std::string::npos) << r.output;
+  for (const char* how : {"", " --plan unfused", " --engine reference"}) {
+    Result r = run_cli("run " + case_path("gather_out_of_range.tfs") + how);
+    EXPECT_EQ(r.exit_code, 1) << how << "\n" << r.output;
+    EXPECT_NE(
+        r.output.find("gather_out_of_range.tfs: error: index 64 is out of bounds for dim 0 of `x` "
+                      "(size 64): `idx`["),
+        std::string::npos)
+        << how << "\n"
+        << r.output;
+    EXPECT_NE(r.output.find("] = 64"), std::string::npos) << how << "\n" << r.output;
+  }
+  // One program instance covers the 50 rows, so the executor meets the same
+  // first bad position as the reference: the messages are identical.
+  auto error_line = [](const std::string& out) {
+    const size_t at = out.find("error:");
+    return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(
+      error_line(run_cli("run " + case_path("gather_out_of_range.tfs")).output),
+      error_line(
+          run_cli("run " + case_path("gather_out_of_range.tfs") + " --engine reference").output));
 }
 
 TEST(Cli, MainExampleRuns) {
@@ -119,12 +151,22 @@ TEST(Cli, NpyInputsAndSavedOutputsRoundTrip) {
     write_npy(file, inputs[i]);
     args += " --input " + std::string(names[i]) + "=" + file;
   }
-  Result r = run_cli("run " + prog + args + " --save-output " + (dir / "out").string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  Tensor saved = read_npy((dir / "out" / "out0.npy").string());
+  // The reference engine reproduces the in-process evaluation bit for bit
+  // (the inputs were read exactly); the compiled kernels sum over K in
+  // another order, so they agree to f32 rounding.
   Tensor expected = evaluate(p.graph, inputs)[0];
-  ASSERT_EQ(saved.shape(), expected.shape());
-  EXPECT_EQ(relative_error(saved, expected), 0.0);
+  for (const char* engine : {"reference", "executor"}) {
+    fs::path out = dir / engine;
+    Result r =
+        run_cli("run " + prog + args + " --engine " + engine + " --save-output " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    Tensor saved = read_npy((out / "out0.npy").string());
+    ASSERT_EQ(saved.shape(), expected.shape());
+    if (std::string(engine) == "reference")
+      EXPECT_EQ(relative_error(saved, expected), 0.0);
+    else
+      EXPECT_LE(relative_error(saved, expected), 1e-5);
+  }
   fs::remove_all(dir);
 }
 
@@ -175,8 +217,11 @@ TEST(Cli, UsageErrorsAndHelp) {
   EXPECT_NE(missing.output.find("/nonexistent/prog.tfs"), std::string::npos) << missing.output;
   Result help = run_cli("run --help");
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* opt : {"--device", "--seed", "--input", "--save-output", "--check"})
+  for (const char* opt :
+       {"--device", "--plan", "--engine", "--seed", "--input", "--save-output", "--check"})
     EXPECT_NE(help.output.find(opt), std::string::npos) << opt;
+  EXPECT_EQ(run_cli("run x.tfs --plan sideways").exit_code, 1);
+  EXPECT_EQ(run_cli("run x.tfs --engine abacus").exit_code, 1);
 }
 
 }  // namespace

@@ -8,16 +8,22 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <thread>
 
 #include "core/error.h"
+#include "driver/compile.h"
+#include "driver/execute.h"
+#include "driver/explain.h"
 #include "frontend/frontend.h"
 #include "io/npy.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
+#include "schedule/schedule.h"
+#include "tir/printer.h"
 
 namespace tilefuse::cli {
 namespace {
@@ -88,8 +94,8 @@ void load_inputs(const Graph& g, const std::vector<std::string>& specs,
     if (!pos) {
       std::string params;
       for (ValueId p : g.parameters()) params += (params.empty() ? "" : ", ") + g.node(p).name;
-      throw UserError(
-          fmt::format("--input names `{}`, which is not a parameter (parameters: {})", name, params));
+      throw UserError(fmt::format("--input names `{}`, which is not a parameter (parameters: {})",
+                                  name, params));
     }
     const Node& param = g.node(g.parameters()[*pos]);
     Tensor t = read_npy(path);
@@ -97,8 +103,8 @@ void load_inputs(const Graph& g, const std::vector<std::string>& specs,
                      param.dtype == DType::F8E5M2) &&
                     is_floating(t.dtype());
     if (t.dtype() != param.dtype && !lossy_ok)
-      throw UserError(fmt::format("input `{}` is {} but {} holds {}", name,
-                                  dtype_name(param.dtype), path, dtype_name(t.dtype())));
+      throw UserError(fmt::format("input `{}` is {} but {} holds {}", name, dtype_name(param.dtype),
+                                  path, dtype_name(t.dtype())));
     if (t.shape() != param.shape)
       throw UserError(fmt::format("input `{}` has shape {} but {} holds {}", name,
                                   shape_to_string(param.shape), path, shape_to_string(t.shape())));
@@ -125,6 +131,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// --plan's value (the CLI checks it is one of these).
+PlanKind parse_plan(const std::string& plan) {
+  return plan == "unfused" ? PlanKind::kUnfused : PlanKind::kFused;
+}
+
+// --target's value; anything else is a user error naming the valid ones
+// (main.cpp checks at parse time too; this keeps the commands safe alone).
+tir::Target parse_target(const std::string& name) {
+  std::optional<tir::Target> t = tir::Target::parse(name);
+  if (!t) throw UserError(fmt::format("unknown target `{}`; valid targets: {}", name, kTargetHelp));
+  return *t;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -146,11 +165,35 @@ int run_command(const RunOptions& options) {
     eval.num_threads = options.threads;
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::thread::hardware_concurrency());
-    std::printf("%s: %zu output%s on cpu (reference evaluator, %d thread%s), seed %llu\n",
-                program->name.c_str(), g.outputs().size(), g.outputs().size() == 1 ? "" : "s",
-                threads, threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
+    const bool reference = options.engine == "reference";
+    std::string how;
+    std::optional<driver::CompiledProgram> compiled;
+    double compile_s = 0;
+    if (reference) {
+      how = "reference evaluator";
+    } else {
+      driver::CompileOptions co;
+      co.plan = parse_plan(options.plan);
+      co.target = tir::Target::cpu();
+      auto t0 = std::chrono::steady_clock::now();
+      compiled = driver::compile(g, co);
+      compile_s = seconds_since(t0);
+      size_t n = compiled->kernels.size();
+      how = fmt::format("{} plan, {} kernel{}, CPU executor", options.plan, n, n == 1 ? "" : "s");
+    }
+    std::printf("%s: %zu output%s on cpu (%s, %d thread%s), seed %llu\n", program->name.c_str(),
+                g.outputs().size(), g.outputs().size() == 1 ? "" : "s", how.c_str(), threads,
+                threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
+    if (!reference) std::printf("compile: %.3f s\n", compile_s);
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<Tensor> outputs = evaluate(g, inputs, eval);
+    std::vector<Tensor> outputs;
+    if (reference) {
+      outputs = evaluate(g, inputs, eval);
+    } else {
+      driver::ExecuteOptions xo;
+      xo.num_threads = options.threads;
+      outputs = driver::execute(*compiled, inputs, xo);
+    }
     double elapsed = seconds_since(t0);
 
     std::vector<std::string> names = output_names(g);
@@ -196,15 +239,62 @@ int run_command(const RunOptions& options) {
   }
 }
 
-int emit_command(const std::string& path, const std::string& stage) {
+int emit_command(const EmitOptions& options) {
   std::optional<Program> program;
   try {
-    program = load_program(path);
+    program = load_program(options.program);
   } catch (const UserError& e) {
-    return report(e, nullptr, path);
+    return report(e, nullptr, options.program);
   }
-  std::printf("%s", program->graph.to_string().c_str());
-  return kOk;
+  const Graph& g = program->graph;
+  try {
+    const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
+    if (!options.dump_after.empty() && !kernels)
+      throw UserError("--dump-after prints kernels: use it with --stage=tir or --stage=tir-opt");
+    if (options.stage == "graph") {
+      std::cout << g.to_string();
+      return kOk;
+    }
+    driver::CompileOptions co;
+    co.plan = parse_plan(options.plan);
+    co.target = parse_target(options.target);
+    if (options.stage == "plan") {
+      std::cout << to_string(g, build_plan(g, co.plan));
+      return kOk;
+    }
+    // --stage=tir stops after lowering unless a dump asks for the passes.
+    co.optimize = options.stage == "tir-opt" || !options.dump_after.empty();
+    co.dump_after = options.dump_after;
+    co.dump = &std::cout;
+    const driver::CompiledProgram compiled = driver::compile(g, co);
+    if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
+    for (const driver::CompiledKernel& ck : compiled.kernels)
+      std::cout << tir::print(options.stage == "tir" ? ck.lowered.kernel : ck.kernel);
+    return kOk;
+  } catch (const UserError& e) {
+    std::cout.flush();
+    return report(e, &*program, options.program);
+  }
+}
+
+int explain_command(const ExplainOptions& options) {
+  std::optional<Program> program;
+  try {
+    program = load_program(options.program);
+  } catch (const UserError& e) {
+    return report(e, nullptr, options.program);
+  }
+  try {
+    driver::CompileOptions co;
+    co.plan = parse_plan(options.plan);
+    co.target = parse_target(options.target);
+    const nlohmann::json account =
+        driver::explain(driver::compile(program->graph, co), program->name);
+    std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
+    return kOk;
+  } catch (const UserError& e) {
+    return report(e, &*program, options.program);
+  }
 }
 
 }  // namespace tilefuse::cli

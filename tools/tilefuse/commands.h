@@ -12,21 +12,50 @@ namespace tilefuse::cli {
 enum ExitCode : int { kOk = 0, kUserError = 1, kInternalError = 2 };
 
 struct RunOptions {
-  std::string program;                 // path of the .tfs file
-  std::string device = "auto";         // auto | cpu
-  uint64_t seed = 0;                   // random-input seed
-  std::vector<std::string> inputs;     // "name=file.npy"
-  std::string save_output_dir;         // empty: don't save
-  bool check = false;                  // compare with the f64 oracle
-  int threads = 0;                     // 0: all hardware threads
+  std::string program;              // path of the .tfs file
+  std::string device = "auto";      // auto | cpu (| cuda: not in this build)
+  std::string plan = "fused";       // fused | unfused
+  std::string engine = "executor";  // executor (compiled kernels) | reference (graph evaluator)
+  uint64_t seed = 0;                // random-input seed
+  std::vector<std::string> inputs;  // "name=file.npy"
+  std::string save_output_dir;      // empty: don't save
+  bool check = false;               // compare with the f64 oracle
+  int threads = 0;                  // 0: all hardware threads
 };
 
-// `tilefuse run`: parses the program, makes or loads its inputs, evaluates it
-// on the chosen device and prints each output's shape, dtype, checksum and
-// the time (and with --check, the relative error against the f64 oracle).
+// `tilefuse run`: parses the program, makes or loads its inputs, compiles it
+// (the chosen plan, for the CPU) and runs its kernels on the CPU executor —
+// or evaluates the graph with the reference evaluator (--engine reference) —
+// and prints each output's shape, dtype, checksum and the time (and with
+// --check, the relative error against the f64 oracle).
 int run_command(const RunOptions& options);
 
-// `tilefuse emit --stage=graph`: prints the program's graph IR.
-int emit_command(const std::string& program, const std::string& stage);
+struct EmitOptions {
+  std::string program;
+  std::string stage = "graph";  // graph | plan | tir | tir-opt
+  std::string plan = "fused";
+  std::string target = "cpu";
+  std::string dump_after;  // a pass name or "all": the kernels after it, before the stage
+};
+
+// `tilefuse emit`: prints the program at a compilation stage: the graph IR,
+// the plan, the kernels as lowered (after inline_hooks) or after the whole
+// pass pipeline.
+int emit_command(const EmitOptions& options);
+
+struct ExplainOptions {
+  std::string program;
+  std::string target = "cpu";
+  std::string plan = "fused";
+  bool json = false;
+};
+
+// `tilefuse explain`: the kernels of the plan and every decision made for
+// them (driver/explain.h), as text or --json.
+int explain_command(const ExplainOptions& options);
+
+// The targets --target accepts, for help and error messages.
+inline constexpr const char* kTargetHelp =
+    "cpu, sm_80, sm_86, sm_89, sm_90 or sm_90a (any sm_NN with NN >= 80, with an optional `a`)";
 
 }  // namespace tilefuse::cli

@@ -6,26 +6,58 @@
 #include <new>
 
 #include "commands.h"
+#include "driver/compile.h"
+#include "tir/target.h"
 
 int main(int argc, char** argv) {
   using namespace tilefuse::cli;
   CLI::App app{
       "tilefuse: compiles small PyTorch-style tensor programs built around a matrix\n"
-      "multiply into fused kernels, and runs them.\n"
+      "multiply into fused kernels, and runs them (run), shows them (emit) and\n"
+      "explains them (explain).\n"
       "Exit codes: 0 ok, 1 user error (bad program, input or index), 2 internal error\n"
       "or a failed --check.",
       "tilefuse"};
   app.set_version_flag("--version", std::string("tilefuse ") + TILEFUSE_VERSION);
   app.require_subcommand(1);
 
+  // --target: checked at parse time, so a bad value is a usage error (exit 1)
+  // that lists the valid ones.
+  CLI::Validator target_check(
+      [](std::string& name) {
+        return tilefuse::tir::Target::parse(name)
+                   ? std::string()
+                   : "unknown target `" + name + "`; valid targets: " + kTargetHelp;
+      },
+      "TARGET", "target");
+  const std::vector<std::string> plans = {"fused", "unfused"};
+
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
-      "run", "Run a program on random (or given) inputs and print each output's shape, dtype, "
-             "checksum and time.");
+      "run",
+      "Compile a program for the CPU and run its kernels on random (or given) inputs; "
+      "print each output's shape, dtype, checksum and the time.");
   run_cmd->add_option("program", run.program, "The .tfs program")->required();
-  run_cmd->add_option("--device", run.device, "Where to run: auto (the GPU if present, else the CPU) "
-                                              "or cpu")
+  run_cmd
+      ->add_option("--device", run.device,
+                   "Where to run: auto (the GPU if present, else the CPU) "
+                   "or cpu. This build has no CUDA backend: auto is "
+                   "the CPU")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--plan", run.plan,
+                   "Which plan to compile: fused (prologues and epilogues "
+                   "inside the GEMM kernels) or unfused (pointwise kernels "
+                   "around plain GEMMs)")
+      ->check(CLI::IsMember(plans))
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--engine", run.engine,
+                   "What evaluates the program: executor (the compiled "
+                   "kernels on the CPU executor) or reference (the "
+                   "graph's reference evaluator; --plan is ignored)")
+      ->check(CLI::IsMember({"executor", "reference"}))
       ->capture_default_str();
   run_cmd->add_option("--seed", run.seed, "Seed of the random inputs")->capture_default_str();
   run_cmd->add_option("--input", run.inputs,
@@ -39,11 +71,43 @@ int main(int argc, char** argv) {
                     "(1e-2 for f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: all)")->capture_default_str();
 
-  std::string emit_program, emit_stage = "graph";
-  CLI::App* emit_cmd = app.add_subcommand("emit", "Print the program at a compilation stage.");
-  emit_cmd->add_option("program", emit_program, "The .tfs program")->required();
-  emit_cmd->add_option("--stage", emit_stage, "Which stage: graph")
-      ->check(CLI::IsMember({"graph"}))
+  EmitOptions emit;
+  CLI::App* emit_cmd = app.add_subcommand(
+      "emit",
+      "Print the program at a compilation stage: graph (the graph IR), plan (its "
+      "kernels and fusion decisions), tir (the Tile IR kernels as lowered, after "
+      "inline_hooks) or tir-opt (after the whole pass pipeline).");
+  emit_cmd->add_option("program", emit.program, "The .tfs program")->required();
+  emit_cmd->add_option("--stage", emit.stage, "Which stage: graph, plan, tir or tir-opt")
+      ->check(CLI::IsMember({"graph", "plan", "tir", "tir-opt"}))
+      ->capture_default_str();
+  emit_cmd->add_option("--plan", emit.plan, "Which plan: fused or unfused")
+      ->check(CLI::IsMember(plans))
+      ->capture_default_str();
+  emit_cmd->add_option("--target", emit.target, std::string("The target: ") + kTargetHelp)
+      ->check(target_check)
+      ->capture_default_str();
+  std::string pass_list;
+  for (const std::string& p : tilefuse::driver::pass_names()) pass_list += p + ", ";
+  emit_cmd->add_option("--dump-after", emit.dump_after,
+                       "Also print every kernel after this pass (" + pass_list +
+                           "or all: after each), before the stage's output; with "
+                           "--stage=tir or tir-opt");
+
+  ExplainOptions explain;
+  CLI::App* explain_cmd = app.add_subcommand(
+      "explain",
+      "Explain the compiled plan: its kernels, the ops fused into each (prologue per "
+      "operand, epilogue), what LICM hoisted out of which loop, each copy's mode, "
+      "width and reason, the config and the fusion decisions. README.md documents "
+      "the --json keys.");
+  explain_cmd->add_option("program", explain.program, "The .tfs program")->required();
+  explain_cmd->add_flag("--json", explain.json, "Print the account as JSON");
+  explain_cmd->add_option("--target", explain.target, std::string("The target: ") + kTargetHelp)
+      ->check(target_check)
+      ->capture_default_str();
+  explain_cmd->add_option("--plan", explain.plan, "Which plan: fused or unfused")
+      ->check(CLI::IsMember(plans))
       ->capture_default_str();
 
   try {
@@ -57,7 +121,8 @@ int main(int argc, char** argv) {
 
   try {
     if (*run_cmd) return run_command(run);
-    if (*emit_cmd) return emit_command(emit_program, emit_stage);
+    if (*emit_cmd) return emit_command(emit);
+    if (*explain_cmd) return explain_command(explain);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tilefuse: error: out of host memory\n");
     return kUserError;

@@ -1,0 +1,70 @@
+// The driver's compile step: a Graph through every module below it, in the
+// order of DESIGN.md's "Data flow":
+//
+//   build_plan (schedule) -> lower_plan (lower: templates + inline_hooks)
+//     -> the named pass table (passes/pipeline.h) on every kernel
+//
+// One entry point, `compile`, used by the CLI (run / emit / explain) and by
+// the tests, so that all of them see the same kernels. The reports that only
+// a pass can give (what licm hoisted, how lower_copies copies each operand)
+// are kept per kernel for `explain`.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "lower/lower.h"
+#include "passes/licm.h"
+#include "passes/lower_copies.h"
+#include "passes/pipeline.h"
+#include "schedule/plan.h"
+#include "tir/ir.h"
+#include "tir/target.h"
+
+namespace tilefuse::driver {
+
+struct CompileOptions {
+  PlanKind plan = PlanKind::kFused;
+  tir::Target target = tir::Target::cpu();
+  // A pass name, "all" (after every pass) or "" (never): the kernels are
+  // printed to `dump` after that pass (std::cerr when null). An unknown name
+  // is a UserError listing the valid ones (pass_names()).
+  std::string dump_after;
+  std::ostream* dump = nullptr;
+  // Config overrides for the templates (a tuner's choice).
+  LowerOptions lower;
+  // false: stop after lowering (kernels after inline_hooks only; the reports
+  // stay empty). The lowering tests run those kernels as they are.
+  bool optimize = true;
+};
+
+struct CompiledKernel {
+  LoweredKernel lowered;      // as lowered (after inline_hooks), with its step, bindings and config
+  tir::Kernel kernel;         // after the pass pipeline (the lowered kernel when !optimize)
+  passes::LicmReport licm;    // what licm hoisted, in the order it hoisted it
+  passes::CopyReport copies;  // lower_copies' decision per copy, in program order
+};
+
+struct CompiledProgram {
+  Graph graph;  // a copy, so that a compiled program stands alone
+  Plan plan;
+  tir::Target target;
+  std::vector<CompiledKernel> kernels;  // one per plan step, in step order
+};
+
+// The passes compile runs, in order (the pass table of passes/pipeline.h,
+// with licm and lower_copies reporting into `kernel`). With a null `kernel`
+// the reports are dropped (for listing names).
+std::vector<passes::PassEntry> compile_passes(CompiledKernel* kernel);
+
+// The names --dump-after accepts, in pipeline order (then "all").
+std::vector<std::string> pass_names();
+
+// Plans, lowers and optimizes `graph` for options.target. Throws UserError
+// for a bad dump_after, InternalError when a module fails on a well-formed
+// graph; never runs a kernel.
+CompiledProgram compile(const Graph& graph, const CompileOptions& options = {});
+
+}  // namespace tilefuse::driver

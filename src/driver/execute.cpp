@@ -1,0 +1,63 @@
+#include "driver/execute.h"
+
+#include <fmt/format.h>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "runtime/cpu/executor.h"
+
+namespace tilefuse::driver {
+
+std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,
+                            const ExecuteOptions& options) {
+  const Graph& g = program.graph;
+  TF_CHECK(!program.target.is_cuda(),
+           "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
+  if (inputs.size() != g.parameters().size())
+    throw UserError(
+        fmt::format("the program takes {} inputs, got {}", g.parameters().size(), inputs.size()));
+  std::map<ValueId, Tensor> memory;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Node& p = g.node(g.parameters()[i]);
+    if (inputs[i].dtype() != p.dtype || inputs[i].shape() != p.shape)
+      throw UserError(fmt::format("input `{}` must be {}{}, got {}{}", p.name, dtype_name(p.dtype),
+                                  shape_to_string(p.shape), dtype_name(inputs[i].dtype()),
+                                  shape_to_string(inputs[i].shape())));
+    // Kernel params carry the parameter's declared (contiguous) layout.
+    memory[g.parameters()[i]] = inputs[i].contiguous();
+  }
+
+  runtime::ExecOptions exec;
+  exec.num_threads = options.num_threads;
+  for (const CompiledKernel& ck : program.kernels) {
+    const LoweredKernel& lk = ck.lowered;
+    const Node& out = g.node(lk.step.output);
+    memory[lk.step.output] =
+        options.poison_outputs
+            ? Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77)
+            : Tensor::empty(out.dtype, out.shape);
+    TF_CHECK(lk.bindings.size() == ck.kernel.params.size(),
+             "kernel " + ck.kernel.name + ": bindings do not match its params");
+    std::vector<runtime::KernelArg> args;
+    args.reserve(lk.bindings.size());
+    for (size_t i = 0; i < lk.bindings.size(); ++i) {
+      auto it = memory.find(lk.bindings[i]);
+      TF_CHECK(it != memory.end(), fmt::format("kernel {} reads %{} before any step wrote it",
+                                               ck.kernel.name, lk.bindings[i]));
+      args.emplace_back(ck.kernel.params[i].name(), it->second);
+    }
+    runtime::execute(ck.kernel, args, exec);
+  }
+
+  std::vector<Tensor> outputs;
+  for (ValueId o : g.outputs()) {
+    auto it = memory.find(o);
+    TF_CHECK(it != memory.end(), fmt::format("no step writes output %{}", o));
+    const bool is_param = g.node(o).kind == OpKind::Parameter;
+    outputs.push_back(is_param ? it->second.contiguous(/*force=*/true) : it->second);
+  }
+  return outputs;
+}
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,35 @@
+// The driver's run step: a CompiledProgram on the CPU executor.
+//
+// Memory follows the plan's contract (schedule/plan.h, "Memory" and
+// "Outputs"): the parameters are the caller's tensors; every step's output
+// is a fresh contiguous tensor of its node's shape and dtype, allocated
+// before its kernel runs; kernels run in plan order, each bound to its
+// values by LoweredKernel::bindings. A graph output that is a parameter is
+// returned as a copy, so the caller's input is never handed back aliased.
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "driver/compile.h"
+
+namespace tilefuse::driver {
+
+struct ExecuteOptions {
+  int num_threads = 0;  // 0: hardware_concurrency()
+  // Fill every step output with NaN (integers: -77) before its kernel runs,
+  // so that an element a kernel fails to write shows up in a comparison.
+  bool poison_outputs = false;
+};
+
+// Runs every kernel of `program` (compiled for the CPU target) on `inputs`
+// (one per graph parameter, in order, of its dtype and shape; any strides)
+// and returns one contiguous tensor per graph output. Throws UserError when
+// a check fails (an index out of range: the message names the tensor, the
+// index tensor, the position and the value, as the reference does) or the
+// inputs do not match the parameters; InternalError for a program compiled
+// for another target or a kernel the executor cannot run.
+std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,
+                            const ExecuteOptions& options = {});
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,258 @@
+#include "driver/explain.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tir/functor.h"
+
+namespace tilefuse::driver {
+namespace {
+
+using nlohmann::json;
+
+// A value as people know it: a parameter by its name, any other value as
+// `%ID`, with the .tfs variable it was bound to: `%4(h)`.
+std::string value_name(const Graph& g, ValueId v) {
+  const Node& n = g.node(v);
+  if (n.kind == OpKind::Parameter) return n.name;
+  return n.name.empty() ? fmt::format("%{}", v) : fmt::format("%{}({})", v, n.name);
+}
+
+std::string op_name(const Node& n) {
+  switch (n.kind) {
+    case OpKind::Unary:
+      return std::string(unary_op_name(n.unary));
+    case OpKind::Binary:
+      return std::string(binary_op_name(n.binary));
+    default:
+      return std::string(op_kind_name(n.kind));
+  }
+}
+
+// One fused op: `%3=index(x, index)`; a Python number operand prints as its
+// value (it is a literal in the kernel, plan.h "Constants").
+std::string op_text(const Graph& g, ValueId v) {
+  const Node& n = g.node(v);
+  std::string s = fmt::format("%{}={}(", v, op_name(n));
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Node& in = g.node(n.inputs[i]);
+    s += (i ? ", " : "") +
+         (in.kind == OpKind::Scalar ? fmt::format("{}", in.scalar) : value_name(g, n.inputs[i]));
+  }
+  return s + ")";
+}
+
+json op_list(const Graph& g, const std::vector<ValueId>& nodes) {
+  json a = json::array();
+  for (ValueId v : nodes) a.push_back(op_text(g, v));
+  return a;
+}
+
+json value_list(const Graph& g, const std::vector<ValueId>& values) {
+  json a = json::array();
+  for (ValueId v : values) a.push_back(value_name(g, v));
+  return a;
+}
+
+// A printed statement on one line (a hoisted loop nest prints over several).
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+json config_of(const tir::Kernel& k) {
+  json c = json::object();
+  for (const auto& [key, value] : k.attrs)
+    std::visit([&, &key = key](const auto& v) { c[key] = v; }, value);
+  return c;
+}
+
+// Which GEMM operand each copy feeds. The copies into the tiles gemm()
+// reads are operand A's and B's ("tile"); a copy into a buffer that one of
+// those copies reads (the row indices licm materializes before the K loop)
+// belongs to the same operand ("hoisted"). Copies of a kernel without a
+// gemm feed no operand.
+struct CopyOperand {
+  std::string operand, role;
+};
+std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
+  struct Walk : tir::IRVisitor {
+    struct Copy {
+      const tir::BufferNode* dst;
+      std::set<const tir::BufferNode*> reads;
+    };
+    std::vector<Copy> copies;
+    std::map<const tir::BufferNode*, std::string> tiles;
+    std::set<const tir::BufferNode*>* reads = nullptr;
+    using IRVisitor::visit;
+    void visit(const tir::CopyNode* op) override {
+      copies.push_back({op->dst.get(), {}});
+      std::set<const tir::BufferNode*> r;
+      reads = &r;
+      IRVisitor::visit(op);
+      reads = nullptr;
+      copies.back().reads = std::move(r);
+    }
+    void visit(const tir::LoadNode* op) override {
+      if (reads) reads->insert(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const tir::GemmNode* op) override {
+      tiles.emplace(op->a.buffer.get(), "A");
+      tiles.emplace(op->b.buffer.get(), "B");
+      IRVisitor::visit(op);
+    }
+  } walk;
+  walk.visit_stmt(k.body);
+
+  std::map<const tir::BufferNode*, CopyOperand> of({});  // buffer -> the operand its contents feed
+  for (const auto& [buffer, name] : walk.tiles) of[buffer] = {name, "tile"};
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& c : walk.copies) {
+      auto it = of.find(c.dst);
+      if (it == of.end()) continue;
+      for (const tir::BufferNode* r : c.reads)
+        if (r->scope != tir::MemScope::Global && !of.count(r)) {
+          of[r] = {it->second.operand, "hoisted"};
+          changed = true;
+        }
+    }
+  }
+  std::vector<CopyOperand> out;
+  for (const auto& c : walk.copies) {
+    auto it = of.find(c.dst);
+    out.push_back(it == of.end() ? CopyOperand{} : it->second);
+  }
+  return out;
+}
+
+json kernel_account(const Graph& g, const CompiledKernel& ck) {
+  const KernelStep& step = ck.lowered.step;
+  json k;
+  k["name"] = ck.kernel.name;
+  k["kind"] = std::string(step_kind_name(step.kind));
+  k["config"] = config_of(ck.kernel);
+
+  json fused;
+  if (step.kind == StepKind::kGemm) {
+    json prologue;
+    prologue["A"] = op_list(g, step.a.nodes);
+    prologue["B"] = op_list(g, step.b.nodes);
+    if (step.bias) prologue["bias"] = op_list(g, step.bias->nodes);
+    fused["prologue"] = prologue;
+    fused["epilogue"] = op_list(g, step.epilogue);
+  } else {
+    fused["compute"] = op_list(g, step.pointwise);
+  }
+  k["fused"] = fused;
+
+  json hoisted = json::array();
+  for (const passes::LicmHoist& h : ck.licm.hoisted) {
+    hoisted.push_back({{"kind", h.kind},
+                       {"what", one_line(h.what)},
+                       {"from_loop", h.from_loop},
+                       {"to_level", "before loop " + h.to_loop},
+                       {"levels", h.levels}});
+  }
+  k["hoisted"] = hoisted;
+
+  const std::vector<CopyOperand> operands = copy_operands(ck.kernel);
+  json copies = json::array();
+  for (size_t i = 0; i < ck.copies.copies.size(); ++i) {
+    const passes::CopyDecision& d = ck.copies.copies[i];
+    // The report and the walk list the same copies in program order.
+    const CopyOperand op = i < operands.size() ? operands[i] : CopyOperand{};
+    copies.push_back({{"operand", op.operand.empty() ? json(nullptr) : json(op.operand)},
+                      {"role", op.role.empty() ? json(nullptr) : json(op.role)},
+                      {"buffer", d.dst},
+                      {"mode", d.mode},
+                      {"width_bytes", d.width},
+                      {"reason", d.reason}});
+  }
+  k["copies"] = copies;
+  k["reads"] = value_list(g, step.reads);
+  k["writes"] = value_list(g, {step.output});
+  return k;
+}
+
+}  // namespace
+
+json explain(const CompiledProgram& program, const std::string& name) {
+  json a;
+  a["program"] = name;
+  a["target"] = program.target.name();
+  a["plan"] = std::string(plan_kind_name(program.plan.kind));
+  json kernels = json::array();
+  for (const CompiledKernel& ck : program.kernels)
+    kernels.push_back(kernel_account(program.graph, ck));
+  a["kernels"] = kernels;
+  a["decisions"] = program.plan.decisions;
+  return a;
+}
+
+std::string render_explain_text(const json& a) {
+  std::ostringstream out;
+  const json& kernels = a.at("kernels");
+  out << a.at("program").get<std::string>() << ": " << a.at("plan").get<std::string>()
+      << " plan for " << a.at("target").get<std::string>() << ", " << kernels.size() << " kernel"
+      << (kernels.size() == 1 ? "" : "s") << "\n";
+  auto list = [](const json& items) {
+    std::string s;
+    for (const json& i : items) s += (s.empty() ? "" : ", ") + i.get<std::string>();
+    return s.empty() ? std::string("-") : s;
+  };
+  for (const json& k : kernels) {
+    out << "\nkernel " << k.at("name").get<std::string>() << " (" << k.at("kind").get<std::string>()
+        << ")\n";
+    std::string config;
+    for (const auto& [key, value] : k.at("config").items())
+      config += (config.empty() ? "" : " ") + key + "=" +
+                (value.is_string() ? value.get<std::string>() : value.dump());
+    out << "  config: " << (config.empty() ? "-" : config) << "\n";
+    out << "  reads: " << list(k.at("reads")) << "; writes: " << list(k.at("writes")) << "\n";
+    const json& fused = k.at("fused");
+    if (fused.contains("prologue")) {
+      for (const auto& [operand, ops] : fused.at("prologue").items())
+        out << "  prologue " << operand << ": " << list(ops) << "\n";
+      out << "  epilogue: " << list(fused.at("epilogue")) << "\n";
+    } else {
+      out << "  compute: " << list(fused.at("compute")) << "\n";
+    }
+    const json& hoisted = k.at("hoisted");
+    out << "  hoisted by licm:" << (hoisted.empty() ? " -" : "") << "\n";
+    for (const json& h : hoisted)
+      out << "    [" << h.at("kind").get<std::string>() << "] out of loop "
+          << h.at("from_loop").get<std::string>() << ", " << h.at("to_level").get<std::string>()
+          << ": " << h.at("what").get<std::string>() << "\n";
+    const json& copies = k.at("copies");
+    out << "  copies:" << (copies.empty() ? " -" : "") << "\n";
+    for (const json& c : copies) {
+      std::string who = c.at("operand").is_null() ? std::string()
+                                                  : c.at("operand").get<std::string>() + " " +
+                                                        c.at("role").get<std::string>() + ", ";
+      out << "    " << who << c.at("buffer").get<std::string>() << ": "
+          << c.at("mode").get<std::string>() << " " << c.at("width_bytes").get<int64_t>() << " B — "
+          << c.at("reason").get<std::string>() << "\n";
+    }
+  }
+  const json& decisions = a.at("decisions");
+  out << "\ndecisions:" << (decisions.empty() ? " -" : "") << "\n";
+  for (const json& d : decisions) out << "  " << d.get<std::string>() << "\n";
+  return out.str();
+}
+
+}  // namespace tilefuse::driver
