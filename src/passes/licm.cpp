@@ -28,6 +28,13 @@ class Scan : public IRVisitor {
   using IRVisitor::visit;
   VarMap first;  // inner loop / copy vars that surely run: their first value
 
+  // `written` also holds nullptr once any global buffer is written: then no
+  // writable global may be read out of the loop (see "Aliasing" in licm.h).
+  void write(const Buffer& b) {
+    written.insert(b.get());
+    if (b.scope() == MemScope::Global) written.insert(nullptr);
+  }
+
   void visit(const ForNode* op) override {
     bound.insert(op->var.get());
     const int64_t* e = as_const_int(op->extent);
@@ -44,22 +51,22 @@ class Scan : public IRVisitor {
       const int64_t* e = as_const_int(op->extents[d]);
       if (e && *e > 0) first[op->vars[d].get()] = make_int(op->vars[d].dtype(), 0);
     }
-    written.insert(op->dst.get());
+    write(op->dst);
     has_effect = true;
     IRVisitor::visit(op);
   }
   void visit(const StoreNode* op) override {
-    written.insert(op->buffer.get());
+    write(op->buffer);
     has_effect = true;
     IRVisitor::visit(op);
   }
   void visit(const FillNode* op) override {
-    written.insert(op->buffer.get());
+    write(op->buffer);
     has_effect = true;
     IRVisitor::visit(op);
   }
   void visit(const GemmNode* op) override {
-    written.insert(op->c.buffer.get());
+    write(op->c.buffer);
     has_effect = true;
     IRVisitor::visit(op);
   }
@@ -68,6 +75,7 @@ class Scan : public IRVisitor {
     IRVisitor::visit(op);
   }
   void visit(const HookStoreNode* op) override {
+    written.insert(nullptr);  // some global output
     has_effect = true;
     IRVisitor::visit(op);
   }
@@ -293,7 +301,9 @@ class Invariant : public IRMutator {
   Expr visit(const DivNode* op) override { return division(op, IRMutator::visit(op)); }
   Expr visit(const ModNode* op) override { return division(op, IRMutator::visit(op)); }
   Expr visit(const LoadNode* op) override {
-    if (written_.count(op->buffer.get())) {
+    const Buffer& b = op->buffer;
+    if (written_.count(b.get()) ||
+        (b.scope() == MemScope::Global && !b->read_only && written_.count(nullptr))) {
       ok_ = false;
       return op;
     }

@@ -12,11 +12,16 @@
 //    the loop (the loop var, its lets that stay, inner loop / copy vars)
 //    and every load in it reads a buffer that nothing inside the loop writes
 //    (store, copy destination, fill, gemm accumulator) and that is not
-//    allocated inside it. Aliasing: distinct Buffer nodes never alias (ir.h:
-//    outputs are fresh allocations, an input passed twice is read-only in
-//    both), so "not written" is decided by buffer identity; a read-only
-//    global input is never written at all. Hooks are never moved (they run
-//    before inline_hooks, whose output licm sees).
+//    allocated inside it, and that cannot alias a buffer written there.
+//    Aliasing rule: a read-only global input never aliases a written buffer
+//    (the verifier rejects writes to it, and an input passed twice is
+//    read-only in both); shared / fragment / local allocations are distinct
+//    memory; a writable global (an output) is taken to possibly alias any
+//    other writable global, so it is never read out of a loop that writes a
+//    global. (ir.h promises more - distinct Buffer nodes never alias - but
+//    reading an output back is rare and not worth trusting the caller for.)
+//    Hooks are never moved (they run before inline_hooks, whose output licm
+//    sees).
 //  - A hoisted load keeps its own mask ANDed with the loop-entry condition
 //    `extent > 0` (lo < hi), so a zero-trip loop never executes it; loops of
 //    constant positive extent need no guard and loops of constant extent <= 0

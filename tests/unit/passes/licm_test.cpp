@@ -555,6 +555,34 @@ TEST(Licm, SeedFusedGemmGoldenLeavesKLoopIndexFree) {
 namespace tilefuse::passes {
 namespace {
 
+// A writable global may alias the output the loop writes: reading it stays
+// in the loop; a read-only input never aliases and leaves.
+TEST(Licm, WritableGlobalMayAliasWrittenOutput) {
+  expect_licm(R"(kernel t(
+  n: i32,
+  scale: global readonly f32[4],
+  bias: global f32[4],
+  out: global f32[4, n],
+) grid(p: 4) {
+  for k in serial(0, n) {
+    out[p, k] = bias[p] + scale[p]
+  }
+}
+)",
+              R"(kernel t(
+  n: i32,
+  scale: global readonly f32[4],
+  bias: global f32[4],
+  out: global f32[4, n],
+) grid(p: 4) {
+  let scale_v = load(scale, [p], mask=(n > 0))
+  for k in serial(0, n) {
+    out[p, k] = bias[p] + scale_v
+  }
+}
+)");
+}
+
 // With M a multiple of BLOCK_M simplify removes the row conjunct: the index
 // load's only conjunct is the K tail, and nothing bounds pid_m*128 + i. The
 // witness lane (k = 0, j = 0) read it, so it still leaves the K loop.
