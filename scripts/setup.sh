@@ -11,6 +11,7 @@ packages=(
   libgtest-dev googletest
   llvm-14-tools          # FileCheck, for IR tests
   clang-14 libclang-rt-14-dev  # libFuzzer + sanitizers for the parser fuzzer
+  libopenblas-dev        # bench/cpu_gemm_bench: OpenBLAS sgemm next to the CPU executor
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,10 +3,10 @@
 // elementwise ops, gathers with negative indices, slices, transposes and
 // broadcasts on either operand; epilogues of biases, activations, scalings
 // and casts; M, N, K in [0, 300] with 0 and 1 drawn often; f16, bf16, f32).
-// For each program, both plans are lowered, run through the optimizing pass
-// pipeline (the pipeline's table, with licm and the cpu copy decision where
-// the table has no entry for them yet) and executed on the CPU executor with
-// their outputs poisoned; every output must agree with
+// For each program, both plans are compiled as the CLI compiles them
+// (driver::compile: lowered, then the pass table with licm and the cpu copy
+// decision) and run on the CPU executor (driver::execute) with every step's
+// output poisoned first; every output must agree with
 //   - the f64 oracle (no intermediate rounding),
 //   - the eager reference (the same rounding points; only the GEMM's
 //     summation order may differ), and
@@ -36,12 +36,10 @@
 
 #include "common/random_program.h"
 #include "lower_test_util.h"
-#include "passes/licm.h"
-#include "passes/lower_copies.h"
-#include "passes/pipeline.h"
+#include "driver/compile.h"
+#include "driver/execute.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
-#include "runtime/cpu/executor.h"
 
 namespace tilefuse {
 namespace {
@@ -53,60 +51,17 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
   return s && *s ? std::stoull(s, nullptr, 0) : fallback;
 }
 
-// The optimizing pipeline: the pass table, with licm after cse and the
-// copy decision after licm added where the table has no entry for them
-// (lower_plan has already run inline_hooks).
-std::vector<passes::PassEntry> optimizing_passes() {
-  std::vector<passes::PassEntry> out;
-  const std::vector<passes::PassEntry>& table = passes::target_independent_passes();
-  auto has = [&](std::string_view name) {
-    for (const passes::PassEntry& p : table)
-      if (p.name == name) return true;
-    return false;
-  };
-  for (const passes::PassEntry& p : table) {
-    if (p.name == "inline_hooks") continue;
-    out.push_back(p);
-    if (p.name == "cse" && !has("licm")) {
-      out.push_back({"licm",
-                     [](const tir::Kernel& k, const passes::PassContext&) {
-                       return passes::hoist_loop_invariants(k);
-                     },
-                     "after cse"});
-      if (!has("lower_copies")) {
-        out.push_back({"lower_copies",
-                       [](const tir::Kernel& k, const passes::PassContext& c) {
-                         return passes::decide_copies(k, c.target);
-                       },
-                       "after licm"});
-      }
-    }
-  }
-  return out;
-}
-
-// Runs every kernel of `plan` in order, optimized, outputs poisoned first.
-std::vector<Tensor> run_optimized(const Graph& g, const Plan& plan,
-                                  const std::vector<Tensor>& params) {
-  static const std::vector<passes::PassEntry> kPasses = optimizing_passes();
-  const passes::PassContext ctx{tir::Target::cpu()};
-  std::map<ValueId, Tensor> memory;
-  for (size_t i = 0; i < params.size(); ++i) memory[g.parameters()[i]] = params[i];
-  runtime::ExecOptions eo;
+// Both plans as the CLI runs them: driver::compile (plan, lower, the pass
+// table with licm and lower_copies) and driver::execute with every step's
+// output poisoned first.
+std::vector<Tensor> run_compiled(const Graph& g, PlanKind kind,
+                                 const std::vector<Tensor>& inputs) {
+  driver::CompileOptions co;
+  co.plan = kind;
+  driver::ExecuteOptions eo;
   eo.num_threads = 2;
-  for (const LoweredKernel& lk : lower_plan(g, plan)) {
-    const tir::Kernel k = passes::run_passes(lk.kernel, kPasses, ctx, {});
-    const Node& out = g.node(lk.step.output);
-    memory[lk.step.output] =
-        Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77);
-    std::vector<runtime::KernelArg> args;
-    for (size_t i = 0; i < lk.bindings.size(); ++i)
-      args.emplace_back(k.params[i].name(), memory.at(lk.bindings[i]));
-    runtime::execute(k, args, eo);
-  }
-  std::vector<Tensor> outs;
-  for (ValueId o : g.outputs()) outs.push_back(memory.at(o));
-  return outs;
+  eo.poison_outputs = true;
+  return driver::execute(driver::compile(g, co), inputs, eo);
 }
 
 // The tolerance of the least precise floating dtype in `v`'s cone.
@@ -204,7 +159,7 @@ std::string check_program(uint64_t seed, Stats& st) {
       }
     }
     try {
-      got[kind] = run_optimized(g, plan, inputs);
+      got[kind] = run_compiled(g, kind, inputs);
     } catch (const std::exception& e) {
       return header + std::string(plan_kind_name(kind)) + " plan threw: " + e.what() + "\n" +
              to_string(g, plan);

@@ -1,0 +1,140 @@
+// The issue-3 CPU benchmark (not a test): the seed program in f32
+//   def gather_mm(x: f32[S, S], y: f32[S, S], index: i64[S]):
+//       return x[index] @ y
+// as the compiler runs it (driver::compile: fused plan, lowered, the pass
+// table; the kernel timed alone on the CPU executor), next to OpenBLAS sgemm on the ungathered
+// x @ y in the same process, both with the same thread count. Median of
+// --reps timed runs after one warm-up run each.
+//
+//   build/bench/cpu_gemm_bench [--size 2048] [--reps 5] [--threads 2]
+//
+// OpenBLAS picks its kernel at load time (OPENBLAS_CORETYPE overrides it;
+// OPENBLAS_L2_SIZE its blocking); the kernel it runs is printed.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "frontend/frontend.h"
+#include "driver/compile.h"
+#include "reference/inputs.h"
+#include "runtime/cpu/executor.h"
+
+extern "C" {
+char* openblas_get_corename(void);
+char* openblas_get_config(void);
+void openblas_set_num_threads(int);
+int openblas_get_num_threads(void);
+}
+
+using namespace tilefuse;
+
+namespace {
+
+double median_seconds(const std::function<void()>& fn, int reps) {
+  fn();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int arg_int(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t S = arg_int(argc, argv, "--size", 2048);
+  const int reps = std::max(1, arg_int(argc, argv, "--reps", 5));
+  const int threads = arg_int(argc, argv, "--threads", 2);
+  const std::string s = std::to_string(S);
+  const std::string src = "def gather_mm(x: f32[" + s + ", " + s + "], y: f32[" + s + ", " + s +
+                          "], index: i64[" + s + "]):\n    return x[index] @ y\n";
+  const Program prog = parse_program(src, "seed_f32.tfs");
+  const Graph& g = prog.graph;
+  // As `tilefuse run` compiles it: fused plan, lowered, the whole pass table.
+  const driver::CompiledProgram compiled = driver::compile(g);
+  if (compiled.kernels.size() != 1) {
+    std::fprintf(stderr, "expected one fused kernel, got %zu\n", compiled.kernels.size());
+    return 2;
+  }
+  const tir::Kernel& kernel = compiled.kernels[0].kernel;
+  const LoweredKernel& lowered = compiled.kernels[0].lowered;
+  const std::vector<Tensor> inputs = make_random_inputs(g, 1);  // index: a permutation
+  const Tensor& x = inputs[0];
+  const Tensor& y = inputs[1];
+  const Tensor& index = inputs[2];
+  Tensor out = Tensor::full(DType::F32, {S, S}, NAN);
+  std::vector<runtime::KernelArg> args;
+  for (size_t i = 0; i < lowered.bindings.size(); ++i) {
+    const ValueId v = lowered.bindings[i];
+    const Tensor& t = v == lowered.step.output ? out : inputs[static_cast<size_t>(v)];
+    args.emplace_back(kernel.params[i].name(), t);
+  }
+  runtime::ExecOptions eo;
+  eo.num_threads = threads;
+  const double t_exec = median_seconds([&] { runtime::execute(kernel, args, eo); }, reps);
+
+  openblas_set_num_threads(threads);
+  const float* xp = reinterpret_cast<const float*>(x.data_ptr());
+  const float* yp = reinterpret_cast<const float*>(y.data_ptr());
+  std::vector<float> c(static_cast<size_t>(S * S));
+  const int n = static_cast<int>(S);
+  const double t_blas = median_seconds(
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, xp, n, yp, n, 0.0f,
+                    c.data(), n);
+      },
+      reps);
+
+  // Correctness: the executor's output against sgemm on the gathered x.
+  std::vector<float> xg(static_cast<size_t>(S * S));
+  const int64_t* ip = reinterpret_cast<const int64_t*>(index.data_ptr());
+  for (int64_t m = 0; m < S; ++m) {
+    const int64_t r = ip[m] < 0 ? ip[m] + S : ip[m];
+    std::memcpy(&xg[static_cast<size_t>(m * S)], xp + r * S, sizeof(float) * S);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, xg.data(), n, yp, n, 0.0f,
+              c.data(), n);
+  double d2 = 0, r2 = 0;
+  const float* op = reinterpret_cast<const float*>(out.data_ptr());
+  for (int64_t i = 0; i < S * S; ++i) {
+    const double d = static_cast<double>(op[i]) - c[static_cast<size_t>(i)];
+    d2 += d * d;
+    r2 += static_cast<double>(c[static_cast<size_t>(i)]) * c[static_cast<size_t>(i)];
+  }
+  const double rel = std::sqrt(d2 / r2);
+
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  const char* l2 = std::getenv("OPENBLAS_L2_SIZE");
+  const double flops = 2.0 * S * S * S;
+  std::printf("seed program f32, %lldx%lldx%lld, %d threads, median of %d after a warm-up\n",
+              static_cast<long long>(S), static_cast<long long>(S), static_cast<long long>(S),
+              threads, reps);
+  std::printf("OpenBLAS: core %s, config \"%s\", %d threads; OPENBLAS_CORETYPE=%s "
+              "OPENBLAS_L2_SIZE=%s\n",
+              openblas_get_corename(), openblas_get_config(), openblas_get_num_threads(),
+              coretype ? coretype : "(unset)", l2 ? l2 : "(unset)");
+  std::printf("| what | time (s) | GFLOP/s | vs OpenBLAS |\n|---|---|---|---|\n");
+  std::printf("| cpu executor, fused x[index] @ y | %.3f | %.1f | %.3fx |\n", t_exec,
+              flops / t_exec * 1e-9, t_blas / t_exec);
+  std::printf("| OpenBLAS sgemm, x @ y | %.3f | %.1f | 1x |\n", t_blas, flops / t_blas * 1e-9);
+  std::printf("executor output vs sgemm(x[index], y): rel. error %.2e\n", rel);
+  return rel < 1e-5 ? 0 : 1;
+}
