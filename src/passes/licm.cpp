@@ -513,7 +513,9 @@ class Licm : public IRMutator {
 
   Stmt visit(const ForNode* op) override {
     if (op->for_kind == ForKind::Parallel) ++parallel_depth_;
+    ++loop_depth_;
     Stmt body = mutate(op->body);  // inner loops first: what left them may leave this one
+    --loop_depth_;
     if (op->for_kind == ForKind::Parallel) --parallel_depth_;
     auto same = [&] {
       if (body.same_as(op->body)) return Stmt(op);
@@ -655,6 +657,10 @@ class Licm : public IRMutator {
       if (const LoadNode* l = first_load(h)) name = l->buffer.name() + suffix;
       Buffer buf = BufferNode::make(name, e.dtype(), MemScope::Shared, shape);
       std::vector<Expr> idx(vars.begin(), vars.end());
+      // Inside another loop the previous iteration's readers may still be
+      // reading the buffer: wait for them before overwriting it.
+      if (L_->materialized.empty() && licm_->loop_depth_ > 0)
+        L_->pre.push_back({{}, {}, {}, BarrierNode::make()});
       L_->pre.push_back({{}, {}, buf, {}});
       L_->pre.push_back(
           {{},
@@ -767,6 +773,7 @@ class Licm : public IRMutator {
   LicmReport* report_;
   std::unordered_map<const void*, size_t> index_;
   int parallel_depth_ = 0;
+  int loop_depth_ = 0;  // loops enclosing the one being processed
   int copy_depth_ = 0;
 };
 

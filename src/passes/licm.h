@@ -66,8 +66,9 @@
 //    except for the copy's own vars (the wrapped row index of a gather,
 //    `select(index[m0 + i] < 0, ...)`, or its in-bounds flag) is
 //    materialized: a shared buffer over those copy dims (constant extents)
-//    is filled by a copy before the loop, followed by a barrier, and the
-//    copy reads it back. Only where a barrier is legal (not inside a
+//    is filled by a copy before the loop, followed by a barrier (and
+//    preceded by one when an outer loop runs it again: the last iteration's
+//    readers must be done), and the copy reads it back. Only where a barrier is legal (not inside a
 //    parallel loop or a copy).
 //  - A loop left with no statements (all of it hoisted) is dropped.
 #pragma once

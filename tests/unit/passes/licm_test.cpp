@@ -583,6 +583,39 @@ TEST(Licm, WritableGlobalMayAliasWrittenOutput) {
 )");
 }
 
+// Under an outer (batch) loop the materialized rows are rewritten each
+// iteration: a barrier first lets the last iteration's readers finish.
+TEST(Licm, MaterializedRowsUnderOuterLoopWaitForReaders) {
+  expect_licm(R"(kernel t(
+  index: global readonly i64[2, 128],
+  x: global readonly f16[2, 4096, 64] strides [262144, 64, 1] align 16,
+) grid(pid_m: 1) {
+  alloc A_s: shared f16[128, 32]
+  for b in serial(0, 2) {
+    for k in serial(0, 2) {
+      copy (i: 128, j: 32) A_s[i, j] = load(x, [i64(b), index[b, i], i64(k*32 + j)])
+    }
+  }
+}
+)",
+              R"(kernel t(
+  index: global readonly i64[2, 128],
+  x: global readonly f16[2, 4096, 64] strides [262144, 64, 1] align 16,
+) grid(pid_m: 1) {
+  alloc A_s: shared f16[128, 32]
+  for b in serial(0, 2) {
+    barrier()
+    alloc index_rows: shared i64[128]
+    copy (i: 128) index_rows[i] = index[b, i]
+    barrier()
+    for k in serial(0, 2) {
+      copy (i_1: 128, j: 32) A_s[i_1, j] = x[i64(b), index_rows[i_1], i64(k*32 + j)]
+    }
+  }
+}
+)");
+}
+
 // With M a multiple of BLOCK_M simplify removes the row conjunct: the index
 // load's only conjunct is the K tail, and nothing bounds pid_m*128 + i. The
 // witness lane (k = 0, j = 0) read it, so it still leaves the K loop.
