@@ -11,6 +11,8 @@
 #include <regex>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "frontend/frontend.h"
 #include "io/npy.h"
 #include "reference/eval.h"
@@ -222,6 +224,190 @@ TEST(Cli, UsageErrorsAndHelp) {
     EXPECT_NE(help.output.find(opt), std::string::npos) << opt;
   EXPECT_EQ(run_cli("run x.tfs --plan sideways").exit_code, 1);
   EXPECT_EQ(run_cli("run x.tfs --engine abacus").exit_code, 1);
+}
+
+// ---- explain and emit ----------------------------------------------------------
+
+using nlohmann::json;
+
+json explain_json(const std::string& args) {
+  Result r = run_cli("explain " + args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+  json j = json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << r.output;
+  return j;
+}
+
+// The copies of `k` into operand `operand`'s tile (the one gemm() reads).
+std::vector<json> tile_copies(const json& k, const std::string& operand) {
+  std::vector<json> out;
+  for (const json& c : k.at("copies"))
+    if (c.at("operand") == operand && c.at("role") == "tile") out.push_back(c);
+  return out;
+}
+
+// The lines of `text` from the first one containing `open` to its block's
+// closing brace (by indentation).
+std::string block_of(const std::string& text, const std::string& open) {
+  const size_t at = text.find(open);
+  if (at == std::string::npos) return "";
+  const size_t line_start = text.rfind('\n', at) + 1;
+  std::string close(at - line_start + 3, ' ');
+  close.front() = '\n';
+  close[close.size() - 2] = '}';
+  close.back() = '\n';
+  const size_t end = text.find(close, at);
+  return text.substr(line_start, end == std::string::npos ? end : end + close.size() - line_start);
+}
+
+// DESIGN.md's motivating case on sm_90a (issue 3, "What must show"): one
+// kernel; the index load, its negative wrap and its bounds check hoisted
+// out of the K loop by licm; A copied with 16-byte cp.async, B with 16-byte
+// cp.async or TMA.
+void expect_seed_account(const std::string& program) {
+  const json a = explain_json(program + " --target sm_90a");
+  EXPECT_EQ(a.at("target"), "sm_90a");
+  EXPECT_EQ(a.at("plan"), "fused");
+  ASSERT_EQ(a.at("kernels").size(), 1u) << a.dump(2);
+  const json& k = a.at("kernels")[0];
+  EXPECT_EQ(k.at("kind"), "gemm");
+  ASSERT_EQ(k.at("fused").at("prologue").at("A").size(), 1u);
+  EXPECT_NE(k.at("fused").at("prologue").at("A")[0].get<std::string>().find("=index(x, index)"),
+            std::string::npos);
+
+  // The GEMM template's K loop is `for k`; what licm took out of it.
+  bool load_and_wrap = false, check = false;
+  for (const json& h : k.at("hoisted")) {
+    if (h.at("from_loop") != "k") continue;
+    const std::string what = h.at("what");
+    if (what.find("index[") != std::string::npos && what.find("select(") != std::string::npos &&
+        what.find("< 0") != std::string::npos && what.find("+ 2048") != std::string::npos)
+      load_and_wrap = true;
+    if (h.at("kind") == "check" && what.find("check(") != std::string::npos &&
+        what.find("index[") != std::string::npos)
+      check = true;
+  }
+  EXPECT_TRUE(load_and_wrap) << k.at("hoisted").dump(2);
+  EXPECT_TRUE(check) << k.at("hoisted").dump(2);
+  // And the optimized kernel agrees: nothing in the K loop reads the index
+  // or checks it.
+  Result tir = run_cli("emit " + program + " --stage=tir-opt --target sm_90a");
+  ASSERT_EQ(tir.exit_code, 0) << tir.output;
+  const std::string k_loop = block_of(tir.output, "for k in pipelined(");
+  ASSERT_FALSE(k_loop.empty()) << tir.output;
+  EXPECT_EQ(k_loop.find("index["), std::string::npos) << k_loop;
+  EXPECT_EQ(k_loop.find("load(index,"), std::string::npos) << k_loop;
+  EXPECT_EQ(k_loop.find("check("), std::string::npos) << k_loop;
+
+  const std::vector<json> a_copies = tile_copies(k, "A"), b_copies = tile_copies(k, "B");
+  ASSERT_EQ(a_copies.size(), 1u) << k.at("copies").dump(2);
+  EXPECT_EQ(a_copies[0].at("mode"), "cp_async") << a_copies[0];
+  EXPECT_EQ(a_copies[0].at("width_bytes"), 16) << a_copies[0];
+  ASSERT_EQ(b_copies.size(), 1u) << k.at("copies").dump(2);
+  EXPECT_TRUE(b_copies[0].at("mode") == "cp_async" || b_copies[0].at("mode") == "tma")
+      << b_copies[0];
+  EXPECT_EQ(b_copies[0].at("width_bytes"), 16) << b_copies[0];
+}
+
+TEST(Explain, SeedOnSm90a) {
+  expect_seed_account(case_path("seed_gather_mm_f16.tfs"));
+}
+
+TEST(Explain, SeedInF32OnSm90a) {
+  fs::path dir = temp_dir("seed_f32");
+  std::ifstream in(case_path("seed_gather_mm_f16.tfs"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t at; (at = text.find("f16[")) != std::string::npos;) text.replace(at, 3, "f32");
+  fs::path prog = dir / "seed_gather_mm_f32.tfs";
+  std::ofstream(prog) << text;
+  ASSERT_NE(text.find("x: f32[2048, 2048], y: f32[2048, 2048]"), std::string::npos) << text;
+  expect_seed_account(prog.string());
+  fs::remove_all(dir);
+}
+
+TEST(Explain, OddKGatherIsRegisterStagedForAlignment) {
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    const json a = explain_json(case_path("gather_odd_k_f16.tfs") + " --target " + target);
+    ASSERT_EQ(a.at("kernels").size(), 1u);
+    const std::vector<json> copies = tile_copies(a.at("kernels")[0], "A");
+    ASSERT_EQ(copies.size(), 1u) << a.dump(2);
+    EXPECT_EQ(copies[0].at("mode"), "register") << copies[0];
+    const std::string reason = copies[0].at("reason");
+    EXPECT_NE(reason.find("aligned"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("cp.async needs 4, 8 or 16"), std::string::npos) << reason;
+  }
+}
+
+TEST(Explain, TextAndDefaults) {
+  Result r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("gather_mm: fused plan for cpu, 1 kernel"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("hoisted by licm:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("direct"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("decisions:"), std::string::npos) << r.output;
+  r = run_cli("explain " + case_path("upcast_prologue_epilogue.tfs") + " --plan unfused");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("unfused plan for cpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(pointwise)"), std::string::npos) << r.output;
+}
+
+TEST(Emit, EveryStageProducesItsForm) {
+  const std::string prog = case_path("gather_negative_index.tfs");
+  struct Stage {
+    std::string args, needle;
+  } stages[] = {
+      {"--stage=graph", "= matmul"},
+      {"--stage=plan", "plan fused: 1 step"},
+      {"--stage=plan --plan unfused", "plan unfused:"},
+      {"--stage=tir", "for k in pipelined("},
+      {"--stage=tir --plan unfused", "kernel pointwise"},
+      {"--stage=tir-opt", "mode = \"direct\""},
+      {"--stage=tir-opt --target sm_80", "mode = \"cp_async\""},
+      {"--stage=tir-opt --dump-after=licm", "# after licm\nkernel gemm0("},
+      {"--stage=tir --dump-after=all", "# after dce\n"},
+  };
+  for (const Stage& s : stages) {
+    Result r = run_cli("emit " + prog + " " + s.args);
+    EXPECT_EQ(r.exit_code, 0) << s.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(s.needle), std::string::npos) << s.args << "\n" << r.output;
+  }
+  // tir is the kernel before the passes: no copy decisions yet.
+  Result tir = run_cli("emit " + prog + " --stage=tir --target sm_80");
+  EXPECT_EQ(tir.output.find("mode ="), std::string::npos) << tir.output;
+}
+
+TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {
+  const std::string prog = case_path("gather_negative_index.tfs");
+  struct Case {
+    std::string args, needles[3];
+  } cases[] = {
+      {"emit " + prog + " --target sm_70", {"sm_70", "sm_80", "sm_90a"}},
+      {"explain " + prog + " --target gpu", {"gpu", "cpu", "sm_90a"}},
+      {"emit " + prog + " --stage=cuda", {"cuda", "tir-opt", "graph"}},
+      {"emit " + prog + " --plan half", {"half", "fused", "unfused"}},
+      {"emit " + prog + " --stage=tir-opt --dump-after=licn", {"licn", "licm", "lower_copies"}},
+      {"emit " + prog + " --stage=graph --dump-after=licm", {"--dump-after", "tir", "tir-opt"}},
+  };
+  for (const Case& c : cases) {
+    Result r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    for (const std::string& n : c.needles)
+      EXPECT_NE(r.output.find(n), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(Emit, HelpListsEveryOption) {
+  Result emit = run_cli("emit --help"), explain = run_cli("explain --help"),
+         top = run_cli("--help");
+  EXPECT_EQ(emit.exit_code, 0);
+  for (const char* opt : {"--stage", "--plan", "--target", "--dump-after", "tir-opt", "licm"})
+    EXPECT_NE(emit.output.find(opt), std::string::npos) << opt << "\n" << emit.output;
+  EXPECT_EQ(explain.exit_code, 0);
+  for (const char* opt : {"--json", "--target", "--plan"})
+    EXPECT_NE(explain.output.find(opt), std::string::npos) << opt << "\n" << explain.output;
+  for (const char* cmd : {"run", "emit", "explain"})
+    EXPECT_NE(top.output.find(cmd), std::string::npos) << cmd << "\n" << top.output;
 }
 
 }  // namespace

@@ -1,0 +1,167 @@
+// The driver's compile and execute steps: the pass table runs on every
+// kernel (with licm's and lower_copies' reports kept), --dump-after names
+// are checked up front, and execute binds memory by the plan's contract so
+// that both plans match the reference evaluator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "driver/compile.h"
+#include "driver/execute.h"
+#include "frontend/frontend.h"
+#include "reference/eval.h"
+#include "reference/inputs.h"
+#include "tir/printer.h"
+
+namespace tilefuse {
+namespace {
+
+Program parse(const std::string& source) {
+  return parse_program(source, "test.tfs");
+}
+
+TEST(DriverCompile, PassOrderPutsLicmAfterCseAndCopiesAfterLicm) {
+  const std::vector<std::string> names = driver::pass_names();
+  auto at = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  ASSERT_LT(at("simplify"), static_cast<long>(names.size()));
+  EXPECT_LT(at("simplify"), at("cse"));
+  EXPECT_EQ(at("licm"), at("cse") + 1);
+  EXPECT_EQ(at("lower_copies"), at("licm") + 1);
+  EXPECT_EQ(at("dce"), static_cast<long>(names.size()) - 1);
+}
+
+TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
+  const Program p = parse(
+      "def f(x: f16[70, 48], y: f16[48, 40], index: i64[70]):\n"
+      "    return x[index] @ y\n");
+  driver::CompileOptions o;
+  o.target = *tir::Target::parse("sm_80");
+  const driver::CompiledProgram c = driver::compile(p.graph, o);
+  ASSERT_EQ(c.kernels.size(), 1u);
+  const driver::CompiledKernel& k = c.kernels[0];
+  EXPECT_EQ(k.lowered.step.kind, StepKind::kGemm);
+  EXPECT_FALSE(k.licm.hoisted.empty());
+  ASSERT_GE(k.copies.copies.size(), 2u);
+  // The optimized kernel carries the decisions the report lists.
+  const std::string text = tir::print(k.kernel);
+  EXPECT_NE(text.find("mode = \"cp_async\""), std::string::npos) << text;
+  EXPECT_EQ(tir::print(k.lowered.kernel).find("mode ="), std::string::npos);
+
+  o.optimize = false;
+  const driver::CompiledProgram raw = driver::compile(p.graph, o);
+  EXPECT_EQ(tir::print(raw.kernels[0].kernel), tir::print(raw.kernels[0].lowered.kernel));
+  EXPECT_TRUE(raw.kernels[0].licm.hoisted.empty());
+}
+
+TEST(DriverCompile, CpuCopiesAreDirect) {
+  const Program p = parse("def f(x: f32[20, 9], w: f32[9, 30]):\n    return x @ w\n");
+  const driver::CompiledProgram c = driver::compile(p.graph);
+  ASSERT_EQ(c.kernels.size(), 1u);
+  for (const passes::CopyDecision& d : c.kernels[0].copies.copies) EXPECT_EQ(d.mode, "direct");
+}
+
+TEST(DriverCompile, DumpAfterPrintsThatPassAndRejectsUnknownNames) {
+  const Program p = parse("def f(x: f32[20, 9], w: f32[9, 30]):\n    return x @ w\n");
+  std::ostringstream dump;
+  driver::CompileOptions o;
+  o.dump_after = "licm";
+  o.dump = &dump;
+  driver::compile(p.graph, o);
+  EXPECT_NE(dump.str().find("# after licm\nkernel gemm0("), std::string::npos) << dump.str();
+  EXPECT_EQ(dump.str().find("# after cse"), std::string::npos);
+
+  // Checked before anything is compiled, also for a program with no kernel.
+  const Program id = parse("def f(x: f32[3]):\n    return x\n");
+  o.dump_after = "licn";
+  try {
+    driver::compile(id.graph, o);
+    ADD_FAILURE() << "no error for an unknown pass";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'licn'"), std::string::npos) << msg;
+    for (const std::string& n : driver::pass_names())
+      EXPECT_NE(msg.find(n), std::string::npos) << msg;
+  }
+}
+
+TEST(DriverExecute, BothPlansMatchTheReference) {
+  for (const char* src : {
+           "def f(x: f16[70, 45], y: f16[45, 33], index: i64[70] in [-70, 70)):\n"
+           "    return torch.relu(x[index] @ y)\n",
+           "def f(x: f32[20, 9], w: f32[9, 30], b: f32[30], i: i32[12] in [0, 20)):\n"
+           "    return torch.addmm(b, torch.sigmoid(x[i]) * 2, w)\n",
+           "def f(x: bf16[2, 17, 8], idx: i64[5] in [0, 17), w: bf16[2, 8, 19]):\n"
+           "    h = torch.bmm(x[:, idx], w).float() + 1\n"
+           "    return h, torch.relu(h)\n",
+       }) {
+    const Program p = parse(src);
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, 11);
+    const std::vector<Tensor> expected = evaluate(p.graph, inputs);
+    for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+      driver::CompileOptions o;
+      o.plan = kind;
+      driver::ExecuteOptions x;
+      x.poison_outputs = true;
+      const std::vector<Tensor> got = driver::execute(driver::compile(p.graph, o), inputs, x);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_LE(relative_error(got[i], expected[i]), 3e-2) << src << plan_kind_name(kind);
+    }
+  }
+}
+
+TEST(DriverExecute, AReturnedParameterIsACopy) {
+  const Program p = parse("def f(x: f32[3], w: f32[3, 2]):\n    return x, x @ w\n");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 3);
+  const std::vector<Tensor> got = driver::execute(driver::compile(p.graph), inputs);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(relative_error(got[0], inputs[0]), 0.0);
+  EXPECT_NE(got[0].data_ptr(), inputs[0].data_ptr());
+  EXPECT_LE(relative_error(got[1], evaluate(p.graph, inputs)[1]), 1e-5);
+}
+
+TEST(DriverExecute, OutOfRangeIndexIsTheReferencesUserError) {
+  const Program p = parse(
+      "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4] in [6, 7)):\n"
+      "    return x[i] @ w\n");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 1);
+  std::string expected;
+  try {
+    evaluate(p.graph, inputs);
+  } catch (const UserError& e) {
+    expected = e.what();
+  }
+  ASSERT_FALSE(expected.empty());
+  for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+    driver::CompileOptions o;
+    o.plan = kind;
+    try {
+      driver::execute(driver::compile(p.graph, o), inputs);
+      ADD_FAILURE() << "no error from the " << plan_kind_name(kind) << " plan";
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), expected) << plan_kind_name(kind);
+    }
+  }
+}
+
+TEST(DriverExecute, RejectsInputsThatDoNotMatchTheParameters) {
+  const Program p = parse("def f(x: f32[20, 9], w: f32[9, 30]):\n    return x @ w\n");
+  const driver::CompiledProgram c = driver::compile(p.graph);
+  EXPECT_THROW(driver::execute(c, {Tensor::full(DType::F32, {20, 9}, 1)}), UserError);
+  EXPECT_THROW(driver::execute(
+                   c, {Tensor::full(DType::F32, {20, 9}, 1), Tensor::full(DType::F16, {9, 30}, 1)}),
+               UserError);
+  driver::CompileOptions gpu;
+  gpu.target = *tir::Target::parse("sm_90a");
+  EXPECT_THROW(
+      driver::execute(driver::compile(p.graph, gpu),
+                      {Tensor::full(DType::F32, {20, 9}, 1), Tensor::full(DType::F32, {9, 30}, 1)}),
+      InternalError);
+}
+
+}  // namespace
+}  // namespace tilefuse
