@@ -7,6 +7,7 @@
 // --reps timed runs after one warm-up run each.
 //
 //   build/bench/cpu_gemm_bench [--size 2048] [--reps 5] [--threads 2]
+//                              [--block-m M --block-n N --block-k K] [--no-gather]
 //
 // OpenBLAS picks its kernel at load time (OPENBLAS_CORETYPE overrides it;
 // OPENBLAS_L2_SIZE its blocking); the kernel it runs is printed.
@@ -64,12 +65,32 @@ int main(int argc, char** argv) {
   const int reps = std::max(1, arg_int(argc, argv, "--reps", 5));
   const int threads = arg_int(argc, argv, "--threads", 2);
   const std::string s = std::to_string(S);
+  // --no-gather: the executor on x @ y instead (to separate the gather's cost).
+  bool no_gather = false;
+  for (int i = 1; i < argc; ++i) no_gather |= std::strcmp(argv[i], "--no-gather") == 0;
   const std::string src = "def gather_mm(x: f32[" + s + ", " + s + "], y: f32[" + s + ", " + s +
-                          "], index: i64[" + s + "]):\n    return x[index] @ y\n";
+                          "], index: i64[" + s + "]):\n    return " +
+                          (no_gather ? "x @ y" : "x[index] @ y") + "\n";
   const Program prog = parse_program(src, "seed_f32.tfs");
   const Graph& g = prog.graph;
-  // As `tilefuse run` compiles it: fused plan, lowered, the whole pass table.
-  const driver::CompiledProgram compiled = driver::compile(g);
+  // As `tilefuse run` compiles it: fused plan, lowered, the whole pass table
+  // (--block-m/n/k override the heuristic config, as a tuner would).
+  driver::CompileOptions co;
+  const int bm = arg_int(argc, argv, "--block-m", 0), bn = arg_int(argc, argv, "--block-n", 0),
+            bk = arg_int(argc, argv, "--block-k", 0);
+  if (bm || bn || bk) {
+    const GemmConfig def =
+        default_gemm_config(g, driver::compile(g, {.optimize = false}).kernels[0].lowered.step);
+    GemmConfig c = def;
+    if (bm) c.block_m = bm;
+    if (bn) c.block_n = bn;
+    if (bk) c.block_k = bk;
+    co.lower.gemm_config = c;
+  }
+  const driver::CompiledProgram compiled = driver::compile(g, co);
+  const GemmConfig cfg = compiled.kernels.empty() || !compiled.kernels[0].lowered.gemm_config
+                             ? GemmConfig{}
+                             : *compiled.kernels[0].lowered.gemm_config;
   if (compiled.kernels.size() != 1) {
     std::fprintf(stderr, "expected one fused kernel, got %zu\n", compiled.kernels.size());
     return 2;
@@ -107,7 +128,7 @@ int main(int argc, char** argv) {
   std::vector<float> xg(static_cast<size_t>(S * S));
   const int64_t* ip = reinterpret_cast<const int64_t*>(index.data_ptr());
   for (int64_t m = 0; m < S; ++m) {
-    const int64_t r = ip[m] < 0 ? ip[m] + S : ip[m];
+    const int64_t r = no_gather ? m : ip[m] < 0 ? ip[m] + S : ip[m];
     std::memcpy(&xg[static_cast<size_t>(m * S)], xp + r * S, sizeof(float) * S);
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, xg.data(), n, yp, n, 0.0f,
@@ -124,17 +145,21 @@ int main(int argc, char** argv) {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   const char* l2 = std::getenv("OPENBLAS_L2_SIZE");
   const double flops = 2.0 * S * S * S;
-  std::printf("seed program f32, %lldx%lldx%lld, %d threads, median of %d after a warm-up\n",
+  std::printf("seed program f32, %lldx%lldx%lld, %d threads, median of %d after a warm-up; "
+              "executor tiles %dx%dx%d%s\n",
               static_cast<long long>(S), static_cast<long long>(S), static_cast<long long>(S),
-              threads, reps);
+              threads, reps, cfg.block_m, cfg.block_n, cfg.block_k,
+              co.lower.gemm_config ? " (overridden)" : " (default config)");
   std::printf("OpenBLAS: core %s, config \"%s\", %d threads; OPENBLAS_CORETYPE=%s "
               "OPENBLAS_L2_SIZE=%s\n",
               openblas_get_corename(), openblas_get_config(), openblas_get_num_threads(),
               coretype ? coretype : "(unset)", l2 ? l2 : "(unset)");
   std::printf("| what | time (s) | GFLOP/s | vs OpenBLAS |\n|---|---|---|---|\n");
-  std::printf("| cpu executor, fused x[index] @ y | %.3f | %.1f | %.3fx |\n", t_exec,
+  std::printf("| cpu executor, fused %s | %.3f | %.1f | %.3fx |\n",
+              no_gather ? "x @ y (--no-gather)" : "x[index] @ y", t_exec,
               flops / t_exec * 1e-9, t_blas / t_exec);
   std::printf("| OpenBLAS sgemm, x @ y | %.3f | %.1f | 1x |\n", t_blas, flops / t_blas * 1e-9);
-  std::printf("executor output vs sgemm(x[index], y): rel. error %.2e\n", rel);
+  std::printf("executor output vs sgemm(%s, y): rel. error %.2e\n", no_gather ? "x" : "x[index]",
+              rel);
   return rel < 1e-5 ? 0 : 1;
 }
