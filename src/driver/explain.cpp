@@ -32,8 +32,9 @@ std::string op_name(const Node& n) {
   }
 }
 
-// One fused op: `%3=index(x, index)`; a Python number operand prints as its
-// value (it is a literal in the kernel, plan.h "Constants").
+// One fused op with its result dtype: `%3=index(x, index): f16`; a Python
+// number operand prints as its value (it is a literal in the kernel, plan.h
+// "Constants").
 std::string op_text(const Graph& g, ValueId v) {
   const Node& n = g.node(v);
   std::string s = fmt::format("%{}={}(", v, op_name(n));
@@ -42,7 +43,7 @@ std::string op_text(const Graph& g, ValueId v) {
     s += (i ? ", " : "") +
          (in.kind == OpKind::Scalar ? fmt::format("{}", in.scalar) : value_name(g, n.inputs[i]));
   }
-  return s + ")";
+  return s + "): " + std::string(dtype_name(n.dtype));
 }
 
 json op_list(const Graph& g, const std::vector<ValueId>& nodes) {
