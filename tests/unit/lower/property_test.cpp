@@ -230,7 +230,12 @@ TEST(LowerProperty, FusedUnfusedAndReferenceAgreeOn500RandomPrograms) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string dts;
-  for (const auto& [dt, n] : st.dtypes) dts += " " + std::string(dtype_name(dt)) + ":" + std::to_string(n);
+  for (const auto& [dt, n] : st.dtypes) {
+    dts += ' ';
+    dts += dtype_name(dt);
+    dts += ':';
+    dts += std::to_string(n);
+  }
   std::printf(
       "property test: %d programs in %.1f s, %d failed; %d GEMMs (%d with a 0 dim, %d with a 1 "
       "dim; max M %lld N %lld K %lld; output dtypes%s), %d gathers, %d negative index ranges, "
