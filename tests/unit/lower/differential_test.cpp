@@ -9,35 +9,27 @@
 #include <map>
 #include <string>
 
-#include "lower_test_util.h"
 #include "common/random_program.h"
+#include "driver/compile.h"
+#include "driver/execute.h"
+#include "lower_test_util.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
-#include "runtime/cpu/executor.h"
 
 namespace tilefuse {
 namespace {
 
-// Runs every kernel of `plan` in order; returns the graph's outputs.
-std::vector<Tensor> run_lowered(const Graph& g, const Plan& plan,
-                                const std::vector<Tensor>& params) {
-  std::map<ValueId, Tensor> memory;
-  for (size_t i = 0; i < params.size(); ++i) memory[g.parameters()[i]] = params[i];
-  runtime::ExecOptions eo;
+// Runs every kernel of the plan of `kind` as lowered (no optimizing
+// passes: this tests the templates and the hook expansion), in order, with
+// every step's output poisoned first; returns the graph's outputs.
+std::vector<Tensor> run_lowered(const Graph& g, PlanKind kind, const std::vector<Tensor>& params) {
+  driver::CompileOptions co;
+  co.plan = kind;
+  co.optimize = false;
+  driver::ExecuteOptions eo;
   eo.num_threads = 2;
-  for (const LoweredKernel& lk : lower_plan(g, plan)) {
-    const Node& out = g.node(lk.step.output);
-    // Poisoned, so an element the kernel fails to write shows up.
-    Tensor t = Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77);
-    memory[lk.step.output] = t;
-    std::vector<runtime::KernelArg> args;
-    for (size_t i = 0; i < lk.bindings.size(); ++i)
-      args.emplace_back(lk.kernel.params[i].name(), memory.at(lk.bindings[i]));
-    runtime::execute(lk.kernel, args, eo);
-  }
-  std::vector<Tensor> outs;
-  for (ValueId o : g.outputs()) outs.push_back(memory.at(o));
-  return outs;
+  eo.poison_outputs = true;
+  return driver::execute(driver::compile(g, co), params, eo);
 }
 
 double tolerance(DType dt) {
@@ -66,7 +58,7 @@ void expect_plans_match(const Graph& g, uint64_t seed, const std::string& what) 
   for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
     const Plan plan = build_plan(g, kind);
     std::vector<Tensor> got;
-    ASSERT_NO_THROW(got = run_lowered(g, plan, inputs))
+    ASSERT_NO_THROW(got = run_lowered(g, kind, inputs))
         << what << " (" << plan_kind_name(kind) << ")\n"
         << g.to_string() << to_string(g, plan);
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -102,8 +94,8 @@ TEST(LowerDifferential, SharedCases) {
     if (macs > 1.5e9) continue;
     if (name == "gather_out_of_range") {
       const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
-      EXPECT_THROW(run_lowered(p.graph, plan, inputs), UserError);
-      EXPECT_THROW(run_lowered(p.graph, build_unfused_plan(p.graph), inputs), UserError);
+      EXPECT_THROW(run_lowered(p.graph, PlanKind::kFused, inputs), UserError);
+      EXPECT_THROW(run_lowered(p.graph, PlanKind::kUnfused, inputs), UserError);
     } else {
       expect_plans_match(p.graph, 3, name);
     }
@@ -128,7 +120,7 @@ TEST(LowerDifferential, OutOfRangeIndexIsAUserError) {
       << expected;
   for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
     try {
-      run_lowered(p.graph, build_plan(p.graph, kind), inputs);
+      run_lowered(p.graph, kind, inputs);
       ADD_FAILURE() << "no error from the " << plan_kind_name(kind) << " plan";
     } catch (const UserError& e) {
       // The same message as the reference (which reports the first bad
