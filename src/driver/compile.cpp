@@ -6,55 +6,32 @@
 #include "schedule/schedule.h"
 
 namespace tilefuse::driver {
-namespace {
-
 using passes::PassEntry;
-
-// The names lower_copies' table entry may carry: the pass file's name or
-// the decision function's.
-bool is_copy_decision(std::string_view name) {
-  return name == "lower_copies" || name == "decide_copies";
-}
-
-}  // namespace
 
 std::vector<PassEntry> compile_passes(CompiledKernel* kernel) {
   std::vector<PassEntry> passes = passes::target_independent_passes();
-  // The table's licm and lower_copies entries drop their reports (a table
-  // entry only maps a kernel to a kernel); explain needs them, so those two
-  // entries are rerouted through the same functions with a report. Where the
-  // table has no entry for one yet, it is placed in the slot pipeline.cpp
-  // reserves for it: licm right after cse, lower_copies right after licm.
-  auto find = [&](auto pred) {
-    return std::find_if(passes.begin(), passes.end(),
-                        [&](const PassEntry& e) { return pred(e.name); });
-  };
-  auto licm = find([](std::string_view n) { return n == "licm"; });
-  if (licm == passes.end()) {
-    auto cse = find([](std::string_view n) { return n == "cse"; });
-    licm = passes.insert(cse == passes.end() ? passes.end() : cse + 1,
-                         PassEntry{"licm", nullptr,
-                                   "after cse: one let per repeated value is hoisted, on the "
-                                   "loop extents simplify already decided"});
+  // A table entry only maps a kernel to a kernel, so licm's and
+  // lower_copies' reports are dropped there; explain needs them, so those
+  // two entries run the same functions with a report into `kernel`.
+  bool licm = false, copies = false;
+  for (PassEntry& p : passes) {
+    if (p.name == "licm") {
+      licm = true;
+      p.run = [kernel](const tir::Kernel& k, const passes::PassContext&) {
+        if (!kernel) return passes::hoist_loop_invariants(k);
+        kernel->licm = {};
+        return passes::hoist_loop_invariants(k, &kernel->licm);
+      };
+    } else if (p.name == "lower_copies") {
+      copies = true;
+      p.run = [kernel](const tir::Kernel& k, const passes::PassContext& ctx) {
+        if (!kernel) return passes::decide_copies(k, ctx.target);
+        kernel->copies = {};
+        return passes::decide_copies(k, ctx.target, &kernel->copies);
+      };
+    }
   }
-  licm->run = [kernel](const tir::Kernel& k, const passes::PassContext&) {
-    if (!kernel) return passes::hoist_loop_invariants(k);
-    kernel->licm = {};
-    return passes::hoist_loop_invariants(k, &kernel->licm);
-  };
-  auto copies = find(is_copy_decision);
-  if (copies == passes.end()) {
-    licm = find([](std::string_view n) { return n == "licm"; });
-    copies =
-        passes.insert(licm + 1, PassEntry{"lower_copies", nullptr,
-                                          "after licm: contiguity and alignment are judged on the "
-                                          "final, hoisted index expressions"});
-  }
-  copies->run = [kernel](const tir::Kernel& k, const passes::PassContext& ctx) {
-    if (!kernel) return passes::decide_copies(k, ctx.target);
-    kernel->copies = {};
-    return passes::decide_copies(k, ctx.target, &kernel->copies);
-  };
+  TF_CHECK(licm && copies, "the pass table has no licm or no lower_copies entry");
   return passes;
 }
 

@@ -1,17 +1,11 @@
 // The pass table. Order matters; each entry says why it is where it is.
 //
-// Slots for the passes other files add (declared here, not yet referenced):
-//   inline_hooks   (first)       expands load_input / store_output; every
-//                                later pass may assume no hooks, and only
-//                                after it do the prologues' loads and index
-//                                math exist for the clean-up passes to see.
-//   licm           (after cse)   CSE has bound each repeated value once, so
-//                                LICM hoists one let instead of several
-//                                copies, and simplify has already decided
-//                                the loop extents it guards with.
-//   axis_info /    (after licm)  contiguity/divisibility are judged on the
-//   lower_copies                 final, hoisted index expressions; the copy
-//                                decision is target-aware (PassContext).
+// inline_hooks is not in the table: it needs the hook callbacks lower/
+// makes from a plan step, so lower_plan runs it (lower.h) and the table
+// starts on kernels without hooks. Its slot stays first: every pass here
+// may assume no hooks, and only after it do the prologues' loads and index
+// math exist for the clean-up passes to see. axis_info is an analysis that
+// lower_copies runs, not a pass.
 #include "passes/pipeline.h"
 
 #include <iostream>
@@ -19,6 +13,8 @@
 #include "core/error.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/licm.h"
+#include "passes/lower_copies.h"
 #include "passes/simplify.h"
 #include "tir/printer.h"
 #include "tir/verifier.h"
@@ -27,7 +23,6 @@ namespace tilefuse::passes {
 
 const std::vector<PassEntry>& target_independent_passes() {
   static const std::vector<PassEntry> kPasses = {
-      // <- inline_hooks goes here (first).
       {"simplify", [](const tir::Kernel& k, const PassContext&) { return simplify(k); },
        "folds the template's constant tile arithmetic and decides masks and loop trips first, "
        "so cse and licm compare canonical expressions"},
@@ -35,8 +30,13 @@ const std::vector<PassEntry>& target_independent_passes() {
        [](const tir::Kernel& k, const PassContext&) { return eliminate_common_subexpressions(k); },
        "binds each repeated index or loaded value once, after simplify made equal "
        "expressions look equal"},
-      // <- licm goes here (after cse).
-      // <- axis_info / lower_copies go here (after licm).
+      {"licm", [](const tir::Kernel& k, const PassContext&) { return hoist_loop_invariants(k); },
+       "after cse: each repeated value is bound once, so licm hoists one let instead of several "
+       "copies, and simplify has already decided the loop extents it guards with"},
+      {"lower_copies",
+       [](const tir::Kernel& k, const PassContext& c) { return decide_copies(k, c.target); },
+       "after licm: contiguity and alignment (axis_info) are judged on the final, hoisted index "
+       "expressions; the decision is target-aware (PassContext)"},
       {"dce", [](const tir::Kernel& k, const PassContext&) { return eliminate_dead_code(k); },
        "last: removes the lets, empty loops and branches the passes before it left behind"},
   };

@@ -17,7 +17,7 @@ TEST(Pipeline, TargetIndependentOrder) {
     names.emplace_back(p.name);
     EXPECT_FALSE(p.why.empty()) << p.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"simplify", "cse", "dce"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"simplify", "cse", "licm", "lower_copies", "dce"}));
 }
 
 const char* kInput = R"(  let c = 4
@@ -51,9 +51,11 @@ TEST(Pipeline, DumpAfterAll) {
              {tir::Target::cpu()}, opts);
   std::string text = dump.str();
   size_t s = text.find("# after simplify\n"), c = text.find("# after cse\n"),
+         l = text.find("# after licm\n"), lc = text.find("# after lower_copies\n"),
          d = text.find("# after dce\n");
   EXPECT_TRUE(s != std::string::npos && c != std::string::npos && d != std::string::npos) << text;
-  EXPECT_TRUE(s < c && c < d) << text;
+  EXPECT_TRUE(l != std::string::npos && lc != std::string::npos) << text;
+  EXPECT_TRUE(s < c && c < l && l < lc && lc < d) << text;
 }
 
 TEST(Pipeline, NoDumpByDefault) {
@@ -72,7 +74,8 @@ TEST(Pipeline, UnknownDumpAfterNameIsAUserError) {
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unknown pass 'licmm' for --dump-after; valid names: simplify, cse, dce, all");
+              "unknown pass 'licmm' for --dump-after; valid names: simplify, cse, licm, "
+              "lower_copies, dce, all");
   }
 }
 
