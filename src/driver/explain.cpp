@@ -87,7 +87,7 @@ json config_of(const tir::Kernel& k) {
 // belongs to the same operand ("hoisted"). Copies of a kernel without a
 // gemm feed no operand.
 struct CopyOperand {
-  std::string operand, role;
+  std::string buffer, operand, role;
 };
 std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
   struct Walk : tir::IRVisitor {
@@ -119,8 +119,8 @@ std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
   } walk;
   walk.visit_stmt(k.body);
 
-  std::map<const tir::BufferNode*, CopyOperand> of({});  // buffer -> the operand its contents feed
-  for (const auto& [buffer, name] : walk.tiles) of[buffer] = {name, "tile"};
+  std::map<const tir::BufferNode*, CopyOperand> of;  // buffer -> the operand its contents feed
+  for (const auto& [buffer, name] : walk.tiles) of[buffer] = {buffer->name, name, "tile"};
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& c : walk.copies) {
@@ -128,7 +128,7 @@ std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
       if (it == of.end()) continue;
       for (const tir::BufferNode* r : c.reads)
         if (r->scope != tir::MemScope::Global && !of.count(r)) {
-          of[r] = {it->second.operand, "hoisted"};
+          of[r] = {r->name, it->second.operand, "hoisted"};
           changed = true;
         }
     }
@@ -136,7 +136,7 @@ std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
   std::vector<CopyOperand> out;
   for (const auto& c : walk.copies) {
     auto it = of.find(c.dst);
-    out.push_back(it == of.end() ? CopyOperand{} : it->second);
+    out.push_back(it == of.end() ? CopyOperand{c.dst->name, "", ""} : it->second);
   }
   return out;
 }
@@ -173,10 +173,18 @@ json kernel_account(const Graph& g, const CompiledKernel& ck) {
 
   const std::vector<CopyOperand> operands = copy_operands(ck.kernel);
   json copies = json::array();
-  for (size_t i = 0; i < ck.copies.copies.size(); ++i) {
-    const passes::CopyDecision& d = ck.copies.copies[i];
-    // The report and the walk list the same copies in program order.
-    const CopyOperand op = i < operands.size() ? operands[i] : CopyOperand{};
+  size_t next = 0;  // into `operands`
+  for (const passes::CopyDecision& d : ck.copies.copies) {
+    // The report and the walk list copies in program order, but the walk
+    // sees the final kernel, where dce may have removed a copy the report
+    // lists: match by destination, in order.
+    CopyOperand op;
+    for (size_t j = next; j < operands.size(); ++j)
+      if (operands[j].buffer == d.dst) {
+        op = operands[j];
+        next = j + 1;
+        break;
+      }
     copies.push_back({{"operand", op.operand.empty() ? json(nullptr) : json(op.operand)},
                       {"role", op.role.empty() ? json(nullptr) : json(op.role)},
                       {"buffer", d.dst},
