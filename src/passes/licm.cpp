@@ -27,6 +27,10 @@ class Scan : public IRVisitor {
 
   using IRVisitor::visit;
   VarMap first;  // inner loop / copy vars that surely run: their first value
+  // Each let bound inside: its value. A var bound by sibling lets with
+  // different values (legal: one is out of scope at the other) maps to an
+  // undefined value: nothing is known about it.
+  VarMap lets;
 
   // `written` also holds nullptr once any global buffer is written: then no
   // writable global may be read out of the loop (see "Aliasing" in licm.h).
@@ -43,6 +47,9 @@ class Scan : public IRVisitor {
   }
   void visit(const LetStmtNode* op) override {
     bound.insert(op->var.get());
+    auto [it, fresh] = lets.emplace(op->var.get(), op->value);
+    if (!fresh && it->second.defined() && !structural_equal(it->second, op->value))
+      it->second = Expr();
     IRVisitor::visit(op);
   }
   void visit(const CopyNode* op) override {
@@ -271,16 +278,69 @@ void free_vars(const Expr& e, VarSet* out) {
   v.visit_expr(e);
 }
 
+// `vars` closed over the lets they name: a var bound by one of `lets` adds
+// the vars of its value (what it really depends on). False when one of them
+// has no known value.
+bool close_over_lets(VarSet* vars, const VarMap& lets) {
+  std::vector<const VarNode*> work(vars->begin(), vars->end());
+  while (!work.empty()) {
+    const VarNode* v = work.back();
+    work.pop_back();
+    auto it = lets.find(v);
+    if (it == lets.end()) continue;
+    if (!it->second.defined()) return false;
+    VarSet inner;
+    free_vars(it->second, &inner);
+    for (const VarNode* u : inner)
+      if (vars->insert(u).second) work.push_back(u);
+  }
+  return true;
+}
+
+size_t node_count(const Expr& e) {
+  struct V : IRVisitor {
+    size_t n = 0;
+    using IRVisitor::visit;
+    void visit_expr(const Expr& x) override {
+      ++n;
+      IRVisitor::visit_expr(x);
+    }
+  } v;
+  v.visit_expr(e);
+  return v.n;
+}
+
+// `e` with every var of `variant` that one of `lets` binds replaced by its
+// value, transitively (a let's value only names vars bound before it, so
+// this ends); undefined when the result would be unreasonably large.
+Expr expand_variant_lets(Expr e, const VarMap& lets, const VarSet& variant) {
+  for (;;) {
+    VarSet vs;
+    free_vars(e, &vs);
+    VarMap m;
+    for (const VarNode* v : vs) {
+      auto it = lets.find(v);
+      if (it != lets.end() && it->second.defined() && variant.count(v)) m[v] = it->second;
+    }
+    if (m.empty()) return e;
+    e = substitute(e, m);
+    if (node_count(e) > 4096) return {};
+  }
+}
+
 // The hoisted form of an expression: the expression itself (or with the
 // mask conjuncts that only guard other accesses dropped from its loads) when
 // it is invariant in the loop, undefined otherwise.
 class Invariant : public IRMutator {
  public:
   // `first`: the loop var's and the surely-running inner vars' first values
-  // (for the witness rule); may be null.
+  // (for the witness rule); may be null. `lets`: the values of the lets
+  // bound inside the loop (the loop body is understood modulo them: a
+  // dropped conjunct over `let t = k*32` has the witness value of `k*32`);
+  // may be null.
   Invariant(const VarSet& variant, const BufSet& written, const NonNegative& nn,
-            const VarMap* first = nullptr)
-      : variant_(variant), written_(written), nn_(nn), first_(first) {}
+            const VarMap* first = nullptr, const VarMap* lets = nullptr)
+      : variant_(variant), written_(written), nn_(nn), first_(first), lets_(lets) {}
 
   Expr hoisted(const Expr& e) {
     ok_ = true;
@@ -317,7 +377,7 @@ class Invariant : public IRMutator {
     std::vector<Expr> terms, kept, dropped;
     conjuncts(op->mask, &terms);
     for (const Expr& t : terms) {
-      Expr h = Invariant(variant_, written_, nn_, first_).hoisted(t);
+      Expr h = Invariant(variant_, written_, nn_, first_, lets_).hoisted(t);
       if (h.defined()) {
         changed |= !h.same_as(t);
         kept.push_back(h);
@@ -340,9 +400,23 @@ class Invariant : public IRMutator {
           ok_ = false;
           return op;
         }
+        // The address's vars, through the lets it reads (`row = f(i)`
+        // uses i): those stay free at the witness lane.
         VarSet used;
         for (const Expr& i : idx) free_vars(i, &used);
-        for (const Expr& t : dropped) {
+        if (lets_ && !close_over_lets(&used, *lets_)) {
+          ok_ = false;
+          return op;
+        }
+        for (Expr t : dropped) {
+          // A variant let the conjunct reads is evaluated before the load
+          // in the same iteration: at the witness lane it has its value's
+          // value there (`cse + j < 48` with `let cse = k*32` is `0 < 48`).
+          if (lets_) t = expand_variant_lets(t, *lets_, variant_);
+          if (!t.defined()) {
+            ok_ = false;
+            return op;
+          }
           VarSet tv;
           free_vars(t, &tv);
           VarMap w;
@@ -378,6 +452,7 @@ class Invariant : public IRMutator {
   const BufSet& written_;
   const NonNegative& nn_;
   const VarMap* first_;
+  const VarMap* lets_;
   bool ok_ = true;
 };
 
@@ -458,11 +533,11 @@ Stmt rebuild(const std::vector<Entry>& entries) {
 class StmtInvariant : public IRMutator {
  public:
   StmtInvariant(const VarSet& variant, const BufSet& written, const NonNegative& nn,
-                const VarMap* first)
-      : variant_(variant), written_(written), nn_(nn), first_(first) {}
+                const VarMap* first, const VarMap* lets)
+      : variant_(variant), written_(written), nn_(nn), first_(first), lets_(lets) {}
   bool ok = true;
   Expr mutate(const Expr& e) override {
-    Expr h = Invariant(variant_, written_, nn_, if_depth_ ? nullptr : first_).hoisted(e);
+    Expr h = Invariant(variant_, written_, nn_, if_depth_ ? nullptr : first_, lets_).hoisted(e);
     if (!h.defined()) ok = false;
     return h.defined() ? h : e;
   }
@@ -483,6 +558,7 @@ class StmtInvariant : public IRMutator {
   const BufSet& written_;
   const NonNegative& nn_;
   const VarMap* first_;
+  const VarMap* lets_;
   int if_depth_ = 0;
 };
 
@@ -499,6 +575,7 @@ class Licm : public IRMutator {
     VarSet variant;  // vars bound in the loop (minus the lets that left it)
     BufSet written;
     VarMap first;            // first values: the loop var's and surely-running inner vars'
+    VarMap lets;             // values of the lets bound inside (hoisted ones: as hoisted)
     Expr guard;              // extent > 0; undefined for a constant positive extent
     bool may_sync = false;   // a barrier may be placed before the loop
     std::vector<Entry> pre;  // what goes before the loop, in order
@@ -531,6 +608,7 @@ class Licm : public IRMutator {
     L.variant.insert(op->var.get());
     L.written = sc.written;
     L.first = sc.first;
+    L.lets = sc.lets;
     L.first[op->var.get()] = op->min;
     if (!ce) L.guard = GTNode::make(op->extent, make_int(op->extent.dtype(), 0));
     L.may_sync = parallel_depth_ == 0 && copy_depth_ == 0;
@@ -540,10 +618,12 @@ class Licm : public IRMutator {
     bool check_stays = false;  // an unhoisted check precedes
     for (const Entry& en : entries) {
       if (en.var.defined()) {
-        Expr h = Invariant(L.variant, L.written, *nn_, &L.first).hoisted(en.value);
+        Expr h = Invariant(L.variant, L.written, *nn_, &L.first, &L.lets).hoisted(en.value);
         if (h.defined()) {
           L.pre.push_back({en.var, guarded(L, h), {}, {}});
           L.variant.erase(en.var.get());
+          if (auto it = L.lets.find(en.var.get()); it != L.lets.end() && it->second.defined())
+            it->second = h;
           if (nn_->holds(h)) nn_->vars.insert(en.var.get());
           note("let", en.var.get(), print(en.var) + " = " + print(h), L.name);
         } else {
@@ -559,7 +639,7 @@ class Licm : public IRMutator {
       if (!ss.has_effect && ss.has_check && !check_stays) {
         VarSet v = L.variant;
         for (const VarNode* b : ss.bound) v.erase(b);
-        StmtInvariant si(v, L.written, *nn_, &L.first);
+        StmtInvariant si(v, L.written, *nn_, &L.first, &L.lets);
         Stmt h = si.mutate(en.stmt);
         if (si.ok) {
           if (L.guard.defined()) {
@@ -614,7 +694,7 @@ class Licm : public IRMutator {
     using IRMutator::mutate;
     Expr mutate(const Expr& e) override {
       if (costly(e) && e.kind() != ExprKind::Var) {
-        Expr h = Invariant(L_->variant, L_->written, *licm_->nn_, &L_->first).hoisted(e);
+        Expr h = Invariant(L_->variant, L_->written, *licm_->nn_, &L_->first, &L_->lets).hoisted(e);
         if (h.defined()) {
           const LoadNode* l = h.as<LoadNode>();
           Var v(l ? l->buffer.name() + "_v" : std::string("inv"), h.dtype());
@@ -636,7 +716,7 @@ class Licm : public IRMutator {
         if (structural_equal(m.expr, e)) return read_back(m);
       VarSet v = L_->variant;
       for (const Var& cv : copy_->vars) v.erase(cv.get());
-      Expr h = Invariant(v, L_->written, *licm_->nn_, &L_->first).hoisted(e);
+      Expr h = Invariant(v, L_->written, *licm_->nn_, &L_->first, &L_->lets).hoisted(e);
       if (!h.defined()) return {};
       // The copy dims it varies along (after dropped conjuncts); their
       // extents must be constants.

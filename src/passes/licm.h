@@ -42,6 +42,14 @@
 //        inner loops of constant positive extent run their first value;
 //        loads under an `if` get no witness), so the hoisted load only reads
 //        addresses the loop read, and never faults where it did not.
+//        The body is read modulo its own lets: a let of the loop that the
+//        conjunct names (cse's `let cse = k*32` in `cse + j < K`) is replaced
+//        by its value, transitively, before the witness values are put in
+//        (it was evaluated in the same iteration, before the load); and an
+//        inner var the address reads through a let (`row = f(i)`) counts as
+//        used by the address, so it is not fixed at its first value. A let
+//        whose value reads a buffer the loop writes leaves the conjunct
+//        variant: the load stays.
 //    Lanes where a dropped conjunct is false then read the real element
 //    instead of `other`. This relies on the producers' contract (lower/'s
 //    hooks): the consumers of such a value are themselves masked by the

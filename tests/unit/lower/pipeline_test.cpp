@@ -40,13 +40,12 @@ TEST(LowerPipeline, SeedGatherLeavesTheKLoop) {
   expect_gather_leaves_the_k_loop(128, 64);
 }
 
-// GAP (licm): M a multiple of BLOCK_M and a K tail. simplify drops the row
-// conjunct, so the index load's only mask is the K tail `cse_2 + j < 48`,
-// and cse has bound `let cse_2 = k*32` inside the K loop: licm's
-// first-iteration witness rule does not look through that let, so the load
-// (and its wrap) stay in the K loop (the check leaves). The same kernel
-// without the let is hoisted. Enable when licm handles loop-body lets.
-TEST(LowerPipeline, DISABLED_GatherWithFullRowTilesAndAKTailLeavesTheKLoop) {
+// M a multiple of BLOCK_M and a K tail: simplify drops the row conjunct, so
+// the index load's only mask is the K tail `cse_2 + j < 48`, with cse's
+// `let cse_2 = k*32` bound inside the K loop. licm reads the loop body
+// modulo its lets (the witness lane gives the let its first-iteration
+// value), so the load, its wrap and its check still leave the K loop.
+TEST(LowerPipeline, GatherWithFullRowTilesAndAKTailLeavesTheKLoop) {
   expect_gather_leaves_the_k_loop(128, 48);
 }
 

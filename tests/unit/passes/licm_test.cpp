@@ -206,10 +206,11 @@ TEST(Licm, ConjunctTakesFirstIterationValueWhenAddressUnproven) {
 )");
 }
 
-// A conjunct over a let of the loop has no first-iteration value here: the
-// load stays.
-TEST(Licm, ConjunctOverLoopLetKeepsLoadInLoop) {
-  const std::string in = R"(kernel t(
+// A conjunct over a let of the loop is read modulo that let: `t < K` with
+// `let t = k*2` (evaluated before the load in the same iteration) has the
+// first-iteration value `0 < K`, so the load leaves; the let stays.
+TEST(Licm, ConjunctOverLoopLetTakesItsFirstIterationValue) {
+  expect_licm(R"(kernel t(
   M: i32,
   K: i32,
   index: global readonly i64[M],
@@ -221,8 +222,79 @@ TEST(Licm, ConjunctOverLoopLetKeepsLoadInLoop) {
     out[pid, k] = raw
   }
 }
+)",
+              R"(kernel t(
+  M: i32,
+  K: i32,
+  index: global readonly i64[M],
+  out: global i64[M, K],
+) grid(pid: M) {
+  let raw = load(index, [pid + 1], mask=(0 < K && K > 0))
+  for k in serial(0, K) {
+    let t = k*2
+    out[pid, k] = raw
+  }
+}
+)");
+}
+
+// A let of the loop whose value reads a buffer the loop writes has no
+// hoistable first-iteration value: the load it guards stays.
+TEST(Licm, ConjunctOverLetOfWrittenBufferKeepsLoadInLoop) {
+  const std::string in = R"(kernel t(
+  M: i32,
+  K: i32,
+  index: global readonly i64[M],
+  lim: global i32[1],
+  out: global i64[M, K],
+) grid(pid: M) {
+  for k in serial(0, K) {
+    let t = lim[0] + k
+    let raw = load(index, [pid + 1], mask=(t < K))
+    out[pid, k] = raw
+    lim[0] = t
+  }
+}
 )";
   expect_licm(in, in);
+}
+
+// What cse leaves in the gather GEMM's K loop when M is a multiple of
+// BLOCK_M and K has a tail (tests/unit/lower/pipeline_test.cpp): the row
+// index load's only conjunct is the K tail over `let cse = k*32`, bound in
+// the loop body (here through a second let). The witness lane (k = 0,
+// j = 0) sees through both lets, so the index is materialized before the
+// K loop as without them.
+TEST(Licm, KTailConjunctOverLoopBodyLetsLeavesKLoop) {
+  expect_licm(R"(kernel t(
+  K: i32,
+  index: global readonly i64[2048],
+  x: global readonly f16[4096, K] strides [K, 1] align 16,
+) grid(pid_m: 16) {
+  alloc A_s: shared f16[128, 32]
+  for k in pipelined(0, (K + 31)/32, stages=2) {
+    let cse = k*32
+    let cse_1 = cse + 1
+    copy (i: 128, j: 32) A_s[i, j] = load(x, [select(load(index, [pid_m*128 + i], mask=(cse_1 + j < K)) < 0_i64, load(index, [pid_m*128 + i], mask=(cse_1 + j < K)) + 4096_i64, load(index, [pid_m*128 + i], mask=(cse_1 + j < K))), i64(cse + j)], mask=(cse + j < K))
+  }
+}
+)",
+              R"(kernel t(
+  K: i32,
+  index: global readonly i64[2048],
+  x: global readonly f16[4096, K] strides [K, 1] align 16,
+) grid(pid_m: 16) {
+  alloc A_s: shared f16[128, 32]
+  alloc index_rows: shared i64[128]
+  copy (i: 128) index_rows[i] = select(load(index, [pid_m*128 + i], mask=(1 < K && (K + 31)/32 > 0)) < 0_i64, load(index, [pid_m*128 + i], mask=(1 < K && (K + 31)/32 > 0)) + 4096_i64, load(index, [pid_m*128 + i], mask=(1 < K && (K + 31)/32 > 0)))
+  barrier()
+  for k in pipelined(0, (K + 31)/32, stages=2) {
+    let cse = k*32
+    let cse_1 = cse + 1
+    copy (i_1: 128, j: 32) A_s[i_1, j] = load(x, [index_rows[i_1], i64(cse + j)], mask=(cse + j < K))
+  }
+}
+)");
 }
 
 // The bounds check leaves with its load and the wrap, guarded by the same
@@ -740,6 +812,8 @@ void expect_same_behaviour(const Graph& g, const std::vector<Tensor>& inputs,
 TEST(LicmDifferential, GatherProgramsKeepResultsAndErrors) {
   const char* programs[] = {
       "def f(x: f16[70, 45], y: f16[45, 33], index: i64[70]):\n    return x[index] @ y\n",
+      // full row tiles and a K tail: the K-tail conjunct reads cse's let
+      "def f(x: f16[128, 48], y: f16[48, 40], index: i64[128]):\n    return x[index] @ y\n",
       "def f(x: f32[9, 1], y: f32[1, 5], index: i32[9]):\n    return x[index] @ y\n",
       "def f(x: f16[40, 64], y: f16[50, 24], index: i64[64]):\n    return x @ y[index]\n",
   };
