@@ -115,7 +115,9 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
                   ++reg;
                   EXPECT_TRUE(d.width == 1 || d.width == 2 || d.width == 4 || d.width == 8 ||
                               d.width == 16);
-                  if (!convert) EXPECT_TRUE(legal(d.width));
+                  if (!convert) {
+                    EXPECT_TRUE(legal(d.width));
+                  }
                 }
                 // Completeness: a legal 4..16-byte plain copy is never
                 // register-staged, and cp.async takes the widest width.
@@ -126,7 +128,9 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
                   EXPECT_EQ(d.mode, "cp_async");
                   EXPECT_EQ(d.width, best);
                 }
-                if (!convert && !best) EXPECT_EQ(d.mode, "register");
+                if (!convert && !best) {
+                  EXPECT_EQ(d.mode, "register");
+                }
                 // The decision is in the copy's annotations too.
                 EXPECT_NE(tir::print(out).find("mode = \"" + d.mode + "\""), std::string::npos);
               }
