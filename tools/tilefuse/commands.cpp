@@ -144,17 +144,30 @@ tir::Target parse_target(const std::string& name) {
   return *t;
 }
 
+// Loads the program at `path` and runs `body(program)`; a UserError from
+// either is printed as a diagnostic against the program's source and gives
+// exit code 1. `before_report` runs first (e.g. to flush partial output).
+template <class Body>
+int with_program(const std::string& path, Body body, void (*before_report)() = nullptr) {
+  std::optional<Program> program;
+  try {
+    program = load_program(path);
+  } catch (const UserError& e) {
+    return report(e, nullptr, path);
+  }
+  try {
+    return body(*program);
+  } catch (const UserError& e) {
+    if (before_report) before_report();
+    return report(e, &*program, path);
+  }
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  std::optional<Program> program;
-  try {
-    program = load_program(options.program);
-  } catch (const UserError& e) {
-    return report(e, nullptr, options.program);
-  }
-  const Graph& g = program->graph;
-  try {
+  return with_program(options.program, [&](const Program& program) -> int {
+    const Graph& g = program.graph;
     if (options.device == "cuda")
       throw UserError("--device cuda: this build has no CUDA backend yet; use --device cpu");
     if (options.threads < 0) throw UserError("--threads must be >= 0");
@@ -181,7 +194,7 @@ int run_command(const RunOptions& options) {
       size_t n = compiled->kernels.size();
       how = fmt::format("{} plan, {} kernel{}, CPU executor", options.plan, n, n == 1 ? "" : "s");
     }
-    std::printf("%s: %zu output%s on cpu (%s, %d thread%s), seed %llu\n", program->name.c_str(),
+    std::printf("%s: %zu output%s on cpu (%s, %d thread%s), seed %llu\n", program.name.c_str(),
                 g.outputs().size(), g.outputs().size() == 1 ? "" : "s", how.c_str(), threads,
                 threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
     if (!reference) std::printf("compile: %.3f s\n", compile_s);
@@ -234,67 +247,52 @@ int run_command(const RunOptions& options) {
       if (!ok) return kInternalError;
     }
     return kOk;
-  } catch (const UserError& e) {
-    return report(e, &*program, options.program);
-  }
+  });
 }
 
 int emit_command(const EmitOptions& options) {
-  std::optional<Program> program;
-  try {
-    program = load_program(options.program);
-  } catch (const UserError& e) {
-    return report(e, nullptr, options.program);
-  }
-  const Graph& g = program->graph;
-  try {
-    const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
-    if (!options.dump_after.empty() && !kernels)
-      throw UserError("--dump-after prints kernels: use it with --stage=tir or --stage=tir-opt");
-    if (options.stage == "graph") {
-      std::cout << g.to_string();
-      return kOk;
-    }
-    driver::CompileOptions co;
-    co.plan = parse_plan(options.plan);
-    co.target = parse_target(options.target);
-    if (options.stage == "plan") {
-      std::cout << to_string(g, build_plan(g, co.plan));
-      return kOk;
-    }
-    // --stage=tir stops after lowering unless a dump asks for the passes.
-    co.optimize = options.stage == "tir-opt" || !options.dump_after.empty();
-    co.dump_after = options.dump_after;
-    co.dump = &std::cout;
-    const driver::CompiledProgram compiled = driver::compile(g, co);
-    if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
-    for (const driver::CompiledKernel& ck : compiled.kernels)
-      std::cout << tir::print(options.stage == "tir" ? ck.lowered.kernel : ck.kernel);
-    return kOk;
-  } catch (const UserError& e) {
-    std::cout.flush();
-    return report(e, &*program, options.program);
-  }
+  return with_program(
+      options.program,
+      [&](const Program& program) -> int {
+        const Graph& g = program.graph;
+        const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
+        if (!options.dump_after.empty() && !kernels)
+          throw UserError(
+              "--dump-after prints kernels: use it with --stage=tir or --stage=tir-opt");
+        if (options.stage == "graph") {
+          std::cout << g.to_string();
+          return kOk;
+        }
+        driver::CompileOptions co;
+        co.plan = parse_plan(options.plan);
+        co.target = parse_target(options.target);
+        if (options.stage == "plan") {
+          std::cout << to_string(g, build_plan(g, co.plan));
+          return kOk;
+        }
+        // --stage=tir stops after lowering unless a dump asks for the passes.
+        co.optimize = options.stage == "tir-opt" || !options.dump_after.empty();
+        co.dump_after = options.dump_after;
+        co.dump = &std::cout;
+        const driver::CompiledProgram compiled = driver::compile(g, co);
+        if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
+        for (const driver::CompiledKernel& ck : compiled.kernels)
+          std::cout << tir::print(options.stage == "tir" ? ck.lowered.kernel : ck.kernel);
+        return kOk;
+      },
+      [] { std::cout.flush(); });
 }
 
 int explain_command(const ExplainOptions& options) {
-  std::optional<Program> program;
-  try {
-    program = load_program(options.program);
-  } catch (const UserError& e) {
-    return report(e, nullptr, options.program);
-  }
-  try {
+  return with_program(options.program, [&](const Program& program) -> int {
     driver::CompileOptions co;
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
     const nlohmann::json account =
-        driver::explain(driver::compile(program->graph, co), program->name);
+        driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
     return kOk;
-  } catch (const UserError& e) {
-    return report(e, &*program, options.program);
-  }
+  });
 }
 
 }  // namespace tilefuse::cli
