@@ -53,9 +53,17 @@ std::string loaded_path(void* handle) {
 // it later lacks symbols: that is reported by the caller.
 void* open_library(Library lib, const EnvGetter& env, std::string* path,
                    std::vector<std::string>* tried) {
+  // An explicit override is the user's decision: it is the only candidate,
+  // and when it cannot be used the load fails and says why, rather than
+  // quietly picking another library than the one asked for.
   const std::string forced = env_value(env, override_variable(lib));
-  if (!forced.empty() && is_stub(forced)) tried->push_back(forced + " (a stub library, skipped)");
-  for (const std::string& candidate : candidate_paths(lib, env)) {
+  if (!forced.empty() && is_stub(forced)) {
+    tried->push_back(forced + " (a stub library, skipped)");
+    return nullptr;
+  }
+  const std::vector<std::string> candidates =
+      forced.empty() ? candidate_paths(lib, env) : std::vector<std::string>{forced};
+  for (const std::string& candidate : candidates) {
     const bool is_file = candidate.find('/') != std::string::npos;
     if (is_file && access(candidate.c_str(), F_OK) != 0) {
       tried->push_back(candidate + " (no such file)");

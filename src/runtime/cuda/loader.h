@@ -8,7 +8,9 @@
 //
 // Search order, per library (the first candidate that loads wins):
 //   1. the environment override, a full path to the library file:
-//      TILEFUSE_LIBCUDA for libcuda, TILEFUSE_LIBNVRTC for libnvrtc;
+//      TILEFUSE_LIBCUDA for libcuda, TILEFUSE_LIBNVRTC for libnvrtc. When set
+//      it is the only candidate: if it is missing, a stub or unusable, the
+//      load fails naming it (no silent fall-back to another library);
 //   2. $CUDA_HOME, then $CUDA_PATH, each in lib64/, targets/x86_64-linux/lib/
 //      and lib/;
 //   3. the standard paths /usr/local/cuda/lib64,
