@@ -1,0 +1,235 @@
+// The CUDA device through the driver API (see device.h).
+#include "runtime/cuda/device.h"
+
+#include <dlfcn.h>
+
+#include "core/error.h"
+
+namespace tilefuse::cuda {
+namespace {
+
+// Driver entry points used only for teardown and queries that the loader's
+// table does not hold; resolved from the same libcuda handle. Each may be
+// null (then the matching cleanup is skipped).
+struct ExtraEntryPoints {
+  // [Device Management] CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev)
+  CUresult (*cuDeviceTotalMem_v2)(std::size_t* bytes, CUdevice dev) = nullptr;
+  // [Primary Context Management] CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+  CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev) = nullptr;
+  // [Module Management] CUresult cuModuleUnload(CUmodule hmod)
+  CUresult (*cuModuleUnload)(CUmodule mod) = nullptr;
+  // [Event Management] CUresult cuEventDestroy(CUevent hEvent)
+  CUresult (*cuEventDestroy_v2)(CUevent event) = nullptr;
+  // [Event Management] CUresult cuEventSynchronize(CUevent hEvent)
+  CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+};
+
+template <typename Fn>
+void resolve(void* handle, Fn*& slot, const char* name) {
+  slot = reinterpret_cast<Fn*>(dlsym(handle, name));
+}
+
+const ExtraEntryPoints& extra(const CudaLibraries& libs) {
+  static const ExtraEntryPoints e = [&] {
+    ExtraEntryPoints x;
+    if (libs.libcuda_handle == nullptr) return x;
+    resolve(libs.libcuda_handle, x.cuDeviceTotalMem_v2, "cuDeviceTotalMem_v2");
+    resolve(libs.libcuda_handle, x.cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2");
+    resolve(libs.libcuda_handle, x.cuModuleUnload, "cuModuleUnload");
+    resolve(libs.libcuda_handle, x.cuEventDestroy_v2, "cuEventDestroy_v2");
+    resolve(libs.libcuda_handle, x.cuEventSynchronize, "cuEventSynchronize");
+    return x;
+  }();
+  return e;
+}
+
+// CUresult codes the user can act on (cuda.h, enum cudaError_enum).
+bool is_user_facing(CUresult rc) {
+  switch (rc) {
+    case 2:    // CUDA_ERROR_OUT_OF_MEMORY
+    case 100:  // CUDA_ERROR_NO_DEVICE
+    case 209:  // CUDA_ERROR_NO_BINARY_FOR_GPU
+    case 222:  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    case 701:  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    case 702:  // CUDA_ERROR_LAUNCH_TIMEOUT
+    case 803:  // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+    case 804:  // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void check_cuda(const CudaLibraries& libs, CUresult rc, const char* call) {
+  if (rc == kCudaSuccess) return;
+  const std::string msg = std::string(call) + " failed: " + cuda_error_string(libs, rc);
+  if (is_user_facing(rc)) throw UserError(msg);
+  throw InternalError(msg);
+}
+
+// ---- Device
+
+Device::Device() {
+  std::string why_not;
+  if (!cuda_available(&why_not)) throw UserError("No CUDA device: " + why_not);
+  libs_ = load_cuda_libraries();
+  const CudaLibraries& l = *libs_;
+  // [Device Management] cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute.
+  check_cuda(l, l.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+  char name[256] = {};
+  check_cuda(l, l.cuDeviceGetName(name, sizeof name - 1, dev_), "cuDeviceGetName");
+  name_ = name;
+  check_cuda(l, l.cuDeviceGetAttribute(&cc_major_, kAttrComputeCapabilityMajor, dev_),
+             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  check_cuda(l, l.cuDeviceGetAttribute(&cc_minor_, kAttrComputeCapabilityMinor, dev_),
+             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
+  check_cuda(l, l.cuDeviceGetAttribute(&sm_count_, kAttrMultiprocessorCount, dev_),
+             "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  if (auto* total_mem = extra(l).cuDeviceTotalMem_v2) {
+    check_cuda(l, total_mem(&total_memory_, dev_), "cuDeviceTotalMem");
+  }
+  // [Primary Context Management] the primary context is shared with every
+  // other user of device 0 in the process (CUDA runtime, cuBLAS).
+  check_cuda(l, l.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+  make_current();
+}
+
+Device::~Device() {
+  if (ctx_ == nullptr) return;
+  libs_->cuCtxSynchronize();  // errors here are dropped: destructors do not throw
+  if (auto* release = extra(*libs_).cuDevicePrimaryCtxRelease_v2) release(dev_);
+}
+
+std::string Device::arch() const {
+  std::string a = "sm_" + std::to_string(cc_major_) + std::to_string(cc_minor_);
+  if (cc_major_ == 9 && cc_minor_ == 0) a += "a";
+  return a;
+}
+
+void Device::make_current() const {
+  check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+void Device::synchronize() const {
+  check_cuda(*libs_, libs_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+// ---- DeviceBuffer
+
+DeviceBuffer::DeviceBuffer(const Device& device, std::size_t bytes)
+    : libs_(&device.libs()), bytes_(bytes) {
+  // [Memory Management] cuMemAlloc of 0 bytes is an error; allocate one.
+  check_cuda(*libs_, libs_->cuMemAlloc_v2(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc");
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : libs_(other.libs_), ptr_(other.ptr_), bytes_(other.bytes_) {
+  other.ptr_ = 0;
+  other.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    libs_ = other.libs_;
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    other.ptr_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  release();
+}
+
+void DeviceBuffer::release() noexcept {
+  if (ptr_ != 0 && libs_ != nullptr) libs_->cuMemFree_v2(ptr_);
+  ptr_ = 0;
+}
+
+void DeviceBuffer::copy_from_host(const void* src, std::size_t bytes) {
+  TF_CHECK(bytes <= bytes_, "copy of " + std::to_string(bytes) + " bytes into a buffer of " +
+                                std::to_string(bytes_));
+  if (bytes == 0) return;
+  check_cuda(*libs_, libs_->cuMemcpyHtoD_v2(ptr_, src, bytes), "cuMemcpyHtoD");
+}
+
+void DeviceBuffer::copy_to_host(void* dst, std::size_t bytes) const {
+  TF_CHECK(bytes <= bytes_, "copy of " + std::to_string(bytes) + " bytes from a buffer of " +
+                                std::to_string(bytes_));
+  if (bytes == 0) return;
+  check_cuda(*libs_, libs_->cuMemcpyDtoH_v2(dst, ptr_, bytes), "cuMemcpyDtoH");
+}
+
+void DeviceBuffer::memset(unsigned char value) {
+  if (bytes_ == 0) return;
+  check_cuda(*libs_, libs_->cuMemsetD8_v2(ptr_, value, bytes_), "cuMemsetD8");
+}
+
+// ---- Module and Function
+
+Module::Module(const Device& device, const std::vector<char>& cubin) : libs_(&device.libs()) {
+  TF_CHECK(!cubin.empty(), "an empty cubin");
+  // [Module Management] cuModuleLoadData takes the image in host memory.
+  check_cuda(*libs_, libs_->cuModuleLoadData(&mod_, cubin.data()), "cuModuleLoadData");
+}
+
+Module::Module(Module&& other) noexcept : libs_(other.libs_), mod_(other.mod_) {
+  other.mod_ = nullptr;
+}
+
+Module::~Module() {
+  if (mod_ == nullptr) return;
+  if (auto* unload = extra(*libs_).cuModuleUnload) unload(mod_);
+}
+
+Function Module::function(const std::string& name) const {
+  CUfunction f = nullptr;
+  const std::string call = "cuModuleGetFunction(\"" + name + "\")";
+  check_cuda(*libs_, libs_->cuModuleGetFunction(&f, mod_, name.c_str()), call.c_str());
+  return Function(libs_, f, name);
+}
+
+void Function::launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes,
+                      void** args) const {
+  // [Execution Control] cuLaunchKernel, stream 0 (the context's default
+  // stream), parameters through kernelParams, no `extra`.
+  const std::string call = "cuLaunchKernel(" + name_ + ")";
+  check_cuda(*libs_,
+             libs_->cuLaunchKernel(f_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                   dynamic_shared_bytes, nullptr, args, nullptr),
+             call.c_str());
+}
+
+// ---- Event
+
+Event::Event(const Device& device) : libs_(&device.libs()) {
+  // [Event Management] flags 0 = CU_EVENT_DEFAULT (timing enabled).
+  check_cuda(*libs_, libs_->cuEventCreate(&ev_, 0), "cuEventCreate");
+}
+
+Event::~Event() {
+  if (ev_ == nullptr) return;
+  if (auto* destroy = extra(*libs_).cuEventDestroy_v2) destroy(ev_);
+}
+
+void Event::record() {
+  check_cuda(*libs_, libs_->cuEventRecord(ev_, nullptr), "cuEventRecord");
+}
+
+float Event::elapsed_ms_since(const Event& start) const {
+  if (auto* sync = extra(*libs_).cuEventSynchronize) {
+    check_cuda(*libs_, sync(ev_), "cuEventSynchronize");
+  } else {
+    check_cuda(*libs_, libs_->cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  float ms = 0.0f;
+  check_cuda(*libs_, libs_->cuEventElapsedTime(&ms, start.ev_, ev_), "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace tilefuse::cuda

@@ -1,0 +1,163 @@
+// The CUDA device through the driver API (CUDA Driver API reference; the
+// section of each call is named where it is used): the primary context of
+// device 0, memory, copies, modules, launches and events.
+//
+// Every failing driver call throws: UserError for conditions the user can act
+// on (out of memory, no binary for this GPU, too many resources for a launch),
+// InternalError otherwise. The message names the call and quotes
+// cuGetErrorString.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/cuda/loader.h"
+
+namespace tilefuse::cuda {
+
+// Throws for `rc` != CUDA_SUCCESS, naming `call`.
+void check_cuda(const CudaLibraries& libs, CUresult rc, const char* call);
+
+class Device;
+
+// Device memory (cuMemAlloc / cuMemFree), freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const Device& device, std::size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  CUdeviceptr ptr() const { return ptr_; }
+  std::size_t size() const { return bytes_; }
+  // The address as a kernel argument slot (pass &buffer.arg() in void*[]).
+  CUdeviceptr& arg() { return ptr_; }
+
+  // Synchronous copies (cuMemcpyHtoD / cuMemcpyDtoH); `bytes` <= size().
+  void copy_from_host(const void* src, std::size_t bytes);
+  void copy_to_host(void* dst, std::size_t bytes) const;
+  // cuMemsetD8 over the whole buffer.
+  void memset(unsigned char value);
+
+  template <typename T>
+  void upload(const std::vector<T>& v) {
+    copy_from_host(v.data(), v.size() * sizeof(T));
+  }
+  template <typename T>
+  std::vector<T> download(std::size_t count) const {
+    std::vector<T> v(count);
+    copy_to_host(v.data(), count * sizeof(T));
+    return v;
+  }
+
+ private:
+  void release() noexcept;
+  const CudaLibraries* libs_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+struct LaunchDims {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// A kernel of a loaded module (cuModuleGetFunction).
+class Function {
+ public:
+  Function() = default;
+  Function(const CudaLibraries* libs, CUfunction f, std::string name)
+      : libs_(libs), f_(f), name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  CUfunction handle() const { return f_; }
+
+  // cuLaunchKernel on the default stream; `args` holds one pointer per
+  // kernel parameter, pointing at its value. Asynchronous: errors raised by
+  // the kernel itself surface at the next Device::synchronize().
+  void launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes, void** args) const;
+
+ private:
+  const CudaLibraries* libs_ = nullptr;
+  CUfunction f_ = nullptr;
+  std::string name_;
+};
+
+// A module loaded from a cubin image (cuModuleLoadData), unloaded on
+// destruction.
+class Module {
+ public:
+  Module(const Device& device, const std::vector<char>& cubin);
+  Module(Module&& other) noexcept;
+  Module& operator=(Module&&) = delete;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  ~Module();
+
+  Function function(const std::string& name) const;
+
+ private:
+  const CudaLibraries* libs_ = nullptr;
+  CUmodule mod_ = nullptr;
+};
+
+// A timing event (cuEventCreate with default flags), destroyed on
+// destruction.
+class Event {
+ public:
+  explicit Event(const Device& device);
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+
+  // cuEventRecord on the default stream.
+  void record();
+  // Milliseconds from `start` to this event (cuEventElapsedTime), after
+  // waiting for this event to complete.
+  float elapsed_ms_since(const Event& start) const;
+
+ private:
+  const CudaLibraries* libs_ = nullptr;
+  CUevent ev_ = nullptr;
+};
+
+// Device 0 with its primary context made current on the calling thread
+// (cuDevicePrimaryCtxRetain + cuCtxSetCurrent); the context is released on
+// destruction. Throws UserError when CUDA is unavailable (cuda_available()).
+class Device {
+ public:
+  Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device();
+
+  const CudaLibraries& libs() const { return *libs_; }
+  const std::string& name() const { return name_; }
+  int cc_major() const { return cc_major_; }
+  int cc_minor() const { return cc_minor_; }
+  // "sm_90a" for compute capability 9.0 (the arch-specific target), "sm_XY"
+  // otherwise.
+  std::string arch() const;
+  int sm_count() const { return sm_count_; }
+  std::size_t total_memory() const { return total_memory_; }
+
+  // Makes the primary context current on the calling thread.
+  void make_current() const;
+  // cuCtxSynchronize; a kernel fault raised since the last check throws here.
+  void synchronize() const;
+
+ private:
+  const CudaLibraries* libs_ = nullptr;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  std::string name_;
+  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0;
+  std::size_t total_memory_ = 0;
+};
+
+}  // namespace tilefuse::cuda
