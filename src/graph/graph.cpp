@@ -463,4 +463,16 @@ void Graph::set_name(ValueId v, const std::string& name) {
   n.name = name;
 }
 
+std::string describe_value(const Node& n) {
+  if (!n.name.empty()) return "`" + n.name + "`";
+  switch (n.kind) {
+    case OpKind::Unary:
+      return "the result of " + std::string(unary_op_name(n.unary));
+    case OpKind::Binary:
+      return "the result of " + std::string(binary_op_name(n.binary));
+    default:
+      return "the result of " + std::string(op_kind_name(n.kind));
+  }
+}
+
 }  // namespace tilefuse

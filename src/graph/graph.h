@@ -120,17 +120,18 @@ struct Node {
   ValueId storage_root = -1;     // the value whose storage this one aliases (self if fresh)
 
   // Attributes; which ones are meaningful depends on `kind`.
-  std::string name;                  // Parameter: its name; others: the .tfs variable it was bound to, if any
-  std::optional<IntRange> range;     // Parameter
-  double scalar = 0;                 // Scalar: its value
-  UnaryOp unary = UnaryOp::Neg;      // Unary
-  BinaryOp binary = BinaryOp::Add;   // Binary
-  std::optional<double> clamp_min;   // Clamp
-  std::optional<double> clamp_max;   // Clamp
-  int64_t dim = 0;                   // Slice, Select, Index: the (non-negative) dim
-  int64_t start = 0, end = 0, step = 1;  // Slice (resolved, clamped like Python); Select: start = index
-  std::vector<int64_t> perm;         // Permute
-  double alpha = 1, beta = 1;        // Addmm
+  std::string name;  // Parameter: its name; others: the .tfs variable it was bound to, if any
+  std::optional<IntRange> range;    // Parameter
+  double scalar = 0;                // Scalar: its value
+  UnaryOp unary = UnaryOp::Neg;     // Unary
+  BinaryOp binary = BinaryOp::Add;  // Binary
+  std::optional<double> clamp_min;  // Clamp
+  std::optional<double> clamp_max;  // Clamp
+  int64_t dim = 0;                  // Slice, Select, Index: the (non-negative) dim
+  int64_t start = 0, end = 0,
+          step = 1;            // Slice (resolved, clamped like Python); Select: start = index
+  std::vector<int64_t> perm;   // Permute
+  double alpha = 1, beta = 1;  // Addmm
   // Unary, Binary, Where, Clamp: the dtype the operands are converted to
   // before the math (TensorIterator's common dtype: result_type of the
   // operands, then int->f32 for true division and the float unary ops). It
@@ -248,6 +249,12 @@ inline constexpr int64_t kMaxNumel = int64_t{1} << 40;
 // any float8 type mixed with another dtype (PyTorch: "Promotion for Float8
 // Types is not supported").
 DType promote_types(DType a, DType b, SourceLoc loc = {});
+// How run-time errors name a value: "`x`" when it is bound to a name, else
+// "the result of <op>" (run-time errors carry no source location, so the
+// name or the op is all the user gets). Every engine uses this one function,
+// so the reference evaluator and compiled kernels report identical messages.
+std::string describe_value(const Node& n);
+
 // PyTorch type promotion (torch.result_type) over the given values, with the
 // tensor / zero-dim tensor / wrapped-number priority rules. Throws as
 // promote_types, at `loc`.

@@ -89,12 +89,6 @@ Expr check_guard(const Expr& mask, const std::vector<Expr>& pos) {
   return guard;
 }
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 DType opmath_dtype(DType dt) {
@@ -113,19 +107,6 @@ DType opmath_dtype(DType dt) {
 
 DType index_dtype(int64_t size) {
   return size < kI32Limit ? DType::I32 : DType::I64;
-}
-
-std::string describe_value(const Graph& graph, ValueId v) {
-  const Node& n = graph.node(v);
-  if (!n.name.empty()) return "`" + n.name + "`";
-  switch (n.kind) {
-    case OpKind::Unary:
-      return "the result of " + std::string(unary_op_name(n.unary));
-    case OpKind::Binary:
-      return "the result of " + std::string(binary_op_name(n.binary));
-    default:
-      return "the result of " + lowercase(op_kind_name(n.kind));
-  }
 }
 
 // One lowering call: walks the graph below a value, collecting checks.
@@ -299,10 +280,11 @@ Expr ExprLowering::Impl::gather(ValueId v, const std::vector<Expr>& coords, cons
   // under the select once more.
   const Expr in_bounds = raw >= -size && raw < size;
 
-  std::string idx_name = describe_value(g_, idx);
+  std::string idx_name = describe_value(g_.node(idx));
   if (in.name.empty()) idx_name = "(" + idx_name + ")";
   std::string msg = "index {} is out of bounds for dim " + std::to_string(d) + " of " +
-                    describe_value(g_, x) + " (size " + std::to_string(size) + "): " + idx_name;
+                    describe_value(g_.node(x)) + " (size " + std::to_string(size) +
+                    "): " + idx_name;
   std::vector<Expr> args = {raw};
   if (r > 0) {
     msg += "[";

@@ -41,26 +41,6 @@ namespace {
 using reference::Compute;
 using reference::ThreadPool;
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// "`x`" for a named value, else "the result of <op>" (run-time errors have
-// no source location, so the name or the op is all the user gets).
-std::string describe(const Node& n) {
-  if (!n.name.empty()) return "`" + n.name + "`";
-  switch (n.kind) {
-    case OpKind::Unary:
-      return "the result of " + std::string(unary_op_name(n.unary));
-    case OpKind::Binary:
-      return "the result of " + std::string(binary_op_name(n.binary));
-    default:
-      return "the result of " + lowercase(op_kind_name(n.kind));
-  }
-}
-
 std::string type_string(DType dt, const Shape& shape) {
   return std::string(dtype_name(dt)) + shape_to_string(shape);
 }
@@ -325,10 +305,10 @@ Tensor Evaluator::eval_node(const Node& n) {
     case OpKind::Index: {
       Tensor out = fresh(n);
       const Node& idx_node = g_.node(n.inputs[1]);
-      std::string idx_name = describe(idx_node);
+      std::string idx_name = describe_value(idx_node);
       if (idx_node.name.empty()) idx_name = "(" + idx_name + ")";
       reference::gather(values_[n.inputs[0]], n.dim, exact_tensor(n.inputs[1]), out,
-                        {describe(g_.node(n.inputs[0])), idx_name}, pool_);
+                        {describe_value(g_.node(n.inputs[0])), idx_name}, pool_);
       return out;
     }
     case OpKind::Matmul:
