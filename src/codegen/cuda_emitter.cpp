@@ -1,0 +1,1087 @@
+// The CUDA C++ emitter (see cuda_emitter.h for the decisions it makes).
+#include "codegen/cuda_emitter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "tir/functor.h"
+#include "tir/printer.h"
+
+namespace tilefuse::codegen {
+namespace {
+
+using namespace tir;
+
+int64_t const_of(const Expr& e, const char* what) {
+  const int64_t* c = as_const_int(e);
+  TF_CHECK(c != nullptr, std::string("cuda emitter: ") + what + " is not a constant: " + print(e));
+  return *c;
+}
+
+int64_t numel(const Buffer& b) {
+  int64_t n = 1;
+  for (const Expr& e : b->shape) n *= const_of(e, "a buffer extent");
+  return n;
+}
+
+bool is_mma_dtype(DType dt) { return dt == DType::F16 || dt == DType::BF16; }
+
+// ---- prescan: gemms, shared buffers, staging ---------------------------------
+
+struct GemmInfo {
+  const GemmNode* node = nullptr;
+  bool mma = false;
+  int bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
+  std::string tile_type;  // the C++ type of the accumulator object
+};
+
+struct SharedInfo {
+  int stages = 1;
+  bool swizzled = false;
+  int64_t tile_elems = 0;  // one stage
+  int64_t offset = 0;
+};
+
+class Prescan : public IRVisitor {
+ public:
+  std::vector<const GemmNode*> gemms;
+  std::vector<const AllocateNode*> allocs;
+  std::unordered_map<const BufferNode*, int> staged;  // buffer -> stages
+  bool has_copy = false, has_check = false;
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const GemmNode* op) override {
+    gemms.push_back(op);
+    IRVisitor::visit(op);
+  }
+  void visit(const AllocateNode* op) override {
+    allocs.push_back(op);
+    IRVisitor::visit(op);
+  }
+  void visit(const CheckNode* op) override {
+    has_check = true;
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    has_copy = true;
+    if (stages_ > 1) staged[op->dst.get()] = stages_;
+    IRVisitor::visit(op);
+  }
+  void visit(const ForNode* op) override {
+    int saved = stages_;
+    if (op->for_kind == ForKind::Pipelined) stages_ = std::max(op->num_stages, 1);
+    IRVisitor::visit(op);
+    stages_ = saved;
+  }
+
+ private:
+  int stages_ = 1;
+};
+
+// Does `s` access a fragment buffer (load or store)?
+class FragmentUse : public IRVisitor {
+ public:
+  const BufferNode* fragment = nullptr;
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const LoadNode* op) override {
+    if (op->buffer.scope() == MemScope::Fragment) fragment = op->buffer.get();
+    IRVisitor::visit(op);
+  }
+  void visit(const StoreNode* op) override {
+    if (op->buffer.scope() == MemScope::Fragment) fragment = op->buffer.get();
+    IRVisitor::visit(op);
+  }
+};
+
+// The warp arrangement of an MMA tile: WARPS_M x WARPS_N = warps with warp
+// tiles that are multiples of 16x16, the squarest first (fewest ldmatrix per
+// mma: MT + NT/2 per k16 step); fewer warps when none fits.
+std::pair<int, int> arrange_warps(int bm, int bn, int warps) {
+  for (int w = warps; w >= 1; w /= 2) {
+    int best_m = 0;
+    int64_t best_cost = std::numeric_limits<int64_t>::max();
+    for (int wm = 1; wm <= w; wm *= 2) {
+      int wn = w / wm;
+      if (bm % (wm * 16) != 0 || bn % (wn * 16) != 0) continue;
+      int64_t cost = bm / wm + bn / wn;
+      if (cost < best_cost) best_cost = cost, best_m = wm;
+    }
+    if (best_m) return {best_m, w / best_m};
+  }
+  return {0, 0};
+}
+
+// ---- the emitter -------------------------------------------------------------
+
+class Emitter {
+ public:
+  Emitter(const Kernel& k, const Target& t) : k_(k), target_(t) {}
+
+  CudaKernel run();
+
+ private:
+  // names
+  std::string name_of(const void* node, const std::string& hint);
+  std::string var(const Var& v) { return name_of(v.get(), v.name()); }
+  std::string buf(const Buffer& b) { return name_of(b.get(), b.name()); }
+
+  // output
+  void line(const std::string& s) { out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  struct Indent {
+    Emitter* e;
+    explicit Indent(Emitter* em) : e(em) { ++e->indent_; }
+    ~Indent() { --e->indent_; }
+  };
+  void open(const std::string& head) {
+    line(head + " {");
+    ++indent_;
+  }
+  void close() {
+    --indent_;
+    line("}");
+  }
+
+  // expressions
+  std::string expr(const Expr& e);
+  std::string binary(const Expr& e);
+  std::string literal(const Expr& e);
+  std::string cast(DType to, const Expr& v);
+  std::string load(const LoadNode* op);
+  std::string address(const Buffer& b, const std::vector<Expr>& idx);  // "&x[off]"
+  std::string element(const Buffer& b, const std::vector<Expr>& idx);  // "x[off]"
+  std::string global_offset(const Buffer& b, const std::vector<Expr>& idx);
+  std::string shared_offset(const Buffer& b, const std::vector<Expr>& idx);
+  bool nonneg(const Expr& e);
+
+  // statements
+  void stmt(const Stmt& s);
+  void seq_of(const Stmt& s, std::vector<Stmt>* out);
+  void emit_for(const ForNode* op);
+  void emit_pipelined(const ForNode* op);
+  void emit_parallel(const ForNode* op);
+  void emit_fragment_nest(const ForNode* op, const BufferNode* frag);
+  void emit_copy(const CopyNode* op, bool pipelined);
+  void emit_check(const CheckNode* op);
+  void emit_alloc(const AllocateNode* op);
+  void thread_loop(int64_t total, const std::string& v, const std::function<void()>& body);
+
+  const Kernel& k_;
+  Target target_;
+  CudaKernel result_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  int threads_ = 128;
+  int tmp_ = 0;
+  bool in_threads_ = false;  // inside a thread-distributed region
+  std::unordered_map<const void*, std::string> names_;
+  std::set<std::string> used_names_;
+  std::unordered_set<const VarNode*> nonneg_vars_;
+  std::unordered_map<const BufferNode*, SharedInfo> shared_;
+  std::unordered_map<const BufferNode*, std::string> stage_expr_;  // staged buffer -> stage now
+  std::unordered_map<const BufferNode*, GemmInfo> fragments_;      // C buffer -> its gemm
+  // Inside a fragment nest: loads of frag[vars] read frag.c[e].
+  const BufferNode* frag_ = nullptr;
+  std::vector<const VarNode*> frag_vars_;
+  std::string frag_e_;
+};
+
+std::string Emitter::name_of(const void* node, const std::string& hint) {
+  auto it = names_.find(node);
+  if (it != names_.end()) return it->second;
+  std::string base;
+  for (char c : hint) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
+  static const std::set<std::string> kReserved = {
+      "int",    "float", "double", "char",   "short",    "long",     "bool",  "void",   "auto",
+      "const",  "if",    "else",   "for",    "while",    "do",       "return", "break", "case",
+      "switch", "new",   "delete", "this",   "true",     "false",    "struct", "class", "union",
+      "signed", "unsigned", "static", "extern", "register", "volatile", "default", "goto",
+      "sizeof", "template", "typename", "namespace", "using", "operator", "private", "public",
+      "asm", "inline", "restrict", "min", "max", "tf", "threadIdx", "blockIdx", "blockDim",
+      "gridDim", "warpSize", "kThreads", "e"};
+  if (kReserved.count(base) || base.rfind("tf_", 0) == 0) base += "_";
+  std::string name = base;
+  for (int n = 1; used_names_.count(name); ++n) name = base + "_" + std::to_string(n);
+  used_names_.insert(name);
+  names_[node] = name;
+  return name;
+}
+
+// ---- expressions ----------------------------------------------------------------
+
+bool Emitter::nonneg(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::IntImm: return e.as<IntImmNode>()->value >= 0;
+    case ExprKind::Var: return nonneg_vars_.count(e.as<VarNode>()) > 0;
+    case ExprKind::Add: return nonneg(e.as<AddNode>()->a) && nonneg(e.as<AddNode>()->b);
+    case ExprKind::Mul: return nonneg(e.as<MulNode>()->a) && nonneg(e.as<MulNode>()->b);
+    case ExprKind::Div: return nonneg(e.as<DivNode>()->a) && nonneg(e.as<DivNode>()->b);
+    case ExprKind::Mod: return nonneg(e.as<ModNode>()->b);
+    case ExprKind::Min: return nonneg(e.as<MinNode>()->a) && nonneg(e.as<MinNode>()->b);
+    case ExprKind::Max: return nonneg(e.as<MaxNode>()->a) || nonneg(e.as<MaxNode>()->b);
+    case ExprKind::Cast: {
+      const CastNode* c = e.as<CastNode>();
+      return is_integral(c->value.dtype()) && dtype_size(e.dtype()) >= dtype_size(c->value.dtype()) &&
+             nonneg(c->value);
+    }
+    default: return false;
+  }
+}
+
+std::string Emitter::literal(const Expr& e) {
+  if (const IntImmNode* i = e.as<IntImmNode>()) {
+    switch (e.dtype()) {
+      case DType::Bool: return i->value ? "true" : "false";
+      case DType::I32:
+        return i->value == std::numeric_limits<int32_t>::min() ? "(-2147483647 - 1)"
+                                                                : std::to_string(i->value);
+      case DType::I64:
+        return i->value == std::numeric_limits<int64_t>::min()
+                   ? "(-9223372036854775807ll - 1)"
+                   : std::to_string(i->value) + "ll";
+      default: return "static_cast<" + cuda_type(e.dtype()) + ">(" + std::to_string(i->value) + ")";
+    }
+  }
+  const FloatImmNode* f = e.as<FloatImmNode>();
+  const double v = f->value;
+  auto f32_bits = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+  };
+  switch (e.dtype()) {
+    case DType::F32:
+      if (std::isfinite(v)) return fmt::format("{:a}f", static_cast<float>(v));
+      return fmt::format("__int_as_float(0x{:08x})", f32_bits(static_cast<float>(v)));
+    case DType::F64:
+      if (std::isfinite(v)) return fmt::format("{:a}", v);
+      {
+        uint64_t b;
+        std::memcpy(&b, &v, 8);
+        return fmt::format("__longlong_as_double(0x{:016x}ll)", b);
+      }
+    case DType::F16: return fmt::format("tf::f16{{0x{:04x}}}", f32_to_f16_bits(static_cast<float>(v)));
+    case DType::BF16:
+      return fmt::format("tf::bf16{{0x{:04x}}}", f32_to_bf16_bits(static_cast<float>(v)));
+    case DType::F8E4M3:
+      return fmt::format("tf::f8e4m3{{0x{:02x}}}", f32_to_f8e4m3_bits(static_cast<float>(v)));
+    case DType::F8E5M2:
+      return fmt::format("tf::f8e5m2{{0x{:02x}}}", f32_to_f8e5m2_bits(static_cast<float>(v)));
+    default: TF_CHECK(false, "cuda emitter: a float constant of a non-float dtype");
+  }
+  return "";
+}
+
+std::string Emitter::cast(DType to, const Expr& v) {
+  const DType from = v.dtype();
+  std::string x = expr(v);
+  if (from == to) return x;
+  // Integer widening/narrowing wraps (C++20 modular conversion); bool -> int
+  // is 0/1. Everything else follows the IR contract in tf::cast.
+  if ((is_integral(from) || from == DType::Bool) && is_integral(to))
+    return "static_cast<" + cuda_type(to) + ">(" + x + ")";
+  return "tf::cast<" + cuda_type(to) + ">(" + x + ")";
+}
+
+std::string Emitter::binary(const Expr& e) {
+  auto ab = [&](const auto* op) { return std::make_pair(op->a, op->b); };
+  Expr a, b;
+  switch (e.kind()) {
+#define TF_AB(name, ...) \
+  case ExprKind::name: std::tie(a, b) = ab(e.as<name##Node>()); break;
+    TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_AB)
+#undef TF_AB
+    default: TF_CHECK(false, "cuda emitter: not a binary op");
+  }
+  const DType dt = a.dtype();
+  const std::string x = expr(a), y = expr(b);
+  const bool narrow_int = dt == DType::I8 || dt == DType::U8;
+  auto arith = [&](const char* sym) {
+    std::string r = "(" + x + " " + sym + " " + y + ")";
+    return narrow_int ? "static_cast<" + cuda_type(dt) + ">" + r : r;
+  };
+  switch (e.kind()) {
+    case ExprKind::Add: return arith("+");
+    case ExprKind::Sub: return arith("-");
+    case ExprKind::Mul: return arith("*");
+    case ExprKind::Div: {
+      if (!is_integral(dt)) return "(" + x + " / " + y + ")";
+      const int64_t* c = as_const_int(b);
+      if (c && *c > 0 && nonneg(a)) return arith("/");
+      return "tf::floordiv(" + x + ", " + y + ")";
+    }
+    case ExprKind::Mod: {
+      const int64_t* c = as_const_int(b);
+      if (is_integral(dt) && c && *c > 0 && nonneg(a)) return arith("%");
+      return "tf::floormod(" + x + ", " + y + ")";
+    }
+    case ExprKind::Min: return "tf::min(" + x + ", " + y + ")";
+    case ExprKind::Max: return "tf::max(" + x + ", " + y + ")";
+    case ExprKind::EQ: return "(" + x + " == " + y + ")";
+    case ExprKind::NE: return "(" + x + " != " + y + ")";
+    case ExprKind::LT: return "(" + x + " < " + y + ")";
+    case ExprKind::LE: return "(" + x + " <= " + y + ")";
+    case ExprKind::GT: return "(" + x + " > " + y + ")";
+    case ExprKind::GE: return "(" + x + " >= " + y + ")";
+    case ExprKind::And: return "(" + x + " && " + y + ")";
+    case ExprKind::Or: return "(" + x + " || " + y + ")";
+    default: break;
+  }
+  TF_CHECK(false, "cuda emitter: unhandled binary op");
+  return "";
+}
+
+std::string Emitter::expr(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return literal(e);
+    case ExprKind::Var: {
+      const VarNode* v = e.as<VarNode>();
+      TF_CHECK(names_.count(v), "cuda emitter: unbound var " + v->name);
+      return names_.at(v);
+    }
+    case ExprKind::Not: return "(!" + expr(e.as<NotNode>()->a) + ")";
+    case ExprKind::Select: {
+      const SelectNode* s = e.as<SelectNode>();
+      return "(" + expr(s->cond) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) +
+             ")";
+    }
+    case ExprKind::Cast: return cast(e.dtype(), e.as<CastNode>()->value);
+    case ExprKind::Call: {
+      const CallNode* c = e.as<CallNode>();
+      std::string r = "tf::" + std::string(intrinsic_name(c->op)) + "(";
+      for (size_t i = 0; i < c->args.size(); ++i) r += (i ? ", " : "") + expr(c->args[i]);
+      return r + ")";
+    }
+    case ExprKind::Load: return load(e.as<LoadNode>());
+    case ExprKind::HookLoad:
+      TF_CHECK(false, "cuda emitter: a load_input hook was not inlined");
+      return "";
+    default: return binary(e);
+  }
+}
+
+std::string Emitter::global_offset(const Buffer& b, const std::vector<Expr>& idx) {
+  const size_t rank = idx.size();
+  std::vector<int64_t> strides(rank);
+  if (!b->strides.empty()) {
+    for (size_t d = 0; d < rank; ++d) strides[d] = const_of(b->strides[d], "a stride");
+  } else {
+    int64_t s = 1;
+    for (size_t d = rank; d-- > 0;) {
+      strides[d] = s;
+      s *= const_of(b->shape[d], "a buffer extent");
+    }
+  }
+  // 64-bit unless the largest offset and every index fit 32 bits (the IR's
+  // "Offsets" rule).
+  int64_t max_off = 0;
+  bool wide = false;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t ext = const_of(b->shape[d], "a buffer extent");
+    max_off += std::max<int64_t>(ext - 1, 0) * std::abs(strides[d]);
+    wide |= idx[d].dtype() == DType::I64;
+  }
+  wide |= max_off > std::numeric_limits<int32_t>::max();
+  std::string r;
+  for (size_t d = 0; d < rank; ++d) {
+    if (strides[d] == 0) continue;
+    std::string term = expr(idx[d]);
+    if (wide && idx[d].dtype() != DType::I64) term = "static_cast<long long>(" + term + ")";
+    if (strides[d] != 1) term += " * " + std::to_string(strides[d]) + (wide ? "ll" : "");
+    r += (r.empty() ? "" : " + ") + term;
+  }
+  return r.empty() ? "0" : r;
+}
+
+std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx) {
+  const SharedInfo& info = shared_.at(b.get());
+  std::string off;
+  if (idx.size() == 2) {
+    const int64_t cols = const_of(b->shape[1], "a shared extent");
+    off = info.swizzled ? fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
+                                      expr(idx[0]), expr(idx[1]))
+                        : fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
+  } else {
+    int64_t s = 1;
+    for (size_t d = idx.size(); d-- > 0;) {
+      std::string term = expr(idx[d]);
+      if (s != 1) term += " * " + std::to_string(s);
+      off = off.empty() ? term : term + " + " + off;
+      s *= const_of(b->shape[d], "a shared extent");
+    }
+    if (off.empty()) off = "0";
+  }
+  if (info.stages > 1) {
+    auto it = stage_expr_.find(b.get());
+    TF_CHECK(it != stage_expr_.end(),
+             "cuda emitter: staged buffer " + b.name() + " used outside its pipelined loop");
+    off = "(" + it->second + ") * " + std::to_string(info.tile_elems) + " + " + off;
+  }
+  return off;
+}
+
+std::string Emitter::element(const Buffer& b, const std::vector<Expr>& idx) {
+  switch (b.scope()) {
+    case MemScope::Global: return buf(b) + "[" + global_offset(b, idx) + "]";
+    case MemScope::Shared: return buf(b) + "[" + shared_offset(b, idx) + "]";
+    case MemScope::Local: {
+      std::string off;
+      int64_t s = 1;
+      for (size_t d = idx.size(); d-- > 0;) {
+        std::string term = expr(idx[d]) + (s != 1 ? " * " + std::to_string(s) : "");
+        off = off.empty() ? term : term + " + " + off;
+        s *= const_of(b->shape[d], "a local extent");
+      }
+      return buf(b) + "[" + (off.empty() ? "0" : off) + "]";
+    }
+    case MemScope::Fragment: {
+      bool ok = frag_ == b.get() && idx.size() == frag_vars_.size();
+      for (size_t d = 0; ok && d < idx.size(); ++d) ok = idx[d].get() == frag_vars_[d];
+      TF_CHECK(ok, "cuda emitter: fragment " + b.name() +
+                       " accessed outside a parallel nest over its own elements");
+      return buf(b) + ".c[" + frag_e_ + "]";
+    }
+  }
+  return "";
+}
+
+std::string Emitter::address(const Buffer& b, const std::vector<Expr>& idx) {
+  return "&" + element(b, idx);
+}
+
+std::string Emitter::load(const LoadNode* op) {
+  std::string el = element(op->buffer, op->indices);
+  if (!op->mask.defined()) return el;
+  std::string other = op->other.defined() ? expr(op->other)
+                                          : literal(make_const(op->buffer.dtype(), 0));
+  return "(" + expr(op->mask) + " ? " + el + " : " + other + ")";
+}
+
+// ---- statements -----------------------------------------------------------------
+
+void Emitter::seq_of(const Stmt& s, std::vector<Stmt>* out) {
+  if (const SeqNode* q = s.as<SeqNode>()) {
+    for (const Stmt& t : q->stmts) seq_of(t, out);
+  } else if (s.defined()) {
+    out->push_back(s);
+  }
+}
+
+// `for (v = tid; v < total; v += threads)`, or a fixed-trip unrolled loop
+// when total is a multiple of the block.
+void Emitter::thread_loop(int64_t total, const std::string& v, const std::function<void()>& body) {
+  const bool saved = in_threads_;
+  in_threads_ = true;
+  if (total % threads_ == 0 && total / threads_ <= 64) {
+    line("#pragma unroll");
+    std::string r = "tf_r" + std::to_string(tmp_++);
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", r, r, total / threads_, r));
+    line(fmt::format("const int {} = {} * kThreads + tf_tid;", v, r));
+  } else {
+    open(fmt::format("for (int {} = tf_tid; {} < {}; {} += kThreads)", v, v, total, v));
+  }
+  body();
+  close();
+  in_threads_ = saved;
+}
+
+void Emitter::emit_check(const CheckNode* op) {
+  int64_t code = op->code;
+  bool known = false;
+  for (const CudaCheck& c : result_.checks) known |= c.code == code && c.message == op->message;
+  if (!known) {
+    for (const CudaCheck& c : result_.checks)
+      TF_CHECK(c.code != code, "cuda emitter: two checks share code " + std::to_string(code));
+    result_.checks.push_back({code, op->message, static_cast<int>(op->args.size())});
+  }
+  TF_CHECK(op->args.size() <= 4, "cuda emitter: a check with more than 4 args");
+  std::string args;
+  for (const Expr& a : op->args) args += ", static_cast<long long>(" + expr(a) + ")";
+  line(fmt::format("if (!{}) tf::report(tf_status, {}{});", expr(op->cond), code, args));
+}
+
+void Emitter::emit_alloc(const AllocateNode* op) {
+  const Buffer& b = op->buffer;
+  const std::string n = buf(b), t = cuda_type(b.dtype());
+  switch (b.scope()) {
+    case MemScope::Shared: {
+      const SharedInfo& info = shared_.at(b.get());
+      line(fmt::format("{}* {} = reinterpret_cast<{}*>(tf_smem + {});  // {}{}", t, n, t,
+                       info.offset, info.swizzled ? "swizzled" : "row-major",
+                       info.stages > 1 ? ", " + std::to_string(info.stages) + " stages" : ""));
+      break;
+    }
+    case MemScope::Fragment: {
+      auto it = fragments_.find(b.get());
+      TF_CHECK(it != fragments_.end(), "cuda emitter: fragment " + b.name() + " is no gemm's C");
+      line(it->second.tile_type + " " + n + ";");
+      break;
+    }
+    case MemScope::Local: line(fmt::format("{} {}[{}];", t, n, numel(b))); break;
+    case MemScope::Global: TF_CHECK(false, "cuda emitter: alloc of a global buffer");
+  }
+  stmt(op->body);
+}
+
+void Emitter::emit_copy(const CopyNode* op, bool pipelined) {
+  const Buffer& dst = op->dst;
+  TF_CHECK(dst.scope() == MemScope::Shared || dst.scope() == MemScope::Local,
+           "cuda emitter: a copy into " + std::string(mem_scope_name(dst.scope())) + " memory");
+  std::string mode = "register";
+  int64_t width = dtype_size(dst.dtype());
+  if (auto it = op->annotations.find("mode"); it != op->annotations.end())
+    mode = std::get<std::string>(it->second);
+  if (auto it = op->annotations.find("width"); it != op->annotations.end())
+    width = std::get<int64_t>(it->second);
+  std::vector<int64_t> ext;
+  for (const Expr& e : op->extents) ext.push_back(const_of(e, "a copy extent"));
+  const int64_t elem = dtype_size(dst.dtype());
+  const LoadNode* src = op->value.as<LoadNode>();
+  int64_t vec = 1;
+  if (mode == "cp_async" || mode == "tma") {
+    // The mma.sync path issues TMA-eligible tiles with cp.async too
+    // (lower_copies only picks "tma" for targets that lower it).
+    vec = width / elem;
+    bool ok = src && dst.scope() == MemScope::Shared && vec >= 1 && width % elem == 0 &&
+              !ext.empty() && ext.back() % vec == 0 && (width == 4 || width == 8 || width == 16) &&
+              (!src->other.defined() || (as_const_int(src->other) && *as_const_int(src->other) == 0));
+    TF_CHECK(ok, "cuda emitter: copy into " + dst.name() + " cannot be issued as cp.async");
+    mode = "cp_async";
+  } else {
+    mode = "register";
+    width = elem;
+  }
+  result_.copies.push_back({dst.name(), mode, width, pipelined ? shared_.at(dst.get()).stages : 1});
+
+  int64_t total = 1;
+  for (int64_t e : ext) total *= e;
+  total /= vec;
+  line(fmt::format("// copy {} <- {} ({}{} B)", dst.name(), src ? src->buffer.name() : "prologue",
+                   mode == "cp_async" ? "cp.async " : "register-staged, ", width));
+  std::string v = "tf_v" + std::to_string(tmp_++);
+  for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
+  thread_loop(total, v, [&] {
+    // Decompose the flat vector index; the innermost var steps by vec.
+    int64_t stride = 1;
+    std::vector<std::string> decl(ext.size());
+    for (size_t d = ext.size(); d-- > 0;) {
+      const int64_t e = d + 1 == ext.size() ? ext[d] / vec : ext[d];
+      std::string x = stride == 1 ? v : "(" + v + " / " + std::to_string(stride) + ")";
+      if (d > 0) x += " % " + std::to_string(e);
+      if (d + 1 == ext.size() && vec > 1) x = "(" + x + ") * " + std::to_string(vec);
+      decl[d] = fmt::format("const int {} = {};", var(op->vars[d]), x);
+      stride *= e;
+    }
+    for (const std::string& s : decl) line(s);
+    if (mode == "cp_async") {
+      std::string pred = src->mask.defined() ? expr(src->mask) : "true";
+      line("const bool tf_pred = " + pred + ";");
+      line(fmt::format("tf::cp_async_{}({}, tf_pred ? static_cast<const void*>({}) : {}, tf_pred);",
+                       width, address(dst, op->dst_indices), address(src->buffer, src->indices),
+                       buf(src->buffer)));
+    } else {
+      line(element(dst, op->dst_indices) + " = " + expr(op->value) + ";");
+    }
+  });
+}
+
+void Emitter::emit_pipelined(const ForNode* op) {
+  // Body: a chain of lets, then the copies (producer), then the rest
+  // (consumer). Anything else runs as a plain loop with barriers.
+  std::vector<std::pair<Var, Expr>> lets;
+  std::vector<const CopyNode*> copies;
+  std::vector<Stmt> consumer;
+  bool regular = true;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      if (!consumer.empty()) regular = false;
+      lets.emplace_back(l->var, l->value);
+      walk(l->body);
+    } else if (const CopyNode* c = s.as<CopyNode>()) {
+      if (!consumer.empty() || c->dst.scope() != MemScope::Shared) regular = false;
+      copies.push_back(c);
+    } else if (s.defined()) {
+      consumer.push_back(s);
+    }
+  };
+  walk(op->body);
+  const int stages = std::max(op->num_stages, 1);
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string k = var(op->var);
+  const std::string lo = expr(op->min), n = expr(op->extent);
+  if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+  if (!regular || copies.empty() || stages < 2) {
+    line(fmt::format("// pipelined loop run in order ({})",
+                     copies.empty() ? "no copies" : stages < 2 ? "one stage" : "irregular body"));
+    for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "0";
+    open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, k, lo, k, lo, n, k));
+    line("__syncthreads();");
+    for (auto& [v, val] : lets) line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+    for (const CopyNode* c : copies) emit_copy(c, false);
+    line("tf::cp_async_commit();");
+    line("tf::cp_async_wait<0>();");
+    line("__syncthreads();");
+    for (const Stmt& s : consumer) stmt(s);
+    close();
+    line("__syncthreads();");
+    return;
+  }
+  line(fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
+                   "copies of tile i + {} are in flight",
+                   stages, stages - 1));
+  // The producer: the copies of one iteration into one stage.
+  open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
+  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  for (auto& [v, val] : lets) line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+  for (const CopyNode* c : copies) emit_copy(c, true);
+  --indent_;
+  line("};");
+  const std::string it = "tf_it" + std::to_string(tmp_++);
+  open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages - 1));
+  line(fmt::format("if (tf_s < {}) tf_issue({} + tf_s, tf_s);", n, lo));
+  line("tf::cp_async_commit();");
+  close();
+  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+  line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+  line("__syncthreads();");
+  line(fmt::format("if ({} + {} < {}) tf_issue({} + {} + {}, ({} + {}) % {});", it, stages - 1, n,
+                   lo, it, stages - 1, it, stages - 1, stages));
+  line("tf::cp_async_commit();");
+  line(fmt::format("const {} {} = {} + {};", t, k, lo, it));
+  line(fmt::format("const int tf_stage = {} % {};", it, stages));
+  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  for (auto& [v, val] : lets) line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+  for (const Stmt& s : consumer) stmt(s);
+  close();
+  line("tf::cp_async_wait<0>();");
+  line("__syncthreads();");
+  for (const CopyNode* c : copies) stage_expr_.erase(c->dst.get());
+}
+
+void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
+  // for i in parallel { lets; for j in parallel { body } } over frag[i, j]:
+  // one iteration per accumulator element the thread owns.
+  const ForNode* inner = nullptr;
+  std::function<void(const Stmt&)> find = [&](const Stmt& s) {
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) find(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      find(l->body);
+    } else if (const ForNode* f = s.as<ForNode>(); f && f->for_kind == ForKind::Parallel) {
+      TF_CHECK(!inner, "cuda emitter: two inner loops in a fragment nest");
+      inner = f;
+    }
+  };
+  find(op->body);
+  TF_CHECK(inner != nullptr && frag->shape.size() == 2 &&
+               const_of(op->extent, "a parallel extent") == const_of(frag->shape[0], "a fragment extent") &&
+               const_of(inner->extent, "a parallel extent") == const_of(frag->shape[1], "a fragment extent"),
+           "cuda emitter: a fragment is accessed by a nest that does not cover it in 2-D");
+  const std::string f = buf(Buffer(frag));
+  frag_ = frag;
+  frag_vars_ = {op->var.get(), inner->var.get()};
+  frag_e_ = "tf_e" + std::to_string(tmp_++);
+  nonneg_vars_.insert(op->var.get());
+  nonneg_vars_.insert(inner->var.get());
+  const bool saved = in_threads_;
+  in_threads_ = true;
+  line("#pragma unroll");
+  open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f, frag_e_));
+  line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+  line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+  // The statements around the inner loop run once per element (lets and
+  // checks are pure).
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
+      line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
+      walk(l->body);
+    } else if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (s.get() == inner) {
+      stmt(inner->body);
+    } else {
+      stmt(s);
+    }
+  };
+  walk(op->body);
+  close();
+  in_threads_ = saved;
+  frag_ = nullptr;
+  frag_vars_.clear();
+}
+
+void Emitter::emit_parallel(const ForNode* op) {
+  FragmentUse fu;
+  fu.visit_stmt(Stmt(op));
+  if (fu.fragment) {
+    emit_fragment_nest(op, fu.fragment);
+    return;
+  }
+  if (in_threads_) {  // already distributed: every thread runs this loop itself
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", var(op->var), var(op->var),
+                     expr(op->extent), var(op->var)));
+    if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+    stmt(op->body);
+    close();
+    return;
+  }
+  // Flatten the chain of parallel loops whose bodies are lets / checks
+  // around exactly one inner parallel loop.
+  std::vector<const ForNode*> chain{op};
+  for (;;) {
+    Stmt s = chain.back()->body;
+    const ForNode* next = nullptr;
+    bool only_pure = true;
+    std::function<void(const Stmt&)> walk = [&](const Stmt& t) {
+      if (const LetStmtNode* l = t.as<LetStmtNode>()) {
+        walk(l->body);
+      } else if (const SeqNode* q = t.as<SeqNode>()) {
+        for (const Stmt& u : q->stmts) walk(u);
+      } else if (const ForNode* f = t.as<ForNode>(); f && f->for_kind == ForKind::Parallel) {
+        if (next) only_pure = false;
+        next = f;
+      } else if (t.as<CheckNode>()) {
+      } else {
+        only_pure = false;
+      }
+    };
+    walk(s);
+    if (!next || !only_pure) break;
+    chain.push_back(next);
+  }
+  std::vector<int64_t> ext;
+  int64_t total = 1;
+  for (const ForNode* f : chain) {
+    TF_CHECK(as_const_int(f->min) && *as_const_int(f->min) == 0,
+             "cuda emitter: a parallel loop that does not start at 0");
+    ext.push_back(const_of(f->extent, "a parallel extent"));
+    total *= ext.back();
+    nonneg_vars_.insert(f->var.get());
+  }
+  std::string v = "tf_v" + std::to_string(tmp_++);
+  std::unordered_map<const ForNode*, std::string> coord;
+  int64_t stride = total;
+  for (size_t d = 0; d < chain.size(); ++d) {
+    stride /= ext[d];
+    std::string x = stride == 1 ? v : "(" + v + " / " + std::to_string(stride) + ")";
+    if (d > 0) x += " % " + std::to_string(ext[d]);
+    coord[chain[d]] = x;
+  }
+  thread_loop(total, v, [&] {
+    std::function<void(const Stmt&)> walk = [&](const Stmt& t) {
+      if (const ForNode* f = t.as<ForNode>(); f && coord.count(f)) {
+        line(fmt::format("const int {} = {};", var(f->var), coord.at(f)));
+        walk(f->body);
+      } else if (const LetStmtNode* l = t.as<LetStmtNode>()) {
+        if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
+        line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
+        walk(l->body);
+      } else if (const SeqNode* q = t.as<SeqNode>()) {
+        for (const Stmt& u : q->stmts) walk(u);
+      } else {
+        stmt(t);
+      }
+    };
+    walk(Stmt(op));
+  });
+}
+
+void Emitter::emit_for(const ForNode* op) {
+  switch (op->for_kind) {
+    case ForKind::Pipelined: emit_pipelined(op); return;
+    case ForKind::Parallel: emit_parallel(op); return;
+    case ForKind::Unrolled: line("#pragma unroll"); [[fallthrough]];
+    case ForKind::Serial: {
+      const std::string t = cuda_type(op->var.dtype()), v = var(op->var);
+      if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+      open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, v, expr(op->min), v,
+                       expr(op->min), expr(op->extent), v));
+      stmt(op->body);
+      close();
+      return;
+    }
+  }
+}
+
+void Emitter::stmt(const Stmt& s) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case StmtKind::For: emit_for(s.as<ForNode>()); return;
+    case StmtKind::IfThenElse: {
+      const IfThenElseNode* op = s.as<IfThenElseNode>();
+      open("if (" + expr(op->cond) + ")");
+      stmt(op->then_case);
+      if (op->else_case.defined()) {
+        --indent_;
+        line("} else {");
+        ++indent_;
+        stmt(op->else_case);
+      }
+      close();
+      return;
+    }
+    case StmtKind::LetStmt: {
+      const LetStmtNode* op = s.as<LetStmtNode>();
+      if (nonneg(op->value)) nonneg_vars_.insert(op->var.get());
+      line(fmt::format("const {} {} = {};", cuda_type(op->var.dtype()), var(op->var), expr(op->value)));
+      stmt(op->body);
+      return;
+    }
+    case StmtKind::Store: {
+      const StoreNode* op = s.as<StoreNode>();
+      std::string st = element(op->buffer, op->indices) + " = " + expr(op->value) + ";";
+      line(op->mask.defined() ? "if (" + expr(op->mask) + ") " + st : st);
+      return;
+    }
+    case StmtKind::HookStore:
+      TF_CHECK(false, "cuda emitter: a store_output hook was not inlined");
+      return;
+    case StmtKind::Copy: {
+      const CopyNode* op = s.as<CopyNode>();
+      emit_copy(op, false);
+      if (result_.copies.back().mode == "cp_async") {
+        line("tf::cp_async_commit();");
+        line("tf::cp_async_wait<0>();");
+      }
+      return;
+    }
+    case StmtKind::Gemm: {
+      const GemmNode* op = s.as<GemmNode>();
+      TF_CHECK(!op->trans_a && !op->trans_b && op->a.prefix.empty() && op->b.prefix.empty() &&
+                   op->c.prefix.empty(),
+               "cuda emitter: a transposed or prefixed gemm operand");
+      auto tile = [&](const Buffer& b) {
+        return buf(b) + (shared_.at(b.get()).stages > 1 ? " + (" + stage_expr_.at(b.get()) + ") * " +
+                                                              std::to_string(shared_.at(b.get()).tile_elems)
+                                                        : "");
+      };
+      line(fmt::format("{}.mma({}, {});", buf(op->c.buffer), tile(op->a.buffer), tile(op->b.buffer)));
+      return;
+    }
+    case StmtKind::Fill: {
+      const FillNode* op = s.as<FillNode>();
+      if (op->buffer.scope() == MemScope::Fragment) {
+        line(fmt::format("{}.fill({});", buf(op->buffer), expr(op->value)));
+      } else if (op->buffer.scope() == MemScope::Local) {
+        line(fmt::format("for (int tf_f = 0; tf_f < {}; ++tf_f) {}[tf_f] = {};", numel(op->buffer),
+                         buf(op->buffer), expr(op->value)));
+      } else {
+        TF_CHECK(op->buffer.scope() == MemScope::Shared, "cuda emitter: fill of a global buffer");
+        const SharedInfo& info = shared_.at(op->buffer.get());
+        std::string v = "tf_v" + std::to_string(tmp_++);
+        std::string val = expr(op->value);
+        thread_loop(info.tile_elems * info.stages, v,
+                    [&] { line(fmt::format("{}[{}] = {};", buf(op->buffer), v, val)); });
+      }
+      return;
+    }
+    case StmtKind::Check: emit_check(s.as<CheckNode>()); return;
+    case StmtKind::Barrier: line("__syncthreads();"); return;
+    case StmtKind::Seq:
+      for (const Stmt& t : s.as<SeqNode>()->stmts) stmt(t);
+      return;
+    case StmtKind::Allocate: emit_alloc(s.as<AllocateNode>()); return;
+    case StmtKind::Evaluate: line("(void)(" + expr(s.as<EvaluateNode>()->value) + ");"); return;
+  }
+}
+
+CudaKernel Emitter::run() {
+  TF_CHECK(target_.is_cuda(), "emit_cuda: target " + target_.name() + " is not a CUDA target");
+  result_.name = k_.name;
+  result_.target = target_;
+  int warps = 4;
+  if (auto it = k_.attrs.find("num_warps"); it != k_.attrs.end())
+    warps = static_cast<int>(std::get<int64_t>(it->second));
+  TF_CHECK(warps >= 1 && warps <= 32, "emit_cuda: num_warps out of range");
+
+  Prescan scan;
+  scan.visit_stmt(k_.body);
+  // lower_gemm: the tile family and warp arrangement of each gemm.
+  std::unordered_set<const BufferNode*> mma_operands;
+  std::vector<GemmInfo> infos;
+  for (const GemmNode* g : scan.gemms) {
+    GemmInfo gi;
+    gi.node = g;
+    const Buffer &a = g->a.buffer, &b = g->b.buffer, &c = g->c.buffer;
+    TF_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2 && a.scope() == MemScope::Shared &&
+                 b.scope() == MemScope::Shared && c.scope() == MemScope::Fragment &&
+                 a.dtype() == b.dtype(),
+             "emit_cuda: gemm operands must be 2-D shared tiles of one dtype and a fragment");
+    gi.bm = static_cast<int>(const_of(a->shape[0], "BLOCK_M"));
+    gi.bk = static_cast<int>(const_of(a->shape[1], "BLOCK_K"));
+    gi.bn = static_cast<int>(const_of(b->shape[1], "BLOCK_N"));
+    gi.mma = is_mma_dtype(a.dtype()) && c.dtype() == DType::F32 && gi.bk % 16 == 0;
+    infos.push_back(gi);
+  }
+  // One block size for the kernel: the smallest any gemm tile allows.
+  for (GemmInfo& gi : infos) {
+    if (gi.mma) {
+      auto [wm, wn] = arrange_warps(gi.bm, gi.bn, warps);
+      if (wm == 0) {
+        gi.mma = false;  // no 16x16 warp tile fits: the exact FMA path
+      } else if (wm * wn < warps) {
+        result_.notes.push_back(fmt::format(
+            "num_warps {} -> {}: a {}x{} tile has only {} warp tiles of 16x16 or more", warps,
+            wm * wn, gi.bm, gi.bn, wm * wn));
+        warps = wm * wn;
+      }
+    }
+    if (!gi.mma) {
+      while (warps > 1 && (warps * 32 % std::min(gi.bn, 16) != 0 ||
+                           gi.bm % (warps * 32 / std::min(gi.bn, 16)) != 0 || gi.bn % std::min(gi.bn, 16) != 0)) {
+        result_.notes.push_back(fmt::format("num_warps {} -> {}: the {}x{} FMA tile", warps,
+                                            warps / 2, gi.bm, gi.bn));
+        warps /= 2;
+      }
+    }
+  }
+  threads_ = warps * 32;
+  for (GemmInfo& gi : infos) {
+    const Buffer &a = gi.node->a.buffer, &c = gi.node->c.buffer;
+    if (gi.mma) {
+      std::tie(gi.warps_m, gi.warps_n) = arrange_warps(gi.bm, gi.bn, warps);
+      gi.tile_type = fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()), gi.bm,
+                                 gi.bn, gi.bk, gi.warps_m, gi.warps_n);
+      mma_operands.insert(gi.node->a.buffer.get());
+      mma_operands.insert(gi.node->b.buffer.get());
+    } else {
+      gi.tile_type = fmt::format("tf::SimtTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()),
+                                 cuda_type(c.dtype()), gi.bm, gi.bn, gi.bk, threads_);
+    }
+    TF_CHECK(!fragments_.count(c.get()), "emit_cuda: two gemms accumulate into one fragment");
+    fragments_[c.get()] = gi;
+    CudaGemm rg;
+    rg.family = gi.mma ? "mma.sync.m16n8k16" : "simt.fma";
+    rg.dtype = std::string(dtype_name(a.dtype()));
+    rg.block_m = gi.bm, rg.block_n = gi.bn, rg.block_k = gi.bk;
+    rg.warps_m = gi.warps_m, rg.warps_n = gi.warps_n;
+    if (gi.mma) {
+      rg.elems_per_thread = gi.bm * gi.bn / threads_;
+    } else {
+      rg.elems_per_thread = gi.bm * gi.bn / threads_;
+    }
+    result_.gemms.push_back(rg);
+  }
+  // layout: shared buffers, their rings and offsets (128-byte aligned).
+  int64_t offset = 0;
+  for (const AllocateNode* al : scan.allocs) {
+    const Buffer& b = al->buffer;
+    if (b.scope() != MemScope::Shared) continue;
+    SharedInfo info;
+    auto st = scan.staged.find(b.get());
+    info.stages = st == scan.staged.end() ? 1 : st->second;
+    info.swizzled = mma_operands.count(b.get()) > 0;
+    info.tile_elems = numel(b);
+    info.offset = offset;
+    const int64_t bytes = info.tile_elems * info.stages * dtype_size(b.dtype());
+    offset += (bytes + 127) / 128 * 128;
+    shared_[b.get()] = info;
+    result_.shared.push_back({b.name(), info.swizzled ? "swizzled" : "row_major", info.stages,
+                              info.offset, bytes});
+  }
+  result_.dynamic_shared_bytes = offset;
+  result_.num_threads = threads_;
+
+  // Headers, signature, grid.
+  result_.headers = {"tf_numeric.cuh", "tf_status.cuh"};
+  if (!shared_.empty() || scan.has_copy) result_.headers.push_back("tf_copy.cuh");
+  if (!scan.gemms.empty()) result_.headers.push_back("tf_gemm.cuh");
+  std::ostringstream head;
+  head << "// " << k_.name << ": generated by tilefuse for " << target_.name() << "\n";
+  if (!k_.attrs.empty()) {
+    head << "// config:";
+    for (auto& [key, val] : k_.attrs)
+      std::visit([&](auto&& x) { head << " " << key << "=" << x; }, val);
+    head << "\n";
+  }
+  for (const std::string& n : result_.notes) head << "// " << n << "\n";
+  for (const std::string& h : result_.headers) head << "#include \"" << h << "\"\n";
+  head << "\n";
+
+  std::string params;
+  for (const KernelParam& p : k_.params) {
+    if (!params.empty()) params += ",\n    ";
+    if (p.is_buffer()) {
+      const Buffer& b = p.buffer;
+      params += (b->read_only ? "const " : "") + cuda_type(b.dtype()) + "* __restrict__ " + buf(b);
+    } else {
+      params += cuda_type(p.var.dtype()) + " " + var(p.var);
+    }
+  }
+  if (!params.empty()) params += ",\n    ";
+  params += "tf::Status* __restrict__ tf_status";
+  head << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << k_.name
+       << "(\n    " << params << ") {\n";
+
+  indent_ = 1;
+  line(fmt::format("constexpr int kThreads = {};", threads_));
+  line("const int tf_tid = static_cast<int>(threadIdx.x);");
+  if (offset > 0) line("extern __shared__ __align__(128) unsigned char tf_smem[];");
+  int64_t grid = 1;
+  std::vector<int64_t> gext;
+  for (const GridDim& g : k_.grid) {
+    gext.push_back(const_of(g.extent, "a grid extent"));
+    grid *= gext.back();
+  }
+  TF_CHECK(grid <= std::numeric_limits<int32_t>::max(),
+           "emit_cuda: more than 2^31 - 1 program instances");
+  result_.grid = grid;
+  int64_t stride = 1;
+  for (size_t d = k_.grid.size(); d-- > 0;) {
+    const GridDim& g = k_.grid[d];
+    std::string x = stride == 1 ? "static_cast<int>(blockIdx.x)"
+                                : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
+    if (d > 0) x = "(" + x + ") % " + std::to_string(gext[d]);
+    nonneg_vars_.insert(g.var.get());
+    line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
+    stride *= gext[d];
+  }
+  stmt(k_.body);
+  indent_ = 0;
+  result_.source = head.str() + out_.str() + "}\n";
+  return result_;
+}
+
+}  // namespace
+
+std::string cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return "bool";
+    case DType::U8: return "unsigned char";
+    case DType::I8: return "signed char";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    case DType::F8E4M3: return "tf::f8e4m3";
+    case DType::F8E5M2: return "tf::f8e5m2";
+    case DType::F16: return "tf::f16";
+    case DType::BF16: return "tf::bf16";
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+  }
+  return "void";
+}
+
+CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target) {
+  Emitter e(kernel, target);
+  return e.run();
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,75 @@
+// tilefuse device helpers: shared-memory layouts and cp.async (PTX ISA
+// 9.7.9.25). A shared tile feeding MmaTile (tf_gemm.cuh) is stored
+// `swizzled`, every other shared buffer `row_major`; copies write through the
+// same offset function the GEMM reads through.
+#pragma once
+
+namespace tf {
+
+// ---- shared memory ---------------------------------------------------------
+
+// The shared-window address of a generic pointer to shared memory
+// (PTX ISA, "cvta"): what cp.async and ldmatrix take.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  unsigned long long a;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+  return static_cast<unsigned>(a);
+}
+
+// Element offset of (r, c) in a row-major [*][COLS] tile.
+template <int COLS>
+__device__ __forceinline__ int row_major(int r, int c) {
+  return r * COLS + c;
+}
+
+// Element offset of (r, c) in a [*][COLS] tile of ELEM-byte elements whose
+// 16-byte chunks are XOR-swizzled so that the 8 rows one ldmatrix phase
+// reads at the same column land in 8 distinct 16-byte bank groups:
+// chunk' = chunk ^ ((r / rows_per_128B) % min(8, chunks_per_row)).
+// 16-byte chunks stay whole, so cp.async of 4/8/16 bytes stays legal.
+// Rows shorter than 32 bytes are not swizzled (8 rows then already cover
+// 128 distinct bytes... or fewer, and nothing better is possible).
+template <int COLS, int ELEM>
+__device__ __forceinline__ int swizzled(int r, int c) {
+  constexpr int kRowBytes = COLS * ELEM;
+  if constexpr (kRowBytes < 32 || kRowBytes % 32 != 0) {
+    return r * COLS + c;
+  } else {
+    constexpr int kChunks = kRowBytes / 16;
+    constexpr int kRowsPerLine = kRowBytes >= 128 ? 1 : 128 / kRowBytes;
+    constexpr int kMask = (kChunks >= 8 ? 8 : kChunks) - 1;
+    const int byte = c * ELEM;
+    const int chunk = (byte >> 4) ^ ((r / kRowsPerLine) & kMask);
+    return r * COLS + ((chunk << 4) | (byte & 15)) / ELEM;
+  }
+}
+
+// ---- cp.async (PTX ISA 9.7.9.25) -------------------------------------------
+// `pred` false: zero-fill (src-size 0, nothing is read); pass a valid
+// address anyway (the emitter passes the tensor's base).
+
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_8(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 8 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 4 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Waits until at most N committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace tf
