@@ -22,8 +22,15 @@ bool is_stub(std::string_view path) {
 }
 
 std::vector<std::string> sonames(Library lib) {
-  if (lib == Library::kCuda) return {"libcuda.so.1"};
-  return {"libnvrtc.so.13", "libnvrtc.so.12"};
+  switch (lib) {
+    case Library::kCuda:
+      return {"libcuda.so.1"};
+    case Library::kNvrtc:
+      return {"libnvrtc.so.13", "libnvrtc.so.12"};
+    case Library::kCublasLt:
+      return {"libcublasLt.so.13", "libcublasLt.so.12"};
+  }
+  return {};
 }
 
 std::string env_value(const EnvGetter& env, const char* name) {
@@ -127,8 +134,9 @@ std::string missing_symbols_message(Library lib, const std::string& path,
 }
 
 std::string not_found_message(Library lib, const std::vector<std::string>& tried) {
-  std::string what = lib == Library::kCuda ? "the CUDA driver library (libcuda)"
-                                           : "the CUDA runtime compiler library (libnvrtc)";
+  std::string what = lib == Library::kCuda    ? "the CUDA driver library (libcuda)"
+                     : lib == Library::kNvrtc ? "the CUDA runtime compiler library (libnvrtc)"
+                                              : "the cuBLASLt library (libcublasLt)";
   std::string msg = "Could not load " + what + "; tried ";
   for (std::size_t i = 0; i < tried.size(); ++i) {
     if (i > 0) msg += ", ";
@@ -222,11 +230,27 @@ EnvGetter process_env() {
 }
 
 const char* library_name(Library lib) {
-  return lib == Library::kCuda ? "libcuda" : "libnvrtc";
+  switch (lib) {
+    case Library::kCuda:
+      return "libcuda";
+    case Library::kNvrtc:
+      return "libnvrtc";
+    case Library::kCublasLt:
+      return "libcublasLt";
+  }
+  return "?";
 }
 
 const char* override_variable(Library lib) {
-  return lib == Library::kCuda ? "TILEFUSE_LIBCUDA" : "TILEFUSE_LIBNVRTC";
+  switch (lib) {
+    case Library::kCuda:
+      return "TILEFUSE_LIBCUDA";
+    case Library::kNvrtc:
+      return "TILEFUSE_LIBNVRTC";
+    case Library::kCublasLt:
+      return "TILEFUSE_LIBCUBLASLT";
+  }
+  return "?";
 }
 
 std::vector<std::string> candidate_paths(Library lib, const EnvGetter& env) {
@@ -264,6 +288,20 @@ std::vector<std::string> candidate_paths(Library lib, const EnvGetter& env) {
   // 4. The bare sonames, left to the dynamic linker.
   for (const std::string& name : names) add(name);
   return out;
+}
+
+void* open_library_handle(Library lib, const EnvGetter& env, std::string* path,
+                          std::string* why_not) {
+  std::string found;
+  std::vector<std::string> tried;
+  void* handle = open_library(lib, env, &found, &tried);
+  if (handle == nullptr) {
+    if (why_not) *why_not = not_found_message(lib, tried);
+    return nullptr;
+  }
+  if (path) *path = found;
+  if (why_not) why_not->clear();
+  return handle;
 }
 
 std::unique_ptr<CudaLibraries> open_cuda_libraries(const EnvGetter& env, std::string* why_not) {

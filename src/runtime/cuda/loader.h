@@ -8,7 +8,8 @@
 //
 // Search order, per library (the first candidate that loads wins):
 //   1. the environment override, a full path to the library file:
-//      TILEFUSE_LIBCUDA for libcuda, TILEFUSE_LIBNVRTC for libnvrtc. When set
+//      TILEFUSE_LIBCUDA for libcuda, TILEFUSE_LIBNVRTC for libnvrtc,
+//      TILEFUSE_LIBCUBLASLT for libcublasLt (cublaslt.h). When set
 //      it is the only candidate: if it is missing, a stub or unusable, the
 //      load fails naming it (no silent fall-back to another library);
 //   2. $CUDA_HOME, then $CUDA_PATH, each in lib64/, targets/x86_64-linux/lib/
@@ -19,7 +20,8 @@
 //   4. the bare sonames, found by the dynamic linker (LD_LIBRARY_PATH,
 //      ldconfig's cache).
 // The file names are libcuda.so.1 for the driver, and libnvrtc.so.13 then
-// libnvrtc.so.12 for NVRTC (in each directory, the newer first). A candidate
+// libnvrtc.so.12 for NVRTC, libcublasLt.so.13 then libcublasLt.so.12 for
+// cuBLASLt (in each directory, the newer first). A candidate
 // that does not exist or that dlopen refuses is skipped and the next one is
 // tried. Stub libraries (a path containing "/stubs/", as shipped with the
 // toolkit for linking only) are never used. A library that loads but lacks
@@ -52,6 +54,7 @@ constexpr CUresult kCudaSuccess = 0;                            // CUDA_SUCCESS
 constexpr CUdevice_attribute kAttrComputeCapabilityMajor = 75;  // ..._COMPUTE_CAPABILITY_MAJOR
 constexpr CUdevice_attribute kAttrComputeCapabilityMinor = 76;  // ..._COMPUTE_CAPABILITY_MINOR
 constexpr CUdevice_attribute kAttrMultiprocessorCount = 16;     // ..._MULTIPROCESSOR_COUNT
+constexpr CUdevice_attribute kAttrL2CacheSize = 38;             // ..._L2_CACHE_SIZE (bytes)
 
 // ---- NVRTC types (nvrtc.h; NVRTC documentation, "Error Handling" and
 // "General Information Query").
@@ -159,7 +162,10 @@ struct CudaLibraries {
   ~CudaLibraries();
 };
 
-enum class Library { kCuda, kNvrtc };
+// kCublasLt is searched like the others (TILEFUSE_LIBCUBLASLT; file names
+// libcublasLt.so.13 then libcublasLt.so.12) but is not part of CudaLibraries:
+// cublaslt.h opens it on its own with open_library_handle().
+enum class Library { kCuda, kNvrtc, kCublasLt };
 
 // Reads an environment variable: nullptr (or "") when it is unset. The
 // default is std::getenv; tests pass a fake environment.
@@ -168,7 +174,7 @@ using EnvGetter = std::function<const char*(const char*)>;
 // The reading environment of the real process (std::getenv).
 EnvGetter process_env();
 
-// "libcuda" or "libnvrtc".
+// "libcuda", "libnvrtc" or "libcublasLt".
 const char* library_name(Library lib);
 
 // The environment variable that overrides the search for `lib`.
@@ -178,6 +184,15 @@ const char* override_variable(Library lib);
 // duplicates and without stub libraries. Absolute paths are files; the
 // entries without a '/' are sonames left to the dynamic linker.
 std::vector<std::string> candidate_paths(Library lib, const EnvGetter& env);
+
+// Opens `lib` alone from the first usable candidate of the search order above
+// (the override authoritative, stub libraries skipped) and resolves no
+// symbols. Returns the dlopen handle (RTLD_NOW | RTLD_LOCAL; the caller owns
+// it) and sets `path` to where it was loaded from; or returns nullptr with
+// `why_not` (if given) one sentence naming every path tried and why each
+// failed, and the variable that overrides the search.
+void* open_library_handle(Library lib, const EnvGetter& env, std::string* path,
+                          std::string* why_not);
 
 // Opens both libraries and resolves every entry point, searching with the
 // given environment, without caching. Returns nullptr when a library is

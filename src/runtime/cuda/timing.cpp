@@ -1,0 +1,123 @@
+// Benchmark timing (see timing.h).
+#include "runtime/cuda/timing.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+
+namespace tilefuse::cuda {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+void check_options(const TimingOptions& options) {
+  if (options.warmup < 0) {
+    throw UserError("timing: the warm-up count must be >= 0 (got " +
+                    std::to_string(options.warmup) + ")");
+  }
+  if (options.repeats < 1) {
+    throw UserError("timing: the repeat count must be >= 1 (got " +
+                    std::to_string(options.repeats) + ")");
+  }
+}
+
+}  // namespace
+
+Timing summarize_samples(std::vector<double> samples_ms) {
+  TF_CHECK(!samples_ms.empty(), "no timing samples");
+  std::sort(samples_ms.begin(), samples_ms.end());
+  Timing t;
+  const std::size_t n = samples_ms.size();
+  t.repeats = static_cast<int>(n);
+  t.min_ms = samples_ms.front();
+  t.max_ms = samples_ms.back();
+  t.median_ms = n % 2 == 1 ? samples_ms[n / 2] : 0.5 * (samples_ms[n / 2 - 1] + samples_ms[n / 2]);
+  t.mean_ms = std::accumulate(samples_ms.begin(), samples_ms.end(), 0.0) / static_cast<double>(n);
+  return t;
+}
+
+std::size_t l2_flush_bytes(const Device& device) {
+  const CudaLibraries& l = device.libs();
+  // Device is device 0 (device.h); its CUdevice handle is not exposed, so it
+  // is looked up again ([Device Management] cuDeviceGet, cuDeviceGetAttribute).
+  CUdevice dev = 0;
+  check_cuda(l, l.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  int l2 = 0;
+  check_cuda(l, l.cuDeviceGetAttribute(&l2, kAttrL2CacheSize, dev),
+             "cuDeviceGetAttribute(L2_CACHE_SIZE)");
+  return std::max<std::size_t>(2 * static_cast<std::size_t>(std::max(l2, 0)), 128 * kMiB);
+}
+
+Timing time_on_device(const Device& device, const std::function<void()>& launch,
+                      const TimingOptions& options) {
+  check_options(options);
+  device.make_current();
+  DeviceBuffer flush;
+  if (options.flush_l2) flush = DeviceBuffer(device, l2_flush_bytes(device));
+
+  for (int i = 0; i < options.warmup; ++i) launch();
+  device.synchronize();
+
+  // All events first, so that creating them does not sit between launches.
+  std::vector<std::unique_ptr<Event>> start, stop;
+  start.reserve(options.repeats);
+  stop.reserve(options.repeats);
+  for (int i = 0; i < options.repeats; ++i) {
+    start.push_back(std::make_unique<Event>(device));
+    stop.push_back(std::make_unique<Event>(device));
+  }
+  for (int i = 0; i < options.repeats; ++i) {
+    // The flush is stream-ordered before the start event: not timed. The
+    // value changes per repeat so that no layer can skip the write.
+    if (options.flush_l2) flush.memset(static_cast<unsigned char>(i & 0xff));
+    start[i]->record();
+    launch();
+    stop[i]->record();
+  }
+  std::vector<double> samples(options.repeats);
+  // elapsed_ms_since waits for its stop event; the first wait covers them all
+  // but the later ones, which are complete by then in stream order.
+  for (int i = options.repeats - 1; i >= 0; --i) {
+    samples[i] = static_cast<double>(stop[i]->elapsed_ms_since(*start[i]));
+  }
+  device.synchronize();  // a fault in the timed work throws here
+  return summarize_samples(std::move(samples));
+}
+
+std::size_t host_flush_bytes() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const std::size_t twice = llc > 0 ? 2 * static_cast<std::size_t>(llc) : 0;
+  return std::max(twice, 32 * kMiB);
+}
+
+Timing time_on_host(const std::function<void()>& fn, const TimingOptions& options) {
+  check_options(options);
+  std::vector<unsigned char> flush;
+  if (options.flush_l2) flush.resize(host_flush_bytes());
+  for (int i = 0; i < options.warmup; ++i) fn();
+  std::vector<double> samples(options.repeats);
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < options.repeats; ++i) {
+    if (!flush.empty()) {
+      std::memset(flush.data(), i & 0xff, flush.size());
+      // Keep the stores: the buffer escapes through an empty asm with a
+      // memory clobber, so the compiler cannot drop the memset.
+      asm volatile("" : : "r"(flush.data()) : "memory");
+    }
+    const Clock::time_point t0 = Clock::now();
+    fn();
+    const Clock::time_point t1 = Clock::now();
+    samples[i] = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  }
+  return summarize_samples(std::move(samples));
+}
+
+}  // namespace tilefuse::cuda

@@ -1,0 +1,69 @@
+// Benchmark timing: GPU work timed with driver events, host work with the
+// steady clock; both report the median (and min / max / mean) of N repeats
+// after W warm-up runs, with the caches flushed before every timed repeat.
+//
+// The method follows Triton's do_bench (the peers' figures in
+// ../shared/bench/README.md are medians of do_bench with the L2 flushed):
+// per repeat, a flush outside the timed region, then one start event, the
+// launch, one stop event; every event pair is read after one final wait, so
+// the host enqueues ahead and launch overhead is hidden behind the flush.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "runtime/cuda/device.h"
+
+namespace tilefuse::cuda {
+
+struct TimingOptions {
+  int warmup = 10;       // untimed runs first (>= 0)
+  int repeats = 100;     // timed runs (>= 1)
+  bool flush_l2 = true;  // flush the cache before each timed run (untimed)
+};
+
+// Statistics over `repeats` timed runs, in milliseconds.
+struct Timing {
+  double median_ms = 0;  // the middle sample; the mean of the two middle ones for an even count
+  double min_ms = 0;
+  double max_ms = 0;
+  double mean_ms = 0;
+  int repeats = 0;  // the number of samples
+};
+
+// The statistics of `samples_ms` (at least one sample; InternalError
+// otherwise). Exposed for the tests and for callers with their own samples.
+Timing summarize_samples(std::vector<double> samples_ms);
+
+// The size of the buffer time_on_device() writes to flush the L2: twice the
+// device's L2 (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, CUDA Driver API reference,
+// "Device Management"), at least 128 MiB. Bytes.
+std::size_t l2_flush_bytes(const Device& device);
+
+// Times GPU work. `launch` must enqueue the work on the context's default
+// (legacy NULL) stream of `device` -- Function::launch and
+// CublasLtGemm::run do -- and must not synchronize. It is called
+// options.warmup times, then the device is synchronized (a fault in the
+// work throws there); then per repeat: if options.flush_l2, a cuMemsetD8 of
+// a l2_flush_bytes() device buffer (allocated once per call, on the same
+// stream, so it completes before the start event and is not timed), a start
+// event, `launch`, a stop event (cuEventRecord; CUDA Driver API reference,
+// "Event Management"). After the last repeat it waits for the last event and
+// reads each pair with cuEventElapsedTime (resolution about 0.5 us).
+// Throws UserError for warmup < 0 or repeats < 1 and for a failing driver
+// call (check_cuda), and whatever `launch` throws.
+Timing time_on_device(const Device& device, const std::function<void()>& launch,
+                      const TimingOptions& options = {});
+
+// Times host work (the CPU backend) with std::chrono::steady_clock around each
+// call of `fn`: options.warmup untimed calls, then options.repeats timed
+// ones. With options.flush_l2 the host's caches are flushed before each timed
+// call, untimed, by writing a buffer of host_flush_bytes(). Throws UserError
+// for warmup < 0 or repeats < 1, and whatever `fn` throws.
+Timing time_on_host(const std::function<void()>& fn, const TimingOptions& options = {});
+
+// Twice the last-level cache the C library reports (sysconf
+// _SC_LEVEL3_CACHE_SIZE, else _SC_LEVEL2_CACHE_SIZE), at least 32 MiB. Bytes.
+std::size_t host_flush_bytes();
+
+}  // namespace tilefuse::cuda
