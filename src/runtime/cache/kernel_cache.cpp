@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+
 namespace tilefuse::cache {
 namespace {
 
@@ -165,7 +167,28 @@ cuda::CompiledKernel KernelCache::compile(const std::string& source, const std::
     }
   }
   cuda::CompiledKernel kernel = cuda::compile_cuda(source, name, options);
-  if (kernel.usage.present || !requests_ptxas_report(options)) put(key, kernel);
+  const bool wants_report = requests_ptxas_report(options);
+  // Set once an NVRTC rejected "--no-cache", so it is tried once a process.
+  static std::atomic<bool> no_cache_unsupported{false};
+  if (wants_report && !kernel.usage.present && !no_cache_unsupported.load()) {
+    // NVRTC answered from NVIDIA's own compute cache (~/.nv/ComputeCache,
+    // shared by every process of the user): the cubin is right but ptxas
+    // did not run, so its -v report is missing. Seen on the H200 machine
+    // with NVRTC 13.0; "--no-cache" makes that one compile run ptxas.
+    // An NVRTC that does not know the option fails the retry: keep the
+    // first result then.
+    cuda::CompileOptions fresh = options;
+    fresh.extra.push_back("--no-cache");
+    try {
+      cuda::CompiledKernel retried = cuda::compile_cuda(source, name, fresh);
+      if (retried.usage.present) kernel = std::move(retried);
+    } catch (const UserError&) {
+      no_cache_unsupported = true;
+    }
+  }
+  // A kernel whose requested report is still missing is not stored: the
+  // cache never pins unknown resource usage.
+  if (kernel.usage.present || !wants_report) put(key, kernel);
   return kernel;
 }
 

@@ -56,9 +56,13 @@ class KernelCache {
   // without calling NVRTC (NVRTC must still load, for its version); a miss
   // compiles and stores the result. `from_cache` (optional) says which.
   // Errors as cuda::compile_cuda (a failed compile throws UserError and is
-  // not cached). A result without a ptxas report although the options asked
-  // for one (see nvrtc.h, PtxasUsage::present) is returned but not stored,
-  // so the cache never pins a kernel with unknown resource usage.
+  // not cached). When the options ask for the ptxas -v report and the
+  // compile has none (NVRTC served it from NVIDIA's compute cache under
+  // ~/.nv, so ptxas did not run; see nvrtc.h, PtxasUsage::present), the
+  // compile is repeated once with "--no-cache" added; a result still without
+  // the report is returned but not stored, so the cache never pins a kernel
+  // with unknown resource usage. The key is always that of `options` as
+  // given.
   cuda::CompiledKernel compile(const std::string& source, const std::string& name,
                                const cuda::CompileOptions& options,
                                bool* from_cache = nullptr) const;
