@@ -61,8 +61,8 @@ bool ptxas_value_has_v(std::string_view value) {
 }  // namespace
 
 std::string kernel_cache_key(const std::string& source, const std::string& name,
-                             const cuda::CompileOptions& options,
-                             const std::string& nvrtc_version) {
+                             const cuda::CompileOptions& options, const std::string& nvrtc_version,
+                             const HeaderList& headers) {
   std::string material;
   material.reserve(source.size() + 256);
   append_field(material, kKeyTag);
@@ -72,6 +72,11 @@ std::string kernel_cache_key(const std::string& source, const std::string& name,
   append_field(material, nvrtc_version);
   append_field(material, std::to_string(options.extra.size()));
   for (const std::string& o : options.extra) append_field(material, o);
+  append_field(material, std::to_string(headers.size()));
+  for (const auto& [header_name, header_text] : headers) {
+    append_field(material, header_name);
+    append_field(material, header_text);
+  }
   return hash_key_hex(material);
 }
 

@@ -20,18 +20,25 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace tilefuse::cache {
 
+// Headers NVRTC is given besides the source: (name as #included, text).
+using HeaderList = std::vector<std::pair<std::string_view, std::string_view>>;
+
 // The key of one compile: the 32 hex digits of XXH3-128 over a format tag,
-// the source, the name, options.arch, `nvrtc_version` and every string of
-// options.extra, each length-prefixed (so no two different requests
-// serialize alike).
+// the source, the name, options.arch, `nvrtc_version`, every string of
+// options.extra and every header of `headers` (name and text, in order),
+// each length-prefixed (so no two different requests serialize alike).
 std::string kernel_cache_key(const std::string& source, const std::string& name,
-                             const cuda::CompileOptions& options, const std::string& nvrtc_version);
+                             const cuda::CompileOptions& options, const std::string& nvrtc_version,
+                             const HeaderList& headers = {});
 
 // The payload format above; decode returns nullopt for anything malformed.
 std::string encode_compiled_kernel(const cuda::CompiledKernel& kernel);

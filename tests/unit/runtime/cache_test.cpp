@@ -577,6 +577,13 @@ TEST(KernelCache, KeyDependsOnEveryInput) {
   cuda::CompileOptions more = opts;
   more.extra.push_back("-lineinfo");
   EXPECT_NE(base, kernel_cache_key("src", "k", more, "13.0"));
+  // The headers NVRTC is given are inputs too.
+  const HeaderList headers = {{"tf_a.cuh", "int a;"}};
+  EXPECT_NE(base, kernel_cache_key("src", "k", opts, "13.0", headers));
+  EXPECT_NE(kernel_cache_key("src", "k", opts, "13.0", headers),
+            kernel_cache_key("src", "k", opts, "13.0", {{"tf_a.cuh", "int b;"}}));
+  EXPECT_NE(kernel_cache_key("src", "k", opts, "13.0", headers),
+            kernel_cache_key("src", "k", opts, "13.0", {{"tf_b.cuh", "int a;"}}));
   // Length prefixes: moving text between fields changes the key.
   EXPECT_NE(kernel_cache_key("ab", "c", opts, "13.0"), kernel_cache_key("a", "bc", opts, "13.0"));
   cuda::CompileOptions split = opts;
