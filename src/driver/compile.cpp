@@ -71,6 +71,8 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
     ck.kernel = options.optimize
                     ? passes::run_passes(ck.lowered.kernel, compile_passes(&ck), context, pipeline)
                     : ck.lowered.kernel;
+    if (options.optimize && options.target.is_cuda())
+      ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
   }
   return program;
 }

@@ -10,10 +10,12 @@
 // are kept per kernel for `explain`.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "codegen/cuda_emitter.h"
 #include "graph/graph.h"
 #include "lower/lower.h"
 #include "passes/licm.h"
@@ -45,6 +47,9 @@ struct CompiledKernel {
   tir::Kernel kernel;         // after the pass pipeline (the lowered kernel when !optimize)
   passes::LicmReport licm;    // what licm hoisted, in the order it hoisted it
   passes::CopyReport copies;  // lower_copies' decision per copy, in program order
+  // For a CUDA target (and optimize): the emitted CUDA C++ and the lowering
+  // decisions the emitter made (layouts, stages, gemm family, block size).
+  std::optional<codegen::CudaKernel> cuda;
 };
 
 struct CompiledProgram {

@@ -161,9 +161,13 @@ class Decider : public IRMutator {
         if (tma_reason.empty()) {
           std::string box;
           for (size_t i = 0; i < ext.size(); ++i) box += (i ? "x" : "") + std::to_string(ext[i]);
-          return {d.dst, "tma", 16,
-                  "affine " + box + " tile of " + plain->buffer.name() +
-                      ", 16-byte aligned base and strides: TMA"};
+          if (target_.tma_copies)
+            return {d.dst, "tma", 16,
+                    "affine " + box + " tile of " + plain->buffer.name() +
+                        ", 16-byte aligned base and strides: TMA"};
+          tma_reason = "TMA-eligible (affine " + box +
+                       " tile), but the mma.sync GEMM path issues cp.async; TMA comes with the "
+                       "wgmma path";
         }
       }
     }

@@ -4,7 +4,9 @@
 // code generator and `tilefuse explain` read; no code is generated here.
 //
 // Modes, in the order they are tried:
-//  - "tma" (sm_90+): the source is a plain load of the destination dtype at
+//  - "tma" (sm_90+, and only for a target whose code generator lowers TMA:
+//    Target::tma_copies; the mma.sync path does not, so there an eligible
+//    tile is issued as cp.async and the reason says so): the source is a plain load of the destination dtype at
 //    an affine tile (indices are program ids / loop vars plus at most one
 //    copy var each, no loaded value in an address, the innermost copy var on
 //    the unit-stride dim), the global base is 16-byte aligned and every

@@ -13,6 +13,10 @@ struct Target {
   Kind kind = Kind::kCpu;
   int sm = 0;              // CUDA compute capability x10 (80, 90); 0 for the CPU
   bool arch_specific = false;  // the "a" suffix: sm_90a enables wgmma/setmaxnreg
+  // The code generator lowers "tma" copies (TMA descriptors + mbarriers).
+  // Only the wgmma path will; the mma.sync path issues cp.async instead, so
+  // lower_copies reports a TMA-eligible tile as cp.async unless this is set.
+  bool tma_copies = false;
 
   bool is_cuda() const { return kind == Kind::kCuda; }
   bool has_cp_async() const { return is_cuda() && sm >= 80; }  // PTX ISA 9.7.9.25

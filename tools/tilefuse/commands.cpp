@@ -270,14 +270,20 @@ int emit_command(const EmitOptions& options) {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;
         }
+        if (options.stage == "cuda" && !co.target.is_cuda())
+          throw UserError("--stage=cuda needs a CUDA target: --target sm_80 or --target sm_90a");
         // --stage=tir stops after lowering unless a dump asks for the passes.
-        co.optimize = options.stage == "tir-opt" || !options.dump_after.empty();
+        co.optimize = options.stage != "tir" || !options.dump_after.empty();
         co.dump_after = options.dump_after;
         co.dump = &std::cout;
         const driver::CompiledProgram compiled = driver::compile(g, co);
         if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
-        for (const driver::CompiledKernel& ck : compiled.kernels)
-          std::cout << tir::print(options.stage == "tir" ? ck.lowered.kernel : ck.kernel);
+        for (const driver::CompiledKernel& ck : compiled.kernels) {
+          if (options.stage == "cuda")
+            std::cout << ck.cuda->source;
+          else
+            std::cout << tir::print(options.stage == "tir" ? ck.lowered.kernel : ck.kernel);
+        }
         return kOk;
       },
       [] { std::cout.flush(); });

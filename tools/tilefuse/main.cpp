@@ -76,10 +76,11 @@ int main(int argc, char** argv) {
       "emit",
       "Print the program at a compilation stage: graph (the graph IR), plan (its "
       "kernels and fusion decisions), tir (the Tile IR kernels as lowered, after "
-      "inline_hooks) or tir-opt (after the whole pass pipeline).");
+      "inline_hooks), tir-opt (after the whole pass pipeline) or cuda (the generated "
+      "CUDA C++, one translation unit per kernel; needs --target sm_80 or sm_90a).");
   emit_cmd->add_option("program", emit.program, "The .tfs program")->required();
-  emit_cmd->add_option("--stage", emit.stage, "Which stage: graph, plan, tir or tir-opt")
-      ->check(CLI::IsMember({"graph", "plan", "tir", "tir-opt"}))
+  emit_cmd->add_option("--stage", emit.stage, "Which stage: graph, plan, tir, tir-opt or cuda")
+      ->check(CLI::IsMember({"graph", "plan", "tir", "tir-opt", "cuda"}))
       ->capture_default_str();
   emit_cmd->add_option("--plan", emit.plan, "Which plan: fused or unfused")
       ->check(CLI::IsMember(plans))

@@ -66,11 +66,14 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
         for (int align : {16, 8, 4, 2, 1})
           for (bool gather : {false, true})
             for (bool convert : {false, true})
-              for (const char* tn : {"cpu", "sm_80", "sm_90a"}) {
+              for (const char* tn : {"cpu", "sm_80", "sm_90a", "sm_90a+tma"}) {
                 const int64_t elem = dtype_size(dt);
                 if (align < elem) continue;
                 Case c{dt, step, S, align, gather, convert};
-                Target t = *Target::parse(tn);
+                // "+tma": a backend that lowers TMA copies (the wgmma path).
+                const bool with_tma = std::string(tn) == "sm_90a+tma";
+                Target t = *Target::parse(with_tma ? "sm_90a" : tn);
+                t.tma_copies = with_tma;
                 tir::Kernel k = case_kernel(c);
                 tir::verify(k, "case");
                 CopyReport report;
@@ -105,6 +108,7 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
                 } else if (d.mode == "tma") {
                   ++tma;
                   EXPECT_TRUE(t.has_tma());
+                  EXPECT_TRUE(t.tma_copies);
                   EXPECT_FALSE(gather);
                   EXPECT_FALSE(convert);
                   EXPECT_EQ(step, 1);
@@ -197,7 +201,15 @@ TEST(LowerCopies, SeedF16GatheredAIsCpAsync16) {
       EXPECT_NE(r.copies[1].reason.find("gather: address depends on a loaded value"),
                 std::string::npos)
           << r.copies[1].reason;
-      EXPECT_EQ(r.copies[2].mode, "tma") << r.copies[2].reason;
+      // TMA-eligible, issued as cp.async by the mma.sync path.
+      EXPECT_EQ(r.copies[2].mode, "cp_async") << r.copies[2].reason;
+      EXPECT_NE(r.copies[2].reason.find("TMA-eligible"), std::string::npos) << r.copies[2].reason;
+      Target tma = *Target::parse(t);
+      tma.tma_copies = true;
+      CopyReport rt;
+      decide_copies(tir::parse_kernel(seed("f16", 2048)), tma, &rt);
+      ASSERT_EQ(rt.copies.size(), 3u);
+      EXPECT_EQ(rt.copies[2].mode, "tma") << rt.copies[2].reason;
     } else {
       EXPECT_EQ(r.copies[2].mode, "cp_async") << r.copies[2].reason;
     }
@@ -224,8 +236,7 @@ TEST(LowerCopies, OddKGatherIsRegisterStagedForAlignment) {
     EXPECT_NE(r.copies[1].reason.find("is only 2-byte aligned"), std::string::npos)
         << r.copies[1].reason;
     // B (K rows of 2048 f16) is unaffected by the odd K.
-    EXPECT_EQ(r.copies[2].mode, std::string(t) == "sm_90a" ? "tma" : "cp_async")
-        << r.copies[2].reason;
+    EXPECT_EQ(r.copies[2].mode, "cp_async") << r.copies[2].reason;
     EXPECT_EQ(r.copies[2].width, 16);
   }
 }
@@ -267,7 +278,7 @@ TEST(LowerCopies, SeedProgramEndToEnd) {
       SCOPED_TRACE(std::string(dt) + " " + t);
       EXPECT_EQ(d["A_s"].mode, "cp_async") << d["A_s"].reason;
       EXPECT_EQ(d["A_s"].width, 16);
-      EXPECT_EQ(d["B_s"].mode, std::string(t) == "sm_90a" ? "tma" : "cp_async") << d["B_s"].reason;
+      EXPECT_EQ(d["B_s"].mode, "cp_async") << d["B_s"].reason;
       EXPECT_EQ(d["B_s"].width, 16);
     }
   }
