@@ -181,75 +181,19 @@ std::string cublaslt_version() {
          std::to_string(v % 100);
 }
 
-// ---- CublasLtGemm
+// ---- Descriptors (no GPU needed)
 
-struct CublasLtGemm::Impl {
-  const CublasLtLibrary* lib = nullptr;
-  const Device* device = nullptr;
-  DType dtype = DType::F16;
-  GemmProblem p;
-  CublasLtOptions options;
-  cublasLtHandle_t handle = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  // In cuBLASLt's (column-major) naming: a_layout describes our B, b_layout
-  // our A, c_layout our C (used for both C and D).
-  cublasLtMatrixLayout_t a_layout = nullptr, b_layout = nullptr, c_layout = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  DeviceBuffer workspace;
-  std::vector<cublasLtMatmulHeuristicResult_t> algos;
-  int selected = 0;
+namespace {
 
-  ~Impl() {
-    if (lib == nullptr) return;
-    if (pref != nullptr) lib->cublasLtMatmulPreferenceDestroy(pref);
-    if (c_layout != nullptr) lib->cublasLtMatrixLayoutDestroy(c_layout);
-    if (b_layout != nullptr) lib->cublasLtMatrixLayoutDestroy(b_layout);
-    if (a_layout != nullptr) lib->cublasLtMatrixLayoutDestroy(a_layout);
-    if (desc != nullptr) lib->cublasLtMatmulDescDestroy(desc);
-    if (handle != nullptr) lib->cublasLtDestroy(handle);
-  }
+std::string problem_text(DType dtype, const GemmProblem& p) {
+  return std::string(dtype_name(dtype)) + " M=" + std::to_string(p.m) +
+         " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) +
+         " batch=" + std::to_string(p.batch);
+}
 
-  // A column-major rows x cols layout with leading dimension ld, strided
-  // batched when batch > 1 (cuBLAS documentation,
-  // "cublasLtMatrixLayoutCreate()", "cublasLtMatrixLayoutAttribute_t").
-  cublasLtMatrixLayout_t layout(int type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                                std::int64_t stride) {
-    cublasLtMatrixLayout_t l = nullptr;
-    check_cublas(*lib,
-                 lib->cublasLtMatrixLayoutCreate(&l, type, static_cast<std::uint64_t>(rows),
-                                                 static_cast<std::uint64_t>(cols), ld),
-                 "cublasLtMatrixLayoutCreate");
-    auto set = [&](int attr, const void* value, std::size_t size, const char* name) {
-      const cublasStatus_t rc = lib->cublasLtMatrixLayoutSetAttribute(l, attr, value, size);
-      if (rc != kCublasSuccess) lib->cublasLtMatrixLayoutDestroy(l);
-      check_cublas(*lib, rc, std::string("cublasLtMatrixLayoutSetAttribute(") + name + ")");
-    };
-    const std::int32_t order = kOrderCol;
-    set(kLayoutOrder, &order, sizeof order, "ORDER");
-    if (p.batch > 1) {
-      const std::int32_t count = p.batch;
-      set(kLayoutBatchCount, &count, sizeof count, "BATCH_COUNT");
-      set(kLayoutStridedBatchOffset, &stride, sizeof stride, "STRIDED_BATCH_OFFSET");
-    }
-    return l;
-  }
-};
-
-CublasLtGemm::CublasLtGemm(const Device& device, DType dtype, const GemmProblem& problem,
-                           const CublasLtOptions& options)
-    : impl_(std::make_unique<Impl>()) {
-  std::string why_not;
-  const CublasLtLibrary* lib = load_cublaslt(&why_not);
-  if (lib == nullptr) throw UserError("cuBLASLt is not available: " + why_not);
-  Impl& s = *impl_;
-  s.device = &device;
-  s.dtype = dtype;
-  s.options = options;
-  const int type = cuda_data_type(dtype);
-
-  // Validate and complete the problem.
-  GemmProblem& p = s.p;
-  p = problem;
+// `problem` checked, with the default strides filled in.
+GemmProblem complete_problem(const GemmProblem& problem, const CublasLtOptions& options) {
+  GemmProblem p = problem;
   if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0) {
     throw UserError("cuBLASLt GEMM: sizes must be positive (M=" + std::to_string(p.m) +
                     " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) +
@@ -270,38 +214,85 @@ CublasLtGemm::CublasLtGemm(const Device& device, DType dtype, const GemmProblem&
     throw UserError("cuBLASLt GEMM: the alignment must be a power of two (got " +
                     std::to_string(options.alignment_bytes) + ")");
   }
+  return p;
+}
 
-  device.make_current();
-  s.workspace = DeviceBuffer(device, options.workspace_bytes);
-  s.lib = lib;  // from here on, ~Impl releases what was created
+// The matmul descriptor, the layouts and the heuristic preference of one
+// problem; host-side objects (no handle, no GPU). Destroyed in reverse.
+struct Descriptors {
+  const CublasLtLibrary* lib = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  // In cuBLASLt's (column-major) naming: a_layout describes our B, b_layout
+  // our A, c_layout our C (used for both C and D).
+  cublasLtMatrixLayout_t a_layout = nullptr, b_layout = nullptr, c_layout = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
 
-  // [cublasLtCreate()] The handle binds to the current device (the primary
-  // context of `device`, shared with the CUDA runtime inside cuBLASLt).
-  check_cublas(*lib, lib->cublasLtCreate(&s.handle), "cublasLtCreate");
+  Descriptors(const CublasLtLibrary& l, DType dtype, const GemmProblem& p,
+              const CublasLtOptions& options);
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+  ~Descriptors() {
+    if (pref != nullptr) lib->cublasLtMatmulPreferenceDestroy(pref);
+    if (c_layout != nullptr) lib->cublasLtMatrixLayoutDestroy(c_layout);
+    if (b_layout != nullptr) lib->cublasLtMatrixLayoutDestroy(b_layout);
+    if (a_layout != nullptr) lib->cublasLtMatrixLayoutDestroy(a_layout);
+    if (desc != nullptr) lib->cublasLtMatmulDescDestroy(desc);
+  }
 
+  // A column-major rows x cols layout with leading dimension ld, strided
+  // batched when batch > 1 (cuBLAS documentation,
+  // "cublasLtMatrixLayoutCreate()", "cublasLtMatrixLayoutAttribute_t"),
+  // stored in *slot so that the destructor frees it whatever happens next.
+  void layout(cublasLtMatrixLayout_t* slot, int type, std::int64_t rows, std::int64_t cols,
+              std::int64_t ld, int batch, std::int64_t stride) {
+    check_cublas(*lib,
+                 lib->cublasLtMatrixLayoutCreate(slot, type, static_cast<std::uint64_t>(rows),
+                                                 static_cast<std::uint64_t>(cols), ld),
+                 "cublasLtMatrixLayoutCreate");
+    const std::int32_t order = kOrderCol;
+    check_cublas(*lib,
+                 lib->cublasLtMatrixLayoutSetAttribute(*slot, kLayoutOrder, &order, sizeof order),
+                 "cublasLtMatrixLayoutSetAttribute(ORDER)");
+    if (batch > 1) {
+      const std::int32_t count = batch;
+      check_cublas(
+          *lib,
+          lib->cublasLtMatrixLayoutSetAttribute(*slot, kLayoutBatchCount, &count, sizeof count),
+          "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+      check_cublas(*lib,
+                   lib->cublasLtMatrixLayoutSetAttribute(*slot, kLayoutStridedBatchOffset, &stride,
+                                                         sizeof stride),
+                   "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+    }
+  }
+};
+
+Descriptors::Descriptors(const CublasLtLibrary& l, DType dtype, const GemmProblem& p,
+                         const CublasLtOptions& options)
+    : lib(&l) {
+  const int type = cuda_data_type(dtype);
   // [cublasLtMatmulDescCreate()] compute type and scale type (alpha, beta).
   const int compute = dtype == DType::F32 && options.allow_tf32 ? kComputeF32FastTf32 : kComputeF32;
-  check_cublas(*lib, lib->cublasLtMatmulDescCreate(&s.desc, compute, kCudaR32F),
+  check_cublas(*lib, lib->cublasLtMatmulDescCreate(&desc, compute, kCudaR32F),
                "cublasLtMatmulDescCreate");
   const std::int32_t op = kOpN;
-  check_cublas(*lib, lib->cublasLtMatmulDescSetAttribute(s.desc, kDescTransA, &op, sizeof op),
+  check_cublas(*lib, lib->cublasLtMatmulDescSetAttribute(desc, kDescTransA, &op, sizeof op),
                "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check_cublas(*lib, lib->cublasLtMatmulDescSetAttribute(s.desc, kDescTransB, &op, sizeof op),
+  check_cublas(*lib, lib->cublasLtMatmulDescSetAttribute(desc, kDescTransB, &op, sizeof op),
                "cublasLtMatmulDescSetAttribute(TRANSB)");
 
   // Row-major C = A @ B as column-major C^T = B^T @ A^T (cublaslt.h).
-  s.a_layout = s.layout(type, p.n, p.k, p.n, p.stride_b);  // our B: N x K, ld N
-  s.b_layout = s.layout(type, p.k, p.m, p.k, p.stride_a);  // our A: K x M, ld K
-  s.c_layout = s.layout(type, p.n, p.m, p.n, p.stride_c);  // our C: N x M, ld N
+  layout(&a_layout, type, p.n, p.k, p.n, p.batch, p.stride_b);  // our B: N x K, ld N
+  layout(&b_layout, type, p.k, p.m, p.k, p.batch, p.stride_a);  // our A: K x M, ld K
+  layout(&c_layout, type, p.n, p.m, p.n, p.batch, p.stride_c);  // our C: N x M, ld N
 
   // [cublasLtMatmulPreferenceAttributes_t] the workspace limit and the
   // alignment run() guarantees. Later batches start at base + i*stride, so
   // the promised alignment is also limited by each stride in bytes.
-  check_cublas(*lib, lib->cublasLtMatmulPreferenceCreate(&s.pref),
-               "cublasLtMatmulPreferenceCreate");
+  check_cublas(*lib, lib->cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::uint64_t max_ws = options.workspace_bytes;
   check_cublas(*lib,
-               lib->cublasLtMatmulPreferenceSetAttribute(s.pref, kPrefMaxWorkspaceBytes, &max_ws,
+               lib->cublasLtMatmulPreferenceSetAttribute(pref, kPrefMaxWorkspaceBytes, &max_ws,
                                                          sizeof max_ws),
                "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
   const std::uint64_t elem = static_cast<std::uint64_t>(dtype_size(dtype));
@@ -314,22 +305,75 @@ CublasLtGemm::CublasLtGemm(const Device& device, DType dtype, const GemmProblem&
             : options.alignment_bytes;
     check_cublas(
         *lib,
-        lib->cublasLtMatmulPreferenceSetAttribute(s.pref, kPrefMinAlignmentA + i, &align,
+        lib->cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignmentA + i, &align,
                                                   sizeof align),
         std::string("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_") + names[i] + "_BYTES)");
   }
+}
+
+const CublasLtLibrary& require_cublaslt() {
+  std::string why_not;
+  const CublasLtLibrary* lib = load_cublaslt(&why_not);
+  if (lib == nullptr) throw UserError("cuBLASLt is not available: " + why_not);
+  return *lib;
+}
+
+}  // namespace
+
+GemmProblem validate_cublaslt_problem(DType dtype, const GemmProblem& problem,
+                                      const CublasLtOptions& options) {
+  const CublasLtLibrary& lib = require_cublaslt();
+  const GemmProblem p = complete_problem(problem, options);
+  Descriptors check(lib, dtype, p, options);
+  return p;
+}
+
+// ---- CublasLtGemm
+
+struct CublasLtGemm::Impl {
+  const CublasLtLibrary* lib = nullptr;
+  const Device* device = nullptr;
+  DType dtype = DType::F16;
+  GemmProblem p;
+  CublasLtOptions options;
+  std::unique_ptr<Descriptors> d;
+  cublasLtHandle_t handle = nullptr;
+  DeviceBuffer workspace;
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  int selected = 0;
+
+  ~Impl() {
+    if (handle != nullptr) lib->cublasLtDestroy(handle);
+  }
+};
+
+CublasLtGemm::CublasLtGemm(const Device& device, DType dtype, const GemmProblem& problem,
+                           const CublasLtOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.lib = &require_cublaslt();
+  const CublasLtLibrary& lib = *s.lib;
+  s.device = &device;
+  s.dtype = dtype;
+  s.options = options;
+  s.p = complete_problem(problem, options);
+  s.d = std::make_unique<Descriptors>(lib, dtype, s.p, options);
+
+  device.make_current();
+  s.workspace = DeviceBuffer(device, options.workspace_bytes);
+  // [cublasLtCreate()] The handle binds to the current device (the primary
+  // context of `device`, shared with the CUDA runtime inside cuBLASLt).
+  check_cublas(lib, lib.cublasLtCreate(&s.handle), "cublasLtCreate");
 
   // [cublasLtMatmulAlgoGetHeuristic()] the best `algorithms` candidates, in
   // the heuristic's order; only those whose state is SUCCESS are kept.
   std::vector<cublasLtMatmulHeuristicResult_t> results(options.algorithms);
   int returned = 0;
-  const cublasStatus_t rc = lib->cublasLtMatmulAlgoGetHeuristic(
-      s.handle, s.desc, s.a_layout, s.b_layout, s.c_layout, s.c_layout, s.pref, options.algorithms,
-      results.data(), &returned);
-  const std::string what = std::string(dtype_name(dtype)) + " M=" + std::to_string(p.m) +
-                           " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) +
-                           " batch=" + std::to_string(p.batch);
-  check_cublas(*lib, rc, "cublasLtMatmulAlgoGetHeuristic (" + what + ")");
+  const cublasStatus_t rc = lib.cublasLtMatmulAlgoGetHeuristic(
+      s.handle, s.d->desc, s.d->a_layout, s.d->b_layout, s.d->c_layout, s.d->c_layout, s.d->pref,
+      options.algorithms, results.data(), &returned);
+  const std::string what = problem_text(dtype, s.p);
+  check_cublas(lib, rc, "cublasLtMatmulAlgoGetHeuristic (" + what + ")");
   for (int i = 0; i < returned && i < options.algorithms; ++i) {
     if (results[i].state == kCublasSuccess) s.algos.push_back(results[i]);
   }
@@ -359,9 +403,9 @@ void CublasLtGemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) const {
   // A is our B and its B our A (row-major trick). Stream 0: the legacy
   // default stream, ordered with Event::record and DeviceBuffer::memset.
   const cublasStatus_t rc = s.lib->cublasLtMatmul(
-      s.handle, s.desc, &alpha, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(b)),
-      s.a_layout, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a)), s.b_layout, &beta,
-      c_ptr, s.c_layout, c_ptr, s.c_layout, &algo.algo,
+      s.handle, s.d->desc, &alpha, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(b)),
+      s.d->a_layout, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a)), s.d->b_layout,
+      &beta, c_ptr, s.d->c_layout, c_ptr, s.d->c_layout, &algo.algo,
       reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.workspace.ptr())),
       s.options.workspace_bytes, nullptr);
   check_cublas(*s.lib, rc, "cublasLtMatmul");

@@ -181,6 +181,16 @@ struct CublasLtOptions {
   unsigned alignment_bytes = 256;
 };
 
+// Checks `problem` and builds, then frees, the cuBLASLt descriptors that
+// CublasLtGemm would use for it (the matmul descriptor, the three layouts,
+// the heuristic preference; cuBLAS documentation, "cublasLtMatmulDescCreate()",
+// "cublasLtMatrixLayoutCreate()", "cublasLtMatmulPreferenceCreate()" and their
+// SetAttribute calls, which reject an attribute of the wrong size). Needs
+// libcublasLt but no GPU. Returns the problem with the default strides filled
+// in; throws as CublasLtGemm's constructor does, short of the heuristic.
+GemmProblem validate_cublaslt_problem(DType dtype, const GemmProblem& problem,
+                                      const CublasLtOptions& options = {});
+
 // A planned cuBLASLt GEMM: descriptors, the heuristic's algorithms and the
 // workspace are set up once by the constructor; run() then only launches.
 //

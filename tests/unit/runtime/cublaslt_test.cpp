@@ -159,6 +159,60 @@ TEST(CublasLtLoader, AvailabilityIsConsistentAndLoadedOnce) {
   }
 }
 
+// The descriptors are host-side objects: every attribute the GEMM sets is
+// checked by the real library here (a wrong attribute id or value size is
+// CUBLAS_STATUS_INVALID_VALUE, an InternalError).
+TEST(CublasLtDescriptors, BuildForEveryDtypeAndBatchingWithoutAGpu) {
+  std::string why;
+  if (!cublaslt_available(&why)) GTEST_SKIP() << why;
+  GemmProblem p;
+  p.m = 333;
+  p.n = 250;
+  p.k = 1000;
+  for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const GemmProblem full = validate_cublaslt_problem(dt, p);
+    EXPECT_EQ(full.stride_a, 333 * 1000);
+    EXPECT_EQ(full.stride_b, 1000 * 250);
+    EXPECT_EQ(full.stride_c, 333 * 250);
+    GemmProblem batched = p;
+    batched.batch = 5;
+    batched.stride_b = 0;  // one B for every batch
+    const GemmProblem bfull = validate_cublaslt_problem(dt, batched);
+    EXPECT_EQ(bfull.stride_b, 0);
+    EXPECT_EQ(bfull.stride_a, 333 * 1000);
+  }
+  CublasLtOptions tf32;
+  tf32.allow_tf32 = true;
+  tf32.workspace_bytes = 0;
+  tf32.alignment_bytes = 4;
+  EXPECT_NO_THROW(validate_cublaslt_problem(DType::F32, p, tf32));
+}
+
+TEST(CublasLtDescriptors, RejectsWhatItCannotRunWithoutAGpu) {
+  std::string why;
+  if (!cublaslt_available(&why)) GTEST_SKIP() << why;
+  GemmProblem p;
+  p.m = 4;
+  p.n = 4;
+  p.k = 0;
+  EXPECT_THROW(validate_cublaslt_problem(DType::F16, p), UserError);
+  p.k = 4;
+  EXPECT_NO_THROW(validate_cublaslt_problem(DType::F16, p));
+  EXPECT_THROW(validate_cublaslt_problem(DType::I32, p), UserError);
+  EXPECT_THROW(validate_cublaslt_problem(DType::F64, p), UserError);
+  GemmProblem broadcast_c = p;
+  broadcast_c.batch = 2;
+  broadcast_c.stride_c = 0;
+  EXPECT_THROW(validate_cublaslt_problem(DType::F16, broadcast_c), UserError);
+  CublasLtOptions none;
+  none.algorithms = 0;
+  EXPECT_THROW(validate_cublaslt_problem(DType::F16, p, none), UserError);
+  CublasLtOptions odd;
+  odd.alignment_bytes = 24;
+  EXPECT_THROW(validate_cublaslt_problem(DType::F16, p, odd), UserError);
+}
+
 // ---- Host timing (no GPU needed)
 
 TEST(HostTiming, SummarizeSamples) {
