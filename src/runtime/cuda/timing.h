@@ -44,9 +44,10 @@ std::size_t l2_flush_bytes(const Device& device);
 // (legacy NULL) stream of `device` -- Function::launch and
 // CublasLtGemm::run do -- and must not synchronize. It is called
 // options.warmup times, then the device is synchronized (a fault in the
-// work throws there); then per repeat: if options.flush_l2, a cuMemsetD8 of
-// a l2_flush_bytes() device buffer (allocated once per call, on the same
-// stream, so it completes before the start event and is not timed), a start
+// work throws there); then per repeat: if options.flush_l2, a
+// cuMemsetD8Async of a l2_flush_bytes() device buffer (allocated once per
+// call) on the same stream, so it completes before the start event and is not
+// timed, while the host runs ahead to queue the launch; then a start
 // event, `launch`, a stop event (cuEventRecord; CUDA Driver API reference,
 // "Event Management"). After the last repeat it waits for the last event and
 // reads each pair with cuEventElapsedTime (resolution about 0.5 us).
