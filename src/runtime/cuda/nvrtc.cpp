@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "runtime/cuda/device_headers.h"
 
 namespace tilefuse::cuda {
 namespace {
@@ -249,12 +250,26 @@ CompiledKernel compile_cuda(const std::string& source, const std::string& name,
   result.arch = options.arch;
   const std::string program_name = sanitize(name) + ".cu";
 
-  // [Compilation] nvrtcCreateProgram: no headers are passed, the source is
-  // self-contained (the emitter inlines its helpers).
+  // [Compilation] nvrtcCreateProgram: the embedded device headers, by name
+  // (headers[i] is the text of the file #included as includeNames[i]).
+  std::vector<std::string> header_text, header_names;
+  if (options.device_headers) {
+    for (const DeviceHeader& h : device_headers()) {
+      header_text.emplace_back(h.source);
+      header_names.emplace_back(h.name);
+    }
+  }
+  std::vector<const char*> headers, include_names;
+  for (std::size_t i = 0; i < header_text.size(); ++i) {
+    headers.push_back(header_text[i].c_str());
+    include_names.push_back(header_names[i].c_str());
+  }
   ProgramGuard guard{libs};
   check(*libs,
-        libs->nvrtcCreateProgram(&guard.prog, source.c_str(), program_name.c_str(), 0, nullptr,
-                                 nullptr),
+        libs->nvrtcCreateProgram(&guard.prog, source.c_str(), program_name.c_str(),
+                                 static_cast<int>(headers.size()),
+                                 headers.empty() ? nullptr : headers.data(),
+                                 include_names.empty() ? nullptr : include_names.data()),
         "nvrtcCreateProgram");
 
   const std::vector<std::string> opts = nvrtc_options(options);

@@ -21,6 +21,9 @@ struct CompileOptions {
   // Further NVRTC options, one per entry ("-std=c++17", "--ptxas-options=-v",
   // ...). "-Xptxas" followed by its value in the next entry is accepted too.
   std::vector<std::string> extra;
+  // Pass every embedded device header (device_headers.h: "tf_numeric.cuh",
+  // ...) to NVRTC, so that the source can #include them by name.
+  bool device_headers = true;
 };
 
 // The resource usage ptxas reports with -v ("ptxas info : Used N registers,
