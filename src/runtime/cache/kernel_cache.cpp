@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "runtime/cuda/device_headers.h"
 
 namespace tilefuse::cache {
 namespace {
@@ -144,6 +145,19 @@ bool requests_ptxas_report(const cuda::CompileOptions& options) {
   return false;
 }
 
+std::string KernelCache::key_for(const std::string& source, const std::string& name,
+                                 const cuda::CompileOptions& options) {
+  // compile_cuda gives NVRTC the embedded device headers: their text is an
+  // input of the compile as much as the source is.
+  HeaderList headers;
+  if (options.device_headers) {
+    for (const cuda::DeviceHeader& h : cuda::device_headers()) {
+      headers.emplace_back(h.name, h.source);
+    }
+  }
+  return kernel_cache_key(source, name, options, cuda::nvrtc_version(), headers);
+}
+
 KernelCache::KernelCache(std::string dir, DiskCache::WarningSink warn)
     : store_(std::move(dir), std::move(warn)) {}
 
@@ -164,7 +178,7 @@ cuda::CompiledKernel KernelCache::compile(const std::string& source, const std::
   // The version is part of the key; without NVRTC there is nothing to look
   // up, and compile_cuda reports why it cannot load.
   if (cuda::load_nvrtc() == nullptr) return cuda::compile_cuda(source, name, options);
-  const std::string key = kernel_cache_key(source, name, options, cuda::nvrtc_version());
+  const std::string key = key_for(source, name, options);
   if (std::optional<cuda::CompiledKernel> hit = get(key)) {
     if (hit->name == name && hit->arch == options.arch) {
       if (from_cache != nullptr) *from_cache = true;

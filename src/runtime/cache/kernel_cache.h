@@ -1,6 +1,8 @@
 // The compiled-kernel cache (DESIGN.md, "caches"): NVRTC results stored
 // under <cache root>/kernels, keyed by a hash of the source, the program
-// name, the architecture, the NVRTC version and every compile option.
+// name, the architecture, the NVRTC version, every compile option and the
+// text of the embedded device headers NVRTC is given (device_headers.h), so
+// a rebuilt library with changed headers never reuses a stale cubin.
 //
 // A cached kernel is the CompiledKernel of the cold compile, field for field:
 // name, arch, cubin bytes, NVRTC log and the parsed ptxas usage (`usage` and
@@ -53,6 +55,11 @@ class KernelCache {
  public:
   // Entries live directly in `dir` (normally <root>/kernels).
   explicit KernelCache(std::string dir, DiskCache::WarningSink warn = {});
+
+  // The key compile() uses: kernel_cache_key with the loaded NVRTC's version
+  // and, when options.device_headers, every embedded device header.
+  static std::string key_for(const std::string& source, const std::string& name,
+                             const cuda::CompileOptions& options);
 
   // The cached kernel for `key` (from kernel_cache_key), or nullopt.
   std::optional<cuda::CompiledKernel> get(const std::string& key) const;

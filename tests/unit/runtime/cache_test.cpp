@@ -23,6 +23,7 @@
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cache/tuning_cache.h"
+#include "runtime/cuda/device_headers.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace tilefuse::cache {
@@ -593,6 +594,23 @@ TEST(KernelCache, KeyDependsOnEveryInput) {
   EXPECT_NE(kernel_cache_key("s", "k", split, "1"), kernel_cache_key("s", "k", joined, "1"));
 }
 
+// compile() keys on the embedded device headers NVRTC is given.
+TEST(KernelCache, KeyCoversTheEmbeddedDeviceHeaders) {
+  cuda::CompileOptions with;
+  cuda::CompileOptions without;
+  without.device_headers = false;
+  HeaderList headers;
+  for (const cuda::DeviceHeader& h : cuda::device_headers()) headers.emplace_back(h.name, h.source);
+  const std::string version = cuda::nvrtc_version();
+  EXPECT_EQ(KernelCache::key_for("src", "k", with),
+            kernel_cache_key("src", "k", with, version, headers));
+  EXPECT_EQ(KernelCache::key_for("src", "k", without),
+            kernel_cache_key("src", "k", without, version));
+  if (!headers.empty()) {
+    EXPECT_NE(KernelCache::key_for("src", "k", with), KernelCache::key_for("src", "k", without));
+  }
+}
+
 TEST(KernelCache, RecognizesPtxasReportRequests) {
   auto with = [](std::vector<std::string> extra) {
     cuda::CompileOptions o;
@@ -675,7 +693,7 @@ TEST(KernelCache, SecondCompileComesFromTheCache) {
 
   // Corrupt the sm_80 entry: the next compile misses, recompiles and
   // replaces it, and the one after hits again.
-  const std::string key = kernel_cache_key(kSaxpySource, "saxpy", opts, cuda::nvrtc_version());
+  const std::string key = KernelCache::key_for(kSaxpySource, "saxpy", opts);
   const std::string path = cache.store().entry_path(key);
   ASSERT_TRUE(fs::exists(path));
   std::string bytes = read_file(path);
