@@ -16,6 +16,8 @@
 
 #include "core/error.h"
 #include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "runtime/cuda/loader.h"
 #include "driver/execute.h"
 #include "driver/explain.h"
 #include "frontend/frontend.h"
@@ -168,9 +170,17 @@ int with_program(const std::string& path, Body body, void (*before_report)() = n
 int run_command(const RunOptions& options) {
   return with_program(options.program, [&](const Program& program) -> int {
     const Graph& g = program.graph;
-    if (options.device == "cuda")
-      throw UserError("--device cuda: this build has no CUDA backend yet; use --device cpu");
     if (options.threads < 0) throw UserError("--threads must be >= 0");
+    const bool reference = options.engine == "reference";
+    // Where to run: cuda needs a usable GPU; auto takes one when present.
+    bool gpu = false;
+    std::string why_cpu;
+    if (options.device != "cpu" && !reference) {
+      gpu = cuda::cuda_available(&why_cpu);
+      if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
+    } else if (reference && options.device == "cuda") {
+      throw UserError("--engine reference runs on the CPU; use --device cpu or auto");
+    }
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
     load_inputs(g, options.inputs, inputs);
 
@@ -178,10 +188,11 @@ int run_command(const RunOptions& options) {
     eval.num_threads = options.threads;
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::thread::hardware_concurrency());
-    const bool reference = options.engine == "reference";
     std::string how;
     std::optional<driver::CompiledProgram> compiled;
+    std::unique_ptr<driver::CudaProgram> cuda_program;
     double compile_s = 0;
+    std::string where = "cpu";
     if (reference) {
       how = "reference evaluator";
     } else {
@@ -189,19 +200,51 @@ int run_command(const RunOptions& options) {
       co.plan = parse_plan(options.plan);
       co.target = tir::Target::cpu();
       auto t0 = std::chrono::steady_clock::now();
-      compiled = driver::compile(g, co);
+      if (gpu) {
+        cuda::Device& dev = driver::default_device();
+        std::optional<tir::Target> t = tir::Target::parse(dev.arch());
+        if (!t)
+          throw UserError(fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer",
+                                      dev.name(), dev.arch()));
+        co.target = *t;
+        compiled = driver::compile(g, co);
+        cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev);
+        where = fmt::format("{} ({})", dev.name(), dev.arch());
+      } else {
+        compiled = driver::compile(g, co);
+      }
       compile_s = seconds_since(t0);
       size_t n = compiled->kernels.size();
-      how = fmt::format("{} plan, {} kernel{}, CPU executor", options.plan, n, n == 1 ? "" : "s");
+      how = fmt::format("{} plan, {} kernel{}, {}", options.plan, n, n == 1 ? "" : "s",
+                        gpu ? "CUDA" : "CPU executor");
     }
-    std::printf("%s: %zu output%s on cpu (%s, %d thread%s), seed %llu\n", program.name.c_str(),
-                g.outputs().size(), g.outputs().size() == 1 ? "" : "s", how.c_str(), threads,
-                threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
+    if (gpu)
+      std::printf("%s: %zu output%s on %s (%s), seed %llu\n", program.name.c_str(),
+                  g.outputs().size(), g.outputs().size() == 1 ? "" : "s", where.c_str(),
+                  how.c_str(), static_cast<unsigned long long>(options.seed));
+    else
+      std::printf("%s: %zu output%s on cpu (%s, %d thread%s), seed %llu\n", program.name.c_str(),
+                  g.outputs().size(), g.outputs().size() == 1 ? "" : "s", how.c_str(), threads,
+                  threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
+    if (options.verbose && !gpu && options.device == "auto" && !reference)
+      std::printf("device: cpu, because %s\n", why_cpu.c_str());
     if (!reference) std::printf("compile: %.3f s\n", compile_s);
+    if (options.verbose && cuda_program) {
+      for (const driver::CudaKernelStats& st : cuda_program->stats())
+        std::printf(
+            "  kernel %s: %s (%.1f ms); %d registers, %d B local, %lld B dynamic shared; %d "
+            "threads x %lld blocks; %d blocks/SM (occupancy %.0f%%)\n",
+            st.name.c_str(), st.from_cache ? "from the kernel cache" : "compiled with NVRTC",
+            st.compile_ms, st.registers, st.local_bytes,
+            static_cast<long long>(st.dynamic_shared_bytes), st.threads,
+            static_cast<long long>(st.blocks), st.blocks_per_sm, 100 * st.occupancy);
+    }
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> outputs;
     if (reference) {
       outputs = evaluate(g, inputs, eval);
+    } else if (cuda_program) {
+      outputs = cuda_program->run(inputs, /*poison=*/true);
     } else {
       driver::ExecuteOptions xo;
       xo.num_threads = options.threads;

@@ -13,7 +13,7 @@ enum ExitCode : int { kOk = 0, kUserError = 1, kInternalError = 2 };
 
 struct RunOptions {
   std::string program;              // path of the .tfs file
-  std::string device = "auto";      // auto | cpu (| cuda: not in this build)
+  std::string device = "auto";      // auto (the GPU when one is usable) | cpu | cuda
   std::string plan = "fused";       // fused | unfused
   std::string engine = "executor";  // executor (compiled kernels) | reference (graph evaluator)
   uint64_t seed = 0;                // random-input seed
@@ -21,10 +21,12 @@ struct RunOptions {
   std::string save_output_dir;      // empty: don't save
   bool check = false;               // compare with the f64 oracle
   int threads = 0;                  // 0: all hardware threads
+  bool verbose = false;             // per-kernel compile/cache/resource lines
 };
 
 // `tilefuse run`: parses the program, makes or loads its inputs, compiles it
-// (the chosen plan, for the CPU) and runs its kernels on the CPU executor —
+// (the chosen plan, for the GPU's arch or the CPU) and runs its kernels on
+// the GPU or the CPU executor —
 // or evaluates the graph with the reference evaluator (--engine reference) —
 // and prints each output's shape, dtype, checksum and the time (and with
 // --check, the relative error against the f64 oracle).
@@ -32,7 +34,7 @@ int run_command(const RunOptions& options);
 
 struct EmitOptions {
   std::string program;
-  std::string stage = "graph";  // graph | plan | tir | tir-opt
+  std::string stage = "graph";  // graph | plan | tir | tir-opt | cuda
   std::string plan = "fused";
   std::string target = "cpu";
   std::string dump_after;  // a pass name or "all": the kernels after it, before the stage

@@ -35,14 +35,13 @@ int main(int argc, char** argv) {
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
       "run",
-      "Compile a program for the CPU and run its kernels on random (or given) inputs; "
+      "Compile a program for the GPU (or the CPU) and run its kernels on random (or given) inputs; "
       "print each output's shape, dtype, checksum and the time.");
   run_cmd->add_option("program", run.program, "The .tfs program")->required();
   run_cmd
       ->add_option("--device", run.device,
-                   "Where to run: auto (the GPU if present, else the CPU) "
-                   "or cpu. This build has no CUDA backend: auto is "
-                   "the CPU")
+                   "Where to run: auto (the GPU if one is usable, else the CPU), "
+                   "cpu, or cuda (an error when no GPU is usable)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   run_cmd
@@ -70,6 +69,9 @@ int main(int argc, char** argv) {
                     "||out-ref||/||ref||; exit 2 if it exceeds the dtype's tolerance "
                     "(1e-2 for f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: all)")->capture_default_str();
+  run_cmd->add_flag("--verbose,-v", run.verbose,
+                    "Say where each kernel came from (compiled or the kernel cache), its "
+                    "registers, shared memory and occupancy");
 
   EmitOptions emit;
   CLI::App* emit_cmd = app.add_subcommand(

@@ -87,6 +87,8 @@ Device::Device() {
              "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
   check_cuda(l, l.cuDeviceGetAttribute(&sm_count_, kAttrMultiprocessorCount, dev_),
              "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  check_cuda(l, l.cuDeviceGetAttribute(&max_smem_optin_, kAttrMaxSharedPerBlockOptin, dev_),
+             "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
   if (auto* total_mem = extra(l).cuDeviceTotalMem_v2) {
     check_cuda(l, total_mem(&total_memory_, dev_), "cuDeviceTotalMem");
   }
@@ -192,6 +194,26 @@ Function Module::function(const std::string& name) const {
   const std::string call = "cuModuleGetFunction(\"" + name + "\")";
   check_cuda(*libs_, libs_->cuModuleGetFunction(&f, mod_, name.c_str()), call.c_str());
   return Function(libs_, f, name);
+}
+
+int Function::attribute(int attrib) const {
+  int v = 0;
+  check_cuda(*libs_, libs_->cuFuncGetAttribute(&v, attrib, f_), "cuFuncGetAttribute");
+  return v;
+}
+
+void Function::set_max_dynamic_shared(int bytes) const {
+  check_cuda(*libs_, libs_->cuFuncSetAttribute(f_, kFuncAttrMaxDynamicSharedSizeBytes, bytes),
+             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
+int Function::max_active_blocks_per_sm(int block_threads, std::size_t dynamic_shared_bytes) const {
+  int n = 0;
+  check_cuda(*libs_,
+             libs_->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f_, block_threads,
+                                                                dynamic_shared_bytes),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return n;
 }
 
 void Function::launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes,

@@ -81,6 +81,14 @@ class Function {
   // kernel parameter, pointing at its value. Asynchronous: errors raised by
   // the kernel itself surface at the next Device::synchronize().
   void launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes, void** args) const;
+  // cuFuncGetAttribute: registers per thread, static shared and local
+  // (spill/stack) bytes per thread as loaded.
+  int attribute(int attrib) const;
+  // Lets a launch use `bytes` of dynamic shared memory (above 48 KiB needs
+  // the opt-in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+  void set_max_dynamic_shared(int bytes) const;
+  // cuOccupancyMaxActiveBlocksPerMultiprocessor: resident blocks per SM.
+  int max_active_blocks_per_sm(int block_threads, std::size_t dynamic_shared_bytes) const;
 
  private:
   const CudaLibraries* libs_ = nullptr;
@@ -144,6 +152,8 @@ class Device {
   // otherwise.
   std::string arch() const;
   int sm_count() const { return sm_count_; }
+  // Shared memory a block may opt in to (bytes).
+  int max_shared_per_block_optin() const { return max_smem_optin_; }
   std::size_t total_memory() const { return total_memory_; }
 
   // Makes the primary context current on the calling thread.
@@ -156,7 +166,7 @@ class Device {
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   std::string name_;
-  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0;
+  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_smem_optin_ = 0;
   std::size_t total_memory_ = 0;
 };
 

@@ -161,6 +161,9 @@ void resolve_libcuda(CudaLibraries& l, SymbolResolver& r) {
   r(l.cuModuleLoadData, "cuModuleLoadData");
   r(l.cuModuleGetFunction, "cuModuleGetFunction");
   r(l.cuLaunchKernel, "cuLaunchKernel");
+  r(l.cuFuncGetAttribute, "cuFuncGetAttribute");
+  r(l.cuFuncSetAttribute, "cuFuncSetAttribute");
+  r(l.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   r(l.cuMemAlloc_v2, "cuMemAlloc_v2");
   r(l.cuMemFree_v2, "cuMemFree_v2");
   r(l.cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");

@@ -54,6 +54,12 @@ constexpr CUresult kCudaSuccess = 0;                            // CUDA_SUCCESS
 constexpr CUdevice_attribute kAttrComputeCapabilityMajor = 75;  // ..._COMPUTE_CAPABILITY_MAJOR
 constexpr CUdevice_attribute kAttrComputeCapabilityMinor = 76;  // ..._COMPUTE_CAPABILITY_MINOR
 constexpr CUdevice_attribute kAttrMultiprocessorCount = 16;     // ..._MULTIPROCESSOR_COUNT
+constexpr CUdevice_attribute kAttrMaxSharedPerBlockOptin = 97;  // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+// CUfunction_attribute values (cuda.h).
+constexpr int kFuncAttrSharedSizeBytes = 1;            // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+constexpr int kFuncAttrLocalSizeBytes = 3;             // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+constexpr int kFuncAttrNumRegs = 4;                    // CU_FUNC_ATTRIBUTE_NUM_REGS
+constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;  // ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr CUdevice_attribute kAttrL2CacheSize = 38;             // ..._L2_CACHE_SIZE (bytes)
 
 // ---- NVRTC types (nvrtc.h; NVRTC documentation, "Error Handling" and
@@ -102,6 +108,17 @@ struct CudaLibraries {
                              unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                              unsigned int block_z, unsigned int shared_mem_bytes, CUstream stream,
                              void** kernel_params, void** extra) = nullptr;
+  // [Execution Control] CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib,
+  //                                                 CUfunction hfunc)
+  CUresult (*cuFuncGetAttribute)(int* value, int attrib, CUfunction f) = nullptr;
+  // [Execution Control] CUresult cuFuncSetAttribute(CUfunction hfunc,
+  //                                                 CUfunction_attribute attrib, int value)
+  CUresult (*cuFuncSetAttribute)(CUfunction f, int attrib, int value) = nullptr;
+  // [Occupancy] CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks,
+  //     CUfunction func, int blockSize, size_t dynamicSMemSize)
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* num_blocks, CUfunction f,
+                                                          int block_size,
+                                                          std::size_t dynamic_smem) = nullptr;
   // [Memory Management] CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize)
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* dptr, std::size_t bytes) = nullptr;
   // [Memory Management] CUresult cuMemFree(CUdeviceptr dptr)

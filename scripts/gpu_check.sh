@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The GPU check, in one call on the device machine (see docs/device-notes.md):
+# the GPU tests, every shared case on the GPU against the f64 reference,
+# compute-sanitizer memcheck on the seed and the out-of-range case, then the
+# benchmarks. Built binaries come from $TF_BIN (default .devcarry/bin, copied
+# there by `scripts/gpu_check.sh --stage`). Logs go under $OUT (or
+# ./gpu-logs); a short table is printed last.
+#
+#   scripts/gpu_check.sh --stage            # here: copy the built binaries
+#   scripts/gpu_check.sh [tests|cases|memcheck|bench ...]   # there: run parts (default: all)
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD:-$ROOT/build}"
+BIN="${TF_BIN:-$ROOT/.devcarry/bin}"
+if [[ "${1:-}" == "--stage" ]]; then
+  mkdir -p "$BIN"
+  cp "$BUILD/tilefuse" "$BIN/"
+  for t in "$BUILD"/tests/test_*; do [[ -x "$t" ]] && cp "$t" "$BIN/"; done
+  du -sh "$BIN"
+  exit 0
+fi
+# Logs are written to $LOG and packed into one file under $OUT at the end
+# (the device tool returns at most 8 files).
+LOG="${TF_LOG:-/tmp/tf-gpu-logs}"
+rm -rf "$LOG"; mkdir -p "$LOG"
+export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+export TILEFUSE_CACHE_DIR="${TILEFUSE_CACHE_DIR:-/tmp/tf-cache}"
+# The test binaries find the sources at the path they were built in.
+if [[ ! -e /work/main/tests ]]; then mkdir -p /work && ln -sfn "$ROOT" /work/main; fi
+parts=("$@")
+[[ ${#parts[@]} -eq 0 ]] && parts=(tests cases memcheck bench)
+declare -a TABLE
+row() { TABLE+=("$(printf '%-34s %s' "$1" "$2")"); }
+has() { local p; for p in "${parts[@]}"; do [[ "$p" == "$1" ]] && return 0; done; return 1; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$LOG/gpu.txt" 2>&1
+
+if has tests; then
+  for t in "$BIN"/test_*; do
+    name=$(basename "$t")
+    filter='*'
+    case "$name" in
+      test_runtime) filter='Cuda*:DeviceNumeric*:*Cublas*:*Timing*:*Cache*' ;;
+      test_codegen|test_gpu) ;;
+      *) continue ;;
+    esac
+    "$t" --gtest_filter="$filter" > "$LOG/$name.log" 2>&1
+    rc=$?
+    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$LOG/$name.log" | tr '\n' ' ')
+    row "$name" "rc=$rc $summary"
+  done
+fi
+
+if has cases; then
+  pass=0; fail=0
+  for f in "$ROOT"/tests/cases/*.tfs "$ROOT"/examples/*.tfs; do
+    for plan in fused unfused; do
+      b=$(basename "$f" .tfs)
+      "$BIN/tilefuse" run "$f" --device cuda --plan "$plan" --check -v > "$LOG/case-$b-$plan.log" 2>&1
+      rc=$?
+      want=0; [[ "$b" == gather_out_of_range ]] && want=1
+      if [[ $rc == "$want" ]]; then pass=$((pass+1)); else fail=$((fail+1)); row "case $b $plan" "FAILED rc=$rc"; fi
+    done
+  done
+  row "shared cases on the GPU (x2 plans)" "$pass passed, $fail failed"
+fi
+
+if has memcheck; then
+  for b in seed_gather_mm_f16 gather_out_of_range; do
+    compute-sanitizer --tool memcheck --error-exitcode 99 "$BIN/tilefuse" run "$ROOT/tests/cases/$b.tfs" \
+      --device cuda > "$LOG/memcheck-$b.log" 2>&1
+    rc=$?
+    row "memcheck $b" "rc=$rc $(grep -E 'ERROR SUMMARY' "$LOG/memcheck-$b.log" | head -1)"
+  done
+fi
+
+if has bench; then
+  for f in "$ROOT"/tests/cases/seed_gather_mm_f16.tfs; do
+    if "$BIN/tilefuse" bench --help > /dev/null 2>&1; then
+      "$BIN/tilefuse" bench "$f" > "$LOG/bench-$(basename "$f" .tfs).log" 2>&1
+      row "bench $(basename "$f" .tfs)" "rc=$? (table in bench-$(basename "$f" .tfs).log)"
+      cat "$LOG/bench-$(basename "$f" .tfs).log"
+    fi
+  done
+fi
+
+if [[ -n "${OUT:-}" ]]; then tar -czf "$OUT/gpu-logs.tgz" -C "$LOG" . ; fi
+echo
+echo "== tilefuse GPU check: $(head -2 "$LOG/gpu.txt" | tail -1)"
+printf '%s\n' "${TABLE[@]}"

@@ -1,0 +1,208 @@
+#include "driver/cuda_program.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+#include "runtime/cache/kernel_cache.h"
+#include "runtime/cuda/loader.h"
+
+namespace tilefuse::driver {
+namespace {
+
+// tf::Status (tf_status.cuh): int code, int pad, long long args[4].
+struct HostStatus {
+  int32_t code;
+  int32_t pad;
+  int64_t args[4];
+};
+static_assert(sizeof(HostStatus) == 40);
+
+// Replaces each "{}" of `message` with the next argument.
+std::string format_check(const std::string& message, const int64_t* args, int num_args) {
+  std::string out;
+  int next = 0;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message.compare(i, 2, "{}") == 0 && next < num_args) {
+      out += std::to_string(args[next++]);
+      ++i;
+    } else {
+      out += message[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+cuda::Device& default_device() {
+  static std::once_flag once;
+  static std::unique_ptr<cuda::Device> device;
+  std::call_once(once, [] { device = std::make_unique<cuda::Device>(); });
+  device->make_current();
+  return *device;
+}
+
+cuda::CompileOptions cuda_compile_options(const std::string& arch) {
+  cuda::CompileOptions o;
+  o.arch = arch;
+  o.extra = {"-std=c++17", "--ptxas-options=-v"};
+  return o;
+}
+
+struct CudaProgram::Impl {
+  struct Kernel {
+    std::unique_ptr<cuda::Module> module;
+    cuda::Function function;
+    std::vector<ValueId> bindings;
+    const codegen::CudaKernel* code = nullptr;
+    std::vector<cuda::CUdeviceptr> arg_values;
+    std::vector<void*> args;
+  };
+  std::vector<Kernel> kernels;
+  std::map<ValueId, cuda::DeviceBuffer> memory;
+  std::optional<cuda::DeviceBuffer> status;
+  bool bound = false;
+};
+
+CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device)
+    : program_(program), device_(device), impl_(std::make_unique<Impl>()) {
+  TF_CHECK(program.target.is_cuda(),
+           "CudaProgram: the program is compiled for " + program.target.name());
+  const std::string arch = program.target.name();
+  if (program.target.sm / 10 != device.cc_major())
+    throw UserError(fmt::format("the program is compiled for {} but the GPU ({}) is {}", arch,
+                                device.name(), device.arch()));
+  device.make_current();
+  for (const CompiledKernel& ck : program.kernels) {
+    TF_CHECK(ck.cuda.has_value(), "kernel " + ck.kernel.name + " has no CUDA code");
+    const codegen::CudaKernel& code = *ck.cuda;
+    for (const tir::KernelParam& p : ck.kernel.params)
+      TF_CHECK(p.is_buffer(), "kernel " + ck.kernel.name + ": scalar params are not supported");
+    CudaKernelStats st;
+    st.name = code.name;
+    const auto t0 = std::chrono::steady_clock::now();
+    cuda::CompiledKernel bin =
+        cache::compile_cuda_cached(code.source, code.name, cuda_compile_options(arch), &st.from_cache);
+    st.compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    st.usage = bin.usage;
+    Impl::Kernel k;
+    k.module = std::make_unique<cuda::Module>(device, bin.cubin);
+    k.function = k.module->function(code.name);
+    k.bindings = ck.lowered.bindings;
+    k.code = &code;
+    if (code.dynamic_shared_bytes > device.max_shared_per_block_optin())
+      throw UserError(fmt::format(
+          "kernel {} needs {} bytes of shared memory; the GPU allows {} per block", code.name,
+          code.dynamic_shared_bytes, device.max_shared_per_block_optin()));
+    if (code.dynamic_shared_bytes > 48 * 1024)
+      k.function.set_max_dynamic_shared(static_cast<int>(code.dynamic_shared_bytes));
+    st.registers = k.function.attribute(cuda::kFuncAttrNumRegs);
+    st.local_bytes = k.function.attribute(cuda::kFuncAttrLocalSizeBytes);
+    st.dynamic_shared_bytes = code.dynamic_shared_bytes;
+    st.threads = code.num_threads;
+    st.blocks = code.grid;
+    st.blocks_per_sm = k.function.max_active_blocks_per_sm(
+        code.num_threads, static_cast<std::size_t>(code.dynamic_shared_bytes));
+    st.occupancy = st.blocks_per_sm * code.num_threads / 32 / 64.0;
+    stats_.push_back(st);
+    impl_->kernels.push_back(std::move(k));
+  }
+  impl_->status.emplace(device, sizeof(HostStatus));
+  impl_->status->memset(0);
+}
+
+CudaProgram::~CudaProgram() = default;
+
+void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
+  const Graph& g = program_.graph;
+  if (inputs.size() != g.parameters().size())
+    throw UserError(
+        fmt::format("the program takes {} inputs, got {}", g.parameters().size(), inputs.size()));
+  device_.make_current();
+  impl_->memory.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Node& p = g.node(g.parameters()[i]);
+    if (inputs[i].dtype() != p.dtype || inputs[i].shape() != p.shape)
+      throw UserError(fmt::format("input `{}` must be {}{}, got {}{}", p.name, dtype_name(p.dtype),
+                                  shape_to_string(p.shape), dtype_name(inputs[i].dtype()),
+                                  shape_to_string(inputs[i].shape())));
+    Tensor c = inputs[i].contiguous();
+    const std::size_t bytes = static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype());
+    cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
+    if (bytes) b.copy_from_host(c.data_ptr(), bytes);
+    impl_->memory.emplace(g.parameters()[i], std::move(b));
+  }
+  for (const CompiledKernel& ck : program_.kernels) {
+    const Node& out = g.node(ck.lowered.step.output);
+    const std::size_t bytes = static_cast<std::size_t>(shape_numel(out.shape)) * dtype_size(out.dtype);
+    cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
+    if (poison) b.memset(0xFF);
+    impl_->memory.insert_or_assign(ck.lowered.step.output, std::move(b));
+  }
+  for (Impl::Kernel& k : impl_->kernels) {
+    k.arg_values.clear();
+    for (ValueId v : k.bindings) {
+      auto it = impl_->memory.find(v);
+      TF_CHECK(it != impl_->memory.end(), fmt::format("kernel {} reads %{} before any step wrote it",
+                                                      k.code->name, v));
+      k.arg_values.push_back(it->second.ptr());
+    }
+    k.arg_values.push_back(impl_->status->ptr());
+    k.args.clear();
+    for (cuda::CUdeviceptr& a : k.arg_values) k.args.push_back(&a);
+  }
+  impl_->bound = true;
+}
+
+void CudaProgram::launch() {
+  TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
+  for (Impl::Kernel& k : impl_->kernels) {
+    if (k.code->grid == 0) continue;  // an empty grid (M or N is 0)
+    k.function.launch({static_cast<unsigned>(k.code->grid), 1, 1},
+                      {static_cast<unsigned>(k.code->num_threads), 1, 1},
+                      static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data());
+  }
+}
+
+void CudaProgram::check_status() {
+  device_.synchronize();
+  HostStatus s{};
+  impl_->status->copy_to_host(&s, sizeof s);
+  if (s.code == 0) return;
+  impl_->status->memset(0);
+  for (const Impl::Kernel& k : impl_->kernels)
+    for (const codegen::CudaCheck& c : k.code->checks)
+      if (c.code == s.code) throw UserError(format_check(c.message, s.args, c.num_args));
+  throw InternalError(fmt::format("a kernel reported status {} that no check has", s.code));
+}
+
+std::vector<Tensor> CudaProgram::outputs() const {
+  const Graph& g = program_.graph;
+  std::vector<Tensor> outs;
+  for (ValueId o : g.outputs()) {
+    const Node& n = g.node(o);
+    Tensor t = Tensor::empty(n.dtype, n.shape);
+    auto it = impl_->memory.find(o);
+    TF_CHECK(it != impl_->memory.end(), fmt::format("no step writes output %{}", o));
+    const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+    if (bytes) it->second.copy_to_host(t.data_ptr(), bytes);
+    outs.push_back(t);
+  }
+  return outs;
+}
+
+std::vector<Tensor> CudaProgram::run(const std::vector<Tensor>& inputs, bool poison) {
+  bind(inputs, poison);
+  launch();
+  check_status();
+  return outputs();
+}
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,82 @@
+// The driver's GPU run step: a CompiledProgram (compiled for a CUDA target)
+// built with NVRTC through the kernel cache, loaded on the device and run.
+//
+// Memory follows the same contract as the CPU step (execute.h): parameters
+// are uploaded contiguous, every step's output is a fresh device buffer of
+// its node's shape and dtype, kernels run in plan order. One status word
+// (tf_status.cuh) is shared by all kernels; after a launch sequence the host
+// reads it, and a failed device-side check becomes a UserError whose message
+// is the check's own, with the values the kernel reported. The device stays
+// usable afterwards: nothing traps.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "driver/compile.h"
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/nvrtc.h"
+
+namespace tilefuse::driver {
+
+// What compiling and loading one kernel gave.
+struct CudaKernelStats {
+  std::string name;
+  bool from_cache = false;   // the cubin came from the kernel cache
+  double compile_ms = 0;     // NVRTC (or cache read) time
+  cuda::PtxasUsage usage;    // ptxas -v: registers, spills, static smem
+  int registers = 0;         // as loaded (cuFuncGetAttribute)
+  int local_bytes = 0;       // local memory per thread (spills, stack)
+  int64_t dynamic_shared_bytes = 0;
+  int threads = 0;
+  int64_t blocks = 0;
+  int blocks_per_sm = 0;     // cuOccupancyMaxActiveBlocksPerMultiprocessor
+  double occupancy = 0;      // resident warps / 64 warps per SM
+};
+
+// The process-wide device (device 0, primary context), opened on first use.
+// Throws UserError when CUDA is unavailable.
+cuda::Device& default_device();
+
+class CudaProgram {
+ public:
+  // Compiles every kernel of `program` (target must be CUDA and match the
+  // device's arch family) and loads it. Throws UserError for an NVRTC
+  // failure (naming the saved source) or a kernel the device cannot launch.
+  CudaProgram(const CompiledProgram& program, cuda::Device& device);
+  ~CudaProgram();
+  CudaProgram(const CudaProgram&) = delete;
+  CudaProgram& operator=(const CudaProgram&) = delete;
+
+  // Uploads `inputs` (one per graph parameter, any strides) and allocates
+  // every step's output; `poison` fills outputs with NaN bytes (0xFF) first.
+  void bind(const std::vector<Tensor>& inputs, bool poison = false);
+  // Launches every kernel in plan order on the default stream (async).
+  // Needs bind().
+  void launch();
+  // Waits for the device, reads the status word and throws UserError for a
+  // failed check (then clears the word, so the program can run again).
+  void check_status();
+  // Copies the graph outputs back (contiguous tensors).
+  std::vector<Tensor> outputs() const;
+
+  // bind + launch + check_status + outputs.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool poison = false);
+
+  const std::vector<CudaKernelStats>& stats() const { return stats_; }
+  const CompiledProgram& program() const { return program_; }
+
+ private:
+  struct Impl;
+  const CompiledProgram& program_;
+  cuda::Device& device_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<CudaKernelStats> stats_;
+};
+
+// The NVRTC options tilefuse compiles kernels with for `arch`.
+cuda::CompileOptions cuda_compile_options(const std::string& arch);
+
+}  // namespace tilefuse::driver
