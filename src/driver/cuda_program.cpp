@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "runtime/cache/kernel_cache.h"
+#include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/loader.h"
 
 namespace tilefuse::driver {
@@ -63,6 +64,9 @@ struct CudaProgram::Impl {
     const codegen::CudaKernel* code = nullptr;
     std::vector<cuda::CUdeviceptr> arg_values;
     std::vector<void*> args;
+    // cuBLASLt instead of our kernel: C = A @ B over these values.
+    std::unique_ptr<cuda::CublasLtGemm> blas;
+    ValueId blas_a = -1, blas_b = -1, blas_c = -1;
   };
   std::vector<Kernel> kernels;
   std::map<ValueId, cuda::DeviceBuffer> memory;
@@ -70,7 +74,40 @@ struct CudaProgram::Impl {
   bool bound = false;
 };
 
-CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device)
+namespace {
+
+// The cuBLASLt problem of a plain GEMM step (see CudaProgramOptions), or
+// nullopt when the step is not plain.
+std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& step) {
+  if (step.kind != StepKind::kGemm || !step.a.nodes.empty() || !step.b.nodes.empty() ||
+      step.bias || !step.epilogue.empty() || step.gemm.a_is_vector || step.gemm.b_is_vector)
+    return std::nullopt;
+  const Node &a = g.node(step.a.operand), &b = g.node(step.b.operand);
+  const DType dt = a.dtype;
+  if (b.dtype != dt || g.node(step.output).dtype != dt ||
+      (dt != DType::F16 && dt != DType::BF16 && dt != DType::F32))
+    return std::nullopt;
+  const int64_t batch = shape_numel(step.gemm.batch);
+  // Both operands carry the full batch (no broadcast) as contiguous values.
+  auto full = [&](const Node& n, int64_t r, int64_t c) {
+    Shape want = step.gemm.batch;
+    want.push_back(r);
+    want.push_back(c);
+    return n.shape == want;
+  };
+  if (!full(a, step.gemm.m, step.gemm.k) || !full(b, step.gemm.k, step.gemm.n)) return std::nullopt;
+  if (step.gemm.m == 0 || step.gemm.n == 0 || step.gemm.k == 0 || batch > INT32_MAX)
+    return std::nullopt;
+  cuda::GemmProblem p;
+  p.m = step.gemm.m, p.n = step.gemm.n, p.k = step.gemm.k;
+  p.batch = static_cast<int>(batch);
+  return p;
+}
+
+}  // namespace
+
+CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
+                         const CudaProgramOptions& options)
     : program_(program), device_(device), impl_(std::make_unique<Impl>()) {
   TF_CHECK(program.target.is_cuda(),
            "CudaProgram: the program is compiled for " + program.target.name());
@@ -81,6 +118,22 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device)
   device.make_current();
   for (const CompiledKernel& ck : program.kernels) {
     TF_CHECK(ck.cuda.has_value(), "kernel " + ck.kernel.name + " has no CUDA code");
+    if (options.cublaslt_gemms) {
+      if (std::optional<cuda::GemmProblem> p = plain_gemm(program.graph, ck.lowered.step)) {
+        Impl::Kernel k;
+        k.code = &*ck.cuda;
+        k.blas = std::make_unique<cuda::CublasLtGemm>(
+            device, program.graph.node(ck.lowered.step.a.operand).dtype, *p);
+        k.blas_a = ck.lowered.step.a.operand;
+        k.blas_b = ck.lowered.step.b.operand;
+        k.blas_c = ck.lowered.step.output;
+        CudaKernelStats st;
+        st.name = k.blas->describe();
+        stats_.push_back(st);
+        impl_->kernels.push_back(std::move(k));
+        continue;
+      }
+    }
     const codegen::CudaKernel& code = *ck.cuda;
     for (const tir::KernelParam& p : ck.kernel.params)
       TF_CHECK(p.is_buffer(), "kernel " + ck.kernel.name + ": scalar params are not supported");
@@ -147,6 +200,7 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
     impl_->memory.insert_or_assign(ck.lowered.step.output, std::move(b));
   }
   for (Impl::Kernel& k : impl_->kernels) {
+    if (k.blas) continue;
     k.arg_values.clear();
     for (ValueId v : k.bindings) {
       auto it = impl_->memory.find(v);
@@ -161,14 +215,30 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   impl_->bound = true;
 }
 
-void CudaProgram::launch() {
+void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
-  for (Impl::Kernel& k : impl_->kernels) {
-    if (k.code->grid == 0) continue;  // an empty grid (M or N is 0)
-    k.function.launch({static_cast<unsigned>(k.code->grid), 1, 1},
-                      {static_cast<unsigned>(k.code->num_threads), 1, 1},
-                      static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data());
+  TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
+  Impl::Kernel& k = impl_->kernels[index];
+  if (k.blas) {
+    k.blas->run(impl_->memory.at(k.blas_a).ptr(), impl_->memory.at(k.blas_b).ptr(),
+                impl_->memory.at(k.blas_c).ptr());
+    return;
   }
+  if (k.code->grid == 0) return;  // an empty grid (M or N is 0)
+  k.function.launch({static_cast<unsigned>(k.code->grid), 1, 1},
+                    {static_cast<unsigned>(k.code->num_threads), 1, 1},
+                    static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data());
+}
+
+void CudaProgram::launch() {
+  for (size_t i = 0; i < impl_->kernels.size(); ++i) launch_step(i);
+}
+
+std::vector<size_t> CudaProgram::cublaslt_steps() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < impl_->kernels.size(); ++i)
+    if (impl_->kernels[i].blas) out.push_back(i);
+  return out;
 }
 
 void CudaProgram::check_status() {

@@ -40,12 +40,23 @@ struct CudaKernelStats {
 // Throws UserError when CUDA is unavailable.
 cuda::Device& default_device();
 
+struct CudaProgramOptions {
+  // Run every plain GEMM step (no prologue, bias or epilogue; contiguous
+  // row-major f16/bf16/f32 operands) with cuBLASLt instead of our kernel:
+  // the "unfused + cuBLASLt" baseline of `tilefuse bench`. A GEMM step that
+  // is not plain keeps our kernel; cublaslt_steps() says which were
+  // replaced.
+  bool cublaslt_gemms = false;
+};
+
 class CudaProgram {
  public:
   // Compiles every kernel of `program` (target must be CUDA and match the
   // device's arch family) and loads it. Throws UserError for an NVRTC
-  // failure (naming the saved source) or a kernel the device cannot launch.
-  CudaProgram(const CompiledProgram& program, cuda::Device& device);
+  // failure (naming the saved source), a kernel the device cannot launch,
+  // or (with cublaslt_gemms) a missing libcublasLt.
+  CudaProgram(const CompiledProgram& program, cuda::Device& device,
+              const CudaProgramOptions& options = {});
   ~CudaProgram();
   CudaProgram(const CudaProgram&) = delete;
   CudaProgram& operator=(const CudaProgram&) = delete;
@@ -56,6 +67,10 @@ class CudaProgram {
   // Launches every kernel in plan order on the default stream (async).
   // Needs bind().
   void launch();
+  // Launches only step `index` (plan order), e.g. to time the GEMM alone.
+  void launch_step(size_t index);
+  // The steps run by cuBLASLt (with cublaslt_gemms), in plan order.
+  std::vector<size_t> cublaslt_steps() const;
   // Waits for the device, reads the status word and throws UserError for a
   // failed check (then clears the word, so the program can run again).
   void check_status();

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "driver/bench.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "runtime/cuda/loader.h"
@@ -340,6 +341,103 @@ int explain_command(const ExplainOptions& options) {
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
+    return kOk;
+  });
+}
+
+int bench_command(const BenchOptions& options) {
+  return with_program(options.program, [&](const Program& program) -> int {
+    const Graph& g = program.graph;
+    bool gpu = false;
+    std::string why_cpu;
+    if (options.device != "cpu") {
+      gpu = cuda::cuda_available(&why_cpu);
+      if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
+    }
+    driver::BenchOptions bo;
+    bo.warmup = options.warmup >= 0 ? options.warmup : (gpu ? 10 : 1);
+    bo.repeats = options.repeats >= 0 ? options.repeats : (gpu ? 100 : 5);
+    if (bo.repeats < 1) throw UserError("--repeats must be >= 1");
+    bo.baselines = options.baselines;
+    bo.check = options.check;
+    bo.cpu_threads = options.threads;
+    if (!options.gemm_config.empty()) {
+      GemmConfig c;
+      char tail = 0;
+      if (std::sscanf(options.gemm_config.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n,
+                      &c.block_k, &c.num_stages, &c.num_warps, &tail) != 5)
+        throw UserError("--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
+                        "num_stages/num_warps), got `" + options.gemm_config + "`");
+      auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+      if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
+          c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 ||
+          c.block_k > 128 || c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) ||
+          c.num_warps > 16)
+        throw UserError("--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
+                        "1..8 stages, 1..16 warps (a power of two)");
+      bo.lower.gemm_config = c;
+    }
+    std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
+    driver::BenchReport r = gpu ? driver::bench_gpu(g, inputs, bo) : driver::bench_cpu(g, inputs, bo);
+    r.program = program.name;
+    if (options.json) {
+      nlohmann::json j;
+      j["program"] = r.program;
+      j["device"] = r.device;
+      j["target"] = r.target;
+      j["gemm_flops"] = r.gemm_flops;
+      j["bytes"] = r.bytes;
+      j["warmup"] = bo.warmup;
+      j["repeats"] = bo.repeats;
+      j["l2_flushed"] = bo.flush_l2;
+      j["seed"] = options.seed;
+      j["rows"] = nlohmann::json::array();
+      for (const driver::BenchRow& row : r.rows) {
+        nlohmann::json jr = {{"name", row.name},           {"median_us", row.median_ms * 1e3},
+                             {"min_us", row.min_ms * 1e3}, {"max_us", row.max_ms * 1e3},
+                             {"tflops", row.tflops},       {"gbps", row.gbps},
+                             {"note", row.note}};
+        if (row.rel_err >= 0 || std::isnan(row.rel_err)) jr["rel_err"] = row.rel_err;
+        jr["kernels"] = nlohmann::json::array();
+        for (const driver::CudaKernelStats& k : row.kernels)
+          jr["kernels"].push_back({{"name", k.name},
+                                   {"from_cache", k.from_cache},
+                                   {"registers", k.registers},
+                                   {"local_bytes", k.local_bytes},
+                                   {"dynamic_shared_bytes", k.dynamic_shared_bytes},
+                                   {"threads", k.threads},
+                                   {"blocks", k.blocks},
+                                   {"blocks_per_sm", k.blocks_per_sm},
+                                   {"occupancy", k.occupancy}});
+        j["rows"].push_back(jr);
+      }
+      std::cout << j.dump(2) << "\n";
+      return kOk;
+    }
+    std::printf("%s on %s (%s): %.3g GFLOP, %.3g MB in+out; median of %d runs after %d, %s\n",
+                r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
+                r.bytes / 1e6, bo.repeats, bo.warmup,
+                gpu ? "L2 flushed before each" : "wall time");
+    std::printf("%-20s %11s %11s %9s %9s %10s\n", "plan", "median us", "min us", "TFLOP/s",
+                "GB/s", "rel_err");
+    for (const driver::BenchRow& row : r.rows) {
+      if (row.median_ms <= 0) {
+        std::printf("%-20s %s\n", row.name.c_str(), row.note.c_str());
+        continue;
+      }
+      std::string err = row.rel_err < 0 ? "-" : fmt::format("{:.2e}", row.rel_err);
+      std::printf("%-20s %11.1f %11.1f %9.1f %9.1f %10s\n", row.name.c_str(), row.median_ms * 1e3,
+                  row.min_ms * 1e3, row.tflops, row.gbps, err.c_str());
+    }
+    if (gpu)
+      for (const driver::BenchRow& row : r.rows)
+        for (const driver::CudaKernelStats& k : row.kernels)
+          if (k.threads > 0)
+            std::printf("  %s/%s: %d regs, %lld B smem, %d threads x %lld blocks, %d blocks/SM "
+                        "(occupancy %.0f%%)\n",
+                        row.name.c_str(), k.name.c_str(), k.registers,
+                        static_cast<long long>(k.dynamic_shared_bytes), k.threads,
+                        static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
     return kOk;
   });
 }

@@ -32,6 +32,23 @@ struct RunOptions {
 // --check, the relative error against the f64 oracle).
 int run_command(const RunOptions& options);
 
+struct BenchOptions {
+  std::string program;
+  std::string device = "auto";  // auto | cpu | cuda
+  bool json = false;
+  uint64_t seed = 0;
+  int warmup = -1;   // -1: 10 on the GPU, 1 on the CPU
+  int repeats = -1;  // -1: 100 on the GPU, 5 on the CPU
+  bool baselines = true;
+  bool check = true;
+  int threads = 0;
+  std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the heuristic's
+};
+
+// `tilefuse bench`: times the fused and unfused plans and the cuBLASLt
+// baselines on random inputs (driver/bench.h) and prints a table or JSON.
+int bench_command(const BenchOptions& options);
+
 struct EmitOptions {
   std::string program;
   std::string stage = "graph";  // graph | plan | tir | tir-opt | cuda

@@ -73,6 +73,28 @@ int main(int argc, char** argv) {
                     "Say where each kernel came from (compiled or the kernel cache), its "
                     "registers, shared memory and occupancy");
 
+  BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench",
+      "Time the program's fused and unfused plans and the baselines (the unfused plan with "
+      "cuBLASLt GEMMs, and those GEMMs alone) on random inputs: median of --repeats runs "
+      "after --warmup, L2 flushed before each; prints time, TFLOP/s, GB/s and the error "
+      "against the f64 oracle.");
+  bench_cmd->add_option("program", bench.program, "The .tfs program")->required();
+  bench_cmd->add_option("--device", bench.device, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  bench_cmd->add_flag("--json", bench.json, "Print JSON instead of a table");
+  bench_cmd->add_option("--seed", bench.seed, "Random-input seed")->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs (default 10 GPU, 1 CPU)");
+  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs (default 100 GPU, 5 CPU)");
+  bench_cmd->add_flag("!--no-baselines", bench.baselines, "Skip the cuBLASLt rows");
+  bench_cmd->add_flag("!--no-check", bench.check, "Skip the comparison with the f64 oracle");
+  bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all)");
+  bench_cmd->add_option("--gemm-config", bench.gemm_config,
+                        "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+                        "num_warps, e.g. 128x128x32/3/8 (default: the heuristic's)");
+
   EmitOptions emit;
   CLI::App* emit_cmd = app.add_subcommand(
       "emit",
@@ -124,6 +146,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*run_cmd) return run_command(run);
+    if (*bench_cmd) return bench_command(bench);
     if (*emit_cmd) return emit_command(emit);
     if (*explain_cmd) return explain_command(explain);
   } catch (const std::bad_alloc&) {

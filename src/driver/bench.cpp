@@ -1,0 +1,177 @@
+#include "driver/bench.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "driver/execute.h"
+#include "reference/eval.h"
+#include "runtime/cuda/cublaslt.h"
+#include "runtime/cuda/timing.h"
+#include "schedule/schedule.h"
+
+namespace tilefuse::driver {
+namespace {
+
+double max_rel_err(const std::vector<Tensor>& outs, const std::vector<Tensor>& refs) {
+  double worst = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const double e = relative_error(outs[i], refs[i]);
+    if (!(e <= worst)) worst = e;  // NaN wins
+  }
+  return worst;
+}
+
+void finish(BenchRow& row, const cuda::Timing& t, const BenchReport& r) {
+  row.median_ms = t.median_ms;
+  row.min_ms = t.min_ms;
+  row.max_ms = t.max_ms;
+  if (t.median_ms > 0) {
+    row.tflops = r.gemm_flops / (t.median_ms * 1e-3) / 1e12;
+    row.gbps = r.bytes / (t.median_ms * 1e-3) / 1e9;
+  }
+}
+
+cuda::TimingOptions timing_options(const BenchOptions& o) {
+  cuda::TimingOptions t;
+  t.warmup = o.warmup;
+  t.repeats = o.repeats;
+  t.flush_l2 = o.flush_l2;
+  return t;
+}
+
+}  // namespace
+
+double gemm_flops(const Graph& graph) {
+  double f = 0;
+  for (const KernelStep& s : build_plan(graph, PlanKind::kFused).steps)
+    if (s.kind == StepKind::kGemm)
+      f += 2.0 * static_cast<double>(shape_numel(s.gemm.batch)) * s.gemm.m * s.gemm.n * s.gemm.k;
+  return f;
+}
+
+double compulsory_bytes(const Graph& graph) {
+  double b = 0;
+  for (ValueId v : graph.parameters())
+    b += static_cast<double>(shape_numel(graph.node(v).shape)) * dtype_size(graph.node(v).dtype);
+  for (ValueId v : graph.outputs())
+    b += static_cast<double>(shape_numel(graph.node(v).shape)) * dtype_size(graph.node(v).dtype);
+  return b;
+}
+
+double time_cuda_program(CudaProgram& program, const std::vector<Tensor>& inputs,
+                         const BenchOptions& options) {
+  program.bind(inputs);
+  program.launch();
+  program.check_status();
+  cuda::Timing t = cuda::time_on_device(default_device(), [&] { program.launch(); },
+                                        timing_options(options));
+  program.check_status();
+  return t.median_ms;
+}
+
+BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
+                      const BenchOptions& options) {
+  cuda::Device& dev = default_device();
+  std::optional<tir::Target> target = tir::Target::parse(dev.arch());
+  if (!target)
+    throw UserError(fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(),
+                                dev.arch()));
+  BenchReport r;
+  r.device = dev.name();
+  r.target = target->name();
+  r.gemm_flops = gemm_flops(graph);
+  r.bytes = compulsory_bytes(graph);
+  std::vector<Tensor> refs;
+  if (options.check) {
+    EvalOptions eval;
+    eval.mode = EvalMode::kOracle;
+    eval.num_threads = options.cpu_threads;
+    refs = evaluate(graph, inputs, eval);
+  }
+  const cuda::TimingOptions topt = timing_options(options);
+  auto run_row = [&](const std::string& name, PlanKind plan, bool blas) {
+    CompileOptions co;
+    co.plan = plan;
+    co.target = *target;
+    co.lower = options.lower;
+    CompiledProgram compiled = compile(graph, co);
+    CudaProgramOptions po;
+    po.cublaslt_gemms = blas;
+    std::string why;
+    if (blas && !cuda::cublaslt_available(&why)) {
+      BenchRow row;
+      row.name = name;
+      row.note = "cuBLASLt unavailable: " + why;
+      r.rows.push_back(row);
+      return;
+    }
+    CudaProgram prog(compiled, dev, po);
+    if (blas && prog.cublaslt_steps().empty()) {
+      BenchRow row;
+      row.name = name;
+      row.note = "no plain GEMM step for cuBLASLt (prologue, bias or epilogue in every GEMM)";
+      r.rows.push_back(row);
+      return;
+    }
+    BenchRow row;
+    row.name = name;
+    row.kernels = prog.stats();
+    prog.bind(inputs, /*poison=*/true);
+    prog.launch();
+    prog.check_status();
+    if (options.check) row.rel_err = max_rel_err(prog.outputs(), refs);
+    finish(row, cuda::time_on_device(dev, [&] { prog.launch(); }, topt), r);
+    prog.check_status();
+    r.rows.push_back(row);
+    if (blas) {
+      // The cuBLASLt GEMMs alone: what a fused kernel should match.
+      BenchRow alone;
+      alone.name = "cuBLASLt GEMM only";
+      const std::vector<size_t> steps = prog.cublaslt_steps();
+      for (size_t s : steps) alone.kernels.push_back(prog.stats()[s]);
+      alone.note = "the GEMM without its gather/prologue kernels";
+      finish(alone, cuda::time_on_device(dev, [&] { for (size_t s : steps) prog.launch_step(s); },
+                                         topt),
+             r);
+      r.rows.push_back(alone);
+    }
+  };
+  run_row("fused", PlanKind::kFused, false);
+  run_row("unfused", PlanKind::kUnfused, false);
+  if (options.baselines) run_row("unfused+cuBLASLt", PlanKind::kUnfused, true);
+  return r;
+}
+
+BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
+                      const BenchOptions& options) {
+  BenchReport r;
+  r.device = "cpu";
+  r.target = "cpu";
+  r.gemm_flops = gemm_flops(graph);
+  r.bytes = compulsory_bytes(graph);
+  std::vector<Tensor> refs;
+  if (options.check) {
+    EvalOptions eval;
+    eval.mode = EvalMode::kOracle;
+    eval.num_threads = options.cpu_threads;
+    refs = evaluate(graph, inputs, eval);
+  }
+  cuda::TimingOptions topt = timing_options(options);
+  for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+    CompileOptions co;
+    co.plan = plan;
+    co.lower = options.lower;
+    CompiledProgram compiled = compile(graph, co);
+    ExecuteOptions xo;
+    xo.num_threads = options.cpu_threads;
+    BenchRow row;
+    row.name = plan == PlanKind::kFused ? "fused" : "unfused";
+    std::vector<Tensor> outs = execute(compiled, inputs, xo);
+    if (options.check) row.rel_err = max_rel_err(outs, refs);
+    finish(row, cuda::time_on_host([&] { execute(compiled, inputs, xo); }, topt), r);
+    r.rows.push_back(row);
+  }
+  return r;
+}
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,71 @@
+// `tilefuse bench`: the plans of one program and the baselines, timed on the
+// same inputs (DESIGN.md "CLI"; issue: measured decisions).
+//
+// GPU rows, each the median of `repeats` timed runs after `warmup` untimed
+// ones, with the L2 flushed before every timed run (cuda/timing.h):
+//   fused              our fused plan (one launch sequence)
+//   unfused            our unfused plan
+//   unfused+cuBLASLt   the unfused plan with every plain GEMM step run by
+//                      cuBLASLt (CudaProgramOptions::cublaslt_gemms)
+//   cuBLASLt GEMM only the cuBLASLt GEMM launches alone: the time a fused
+//                      kernel should match ("cuBLAS, no gather")
+// CPU rows: the fused and unfused plans on the CPU executor, wall time.
+// TFLOP/s counts 2*M*N*K per GEMM (batch included); GB/s counts the bytes of
+// the program's inputs and outputs once (the compulsory traffic). Each row's
+// output is compared with the f64 oracle (rel_err), unless check is off.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "graph/graph.h"
+
+namespace tilefuse::driver {
+
+struct BenchOptions {
+  int warmup = 10;
+  int repeats = 100;
+  bool flush_l2 = true;
+  bool baselines = true;  // the cuBLASLt rows
+  bool check = true;      // rel_err of each row against the f64 oracle
+  LowerOptions lower;     // config overrides (the tuner's)
+  int cpu_threads = 0;
+};
+
+struct BenchRow {
+  std::string name;  // "fused", "unfused", "unfused+cuBLASLt", "cuBLASLt GEMM only"
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  double tflops = 0, gbps = 0;
+  double rel_err = -1;  // -1: not checked
+  std::vector<CudaKernelStats> kernels;
+  std::string note;  // why a row is missing / what it ran
+};
+
+struct BenchReport {
+  std::string program, device, target;
+  double gemm_flops = 0;  // per run
+  double bytes = 0;       // inputs + outputs, per run
+  std::vector<BenchRow> rows;
+};
+
+// 2*M*N*K (times batch) summed over the graph's GEMMs.
+double gemm_flops(const Graph& graph);
+// Bytes of every parameter and output.
+double compulsory_bytes(const Graph& graph);
+
+// Times the program on the GPU (UserError without one).
+BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
+                      const BenchOptions& options = {});
+// Times the program on the CPU executor.
+BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
+                      const BenchOptions& options = {});
+
+// The time of one compiled GPU program (median ms), for the tuner.
+double time_cuda_program(CudaProgram& program, const std::vector<Tensor>& inputs,
+                         const BenchOptions& options);
+
+}  // namespace tilefuse::driver
