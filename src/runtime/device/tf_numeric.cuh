@@ -58,9 +58,11 @@
 // Math (TILEFUSE_FOR_EACH_TIR_INTRINSIC in src/tir/ir.h): tf::exp(x) etc. for
 // float and double with the accurate CUDA math library functions (expf, not
 // __expf; do not compile with --use_fast_math); sqrt, rsqrt (= 1 / sqrt) and
-// sigmoid (= 1 / (1 + exp(-x))) use the IEEE-rounded __fsqrt_rn / __fdiv_rn
-// / __fadd_rn, so they agree with the CPU bit for bit. f16 / bf16: in f32,
-// rounded once. neg and abs also on integers (wrapping).
+// sigmoid (= 1 / (1 + exp(-x)), as the CPU) use IEEE-rounded PTX sqrt / div
+// / add (.rn, no .ftz), so they agree with the CPU bit for bit. f16 / bf16:
+// in f32, rounded once (sigmoid as exp(x) / (1 + exp(x)) for x < 0, so
+// bf16's tiny results do not flush to 0). neg and abs also on integers
+// (wrapping).
 //
 // Defining TF_NUMERIC_SOFTWARE_CVT before the include replaces the PTX cvt
 // fast paths by the integer code (the tests run both).
@@ -750,7 +752,17 @@ TF_DEVICE double fma(double x, double y, double z) {
   return ::fma(x, y, z);
 }
 
-// f16 / bf16: in f32, rounded once.
+// f16 / bf16: in f32, rounded once. sigmoid in the form that does not
+// overflow in f32 for x < 0 (exp(x) / (1 + exp(x))): bf16 reaches sigmoid
+// values down to 1e-40 (x ~ -92), where 1 / (1 + exp(-x)) in f32 gives 0; the
+// CPU computes these in double.
+namespace detail {
+TF_DEVICE float sigmoid_stable(float x) {
+  if (!(x < 0.0f)) return sigmoid(x);
+  const float e = ::expf(x);
+  return div_rn(e, add_rn(1.0f, e));
+}
+}  // namespace detail
 #define TF_NUMERIC_HALF_UNARY(T, name)                   \
   TF_DEVICE T name(T x) {                                \
     return detail::from_f32<T>(name(detail::to_f32(x))); \
@@ -764,7 +776,9 @@ TF_DEVICE double fma(double x, double y, double z) {
   TF_NUMERIC_HALF_UNARY(T, rsqrt)                                                             \
   TF_NUMERIC_HALF_UNARY(T, tanh)                                                              \
   TF_NUMERIC_HALF_UNARY(T, erf)                                                               \
-  TF_NUMERIC_HALF_UNARY(T, sigmoid)                                                           \
+  TF_DEVICE T sigmoid(T x) {                                                                  \
+    return detail::from_f32<T>(detail::sigmoid_stable(detail::to_f32(x)));                    \
+  }                                                                                           \
   TF_NUMERIC_HALF_UNARY(T, sin)                                                               \
   TF_NUMERIC_HALF_UNARY(T, cos)                                                               \
   TF_NUMERIC_HALF_UNARY(T, floor)                                                             \
