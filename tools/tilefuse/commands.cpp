@@ -378,6 +378,18 @@ int bench_command(const BenchOptions& options) {
       bo.lower.gemm_config = c;
     }
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
+    if (!options.save_inputs_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options.save_inputs_dir, ec);
+      if (ec)
+        throw UserError(fmt::format("--save-inputs: cannot create `{}`: {}",
+                                    options.save_inputs_dir, ec.message()));
+      for (size_t i = 0; i < inputs.size(); ++i)
+        write_npy((std::filesystem::path(options.save_inputs_dir) /
+                   (g.node(g.parameters()[i]).name + ".npy"))
+                      .string(),
+                  inputs[i]);
+    }
     driver::BenchReport r = gpu ? driver::bench_gpu(g, inputs, bo) : driver::bench_cpu(g, inputs, bo);
     r.program = program.name;
     if (options.json) {

@@ -43,6 +43,7 @@ struct BenchOptions {
   bool check = true;
   int threads = 0;
   std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the heuristic's
+  std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
 };
 
 // `tilefuse bench`: times the fused and unfused plans and the cuBLASLt

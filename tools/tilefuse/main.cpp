@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("!--no-baselines", bench.baselines, "Skip the cuBLASLt rows");
   bench_cmd->add_flag("!--no-check", bench.check, "Skip the comparison with the f64 oracle");
   bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all)");
+  bench_cmd->add_option("--save-inputs", bench.save_inputs_dir,
+                        "Also write the inputs it times as DIR/<parameter>.npy (the same inputs "
+                        "for another tool, e.g. bench/compare_torch.py)");
   bench_cmd->add_option("--gemm-config", bench.gemm_config,
                         "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
                         "num_warps, e.g. 128x128x32/3/8 (default: the heuristic's)");
