@@ -2,9 +2,10 @@
 # (src/runtime/device/*.cuh) into tf_runtime; see
 # src/runtime/cuda/device_headers.h. Run as a script:
 #   cmake -DHEADER_DIR=<dir> -DOUTPUT=<file.cpp> -P embed_device_headers.cmake
-# Each header becomes one raw string literal, split into chunks of at most
-# 8000 bytes (adjacent literals concatenate), with a delimiter chosen so that
-# its closing sequence `)delim"` does not occur in the file. The table is
+# Each header becomes one raw string literal, split after a newline into
+# chunks of at most 8000 bytes (adjacent literals concatenate; some compilers
+# limit one literal's length), with a delimiter chosen so that its closing
+# sequence `)delim"` does not occur in the file. The table is
 # sorted by name. The output is only rewritten when it changes.
 cmake_minimum_required(VERSION 3.25)
 
@@ -42,8 +43,19 @@ foreach(_path IN LISTS _headers)
   endif()
   while(_pos LESS _len)
     string(SUBSTRING "${_text}" ${_pos} ${_chunk} _piece)
+    string(LENGTH "${_piece}" _piece_len)
+    # Not the last chunk: end it after its last newline, so that no chunk
+    # splits a UTF-8 sequence (a line longer than the chunk is cut anyway).
+    math(EXPR _end "${_pos} + ${_piece_len}")
+    if(_end LESS _len)
+      string(FIND "${_piece}" "\n" _nl REVERSE)
+      if(_nl GREATER 0)
+        math(EXPR _piece_len "${_nl} + 1")
+        string(SUBSTRING "${_piece}" 0 ${_piece_len} _piece)
+      endif()
+    endif()
     string(APPEND _out "        R\"${_delim}(${_piece})${_delim}\"\n")
-    math(EXPR _pos "${_pos} + ${_chunk}")
+    math(EXPR _pos "${_pos} + ${_piece_len}")
   endwhile()
   string(APPEND _out "        ;\n")
   string(APPEND _out "    headers.push_back({\"${_name}\", std::string_view(kSource, sizeof kSource - 1)});\n")

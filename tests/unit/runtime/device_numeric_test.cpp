@@ -92,6 +92,86 @@ TEST(DeviceNumericHeaders, EveryCuhFileIsEmbeddedSortedAndFindable) {
   EXPECT_EQ(find_device_header("tf_numeric"), nullptr);
 }
 
+// The raw string literals of a generated table, per header: the bytes they
+// spell (adjacent literals concatenated) under the name pushed after them.
+std::vector<std::pair<std::string, std::string>> parse_generated(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string current;
+  std::size_t at = 0;
+  const std::string push = "headers.push_back({\"";
+  while (true) {
+    const std::size_t lit = text.find("R\"", at);
+    const std::size_t name = text.find(push, at);
+    if (lit == std::string::npos && name == std::string::npos) break;
+    if (lit != std::string::npos && (name == std::string::npos || lit < name)) {
+      const std::size_t open = text.find('(', lit);
+      const std::string delim = text.substr(lit + 2, open - lit - 2);
+      const std::string close = ")" + delim + "\"";
+      const std::size_t end = text.find(close, open + 1);
+      if (end == std::string::npos) break;
+      current += text.substr(open + 1, end - open - 1);
+      at = end + close.size();
+    } else {
+      const std::size_t begin = name + push.size();
+      const std::size_t end = text.find('"', begin);
+      out.emplace_back(text.substr(begin, end - begin), current);
+      current.clear();
+      at = end;
+    }
+  }
+  return out;
+}
+
+TEST(DeviceNumericHeaders, EmbedScriptKeepsEveryByteOfEveryHeader) {
+  if (std::system("cmake --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no cmake on PATH";
+  const fs::path dir =
+      fs::temp_directory_path() / ("tilefuse-embed-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / "in" / name, std::ios::binary) << text;
+  };
+  // The script's first delimiters appear in the text; CMake-special
+  // characters; UTF-8; a file of several chunks; an empty file; a non-.cuh.
+  const std::string tricky =
+      "a )tfembed0\" b )tfembed1\" c )\" d\n${NOT_A_VAR} @AT@ ; [[x]] \\n \\\\ \"q\" ?\?= \n"
+      "// \xC3\xA9\xE2\x89\xA5 \xF0\x9F\x99\x82\n#define X(a) #a\n";
+  std::string big;
+  for (int i = 0; big.size() < 30000; ++i)
+    big += "// line " + std::to_string(i) + " \xE2\x80\x94 " + std::string(i % 97, 'x') + ";\n";
+  big += "no newline at the end )";
+  write("b_tricky.cuh", tricky);
+  write("a_big.cuh", big);
+  write("c_empty.cuh", "");
+  write("d_ignored.txt", "not a header");
+  const fs::path out = dir / "out.cpp";
+  const std::string cmd = "cmake -DHEADER_DIR=" + (dir / "in").string() +
+                          " -DOUTPUT=" + out.string() + " -P " + TILEFUSE_SOURCE_DIR +
+                          "/cmake/embed_device_headers.cmake";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string text = read_file(out);
+  const auto parsed = parse_generated(text);
+  ASSERT_EQ(parsed.size(), 3u) << text.substr(0, 2000);
+  EXPECT_EQ(parsed[0].first, "a_big.cuh");
+  EXPECT_EQ(parsed[0].second, big);
+  EXPECT_EQ(parsed[1].first, "b_tricky.cuh");
+  EXPECT_EQ(parsed[1].second, tricky);
+  EXPECT_EQ(parsed[2].first, "c_empty.cuh");
+  EXPECT_EQ(parsed[2].second, "");
+  EXPECT_NE(text.find("R\"tfembed2("), std::string::npos);  // the first safe delimiter
+  // The big file is split into literals of at most 8000 bytes.
+  std::size_t literals = 0;
+  for (std::size_t p = text.find("R\"tfembed0("); p != std::string::npos;
+       p = text.find("R\"tfembed0(", p + 1))
+    ++literals;
+  EXPECT_GE(literals, 4u);
+  // Re-running with the same inputs leaves the file alone (no rebuild).
+  const auto before = fs::last_write_time(out);
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(fs::last_write_time(out), before);
+  fs::remove_all(dir);
+}
+
 // ---- device types and host formats ------------------------------------------
 
 // Every dtype with its device type name, in core/dtype.h's order.
