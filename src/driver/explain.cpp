@@ -141,6 +141,42 @@ std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
   return out;
 }
 
+// The CUDA lowering as the emitter made it (codegen::CudaKernel): nothing
+// is compiled or launched, so this works without a GPU or NVRTC; registers
+// and occupancy come from `run --verbose` on the device.
+json cuda_account(const codegen::CudaKernel& ck) {
+  json c;
+  c["entry"] = ck.name;
+  c["threads"] = ck.num_threads;
+  c["blocks"] = ck.grid;
+  c["dynamic_shared_bytes"] = ck.dynamic_shared_bytes;
+  json shared = json::array();
+  for (const codegen::CudaSharedBuffer& b : ck.shared)
+    shared.push_back(
+        {{"name", b.name}, {"layout", b.layout}, {"stages", b.stages}, {"bytes", b.bytes}});
+  c["shared"] = shared;
+  json gemms = json::array();
+  for (const codegen::CudaGemm& gm : ck.gemms) {
+    const bool mma = gm.family.rfind("mma", 0) == 0;
+    gemms.push_back({{"family", gm.family},
+                     {"dtype", gm.dtype},
+                     {"block_m", gm.block_m},
+                     {"block_n", gm.block_n},
+                     {"block_k", gm.block_k},
+                     {"warps_m", mma ? json(gm.warps_m) : json(nullptr)},
+                     {"warps_n", mma ? json(gm.warps_n) : json(nullptr)},
+                     {"accumulators_per_thread", gm.elems_per_thread}});
+  }
+  c["gemms"] = gemms;
+  json copies = json::array();
+  for (const codegen::CudaCopy& cp : ck.copies)
+    copies.push_back(
+        {{"dst", cp.dst}, {"mode", cp.mode}, {"width_bytes", cp.width}, {"stages", cp.stages}});
+  c["copies"] = copies;
+  c["notes"] = ck.notes;
+  return c;
+}
+
 json kernel_account(const Graph& g, const CompiledKernel& ck) {
   const KernelStep& step = ck.lowered.step;
   json k;
@@ -195,7 +231,40 @@ json kernel_account(const Graph& g, const CompiledKernel& ck) {
   k["copies"] = copies;
   k["reads"] = value_list(g, step.reads);
   k["writes"] = value_list(g, {step.output});
+  if (ck.cuda) k["cuda"] = cuda_account(*ck.cuda);
   return k;
+}
+
+// The CUDA section of one kernel: a summary line, then one line per gemm,
+// shared buffer, copy and note.
+void render_cuda(std::ostream& out, const json& c) {
+  out << "  CUDA: " << c.at("threads").get<int64_t>() << " threads x "
+      << c.at("blocks").get<int64_t>() << " blocks, " << c.at("dynamic_shared_bytes").get<int64_t>()
+      << " B dynamic shared\n";
+  for (const json& g : c.at("gemms")) {
+    out << "    gemm " << g.at("family").get<std::string>() << " "
+        << g.at("dtype").get<std::string>() << " " << g.at("block_m").get<int64_t>() << "x"
+        << g.at("block_n").get<int64_t>() << "x" << g.at("block_k").get<int64_t>();
+    if (!g.at("warps_m").is_null())
+      out << " warps " << g.at("warps_m").get<int64_t>() << "x" << g.at("warps_n").get<int64_t>();
+    out << ", " << g.at("accumulators_per_thread").get<int64_t>() << " accumulators/thread\n";
+  }
+  for (const json& b : c.at("shared")) {
+    const int64_t stages = b.at("stages").get<int64_t>();
+    out << "    shared " << b.at("name").get<std::string>() << " "
+        << b.at("layout").get<std::string>() << " " << stages << " stage"
+        << (stages == 1 ? "" : "s") << ", " << b.at("bytes").get<int64_t>() << " B\n";
+  }
+  for (const json& cp : c.at("copies")) {
+    const std::string mode = cp.at("mode").get<std::string>();
+    const int64_t stages = cp.at("stages").get<int64_t>();
+    out << "    copy " << cp.at("dst").get<std::string>() << " "
+        << (mode == "cp_async" ? "cp.async" : mode) << " " << cp.at("width_bytes").get<int64_t>()
+        << " B";
+    if (stages > 1) out << " (" << stages << " stages)";
+    out << "\n";
+  }
+  for (const json& n : c.at("notes")) out << "    note: " << n.get<std::string>() << "\n";
 }
 
 }  // namespace
@@ -257,6 +326,7 @@ std::string render_explain_text(const json& a) {
           << c.at("mode").get<std::string>() << " " << c.at("width_bytes").get<int64_t>() << " B — "
           << c.at("reason").get<std::string>() << "\n";
     }
+    if (k.contains("cuda")) render_cuda(out, k.at("cuda"));
   }
   const json& decisions = a.at("decisions");
   out << "\ndecisions:" << (decisions.empty() ? " -" : "") << "\n";

@@ -3,6 +3,11 @@
 // rendering carries the same facts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "driver/explain.h"
 #include "frontend/frontend.h"
 
@@ -105,6 +110,107 @@ TEST(Explain, TextCarriesTheSameFacts) {
     EXPECT_NE(text.find(c["reason"].get<std::string>()), std::string::npos) << text;
   for (const json& d : a["decisions"])
     EXPECT_NE(text.find(d.get<std::string>()), std::string::npos) << text;
+}
+
+// The CUDA object: present for CUDA targets only, with every documented key.
+TEST(Explain, CudaObjectHasEveryDocumentedKey) {
+  EXPECT_FALSE(explain_source(kMlp, "cpu").at("kernels")[0].contains("cuda"));
+  const json a = explain_source(kMlp, "sm_80");
+  const json& c = a.at("kernels")[0].at("cuda");
+  EXPECT_TRUE(c.at("entry").is_string());
+  EXPECT_GT(c.at("threads").get<int>(), 0);
+  EXPECT_EQ(c.at("threads").get<int>() % 32, 0);
+  EXPECT_GT(c.at("blocks").get<int64_t>(), 0);
+  int64_t shared_bytes = 0;
+  for (const json& b : c.at("shared")) {
+    EXPECT_TRUE(b.at("name").is_string());
+    EXPECT_TRUE(b.at("layout") == "swizzled" || b.at("layout") == "row_major") << b;
+    EXPECT_GE(b.at("stages").get<int>(), 1);
+    EXPECT_GT(b.at("bytes").get<int64_t>(), 0);
+    shared_bytes += b.at("bytes").get<int64_t>();
+  }
+  EXPECT_GE(c.at("dynamic_shared_bytes").get<int64_t>(), shared_bytes);
+  ASSERT_EQ(c.at("gemms").size(), 1u);
+  const json& g = c.at("gemms")[0];
+  // f32 operands (the prologue casts to f32): the exact FMA path.
+  EXPECT_EQ(g.at("family"), "simt.fma") << g;
+  EXPECT_EQ(g.at("dtype"), "f32");
+  EXPECT_TRUE(g.at("warps_m").is_null() && g.at("warps_n").is_null()) << g;
+  for (const char* key : {"block_m", "block_n", "block_k", "accumulators_per_thread"})
+    EXPECT_GT(g.at(key).get<int>(), 0) << key;
+  EXPECT_EQ(g.at("accumulators_per_thread").get<int>() * c.at("threads").get<int>(),
+            g.at("block_m").get<int>() * g.at("block_n").get<int>());
+  for (const json& cp : c.at("copies")) {
+    EXPECT_TRUE(cp.at("dst").is_string());
+    EXPECT_TRUE(cp.at("mode") == "cp_async" || cp.at("mode") == "register") << cp;
+    EXPECT_GT(cp.at("width_bytes").get<int>(), 0);
+    EXPECT_GE(cp.at("stages").get<int>(), 1);
+  }
+  EXPECT_TRUE(c.at("notes").is_array());
+  const std::string text = driver::render_explain_text(a);
+  EXPECT_NE(text.find("  CUDA: " + std::to_string(c.at("threads").get<int>()) + " threads x " +
+                      std::to_string(c.at("blocks").get<int64_t>()) + " blocks, "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gemm simt.fma f32 "), std::string::npos) << text;
+}
+
+std::vector<std::string> shared_cases() {
+  std::vector<std::string> out;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases"))
+    if (e.path().extension() == ".tfs") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// For every shared case, both plans and both CUDA targets, lower_copies'
+// decisions (the `copies` array) agree with the copies as the emitter
+// lowered them (`cuda.copies`): the same mode per destination, and every
+// emitted copy has a decision. lower_copies never picks "tma" here
+// (Target::tma_copies is false), so there is no tma -> cp_async mapping.
+TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
+  const std::vector<std::string> cases = shared_cases();
+  ASSERT_GE(cases.size(), 5u);
+  int compared = 0;
+  for (const std::string& path : cases) {
+    std::ifstream in(path);
+    std::stringstream src;
+    src << in.rdbuf();
+    for (const char* target : {"sm_80", "sm_90a"})
+      for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+        const json a = explain_source(src.str(), target, plan);
+        for (const json& k : a.at("kernels")) {
+          SCOPED_TRACE(path + " " + target + " " + k.at("name").get<std::string>());
+          ASSERT_TRUE(k.contains("cuda"));
+          const json& decided = k.at("copies");
+          const json& lowered = k.at("cuda").at("copies");
+          // Match in program order by destination; dce may have removed a
+          // copy lower_copies decided.
+          size_t next = 0;
+          for (const json& d : decided) {
+            EXPECT_NE(d.at("mode"), "tma") << d;
+            EXPECT_NE(d.at("mode"), "direct") << d;
+            for (size_t j = next; j < lowered.size(); ++j)
+              if (lowered[j].at("dst") == d.at("buffer")) {
+                EXPECT_EQ(lowered[j].at("mode"), d.at("mode")) << d << "\n" << lowered[j];
+                if (d.at("mode") == "cp_async") {
+                  EXPECT_EQ(lowered[j].at("width_bytes"), d.at("width_bytes"));
+                }
+                next = j + 1;
+                ++compared;
+                break;
+              }
+          }
+          for (const json& l : lowered) {
+            bool has = false;
+            for (const json& d : decided) has |= d.at("buffer") == l.at("dst");
+            EXPECT_TRUE(has) << l;
+          }
+        }
+      }
+  }
+  EXPECT_GE(compared, 4 * static_cast<int>(cases.size()));
 }
 
 }  // namespace
