@@ -1,0 +1,329 @@
+// The differential cases on the GPU (DESIGN.md, "Testing"): every shared case
+// and example, both plans, compiled for the device's arch and run with
+// CudaProgram on fresh random inputs with every output poisoned first, against
+// the f64 oracle with the tolerances of `tilefuse run --check`; the
+// out-of-range case fails with the check's message and leaves the process
+// able to run again; poisoned outputs are all written; the kernel cache
+// serves a second CudaProgram of the same program.
+//
+// Every test skips (with the reason) where CUDA or a GPU is missing. Seeds are
+// fresh per run and printed with every failure; TILEFUSE_GPU_SEED=<seed>
+// reproduces a run.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "frontend/frontend.h"
+#include "gpu_test_util.h"
+#include "reference/eval.h"
+#include "reference/inputs.h"
+
+namespace tilefuse {
+namespace {
+
+using gputest::case_path;
+using gputest::check_tolerance;
+using gputest::count_nan;
+using gputest::fresh_seed;
+using gputest::stem;
+
+std::string seed_note(uint64_t seed, uint64_t base) {
+  return "seed " + std::to_string(seed) + " (TILEFUSE_GPU_SEED=" + std::to_string(base) +
+         " reproduces this run)";
+}
+
+driver::CompiledProgram compile_for_device(const Graph& g, PlanKind plan) {
+  std::optional<tir::Target> target = gputest::device_target();
+  if (!target)
+    throw UserError("the GPU is " + driver::default_device().arch() +
+                    "; tilefuse needs sm_80 or newer");
+  driver::CompileOptions co;
+  co.plan = plan;
+  co.target = *target;
+  return driver::compile(g, co);
+}
+
+std::vector<Tensor> oracle_of(const Graph& g, const std::vector<Tensor>& inputs) {
+  EvalOptions o;
+  o.mode = EvalMode::kOracle;
+  return evaluate(g, inputs, o);
+}
+
+// "" when every output is within check_tolerance of the oracle, else a report.
+std::string compare_with_oracle(const std::vector<Tensor>& outs, const std::vector<Tensor>& refs) {
+  if (outs.size() != refs.size())
+    return "got " + std::to_string(outs.size()) + " outputs, the reference has " +
+           std::to_string(refs.size()) + "\n";
+  std::string report;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const double err = relative_error(outs[i], refs[i]);
+    const double tol = check_tolerance(outs[i].dtype());
+    if (!(err <= tol)) {  // NaN fails
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "output %zu (%s%s): rel_err %.3e > tolerance %.0e (%lld NaN elements)\n", i,
+                    std::string(dtype_name(outs[i].dtype())).c_str(),
+                    shape_to_string(outs[i].shape()).c_str(), err, tol,
+                    static_cast<long long>(count_nan(outs[i])));
+      report += buf;
+    }
+  }
+  return report;
+}
+
+// The out-of-range case (x: f32[64, 96], y, idx: i64[50] in [0, 65)): the
+// run must throw the reference's UserError, "index 64 is out of bounds for
+// dim 0 of `x` (size 64): `idx`[P] = 64", P a position where idx is 64 (the
+// GPU may meet another bad position first than the reference). "" when it
+// does, else what went wrong.
+std::string expect_out_of_range(driver::CudaProgram& program, const std::vector<Tensor>& inputs) {
+  const std::string want_head = "index 64 is out of bounds for dim 0 of `x` (size 64): `idx`[";
+  const std::string want_tail = "] = 64";
+  std::string got;
+  try {
+    program.run(inputs, /*poison=*/true);
+    return "the run did not fail\n";
+  } catch (const UserError& e) {
+    got = e.what();
+  }
+  if (got.find("is out of bounds") == std::string::npos || got.find(want_head) != 0 ||
+      got.size() < want_tail.size() ||
+      got.compare(got.size() - want_tail.size(), want_tail.size(), want_tail) != 0)
+    return "the error is `" + got + "`, expected `" + want_head + "P" + want_tail + "`\n";
+  const std::string pos =
+      got.substr(want_head.size(), got.size() - want_tail.size() - want_head.size());
+  int64_t p = -1;
+  try {
+    p = std::stoll(pos);
+  } catch (const std::exception&) {
+    return "the error `" + got + "` has no position\n";
+  }
+  const Tensor& idx = inputs.at(2);
+  if (p < 0 || p >= idx.numel()) return "the error `" + got + "` names no position of idx\n";
+  if (idx.get_linear(p) != 64)
+    return "the error `" + got + "` names idx[" + pos + "], which is " +
+           std::to_string(idx.get_linear(p)) + ", not 64\n";
+  return "";
+}
+
+// The reference's own error for the same inputs, for the comparison above.
+std::string reference_error(const Graph& g, const std::vector<Tensor>& inputs) {
+  try {
+    evaluate(g, inputs);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GpuCases, EverySharedCaseBothPlans) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  ASSERT_TRUE(gputest::device_target().has_value()) << dev.name() << " is " << dev.arch();
+  const uint64_t base = fresh_seed();
+  std::printf("GPU cases on %s (%s), TILEFUSE_GPU_SEED=%llu\n", dev.name().c_str(),
+              dev.arch().c_str(), static_cast<unsigned long long>(base));
+  std::fflush(stdout);
+  int ran = 0, errors = 0;
+  uint64_t seed = base;
+  for (const std::string& path : gputest::shared_cases()) {
+    const std::string name = stem(path);
+    ++seed;
+    const Program p = load_program(path);
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+    const bool out_of_range = name == "gather_out_of_range";
+    std::vector<Tensor> refs;
+    if (out_of_range) {
+      const std::string ref = reference_error(p.graph, inputs);
+      ASSERT_NE(ref.find("index 64 is out of bounds for dim 0 of `x` (size 64): `idx`["),
+                std::string::npos)
+          << ref << "\n"
+          << seed_note(seed, base);
+    } else {
+      refs = oracle_of(p.graph, inputs);
+    }
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      const std::string what =
+          name + " (" + std::string(plan_kind_name(plan)) + " plan), " + seed_note(seed, base);
+      std::string failure;
+      try {
+        const driver::CompiledProgram compiled = compile_for_device(p.graph, plan);
+        driver::CudaProgram program(compiled, dev);
+        if (out_of_range) {
+          failure = expect_out_of_range(program, inputs);
+          ++errors;
+        } else {
+          failure = compare_with_oracle(program.run(inputs, /*poison=*/true), refs);
+        }
+      } catch (const std::exception& e) {
+        failure = std::string("threw: ") + e.what() + "\n";
+      }
+      if (!failure.empty()) ADD_FAILURE() << what << ":\n" << failure;
+      ++ran;
+    }
+  }
+  EXPECT_GE(ran, 2 * 11) << "every tests/cases/*.tfs and examples/*.tfs, both plans";
+  EXPECT_EQ(errors, 2) << "gather_out_of_range, both plans";
+}
+
+// idx with every 64 replaced by 63: the same program then runs cleanly.
+std::vector<Tensor> in_range(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out = inputs;
+  const Tensor& idx = inputs.at(2);
+  Tensor fixed = Tensor::empty(idx.dtype(), idx.shape());
+  for (int64_t i = 0; i < idx.numel(); ++i) fixed.set_linear(i, std::min(idx.get_linear(i), 63.0));
+  out[2] = fixed;
+  return out;
+}
+
+TEST(GpuCases, OutOfRangeThenTheSameProcessRunsAgain) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  ASSERT_TRUE(gputest::device_target().has_value()) << dev.name() << " is " << dev.arch();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed, seed));
+
+  const Program oob = load_program(case_path("gather_out_of_range"));
+  const std::vector<Tensor> bad = make_random_inputs(oob.graph, seed);
+  const driver::CompiledProgram oob_compiled = compile_for_device(oob.graph, PlanKind::kFused);
+  driver::CudaProgram oob_program(oob_compiled, dev);
+  EXPECT_EQ(expect_out_of_range(oob_program, bad), "") << "first run";
+
+  // Another program in the same process runs and is right.
+  const Program seed_case = load_program(case_path("seed_gather_mm_f16"));
+  const std::vector<Tensor> inputs = make_random_inputs(seed_case.graph, seed + 1);
+  const driver::CompiledProgram compiled = compile_for_device(seed_case.graph, PlanKind::kFused);
+  driver::CudaProgram program(compiled, dev);
+  const std::vector<Tensor> outs = program.run(inputs, /*poison=*/true);
+  const std::vector<Tensor> refs = oracle_of(seed_case.graph, inputs);
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_LE(relative_error(outs[0], refs[0]), 1e-2) << "the seed program after the error";
+
+  // The failed program fails again (its status word was cleared after the
+  // first error and is set anew)...
+  EXPECT_EQ(expect_out_of_range(oob_program, bad), "") << "second run";
+  // ...and runs cleanly on in-range indices: nothing is left of the error.
+  const std::vector<Tensor> good = in_range(bad);
+  std::vector<Tensor> good_outs;
+  ASSERT_NO_THROW(good_outs = oob_program.run(good, /*poison=*/true));
+  EXPECT_EQ(compare_with_oracle(good_outs, oracle_of(oob.graph, good)), "");
+  // And the error comes back once more with the bad indices.
+  EXPECT_EQ(expect_out_of_range(oob_program, bad), "") << "third run";
+}
+
+TEST(GpuCases, PoisonedOutputsAreAllWritten) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  ASSERT_TRUE(gputest::device_target().has_value()) << dev.name() << " is " << dev.arch();
+  const uint64_t seed = fresh_seed();
+  struct Run {
+    const char* name;
+    PlanKind plan;
+  };
+  // The seed in both plans; an unfused plan with tails in every dim (the
+  // gather materialized by its own kernel) and a bf16 one.
+  for (const Run& r :
+       {Run{"seed_gather_mm_f16", PlanKind::kFused}, Run{"seed_gather_mm_f16", PlanKind::kUnfused},
+        Run{"gather_odd_k_f16", PlanKind::kUnfused},
+        Run{"gather_mm_bf16_repeats", PlanKind::kUnfused}}) {
+    SCOPED_TRACE(std::string(r.name) + " (" + std::string(plan_kind_name(r.plan)) + " plan), " +
+                 seed_note(seed, seed));
+    const Program p = load_program(case_path(r.name));
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+    const driver::CompiledProgram compiled = compile_for_device(p.graph, r.plan);
+    driver::CudaProgram program(compiled, dev);
+    program.bind(inputs, /*poison=*/true);
+    // The poison is there before the launch (0xFF bytes read as NaN)...
+    for (const Tensor& t : program.outputs()) {
+      ASSERT_TRUE(is_floating(t.dtype()));
+      EXPECT_EQ(count_nan(t), t.numel()) << "the outputs are not poisoned before the launch";
+    }
+    program.launch();
+    program.check_status();
+    // ...and none is left after it: every element was written.
+    const std::vector<Tensor> outs = program.outputs();
+    for (const Tensor& t : outs) EXPECT_EQ(count_nan(t), 0) << "of " << t.numel() << " elements";
+    EXPECT_EQ(compare_with_oracle(outs, oracle_of(p.graph, inputs)), "");
+  }
+}
+
+// Sets an environment variable for the scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(GpuCases, KernelCacheServesASecondInstance) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  ASSERT_TRUE(gputest::device_target().has_value()) << dev.name() << " is " << dev.arch();
+  // A cache of its own (the cache root is read on every compile), enabled.
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "tilefuse-gpu-cache-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir_template.data()), nullptr);
+  const std::string dir = dir_template;
+  {
+    ScopedEnv cache_dir("TILEFUSE_CACHE_DIR", dir.c_str());
+    ScopedEnv no_cache("TILEFUSE_NO_CACHE", nullptr);
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed_note(seed, seed));
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      SCOPED_TRACE(std::string(plan_kind_name(plan)) + " plan");
+      const Program p = load_program(case_path("gather_odd_k_f16"));
+      const driver::CompiledProgram compiled = compile_for_device(p.graph, plan);
+      const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+      std::vector<Tensor> first_outs;
+      {
+        driver::CudaProgram first(compiled, dev);
+        ASSERT_EQ(first.stats().size(), compiled.kernels.size());
+        // Only the fused plan's kernels are new to the empty cache; the
+        // unfused plan may share one with it.
+        if (plan == PlanKind::kFused) {
+          for (const driver::CudaKernelStats& st : first.stats())
+            EXPECT_FALSE(st.from_cache) << st.name << ": the cache was empty";
+        }
+        first_outs = first.run(inputs, /*poison=*/true);
+      }
+      driver::CudaProgram second(compiled, dev);
+      ASSERT_EQ(second.stats().size(), compiled.kernels.size());
+      for (const driver::CudaKernelStats& st : second.stats())
+        EXPECT_TRUE(st.from_cache) << st.name << " was compiled again";
+      // The cached kernels compute what the compiled ones did, bit for bit.
+      const std::vector<Tensor> outs = second.run(inputs, /*poison=*/true);
+      ASSERT_EQ(outs.size(), first_outs.size());
+      for (size_t i = 0; i < outs.size(); ++i)
+        EXPECT_EQ(relative_error(outs[i], first_outs[i]), 0.0) << "output " << i;
+    }
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "kernels"));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace tilefuse

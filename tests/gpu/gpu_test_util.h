@@ -1,0 +1,105 @@
+// Helpers of the GPU tests (tests/gpu, ctest label `gpu`): the skip without
+// a GPU, the shared cases, fresh seeds, the per-dtype tolerances of
+// `tilefuse run --check` and NaN counting.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "driver/cuda_program.h"
+#include "runtime/cuda/loader.h"
+#include "tir/target.h"
+
+namespace tilefuse::gputest {
+
+// Every GPU test starts with this: no usable GPU (no driver, no device) is a
+// skip with the reason, never a failure.
+#define TILEFUSE_SKIP_WITHOUT_GPU()                                                          \
+  do {                                                                                       \
+    std::string why_;                                                                        \
+    if (!::tilefuse::cuda::cuda_available(&why_)) GTEST_SKIP() << "no usable GPU: " << why_; \
+  } while (0)
+
+// Every tests/cases/*.tfs and examples/*.tfs, sorted.
+inline std::vector<std::string> shared_cases() {
+  std::vector<std::string> out;
+  for (const char* dir : {"tests/cases", "examples"})
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/" + dir))
+      if (e.path().extension() == ".tfs") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline std::string case_path(const std::string& name) {
+  return std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/" + name + ".tfs";
+}
+
+inline std::string stem(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+// `name` from the environment (decimal or 0x…), else nullopt.
+inline std::optional<uint64_t> env_u64(const char* name) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return std::nullopt;
+  return std::stoull(s, nullptr, 0);
+}
+
+// A fresh seed (std::random_device), or $TILEFUSE_GPU_SEED to reproduce a run.
+inline uint64_t fresh_seed() {
+  if (std::optional<uint64_t> s = env_u64("TILEFUSE_GPU_SEED")) return *s;
+  std::random_device rd;
+  return ((static_cast<uint64_t>(rd()) << 32) ^ rd()) % 1000000007ULL;
+}
+
+// The target of the process's GPU (sm_90a on an H200).
+inline std::optional<tir::Target> device_target() {
+  return tir::Target::parse(driver::default_device().arch());
+}
+
+// The largest relative error `tilefuse run --check` accepts for an output of
+// `dt` (DESIGN.md, "Testing"; tools/tilefuse/commands.cpp): 1e-2 for
+// f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers and bool.
+inline double check_tolerance(DType dt) {
+  switch (dt) {
+    case DType::F16:
+    case DType::BF16:
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+      return 1e-2;
+    case DType::F32:
+      return 1e-5;
+    case DType::F64:
+      return 1e-12;
+    default:
+      return 0.0;
+  }
+}
+
+// NaN elements of `t` (0 for integer and bool tensors).
+inline int64_t count_nan(const Tensor& t) {
+  if (!is_floating(t.dtype())) return 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) n += std::isnan(t.get_linear(i));
+  return n;
+}
+
+inline bool all_finite(const Tensor& t) {
+  if (!is_floating(t.dtype())) return true;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(t.get_linear(i))) return false;
+  return true;
+}
+
+}  // namespace tilefuse::gputest

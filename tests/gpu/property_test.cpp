@@ -1,0 +1,320 @@
+// The property test on the GPU: 200 random programs from the CPU property
+// test's generator (tests/common/random_program.h, the same options as
+// tests/unit/lower/property_test.cpp: prologue chains, gathers with negative
+// indices, slices, transposes, broadcasts, epilogues of biases, activations,
+// scalings and casts; M, N, K in [0, 300] with 0 and 1 drawn often; f16,
+// bf16, f32), each compiled in both plans for the device's arch and run with
+// CudaProgram on the same random inputs, every output poisoned first.
+//
+// Each output is held to the CPU test's references, with the tolerance of the
+// least precise floating dtype it depends on (1e-2 f16/bf16, 0.15 f8, 1e-5
+// f32), and the CPU test's rules for the oracle skips:
+//   - where the eager reference is finite and within tolerance of the f64
+//     oracle (the program is well conditioned at its dtype): the GPU output
+//     must be within tolerance of the oracle, and within twice the tolerance
+//     of eager and of the other plan (each within tolerance of the oracle;
+//     the GPU sums in another order than the CPU, so not bit for bit);
+//   - where eager is finite but itself beyond tolerance of the oracle
+//     (ill-conditioned: a `where` flipped by rounding, a bf16 chain): within
+//     tolerance of eager, or no farther from the oracle than eager is plus the
+//     tolerance;
+//   - where eager overflowed (the oracle has no meaningful comparison): within
+//     tolerance of eager; or, where the GPU's summation order moves an
+//     overflow, within tolerance of eager on the elements both have finite,
+//     with at most 1% of the elements finite in one and not the other.
+//
+// NVRTC is the slow part (~0.2-0.5 s a kernel): a pool of threads prepares
+// the programs ahead of the GPU (graph, inputs, references, both plans
+// compiled, every kernel through the kernel cache), and the main thread then
+// builds each CudaProgram (cache hits) and runs it.
+//
+// The seed is fresh per run (printed); to reproduce a run or one program:
+//   TILEFUSE_GPU_SEED=<seed> [TILEFUSE_GPU_PROPERTY_COUNT=1]
+//     build/tests/test_gpu --gtest_filter='GpuProperty.*'
+// Program i of a run uses seed base + i.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/random_program.h"
+#include "core/error.h"
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "gpu_test_util.h"
+#include "reference/eval.h"
+#include "reference/inputs.h"
+#include "runtime/cache/kernel_cache.h"
+
+namespace tilefuse {
+namespace {
+
+constexpr int kPrograms = 200;
+constexpr PlanKind kPlans[] = {PlanKind::kFused, PlanKind::kUnfused};
+
+// The tolerance of the least precise floating dtype in `v`'s cone (as the
+// CPU property test).
+double cone_tolerance(const Graph& g, ValueId v) {
+  double tol = 0;
+  std::vector<bool> seen(static_cast<size_t>(g.size()), false);
+  std::vector<ValueId> stack = {v};
+  while (!stack.empty()) {
+    const ValueId u = stack.back();
+    stack.pop_back();
+    if (seen[u]) continue;
+    seen[u] = true;
+    switch (g.node(u).dtype) {
+      case DType::F16:
+      case DType::BF16:
+        tol = std::max(tol, 1e-2);
+        break;
+      case DType::F8E4M3:
+      case DType::F8E5M2:
+        tol = std::max(tol, 0.15);
+        break;
+      case DType::F32:
+      case DType::F64:
+        tol = std::max(tol, 1e-5);
+        break;
+      default:
+        break;
+    }
+    for (ValueId in : g.node(u).inputs) stack.push_back(in);
+  }
+  return tol > 0 ? tol : 1e-5;
+}
+
+// Where eager overflowed: `out` against `eager` on the elements finite in
+// both (relative error within `tol`), and at most 1% of the elements finite
+// in one only (a NaN in `out` where eager has a number counts too).
+bool matches_overflowed(const Tensor& out, const Tensor& eager, double tol) {
+  const int64_t n = out.numel();
+  int64_t differ = 0;
+  double diff2 = 0, ref2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double o = out.get_linear(i), e = eager.get_linear(i);
+    if (std::isfinite(o) && std::isfinite(e)) {
+      diff2 += (o - e) * (o - e);
+      ref2 += e * e;
+    } else if (!(o == e || (std::isnan(o) && std::isnan(e)))) {
+      ++differ;
+    }
+  }
+  if (differ * 100 > n) return false;
+  if (diff2 == 0) return true;
+  return ref2 > 0 && std::sqrt(diff2) <= tol * std::sqrt(ref2);
+}
+
+// One program, made ready on a worker thread.
+struct Prepared {
+  uint64_t seed = 0;
+  std::optional<Graph> graph;
+  std::vector<Tensor> inputs, eager, oracle;
+  std::vector<driver::CompiledProgram> compiled;  // one per kPlans
+  int kernels = 0;
+  std::string failure;  // set when preparing failed (a failure of the test)
+};
+
+std::string header(uint64_t seed, const Graph* g) {
+  return "seed " + std::to_string(seed) + " (rerun: TILEFUSE_GPU_SEED=" + std::to_string(seed) +
+         " TILEFUSE_GPU_PROPERTY_COUNT=1)\n" + (g ? "program:\n" + g->to_string() : "");
+}
+
+void prepare(Prepared& p, const tir::Target& target) {
+  testing::RandomProgramOptions opts;
+  opts.max_dim = 300;
+  opts.edge_dim_chance = 0.2;
+  opts.negative_index_chance = 0.5;
+  opts.more_epilogues = true;
+  p.graph = testing::RandomProgram(p.seed, opts).build();
+  const Graph& g = *p.graph;
+  p.inputs = make_random_inputs(g, p.seed);
+  EvalOptions eager_opts, oracle_opts;
+  eager_opts.num_threads = 1;
+  oracle_opts.num_threads = 1;
+  oracle_opts.mode = EvalMode::kOracle;
+  try {
+    p.eager = evaluate(g, p.inputs, eager_opts);
+    p.oracle = evaluate(g, p.inputs, oracle_opts);
+  } catch (const std::exception& e) {
+    p.failure = header(p.seed, &g) + "reference evaluator threw: " + e.what() + "\n";
+    return;
+  }
+  for (PlanKind kind : kPlans) {
+    try {
+      driver::CompileOptions co;
+      co.plan = kind;
+      co.target = target;
+      p.compiled.push_back(driver::compile(g, co));
+      // NVRTC through the kernel cache with CudaProgram's options, so that
+      // the CudaProgram built on the main thread finds every kernel there.
+      const driver::CompiledProgram& c = p.compiled.back();
+      for (const driver::CompiledKernel& ck : c.kernels) {
+        if (!ck.cuda) continue;  // CudaProgram reports it
+        cache::compile_cuda_cached(ck.cuda->source, ck.cuda->name,
+                                   driver::cuda_compile_options(c.target.name()));
+        ++p.kernels;
+      }
+    } catch (const std::exception& e) {
+      p.failure = header(p.seed, &g) + std::string(plan_kind_name(kind)) +
+                  " plan failed to compile: " + e.what() + "\n";
+      return;
+    }
+  }
+}
+
+struct Stats {
+  int programs = 0, failed = 0, kernels = 0, outputs = 0, oracle_skipped = 0, ill_conditioned = 0,
+      overflow_masked = 0;
+};
+
+// Runs both plans of `p` on the GPU and compares; "" when the program passes.
+std::string check_on_gpu(const Prepared& p, cuda::Device& dev, Stats& st) {
+  const Graph& g = *p.graph;
+  std::vector<std::vector<Tensor>> got;
+  for (size_t k = 0; k < p.compiled.size(); ++k) {
+    try {
+      driver::CudaProgram program(p.compiled[k], dev);
+      got.push_back(program.run(p.inputs, /*poison=*/true));
+    } catch (const std::exception& e) {
+      return header(p.seed, &g) + std::string(plan_kind_name(kPlans[k])) +
+             " plan threw on the GPU: " + e.what() + "\n" + to_string(g, p.compiled[k].plan);
+    }
+    if (got.back().size() != p.eager.size())
+      return header(p.seed, &g) + "the GPU gave " + std::to_string(got.back().size()) +
+             " outputs, the reference " + std::to_string(p.eager.size()) + "\n";
+  }
+
+  std::string report;
+  char buf[320];
+  for (size_t i = 0; i < p.eager.size(); ++i) {
+    ++st.outputs;
+    const double tol = cone_tolerance(g, g.outputs()[i]);
+    const bool finite = gputest::all_finite(p.eager[i]);
+    const double e_ref = finite ? relative_error(p.eager[i], p.oracle[i]) : 0;
+    const bool conditioned = finite && e_ref <= tol;
+    st.oracle_skipped += !finite;
+    st.ill_conditioned += finite && !conditioned;
+    for (size_t k = 0; k < got.size(); ++k) {
+      const Tensor& out = got[k][i];
+      const double e_eager = relative_error(out, p.eager[i]);
+      const double e_oracle = finite ? relative_error(out, p.oracle[i]) : 0;
+      bool ok;
+      if (conditioned) {
+        ok = e_oracle <= tol && e_eager <= 2 * tol;
+      } else if (finite) {
+        ok = e_eager <= tol || e_oracle <= e_ref + tol;
+      } else {
+        ok = e_eager <= tol;
+        if (!ok && matches_overflowed(out, p.eager[i], tol)) {
+          ok = true;
+          ++st.overflow_masked;
+        }
+      }
+      if (!ok) {
+        std::snprintf(buf, sizeof buf,
+                      "%s plan, output %zu (%s %s): vs f64 oracle %.3g, vs eager %.3g "
+                      "(tolerance %.0e; eager vs oracle %.3g%s; %lld NaN elements)\n",
+                      std::string(plan_kind_name(kPlans[k])).c_str(), i,
+                      std::string(dtype_name(out.dtype())).c_str(),
+                      shape_to_string(out.shape()).c_str(), e_oracle, e_eager, tol, e_ref,
+                      finite ? "" : ", eager overflowed",
+                      static_cast<long long>(gputest::count_nan(out)));
+        report += buf;
+      }
+    }
+    if (conditioned && got.size() == 2) {
+      const double e_plans = relative_error(got[0][i], got[1][i]);
+      if (!(e_plans <= 2 * tol)) {
+        std::snprintf(buf, sizeof buf, "output %zu: fused vs unfused %.3g (tolerance 2 x %.0e)\n",
+                      i, e_plans, tol);
+        report += buf;
+      }
+    }
+  }
+  return report.empty() ? "" : header(p.seed, &g) + report;
+}
+
+TEST(GpuProperty, RandomProgramsFusedAndUnfused) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const std::optional<tir::Target> target = gputest::device_target();
+  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
+  const uint64_t base = gputest::fresh_seed();
+  const int count = static_cast<int>(
+      gputest::env_u64("TILEFUSE_GPU_PROPERTY_COUNT").value_or(static_cast<uint64_t>(kPrograms)));
+  const int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 16u));
+  std::printf(
+      "GPU property test on %s (%s): %d programs, seeds %llu.. "
+      "(TILEFUSE_GPU_SEED=%llu reproduces this run), %d compile threads\n",
+      dev.name().c_str(), dev.arch().c_str(), count, static_cast<unsigned long long>(base),
+      static_cast<unsigned long long>(base), workers);
+  std::fflush(stdout);
+  const auto t0 = std::chrono::steady_clock::now();
+
+  // Workers take programs in order; the main thread follows them, one
+  // program at a time, as each becomes ready.
+  std::vector<Prepared> prepared(static_cast<size_t>(count));
+  std::vector<std::promise<void>> ready(static_cast<size_t>(count));
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w) {
+    pool.emplace_back([&] {
+      for (int i; (i = next.fetch_add(1)) < count;) {
+        Prepared& p = prepared[static_cast<size_t>(i)];
+        p.seed = base + static_cast<uint64_t>(i);
+        try {
+          prepare(p, *target);
+        } catch (const std::exception& e) {
+          p.failure = header(p.seed, p.graph ? &*p.graph : nullptr) +
+                      "preparing the program threw: " + e.what() + "\n";
+        }
+        ready[static_cast<size_t>(i)].set_value();
+      }
+    });
+  }
+
+  Stats st;
+  int reported = 0;
+  for (int i = 0; i < count; ++i) {
+    ready[static_cast<size_t>(i)].get_future().wait();
+    Prepared& p = prepared[static_cast<size_t>(i)];
+    std::string failure = p.failure;
+    if (failure.empty()) {
+      try {
+        dev.make_current();
+        failure = check_on_gpu(p, dev, st);
+      } catch (const std::exception& e) {
+        failure = header(p.seed, &*p.graph) + "checking threw: " + e.what() + "\n";
+      }
+    }
+    ++st.programs;
+    st.kernels += p.kernels;
+    p = Prepared{};  // free its tensors
+    if (failure.empty()) continue;
+    ++st.failed;
+    if (reported++ < 5) ADD_FAILURE() << failure;
+  }
+  for (std::thread& t : pool) t.join();
+
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "GPU property test: %d programs (%d kernels) in %.1f s, %d failed; of %d outputs, %d "
+      "overflowed in eager (%d held to eager on the finite elements only) and %d had eager "
+      "itself beyond tolerance of the oracle\n",
+      st.programs, st.kernels, secs, st.failed, st.outputs, st.oracle_skipped, st.overflow_masked,
+      st.ill_conditioned);
+  EXPECT_EQ(st.failed, 0) << "of " << st.programs << " programs (TILEFUSE_GPU_SEED=" << base << ")";
+}
+
+}  // namespace
+}  // namespace tilefuse
