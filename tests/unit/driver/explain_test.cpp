@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "driver/explain.h"
@@ -211,6 +212,57 @@ TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
       }
   }
   EXPECT_GE(compared, 4 * static_cast<int>(cases.size()));
+}
+
+// Every key path of an account ("kernels[].cuda.gemms[].family"), not
+// descending into the objects keyed by data (the config, the prologue's
+// operands).
+void key_paths(const json& j, const std::string& path, std::set<std::string>& out) {
+  if (j.is_object() && path != "kernels[].config" && path != "kernels[].fused.prologue") {
+    for (const auto& [key, value] : j.items()) {
+      const std::string p = path.empty() ? key : path + "." + key;
+      out.insert(p);
+      key_paths(value, p, out);
+    }
+  } else if (j.is_array()) {
+    for (const json& e : j) key_paths(e, path + "[]", out);
+  }
+}
+
+// README.md's table of explain keys is complete and has no key explain does
+// not write: the union of the keys of a few accounts (CPU and CUDA, both
+// plans, a gather with hoisted buffers) equals the documented keys.
+TEST(Explain, ReadmeTableListsExactlyTheKeys) {
+  std::ifstream in(std::string(TILEFUSE_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(in.good());
+  std::set<std::string> documented;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::string cell = line.substr(2, line.find(" |", 2) - 2);
+    std::string first;
+    for (size_t b = cell.find('`'); b != std::string::npos; b = cell.find('`', b)) {
+      const size_t e = cell.find('`', b + 1);
+      const std::string key = cell.substr(b + 1, e - b - 1);
+      if (first.empty()) {
+        first = key;
+        documented.insert(key);
+      } else {  // a sibling of the first: `...gemms[].block_m`, `block_n`
+        documented.insert(first.substr(0, first.rfind('.') + 1) + key);
+      }
+      b = e + 1;
+    }
+  }
+  ASSERT_GE(documented.size(), 30u);
+  std::ifstream seed_file(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs");
+  std::stringstream seed;
+  seed << seed_file.rdbuf();
+  std::set<std::string> written;
+  key_paths(explain_source(seed.str(), "sm_80"), "", written);
+  key_paths(explain_source(kMlp, "sm_90a"), "", written);
+  key_paths(explain_source(kMlp, "cpu", PlanKind::kUnfused), "", written);
+  key_paths(explain_source(kMlp, "sm_80", PlanKind::kUnfused), "", written);
+  for (const std::string& k : written) EXPECT_TRUE(documented.count(k)) << "undocumented: " << k;
+  for (const std::string& k : documented) EXPECT_TRUE(written.count(k)) << "not written: " << k;
 }
 
 }  // namespace
