@@ -41,7 +41,7 @@
 // any -> bool: != 0 (NaN is true, -0 is false); bool -> number: 0 / 1;
 // int -> int: wrap (two's complement).
 //
-// Arithmetic on f16 / bf16 (+ - * /): computed in f32 (PTX add/sub/mul/div
+// Arithmetic on f16 / bf16 / f8 (+ - * /): computed in f32 (PTX add/sub/mul/div
 // .rn.f32, never contracted into an fma, no flush to zero), then rounded once
 // to the type. Exact: f32 has at least 2p + 2 bits for these formats, so the
 // double rounding is innocuous (Figueroa, "When is double rounding
@@ -59,8 +59,8 @@
 // float and double with the accurate CUDA math library functions (expf, not
 // __expf; do not compile with --use_fast_math); sqrt, rsqrt (= 1 / sqrt) and
 // sigmoid (= 1 / (1 + exp(-x)), as the CPU) use IEEE-rounded PTX sqrt / div
-// / add (.rn, no .ftz), so they agree with the CPU bit for bit. f16 / bf16:
-// in f32, rounded once (sigmoid as exp(x) / (1 + exp(x)) for x < 0, so
+// / add (.rn, no .ftz), so they agree with the CPU bit for bit. f16 / bf16 /
+// f8: in f32, rounded once (sigmoid as exp(x) / (1 + exp(x)) for x < 0, so
 // bf16's tiny results do not flush to 0). neg and abs also on integers
 // (wrapping).
 //
@@ -461,7 +461,7 @@ TF_DEVICE To cast(From v) {
   }
 }
 
-// ---- f16 / bf16 arithmetic -------------------------------------------------
+// ---- f16 / bf16 / f8 arithmetic --------------------------------------------
 
 namespace detail {
 TF_DEVICE float add_rn(float a, float b) {
@@ -491,7 +491,7 @@ TF_DEVICE float sqrt_rn(float a) {
 }
 }  // namespace detail
 
-#define TF_NUMERIC_HALF_OPS(T)                                                        \
+#define TF_NUMERIC_NARROW_OPS(T)                                                      \
   TF_DEVICE T operator+(T a, T b) {                                                   \
     return detail::from_f32<T>(detail::add_rn(detail::to_f32(a), detail::to_f32(b))); \
   }                                                                                   \
@@ -505,7 +505,7 @@ TF_DEVICE float sqrt_rn(float a) {
     return detail::from_f32<T>(detail::div_rn(detail::to_f32(a), detail::to_f32(b))); \
   }                                                                                   \
   TF_DEVICE T operator-(T a) {                                                        \
-    return T{static_cast<unsigned short>(a.bits ^ 0x8000u)};                          \
+    return T{static_cast<decltype(a.bits)>(a.bits ^ detail::format<T>::kSign)};       \
   }                                                                                   \
   TF_DEVICE T& operator+=(T& a, T b) {                                                \
     return a = a + b;                                                                 \
@@ -537,9 +537,11 @@ TF_DEVICE float sqrt_rn(float a) {
   TF_DEVICE bool operator>=(T a, T b) {                                               \
     return detail::to_f32(a) >= detail::to_f32(b);                                    \
   }
-TF_NUMERIC_HALF_OPS(f16)
-TF_NUMERIC_HALF_OPS(bf16)
-#undef TF_NUMERIC_HALF_OPS
+TF_NUMERIC_NARROW_OPS(f16)
+TF_NUMERIC_NARROW_OPS(bf16)
+TF_NUMERIC_NARROW_OPS(f8e4m3)
+TF_NUMERIC_NARROW_OPS(f8e5m2)
+#undef TF_NUMERIC_NARROW_OPS
 
 // ---- floor division and modulo -------------------------------------------
 
@@ -592,12 +594,15 @@ TF_DEVICE double floormod(double a, double b) {
   if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r = __dadd_rn(r, b);
   return r;
 }
-TF_DEVICE f16 floormod(f16 a, f16 b) {
-  return detail::from_f32<f16>(floormod(detail::to_f32(a), detail::to_f32(b)));
-}
-TF_DEVICE bf16 floormod(bf16 a, bf16 b) {
-  return detail::from_f32<bf16>(floormod(detail::to_f32(a), detail::to_f32(b)));
-}
+#define TF_NUMERIC_NARROW_FLOORMOD(T)                                           \
+  TF_DEVICE T floormod(T a, T b) {                                              \
+    return detail::from_f32<T>(floormod(detail::to_f32(a), detail::to_f32(b))); \
+  }
+TF_NUMERIC_NARROW_FLOORMOD(f16)
+TF_NUMERIC_NARROW_FLOORMOD(bf16)
+TF_NUMERIC_NARROW_FLOORMOD(f8e4m3)
+TF_NUMERIC_NARROW_FLOORMOD(f8e5m2)
+#undef TF_NUMERIC_NARROW_FLOORMOD
 
 // ---- min / max -------------------------------------------------------------
 
@@ -632,6 +637,8 @@ TF_DEVICE double max(double a, double b) {
   }
 TF_NUMERIC_HALF_MINMAX(f16, 0x7E00)
 TF_NUMERIC_HALF_MINMAX(bf16, 0x7FC0)
+TF_NUMERIC_HALF_MINMAX(f8e4m3, 0x7F)
+TF_NUMERIC_HALF_MINMAX(f8e5m2, 0x7F)
 #undef TF_NUMERIC_HALF_MINMAX
 #define TF_NUMERIC_INT_MINMAX(T) \
   TF_DEVICE T min(T a, T b) {    \
@@ -682,6 +689,12 @@ TF_DEVICE f16 neg(f16 x) {
 TF_DEVICE bf16 neg(bf16 x) {
   return -x;
 }
+TF_DEVICE f8e4m3 neg(f8e4m3 x) {
+  return -x;
+}
+TF_DEVICE f8e5m2 neg(f8e5m2 x) {
+  return -x;
+}
 TF_DEVICE float abs(float x) {
   return ::fabsf(x);
 }
@@ -693,6 +706,12 @@ TF_DEVICE f16 abs(f16 x) {
 }
 TF_DEVICE bf16 abs(bf16 x) {
   return bf16{static_cast<unsigned short>(x.bits & 0x7FFFu)};
+}
+TF_DEVICE f8e4m3 abs(f8e4m3 x) {
+  return f8e4m3{static_cast<unsigned char>(x.bits & 0x7Fu)};
+}
+TF_DEVICE f8e5m2 abs(f8e5m2 x) {
+  return f8e5m2{static_cast<unsigned char>(x.bits & 0x7Fu)};
 }
 
 TF_DEVICE float sqrt(float x) {
@@ -752,7 +771,7 @@ TF_DEVICE double fma(double x, double y, double z) {
   return ::fma(x, y, z);
 }
 
-// f16 / bf16: in f32, rounded once. sigmoid in the form that does not
+// f16 / bf16 / f8: in f32, rounded once. sigmoid in the form that does not
 // overflow in f32 for x < 0 (exp(x) / (1 + exp(x))): bf16 reaches sigmoid
 // values down to 1e-40 (x ~ -92), where 1 / (1 + exp(-x)) in f32 gives 0; the
 // CPU computes these in double.
@@ -794,6 +813,8 @@ TF_DEVICE float sigmoid_stable(float x) {
   }
 TF_NUMERIC_HALF_MATH(f16)
 TF_NUMERIC_HALF_MATH(bf16)
+TF_NUMERIC_HALF_MATH(f8e4m3)
+TF_NUMERIC_HALF_MATH(f8e5m2)
 #undef TF_NUMERIC_HALF_MATH
 #undef TF_NUMERIC_HALF_UNARY
 

@@ -241,6 +241,8 @@ const char* kOpsKernels = R"(#include "tf_numeric.cuh"
   }
 TF_TEST_HALF_OPS(half_ops_f16, tf::f16)
 TF_TEST_HALF_OPS(half_ops_bf16, tf::bf16)
+TF_TEST_HALF_OPS(half_ops_f8e4m3, tf::f8e4m3)
+TF_TEST_HALF_OPS(half_ops_f8e5m2, tf::f8e5m2)
 
 #define TF_TEST_BINARY(NAME, T)                                                       \
   extern "C" __global__ void NAME(const T* a, const T* b, T* out, long long n) {     \
@@ -268,6 +270,8 @@ TF_TEST_MINMAX(float_minmax_f32, float)
 TF_TEST_MINMAX(float_minmax_f64, double)
 TF_TEST_MINMAX(float_minmax_f16, tf::f16)
 TF_TEST_MINMAX(float_minmax_bf16, tf::bf16)
+TF_TEST_MINMAX(float_minmax_f8e4m3, tf::f8e4m3)
+TF_TEST_MINMAX(float_minmax_f8e5m2, tf::f8e5m2)
 
 // Every intrinsic of TILEFUSE_FOR_EACH_TIR_INTRINSIC, in that order.
 #define TF_TEST_MATH(NAME, T)                                                         \
@@ -300,6 +304,8 @@ TF_TEST_MATH(math_f32, float)
 TF_TEST_MATH(math_f64, double)
 TF_TEST_MATH(math_f16, tf::f16)
 TF_TEST_MATH(math_bf16, tf::bf16)
+TF_TEST_MATH(math_f8e4m3, tf::f8e4m3)
+TF_TEST_MATH(math_f8e5m2, tf::f8e5m2)
 
 #define TF_TEST_INT_NEG_ABS(NAME, T)                                                  \
   extern "C" __global__ void NAME(const T* a, T* out, long long n) {                 \
@@ -376,10 +382,10 @@ __device__ void int_ops(const T* in, T* out, int i) {
   for (const std::string& to : types)
     for (const std::string& from : types)
       src += "  one_cast<" + to + ", " + from + ">(in, out, i);\n";
-  for (const char* t : {"float", "double", "tf::f16", "tf::bf16"})
+  for (const char* t : {"float", "double", "tf::f16", "tf::bf16", "tf::f8e4m3", "tf::f8e5m2"})
     src += std::string("  float_math<") + t + ">(reinterpret_cast<const " + t +
            "*>(in), reinterpret_cast<" + t + "*>(out), i);\n";
-  for (const char* t : {"tf::f16", "tf::bf16"})
+  for (const char* t : {"tf::f16", "tf::bf16", "tf::f8e4m3", "tf::f8e5m2"})
     src += std::string("  half_ops<") + t + ">(reinterpret_cast<const " + t +
            "*>(in), reinterpret_cast<" + t + "*>(out), cmp, i);\n";
   for (const char* t : {"tf::i8", "tf::u8", "tf::i16", "tf::i32", "tf::i64"})
@@ -393,6 +399,8 @@ TEST(DeviceNumericCompile, EveryCastOpAndIntrinsicCompilesForSm80AndSm90a) {
   SKIP_WITHOUT_NVRTC();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     for (bool software : {false, true}) {
+      // The integer paths are the same code for every arch: sm_80 is enough.
+      if (software && std::string(arch) != "sm_80") continue;
       SCOPED_TRACE(std::string(arch) + (software ? " software cvt" : " ptx cvt"));
       const std::string name = unique_name("numeric_everything");
       CompiledKernel k = compile_cuda(everything_source(name, software), name, options_for(arch));
@@ -1073,50 +1081,72 @@ std::vector<double> float_pair_specials() {
   return {0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -3.0, 1e-3, -7.25, inf, -inf, nan, 65504.0, 1e-7};
 }
 
-// Host f16 / bf16 arithmetic as the CPU executor does it: in double, rounded
-// once to the type.
+// Encodings of a narrow float dtype (1 or 2 bytes) as integers.
+uint32_t read_bits(DType dt, const uint8_t* p) {
+  return dtype_size(dt) == 1 ? p[0] : static_cast<uint32_t>(p[0] | (p[1] << 8));
+}
+void write_bits(DType dt, uint8_t* p, uint32_t bits) {
+  p[0] = static_cast<uint8_t>(bits);
+  if (dtype_size(dt) == 2) p[1] = static_cast<uint8_t>(bits >> 8);
+}
+// The encoding ordered as the values are (+-0 both 0), for distances.
+int ordered_bits(DType dt, uint32_t bits) {
+  const uint32_t sign = dtype_size(dt) == 1 ? 0x80u : 0x8000u;
+  const int mag = static_cast<int>(bits & (sign - 1));
+  return bits & sign ? -mag : mag;
+}
+
+// Host f16 / bf16 / f8 arithmetic as the CPU executor does it: in double,
+// rounded once to the type. 8-bit types: every pair; 16-bit: random pairs.
 void check_half_ops(DType dt, const std::string& kernel) {
-  std::vector<uint16_t> a, b;
+  const int es = dtype_size(dt);
+  std::vector<uint8_t> ab, bb;
   uint8_t tmp[2];
+  auto push = [&](uint32_t x, uint32_t y) {
+    write_bits(dt, tmp, x);
+    ab.insert(ab.end(), tmp, tmp + es);
+    write_bits(dt, tmp, y);
+    bb.insert(bb.end(), tmp, tmp + es);
+  };
   for (double x : float_pair_specials())
     for (double y : float_pair_specials()) {
-      uint16_t hx, hy;
-      store_element(dt, tmp, x);
-      std::memcpy(&hx, tmp, 2);
-      store_element(dt, tmp, y);
-      std::memcpy(&hy, tmp, 2);
-      a.push_back(hx), b.push_back(hy);
+      uint8_t hx[2], hy[2];
+      store_element(dt, hx, x);
+      store_element(dt, hy, y);
+      push(read_bits(dt, hx), read_bits(dt, hy));
     }
-  std::mt19937_64 rng(17);
-  for (int k = 0; k < (1 << 20); ++k) {
-    const uint64_t r = rng();
-    a.push_back(static_cast<uint16_t>(r));
-    // Every other pair: b close to a in magnitude (cancellation, ties).
-    b.push_back(k % 2 ? static_cast<uint16_t>(r >> 16)
-                      : static_cast<uint16_t>((r & 0xFFFF) + ((r >> 32) % 64) - 32));
+  if (es == 1) {
+    for (uint32_t x = 0; x < 256; ++x)
+      for (uint32_t y = 0; y < 256; ++y) push(x, y);
+  } else {
+    std::mt19937_64 rng(17);
+    for (int k = 0; k < (1 << 20); ++k) {
+      const uint64_t r = rng();
+      // Every other pair: b close to a in magnitude (cancellation, ties).
+      push(static_cast<uint16_t>(r),
+           k % 2 ? static_cast<uint16_t>(r >> 16)
+                 : static_cast<uint16_t>((r & 0xFFFF) + ((r >> 32) % 64) - 32));
+    }
   }
-  const int64_t n = static_cast<int64_t>(a.size());
-  std::vector<uint8_t> ab(2 * n), bb(2 * n);
-  std::memcpy(ab.data(), a.data(), ab.size());
-  std::memcpy(bb.data(), b.data(), bb.size());
-  DeviceBuffer da = upload(ab), db = upload(bb), dout(*gpu().device, 5 * n * 2),
+  const int64_t n = static_cast<int64_t>(ab.size()) / es;
+  DeviceBuffer da = upload(ab), db = upload(bb), dout(*gpu().device, 5 * n * es),
                dcmp(*gpu().device, 6 * n);
   launch(*gpu().ops, kernel, {&da, &db, &dout, &dcmp}, n);
-  const std::vector<uint16_t> got = dout.download<uint16_t>(5 * n);
+  const std::vector<uint8_t> got = dout.download<uint8_t>(5 * n * es);
   const std::vector<uint8_t> cmp = dcmp.download<uint8_t>(6 * n);
   int failures = 0;
   for (int64_t k = 0; k < n && failures < 10; ++k) {
-    const double x = load_element(dt, &a[k]), y = load_element(dt, &b[k]);
+    const double x = load_element(dt, ab.data() + k * es), y = load_element(dt, bb.data() + k * es);
     const double exact[5] = {x + y, x - y, x * y, x / y, -x};
     for (int j = 0; j < 5; ++j) {
       uint8_t want[2];
       store_element(dt, want, exact[j]);
-      if (!same_element(dt, reinterpret_cast<const uint8_t*>(&got[5 * k + j]), want)) {
+      const uint8_t* g = got.data() + (5 * k + j) * es;
+      if (!same_element(dt, g, want)) {
         ++failures;
         ADD_FAILURE() << kernel << " op "
-                      << "+-*/n"[j] << " of " << x << ", " << y << ": device "
-                      << hex_bytes(reinterpret_cast<const uint8_t*>(&got[5 * k + j]), 2)
-                      << ", host " << hex_bytes(want, 2);
+                      << "+-*/n"[j] << " of " << x << ", " << y << ": device " << hex_bytes(g, es)
+                      << ", host " << hex_bytes(want, es);
       }
     }
     const bool want_cmp[6] = {x == y, x != y, x<y, x <= y, x> y, x >= y};
@@ -1134,6 +1164,8 @@ TEST(DeviceNumericGpu, HalfArithmeticRoundsOnceLikeTheCpu) {
   SKIP_WITHOUT_GPU();
   check_half_ops(DType::F16, "half_ops_f16");
   check_half_ops(DType::BF16, "half_ops_bf16");
+  check_half_ops(DType::F8E4M3, "half_ops_f8e4m3");
+  check_half_ops(DType::F8E5M2, "half_ops_f8e5m2");
 }
 
 // NaN-propagating min / max and floor modulo on floats (eval_expr.cpp).
@@ -1208,6 +1240,8 @@ TEST(DeviceNumericGpu, FloatMinMaxPropagateNaNAndFloorModFollowsTheDivisor) {
   check_float_minmax(DType::F64, "float_minmax_f64");
   check_float_minmax(DType::F16, "float_minmax_f16");
   check_float_minmax(DType::BF16, "float_minmax_bf16");
+  check_float_minmax(DType::F8E4M3, "float_minmax_f8e4m3");
+  check_float_minmax(DType::F8E5M2, "float_minmax_f8e5m2");
 }
 
 // Distance in units in the last place between two finite values of T.
@@ -1308,34 +1342,34 @@ TEST(DeviceNumericGpu, MathIntrinsicsOnF32AndF64) {
   check_math<double, int64_t>("math_f64");
 }
 
-// f16 / bf16 intrinsics: the f32 result rounded once; the host computes in
-// double and rounds once, so the two agree to within one unit of the type
-// (exactly for the exact operations).
+// f16 / bf16 / f8 intrinsics: the f32 result rounded once; the host computes
+// in double and rounds once, so the two agree to within one unit of the type
+// (exactly for the exact operations). 8-bit types: every x.
 void check_half_math(DType dt, const std::string& kernel) {
-  std::vector<uint16_t> a, b, c;
+  const int es = dtype_size(dt);
+  std::vector<uint8_t> ab, bb, cb;
+  uint8_t tmp[2];
   std::mt19937_64 rng(23);
-  for (int k = 0; k < (1 << 18); ++k) {
+  const int count = es == 1 ? 256 * 64 : 1 << 18;
+  for (int k = 0; k < count; ++k) {
     const uint64_t r = rng();
-    a.push_back(static_cast<uint16_t>(r));
-    b.push_back(static_cast<uint16_t>(r >> 16));
-    c.push_back(static_cast<uint16_t>(r >> 32));
+    write_bits(dt, tmp, es == 1 ? static_cast<uint32_t>(k % 256) : static_cast<uint16_t>(r));
+    ab.insert(ab.end(), tmp, tmp + es);
+    write_bits(dt, tmp, static_cast<uint16_t>(r >> 16));
+    bb.insert(bb.end(), tmp, tmp + es);
+    write_bits(dt, tmp, static_cast<uint16_t>(r >> 32));
+    cb.insert(cb.end(), tmp, tmp + es);
   }
-  const int64_t n = static_cast<int64_t>(a.size());
-  auto bytes = [](const std::vector<uint16_t>& v) {
-    std::vector<uint8_t> out(v.size() * 2);
-    std::memcpy(out.data(), v.data(), out.size());
-    return out;
-  };
-  DeviceBuffer da = upload(bytes(a)), db = upload(bytes(b)), dc = upload(bytes(c)),
-               dout(*gpu().device, 18 * n * 2);
+  const int64_t n = count;
+  DeviceBuffer da = upload(ab), db = upload(bb), dc = upload(cb), dout(*gpu().device, 18 * n * es);
   launch(*gpu().ops, kernel, {&da, &db, &dc, &dout}, n);
-  const std::vector<uint16_t> got = dout.download<uint16_t>(18 * n);
+  const std::vector<uint8_t> got = dout.download<uint8_t>(18 * n * es);
   static const bool exact[18] = {true,  true,  false, false, false, false, true,  false, false,
                                  false, false, false, false, true,  true,  false, false, false};
   int failures = 0;
   for (int64_t k = 0; k < n && failures < 20; ++k) {
-    const double x = load_element(dt, &a[k]), y = load_element(dt, &b[k]),
-                 z = load_element(dt, &c[k]);
+    const double x = load_element(dt, ab.data() + k * es), y = load_element(dt, bb.data() + k * es),
+                 z = load_element(dt, cb.data() + k * es);
     const double want[18] = {-x,
                              std::fabs(x),
                              std::exp(x),
@@ -1357,34 +1391,32 @@ void check_half_math(DType dt, const std::string& kernel) {
     for (int j = 0; j < 18; ++j) {
       uint8_t w[2];
       store_element(dt, w, want[j]);
-      uint16_t wb;
-      std::memcpy(&wb, w, 2);
-      const uint16_t gb = got[18 * k + j];
-      const double g = load_element(dt, &gb), wv = load_element(dt, &wb);
+      const uint8_t* gp = got.data() + (18 * k + j) * es;
+      const uint32_t gb = read_bits(dt, gp), wb = read_bits(dt, w);
+      const double g = load_element(dt, gp), wv = load_element(dt, w);
       bool ok;
       if (std::isnan(g) || std::isnan(wv)) {
         ok = std::isnan(g) && std::isnan(wv);
       } else if (exact[j]) {
         ok = gb == wb;
       } else {
-        // One unit of the type apart at most (same sign; ordered encodings).
-        const int gi = gb & 0x8000 ? -(gb & 0x7FFF) : gb, wi = wb & 0x8000 ? -(wb & 0x7FFF) : wb;
-        ok = std::abs(gi - wi) <= 1;
+        ok = std::abs(ordered_bits(dt, gb) - ordered_bits(dt, wb)) <= 1;
       }
       if (!ok) {
         ++failures;
         ADD_FAILURE() << kernel << " intrinsic " << j << " of " << x << ", " << y << ", " << z
-                      << ": device " << g << " ("
-                      << hex_bytes(reinterpret_cast<const uint8_t*>(&gb), 2) << "), host " << wv;
+                      << ": device " << g << " (" << hex_bytes(gp, es) << "), host " << wv;
       }
     }
   }
 }
 
-TEST(DeviceNumericGpu, MathIntrinsicsOnF16AndBf16RoundOnce) {
+TEST(DeviceNumericGpu, MathIntrinsicsOnF16Bf16AndF8RoundOnce) {
   SKIP_WITHOUT_GPU();
   check_half_math(DType::F16, "math_f16");
   check_half_math(DType::BF16, "math_bf16");
+  check_half_math(DType::F8E4M3, "math_f8e4m3");
+  check_half_math(DType::F8E5M2, "math_f8e5m2");
 }
 
 }  // namespace
