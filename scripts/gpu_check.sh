@@ -75,12 +75,16 @@ if has memcheck; then
 fi
 
 if has bench; then
-  for f in "$ROOT"/tests/cases/seed_gather_mm_f16.tfs; do
-    if "$BIN/tilefuse" bench --help > /dev/null 2>&1; then
-      "$BIN/tilefuse" bench "$f" > "$LOG/bench-$(basename "$f" .tfs).log" 2>&1
-      row "bench $(basename "$f" .tfs)" "rc=$? (table in bench-$(basename "$f" .tfs).log)"
-      cat "$LOG/bench-$(basename "$f" .tfs).log"
-    fi
+  for f in "$ROOT"/bench/programs/*.tfs; do
+    b=$(basename "$f" .tfs)
+    "$BIN/tilefuse" bench "$f" > "$LOG/bench-$b.log" 2>&1
+    rc=$?
+    echo "== bench $b (rc=$rc)"; cat "$LOG/bench-$b.log"
+    fused=$(awk '$1=="fused"{print $2}' "$LOG/bench-$b.log")
+    unf=$(awk '$1=="unfused"{print $2}' "$LOG/bench-$b.log")
+    blas=$(awk '$1=="unfused+cuBLASLt"{print $2}' "$LOG/bench-$b.log")
+    gemm=$(awk '$1=="cuBLASLt"{print $4}' "$LOG/bench-$b.log")
+    row "bench $b (us)" "fused=$fused unfused=$unf unfused+cuBLASLt=$blas cuBLASLt-GEMM=$gemm"
   done
 fi
 

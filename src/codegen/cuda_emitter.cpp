@@ -147,7 +147,7 @@ class Emitter {
     ~Indent() { --e->indent_; }
   };
   void open(const std::string& head) {
-    line(head + " {");
+    line(head.empty() ? "{" : head + " {");
     ++indent_;
   }
   void close() {
@@ -197,6 +197,9 @@ class Emitter {
   const BufferNode* frag_ = nullptr;
   std::vector<const VarNode*> frag_vars_;
   std::string frag_e_;
+  // >= 0 while emitting one half of a paired epilogue store: the Store is
+  // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
+  int capture_store_ = -1;
 };
 
 std::string Emitter::name_of(const void* node, const std::string& hint) {
@@ -702,10 +705,6 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   nonneg_vars_.insert(inner->var.get());
   const bool saved = in_threads_;
   in_threads_ = true;
-  line("#pragma unroll");
-  open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f, frag_e_));
-  line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
-  line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
   // The statements around the inner loop run once per element (lets and
   // checks are pure).
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
@@ -716,12 +715,65 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     } else if (const SeqNode* q = s.as<SeqNode>()) {
       for (const Stmt& t : q->stmts) walk(t);
     } else if (s.get() == inner) {
-      stmt(inner->body);
+      walk(inner->body);
     } else {
       stmt(s);
     }
   };
-  walk(op->body);
+  // Paired stores: an MmaTile thread owns column pairs (e, e + 1); when the
+  // nest ends in one global store, both elements are computed and stored
+  // with one access of twice the width where the two addresses are adjacent,
+  // aligned and both unmasked (checked at run time), else one by one.
+  const StoreNode* store = nullptr;
+  bool pairable = fragments_.at(frag).mma;
+  std::function<void(const Stmt&)> scan = [&](const Stmt& s) {
+    if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      scan(l->body);
+    } else if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) scan(t);
+    } else if (s.get() == inner) {
+      scan(inner->body);
+    } else if (const StoreNode* st = s.as<StoreNode>();
+               st && !store && st->buffer.scope() == MemScope::Global) {
+      store = st;
+    } else if (!s.as<CheckNode>()) {
+      pairable = false;
+    }
+  };
+  scan(op->body);
+  pairable = pairable && store != nullptr;
+  line("#pragma unroll");
+  if (pairable) {
+    const std::string t = cuda_type(store->buffer.dtype());
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
+                     frag_e_));
+    const std::string e0 = frag_e_;
+    line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
+    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
+    for (int half = 0; half < 2; ++half) {
+      frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
+      open("");
+      line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+      line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+      capture_store_ = half;
+      walk(op->body);
+      capture_store_ = -1;
+      close();
+    }
+    frag_e_ = e0;
+    line("if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {");
+    line("  tf::store_pair(tf_p0, tf_v0, tf_v1);");
+    line("} else {");
+    line("  if (tf_ok0) *tf_p0 = tf_v0;");
+    line("  if (tf_ok1) *tf_p1 = tf_v1;");
+    line("}");
+  } else {
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f,
+                     frag_e_));
+    line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+    line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+    walk(op->body);
+  }
   close();
   in_threads_ = saved;
   frag_ = nullptr;
@@ -847,6 +899,13 @@ void Emitter::stmt(const Stmt& s) {
     }
     case StmtKind::Store: {
       const StoreNode* op = s.as<StoreNode>();
+      if (capture_store_ >= 0) {
+        const int k = capture_store_;
+        line(fmt::format("tf_ok{} = {};", k, op->mask.defined() ? expr(op->mask) : "true"));
+        line(fmt::format("tf_p{} = {};", k, address(op->buffer, op->indices)));
+        line(fmt::format("tf_v{} = {};", k, expr(op->value)));
+        return;
+      }
       std::string st = element(op->buffer, op->indices) + " = " + expr(op->value) + ";";
       line(op->mask.defined() ? "if (" + expr(op->mask) + ") " + st : st);
       return;

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -140,11 +145,32 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     CudaKernelStats st;
     st.name = code.name;
     const auto t0 = std::chrono::steady_clock::now();
+    // Debugging aid: TILEFUSE_OVERRIDE_SOURCE=DIR compiles DIR/<kernel>.cu,
+    // when it exists, instead of the emitted source (same entry and params).
+    std::string source = code.source;
+    if (const char* dir = std::getenv("TILEFUSE_OVERRIDE_SOURCE"); dir && *dir) {
+      std::ifstream in(std::filesystem::path(dir) / (code.name + ".cu"));
+      if (in) {
+        std::stringstream ss;
+        ss << in.rdbuf();
+        source = ss.str();
+        std::fprintf(stderr, "tilefuse: kernel %s from %s/%s.cu (TILEFUSE_OVERRIDE_SOURCE)\n",
+                     code.name.c_str(), dir, code.name.c_str());
+      }
+    }
     cuda::CompiledKernel bin =
-        cache::compile_cuda_cached(code.source, code.name, cuda_compile_options(arch), &st.from_cache);
+        cache::compile_cuda_cached(source, code.name, cuda_compile_options(arch), &st.from_cache);
     st.compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     st.usage = bin.usage;
+    // Debugging aid: TILEFUSE_DUMP_CUBIN=DIR writes each kernel's source and
+    // cubin there (for cuobjdump --dump-sass).
+    if (const char* dir = std::getenv("TILEFUSE_DUMP_CUBIN"); dir && *dir) {
+      std::filesystem::create_directories(dir);
+      std::ofstream(std::filesystem::path(dir) / (code.name + ".cu")) << source;
+      std::ofstream(std::filesystem::path(dir) / (code.name + ".cubin"), std::ios::binary)
+          .write(bin.cubin.data(), static_cast<std::streamsize>(bin.cubin.size()));
+    }
     Impl::Kernel k;
     k.module = std::make_unique<cuda::Module>(device, bin.cubin);
     k.function = k.module->function(code.name);

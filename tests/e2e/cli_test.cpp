@@ -384,7 +384,8 @@ TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {
   } cases[] = {
       {"emit " + prog + " --target sm_70", {"sm_70", "sm_80", "sm_90a"}},
       {"explain " + prog + " --target gpu", {"gpu", "cpu", "sm_90a"}},
-      {"emit " + prog + " --stage=cuda", {"cuda", "tir-opt", "graph"}},
+      {"emit " + prog + " --stage=asm", {"asm", "tir-opt", "cuda"}},
+      {"emit " + prog + " --stage=cuda", {"--stage=cuda", "--target", "sm_80"}},
       {"emit " + prog + " --plan half", {"half", "fused", "unfused"}},
       {"emit " + prog + " --stage=tir-opt --dump-after=licn", {"licn", "licm", "lower_copies"}},
       {"emit " + prog + " --stage=graph --dump-after=licm", {"--dump-after", "tir", "tir-opt"}},

@@ -159,6 +159,9 @@ std::string nvrtc_version() {
 }
 
 std::string failed_source_dir() {
+  // The cache root's override (runtime/cache/disk_cache.h) moves this too.
+  const char* root = std::getenv("TILEFUSE_CACHE_DIR");
+  if (root != nullptr && root[0] != '\0') return std::string(root) + "/failed";
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/tilefuse/failed";
   const char* home = std::getenv("HOME");

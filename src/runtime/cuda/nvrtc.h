@@ -68,7 +68,8 @@ CompiledKernel compile_cuda(const std::string& source, const std::string& name,
 // ptxas -v report. Entries appear in the order of the log.
 std::vector<PtxasUsage> parse_ptxas_report(const std::string& log);
 
-// $XDG_CACHE_HOME/tilefuse/failed, else $HOME/.cache/tilefuse/failed.
+// $TILEFUSE_CACHE_DIR/failed, else $XDG_CACHE_HOME/tilefuse/failed, else
+// $HOME/.cache/tilefuse/failed.
 std::string failed_source_dir();
 
 // Writes `source` atomically (a temporary file, then rename) into

@@ -72,4 +72,21 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// ---- paired stores (the epilogue of an MmaTile: a thread owns column pairs) ----
+
+template <class T>
+struct alignas(2 * sizeof(T)) Pair {
+  T a, b;
+};
+// p is aligned for one store of two T.
+template <class T>
+__device__ __forceinline__ bool aligned_pair(const T* p) {
+  return reinterpret_cast<unsigned long long>(p) % (2 * sizeof(T)) == 0;
+}
+// p[0] = a, p[1] = b with one access (p must be aligned_pair).
+template <class T>
+__device__ __forceinline__ void store_pair(T* p, T a, T b) {
+  *reinterpret_cast<Pair<T>*>(p) = Pair<T>{a, b};
+}
+
 }  // namespace tf
