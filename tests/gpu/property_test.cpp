@@ -165,11 +165,51 @@ void prepare(Prepared& p, const tir::Target& target) {
         ++p.kernels;
       }
     } catch (const std::exception& e) {
-      p.failure = header(p.seed, &g) + std::string(plan_kind_name(kind)) +
-                  " plan failed to compile: " + e.what() + "\n";
-      return;
+      // Reported with the other plan's outcome; the program is not run.
+      if (p.failure.empty()) p.failure = header(p.seed, &g);
+      p.failure +=
+          std::string(plan_kind_name(kind)) + " plan failed to compile: " + e.what() + "\n";
     }
   }
+}
+
+// Prepares programs base, base + 1, … (count of them) on `workers` threads,
+// which take them in order, and hands each to `check` on the calling thread,
+// in order, as soon as it is ready (the GPU work follows the compiles).
+template <class Check>
+void for_each_prepared(int count, uint64_t base, const tir::Target& target, int workers,
+                       Check check) {
+  std::vector<Prepared> prepared(static_cast<size_t>(count));
+  std::vector<std::promise<void>> ready(static_cast<size_t>(count));
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w) {
+    pool.emplace_back([&] {
+      for (int i; (i = next.fetch_add(1)) < count;) {
+        Prepared& p = prepared[static_cast<size_t>(i)];
+        p.seed = base + static_cast<uint64_t>(i);
+        try {
+          prepare(p, target);
+        } catch (const std::exception& e) {
+          p.failure = header(p.seed, p.graph ? &*p.graph : nullptr) +
+                      "preparing the program threw: " + e.what() + "\n";
+        }
+        ready[static_cast<size_t>(i)].set_value();
+      }
+    });
+  }
+  for (int i = 0; i < count; ++i) {
+    ready[static_cast<size_t>(i)].get_future().wait();
+    try {
+      check(prepared[static_cast<size_t>(i)]);
+    } catch (...) {
+      next = count;  // the workers stop after their current program
+      for (std::thread& t : pool) t.join();
+      throw;
+    }
+    prepared[static_cast<size_t>(i)] = Prepared{};  // free its tensors and kernels
+  }
+  for (std::thread& t : pool) t.join();
 }
 
 struct Stats {
@@ -261,33 +301,9 @@ TEST(GpuProperty, RandomProgramsFusedAndUnfused) {
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
 
-  // Workers take programs in order; the main thread follows them, one
-  // program at a time, as each becomes ready.
-  std::vector<Prepared> prepared(static_cast<size_t>(count));
-  std::vector<std::promise<void>> ready(static_cast<size_t>(count));
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int w = 0; w < workers; ++w) {
-    pool.emplace_back([&] {
-      for (int i; (i = next.fetch_add(1)) < count;) {
-        Prepared& p = prepared[static_cast<size_t>(i)];
-        p.seed = base + static_cast<uint64_t>(i);
-        try {
-          prepare(p, *target);
-        } catch (const std::exception& e) {
-          p.failure = header(p.seed, p.graph ? &*p.graph : nullptr) +
-                      "preparing the program threw: " + e.what() + "\n";
-        }
-        ready[static_cast<size_t>(i)].set_value();
-      }
-    });
-  }
-
   Stats st;
   int reported = 0;
-  for (int i = 0; i < count; ++i) {
-    ready[static_cast<size_t>(i)].get_future().wait();
-    Prepared& p = prepared[static_cast<size_t>(i)];
+  for_each_prepared(count, base, *target, workers, [&](Prepared& p) {
     std::string failure = p.failure;
     if (failure.empty()) {
       try {
@@ -299,12 +315,10 @@ TEST(GpuProperty, RandomProgramsFusedAndUnfused) {
     }
     ++st.programs;
     st.kernels += p.kernels;
-    p = Prepared{};  // free its tensors
-    if (failure.empty()) continue;
+    if (failure.empty()) return;
     ++st.failed;
     if (reported++ < 5) ADD_FAILURE() << failure;
-  }
-  for (std::thread& t : pool) t.join();
+  });
 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
