@@ -217,23 +217,15 @@ struct Stats {
       overflow_masked = 0;
 };
 
-// Runs both plans of `p` on the GPU and compares; "" when the program passes.
-std::string check_on_gpu(const Prepared& p, cuda::Device& dev, Stats& st) {
+// `got` (one output list per plan of kPlans) against p's references by the
+// rules at the top; "" when every output passes.
+std::string compare_outputs(const Prepared& p, const std::vector<std::vector<Tensor>>& got,
+                            Stats& st) {
   const Graph& g = *p.graph;
-  std::vector<std::vector<Tensor>> got;
-  for (size_t k = 0; k < p.compiled.size(); ++k) {
-    try {
-      driver::CudaProgram program(p.compiled[k], dev);
-      got.push_back(program.run(p.inputs, /*poison=*/true));
-    } catch (const std::exception& e) {
-      return header(p.seed, &g) + std::string(plan_kind_name(kPlans[k])) +
-             " plan threw on the GPU: " + e.what() + "\n" + to_string(g, p.compiled[k].plan);
-    }
-    if (got.back().size() != p.eager.size())
-      return header(p.seed, &g) + "the GPU gave " + std::to_string(got.back().size()) +
+  for (const std::vector<Tensor>& outs : got)
+    if (outs.size() != p.eager.size())
+      return header(p.seed, &g) + "the GPU gave " + std::to_string(outs.size()) +
              " outputs, the reference " + std::to_string(p.eager.size()) + "\n";
-  }
-
   std::string report;
   char buf[320];
   for (size_t i = 0; i < p.eager.size(); ++i) {
@@ -282,6 +274,22 @@ std::string check_on_gpu(const Prepared& p, cuda::Device& dev, Stats& st) {
     }
   }
   return report.empty() ? "" : header(p.seed, &g) + report;
+}
+
+// Runs both plans of `p` on the GPU and compares; "" when the program passes.
+std::string check_on_gpu(const Prepared& p, cuda::Device& dev, Stats& st) {
+  const Graph& g = *p.graph;
+  std::vector<std::vector<Tensor>> got;
+  for (size_t k = 0; k < p.compiled.size(); ++k) {
+    try {
+      driver::CudaProgram program(p.compiled[k], dev);
+      got.push_back(program.run(p.inputs, /*poison=*/true));
+    } catch (const std::exception& e) {
+      return header(p.seed, &g) + std::string(plan_kind_name(kPlans[k])) +
+             " plan threw on the GPU: " + e.what() + "\n" + to_string(g, p.compiled[k].plan);
+    }
+  }
+  return compare_outputs(p, got, st);
 }
 
 TEST(GpuProperty, RandomProgramsFusedAndUnfused) {
