@@ -83,12 +83,13 @@ std::string compare_with_oracle(const std::vector<Tensor>& outs, const std::vect
 // dim 0 of `x` (size 64): `idx`[P] = 64", P a position where idx is 64 (the
 // GPU may meet another bad position first than the reference). "" when it
 // does, else what went wrong.
-std::string expect_out_of_range(driver::CudaProgram& program, const std::vector<Tensor>& inputs) {
+template <class Run>
+std::string expect_out_of_range_of(Run run, const std::vector<Tensor>& inputs) {
   const std::string want_head = "index 64 is out of bounds for dim 0 of `x` (size 64): `idx`[";
   const std::string want_tail = "] = 64";
   std::string got;
   try {
-    program.run(inputs, /*poison=*/true);
+    run(inputs);
     return "the run did not fail\n";
   } catch (const UserError& e) {
     got = e.what();
@@ -111,6 +112,11 @@ std::string expect_out_of_range(driver::CudaProgram& program, const std::vector<
     return "the error `" + got + "` names idx[" + pos + "], which is " +
            std::to_string(idx.get_linear(p)) + ", not 64\n";
   return "";
+}
+
+std::string expect_out_of_range(driver::CudaProgram& program, const std::vector<Tensor>& inputs) {
+  return expect_out_of_range_of(
+      [&](const std::vector<Tensor>& in) { return program.run(in, /*poison=*/true); }, inputs);
 }
 
 // The reference's own error for the same inputs, for the comparison above.
