@@ -31,6 +31,27 @@ void finish(BenchRow& row, const cuda::Timing& t, const BenchReport& r) {
   }
 }
 
+// The config overrides of `plan`'s rows.
+const LowerOptions& lower_for(const BenchOptions& o, PlanKind plan) {
+  const std::optional<LowerOptions>& per_plan =
+      plan == PlanKind::kFused ? o.fused_lower : o.unfused_lower;
+  return per_plan ? *per_plan : o.lower;
+}
+
+// Appends the "chosen" row: a copy of the row of options.chosen_plan.
+void add_chosen(BenchReport& r, const BenchOptions& o) {
+  if (!o.chosen_plan) return;
+  const std::string plan(plan_kind_name(*o.chosen_plan));
+  for (const BenchRow& row : r.rows) {
+    if (row.name != plan) continue;
+    BenchRow chosen = row;
+    chosen.name = "chosen";
+    chosen.note = o.chosen_note.empty() ? "= the " + plan + " row" : o.chosen_note;
+    r.rows.push_back(std::move(chosen));
+    return;
+  }
+}
+
 cuda::TimingOptions timing_options(const BenchOptions& o) {
   cuda::TimingOptions t;
   t.warmup = o.warmup;
@@ -63,8 +84,8 @@ double time_cuda_program(CudaProgram& program, const std::vector<Tensor>& inputs
   program.bind(inputs);
   program.launch();
   program.check_status();
-  cuda::Timing t = cuda::time_on_device(default_device(), [&] { program.launch(); },
-                                        timing_options(options));
+  cuda::Timing t = cuda::time_on_device(
+      default_device(), [&] { program.launch(); }, timing_options(options));
   program.check_status();
   return t.median_ms;
 }
@@ -74,8 +95,8 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
   cuda::Device& dev = default_device();
   std::optional<tir::Target> target = tir::Target::parse(dev.arch());
   if (!target)
-    throw UserError(fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(),
-                                dev.arch()));
+    throw UserError(
+        fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(), dev.arch()));
   BenchReport r;
   r.device = dev.name();
   r.target = target->name();
@@ -93,7 +114,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     CompileOptions co;
     co.plan = plan;
     co.target = *target;
-    co.lower = options.lower;
+    co.lower = lower_for(options, plan);
     CompiledProgram compiled = compile(graph, co);
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;
@@ -120,7 +141,10 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     prog.launch();
     prog.check_status();
     if (options.check) row.rel_err = max_rel_err(prog.outputs(), refs);
-    finish(row, cuda::time_on_device(dev, [&] { prog.launch(); }, topt), r);
+    finish(row,
+           cuda::time_on_device(
+               dev, [&] { prog.launch(); }, topt),
+           r);
     prog.check_status();
     r.rows.push_back(row);
     if (blas) {
@@ -130,8 +154,13 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
       const std::vector<size_t> steps = prog.cublaslt_steps();
       for (size_t s : steps) alone.kernels.push_back(prog.stats()[s]);
       alone.note = "the GEMM without its gather/prologue kernels";
-      finish(alone, cuda::time_on_device(dev, [&] { for (size_t s : steps) prog.launch_step(s); },
-                                         topt),
+      finish(alone,
+             cuda::time_on_device(
+                 dev,
+                 [&] {
+                   for (size_t s : steps) prog.launch_step(s);
+                 },
+                 topt),
              r);
       r.rows.push_back(alone);
     }
@@ -139,6 +168,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
   run_row("fused", PlanKind::kFused, false);
   run_row("unfused", PlanKind::kUnfused, false);
   if (options.baselines) run_row("unfused+cuBLASLt", PlanKind::kUnfused, true);
+  add_chosen(r, options);
   return r;
 }
 
@@ -160,7 +190,7 @@ BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
   for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
     CompileOptions co;
     co.plan = plan;
-    co.lower = options.lower;
+    co.lower = lower_for(options, plan);
     CompiledProgram compiled = compile(graph, co);
     ExecuteOptions xo;
     xo.num_threads = options.cpu_threads;
@@ -171,6 +201,7 @@ BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
     finish(row, cuda::time_on_host([&] { execute(compiled, inputs, xo); }, topt), r);
     r.rows.push_back(row);
   }
+  add_chosen(r, options);
   return r;
 }
 

@@ -32,12 +32,21 @@ struct BenchOptions {
   bool flush_l2 = true;
   bool baselines = true;  // the cuBLASLt rows
   bool check = true;      // rel_err of each row against the f64 oracle
-  LowerOptions lower;     // config overrides (the tuner's)
+  LowerOptions lower;     // config overrides for every row (e.g. --gemm-config)
+  // Per-plan overrides (the tuner's best config of each plan, tune.h): when
+  // set they replace `lower` for that plan's rows (unfused_lower also for
+  // the unfused+cuBLASLt row, whose pointwise kernels it configures).
+  std::optional<LowerOptions> fused_lower, unfused_lower;
+  // The tuned choice: adds a row "chosen", the row of this plan (which runs
+  // that plan with its tuned config, so the same kernels) under that name,
+  // with `chosen_note` (what was chosen and why) as its note.
+  std::optional<PlanKind> chosen_plan;
+  std::string chosen_note;
   int cpu_threads = 0;
 };
 
 struct BenchRow {
-  std::string name;  // "fused", "unfused", "unfused+cuBLASLt", "cuBLASLt GEMM only"
+  std::string name;  // "fused", "unfused", "unfused+cuBLASLt", "cuBLASLt GEMM only", "chosen"
   double median_ms = 0, min_ms = 0, max_ms = 0;
   double tflops = 0, gbps = 0;
   double rel_err = -1;  // -1: not checked

@@ -18,13 +18,14 @@
 #include "driver/bench.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
-#include "runtime/cuda/loader.h"
 #include "driver/execute.h"
 #include "driver/explain.h"
+#include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "io/npy.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
+#include "runtime/cuda/loader.h"
 #include "schedule/schedule.h"
 #include "tir/printer.h"
 
@@ -194,20 +195,60 @@ int run_command(const RunOptions& options) {
     std::unique_ptr<driver::CudaProgram> cuda_program;
     double compile_s = 0;
     std::string where = "cpu";
+    // What the tuner did (printed with --verbose).
+    std::string tuning_line;
+    std::string plan_name = options.plan == "auto" ? "fused" : options.plan;
     if (reference) {
       how = "reference evaluator";
     } else {
       driver::CompileOptions co;
-      co.plan = parse_plan(options.plan);
+      co.plan = parse_plan(plan_name);
       co.target = tir::Target::cpu();
-      auto t0 = std::chrono::steady_clock::now();
+      if (!gpu)
+        tuning_line = options.plan == "auto"
+                          ? "tuning: none on the CPU (--plan auto runs the fused plan)"
+                          : "tuning: none on the CPU";
       if (gpu) {
         cuda::Device& dev = driver::default_device();
         std::optional<tir::Target> t = tir::Target::parse(dev.arch());
         if (!t)
-          throw UserError(fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer",
-                                      dev.name(), dev.arch()));
+          throw UserError(fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(),
+                                      dev.arch()));
         co.target = *t;
+        // The plan and its config: the tuned choice (cached, else tuned now)
+        // for --plan auto or --retune; an explicit plan takes its tuned
+        // config when a tuning is cached, else the heuristic's.
+        std::optional<driver::TunedChoice> choice;
+        if (options.plan == "auto" || options.retune) {
+          driver::TuneOptions to;
+          to.device = driver::cuda_tune_device();
+          to.retune = options.retune;
+          to.name = program.name;
+          to.cpu_threads = options.threads;
+          driver::TuneResult tr = driver::tune(g, inputs, to);
+          choice = tr.choice;
+          tuning_line = tr.from_cache
+                            ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
+                            : fmt::format(
+                                  "tuning: searched {} candidates in {:.1f} s ({} skipped; {} "
+                                  "kernels, {} from the kernel cache): {}",
+                                  tr.candidates, tr.seconds, tr.failed, tr.nvrtc_kernels,
+                                  tr.nvrtc_cache_hits, tr.choice.summary());
+        } else {
+          choice = driver::cached_choice(g, driver::cuda_tune_device());
+          tuning_line = choice ? fmt::format("tuning: the cached {} config of ({})", options.plan,
+                                             choice->summary())
+                               : std::string("tuning: none cached; the heuristic config");
+        }
+        if (choice) {
+          if (options.plan == "auto") plan_name = std::string(plan_kind_name(choice->plan));
+          co.plan = parse_plan(plan_name);
+          co.lower = choice->lower_for(co.plan);
+        }
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      if (gpu) {
+        cuda::Device& dev = driver::default_device();
         compiled = driver::compile(g, co);
         cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev);
         where = fmt::format("{} ({})", dev.name(), dev.arch());
@@ -216,7 +257,7 @@ int run_command(const RunOptions& options) {
       }
       compile_s = seconds_since(t0);
       size_t n = compiled->kernels.size();
-      how = fmt::format("{} plan, {} kernel{}, {}", options.plan, n, n == 1 ? "" : "s",
+      how = fmt::format("{} plan, {} kernel{}, {}", plan_name, n, n == 1 ? "" : "s",
                         gpu ? "CUDA" : "CPU executor");
     }
     if (gpu)
@@ -229,6 +270,7 @@ int run_command(const RunOptions& options) {
                   threads == 1 ? "" : "s", static_cast<unsigned long long>(options.seed));
     if (options.verbose && !gpu && options.device == "auto" && !reference)
       std::printf("device: cpu, because %s\n", why_cpu.c_str());
+    if (options.verbose && !tuning_line.empty()) std::printf("%s\n", tuning_line.c_str());
     if (!reference) std::printf("compile: %.3f s\n", compile_s);
     if (options.verbose && cuda_program) {
       for (const driver::CudaKernelStats& st : cuda_program->stats())
@@ -366,15 +408,18 @@ int bench_command(const BenchOptions& options) {
       char tail = 0;
       if (std::sscanf(options.gemm_config.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n,
                       &c.block_k, &c.num_stages, &c.num_warps, &tail) != 5)
-        throw UserError("--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
-                        "num_stages/num_warps), got `" + options.gemm_config + "`");
+        throw UserError(
+            "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
+            "num_stages/num_warps), got `" +
+            options.gemm_config + "`");
       auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
       if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
           c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 ||
           c.block_k > 128 || c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) ||
           c.num_warps > 16)
-        throw UserError("--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
-                        "1..8 stages, 1..16 warps (a power of two)");
+        throw UserError(
+            "--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
+            "1..8 stages, 1..16 warps (a power of two)");
       bo.lower.gemm_config = c;
     }
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
@@ -390,8 +435,37 @@ int bench_command(const BenchOptions& options) {
                       .string(),
                   inputs[i]);
     }
-    driver::BenchReport r = gpu ? driver::bench_gpu(g, inputs, bo) : driver::bench_cpu(g, inputs, bo);
+    // The tuned configs and the "chosen" row.
+    std::string chosen_missing;
+    if (!options.gemm_config.empty()) {
+      chosen_missing = "not tuned: --gemm-config sets every row's config";
+    } else if (gpu) {
+      driver::TuneOptions to;
+      to.device = driver::cuda_tune_device();
+      to.retune = options.retune;
+      to.name = program.name;
+      to.cpu_threads = options.threads;
+      driver::TuneResult tr = driver::tune(g, inputs, to);
+      bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
+      bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
+      bo.chosen_plan = tr.choice.plan;
+      bo.chosen_note = tr.from_cache ? fmt::format("tuned (cached, {}): {}", tr.choice.tuned_at,
+                                                   tr.choice.summary())
+                                     : fmt::format("tuned now ({} candidates, {:.1f} s): {}",
+                                                   tr.candidates, tr.seconds, tr.choice.summary());
+    } else {
+      bo.chosen_plan = PlanKind::kFused;
+      bo.chosen_note = "the fused plan, heuristic config: run --plan auto on the CPU (no tuning)";
+    }
+    driver::BenchReport r =
+        gpu ? driver::bench_gpu(g, inputs, bo) : driver::bench_cpu(g, inputs, bo);
     r.program = program.name;
+    if (!chosen_missing.empty()) {
+      driver::BenchRow row;
+      row.name = "chosen";
+      row.note = chosen_missing;
+      r.rows.push_back(row);
+    }
     if (options.json) {
       nlohmann::json j;
       j["program"] = r.program;
@@ -405,9 +479,12 @@ int bench_command(const BenchOptions& options) {
       j["seed"] = options.seed;
       j["rows"] = nlohmann::json::array();
       for (const driver::BenchRow& row : r.rows) {
-        nlohmann::json jr = {{"name", row.name},           {"median_us", row.median_ms * 1e3},
-                             {"min_us", row.min_ms * 1e3}, {"max_us", row.max_ms * 1e3},
-                             {"tflops", row.tflops},       {"gbps", row.gbps},
+        nlohmann::json jr = {{"name", row.name},
+                             {"median_us", row.median_ms * 1e3},
+                             {"min_us", row.min_ms * 1e3},
+                             {"max_us", row.max_ms * 1e3},
+                             {"tflops", row.tflops},
+                             {"gbps", row.gbps},
                              {"note", row.note}};
         if (row.rel_err >= 0 || std::isnan(row.rel_err)) jr["rel_err"] = row.rel_err;
         jr["kernels"] = nlohmann::json::array();
@@ -428,10 +505,9 @@ int bench_command(const BenchOptions& options) {
     }
     std::printf("%s on %s (%s): %.3g GFLOP, %.3g MB in+out; median of %d runs after %d, %s\n",
                 r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
-                r.bytes / 1e6, bo.repeats, bo.warmup,
-                gpu ? "L2 flushed before each" : "wall time");
-    std::printf("%-20s %11s %11s %9s %9s %10s\n", "plan", "median us", "min us", "TFLOP/s",
-                "GB/s", "rel_err");
+                r.bytes / 1e6, bo.repeats, bo.warmup, gpu ? "L2 flushed before each" : "wall time");
+    std::printf("%-20s %11s %11s %9s %9s %10s\n", "plan", "median us", "min us", "TFLOP/s", "GB/s",
+                "rel_err");
     for (const driver::BenchRow& row : r.rows) {
       if (row.median_ms <= 0) {
         std::printf("%-20s %s\n", row.name.c_str(), row.note.c_str());
@@ -441,15 +517,18 @@ int bench_command(const BenchOptions& options) {
       std::printf("%-20s %11.1f %11.1f %9.1f %9.1f %10s\n", row.name.c_str(), row.median_ms * 1e3,
                   row.min_ms * 1e3, row.tflops, row.gbps, err.c_str());
     }
+    for (const driver::BenchRow& row : r.rows)
+      if (row.name == "chosen" && row.median_ms > 0) std::printf("chosen: %s\n", row.note.c_str());
     if (gpu)
       for (const driver::BenchRow& row : r.rows)
         for (const driver::CudaKernelStats& k : row.kernels)
           if (k.threads > 0)
-            std::printf("  %s/%s: %d regs, %lld B smem, %d threads x %lld blocks, %d blocks/SM "
-                        "(occupancy %.0f%%)\n",
-                        row.name.c_str(), k.name.c_str(), k.registers,
-                        static_cast<long long>(k.dynamic_shared_bytes), k.threads,
-                        static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
+            std::printf(
+                "  %s/%s: %d regs, %lld B smem, %d threads x %lld blocks, %d blocks/SM "
+                "(occupancy %.0f%%)\n",
+                row.name.c_str(), k.name.c_str(), k.registers,
+                static_cast<long long>(k.dynamic_shared_bytes), k.threads,
+                static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
     return kOk;
   });
 }

@@ -12,9 +12,13 @@ namespace tilefuse::cli {
 enum ExitCode : int { kOk = 0, kUserError = 1, kInternalError = 2 };
 
 struct RunOptions {
-  std::string program;              // path of the .tfs file
-  std::string device = "auto";      // auto (the GPU when one is usable) | cpu | cuda
-  std::string plan = "fused";       // fused | unfused
+  std::string program;          // path of the .tfs file
+  std::string device = "auto";  // auto (the GPU when one is usable) | cpu | cuda
+  // auto: on the GPU the tuned choice (cached, else tuned now: driver/tune.h),
+  // on the CPU the fused plan; fused | unfused: that plan (on the GPU with
+  // its tuned config when a tuning is cached).
+  std::string plan = "auto";
+  bool retune = false;              // tune again even when a choice is cached (GPU)
   std::string engine = "executor";  // executor (compiled kernels) | reference (graph evaluator)
   uint64_t seed = 0;                // random-input seed
   std::vector<std::string> inputs;  // "name=file.npy"
@@ -42,12 +46,16 @@ struct BenchOptions {
   bool baselines = true;
   bool check = true;
   int threads = 0;
-  std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the heuristic's
+  std::string gemm_config;      // "BMxBNxBK/stages/warps", empty: the tuned ones (GPU)
+  bool retune = false;          // tune again even when a choice is cached (GPU)
   std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
 };
 
 // `tilefuse bench`: times the fused and unfused plans and the cuBLASLt
 // baselines on random inputs (driver/bench.h) and prints a table or JSON.
+// On the GPU (without --gemm-config) the plans run with their tuned configs
+// (the cached tuning, else a new one) and a row "chosen" is the tuned
+// winner; on the CPU "chosen" is the fused plan (what run --plan auto runs).
 int bench_command(const BenchOptions& options);
 
 struct EmitOptions {

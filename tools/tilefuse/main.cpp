@@ -46,11 +46,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd
       ->add_option("--plan", run.plan,
-                   "Which plan to compile: fused (prologues and epilogues "
-                   "inside the GEMM kernels) or unfused (pointwise kernels "
-                   "around plain GEMMs)")
-      ->check(CLI::IsMember(plans))
+                   "Which plan to compile: auto (on the GPU the tuned choice: the cached "
+                   "one, else tuned now; on the CPU the fused plan), fused (prologues and "
+                   "epilogues inside the GEMM kernels) or unfused (pointwise kernels "
+                   "around plain GEMMs); on the GPU an explicit plan uses its cached tuned "
+                   "config")
+      ->check(CLI::IsMember({"auto", "fused", "unfused"}))
       ->capture_default_str();
+  run_cmd->add_flag("--retune", run.retune,
+                    "Tune again (GPU: every GEMM config of both plans, compiled in parallel and "
+                    "timed) even when the tuning cache has a choice, and replace it; accepted "
+                    "and ignored on the CPU");
   run_cmd
       ->add_option("--engine", run.engine,
                    "What evaluates the program: executor (the compiled "
@@ -79,7 +85,8 @@ int main(int argc, char** argv) {
       "Time the program's fused and unfused plans and the baselines (the unfused plan with "
       "cuBLASLt GEMMs, and those GEMMs alone) on random inputs: median of --repeats runs "
       "after --warmup, L2 flushed before each; prints time, TFLOP/s, GB/s and the error "
-      "against the f64 oracle.");
+      "against the f64 oracle. On the GPU the plans run with their tuned configs (the "
+      "cached tuning, else one now) and the row `chosen` is the tuned winner.");
   bench_cmd->add_option("program", bench.program, "The .tfs program")->required();
   bench_cmd->add_option("--device", bench.device, "auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -96,7 +103,10 @@ int main(int argc, char** argv) {
                         "for another tool, e.g. bench/compare_torch.py)");
   bench_cmd->add_option("--gemm-config", bench.gemm_config,
                         "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                        "num_warps, e.g. 128x128x32/3/8 (default: the heuristic's)");
+                        "num_warps, e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
+                        "the heuristic's on the CPU)");
+  bench_cmd->add_flag("--retune", bench.retune,
+                      "GPU: tune again even when the tuning cache has a choice");
 
   EmitOptions emit;
   CLI::App* emit_cmd = app.add_subcommand(

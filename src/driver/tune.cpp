@@ -1,0 +1,687 @@
+#include "driver/tune.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "driver/bench.h"
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "driver/execute.h"
+#include "runtime/cache/kernel_cache.h"
+#include "runtime/cuda/timing.h"
+#include "schedule/schedule.h"
+
+namespace tilefuse::driver {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kFormat = "tilefuse-tune-1";
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// A tile edge of at most `v`, no larger than the next power of two of `dim`
+// (at least 16).
+int cap_tile(int64_t dim, int v) {
+  return static_cast<int>(std::min<int64_t>(v, std::max<int64_t>(16, next_pow2(dim))));
+}
+
+bool same_config(const GemmConfig& a, const GemmConfig& b) {
+  return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
+         a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m;
+}
+
+// The warp grid the CUDA emitter picks for an mma.sync tile (cuda_emitter.cpp,
+// arrange_warps): the most square WM x WN = warps with BM % (WM*16) == 0 and
+// BN % (WN*16) == 0; (0, 0) when none.
+std::pair<int, int> mma_warp_grid(int bm, int bn, int warps) {
+  int best_m = 0;
+  int64_t best_cost = INT64_MAX;
+  for (int wm = 1; wm <= warps; wm *= 2) {
+    int wn = warps / wm;
+    if (bm % (wm * 16) != 0 || bn % (wn * 16) != 0) continue;
+    int64_t cost = bm / wm + bn / wn;
+    if (cost < best_cost) best_cost = cost, best_m = wm;
+  }
+  return best_m ? std::pair{best_m, warps / best_m} : std::pair{0, 0};
+}
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs f(0..n-1) on up to `threads` threads (the caller's among them). f
+// must not throw.
+template <class F>
+void parallel_for(size_t n, int threads, F f) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) f(i);
+  };
+  const size_t count = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < count; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+// The progress line: shown once tuning has run for 1 s, when stderr is a
+// terminal; rewritten in place with `\r`, erased at the end.
+class Progress {
+ public:
+  explicit Progress(bool enabled)
+      : enabled_(enabled && isatty(STDERR_FILENO) == 1), t0_(std::chrono::steady_clock::now()) {}
+  ~Progress() { finish(); }
+  void show(const std::string& text) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (seconds_since(t0_) < 1.0) return;
+    std::fprintf(stderr, "\r%s\x1b[K", text.c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shown_) std::fprintf(stderr, "\r\x1b[K");
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point t0_;
+  std::mutex mu_;
+  bool shown_ = false;
+};
+
+std::string candidate_name(const TuneCandidate& c) {
+  return fmt::format("{} {}", plan_kind_name(c.plan),
+                     c.config ? gemm_config_name(*c.config) : std::string("default"));
+}
+
+json candidate_to_json(const TuneCandidate& c) {
+  json j = {{"plan", std::string(plan_kind_name(c.plan))},
+            {"config", c.config ? gemm_config_to_json(*c.config) : json(nullptr)},
+            {"median_us", c.median_us},
+            {"repeats", c.repeats}};
+  if (!c.error.empty()) j["error"] = c.error;
+  return j;
+}
+
+std::optional<PlanKind> plan_from_json(const json& j) {
+  if (!j.is_string()) return std::nullopt;
+  if (j == "fused") return PlanKind::kFused;
+  if (j == "unfused") return PlanKind::kUnfused;
+  return std::nullopt;
+}
+
+// A config field that may be null: true when valid (and `out` set).
+bool optional_config(const json& j, const char* key, std::optional<GemmConfig>& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return false;
+  if (it->is_null()) {
+    out.reset();
+    return true;
+  }
+  out = gemm_config_from_json(*it);
+  return out.has_value();
+}
+
+// One step of a candidate's compile: a distinct kernel source.
+struct Source {
+  const std::string* source = nullptr;
+  const std::string* name = nullptr;
+  std::string error;
+  bool from_cache = false;
+};
+
+struct Slot {
+  TuneCandidate cand;
+  std::unique_ptr<CompiledProgram> compiled;
+  std::vector<size_t> sources;  // indices into the distinct sources
+};
+
+}  // namespace
+
+std::string TuneDevice::key() const {
+  return target.is_cuda() ? name + " " + target.name() : std::string("cpu");
+}
+
+TuneDevice cpu_tune_device() {
+  return TuneDevice{};
+}
+
+TuneDevice cuda_tune_device() {
+  cuda::Device& dev = default_device();
+  std::optional<tir::Target> t = tir::Target::parse(dev.arch());
+  if (!t)
+    throw UserError(
+        fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(), dev.arch()));
+  TuneDevice d;
+  d.name = dev.name();
+  d.target = *t;
+  d.max_shared_bytes = dev.max_shared_per_block_optin();
+  return d;
+}
+
+int64_t default_max_shared_bytes(const tir::Target& target) {
+  if (!target.is_cuda()) return 0;
+  if (target.sm >= 90) return 227 * 1024;
+  if (target.sm == 80 || target.sm == 87) return 163 * 1024;
+  return 99 * 1024;
+}
+
+std::string gemm_config_name(const GemmConfig& c) {
+  return fmt::format("{}x{}x{}/{}/{}", c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps);
+}
+
+json gemm_config_to_json(const GemmConfig& c) {
+  return {{"block_m", c.block_m},       {"block_n", c.block_n},     {"block_k", c.block_k},
+          {"num_stages", c.num_stages}, {"num_warps", c.num_warps}, {"group_m", c.group_m}};
+}
+
+std::optional<GemmConfig> gemm_config_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  GemmConfig c;
+  const std::pair<const char*, int*> fields[] = {
+      {"block_m", &c.block_m},       {"block_n", &c.block_n},     {"block_k", &c.block_k},
+      {"num_stages", &c.num_stages}, {"num_warps", &c.num_warps}, {"group_m", &c.group_m}};
+  for (auto [key, dst] : fields) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    const int64_t v = it->get<int64_t>();
+    if (v < 1 || v > 4096) return std::nullopt;
+    *dst = static_cast<int>(v);
+  }
+  return c;
+}
+
+int64_t gemm_config_shared_bytes(const GemmConfig& c, int element_bytes) {
+  return int64_t{c.num_stages} * (int64_t{c.block_m} * c.block_k + int64_t{c.block_k} * c.block_n) *
+             element_bytes +
+         2048;
+}
+
+const KernelStep* largest_gemm_step(const Plan& plan) {
+  const KernelStep* best = nullptr;
+  double best_work = -1;
+  for (const KernelStep& s : plan.steps) {
+    if (s.kind != StepKind::kGemm) continue;
+    const double work = static_cast<double>(shape_numel(s.gemm.batch)) * s.gemm.m * s.gemm.n *
+                        static_cast<double>(s.gemm.k);
+    if (work > best_work) best_work = work, best = &s;
+  }
+  return best;
+}
+
+std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
+                                          const tir::Target& target, int64_t max_shared_bytes) {
+  const GemmConfig def = default_gemm_config(graph, step);
+  std::vector<GemmConfig> out{def};
+  auto add = [&](const GemmConfig& c) {
+    for (const GemmConfig& o : out)
+      if (same_config(o, c)) return;
+    out.push_back(c);
+  };
+  const GemmGeometry& g = step.gemm;
+  if (!target.is_cuda()) {
+    for (int t : {32, 64, 128}) {
+      GemmConfig c = def;
+      c.block_m = cap_tile(g.m, t);
+      c.block_n = cap_tile(g.n, t);
+      add(c);
+    }
+    if (out.size() > 4) out.resize(4);
+    return out;
+  }
+  const DType dt = graph.node(step.a.operand).dtype;
+  const int elem = static_cast<int>(dtype_size(dt));
+  const bool mma = dt == DType::F16 || dt == DType::BF16;
+  const int acc_limit = dt == DType::F64 ? 64 : 128;
+  std::vector<int> bms, bns;
+  for (int v : {64, 128, 256}) {
+    int m = cap_tile(g.m, v), n = cap_tile(g.n, v);
+    if (std::find(bms.begin(), bms.end(), m) == bms.end()) bms.push_back(m);
+    if (std::find(bns.begin(), bns.end(), n) == bns.end()) bns.push_back(n);
+  }
+  // (BLOCK_K, stages): the same 2-4 K tiles in flight either way.
+  const int small_k = elem <= 2 ? 32 : 16;
+  const std::pair<int, std::vector<int>> k_options[] = {{small_k, {3, 4}}, {2 * small_k, {2, 3}}};
+  for (int bm : bms) {
+    for (int bn : bns) {
+      if (std::max(bm, bn) > 2 * std::min(bm, bn)) continue;  // at most 2:1
+      std::vector<int> warp_options;
+      if (bm * bn == 128 * 128)
+        warp_options = {4, 8};
+      else
+        warp_options = {bm * bn <= 64 * 128 ? 4 : 8};
+      for (int warps : warp_options) {
+        if (mma) {
+          // The emitter shrinks the block to the warp tiles the tile has.
+          while (warps > 1) {
+            auto [wm, wn] = mma_warp_grid(bm, bn, warps);
+            if (wm * wn == warps) break;
+            warps /= 2;
+          }
+        }
+        if (int64_t{bm} * bn / (warps * 32) > acc_limit) continue;
+        for (const auto& [bk0, stage_list] : k_options) {
+          const int bk = cap_tile(g.k, bk0);
+          const int64_t k_tiles = std::max<int64_t>(1, (g.k + bk - 1) / bk);
+          for (int s : stage_list) {
+            GemmConfig c;
+            c.block_m = bm, c.block_n = bn, c.block_k = bk;
+            c.num_stages = static_cast<int>(std::min<int64_t>(s, k_tiles));
+            c.num_warps = warps;
+            c.group_m = 8;
+            if (max_shared_bytes > 0 && gemm_config_shared_bytes(c, elem) > max_shared_bytes)
+              continue;
+            add(c);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+LowerOptions TunedChoice::lower_for(PlanKind p) const {
+  LowerOptions lo;
+  lo.gemm_config = p == PlanKind::kFused ? fused_config : unfused_config;
+  return lo;
+}
+
+std::string TunedChoice::summary() const {
+  const bool fused = plan == PlanKind::kFused;
+  const double mine = fused ? fused_us : unfused_us, other = fused ? unfused_us : fused_us;
+  std::string s =
+      fmt::format("{}, {}, {:.1f} us", plan_kind_name(plan),
+                  gemm_config ? gemm_config_name(*gemm_config) : "default config", mine);
+  const char* other_name = fused ? "unfused" : "fused";
+  if (other >= 0)
+    s += fmt::format(" vs {} {:.1f} us", other_name, other);
+  else
+    s += fmt::format(" ({}: no candidate ran)", other_name);
+  return s;
+}
+
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device) {
+  cache::TuningKey key;
+  key.program = graph.to_string();
+  for (ValueId p : graph.parameters()) {
+    key.shapes.push_back(graph.node(p).shape);
+    key.dtypes.emplace_back(dtype_name(graph.node(p).dtype));
+  }
+  key.device = device.key();
+  key.extra = kFormat;
+  return key;
+}
+
+json choice_to_json(const TunedChoice& c) {
+  json cands = json::array();
+  for (const TuneCandidate& t : c.candidates) cands.push_back(candidate_to_json(t));
+  auto cfg = [](const std::optional<GemmConfig>& g) {
+    return g ? gemm_config_to_json(*g) : json(nullptr);
+  };
+  return {
+      {"format", kFormat},
+      {"plan", std::string(plan_kind_name(c.plan))},
+      {"gemm_config", cfg(c.gemm_config)},
+      {"fused_config", cfg(c.fused_config)},
+      {"unfused_config", cfg(c.unfused_config)},
+      {"times", {{"fused_us", c.fused_us}, {"unfused_us", c.unfused_us}, {"candidates", cands}}},
+      {"tuned_at", c.tuned_at},
+      {"tuning_seconds", c.tuning_seconds},
+      {"device", c.device}};
+}
+
+std::optional<TunedChoice> choice_from_json(const json& j) {
+  if (!j.is_object() || j.value("format", json()) != kFormat) return std::nullopt;
+  TunedChoice c;
+  auto plan = plan_from_json(j.value("plan", json()));
+  if (!plan) return std::nullopt;
+  c.plan = *plan;
+  if (!optional_config(j, "gemm_config", c.gemm_config) ||
+      !optional_config(j, "fused_config", c.fused_config) ||
+      !optional_config(j, "unfused_config", c.unfused_config))
+    return std::nullopt;
+  auto times = j.find("times");
+  if (times == j.end() || !times->is_object()) return std::nullopt;
+  auto num = [](const json& o, const char* key, double& out) {
+    auto it = o.find(key);
+    if (it == o.end() || !it->is_number()) return false;
+    out = it->get<double>();
+    return true;
+  };
+  if (!num(*times, "fused_us", c.fused_us) || !num(*times, "unfused_us", c.unfused_us) ||
+      !num(j, "tuning_seconds", c.tuning_seconds))
+    return std::nullopt;
+  if ((c.plan == PlanKind::kFused ? c.fused_us : c.unfused_us) < 0) return std::nullopt;
+  auto cands = times->find("candidates");
+  if (cands == times->end() || !cands->is_array()) return std::nullopt;
+  for (const json& e : *cands) {
+    if (!e.is_object()) return std::nullopt;
+    TuneCandidate t;
+    auto p = plan_from_json(e.value("plan", json()));
+    if (!p) return std::nullopt;
+    t.plan = *p;
+    if (!optional_config(e, "config", t.config) || !num(e, "median_us", t.median_us))
+      return std::nullopt;
+    t.repeats = e.value("repeats", 0);
+    t.error = e.value("error", std::string());
+    c.candidates.push_back(t);
+  }
+  auto at = j.find("tuned_at");
+  if (at == j.end() || !at->is_string()) return std::nullopt;
+  c.tuned_at = at->get<std::string>();
+  c.device = j.value("device", std::string());
+  return c;
+}
+
+std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device) {
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+  if (!tc) return std::nullopt;
+  std::optional<json> v = tc->get(tuning_key(graph, device).material());
+  if (!v) return std::nullopt;
+  return choice_from_json(*v);
+}
+
+TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const TuneOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const TuneDevice& device = options.device;
+  TuneResult result;
+  std::optional<cache::TuningCache> tc;
+  if (options.use_cache)
+    tc = cache::default_tuning_cache([](const std::string& message) {
+      std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
+                   message.c_str());
+    });
+  const std::string material = tuning_key(graph, device).material();
+  if (tc && !options.retune) {
+    if (std::optional<json> v = tc->get(material)) {
+      if (std::optional<TunedChoice> c = choice_from_json(*v)) {
+        result.choice = std::move(*c);
+        result.from_cache = true;
+        result.candidates = static_cast<int>(result.choice.candidates.size());
+        result.seconds = seconds_since(t0);
+        return result;
+      }
+    }
+  }
+  if (inputs.size() != graph.parameters().size())
+    throw UserError(fmt::format("tune: the program takes {} inputs, got {}",
+                                graph.parameters().size(), inputs.size()));
+  const bool gpu = device.target.is_cuda();
+  cuda::Device* dev = gpu ? &default_device() : nullptr;
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  // The candidates: each plan with each config of its largest GEMM's space.
+  std::vector<Slot> slots;
+  for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+    const Plan plan = build_plan(graph, kind);
+    const KernelStep* step = largest_gemm_step(plan);
+    if (!step) {
+      Slot s;
+      s.cand.plan = kind;
+      slots.push_back(std::move(s));
+      continue;
+    }
+    const int64_t smem = device.max_shared_bytes > 0 ? device.max_shared_bytes
+                                                     : default_max_shared_bytes(device.target);
+    for (const GemmConfig& c : gemm_config_space(graph, *step, device.target, smem)) {
+      Slot s;
+      s.cand.plan = kind;
+      s.cand.config = c;
+      slots.push_back(std::move(s));
+    }
+  }
+  result.candidates = static_cast<int>(slots.size());
+  Progress progress(options.progress);
+  const size_t total = slots.size();
+
+  // Compile: the pass pipeline and the emitter for every candidate, in parallel.
+  std::atomic<size_t> compiled_count{0};
+  parallel_for(slots.size(), threads, [&](size_t i) {
+    Slot& s = slots[i];
+    try {
+      CompileOptions co;
+      co.plan = s.cand.plan;
+      co.target = device.target;
+      co.lower.gemm_config = s.cand.config;
+      s.compiled = std::make_unique<CompiledProgram>(compile(graph, co));
+    } catch (const std::exception& e) {
+      s.cand.error = std::string("compile: ") + e.what();
+    }
+    const size_t n = ++compiled_count;
+    if (!gpu)
+      progress.show(fmt::format("tuning {}: compiled {}/{} candidates", options.name, n, total));
+  });
+
+  // NVRTC: every distinct kernel source once, in parallel, through the
+  // kernel cache, so that CudaProgram below only reads the cache.
+  if (gpu) {
+    std::vector<Source> sources;
+    std::map<std::pair<std::string, std::string>, size_t> index;  // (name, source) -> sources
+    for (Slot& s : slots) {
+      if (!s.compiled) continue;
+      for (const CompiledKernel& ck : s.compiled->kernels) {
+        if (!ck.cuda) continue;
+        auto key = std::make_pair(ck.cuda->name, ck.cuda->source);
+        auto [it, fresh] = index.emplace(std::move(key), sources.size());
+        if (fresh) sources.push_back({&ck.cuda->source, &ck.cuda->name, {}, false});
+        s.sources.push_back(it->second);
+      }
+    }
+    const cuda::CompileOptions nvrtc = cuda_compile_options(device.target.name());
+    std::atomic<size_t> done{0};
+    parallel_for(sources.size(), threads, [&](size_t i) {
+      Source& src = sources[i];
+      try {
+        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache);
+      } catch (const std::exception& e) {
+        src.error = std::string("NVRTC: ") + e.what();
+      }
+      const size_t n = ++done;
+      progress.show(fmt::format("tuning {}: compiled {}/{} kernels for {} candidates", options.name,
+                                n, sources.size(), total));
+    });
+    result.nvrtc_kernels = static_cast<int>(sources.size());
+    for (const Source& src : sources) result.nvrtc_cache_hits += src.from_cache ? 1 : 0;
+    for (Slot& s : slots)
+      for (size_t i : s.sources)
+        if (!sources[i].error.empty() && s.cand.error.empty()) s.cand.error = sources[i].error;
+  }
+
+  // Time: one candidate after another.
+  auto time_slot = [&](Slot& s, int repeats) {
+    if (gpu) {
+      CudaProgram prog(*s.compiled, *dev);
+      BenchOptions bo;
+      bo.warmup = options.warmup;
+      bo.repeats = repeats;
+      bo.flush_l2 = options.flush_l2;
+      s.cand.median_us = time_cuda_program(prog, inputs, bo) * 1e3;
+    } else {
+      ExecuteOptions xo;
+      xo.num_threads = options.cpu_threads;
+      cuda::TimingOptions to;
+      to.warmup = options.warmup;
+      to.repeats = repeats;
+      to.flush_l2 = options.flush_l2;
+      s.cand.median_us =
+          cuda::time_on_host([&] { execute(*s.compiled, inputs, xo); }, to).median_ms * 1e3;
+    }
+    s.cand.repeats = repeats;
+  };
+  const TuneCandidate* best = nullptr;
+  size_t timed = 0;
+  for (Slot& s : slots) {
+    ++timed;
+    if (s.compiled && s.cand.error.empty()) {
+      try {
+        time_slot(s, std::max(1, options.repeats));
+        if (!best || s.cand.median_us < best->median_us) best = &s.cand;
+      } catch (const std::exception& e) {
+        s.cand.error = std::string("run: ") + e.what();
+        s.cand.median_us = -1;
+      }
+    }
+    progress.show(best ? fmt::format("tuning {}: {}/{} candidates, best {:.1f} us ({})",
+                                     options.name, timed, total, best->median_us,
+                                     candidate_name(*best))
+                       : fmt::format("tuning {}: {}/{} candidates", options.name, timed, total));
+  }
+
+  // Re-time each plan's best few with more repeats; pick per plan, then the plan.
+  TunedChoice& choice = result.choice;
+  for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+    std::vector<Slot*> ok;
+    for (Slot& s : slots)
+      if (s.cand.plan == kind && s.cand.median_us >= 0) ok.push_back(&s);
+    std::stable_sort(ok.begin(), ok.end(), [](const Slot* a, const Slot* b) {
+      return a->cand.median_us < b->cand.median_us;
+    });
+    if (gpu && options.final_repeats > options.repeats && ok.size() > 1) {
+      const size_t n =
+          std::min<size_t>(ok.size(), static_cast<size_t>(std::max(1, options.finalists)));
+      for (size_t i = 0; i < n; ++i) {
+        try {
+          time_slot(*ok[i], options.final_repeats);
+        } catch (const std::exception& e) {
+          ok[i]->cand.error = std::string("run: ") + e.what();
+          ok[i]->cand.median_us = -1;
+        }
+      }
+      std::erase_if(ok, [](const Slot* s) { return s->cand.median_us < 0; });
+      std::stable_sort(ok.begin(), ok.end(), [](const Slot* a, const Slot* b) {
+        return a->cand.median_us < b->cand.median_us;
+      });
+    }
+    if (ok.empty()) continue;
+    (kind == PlanKind::kFused ? choice.fused_us : choice.unfused_us) = ok.front()->cand.median_us;
+    (kind == PlanKind::kFused ? choice.fused_config : choice.unfused_config) =
+        ok.front()->cand.config;
+  }
+  progress.finish();
+  for (const Slot& s : slots) {
+    choice.candidates.push_back(s.cand);
+    if (s.cand.median_us < 0) ++result.failed;
+  }
+  if (choice.fused_us < 0 && choice.unfused_us < 0) {
+    std::string first;
+    for (const Slot& s : slots)
+      if (!s.cand.error.empty()) {
+        first = candidate_name(s.cand) + ": " + s.cand.error;
+        break;
+      }
+    throw UserError(
+        fmt::format("tuning: none of the {} candidates compiled and ran; the first "
+                    "error ({})",
+                    slots.size(), first));
+  }
+  choice.plan =
+      choice.fused_us >= 0 && (choice.unfused_us < 0 || choice.fused_us <= choice.unfused_us)
+          ? PlanKind::kFused
+          : PlanKind::kUnfused;
+  choice.gemm_config =
+      choice.plan == PlanKind::kFused ? choice.fused_config : choice.unfused_config;
+  choice.tuned_at = iso_now();
+  choice.device = device.key();
+  result.seconds = seconds_since(t0);
+  choice.tuning_seconds = result.seconds;
+  if (tc) result.cache_written = tc->put(material, choice_to_json(choice));
+  return result;
+}
+
+json tuning_account(const Graph& graph, const std::string& device) {
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+  json none = {{"tuned", false}};
+  if (!tc) return none;
+  const cache::TuningKey want = tuning_key(graph, TuneDevice{});
+  std::optional<TunedChoice> found;
+  const std::optional<tir::Target> target = tir::Target::parse(device);
+  const bool exact = !device.empty() && (!target || !target->is_cuda());
+  if (exact) {
+    // A full device key: one lookup.
+    cache::TuningKey key = want;
+    key.device = device;
+    if (std::optional<json> v = tc->get(key.material())) found = choice_from_json(*v);
+  } else {
+    // A target or nothing: read the directory for this program's entries.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(tc->store().dir(), ec)) {
+      if (entry.path().extension() != ".tfc") continue;
+      const std::string stem = entry.path().stem().string();
+      if (stem.empty() || stem.size() > cache::DiskCache::kMaxKeyLength ||
+          stem.find_first_not_of("0123456789abcdef") != std::string::npos)
+        continue;
+      std::optional<std::string> payload = tc->store().get(stem);
+      if (!payload) continue;
+      json p = json::parse(*payload, nullptr, false);
+      if (!p.is_object() || !p.contains("key") || !p["key"].is_string()) continue;
+      const std::string material = p["key"].get<std::string>();
+      json k = json::parse(material, nullptr, false);
+      if (!k.is_object() || k.value("program", std::string()) != want.program ||
+          k.value("version", std::string()) != want.version ||
+          k.value("extra", std::string()) != want.extra)
+        continue;
+      const std::string dev = k.value("device", std::string());
+      if (!device.empty() &&
+          (dev.size() <= device.size() ||
+           dev.compare(dev.size() - device.size() - 1, std::string::npos, " " + device) != 0))
+        continue;
+      std::optional<json> v = tc->get(material);
+      if (!v) continue;
+      std::optional<TunedChoice> c = choice_from_json(*v);
+      if (c && (!found || c->tuned_at > found->tuned_at)) found = std::move(c);
+    }
+  }
+  if (!found) return none;
+  const TunedChoice& c = *found;
+  json speedup = nullptr;
+  if (c.fused_us > 0 && c.unfused_us > 0)
+    speedup = std::max(c.fused_us, c.unfused_us) / std::min(c.fused_us, c.unfused_us);
+  int failed = 0;
+  for (const TuneCandidate& t : c.candidates) failed += t.median_us < 0 ? 1 : 0;
+  return {{"tuned", true},
+          {"device", c.device},
+          {"plan", std::string(plan_kind_name(c.plan))},
+          {"gemm_config", c.gemm_config ? gemm_config_to_json(*c.gemm_config) : json(nullptr)},
+          {"config", c.gemm_config ? json(gemm_config_name(*c.gemm_config)) : json(nullptr)},
+          {"fused_us", c.fused_us},
+          {"unfused_us", c.unfused_us},
+          {"speedup", speedup},
+          {"candidates", c.candidates.size()},
+          {"failed", failed},
+          {"tuned_at", c.tuned_at},
+          {"tuning_seconds", c.tuning_seconds}};
+}
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,197 @@
+// The autotuner (DESIGN.md, "Data flow": tune; issue 5): enumerate plans x
+// GEMM configs, compile the candidates in parallel, benchmark them, keep the
+// winner in the tuning cache (runtime/cache/tuning_cache.h).
+//
+//   for plan in (fused, unfused):
+//     for config in gemm_config_space(...)        (the same config for every
+//       candidate = compile(graph, plan, config)   GEMM step of the plan)
+//   compile every candidate on a thread pool: driver::compile, then NVRTC
+//     (through the kernel cache) for each distinct kernel source
+//   time every candidate on the device, one after another (median of
+//     `repeats`, L2 flushed; CPU: wall time), re-time each plan's best few
+//     with `final_repeats`; the best config per plan, then the faster plan
+//   store {plan, gemm_config, times, tuned_at, tuning_seconds} in the cache
+//
+// A candidate that fails to compile, load or launch is skipped and counted,
+// never fatal (only "every candidate failed" is an error). Because the
+// winner's kernels were compiled through the kernel cache, a later `run` of
+// the same program with the cached choice compiles nothing.
+//
+// Cache entry (TuningCache value, keyed by tuning_key()):
+//   {"format": "tilefuse-tune-1", "plan": "fused"|"unfused",
+//    "gemm_config": {block_m, block_n, block_k, num_stages, num_warps, group_m} | null,
+//    "fused_config": ... | null, "unfused_config": ... | null,
+//    "times": {"fused_us", "unfused_us", "candidates": [{plan, config, median_us, repeats,
+//              error}]},
+//    "tuned_at": ISO-8601 UTC, "tuning_seconds", "device", "target"}
+// An entry that is missing a field or has a wrong type is a miss (re-tuned
+// and replaced).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+#include "lower/lower.h"
+#include "runtime/cache/tuning_cache.h"
+#include "schedule/plan.h"
+#include "tir/target.h"
+
+namespace tilefuse::driver {
+
+// The machine a tuning is for: part of the cache key, and the limits that
+// prune the config space.
+struct TuneDevice {
+  std::string name = "cpu";                 // "cpu" or the GPU's name ("NVIDIA H200")
+  tir::Target target = tir::Target::cpu();  // cpu, or the GPU's CUDA target
+  int64_t max_shared_bytes = 0;             // opt-in shared memory per block (CUDA)
+
+  // The tuning cache's device field: "cpu", or "<name> <target>" such as
+  // "NVIDIA H200 sm_90a".
+  std::string key() const;
+};
+
+// The CPU executor.
+TuneDevice cpu_tune_device();
+// The GPU (default_device(): its name, its target, its opt-in shared memory
+// limit). Throws UserError without a usable GPU or for one older than sm_80.
+TuneDevice cuda_tune_device();
+
+// The opt-in shared memory per block of a CUDA target when no device can be
+// asked: 227 KiB for sm_90+, 163 KiB for sm_80 / sm_87, 99 KiB for the other
+// sm_8x; 0 for the CPU.
+int64_t default_max_shared_bytes(const tir::Target& target);
+
+// "128x128x64/3/8": BLOCK_MxBLOCK_NxBLOCK_K/num_stages/num_warps (the format
+// of `bench --gemm-config`).
+std::string gemm_config_name(const GemmConfig& config);
+nlohmann::json gemm_config_to_json(const GemmConfig& config);
+// nullopt when `j` is not an object with six positive integer fields.
+std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
+
+// The shared memory a GEMM config's operand rings need, with 2 KiB of slack
+// for the other buffers (a gather's row indices): stages * (BM*BK + BK*BN) *
+// element size + 2048 bytes.
+int64_t gemm_config_shared_bytes(const GemmConfig& config, int element_bytes);
+
+// The GEMM configs the tuner tries for `step` (a GEMM step of `graph`) on
+// `target`, the heuristic default (default_gemm_config) first.
+//
+// CUDA: BLOCK_M, BLOCK_N from {64, 128, 256}, each capped at the next power of
+// two of its problem dim (at least 16) and deduplicated; tiles at most 2:1
+// in aspect; BLOCK_K 32 with 3 or 4 stages and 64 with 2 or 3 stages for
+// 16-bit operands (16 with 3/4, 32 with 2/3 for f32/f64), each capped at the
+// next power of two of K (at least 16) and stages at the number of K tiles;
+// num_warps 4 for tiles of 64x128 elements or fewer, 8 for larger ones,
+// both for 128x128; GROUP_M 8. Pruned: shared memory
+// (gemm_config_shared_bytes) above `max_shared_bytes`; accumulator registers
+// per thread BM*BN/(num_warps*32) above 128 (64 for f64, two registers each);
+// a warp grid whose warp tiles are smaller than 16x16 (the emitter would
+// reduce the warps, which makes the candidate a duplicate). The default is
+// kept even when a rule would drop it (it is what runs without tuning). For
+// the 2048^3 f16 seed this is 28 configs.
+//
+// CPU: the default and up to three square tiles (32, 64, 128) capped at the
+// problem, deduplicated.
+std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
+                                          const tir::Target& target, int64_t max_shared_bytes);
+
+// The GEMM step the space is built for: the plan's largest GEMM (by
+// batch*M*N*K), or nullptr when it has none.
+const KernelStep* largest_gemm_step(const Plan& plan);
+
+struct TuneOptions {
+  TuneDevice device;        // where to tune (cpu_tune_device() by default)
+  bool retune = false;      // ignore a cached choice (the new one replaces it)
+  bool use_cache = true;    // read and write the tuning cache (default_tuning_cache())
+  int threads = 0;          // compile threads; 0: std::thread::hardware_concurrency()
+  int warmup = 3;           // per candidate, untimed
+  int repeats = 20;         // per candidate, timed (the median counts)
+  int finalists = 3;        // per plan, the best few re-timed ...
+  int final_repeats = 100;  // ... with this many repeats (GPU only)
+  bool flush_l2 = true;     // flush the L2 (host caches on the CPU) before each timed run
+  int cpu_threads = 0;      // CPU executor threads (0: all)
+  // A `\r`-updated line on stderr while tuning runs past 1 s, when stderr is
+  // a terminal: "tuning NAME: 12/36 candidates, best 41.2 us (fused 128x128x64/3/8)".
+  bool progress = true;
+  std::string name = "program";  // NAME in the progress line
+};
+
+// One candidate: a plan with one GEMM config.
+struct TuneCandidate {
+  PlanKind plan = PlanKind::kFused;
+  std::optional<GemmConfig> config;  // nullopt: the plan has no GEMM step
+  double median_us = -1;             // -1: not timed (failed)
+  int repeats = 0;                   // samples behind median_us
+  std::string error;                 // why it was skipped; empty when timed
+};
+
+// What a tuning decided (stored in, or read from, the tuning cache).
+struct TunedChoice {
+  PlanKind plan = PlanKind::kFused;        // the faster plan
+  std::optional<GemmConfig> gemm_config;   // its best config (nullopt: no GEMM step)
+  std::optional<GemmConfig> fused_config;  // the best config of each plan
+  std::optional<GemmConfig> unfused_config;
+  double fused_us = -1, unfused_us = -1;  // each plan's best median; -1: no candidate ran
+  std::vector<TuneCandidate> candidates;  // every candidate tried, in search order
+  std::string tuned_at;                   // ISO-8601 UTC
+  double tuning_seconds = 0;
+  std::string device;  // TuneDevice::key()
+
+  // The config overrides for `plan` (its tuned config; the heuristic's when
+  // none).
+  LowerOptions lower_for(PlanKind plan) const;
+  // "fused, 128x128x64/3/8, 38.1 us vs unfused 52.0 us".
+  std::string summary() const;
+};
+
+struct TuneResult {
+  TunedChoice choice;
+  bool from_cache = false;  // the cached choice: nothing was compiled or timed
+  bool cache_written = false;
+  int candidates = 0;        // tried (both plans)
+  int failed = 0;            // skipped: failed to compile, load or launch
+  int nvrtc_kernels = 0;     // distinct kernel sources compiled (NVRTC or the kernel cache)
+  int nvrtc_cache_hits = 0;  // ... of which came from the kernel cache
+  double seconds = 0;        // wall time of this call
+};
+
+// The tuning cache key of `graph` on `device`: the canonical program text
+// (Graph::to_string), the parameters' shapes and dtypes, device.key(), the
+// tilefuse version and the entry format.
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device);
+
+// Parses a cached value; nullopt when anything is missing or malformed.
+std::optional<TunedChoice> choice_from_json(const nlohmann::json& value);
+nlohmann::json choice_to_json(const TunedChoice& choice);
+
+// The cached choice for `graph` on `device`, or nullopt (no entry, a corrupt
+// one, or caching disabled).
+std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device);
+
+// Tunes `graph` on options.device with `inputs` (one per parameter) as
+// described at the top of this file; with a cached choice (and neither
+// retune nor !use_cache) returns it at once (from_cache). Throws UserError
+// when no candidate compiles and runs (the message quotes the first error),
+// and for a CUDA device without a GPU.
+TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
+                const TuneOptions& options = {});
+
+// What `explain` says about tuning, from the cache:
+//   {"tuned": false}  or
+//   {"tuned": true, "device", "plan", "gemm_config" (object, or null),
+//    "config" ("128x128x64/3/8", or null), "fused_us", "unfused_us",
+//    "speedup" (the slower plan's time / the faster's; null when one plan
+//    has no time), "candidates" (how many were tried), "failed",
+//    "tuned_at", "tuning_seconds"}.
+// `device` is a TuneDevice::key() ("NVIDIA H200 sm_90a"), a target name
+// ("sm_90a": the newest tuning of the program on any GPU of that target,
+// found by reading the cache directory, so explain needs no GPU), or "" (the
+// newest tuning on any device).
+nlohmann::json tuning_account(const Graph& graph, const std::string& device);
+
+}  // namespace tilefuse::driver
