@@ -542,6 +542,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   };
   const TuneCandidate* best = nullptr;
   size_t timed = 0;
+  // The first run failure as thrown: when every candidate fails, that error
+  // (e.g. a device-side index check) is what the caller sees, word for word.
+  std::optional<std::string> first_run_error;
   for (Slot& s : slots) {
     ++timed;
     if (s.compiled && s.cand.error.empty()) {
@@ -551,6 +554,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       } catch (const std::exception& e) {
         s.cand.error = std::string("run: ") + e.what();
         s.cand.median_us = -1;
+        if (!first_run_error) first_run_error = e.what();
       }
     }
     progress.show(best ? fmt::format("tuning {}: {}/{} candidates, best {:.1f} us ({})",
@@ -595,6 +599,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     if (s.cand.median_us < 0) ++result.failed;
   }
   if (choice.fused_us < 0 && choice.unfused_us < 0) {
+    if (first_run_error) throw UserError(*first_run_error);
     std::string first;
     for (const Slot& s : slots)
       if (!s.cand.error.empty()) {

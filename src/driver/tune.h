@@ -176,8 +176,10 @@ std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& d
 // Tunes `graph` on options.device with `inputs` (one per parameter) as
 // described at the top of this file; with a cached choice (and neither
 // retune nor !use_cache) returns it at once (from_cache). Throws UserError
-// when no candidate compiles and runs (the message quotes the first error),
-// and for a CUDA device without a GPU.
+// when no candidate compiles and runs: the first run failure's own message
+// when some compiled (so a device-side check, such as an index out of range,
+// reads as it does without tuning), else one quoting the first compile
+// error; and for a CUDA device without a GPU. Nothing is cached then.
 TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
                 const TuneOptions& options = {});
 

@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 
+#include "driver/compile.h"
+#include "driver/execute.h"
 #include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "reference/inputs.h"
@@ -288,6 +290,28 @@ TEST_F(TuneCache, CorruptOrMalformedEntriesAreTunedAgain) {
   v["gemm_config"]["block_m"] = "128";
   ASSERT_TRUE(tc->put(material, v));
   EXPECT_FALSE(driver::tune(g, inputs, quick()).from_cache);
+}
+
+TEST_F(TuneCache, EveryCandidateFailingIsTheRunsOwnErrorAndIsNotCached) {
+  const Graph g = parse_graph(
+      "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4] in [6, 7)):\n"
+      "    return x[i] @ w\n");
+  const std::vector<Tensor> inputs = make_random_inputs(g, 1);
+  driver::CompileOptions co;
+  std::string expected;
+  try {
+    driver::execute(driver::compile(g, co), inputs);
+  } catch (const UserError& e) {
+    expected = e.what();
+  }
+  ASSERT_FALSE(expected.empty());
+  try {
+    driver::tune(g, inputs, quick());
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+  EXPECT_FALSE(driver::cached_choice(g, driver::cpu_tune_device()).has_value());
 }
 
 TEST(TuneJson, ChoiceRoundTrips) {
