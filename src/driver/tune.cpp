@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,7 @@
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/execute.h"
+#include "reference/eval.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/timing.h"
 #include "schedule/schedule.h"
@@ -165,6 +168,44 @@ struct Slot {
   std::unique_ptr<CompiledProgram> compiled;
   std::vector<size_t> sources;  // indices into the distinct sources
 };
+
+// ||out - ref|| / ||ref||, the worst over the outputs (NaN or inf: inf).
+double max_output_error(const std::vector<Tensor>& outs, const std::vector<Tensor>& refs) {
+  if (outs.size() != refs.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const double e = relative_error(outs[i], refs[i]);
+    if (!(e <= worst)) worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+  }
+  return worst;
+}
+
+// How far two configs' outputs may differ: twice `run --check`'s tolerance
+// of the output dtype (each may be that far from the exact result; only the
+// summation order differs), exact for integers.
+double agreement_tolerance(const std::vector<Tensor>& outs) {
+  double tol = 1e9;
+  for (const Tensor& t : outs) {
+    switch (t.dtype()) {
+      case DType::F16:
+      case DType::BF16:
+      case DType::F8E4M3:
+      case DType::F8E5M2:
+        tol = std::min(tol, 2e-2);
+        break;
+      case DType::F32:
+        tol = std::min(tol, 2e-5);
+        break;
+      case DType::F64:
+        tol = std::min(tol, 2e-12);
+        break;
+      default:
+        tol = 0;
+        break;
+    }
+  }
+  return tol;
+}
 
 }  // namespace
 
@@ -520,36 +561,55 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   }
 
   // Time: one candidate after another.
-  auto time_slot = [&](Slot& s, int repeats) {
+  // Times `s` with `repeats` timed runs (0: one untimed run) and, when
+  // `outputs` is given, returns the outputs of its last run.
+  auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs) {
     if (gpu) {
       CudaProgram prog(*s.compiled, *dev);
-      BenchOptions bo;
-      bo.warmup = options.warmup;
-      bo.repeats = repeats;
-      bo.flush_l2 = options.flush_l2;
-      s.cand.median_us = time_cuda_program(prog, inputs, bo) * 1e3;
+      if (repeats > 0) {
+        BenchOptions bo;
+        bo.warmup = options.warmup;
+        bo.repeats = repeats;
+        bo.flush_l2 = options.flush_l2;
+        s.cand.median_us = time_cuda_program(prog, inputs, bo) * 1e3;
+        if (outputs) *outputs = prog.outputs();
+      } else if (outputs) {
+        *outputs = prog.run(inputs);
+      }
     } else {
       ExecuteOptions xo;
       xo.num_threads = options.cpu_threads;
-      cuda::TimingOptions to;
-      to.warmup = options.warmup;
-      to.repeats = repeats;
-      to.flush_l2 = options.flush_l2;
-      s.cand.median_us =
-          cuda::time_on_host([&] { execute(*s.compiled, inputs, xo); }, to).median_ms * 1e3;
+      if (repeats > 0) {
+        cuda::TimingOptions to;
+        to.warmup = options.warmup;
+        to.repeats = repeats;
+        to.flush_l2 = options.flush_l2;
+        s.cand.median_us =
+            cuda::time_on_host([&] { execute(*s.compiled, inputs, xo); }, to).median_ms * 1e3;
+      }
+      if (outputs) *outputs = execute(*s.compiled, inputs, xo);
     }
-    s.cand.repeats = repeats;
+    if (repeats > 0) s.cand.repeats = repeats;
   };
   const TuneCandidate* best = nullptr;
   size_t timed = 0;
   // The first run failure as thrown: when every candidate fails, that error
   // (e.g. a device-side index check) is what the caller sees, word for word.
   std::optional<std::string> first_run_error;
+  // The outputs of the first candidate that ran (the heuristic default of
+  // the fused plan, unless it failed): a candidate must agree with them to win.
+  std::optional<std::vector<Tensor>> reference;
+  std::string reference_name;
   for (Slot& s : slots) {
     ++timed;
     if (s.compiled && s.cand.error.empty()) {
       try {
-        time_slot(s, std::max(1, options.repeats));
+        std::vector<Tensor> outs;
+        time_slot(s, std::max(1, options.repeats), reference ? nullptr : &outs);
+        if (!reference) {
+          reference = std::move(outs);
+          reference_name = candidate_name(s.cand);
+        }
         if (!best || s.cand.median_us < best->median_us) best = &s.cand;
       } catch (const std::exception& e) {
         s.cand.error = std::string("run: ") + e.what();
@@ -563,35 +623,45 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
                        : fmt::format("tuning {}: {}/{} candidates", options.name, timed, total));
   }
 
-  // Re-time each plan's best few with more repeats; pick per plan, then the plan.
+  // Per plan: the fastest few (re-timed with final_repeats on the GPU),
+  // each checked against the reference outputs; the fastest that agrees wins
+  // the plan. Then the faster plan.
   TunedChoice& choice = result.choice;
+  const bool retime = gpu && options.final_repeats > options.repeats;
   for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
     std::vector<Slot*> ok;
     for (Slot& s : slots)
       if (s.cand.plan == kind && s.cand.median_us >= 0) ok.push_back(&s);
-    std::stable_sort(ok.begin(), ok.end(), [](const Slot* a, const Slot* b) {
+    auto by_time = [](const Slot* a, const Slot* b) {
       return a->cand.median_us < b->cand.median_us;
-    });
-    if (gpu && options.final_repeats > options.repeats && ok.size() > 1) {
-      const size_t n =
-          std::min<size_t>(ok.size(), static_cast<size_t>(std::max(1, options.finalists)));
-      for (size_t i = 0; i < n; ++i) {
-        try {
-          time_slot(*ok[i], options.final_repeats);
-        } catch (const std::exception& e) {
-          ok[i]->cand.error = std::string("run: ") + e.what();
-          ok[i]->cand.median_us = -1;
+    };
+    std::stable_sort(ok.begin(), ok.end(), by_time);
+    std::vector<Slot*> finals;
+    const size_t want = static_cast<size_t>(std::max(1, options.finalists));
+    for (Slot* s : ok) {
+      if (finals.size() >= want) break;
+      try {
+        std::vector<Tensor> outs;
+        time_slot(*s, retime ? options.final_repeats : 0, &outs);
+        const double err = max_output_error(outs, *reference);
+        if (!(err <= agreement_tolerance(outs))) {
+          s->cand.error =
+              fmt::format("output differs from {}'s: rel_err {:.3g}", reference_name, err);
+          s->cand.median_us = -1;
+          continue;
         }
+        finals.push_back(s);
+      } catch (const std::exception& e) {
+        s->cand.error = std::string("run: ") + e.what();
+        s->cand.median_us = -1;
       }
-      std::erase_if(ok, [](const Slot* s) { return s->cand.median_us < 0; });
-      std::stable_sort(ok.begin(), ok.end(), [](const Slot* a, const Slot* b) {
-        return a->cand.median_us < b->cand.median_us;
-      });
     }
-    if (ok.empty()) continue;
-    (kind == PlanKind::kFused ? choice.fused_us : choice.unfused_us) = ok.front()->cand.median_us;
+    if (finals.empty()) continue;
+    std::stable_sort(finals.begin(), finals.end(), by_time);
+    (kind == PlanKind::kFused ? choice.fused_us : choice.unfused_us) =
+        finals.front()->cand.median_us;
     (kind == PlanKind::kFused ? choice.fused_config : choice.unfused_config) =
-        ok.front()->cand.config;
+        finals.front()->cand.config;
   }
   progress.finish();
   for (const Slot& s : slots) {

@@ -9,7 +9,10 @@
 //     (through the kernel cache) for each distinct kernel source
 //   time every candidate on the device, one after another (median of
 //     `repeats`, L2 flushed; CPU: wall time), re-time each plan's best few
-//     with `final_repeats`; the best config per plan, then the faster plan
+//     with `final_repeats` and check their outputs against the first
+//     candidate's (the fused plan's heuristic default: within twice run
+//     --check's tolerance, so a wrong kernel never wins); the best config
+//     per plan, then the faster plan
 //   store {plan, gemm_config, times, tuned_at, tuning_seconds} in the cache
 //
 // A candidate that fails to compile, load or launch is skipped and counted,
