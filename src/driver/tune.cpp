@@ -759,4 +759,24 @@ json tuning_account(const Graph& graph, const std::string& device) {
           {"tuning_seconds", c.tuning_seconds}};
 }
 
+std::string render_tuning_text(const json& a) {
+  if (!a.is_object() || a.value("tuned", false) != true)
+    return "tuning: none cached (run tilefuse run or bench on the GPU to tune)";
+  const std::string plan = a.value("plan", std::string("?"));
+  const std::string other = plan == "fused" ? "unfused" : "fused";
+  const std::string config = a.contains("config") && a["config"].is_string()
+                                 ? a["config"].get<std::string>()
+                                 : std::string("default config");
+  const double mine = a.value(plan + "_us", -1.0), theirs = a.value(other + "_us", -1.0);
+  std::string s = fmt::format("tuning ({}, {}): {} {} won, {:.1f} us", a.value("device", ""),
+                              a.value("tuned_at", ""), plan, config, mine);
+  if (theirs >= 0 && mine > 0)
+    s += fmt::format(" vs {} {:.1f} us ({:.2f}x faster)", other, theirs, theirs / mine);
+  else
+    s += fmt::format(" ({}: no candidate ran)", other);
+  s += fmt::format("; {} candidates ({} skipped) in {:.1f} s", a.value("candidates", 0),
+                   a.value("failed", 0), a.value("tuning_seconds", 0.0));
+  return s;
+}
+
 }  // namespace tilefuse::driver

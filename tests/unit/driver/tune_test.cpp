@@ -202,6 +202,14 @@ TEST_F(TuneCache, CpuTuningPicksAConfigAndWritesTheCache) {
   EXPECT_EQ(account["candidates"], r.candidates);
   EXPECT_TRUE(account["speedup"].is_number());
   EXPECT_GE(account["speedup"].get<double>(), 1.0);
+  const std::string text = driver::render_tuning_text(account);
+  EXPECT_EQ(text.rfind("tuning (cpu, ", 0), 0u) << text;
+  EXPECT_NE(text.find(driver::gemm_config_name(*r.choice.gemm_config) + " won"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("x faster); " + std::to_string(r.candidates) + " candidates (0 skipped)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(driver::render_tuning_text({{"tuned", false}}).rfind("tuning: none cached", 0), 0u);
   EXPECT_EQ(driver::tuning_account(g, "")["tuned"], true);  // found by reading the directory
   EXPECT_EQ(driver::tuning_account(g, "sm_90a")["tuned"], false);
   EXPECT_EQ(driver::tuning_account(parse_graph(kSeed), "")["tuned"], false);
