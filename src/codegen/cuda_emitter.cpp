@@ -41,6 +41,7 @@ bool is_mma_dtype(DType dt) { return dt == DType::F16 || dt == DType::BF16; }
 
 struct GemmInfo {
   const GemmNode* node = nullptr;
+  Buffer c_only;  // a fragment with no gemm (node is null)
   bool mma = false;
   int bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
   std::string tile_type;  // the C++ type of the accumulator object
@@ -174,7 +175,15 @@ class Emitter {
   void emit_pipelined(const ForNode* op);
   void emit_parallel(const ForNode* op);
   void emit_fragment_nest(const ForNode* op, const BufferNode* frag);
-  void emit_copy(const CopyNode* op, bool pipelined);
+  // How a register-staged copy is emitted: load and store at once, or split
+  // for register double-buffering (values into `regs` before the mma, to
+  // shared memory after it).
+  enum class RegPhase { kWhole, kLoad, kStore };
+  void emit_copy(const CopyNode* op, bool pipelined, RegPhase phase = RegPhase::kWhole,
+                 const std::string& regs = "");
+  // Slots per thread of the copy's fixed-trip thread loop; 0 when the loop
+  // has no fixed trip count (then it cannot be split).
+  int64_t copy_trips(const CopyNode* op) const;
   void emit_check(const CheckNode* op);
   void emit_alloc(const AllocateNode* op);
   void thread_loop(int64_t total, const std::string& v, const std::function<void()>& body);
@@ -186,6 +195,7 @@ class Emitter {
   int indent_ = 0;
   int threads_ = 128;
   int tmp_ = 0;
+  std::string trip_var_;  // the slot index of the innermost fixed-trip thread loop
   bool in_threads_ = false;  // inside a thread-distributed region
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_names_;
@@ -493,6 +503,7 @@ void Emitter::thread_loop(int64_t total, const std::string& v, const std::functi
   if (total % threads_ == 0 && total / threads_ <= 64) {
     line("#pragma unroll");
     std::string r = "tf_r" + std::to_string(tmp_++);
+    trip_var_ = r;
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", r, r, total / threads_, r));
     line(fmt::format("const int {} = {} * kThreads + tf_tid;", v, r));
   } else {
@@ -504,18 +515,19 @@ void Emitter::thread_loop(int64_t total, const std::string& v, const std::functi
 }
 
 void Emitter::emit_check(const CheckNode* op) {
-  int64_t code = op->code;
-  bool known = false;
-  for (const CudaCheck& c : result_.checks) known |= c.code == code && c.message == op->message;
-  if (!known) {
-    for (const CudaCheck& c : result_.checks)
-      TF_CHECK(c.code != code, "cuda emitter: two checks share code " + std::to_string(code));
-    result_.checks.push_back({code, op->message, static_cast<int>(op->args.size())});
+  // Each distinct check (code and message) gets its own id in the status
+  // word; codes are categories, and two checks may share one.
+  int id = 0;
+  for (const CudaCheck& c : result_.checks)
+    if (c.code == op->code && c.message == op->message) id = c.id;
+  if (id == 0) {
+    id = static_cast<int>(result_.checks.size()) + 1;
+    result_.checks.push_back({id, op->code, op->message, static_cast<int>(op->args.size())});
   }
   TF_CHECK(op->args.size() <= 4, "cuda emitter: a check with more than 4 args");
   std::string args;
   for (const Expr& a : op->args) args += ", static_cast<long long>(" + expr(a) + ")";
-  line(fmt::format("if (!{}) tf::report(tf_status, {}{});", expr(op->cond), code, args));
+  line(fmt::format("if (!{}) tf::report(tf_status, {}{});", expr(op->cond), id, args));
 }
 
 void Emitter::emit_alloc(const AllocateNode* op) {
@@ -541,7 +553,18 @@ void Emitter::emit_alloc(const AllocateNode* op) {
   stmt(op->body);
 }
 
-void Emitter::emit_copy(const CopyNode* op, bool pipelined) {
+int64_t Emitter::copy_trips(const CopyNode* op) const {
+  int64_t total = 1;
+  for (const Expr& e : op->extents) {
+    const int64_t* c = as_const_int(e);
+    if (!c) return 0;
+    total *= *c;
+  }
+  return total % threads_ == 0 && total / threads_ <= 64 ? total / threads_ : 0;
+}
+
+void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
+                        const std::string& regs) {
   const Buffer& dst = op->dst;
   TF_CHECK(dst.scope() == MemScope::Shared || dst.scope() == MemScope::Local,
            "cuda emitter: a copy into " + std::string(mem_scope_name(dst.scope())) + " memory");
@@ -569,13 +592,21 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined) {
     mode = "register";
     width = elem;
   }
-  result_.copies.push_back({dst.name(), mode, width, pipelined ? shared_.at(dst.get()).stages : 1});
+  TF_CHECK(phase == RegPhase::kWhole || mode == "register",
+           "cuda emitter: only register-staged copies are split");
+  if (phase != RegPhase::kStore)
+    result_.copies.push_back(
+        {dst.name(), mode, width, pipelined ? shared_.at(dst.get()).stages : 1});
 
   int64_t total = 1;
   for (int64_t e : ext) total *= e;
   total /= vec;
-  line(fmt::format("// copy {} <- {} ({}{} B)", dst.name(), src ? src->buffer.name() : "prologue",
-                   mode == "cp_async" ? "cp.async " : "register-staged, ", width));
+  line(fmt::format("// copy {} <- {} ({}{} B){}", dst.name(),
+                   src ? src->buffer.name() : "prologue",
+                   mode == "cp_async" ? "cp.async " : "register-staged, ", width,
+                   phase == RegPhase::kLoad    ? ": loads into registers"
+                   : phase == RegPhase::kStore ? ": registers to shared memory"
+                                               : ""));
   std::string v = "tf_v" + std::to_string(tmp_++);
   for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
   thread_loop(total, v, [&] {
@@ -597,6 +628,10 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined) {
       line(fmt::format("tf::cp_async_{}({}, tf_pred ? static_cast<const void*>({}) : {}, tf_pred);",
                        width, address(dst, op->dst_indices), address(src->buffer, src->indices),
                        buf(src->buffer)));
+    } else if (phase == RegPhase::kLoad) {
+      line(fmt::format("{}[{}] = {};", regs, trip_var_, expr(op->value)));
+    } else if (phase == RegPhase::kStore) {
+      line(fmt::format("{} = {}[{}];", element(dst, op->dst_indices), regs, trip_var_));
     } else {
       line(element(dst, op->dst_indices) + " = " + expr(op->value) + ";");
     }
@@ -649,29 +684,62 @@ void Emitter::emit_pipelined(const ForNode* op) {
   line(fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
                    "copies of tile i + {} are in flight",
                    stages, stages - 1));
+  // Register-staged copies with a fixed slot count are double-buffered in
+  // registers: loaded before the consumer runs, stored to their stage after.
+  std::vector<std::string> regs(copies.size());
+  bool split = false;
+  for (size_t c = 0; c < copies.size(); ++c) {
+    const CopyNode* cp = copies[c];
+    auto mode = cp->annotations.find("mode");
+    const bool reg = mode == cp->annotations.end() ||
+                     std::get<std::string>(mode->second) == "register";
+    if (!reg || copy_trips(cp) == 0) continue;
+    regs[c] = "tf_rb" + std::to_string(tmp_++);
+    line(fmt::format("{} {}[{}];  // register double buffer of {}", cuda_type(cp->dst.dtype()),
+                     regs[c], copy_trips(cp), cp->dst.name()));
+    split = true;
+  }
+  auto emit_lets = [&] {
+    for (auto& [v, val] : lets)
+      line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+  };
   // The producer: the copies of one iteration into one stage.
   open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
   for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
-  for (auto& [v, val] : lets) line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
-  for (const CopyNode* c : copies) emit_copy(c, true);
+  emit_lets();
+  for (size_t c = 0; c < copies.size(); ++c)
+    emit_copy(copies[c], true, regs[c].empty() ? RegPhase::kWhole : RegPhase::kLoad, regs[c]);
   --indent_;
   line("};");
+  if (split) {
+    open(fmt::format("auto tf_store = [&]({} {}, int tf_stage)", t, k));
+    emit_lets();
+    for (size_t c = 0; c < copies.size(); ++c)
+      if (!regs[c].empty()) emit_copy(copies[c], true, RegPhase::kStore, regs[c]);
+    --indent_;
+    line("};");
+  }
   const std::string it = "tf_it" + std::to_string(tmp_++);
   open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages - 1));
-  line(fmt::format("if (tf_s < {}) tf_issue({} + tf_s, tf_s);", n, lo));
+  open(fmt::format("if (tf_s < {})", n));
+  line(fmt::format("tf_issue({} + tf_s, tf_s);", lo));
+  if (split) line(fmt::format("tf_store({} + tf_s, tf_s);", lo));
+  close();
   line("tf::cp_async_commit();");
   close();
   open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
   line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
   line("__syncthreads();");
-  line(fmt::format("if ({} + {} < {}) tf_issue({} + {} + {}, ({} + {}) % {});", it, stages - 1, n,
-                   lo, it, stages - 1, it, stages - 1, stages));
+  const std::string next = fmt::format("{} + {}", it, stages - 1);
+  line(fmt::format("const bool tf_more = {} < {};", next, n));
+  line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
   line("tf::cp_async_commit();");
   line(fmt::format("const {} {} = {} + {};", t, k, lo, it));
   line(fmt::format("const int tf_stage = {} % {};", it, stages));
   for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
-  for (auto& [v, val] : lets) line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+  emit_lets();
   for (const Stmt& s : consumer) stmt(s);
+  if (split) line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
   close();
   line("tf::cp_async_wait<0>();");
   line("__syncthreads();");
@@ -990,6 +1058,22 @@ CudaKernel Emitter::run() {
     gi.mma = is_mma_dtype(a.dtype()) && c.dtype() == DType::F32 && gi.bk % 16 == 0;
     infos.push_back(gi);
   }
+  // A fragment no gemm accumulates into (its K loop was empty and removed)
+  // still holds its fill: a plain FMA tile of its own shape.
+  for (const AllocateNode* al : scan.allocs) {
+    const Buffer& b = al->buffer;
+    if (b.scope() != MemScope::Fragment) continue;
+    bool used = false;
+    for (const GemmNode* g : scan.gemms) used |= g->c.buffer.same_as(b);
+    if (used) continue;
+    TF_CHECK(b.rank() == 2, "emit_cuda: a fragment that is not 2-D");
+    GemmInfo gi;
+    gi.c_only = b;
+    gi.bm = static_cast<int>(const_of(b->shape[0], "a fragment extent"));
+    gi.bn = static_cast<int>(const_of(b->shape[1], "a fragment extent"));
+    gi.bk = 16;
+    infos.push_back(gi);
+  }
   // One block size for the kernel: the smallest any gemm tile allows.
   for (GemmInfo& gi : infos) {
     if (gi.mma) {
@@ -1014,6 +1098,14 @@ CudaKernel Emitter::run() {
   }
   threads_ = warps * 32;
   for (GemmInfo& gi : infos) {
+    if (!gi.node) {
+      const Buffer& c = gi.c_only;
+      gi.tile_type = fmt::format("tf::SimtTile<{0}, {0}, {1}, {2}, {3}, {4}>", cuda_type(c.dtype()),
+                                 gi.bm, gi.bn, gi.bk, threads_);
+      fragments_[c.get()] = gi;
+      result_.notes.push_back("fragment " + c.name() + " has no gemm (empty K loop): fill only");
+      continue;
+    }
     const Buffer &a = gi.node->a.buffer, &c = gi.node->c.buffer;
     if (gi.mma) {
       std::tie(gi.warps_m, gi.warps_n) = arrange_warps(gi.bm, gi.bn, warps);
@@ -1062,7 +1154,7 @@ CudaKernel Emitter::run() {
   // Headers, signature, grid.
   result_.headers = {"tf_numeric.cuh", "tf_status.cuh"};
   if (!shared_.empty() || scan.has_copy) result_.headers.push_back("tf_copy.cuh");
-  if (!scan.gemms.empty()) result_.headers.push_back("tf_gemm.cuh");
+  if (!fragments_.empty()) result_.headers.push_back("tf_gemm.cuh");
   std::ostringstream head;
   head << "// " << k_.name << ": generated by tilefuse for " << target_.name() << "\n";
   if (!k_.attrs.empty()) {

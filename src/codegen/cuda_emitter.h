@@ -43,7 +43,8 @@ namespace tilefuse::codegen {
 // A `check` of the kernel, by its code: the host turns a reported status
 // into `message` with the reported args.
 struct CudaCheck {
-  int64_t code = 0;
+  int id = 0;  // what the kernel reports in the status word (1, 2, ...)
+  int64_t code = 0;  // the check's code (a category; checks may share one)
   std::string message;  // one "{}" per arg
   int num_args = 0;
 };

@@ -275,7 +275,7 @@ void CudaProgram::check_status() {
   impl_->status->memset(0);
   for (const Impl::Kernel& k : impl_->kernels)
     for (const codegen::CudaCheck& c : k.code->checks)
-      if (c.code == s.code) throw UserError(format_check(c.message, s.args, c.num_args));
+      if (c.id == s.code) throw UserError(format_check(c.message, s.args, c.num_args));
   throw InternalError(fmt::format("a kernel reported status {} that no check has", s.code));
 }
 

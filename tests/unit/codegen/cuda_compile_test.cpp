@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
+#include <random>
 #include <fstream>
 #include <sstream>
 
 #include "codegen/cuda_emitter.h"
+#include "common/random_program.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "frontend/frontend.h"
@@ -141,6 +144,57 @@ TEST(CudaEmit, CpuTargetIsRefusedForStageCuda) {
   driver::CompiledProgram prog = driver::compile(p.graph, {});
   EXPECT_FALSE(prog.kernels[0].cuda.has_value());
   EXPECT_THROW(codegen::emit_cuda(prog.kernels[0].kernel, tir::Target::cpu()), InternalError);
+}
+
+}  // namespace
+}  // namespace tilefuse
+
+namespace tilefuse {
+namespace {
+
+// The emitter on random programs (the property tests' generator), both
+// plans, sm_90a: every kernel is emitted (no InternalError); every 10th
+// program is also compiled with NVRTC. Catches what the GPU property test
+// would, on any machine.
+TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
+  const uint64_t base = std::random_device{}();
+  int nvrtc = 0;
+  for (uint64_t i = 0; i < 300; ++i) {
+    const uint64_t seed = base + i;
+    testing::RandomProgramOptions opts;
+    opts.max_dim = 300;
+    opts.edge_dim_chance = 0.2;
+    opts.negative_index_chance = 0.5;
+    opts.more_epilogues = true;
+    std::optional<Graph> g;
+    try {
+      g = testing::RandomProgram(seed, opts).build();
+    } catch (const UserError&) {
+      continue;  // the generator's own rejects
+    }
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      driver::CompileOptions co;
+      co.plan = plan;
+      co.target = *tir::Target::parse("sm_90a");
+      driver::CompiledProgram prog;
+      try {
+        prog = driver::compile(*g, co);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "seed " << seed << ": " << e.what() << "\n" << g->to_string();
+        continue;
+      }
+      if (i % 10 != 0) continue;
+      for (const driver::CompiledKernel& ck : prog.kernels) {
+        try {
+          cuda::compile_cuda(ck.cuda->source, ck.cuda->name + "_r" + std::to_string(nvrtc++),
+                             driver::cuda_compile_options("sm_90a"));
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << "seed " << seed << ": " << e.what();
+        }
+      }
+    }
+  }
+  EXPECT_GT(nvrtc, 0);
 }
 
 }  // namespace
