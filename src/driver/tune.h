@@ -108,9 +108,11 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
 const KernelStep* largest_gemm_step(const Plan& plan);
 
 struct TuneOptions {
-  TuneDevice device;        // where to tune (cpu_tune_device() by default)
-  bool retune = false;      // ignore a cached choice (the new one replaces it)
-  bool use_cache = true;    // read and write the tuning cache (default_tuning_cache())
+  TuneDevice device;    // where to tune (cpu_tune_device() by default)
+  bool retune = false;  // ignore a cached choice (the new one replaces it)
+  // Read and write the tuning cache (default_tuning_cache(); with caching
+  // disabled by TILEFUSE_NO_CACHE there is none, and every call searches).
+  bool use_cache = true;
   int threads = 0;          // compile threads; 0: std::thread::hardware_concurrency()
   int warmup = 3;           // per candidate, untimed
   int repeats = 20;         // per candidate, timed (the median counts)

@@ -322,6 +322,17 @@ TEST_F(TuneCache, EveryCandidateFailingIsTheRunsOwnErrorAndIsNotCached) {
   EXPECT_FALSE(driver::cached_choice(g, driver::cpu_tune_device()).has_value());
 }
 
+TEST_F(TuneCache, AProgramWithoutAGemmTunesThePlansAlone) {
+  const Graph g = parse_graph(
+      "def f(x: f32[64, 48], y: f32[64, 48]):\n"
+      "    return torch.relu(x * y + 1.0)\n");
+  driver::TuneResult r = driver::tune(g, make_random_inputs(g, 2), quick());
+  EXPECT_EQ(r.candidates, 2);  // one per plan
+  EXPECT_FALSE(r.choice.gemm_config.has_value());
+  EXPECT_GE(r.choice.fused_us, 0);
+  EXPECT_TRUE(driver::tune(g, make_random_inputs(g, 2), quick()).from_cache);
+}
+
 TEST(TuneJson, ChoiceRoundTrips) {
   driver::TunedChoice c;
   c.plan = PlanKind::kUnfused;
