@@ -236,9 +236,18 @@ int run_command(const RunOptions& options) {
                                   tr.nvrtc_cache_hits, tr.choice.summary());
         } else {
           choice = driver::cached_choice(g, driver::cuda_tune_device());
-          tuning_line = choice ? fmt::format("tuning: the cached {} config of ({})", options.plan,
-                                             choice->summary())
-                               : std::string("tuning: none cached; the heuristic config");
+          if (choice) {
+            const std::optional<GemmConfig> c =
+                choice->lower_for(parse_plan(options.plan)).gemm_config;
+            tuning_line = fmt::format(
+                "tuning: --plan {} with its cached tuned config {} (the "
+                "tuning chose {})",
+                options.plan, c ? driver::gemm_config_name(*c) : std::string("(default)"),
+                choice->summary());
+          } else {
+            tuning_line =
+                "tuning: none cached; --plan " + options.plan + " with the heuristic config";
+          }
         }
         if (choice) {
           if (options.plan == "auto") plan_name = std::string(plan_kind_name(choice->plan));
