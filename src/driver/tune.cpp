@@ -1,6 +1,7 @@
 #include "driver/tune.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +64,15 @@ std::pair<int, int> mma_warp_grid(int bm, int bn, int warps) {
     if (cost < best_cost) best_cost = cost, best_m = wm;
   }
   return best_m ? std::pair{best_m, warps / best_m} : std::pair{0, 0};
+}
+
+// The CPUs this process may run on (sched_getaffinity; a container limited
+// to 16 of a larger host's cores gets 16), else hardware_concurrency.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 std::string iso_now() {
@@ -479,9 +489,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
                                 graph.parameters().size(), inputs.size()));
   const bool gpu = device.target.is_cuda();
   cuda::Device* dev = gpu ? &default_device() : nullptr;
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : usable_cpus();
 
   // The candidates: each plan with each config of its largest GEMM's space.
   std::vector<Slot> slots;

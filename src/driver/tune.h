@@ -113,7 +113,7 @@ struct TuneOptions {
   // Read and write the tuning cache (default_tuning_cache(); with caching
   // disabled by TILEFUSE_NO_CACHE there is none, and every call searches).
   bool use_cache = true;
-  int threads = 0;          // compile threads; 0: std::thread::hardware_concurrency()
+  int threads = 0;          // compile threads; 0: the CPUs the process may run on
   int warmup = 3;           // per candidate, untimed
   int repeats = 20;         // per candidate, timed (the median counts)
   int finalists = 3;        // per plan, the best few re-timed ...
