@@ -525,6 +525,15 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
       s.compiled = std::make_unique<CompiledProgram>(compile(graph, co));
+      // The emitter's exact shared memory, before NVRTC spends time on it.
+      const int64_t smem_limit = device.max_shared_bytes > 0
+                                     ? device.max_shared_bytes
+                                     : default_max_shared_bytes(device.target);
+      for (const CompiledKernel& ck : s.compiled->kernels)
+        if (ck.cuda && smem_limit > 0 && ck.cuda->dynamic_shared_bytes > smem_limit)
+          s.cand.error = fmt::format("kernel {} needs {} bytes of shared memory; the limit is {}",
+                                     ck.cuda->name, ck.cuda->dynamic_shared_bytes, smem_limit);
+      if (!s.cand.error.empty()) s.compiled.reset();
     } catch (const std::exception& e) {
       s.cand.error = std::string("compile: ") + e.what();
     }
