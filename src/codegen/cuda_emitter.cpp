@@ -982,12 +982,18 @@ void Emitter::stmt(const Stmt& s) {
       TF_CHECK(false, "cuda emitter: a store_output hook was not inlined");
       return;
     case StmtKind::Copy: {
+      // A copy outside a pipelined loop (e.g. a K loop of one iteration
+      // that simplify removed) is synchronous: barriers before (earlier
+      // readers of the buffer are done) and after (its data is visible).
       const CopyNode* op = s.as<CopyNode>();
+      const bool shared = op->dst.scope() == MemScope::Shared;
+      if (shared) line("__syncthreads();");
       emit_copy(op, false);
       if (result_.copies.back().mode == "cp_async") {
         line("tf::cp_async_commit();");
         line("tf::cp_async_wait<0>();");
       }
+      if (shared) line("__syncthreads();");
       return;
     }
     case StmtKind::Gemm: {
