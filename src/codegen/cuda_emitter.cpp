@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -184,6 +185,7 @@ class Emitter {
   // Slots per thread of the copy's fixed-trip thread loop; 0 when the loop
   // has no fixed trip count (then it cannot be split).
   int64_t copy_trips(const CopyNode* op) const;
+  bool lets_free_of(const Var& v, const GemmNode* g) const;
   void emit_check(const CheckNode* op);
   void emit_alloc(const AllocateNode* op);
   void thread_loop(int64_t total, const std::string& v, const std::function<void()>& body);
@@ -553,6 +555,14 @@ void Emitter::emit_alloc(const AllocateNode* op) {
   stmt(op->body);
 }
 
+bool Emitter::lets_free_of(const Var& v, const GemmNode* g) const {
+  // A gemm reads whole tiles (no index expressions): nothing in it depends
+  // on the loop var or the loop's lets.
+  (void)v;
+  return g->a.prefix.empty() && g->b.prefix.empty() && g->c.prefix.empty() && !g->trans_a &&
+         !g->trans_b;
+}
+
 int64_t Emitter::copy_trips(const CopyNode* op) const {
   int64_t total = 1;
   for (const Expr& e : op->extents) {
@@ -727,20 +737,66 @@ void Emitter::emit_pipelined(const ForNode* op) {
   close();
   line("tf::cp_async_commit();");
   close();
-  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
-  line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
-  line("__syncthreads();");
   const std::string next = fmt::format("{} + {}", it, stages - 1);
-  line(fmt::format("const bool tf_more = {} < {};", next, n));
-  line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
-  line("tf::cp_async_commit();");
-  line(fmt::format("const {} {} = {} + {};", t, k, lo, it));
-  line(fmt::format("const int tf_stage = {} % {};", it, stages));
   for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
-  emit_lets();
-  for (const Stmt& s : consumer) stmt(s);
-  if (split) line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
-  close();
+  // The MMA consumer with its fragments software-pipelined (the CUTLASS
+  // multistage main loop): while step s is multiplied, step s + 1's
+  // fragments load; at the last step of a tile the loop waits for the next
+  // tile and loads its first fragments before the last MMAs of this one.
+  // The next tile's copies are issued after the first step. Needs two or
+  // more k16 steps per tile (so that the issue precedes the wait).
+  const GemmNode* g = consumer.size() == 1 ? consumer[0].as<GemmNode>() : nullptr;
+  const GemmInfo* gi = g ? &fragments_.at(g->c.buffer.get()) : nullptr;
+  const bool frag_pipeline = gi && gi->mma && gi->bk / 16 >= 2 && !split && lets_free_of(op->var, g) &&
+                             shared_.at(g->a.buffer.get()).stages == stages &&
+                             shared_.at(g->b.buffer.get()).stages == stages &&
+                             std::getenv("TILEFUSE_NO_FRAGMENT_PIPELINE") == nullptr;
+  if (frag_pipeline) {
+    const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+    const int64_t ta = shared_.at(g->a.buffer.get()).tile_elems;
+    const int64_t tb = shared_.at(g->b.buffer.get()).tile_elems;
+    line(fmt::format("// MMA fragments double-buffered across k16 steps and tiles"));
+    line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+    line("__syncthreads();");
+    line(fmt::format("typename decltype({})::Frags tf_fr[2];", c));
+    line(fmt::format("{}.load_frags({}, {}, 0, tf_fr[0]);", c, a, b));
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    line(fmt::format("const bool tf_more = {} < {};", next, n));
+    line("#pragma unroll");
+    open(fmt::format("for (int tf_kk = 0; tf_kk < decltype({})::kSteps; ++tf_kk)", c));
+    line("int tf_rs = tf_stage, tf_rk = tf_kk + 1;");
+    open(fmt::format("if (tf_kk == decltype({})::kSteps - 1)", c));
+    if (split) line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+    line("__syncthreads();");
+    line(fmt::format("tf_rs = ({} + 1) % {};", it, stages));
+    line("tf_rk = 0;");
+    close();
+    line(fmt::format("{}.load_frags({} + tf_rs * {}, {} + tf_rs * {}, tf_rk, tf_fr[(tf_kk + 1) % 2]);",
+                     c, a, ta, b, tb));
+    open("if (tf_kk == 0)");
+    line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
+    line("tf::cp_async_commit();");
+    close();
+    line(fmt::format("{}.mma_frags(tf_fr[tf_kk % 2]);", c));
+    close();
+    close();
+  } else {
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+    line("__syncthreads();");
+    line(fmt::format("const bool tf_more = {} < {};", next, n));
+    line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
+    line("tf::cp_async_commit();");
+    line(fmt::format("const {} {} = {} + {};", t, k, lo, it));
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    emit_lets();
+    for (const Stmt& s : consumer) stmt(s);
+    if (split)
+      line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    close();
+  }
   line("tf::cp_async_wait<0>();");
   line("__syncthreads();");
   for (const CopyNode* c : copies) stage_expr_.erase(c->dst.get());

@@ -1,6 +1,8 @@
 // Benchmark timing (see timing.h).
 #include "runtime/cuda/timing.h"
 
+#include <cmath>
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -92,6 +94,17 @@ Timing time_on_device(const Device& device, const std::function<void()>& launch,
 
   for (int i = 0; i < options.warmup; ++i) launch();
   device.synchronize();
+  if (options.warmup_ms > 0) {
+    // Time one run, then keep the GPU busy for about warmup_ms.
+    Event a(device), b(device);
+    a.record();
+    launch();
+    b.record();
+    const double one_ms = std::max(1e-3, static_cast<double>(b.elapsed_ms_since(a)));
+    const int extra = static_cast<int>(std::min(10000.0, std::ceil(options.warmup_ms / one_ms)));
+    for (int i = 0; i < extra; ++i) launch();
+    device.synchronize();
+  }
 
   // All events first, so that creating them does not sit between launches.
   std::vector<std::unique_ptr<Event>> start, stop;

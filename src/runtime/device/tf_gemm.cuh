@@ -85,36 +85,54 @@ struct MmaTile {
     return (warp % WARPS_N) * WN + nt * 8 + (lane % 4) * 2 + (q & 1);
   }
 
-  __device__ __forceinline__ void mma(const T* As, const T* Bs) {
+  // One k16 step's operand fragments (registers).
+  struct Frags {
+    unsigned a[MT][4];
+    unsigned b[NT][2];
+  };
+  static constexpr int kSteps = BK / 16;
+
+  // Loads the fragments of k16 step `step` (0 <= step < kSteps) of the
+  // tiles As [BM][BK] and Bs [BK][BN].
+  __device__ __forceinline__ void load_frags(const T* As, const T* Bs, int step, Frags& f) const {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int m0 = (warp / WARPS_N) * WM, n0 = (warp % WARPS_N) * WN;
+    const int kk = step * 16;
     const unsigned a_base = smem_addr(As), b_base = smem_addr(Bs);
+    // A: lanes 0-15 address rows 0-15 at k 0..7, lanes 16-31 at k 8..15;
+    // the four 8x8 matrices are a0..a3 of the m16n8k16 A fragment.
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      unsigned a[MT][4], b[NT][2];
-      // A: lanes 0-15 address rows 0-15 at k 0..7, lanes 16-31 at k 8..15;
-      // the four 8x8 matrices are a0..a3 of the m16n8k16 A fragment.
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r = m0 + mt * 16 + lane % 16, k = kk + (lane / 16) * 8;
+      ldmatrix_x4(f.a[mt], a_base + 2 * swizzled<BK, 2>(r, k));
+    }
+    // B (stored k-rows, n contiguous) through .trans: lanes 0-7 k 0..7,
+    // 8-15 k 8..15 of n-tile 0; lanes 16-31 the same for n-tile 1.
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        const int r = m0 + mt * 16 + lane % 16, k = kk + (lane / 16) * 8;
-        ldmatrix_x4(a[mt], a_base + 2 * swizzled<BK, 2>(r, k));
-      }
-      // B (stored k-rows, n contiguous) through .trans: lanes 0-7 k 0..7,
-      // 8-15 k 8..15 of n-tile 0; lanes 16-31 the same for n-tile 1.
+    for (int np = 0; np < NT / 2; ++np) {
+      const int k = kk + lane % 8 + ((lane / 8) % 2) * 8, n = n0 + np * 16 + (lane / 16) * 8;
+      unsigned r[4];
+      ldmatrix_x4_trans(r, b_base + 2 * swizzled<BN, 2>(k, n));
+      f.b[2 * np][0] = r[0];
+      f.b[2 * np][1] = r[1];
+      f.b[2 * np + 1][0] = r[2];
+      f.b[2 * np + 1][1] = r[3];
+    }
+  }
+  // C += the product of one step's fragments.
+  __device__ __forceinline__ void mma_frags(const Frags& f) {
 #pragma unroll
-      for (int np = 0; np < NT / 2; ++np) {
-        const int k = kk + lane % 8 + ((lane / 8) % 2) * 8, n = n0 + np * 16 + (lane / 16) * 8;
-        unsigned r[4];
-        ldmatrix_x4_trans(r, b_base + 2 * swizzled<BN, 2>(k, n));
-        b[2 * np][0] = r[0];
-        b[2 * np][1] = r[1];
-        b[2 * np + 1][0] = r[2];
-        b[2 * np + 1][1] = r[3];
-      }
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+      for (int nt = 0; nt < NT; ++nt) MmaOp<T>::run(&c[(mt * NT + nt) * 4], f.a[mt], f.b[nt]);
+  }
+  // C += As @ Bs, all k16 steps.
+  __device__ __forceinline__ void mma(const T* As, const T* Bs) {
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) MmaOp<T>::run(&c[(mt * NT + nt) * 4], a[mt], b[nt]);
+    for (int step = 0; step < kSteps; ++step) {
+      Frags f;
+      load_frags(As, Bs, step, f);
+      mma_frags(f);
     }
   }
 };
