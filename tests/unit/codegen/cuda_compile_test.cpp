@@ -199,3 +199,32 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
 
 }  // namespace
 }  // namespace tilefuse
+
+namespace tilefuse {
+namespace {
+
+// Fragment software pipelining is used where it costs no occupancy (128+
+// accumulators per thread) and compiles without spills there.
+TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
+  const Program p =
+      load_program(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs");
+  for (bool large : {false, true}) {
+    driver::CompileOptions co;
+    co.target = *tir::Target::parse("sm_90a");
+    GemmConfig c;
+    c.block_m = 128, c.block_n = large ? 256 : 128, c.block_k = 32, c.num_stages = 3,
+    c.num_warps = 8;
+    co.lower.gemm_config = c;
+    driver::CompiledProgram prog = driver::compile(p.graph, co);
+    const std::string& src = prog.kernels[0].cuda->source;
+    EXPECT_EQ(src.find("load_frags") != std::string::npos, large) << src;
+    cuda::CompiledKernel k =
+        cuda::compile_cuda(src, std::string("frag_pipe_") + (large ? "on" : "off"),
+                           driver::cuda_compile_options("sm_90a"));
+    ASSERT_TRUE(k.usage.present || cuda::cuda_available()) << k.log;
+    if (k.usage.present) EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+  }
+}
+
+}  // namespace
+}  // namespace tilefuse
