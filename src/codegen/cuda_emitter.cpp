@@ -36,7 +36,9 @@ int64_t numel(const Buffer& b) {
   return n;
 }
 
-bool is_mma_dtype(DType dt) { return dt == DType::F16 || dt == DType::BF16; }
+bool is_mma_dtype(DType dt) {
+  return dt == DType::F16 || dt == DType::BF16;
+}
 
 // ---- prescan: gemms, shared buffers, staging ---------------------------------
 
@@ -197,7 +199,7 @@ class Emitter {
   int indent_ = 0;
   int threads_ = 128;
   int tmp_ = 0;
-  std::string trip_var_;  // the slot index of the innermost fixed-trip thread loop
+  std::string trip_var_;     // the slot index of the innermost fixed-trip thread loop
   bool in_threads_ = false;  // inside a thread-distributed region
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_names_;
@@ -221,13 +223,14 @@ std::string Emitter::name_of(const void* node, const std::string& hint) {
   for (char c : hint) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
   static const std::set<std::string> kReserved = {
-      "int",    "float", "double", "char",   "short",    "long",     "bool",  "void",   "auto",
-      "const",  "if",    "else",   "for",    "while",    "do",       "return", "break", "case",
-      "switch", "new",   "delete", "this",   "true",     "false",    "struct", "class", "union",
-      "signed", "unsigned", "static", "extern", "register", "volatile", "default", "goto",
-      "sizeof", "template", "typename", "namespace", "using", "operator", "private", "public",
-      "asm", "inline", "restrict", "min", "max", "tf", "threadIdx", "blockIdx", "blockDim",
-      "gridDim", "warpSize", "kThreads", "e"};
+      "int",       "float",    "double",   "char",      "short",    "long",     "bool",
+      "void",      "auto",     "const",    "if",        "else",     "for",      "while",
+      "do",        "return",   "break",    "case",      "switch",   "new",      "delete",
+      "this",      "true",     "false",    "struct",    "class",    "union",    "signed",
+      "unsigned",  "static",   "extern",   "register",  "volatile", "default",  "goto",
+      "sizeof",    "template", "typename", "namespace", "using",    "operator", "private",
+      "public",    "asm",      "inline",   "restrict",  "min",      "max",      "tf",
+      "threadIdx", "blockIdx", "blockDim", "gridDim",   "warpSize", "kThreads", "e"};
   if (kReserved.count(base) || base.rfind("tf_", 0) == 0) base += "_";
   std::string name = base;
   for (int n = 1; used_names_.count(name); ++n) name = base + "_" + std::to_string(n);
@@ -240,35 +243,45 @@ std::string Emitter::name_of(const void* node, const std::string& hint) {
 
 bool Emitter::nonneg(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::IntImm: return e.as<IntImmNode>()->value >= 0;
-    case ExprKind::Var: return nonneg_vars_.count(e.as<VarNode>()) > 0;
-    case ExprKind::Add: return nonneg(e.as<AddNode>()->a) && nonneg(e.as<AddNode>()->b);
-    case ExprKind::Mul: return nonneg(e.as<MulNode>()->a) && nonneg(e.as<MulNode>()->b);
-    case ExprKind::Div: return nonneg(e.as<DivNode>()->a) && nonneg(e.as<DivNode>()->b);
-    case ExprKind::Mod: return nonneg(e.as<ModNode>()->b);
-    case ExprKind::Min: return nonneg(e.as<MinNode>()->a) && nonneg(e.as<MinNode>()->b);
-    case ExprKind::Max: return nonneg(e.as<MaxNode>()->a) || nonneg(e.as<MaxNode>()->b);
+    case ExprKind::IntImm:
+      return e.as<IntImmNode>()->value >= 0;
+    case ExprKind::Var:
+      return nonneg_vars_.count(e.as<VarNode>()) > 0;
+    case ExprKind::Add:
+      return nonneg(e.as<AddNode>()->a) && nonneg(e.as<AddNode>()->b);
+    case ExprKind::Mul:
+      return nonneg(e.as<MulNode>()->a) && nonneg(e.as<MulNode>()->b);
+    case ExprKind::Div:
+      return nonneg(e.as<DivNode>()->a) && nonneg(e.as<DivNode>()->b);
+    case ExprKind::Mod:
+      return nonneg(e.as<ModNode>()->b);
+    case ExprKind::Min:
+      return nonneg(e.as<MinNode>()->a) && nonneg(e.as<MinNode>()->b);
+    case ExprKind::Max:
+      return nonneg(e.as<MaxNode>()->a) || nonneg(e.as<MaxNode>()->b);
     case ExprKind::Cast: {
       const CastNode* c = e.as<CastNode>();
-      return is_integral(c->value.dtype()) && dtype_size(e.dtype()) >= dtype_size(c->value.dtype()) &&
-             nonneg(c->value);
+      return is_integral(c->value.dtype()) &&
+             dtype_size(e.dtype()) >= dtype_size(c->value.dtype()) && nonneg(c->value);
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
 std::string Emitter::literal(const Expr& e) {
   if (const IntImmNode* i = e.as<IntImmNode>()) {
     switch (e.dtype()) {
-      case DType::Bool: return i->value ? "true" : "false";
+      case DType::Bool:
+        return i->value ? "true" : "false";
       case DType::I32:
         return i->value == std::numeric_limits<int32_t>::min() ? "(-2147483647 - 1)"
-                                                                : std::to_string(i->value);
+                                                               : std::to_string(i->value);
       case DType::I64:
-        return i->value == std::numeric_limits<int64_t>::min()
-                   ? "(-9223372036854775807ll - 1)"
-                   : std::to_string(i->value) + "ll";
-      default: return "static_cast<" + cuda_type(e.dtype()) + ">(" + std::to_string(i->value) + ")";
+        return i->value == std::numeric_limits<int64_t>::min() ? "(-9223372036854775807ll - 1)"
+                                                               : std::to_string(i->value) + "ll";
+      default:
+        return "static_cast<" + cuda_type(e.dtype()) + ">(" + std::to_string(i->value) + ")";
     }
   }
   const FloatImmNode* f = e.as<FloatImmNode>();
@@ -289,14 +302,16 @@ std::string Emitter::literal(const Expr& e) {
         std::memcpy(&b, &v, 8);
         return fmt::format("__longlong_as_double(0x{:016x}ll)", b);
       }
-    case DType::F16: return fmt::format("tf::f16{{0x{:04x}}}", f32_to_f16_bits(static_cast<float>(v)));
+    case DType::F16:
+      return fmt::format("tf::f16{{0x{:04x}}}", f32_to_f16_bits(static_cast<float>(v)));
     case DType::BF16:
       return fmt::format("tf::bf16{{0x{:04x}}}", f32_to_bf16_bits(static_cast<float>(v)));
     case DType::F8E4M3:
       return fmt::format("tf::f8e4m3{{0x{:02x}}}", f32_to_f8e4m3_bits(static_cast<float>(v)));
     case DType::F8E5M2:
       return fmt::format("tf::f8e5m2{{0x{:02x}}}", f32_to_f8e5m2_bits(static_cast<float>(v)));
-    default: TF_CHECK(false, "cuda emitter: a float constant of a non-float dtype");
+    default:
+      TF_CHECK(false, "cuda emitter: a float constant of a non-float dtype");
   }
   return "";
 }
@@ -316,11 +331,14 @@ std::string Emitter::binary(const Expr& e) {
   auto ab = [&](const auto* op) { return std::make_pair(op->a, op->b); };
   Expr a, b;
   switch (e.kind()) {
-#define TF_AB(name, ...) \
-  case ExprKind::name: std::tie(a, b) = ab(e.as<name##Node>()); break;
+#define TF_AB(name, ...)                     \
+  case ExprKind::name:                       \
+    std::tie(a, b) = ab(e.as<name##Node>()); \
+    break;
     TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_AB)
 #undef TF_AB
-    default: TF_CHECK(false, "cuda emitter: not a binary op");
+    default:
+      TF_CHECK(false, "cuda emitter: not a binary op");
   }
   const DType dt = a.dtype();
   const std::string x = expr(a), y = expr(b);
@@ -330,9 +348,12 @@ std::string Emitter::binary(const Expr& e) {
     return narrow_int ? "static_cast<" + cuda_type(dt) + ">" + r : r;
   };
   switch (e.kind()) {
-    case ExprKind::Add: return arith("+");
-    case ExprKind::Sub: return arith("-");
-    case ExprKind::Mul: return arith("*");
+    case ExprKind::Add:
+      return arith("+");
+    case ExprKind::Sub:
+      return arith("-");
+    case ExprKind::Mul:
+      return arith("*");
     case ExprKind::Div: {
       if (!is_integral(dt)) return "(" + x + " / " + y + ")";
       const int64_t* c = as_const_int(b);
@@ -344,17 +365,28 @@ std::string Emitter::binary(const Expr& e) {
       if (is_integral(dt) && c && *c > 0 && nonneg(a)) return arith("%");
       return "tf::floormod(" + x + ", " + y + ")";
     }
-    case ExprKind::Min: return "tf::min(" + x + ", " + y + ")";
-    case ExprKind::Max: return "tf::max(" + x + ", " + y + ")";
-    case ExprKind::EQ: return "(" + x + " == " + y + ")";
-    case ExprKind::NE: return "(" + x + " != " + y + ")";
-    case ExprKind::LT: return "(" + x + " < " + y + ")";
-    case ExprKind::LE: return "(" + x + " <= " + y + ")";
-    case ExprKind::GT: return "(" + x + " > " + y + ")";
-    case ExprKind::GE: return "(" + x + " >= " + y + ")";
-    case ExprKind::And: return "(" + x + " && " + y + ")";
-    case ExprKind::Or: return "(" + x + " || " + y + ")";
-    default: break;
+    case ExprKind::Min:
+      return "tf::min(" + x + ", " + y + ")";
+    case ExprKind::Max:
+      return "tf::max(" + x + ", " + y + ")";
+    case ExprKind::EQ:
+      return "(" + x + " == " + y + ")";
+    case ExprKind::NE:
+      return "(" + x + " != " + y + ")";
+    case ExprKind::LT:
+      return "(" + x + " < " + y + ")";
+    case ExprKind::LE:
+      return "(" + x + " <= " + y + ")";
+    case ExprKind::GT:
+      return "(" + x + " > " + y + ")";
+    case ExprKind::GE:
+      return "(" + x + " >= " + y + ")";
+    case ExprKind::And:
+      return "(" + x + " && " + y + ")";
+    case ExprKind::Or:
+      return "(" + x + " || " + y + ")";
+    default:
+      break;
   }
   TF_CHECK(false, "cuda emitter: unhandled binary op");
   return "";
@@ -363,30 +395,34 @@ std::string Emitter::binary(const Expr& e) {
 std::string Emitter::expr(const Expr& e) {
   switch (e.kind()) {
     case ExprKind::IntImm:
-    case ExprKind::FloatImm: return literal(e);
+    case ExprKind::FloatImm:
+      return literal(e);
     case ExprKind::Var: {
       const VarNode* v = e.as<VarNode>();
       TF_CHECK(names_.count(v), "cuda emitter: unbound var " + v->name);
       return names_.at(v);
     }
-    case ExprKind::Not: return "(!" + expr(e.as<NotNode>()->a) + ")";
+    case ExprKind::Not:
+      return "(!" + expr(e.as<NotNode>()->a) + ")";
     case ExprKind::Select: {
       const SelectNode* s = e.as<SelectNode>();
-      return "(" + expr(s->cond) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) +
-             ")";
+      return "(" + expr(s->cond) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) + ")";
     }
-    case ExprKind::Cast: return cast(e.dtype(), e.as<CastNode>()->value);
+    case ExprKind::Cast:
+      return cast(e.dtype(), e.as<CastNode>()->value);
     case ExprKind::Call: {
       const CallNode* c = e.as<CallNode>();
       std::string r = "tf::" + std::string(intrinsic_name(c->op)) + "(";
       for (size_t i = 0; i < c->args.size(); ++i) r += (i ? ", " : "") + expr(c->args[i]);
       return r + ")";
     }
-    case ExprKind::Load: return load(e.as<LoadNode>());
+    case ExprKind::Load:
+      return load(e.as<LoadNode>());
     case ExprKind::HookLoad:
       TF_CHECK(false, "cuda emitter: a load_input hook was not inlined");
       return "";
-    default: return binary(e);
+    default:
+      return binary(e);
   }
 }
 
@@ -428,9 +464,10 @@ std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx
   std::string off;
   if (idx.size() == 2) {
     const int64_t cols = const_of(b->shape[1], "a shared extent");
-    off = info.swizzled ? fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
-                                      expr(idx[0]), expr(idx[1]))
-                        : fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
+    off = info.swizzled
+              ? fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
+                            expr(idx[0]), expr(idx[1]))
+              : fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
   } else {
     int64_t s = 1;
     for (size_t d = idx.size(); d-- > 0;) {
@@ -452,8 +489,10 @@ std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx
 
 std::string Emitter::element(const Buffer& b, const std::vector<Expr>& idx) {
   switch (b.scope()) {
-    case MemScope::Global: return buf(b) + "[" + global_offset(b, idx) + "]";
-    case MemScope::Shared: return buf(b) + "[" + shared_offset(b, idx) + "]";
+    case MemScope::Global:
+      return buf(b) + "[" + global_offset(b, idx) + "]";
+    case MemScope::Shared:
+      return buf(b) + "[" + shared_offset(b, idx) + "]";
     case MemScope::Local: {
       std::string off;
       int64_t s = 1;
@@ -482,8 +521,8 @@ std::string Emitter::address(const Buffer& b, const std::vector<Expr>& idx) {
 std::string Emitter::load(const LoadNode* op) {
   std::string el = element(op->buffer, op->indices);
   if (!op->mask.defined()) return el;
-  std::string other = op->other.defined() ? expr(op->other)
-                                          : literal(make_const(op->buffer.dtype(), 0));
+  std::string other =
+      op->other.defined() ? expr(op->other) : literal(make_const(op->buffer.dtype(), 0));
   return "(" + expr(op->mask) + " ? " + el + " : " + other + ")";
 }
 
@@ -549,8 +588,11 @@ void Emitter::emit_alloc(const AllocateNode* op) {
       line(it->second.tile_type + " " + n + ";");
       break;
     }
-    case MemScope::Local: line(fmt::format("{} {}[{}];", t, n, numel(b))); break;
-    case MemScope::Global: TF_CHECK(false, "cuda emitter: alloc of a global buffer");
+    case MemScope::Local:
+      line(fmt::format("{} {}[{}];", t, n, numel(b)));
+      break;
+    case MemScope::Global:
+      TF_CHECK(false, "cuda emitter: alloc of a global buffer");
   }
   stmt(op->body);
 }
@@ -593,9 +635,10 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
     // The mma.sync path issues TMA-eligible tiles with cp.async too
     // (lower_copies only picks "tma" for targets that lower it).
     vec = width / elem;
-    bool ok = src && dst.scope() == MemScope::Shared && vec >= 1 && width % elem == 0 &&
-              !ext.empty() && ext.back() % vec == 0 && (width == 4 || width == 8 || width == 16) &&
-              (!src->other.defined() || (as_const_int(src->other) && *as_const_int(src->other) == 0));
+    bool ok =
+        src && dst.scope() == MemScope::Shared && vec >= 1 && width % elem == 0 && !ext.empty() &&
+        ext.back() % vec == 0 && (width == 4 || width == 8 || width == 16) &&
+        (!src->other.defined() || (as_const_int(src->other) && *as_const_int(src->other) == 0));
     TF_CHECK(ok, "cuda emitter: copy into " + dst.name() + " cannot be issued as cp.async");
     mode = "cp_async";
   } else {
@@ -611,8 +654,7 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   int64_t total = 1;
   for (int64_t e : ext) total *= e;
   total /= vec;
-  line(fmt::format("// copy {} <- {} ({}{} B){}", dst.name(),
-                   src ? src->buffer.name() : "prologue",
+  line(fmt::format("// copy {} <- {} ({}{} B){}", dst.name(), src ? src->buffer.name() : "prologue",
                    mode == "cp_async" ? "cp.async " : "register-staged, ", width,
                    phase == RegPhase::kLoad    ? ": loads into registers"
                    : phase == RegPhase::kStore ? ": registers to shared memory"
@@ -676,12 +718,14 @@ void Emitter::emit_pipelined(const ForNode* op) {
   const std::string lo = expr(op->min), n = expr(op->extent);
   if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
   if (!regular || copies.empty() || stages < 2) {
-    line(fmt::format("// pipelined loop run in order ({})",
-                     copies.empty() ? "no copies" : stages < 2 ? "one stage" : "irregular body"));
+    line(fmt::format("// pipelined loop run in order ({})", copies.empty() ? "no copies"
+                                                            : stages < 2   ? "one stage"
+                                                                           : "irregular body"));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "0";
     open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, k, lo, k, lo, n, k));
     line("__syncthreads();");
-    for (auto& [v, val] : lets) line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+    for (auto& [v, val] : lets)
+      line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
     for (const CopyNode* c : copies) emit_copy(c, false);
     line("tf::cp_async_commit();");
     line("tf::cp_async_wait<0>();");
@@ -691,9 +735,10 @@ void Emitter::emit_pipelined(const ForNode* op) {
     line("__syncthreads();");
     return;
   }
-  line(fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
-                   "copies of tile i + {} are in flight",
-                   stages, stages - 1));
+  line(
+      fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
+                  "copies of tile i + {} are in flight",
+                  stages, stages - 1));
   // Register-staged copies with a fixed slot count are double-buffered in
   // registers: loaded before the consumer runs, stored to their stage after.
   std::vector<std::string> regs(copies.size());
@@ -701,8 +746,8 @@ void Emitter::emit_pipelined(const ForNode* op) {
   for (size_t c = 0; c < copies.size(); ++c) {
     const CopyNode* cp = copies[c];
     auto mode = cp->annotations.find("mode");
-    const bool reg = mode == cp->annotations.end() ||
-                     std::get<std::string>(mode->second) == "register";
+    const bool reg =
+        mode == cp->annotations.end() || std::get<std::string>(mode->second) == "register";
     if (!reg || copy_trips(cp) == 0) continue;
     regs[c] = "tf_rb" + std::to_string(tmp_++);
     line(fmt::format("{} {}[{}];  // register double buffer of {}", cuda_type(cp->dst.dtype()),
@@ -774,14 +819,16 @@ void Emitter::emit_pipelined(const ForNode* op) {
     open(fmt::format("for (int tf_kk = 0; tf_kk < decltype({})::kSteps; ++tf_kk)", c));
     line("int tf_rs = tf_stage, tf_rk = tf_kk + 1;");
     open(fmt::format("if (tf_kk == decltype({})::kSteps - 1)", c));
-    if (split) line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    if (split)
+      line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
     line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
     line("__syncthreads();");
     line(fmt::format("tf_rs = ({} + 1) % {};", it, stages));
     line("tf_rk = 0;");
     close();
-    line(fmt::format("{}.load_frags({} + tf_rs * {}, {} + tf_rs * {}, tf_rk, tf_fr[(tf_kk + 1) % 2]);",
-                     c, a, ta, b, tb));
+    line(fmt::format(
+        "{}.load_frags({} + tf_rs * {}, {} + tf_rs * {}, tf_rk, tf_fr[(tf_kk + 1) % 2]);", c, a, ta,
+        b, tb));
     open("if (tf_kk == 0)");
     line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
     line("tf::cp_async_commit();");
@@ -825,8 +872,10 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   };
   find(op->body);
   TF_CHECK(inner != nullptr && frag->shape.size() == 2 &&
-               const_of(op->extent, "a parallel extent") == const_of(frag->shape[0], "a fragment extent") &&
-               const_of(inner->extent, "a parallel extent") == const_of(frag->shape[1], "a fragment extent"),
+               const_of(op->extent, "a parallel extent") ==
+                   const_of(frag->shape[0], "a fragment extent") &&
+               const_of(inner->extent, "a parallel extent") ==
+                   const_of(frag->shape[1], "a fragment extent"),
            "cuda emitter: a fragment is accessed by a nest that does not cover it in 2-D");
   const std::string f = buf(Buffer(frag));
   frag_ = frag;
@@ -841,7 +890,8 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     if (const LetStmtNode* l = s.as<LetStmtNode>()) {
       if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
-      line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
+      line(
+          fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
       walk(l->body);
     } else if (const SeqNode* q = s.as<SeqNode>()) {
       for (const Stmt& t : q->stmts) walk(t);
@@ -975,7 +1025,8 @@ void Emitter::emit_parallel(const ForNode* op) {
         walk(f->body);
       } else if (const LetStmtNode* l = t.as<LetStmtNode>()) {
         if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
-        line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
+        line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var),
+                         expr(l->value)));
         walk(l->body);
       } else if (const SeqNode* q = t.as<SeqNode>()) {
         for (const Stmt& u : q->stmts) walk(u);
@@ -989,9 +1040,15 @@ void Emitter::emit_parallel(const ForNode* op) {
 
 void Emitter::emit_for(const ForNode* op) {
   switch (op->for_kind) {
-    case ForKind::Pipelined: emit_pipelined(op); return;
-    case ForKind::Parallel: emit_parallel(op); return;
-    case ForKind::Unrolled: line("#pragma unroll"); [[fallthrough]];
+    case ForKind::Pipelined:
+      emit_pipelined(op);
+      return;
+    case ForKind::Parallel:
+      emit_parallel(op);
+      return;
+    case ForKind::Unrolled:
+      line("#pragma unroll");
+      [[fallthrough]];
     case ForKind::Serial: {
       const std::string t = cuda_type(op->var.dtype()), v = var(op->var);
       if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
@@ -1007,7 +1064,9 @@ void Emitter::emit_for(const ForNode* op) {
 void Emitter::stmt(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
-    case StmtKind::For: emit_for(s.as<ForNode>()); return;
+    case StmtKind::For:
+      emit_for(s.as<ForNode>());
+      return;
     case StmtKind::IfThenElse: {
       const IfThenElseNode* op = s.as<IfThenElseNode>();
       open("if (" + expr(op->cond) + ")");
@@ -1024,7 +1083,8 @@ void Emitter::stmt(const Stmt& s) {
     case StmtKind::LetStmt: {
       const LetStmtNode* op = s.as<LetStmtNode>();
       if (nonneg(op->value)) nonneg_vars_.insert(op->var.get());
-      line(fmt::format("const {} {} = {};", cuda_type(op->var.dtype()), var(op->var), expr(op->value)));
+      line(fmt::format("const {} {} = {};", cuda_type(op->var.dtype()), var(op->var),
+                       expr(op->value)));
       stmt(op->body);
       return;
     }
@@ -1065,11 +1125,13 @@ void Emitter::stmt(const Stmt& s) {
                    op->c.prefix.empty(),
                "cuda emitter: a transposed or prefixed gemm operand");
       auto tile = [&](const Buffer& b) {
-        return buf(b) + (shared_.at(b.get()).stages > 1 ? " + (" + stage_expr_.at(b.get()) + ") * " +
-                                                              std::to_string(shared_.at(b.get()).tile_elems)
-                                                        : "");
+        return buf(b) + (shared_.at(b.get()).stages > 1
+                             ? " + (" + stage_expr_.at(b.get()) + ") * " +
+                                   std::to_string(shared_.at(b.get()).tile_elems)
+                             : "");
       };
-      line(fmt::format("{}.mma({}, {});", buf(op->c.buffer), tile(op->a.buffer), tile(op->b.buffer)));
+      line(fmt::format("{}.mma({}, {});", buf(op->c.buffer), tile(op->a.buffer),
+                       tile(op->b.buffer)));
       return;
     }
     case StmtKind::Fill: {
@@ -1089,13 +1151,21 @@ void Emitter::stmt(const Stmt& s) {
       }
       return;
     }
-    case StmtKind::Check: emit_check(s.as<CheckNode>()); return;
-    case StmtKind::Barrier: line("__syncthreads();"); return;
+    case StmtKind::Check:
+      emit_check(s.as<CheckNode>());
+      return;
+    case StmtKind::Barrier:
+      line("__syncthreads();");
+      return;
     case StmtKind::Seq:
       for (const Stmt& t : s.as<SeqNode>()->stmts) stmt(t);
       return;
-    case StmtKind::Allocate: emit_alloc(s.as<AllocateNode>()); return;
-    case StmtKind::Evaluate: line("(void)(" + expr(s.as<EvaluateNode>()->value) + ");"); return;
+    case StmtKind::Allocate:
+      emit_alloc(s.as<AllocateNode>());
+      return;
+    case StmtKind::Evaluate:
+      line("(void)(" + expr(s.as<EvaluateNode>()->value) + ");");
+      return;
   }
 }
 
@@ -1150,17 +1220,18 @@ CudaKernel Emitter::run() {
       if (wm == 0) {
         gi.mma = false;  // no 16x16 warp tile fits: the exact FMA path
       } else if (wm * wn < warps) {
-        result_.notes.push_back(fmt::format(
-            "num_warps {} -> {}: a {}x{} tile has only {} warp tiles of 16x16 or more", warps,
-            wm * wn, gi.bm, gi.bn, wm * wn));
+        result_.notes.push_back(
+            fmt::format("num_warps {} -> {}: a {}x{} tile has only {} warp tiles of 16x16 or more",
+                        warps, wm * wn, gi.bm, gi.bn, wm * wn));
         warps = wm * wn;
       }
     }
     if (!gi.mma) {
       while (warps > 1 && (warps * 32 % std::min(gi.bn, 16) != 0 ||
-                           gi.bm % (warps * 32 / std::min(gi.bn, 16)) != 0 || gi.bn % std::min(gi.bn, 16) != 0)) {
-        result_.notes.push_back(fmt::format("num_warps {} -> {}: the {}x{} FMA tile", warps,
-                                            warps / 2, gi.bm, gi.bn));
+                           gi.bm % (warps * 32 / std::min(gi.bn, 16)) != 0 ||
+                           gi.bn % std::min(gi.bn, 16) != 0)) {
+        result_.notes.push_back(
+            fmt::format("num_warps {} -> {}: the {}x{} FMA tile", warps, warps / 2, gi.bm, gi.bn));
         warps /= 2;
       }
     }
@@ -1214,8 +1285,8 @@ CudaKernel Emitter::run() {
     const int64_t bytes = info.tile_elems * info.stages * dtype_size(b.dtype());
     offset += (bytes + 127) / 128 * 128;
     shared_[b.get()] = info;
-    result_.shared.push_back({b.name(), info.swizzled ? "swizzled" : "row_major", info.stages,
-                              info.offset, bytes});
+    result_.shared.push_back(
+        {b.name(), info.swizzled ? "swizzled" : "row_major", info.stages, info.offset, bytes});
   }
   result_.dynamic_shared_bytes = offset;
   result_.num_threads = threads_;
@@ -1284,17 +1355,28 @@ CudaKernel Emitter::run() {
 
 std::string cuda_type(DType dtype) {
   switch (dtype) {
-    case DType::Bool: return "bool";
-    case DType::U8: return "unsigned char";
-    case DType::I8: return "signed char";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    case DType::F8E4M3: return "tf::f8e4m3";
-    case DType::F8E5M2: return "tf::f8e5m2";
-    case DType::F16: return "tf::f16";
-    case DType::BF16: return "tf::bf16";
-    case DType::F32: return "float";
-    case DType::F64: return "double";
+    case DType::Bool:
+      return "bool";
+    case DType::U8:
+      return "unsigned char";
+    case DType::I8:
+      return "signed char";
+    case DType::I32:
+      return "int";
+    case DType::I64:
+      return "long long";
+    case DType::F8E4M3:
+      return "tf::f8e4m3";
+    case DType::F8E5M2:
+      return "tf::f8e5m2";
+    case DType::F16:
+      return "tf::f16";
+    case DType::BF16:
+      return "tf::bf16";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
   }
   return "void";
 }

@@ -3,15 +3,15 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 
 #include "core/error.h"
 #include "runtime/cache/kernel_cache.h"
@@ -84,8 +84,8 @@ namespace {
 // The cuBLASLt problem of a plain GEMM step (see CudaProgramOptions), or
 // nullopt when the step is not plain.
 std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& step) {
-  if (step.kind != StepKind::kGemm || !step.a.nodes.empty() || !step.b.nodes.empty() ||
-      step.bias || !step.epilogue.empty() || step.gemm.a_is_vector || step.gemm.b_is_vector)
+  if (step.kind != StepKind::kGemm || !step.a.nodes.empty() || !step.b.nodes.empty() || step.bias ||
+      !step.epilogue.empty() || step.gemm.a_is_vector || step.gemm.b_is_vector)
     return std::nullopt;
   const Node &a = g.node(step.a.operand), &b = g.node(step.b.operand);
   const DType dt = a.dtype;
@@ -177,9 +177,9 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     k.bindings = ck.lowered.bindings;
     k.code = &code;
     if (code.dynamic_shared_bytes > device.max_shared_per_block_optin())
-      throw UserError(fmt::format(
-          "kernel {} needs {} bytes of shared memory; the GPU allows {} per block", code.name,
-          code.dynamic_shared_bytes, device.max_shared_per_block_optin()));
+      throw UserError(
+          fmt::format("kernel {} needs {} bytes of shared memory; the GPU allows {} per block",
+                      code.name, code.dynamic_shared_bytes, device.max_shared_per_block_optin()));
     if (code.dynamic_shared_bytes > 48 * 1024)
       k.function.set_max_dynamic_shared(static_cast<int>(code.dynamic_shared_bytes));
     st.registers = k.function.attribute(cuda::kFuncAttrNumRegs);
@@ -220,7 +220,8 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   }
   for (const CompiledKernel& ck : program_.kernels) {
     const Node& out = g.node(ck.lowered.step.output);
-    const std::size_t bytes = static_cast<std::size_t>(shape_numel(out.shape)) * dtype_size(out.dtype);
+    const std::size_t bytes =
+        static_cast<std::size_t>(shape_numel(out.shape)) * dtype_size(out.dtype);
     cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
     if (poison) b.memset(0xFF);
     impl_->memory.insert_or_assign(ck.lowered.step.output, std::move(b));
@@ -230,8 +231,8 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
     k.arg_values.clear();
     for (ValueId v : k.bindings) {
       auto it = impl_->memory.find(v);
-      TF_CHECK(it != impl_->memory.end(), fmt::format("kernel {} reads %{} before any step wrote it",
-                                                      k.code->name, v));
+      TF_CHECK(it != impl_->memory.end(),
+               fmt::format("kernel {} reads %{} before any step wrote it", k.code->name, v));
       k.arg_values.push_back(it->second.ptr());
     }
     k.arg_values.push_back(impl_->status->ptr());

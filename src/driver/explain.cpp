@@ -1,5 +1,7 @@
 #include "driver/explain.h"
 
+#include "driver/tune.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -279,6 +281,9 @@ json explain(const CompiledProgram& program, const std::string& name) {
     kernels.push_back(kernel_account(program.graph, ck));
   a["kernels"] = kernels;
   a["decisions"] = program.plan.decisions;
+  // Which plan and config the tuner chose on this target, and by how much
+  // (from the tuning cache; explain itself tunes nothing).
+  if (program.target.is_cuda()) a["tuning"] = tuning_account(program.graph, program.target.name());
   return a;
 }
 
@@ -331,6 +336,7 @@ std::string render_explain_text(const json& a) {
   const json& decisions = a.at("decisions");
   out << "\ndecisions:" << (decisions.empty() ? " -" : "") << "\n";
   for (const json& d : decisions) out << "  " << d.get<std::string>() << "\n";
+  if (a.contains("tuning")) out << "\n" << render_tuning_text(a.at("tuning")) << "\n";
   return out.str();
 }
 

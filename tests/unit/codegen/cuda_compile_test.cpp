@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
-#include <fstream>
 #include <sstream>
 
 #include "codegen/cuda_emitter.h"
@@ -24,7 +24,8 @@ namespace {
 std::vector<std::string> programs() {
   std::vector<std::string> out;
   for (const char* dir : {"tests/cases", "examples"})
-    for (const auto& e : std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/" + dir))
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/" + dir))
       if (e.path().extension() == ".tfs") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
@@ -85,8 +86,9 @@ TEST_F(CudaCompile, EveryCaseBothPlansBothArchsWithoutSpills) {
 // ldmatrix + mma.sync for the f16 GEMM.
 TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    driver::CompiledProgram prog = compile_for(
-        std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs", arch, PlanKind::kFused);
+    driver::CompiledProgram prog =
+        compile_for(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs", arch,
+                    PlanKind::kFused);
     ASSERT_EQ(prog.kernels.size(), 1u);
     const codegen::CudaKernel& c = *prog.kernels[0].cuda;
     const std::string& src = c.source;
@@ -121,8 +123,9 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
 }
 
 TEST_F(CudaCompile, OddKGatherIsRegisterStagedAndRowsAlongKUseCpAsync) {
-  driver::CompiledProgram odd = compile_for(
-      std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/gather_odd_k_f16.tfs", "sm_90a", PlanKind::kFused);
+  driver::CompiledProgram odd =
+      compile_for(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/gather_odd_k_f16.tfs", "sm_90a",
+                  PlanKind::kFused);
   bool reg = false;
   for (const driver::CompiledKernel& ck : odd.kernels)
     for (const codegen::CudaCopy& cp : ck.cuda->copies)
@@ -135,12 +138,14 @@ TEST_F(CudaCompile, OddKGatherIsRegisterStagedAndRowsAlongKUseCpAsync) {
   for (const driver::CompiledKernel& ck : odd.kernels) {
     std::map<std::string, std::string> decided;
     for (const passes::CopyDecision& d : ck.copies.copies) decided[d.dst] = d.mode;
-    for (const codegen::CudaCopy& cp : ck.cuda->copies) EXPECT_EQ(decided[cp.dst], cp.mode) << cp.dst;
+    for (const codegen::CudaCopy& cp : ck.cuda->copies)
+      EXPECT_EQ(decided[cp.dst], cp.mode) << cp.dst;
   }
 }
 
 TEST(CudaEmit, CpuTargetIsRefusedForStageCuda) {
-  const Program p = load_program(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs");
+  const Program p =
+      load_program(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs");
   driver::CompiledProgram prog = driver::compile(p.graph, {});
   EXPECT_FALSE(prog.kernels[0].cuda.has_value());
   EXPECT_THROW(codegen::emit_cuda(prog.kernels[0].kernel, tir::Target::cpu()), InternalError);

@@ -36,7 +36,8 @@ TEST(MmaSyncPeak, MeasuresTheCeiling) {
   std::string why;
   if (!cuda::cuda_available(&why)) GTEST_SKIP() << why;
   cuda::Device& dev = driver::default_device();
-  cuda::CompiledKernel k = cuda::compile_cuda(kPeak, "mma_peak", driver::cuda_compile_options(dev.arch()));
+  cuda::CompiledKernel k =
+      cuda::compile_cuda(kPeak, "mma_peak", driver::cuda_compile_options(dev.arch()));
   cuda::Module mod(dev, k.cubin);
   cuda::Function f = mod.function("mma_peak");
   const int blocks = dev.sm_count() * 4, threads = 256;

@@ -2,6 +2,9 @@
 // type, the fused ops and copies name the right operands, and the text
 // rendering carries the same facts.
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include "driver/tune.h"
+#include "runtime/cache/tuning_cache.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -218,7 +221,8 @@ TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
 // descending into the objects keyed by data (the config, the prologue's
 // operands).
 void key_paths(const json& j, const std::string& path, std::set<std::string>& out) {
-  if (j.is_object() && path != "kernels[].config" && path != "kernels[].fused.prologue") {
+  if (j.is_object() && path != "kernels[].config" && path != "kernels[].fused.prologue" &&
+      path != "tuning.gemm_config") {
     for (const auto& [key, value] : j.items()) {
       const std::string p = path.empty() ? key : path + "." + key;
       out.insert(p);
@@ -261,6 +265,43 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
   key_paths(explain_source(kMlp, "sm_90a"), "", written);
   key_paths(explain_source(kMlp, "cpu", PlanKind::kUnfused), "", written);
   key_paths(explain_source(kMlp, "sm_80", PlanKind::kUnfused), "", written);
+  // A tuned program: a cached tuning choice in a private cache directory.
+  {
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("tf-explain-" + std::to_string(::getpid())))
+            .string();
+    const char* old = std::getenv("TILEFUSE_CACHE_DIR");
+    const std::string saved = old ? old : "";
+    ::setenv("TILEFUSE_CACHE_DIR", dir.c_str(), 1);
+    const Program p = parse_program(kMlp, "test.tfs");
+    driver::TuneDevice dev;
+    dev.name = "NVIDIA H200";
+    dev.target = *tir::Target::parse("sm_90a");
+    driver::TunedChoice c;
+    c.plan = PlanKind::kFused;
+    GemmConfig g;
+    c.gemm_config = c.fused_config = c.unfused_config = g;
+    c.fused_us = 10.0;
+    c.unfused_us = 15.0;
+    c.candidates.push_back({PlanKind::kFused, g, 10.0, 20, ""});
+    c.candidates.push_back({PlanKind::kUnfused, g, 15.0, 20, ""});
+    c.tuned_at = "2026-11-30T00:00:00Z";
+    c.tuning_seconds = 1.5;
+    c.device = dev.key();
+    ASSERT_TRUE(cache::TuningCache(cache::default_tuning_cache_dir())
+                    .put(driver::tuning_key(p.graph, dev).material(), driver::choice_to_json(c)));
+    const json tuned = explain_source(kMlp, "sm_90a");
+    EXPECT_EQ(tuned.at("tuning").at("tuned"), true) << tuned.at("tuning");
+    EXPECT_EQ(tuned.at("tuning").at("plan"), "fused");
+    EXPECT_NEAR(tuned.at("tuning").at("speedup").get<double>(), 1.5, 1e-9);
+    key_paths(tuned, "", written);
+    if (old) {
+      ::setenv("TILEFUSE_CACHE_DIR", saved.c_str(), 1);
+    } else {
+      ::unsetenv("TILEFUSE_CACHE_DIR");
+    }
+    std::filesystem::remove_all(dir);
+  }
   for (const std::string& k : written) EXPECT_TRUE(documented.count(k)) << "undocumented: " << k;
   for (const std::string& k : documented) EXPECT_TRUE(written.count(k)) << "not written: " << k;
 }
