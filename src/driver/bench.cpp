@@ -21,6 +21,16 @@ double max_rel_err(const std::vector<Tensor>& outs, const std::vector<Tensor>& r
   return worst;
 }
 
+// The f64 oracle's outputs when options.check, else none.
+std::vector<Tensor> oracle_outputs(const Graph& graph, const std::vector<Tensor>& inputs,
+                                   const BenchOptions& options) {
+  if (!options.check) return {};
+  EvalOptions eval;
+  eval.mode = EvalMode::kOracle;
+  eval.num_threads = options.cpu_threads;
+  return evaluate(graph, inputs, eval);
+}
+
 void finish(BenchRow& row, const cuda::Timing& t, const BenchReport& r) {
   row.median_ms = t.median_ms;
   row.min_ms = t.min_ms;
@@ -102,13 +112,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
   r.target = target->name();
   r.gemm_flops = gemm_flops(graph);
   r.bytes = compulsory_bytes(graph);
-  std::vector<Tensor> refs;
-  if (options.check) {
-    EvalOptions eval;
-    eval.mode = EvalMode::kOracle;
-    eval.num_threads = options.cpu_threads;
-    refs = evaluate(graph, inputs, eval);
-  }
+  const std::vector<Tensor> refs = oracle_outputs(graph, inputs, options);
   const cuda::TimingOptions topt = timing_options(options);
   auto run_row = [&](const std::string& name, PlanKind plan, bool blas) {
     CompileOptions co;
@@ -179,13 +183,7 @@ BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
   r.target = "cpu";
   r.gemm_flops = gemm_flops(graph);
   r.bytes = compulsory_bytes(graph);
-  std::vector<Tensor> refs;
-  if (options.check) {
-    EvalOptions eval;
-    eval.mode = EvalMode::kOracle;
-    eval.num_threads = options.cpu_threads;
-    refs = evaluate(graph, inputs, eval);
-  }
+  const std::vector<Tensor> refs = oracle_outputs(graph, inputs, options);
   cuda::TimingOptions topt = timing_options(options);
   for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
     CompileOptions co;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "driver/execute.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/loader.h"
@@ -201,17 +202,10 @@ CudaProgram::~CudaProgram() = default;
 
 void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   const Graph& g = program_.graph;
-  if (inputs.size() != g.parameters().size())
-    throw UserError(
-        fmt::format("the program takes {} inputs, got {}", g.parameters().size(), inputs.size()));
+  check_inputs(g, inputs);
   device_.make_current();
   impl_->memory.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Node& p = g.node(g.parameters()[i]);
-    if (inputs[i].dtype() != p.dtype || inputs[i].shape() != p.shape)
-      throw UserError(fmt::format("input `{}` must be {}{}, got {}{}", p.name, dtype_name(p.dtype),
-                                  shape_to_string(p.shape), dtype_name(inputs[i].dtype()),
-                                  shape_to_string(inputs[i].shape())));
     Tensor c = inputs[i].contiguous();
     const std::size_t bytes = static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype());
     cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));

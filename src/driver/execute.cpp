@@ -9,21 +9,27 @@
 
 namespace tilefuse::driver {
 
-std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,
-                            const ExecuteOptions& options) {
-  const Graph& g = program.graph;
-  TF_CHECK(!program.target.is_cuda(),
-           "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
+void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   if (inputs.size() != g.parameters().size())
     throw UserError(
         fmt::format("the program takes {} inputs, got {}", g.parameters().size(), inputs.size()));
-  std::map<ValueId, Tensor> memory;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Node& p = g.node(g.parameters()[i]);
     if (inputs[i].dtype() != p.dtype || inputs[i].shape() != p.shape)
       throw UserError(fmt::format("input `{}` must be {}{}, got {}{}", p.name, dtype_name(p.dtype),
                                   shape_to_string(p.shape), dtype_name(inputs[i].dtype()),
                                   shape_to_string(inputs[i].shape())));
+  }
+}
+
+std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,
+                            const ExecuteOptions& options) {
+  const Graph& g = program.graph;
+  TF_CHECK(!program.target.is_cuda(),
+           "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
+  check_inputs(g, inputs);
+  std::map<ValueId, Tensor> memory;
+  for (size_t i = 0; i < inputs.size(); ++i) {
     // Kernel params carry the parameter's declared (contiguous) layout.
     memory[g.parameters()[i]] = inputs[i].contiguous();
   }

@@ -22,6 +22,10 @@ struct ExecuteOptions {
   bool poison_outputs = false;
 };
 
+// Checks `inputs` against the graph's parameters (count, dtype, shape; any
+// strides) and throws UserError naming the first that differs.
+void check_inputs(const Graph& graph, const std::vector<Tensor>& inputs);
+
 // Runs every kernel of `program` (compiled for the CPU target) on `inputs`
 // (one per graph parameter, in order, of its dtype and shape; any strides)
 // and returns one contiguous tensor per graph output. Throws UserError when

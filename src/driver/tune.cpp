@@ -195,25 +195,7 @@ double max_output_error(const std::vector<Tensor>& outs, const std::vector<Tenso
 // summation order differs), exact for integers.
 double agreement_tolerance(const std::vector<Tensor>& outs) {
   double tol = 1e9;
-  for (const Tensor& t : outs) {
-    switch (t.dtype()) {
-      case DType::F16:
-      case DType::BF16:
-      case DType::F8E4M3:
-      case DType::F8E5M2:
-        tol = std::min(tol, 2e-2);
-        break;
-      case DType::F32:
-        tol = std::min(tol, 2e-5);
-        break;
-      case DType::F64:
-        tol = std::min(tol, 2e-12);
-        break;
-      default:
-        tol = 0;
-        break;
-    }
-  }
+  for (const Tensor& t : outs) tol = std::min(tol, 2 * check_tolerance(t.dtype()));
   return tol;
 }
 

@@ -399,6 +399,22 @@ std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& params,
   return evaluator.run(params);
 }
 
+double check_tolerance(DType dt) {
+  switch (dt) {
+    case DType::F16:
+    case DType::BF16:
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+      return 1e-2;
+    case DType::F32:
+      return 1e-5;
+    case DType::F64:
+      return 1e-12;
+    default:
+      return 0.0;
+  }
+}
+
 double relative_error(const Tensor& out, const Tensor& ref) {
   TF_CHECK(out.shape() == ref.shape(),
            "relative_error: shapes differ: " + shape_to_string(out.shape()) + " vs " +

@@ -36,4 +36,10 @@ std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& params,
 // zero or when out has a NaN where ref has none). Shapes must match.
 double relative_error(const Tensor& out, const Tensor& ref);
 
+// The largest relative_error against the f64 oracle that `run --check` and
+// the tests accept for an output of `dt` (DESIGN.md, "Testing"): 1e-2 for
+// f16/bf16/f8 (~2^-9 rounding per element), 1e-5 for f32 (~2^-24 times the
+// reduction depth), 1e-12 for f64, 0 (exact) for integers and bool.
+double check_tolerance(DType dt);
+
 }  // namespace tilefuse

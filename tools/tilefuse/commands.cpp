@@ -49,23 +49,15 @@ int report(const UserError& e, const Program* program, const std::string& file) 
   return kUserError;
 }
 
-// The largest relative error --check accepts for an output of `dt`
-// (DESIGN.md, "Testing"): half-precision results carry ~2^-9 rounding per
-// element, f32 ~2^-24 times the reduction depth.
-double tolerance(DType dt) {
-  switch (dt) {
-    case DType::F16:
-    case DType::BF16:
-    case DType::F8E4M3:
-    case DType::F8E5M2:
-      return 1e-2;
-    case DType::F32:
-      return 1e-5;
-    case DType::F64:
-      return 1e-12;
-    default:
-      return 0.0;  // integers and bool must match exactly
-  }
+// Tunes `g` on the GPU for run and bench (the cached choice unless retune).
+driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
+                               const std::string& name, bool retune, int cpu_threads) {
+  driver::TuneOptions to;
+  to.device = driver::cuda_tune_device();
+  to.retune = retune;
+  to.name = name;
+  to.cpu_threads = cpu_threads;
+  return driver::tune(g, inputs, to);
 }
 
 // The name an output is printed and saved under: the variable it was bound
@@ -220,12 +212,8 @@ int run_command(const RunOptions& options) {
         // config when a tuning is cached, else the heuristic's.
         std::optional<driver::TunedChoice> choice;
         if (options.plan == "auto" || options.retune) {
-          driver::TuneOptions to;
-          to.device = driver::cuda_tune_device();
-          to.retune = options.retune;
-          to.name = program.name;
-          to.cpu_threads = options.threads;
-          driver::TuneResult tr = driver::tune(g, inputs, to);
+          driver::TuneResult tr =
+              tune_on_gpu(g, inputs, program.name, options.retune, options.threads);
           choice = tr.choice;
           tuning_line = tr.from_cache
                             ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
@@ -333,7 +321,7 @@ int run_command(const RunOptions& options) {
       bool ok = true;
       for (size_t i = 0; i < outputs.size(); ++i) {
         double err = relative_error(outputs[i], refs[i]);
-        double tol = tolerance(outputs[i].dtype());
+        double tol = check_tolerance(outputs[i].dtype());
         bool pass = err <= tol;  // false for NaN
         ok = ok && pass;
         std::printf("check: %s rel_err=%.3e tol=%.0e %s\n", names[i].c_str(), err, tol,
@@ -449,12 +437,7 @@ int bench_command(const BenchOptions& options) {
     if (!options.gemm_config.empty()) {
       chosen_missing = "not tuned: --gemm-config sets every row's config";
     } else if (gpu) {
-      driver::TuneOptions to;
-      to.device = driver::cuda_tune_device();
-      to.retune = options.retune;
-      to.name = program.name;
-      to.cpu_threads = options.threads;
-      driver::TuneResult tr = driver::tune(g, inputs, to);
+      driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune, options.threads);
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;
