@@ -4,39 +4,24 @@
 // On a machine with a usable GPU the device tests skip (they check the
 // no-GPU messages).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "common/cli.h"
+
 namespace tilefuse {
 namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_cli(const std::string& args, bool with_stderr = true) {
-  std::string cmd =
-      std::string(TILEFUSE_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = testing::CliResult;
+using testing::run_cli;
 
 std::string seed_case() {
-  return std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
+  return testing::case_path("seed_gather_mm_f16.tfs");
 }
 
 bool contains(const std::string& text, const std::string& what) {
@@ -44,7 +29,7 @@ bool contains(const std::string& text, const std::string& what) {
 }
 
 TEST(CliCuda, ExplainJsonReportsTheMmaLoweringOfTheSeed) {
-  Result r = run_cli("explain " + seed_case() + " --json --target sm_90a", false);
+  Result r = run_cli("explain " + seed_case() + " --json --target sm_90a", {.with_stderr = false});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json a = json::parse(r.output);
   EXPECT_EQ(a.at("target"), "sm_90a");
@@ -84,7 +69,8 @@ TEST(CliCuda, ExplainTextHasTheCudaSection) {
 }
 
 TEST(CliCuda, EmitCudaPrintsTheKernels) {
-  Result r = run_cli("emit " + seed_case() + " --stage=cuda --target sm_80", false);
+  Result r =
+      run_cli("emit " + seed_case() + " --stage=cuda --target sm_80", {.with_stderr = false});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "extern \"C\" __global__")) << r.output;
   EXPECT_TRUE(contains(r.output, "tf::cp_async_16")) << r.output;

@@ -2,7 +2,6 @@
 // --check against the f64 oracle, errors come back with the right exit code
 // and message, and .npy inputs/outputs round-trip.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -13,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cli.h"
 #include "frontend/frontend.h"
 #include "io/npy.h"
 #include "reference/eval.h"
@@ -22,27 +22,9 @@ namespace fs = std::filesystem;
 namespace tilefuse {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_cli(const std::string& args) {
-  std::string cmd = std::string(TILEFUSE_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string case_path(const std::string& name) {
-  return std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/" + name;
-}
+using Result = testing::CliResult;
+using testing::case_path;
+using testing::run_cli;
 
 fs::path temp_dir(const std::string& tag) {
   fs::path dir =

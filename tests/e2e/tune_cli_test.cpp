@@ -3,7 +3,6 @@
 // accepted, a bad --plan lists auto, and `bench` has its "chosen" row. The
 // GPU side (tuning, the cached choice) runs on the device.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,34 +11,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cli.h"
+
 namespace tilefuse {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = testing::CliResult;
+using testing::case_path;
 
+// The CLI with a TILEFUSE_CACHE_DIR of this process's own.
 Result run_cli(const std::string& args) {
   const fs::path cache =
       fs::temp_directory_path() / ("tilefuse_tune_cli_" + std::to_string(::getpid()));
-  std::string cmd = "TILEFUSE_CACHE_DIR=" + cache.string() + " " + std::string(TILEFUSE_BINARY) +
-                    " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string case_path(const std::string& name) {
-  return std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/" + name;
+  return testing::run_cli(args, {.env = "TILEFUSE_CACHE_DIR=" + cache.string() + " "});
 }
 
 TEST(TuneCli, PlanAutoRunsTheFusedPlanOnTheCpu) {
