@@ -29,7 +29,6 @@ namespace tilefuse {
 namespace {
 
 using gputest::case_path;
-using gputest::check_tolerance;
 using gputest::count_nan;
 using gputest::fresh_seed;
 using gputest::stem;

@@ -1,6 +1,7 @@
 // Helpers of the GPU tests (tests/gpu, ctest label `gpu`): the skip without
-// a GPU, the shared cases, fresh seeds, the per-dtype tolerances of
-// `tilefuse run --check` and NaN counting.
+// a GPU, the shared cases, fresh seeds and NaN counting. The per-dtype
+// tolerances of `tilefuse run --check` are check_tolerance
+// (reference/eval.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tolerance.h"
 #include "core/tensor.h"
 #include "driver/cuda_program.h"
 #include "runtime/cuda/loader.h"
@@ -68,25 +70,6 @@ inline std::optional<tir::Target> device_target() {
   return tir::Target::parse(driver::default_device().arch());
 }
 
-// The largest relative error `tilefuse run --check` accepts for an output of
-// `dt` (DESIGN.md, "Testing"; tools/tilefuse/commands.cpp): 1e-2 for
-// f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers and bool.
-inline double check_tolerance(DType dt) {
-  switch (dt) {
-    case DType::F16:
-    case DType::BF16:
-    case DType::F8E4M3:
-    case DType::F8E5M2:
-      return 1e-2;
-    case DType::F32:
-      return 1e-5;
-    case DType::F64:
-      return 1e-12;
-    default:
-      return 0.0;
-  }
-}
-
 // NaN elements of `t` (0 for integer and bool tensors).
 inline int64_t count_nan(const Tensor& t) {
   if (!is_floating(t.dtype())) return 0;
@@ -95,11 +78,6 @@ inline int64_t count_nan(const Tensor& t) {
   return n;
 }
 
-inline bool all_finite(const Tensor& t) {
-  if (!is_floating(t.dtype())) return true;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    if (!std::isfinite(t.get_linear(i))) return false;
-  return true;
-}
+using ::tilefuse::testing::all_finite;
 
 }  // namespace tilefuse::gputest

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "common/random_program.h"
+#include "common/tolerance.h"
 #include "core/error.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
@@ -61,37 +62,7 @@ namespace {
 constexpr int kPrograms = 200;
 constexpr PlanKind kPlans[] = {PlanKind::kFused, PlanKind::kUnfused};
 
-// The tolerance of the least precise floating dtype in `v`'s cone (as the
-// CPU property test).
-double cone_tolerance(const Graph& g, ValueId v) {
-  double tol = 0;
-  std::vector<bool> seen(static_cast<size_t>(g.size()), false);
-  std::vector<ValueId> stack = {v};
-  while (!stack.empty()) {
-    const ValueId u = stack.back();
-    stack.pop_back();
-    if (seen[u]) continue;
-    seen[u] = true;
-    switch (g.node(u).dtype) {
-      case DType::F16:
-      case DType::BF16:
-        tol = std::max(tol, 1e-2);
-        break;
-      case DType::F8E4M3:
-      case DType::F8E5M2:
-        tol = std::max(tol, 0.15);
-        break;
-      case DType::F32:
-      case DType::F64:
-        tol = std::max(tol, 1e-5);
-        break;
-      default:
-        break;
-    }
-    for (ValueId in : g.node(u).inputs) stack.push_back(in);
-  }
-  return tol > 0 ? tol : 1e-5;
-}
+using testing::cone_tolerance;
 
 // Where eager overflowed: `out` against `eager` on the elements finite in
 // both (relative error within `tol`), and at most 1% of the elements finite

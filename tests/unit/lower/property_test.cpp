@@ -35,9 +35,10 @@
 #include <vector>
 
 #include "common/random_program.h"
-#include "lower_test_util.h"
+#include "common/tolerance.h"
 #include "driver/compile.h"
 #include "driver/execute.h"
+#include "lower_test_util.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
 
@@ -54,8 +55,7 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 // Both plans as the CLI runs them: driver::compile (plan, lower, the pass
 // table with licm and lower_copies) and driver::execute with every step's
 // output poisoned first.
-std::vector<Tensor> run_compiled(const Graph& g, PlanKind kind,
-                                 const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_compiled(const Graph& g, PlanKind kind, const std::vector<Tensor>& inputs) {
   driver::CompileOptions co;
   co.plan = kind;
   driver::ExecuteOptions eo;
@@ -64,43 +64,8 @@ std::vector<Tensor> run_compiled(const Graph& g, PlanKind kind,
   return driver::execute(driver::compile(g, co), inputs, eo);
 }
 
-// The tolerance of the least precise floating dtype in `v`'s cone.
-double cone_tolerance(const Graph& g, ValueId v) {
-  double tol = 0;
-  std::vector<bool> seen(static_cast<size_t>(g.size()), false);
-  std::vector<ValueId> stack = {v};
-  while (!stack.empty()) {
-    const ValueId u = stack.back();
-    stack.pop_back();
-    if (seen[u]) continue;
-    seen[u] = true;
-    switch (g.node(u).dtype) {
-      case DType::F16:
-      case DType::BF16:
-        tol = std::max(tol, 1e-2);
-        break;
-      case DType::F8E4M3:
-      case DType::F8E5M2:
-        tol = std::max(tol, 0.15);
-        break;
-      case DType::F32:
-      case DType::F64:
-        tol = std::max(tol, 1e-5);
-        break;
-      default:
-        break;
-    }
-    for (ValueId in : g.node(u).inputs) stack.push_back(in);
-  }
-  return tol > 0 ? tol : 1e-5;
-}
-
-bool all_finite(const Tensor& t) {
-  if (!is_floating(t.dtype())) return true;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    if (!std::isfinite(t.get_linear(i))) return false;
-  return true;
-}
+using testing::all_finite;
+using testing::cone_tolerance;
 
 struct Stats {
   int programs = 0, failed = 0, gemms = 0, empty_gemms = 0, unit_gemms = 0, gathers = 0,
@@ -192,8 +157,7 @@ std::string check_program(uint64_t seed, Stats& st) {
                       "(tolerance %.0e; eager vs oracle %.3g)\n",
                       std::string(plan_kind_name(kind)).c_str(), i,
                       std::string(dtype_name(out.dtype())).c_str(),
-                      shape_to_string(out.shape()).c_str(), e_oracle, e_eager, tol,
-                      e_ref);
+                      shape_to_string(out.shape()).c_str(), e_oracle, e_eager, tol, e_ref);
         report += buf;
       }
     }
@@ -208,13 +172,14 @@ std::string check_program(uint64_t seed, Stats& st) {
 }
 
 TEST(LowerProperty, FusedUnfusedAndReferenceAgreeOn500RandomPrograms) {
-  const uint64_t now = static_cast<uint64_t>(
-      std::chrono::system_clock::now().time_since_epoch().count());
+  const uint64_t now =
+      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   const uint64_t base = env_u64("TILEFUSE_PROPERTY_SEED", now % 1000000007ULL);
   const int count = static_cast<int>(env_u64("TILEFUSE_PROPERTY_COUNT", kPrograms));
-  std::printf("property test: %d programs, seeds %llu.. (TILEFUSE_PROPERTY_SEED=%llu "
-              "reproduces this run)\n",
-              count, static_cast<unsigned long long>(base), static_cast<unsigned long long>(base));
+  std::printf(
+      "property test: %d programs, seeds %llu.. (TILEFUSE_PROPERTY_SEED=%llu "
+      "reproduces this run)\n",
+      count, static_cast<unsigned long long>(base), static_cast<unsigned long long>(base));
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
   Stats st;
@@ -227,8 +192,7 @@ TEST(LowerProperty, FusedUnfusedAndReferenceAgreeOn500RandomPrograms) {
     ++st.failed;
     if (reported++ < 5) ADD_FAILURE() << failure;
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string dts;
   for (const auto& [dt, n] : st.dtypes) {
     dts += ' ';
