@@ -6,7 +6,6 @@
 // / f32 GEMMs against a host f64 reference, strided batches, autotuning, and
 // time_on_device on a 2048^3 f16 GEMM.
 #include <gtest/gtest.h>
-#include <link.h>
 
 #include <chrono>
 #include <cmath>
@@ -20,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cuda.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "runtime/cuda/cublaslt.h"
@@ -29,29 +29,8 @@
 namespace tilefuse::cuda {
 namespace {
 
-EnvGetter fake_env(std::map<std::string, std::string> vars) {
-  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [shared](const char* name) -> const char* {
-    auto it = shared->find(name);
-    return it == shared->end() ? nullptr : it->second.c_str();
-  };
-}
-
-// The libm this process has loaded: a real shared library that is not cuBLASLt.
-std::string libm_path() {
-  std::string found;
-  dl_iterate_phdr(
-      [](struct dl_phdr_info* info, size_t, void* data) -> int {
-        std::string name = info->dlpi_name ? info->dlpi_name : "";
-        if (name.find("/libm.so") != std::string::npos) {
-          *static_cast<std::string*>(data) = name;
-          return 1;
-        }
-        return 0;
-      },
-      &found);
-  return found.empty() ? "/lib/x86_64-linux-gnu/libm.so.6" : found;
-}
+using testing::fake_env;
+using testing::libm_path;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -165,10 +144,7 @@ TEST(CublasLtLoader, AvailabilityIsConsistentAndLoadedOnce) {
 TEST(CublasLtDescriptors, BuildForEveryDtypeAndBatchingWithoutAGpu) {
   std::string why;
   if (!cublaslt_available(&why)) GTEST_SKIP() << why;
-  GemmProblem p;
-  p.m = 333;
-  p.n = 250;
-  p.k = 1000;
+  GemmProblem p{.m = 333, .n = 250, .k = 1000};
   for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
     SCOPED_TRACE(std::string(dtype_name(dt)));
     const GemmProblem full = validate_cublaslt_problem(dt, p);
@@ -192,10 +168,7 @@ TEST(CublasLtDescriptors, BuildForEveryDtypeAndBatchingWithoutAGpu) {
 TEST(CublasLtDescriptors, RejectsWhatItCannotRunWithoutAGpu) {
   std::string why;
   if (!cublaslt_available(&why)) GTEST_SKIP() << why;
-  GemmProblem p;
-  p.m = 4;
-  p.n = 4;
-  p.k = 0;
+  GemmProblem p{.m = 4, .n = 4, .k = 0};
   EXPECT_THROW(validate_cublaslt_problem(DType::F16, p), UserError);
   p.k = 4;
   EXPECT_NO_THROW(validate_cublaslt_problem(DType::F16, p));
@@ -397,10 +370,7 @@ void check_shapes(DType dtype) {
   for (const Shape& s : kShapes) {
     SCOPED_TRACE(std::string(dtype_name(dtype)) + " M=" + std::to_string(s.m) +
                  " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k));
-    GemmProblem p;
-    p.m = s.m;
-    p.n = s.n;
-    p.k = s.k;
+    GemmProblem p{.m = s.m, .n = s.n, .k = s.k};
     const double err = gemm_error(device, dtype, p);
     EXPECT_LE(err, tolerance(dtype));  // false for NaN
     std::cout << dtype_name(dtype) << " " << s.m << "x" << s.n << "x" << s.k
@@ -427,30 +397,21 @@ TEST(CublasLtGemm, StridedBatches) {
   SKIP_WITHOUT_GPU_OR_CUBLASLT();
   Device device;
   // Packed batches, 16-byte aligned strides.
-  GemmProblem packed;
-  packed.m = 40;
-  packed.n = 48;
-  packed.k = 24;
-  packed.batch = 3;
+  GemmProblem packed{.m = 40, .n = 48, .k = 24, .batch = 3};
   EXPECT_LE(gemm_error(device, DType::F16, packed), 1e-2);
   // One B for every batch (stride 0), as a shared weight.
   GemmProblem shared_b = packed;
   shared_b.stride_b = 0;
   EXPECT_LE(gemm_error(device, DType::BF16, shared_b), 1e-2);
   // Odd sizes: batch strides of 1073 / 1305 / 1665 floats (4-byte aligned).
-  GemmProblem odd;
-  odd.m = 37;
-  odd.n = 45;
-  odd.k = 29;
-  odd.batch = 4;
+  GemmProblem odd{.m = 37, .n = 45, .k = 29, .batch = 4};
   EXPECT_LE(gemm_error(device, DType::F32, odd), 1e-5);
 }
 
 TEST(CublasLtGemm, AutotuneSelectsTheFastestCandidate) {
   SKIP_WITHOUT_GPU_OR_CUBLASLT();
   Device device;
-  GemmProblem p;
-  p.m = p.n = p.k = 1024;
+  GemmProblem p{.m = 1024, .n = 1024, .k = 1024};
   CublasLtOptions options;
   options.algorithms = 4;
   CublasLtGemm gemm(device, DType::F16, p, options);
@@ -484,10 +445,7 @@ TEST(CublasLtGemm, AutotuneSelectsTheFastestCandidate) {
   }
   EXPECT_EQ(wrong, 0) << "expected " << expected;
   // Every candidate of the heuristic is correct on an odd-sized problem.
-  GemmProblem small;
-  small.m = 96;
-  small.n = 80;
-  small.k = 72;
+  GemmProblem small{.m = 96, .n = 80, .k = 72};
   for (int i = 0; i < options.algorithms; ++i) {
     SCOPED_TRACE("algorithm " + std::to_string(i));
     const double err = gemm_error(device, DType::F16, small, options, i);
@@ -499,10 +457,7 @@ TEST(CublasLtGemm, AutotuneSelectsTheFastestCandidate) {
 TEST(CublasLtGemm, RejectsWhatItCannotRun) {
   SKIP_WITHOUT_GPU_OR_CUBLASLT();
   Device device;
-  GemmProblem p;
-  p.m = 4;
-  p.n = 4;
-  p.k = 0;
+  GemmProblem p{.m = 4, .n = 4, .k = 0};
   EXPECT_THROW(CublasLtGemm(device, DType::F16, p), UserError);
   p.k = 4;
   EXPECT_THROW(CublasLtGemm(device, DType::I32, p), UserError);
@@ -565,8 +520,7 @@ TEST(DeviceTiming, FlushIsNotTimed) {
 TEST(CublasLtTiming, F16Gemm2048Cubed) {
   SKIP_WITHOUT_GPU_OR_CUBLASLT();
   Device device;
-  GemmProblem p;
-  p.m = p.n = p.k = 2048;
+  GemmProblem p{.m = 2048, .n = 2048, .k = 2048};
   CublasLtGemm gemm(device, DType::F16, p);
   const std::size_t bytes = std::size_t{2048} * 2048 * 2;
   DeviceBuffer a(device, bytes), b(device, bytes), c(device, bytes);

@@ -4,7 +4,6 @@
 // passes where the CUDA libraries are installed: the "unavailable"
 // expectations are guarded on the libraries really being absent.
 #include <gtest/gtest.h>
-#include <link.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,36 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda.h"
 #include "runtime/cuda/loader.h"
 
 namespace tilefuse::cuda {
 namespace {
 
-// A fake environment: only the given variables are set.
-EnvGetter fake_env(std::map<std::string, std::string> vars) {
-  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [shared](const char* name) -> const char* {
-    auto it = shared->find(name);
-    return it == shared->end() ? nullptr : it->second.c_str();
-  };
-}
-
-// The path of the libm this process has loaded (a real shared library that is
-// not CUDA), falling back to Debian's usual place.
-std::string libm_path() {
-  std::string found;
-  dl_iterate_phdr(
-      [](struct dl_phdr_info* info, size_t, void* data) -> int {
-        std::string name = info->dlpi_name ? info->dlpi_name : "";
-        if (name.find("/libm.so") != std::string::npos) {
-          *static_cast<std::string*>(data) = name;
-          return 1;
-        }
-        return 0;
-      },
-      &found);
-  return found.empty() ? "/lib/x86_64-linux-gnu/libm.so.6" : found;
-}
+using testing::fake_env;
+using testing::libm_path;
 
 // True when libcuda cannot be found anywhere without overrides, i.e. this
 // machine really has no CUDA driver library.

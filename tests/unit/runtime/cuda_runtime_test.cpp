@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda.h"
 #include "core/error.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/nvrtc.h"
@@ -48,18 +49,6 @@ extern "C" __global__ void gather(const float* __restrict__ x, const int* __rest
   out[i] = x[k];
 }
 )";
-
-#define SKIP_WITHOUT_NVRTC()                                \
-  do {                                                      \
-    std::string why_;                                       \
-    if (load_nvrtc(&why_) == nullptr) GTEST_SKIP() << why_; \
-  } while (0)
-
-#define SKIP_WITHOUT_GPU()                            \
-  do {                                                \
-    std::string why_;                                 \
-    if (!cuda_available(&why_)) GTEST_SKIP() << why_; \
-  } while (0)
 
 CompileOptions verbose(const std::string& arch) {
   CompileOptions o;

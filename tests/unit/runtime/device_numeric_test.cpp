@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda.h"
 #include "core/dtype.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/device_headers.h"
@@ -38,18 +39,6 @@ namespace tilefuse::cuda {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define SKIP_WITHOUT_NVRTC()                                \
-  do {                                                      \
-    std::string why_;                                       \
-    if (load_nvrtc(&why_) == nullptr) GTEST_SKIP() << why_; \
-  } while (0)
-
-#define SKIP_WITHOUT_GPU()                            \
-  do {                                                \
-    std::string why_;                                 \
-    if (!cuda_available(&why_)) GTEST_SKIP() << why_; \
-  } while (0)
 
 // Kernel names unique per process and call: on the H200 machine a repeated
 // compile of the same kernel came back without a ptxas report (nvrtc.h).
