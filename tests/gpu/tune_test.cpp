@@ -56,15 +56,21 @@ Program bench_program(const std::string& name) {
   return load_program(std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/" + name + ".tfs");
 }
 
+// The tuning options of these tests: the GPU's tuning device, quietly.
+driver::TuneOptions tune_options(const Program& p) {
+  driver::TuneOptions o;
+  o.device = driver::cuda_tune_device();
+  o.name = p.name;
+  o.progress = false;
+  return o;
+}
+
 TEST(TuneGpu, SeedColdTuningIsCachedAndTheWinnerCompilesNothing) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   FreshCache cache("seed");
   const Program p = bench_program("seed_gather_mm_f16");
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, gputest::fresh_seed());
-  driver::TuneOptions o;
-  o.device = driver::cuda_tune_device();
-  o.name = p.name;
-  o.progress = false;
+  const driver::TuneOptions o = tune_options(p);
   const driver::TuneResult cold = driver::tune(p.graph, inputs, o);
   std::printf(
       "seed cold tuning: %d candidates (%d skipped), %d kernels (%d from the kernel "
@@ -105,10 +111,7 @@ TEST(TuneGpu, FusionLosesPicksTheUnfusedPlan) {
   FreshCache cache("fusion_loses");
   const Program p = bench_program("fusion_loses_f16");
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, gputest::fresh_seed());
-  driver::TuneOptions o;
-  o.device = driver::cuda_tune_device();
-  o.name = p.name;
-  o.progress = false;
+  const driver::TuneOptions o = tune_options(p);
   const driver::TuneResult r = driver::tune(p.graph, inputs, o);
   std::printf("fusion_loses: %d candidates (%d skipped), %.1f s: %s\n", r.candidates, r.failed,
               r.seconds, r.choice.summary().c_str());
