@@ -187,7 +187,7 @@ class Emitter {
   // Slots per thread of the copy's fixed-trip thread loop; 0 when the loop
   // has no fixed trip count (then it cannot be split).
   int64_t copy_trips(const CopyNode* op) const;
-  bool lets_free_of(const Var& v, const GemmNode* g) const;
+  bool whole_tile_gemm(const GemmNode* g) const;
   void emit_check(const CheckNode* op);
   void emit_alloc(const AllocateNode* op);
   void thread_loop(int64_t total, const std::string& v, const std::function<void()>& body);
@@ -515,7 +515,9 @@ std::string Emitter::element(const Buffer& b, const std::vector<Expr>& idx) {
 }
 
 std::string Emitter::address(const Buffer& b, const std::vector<Expr>& idx) {
-  return "&" + element(b, idx);
+  std::string e = element(b, idx);
+  e.insert(e.begin(), '&');  // (not "&" + e: GCC 12 warns -Wrestrict on that, falsely)
+  return e;
 }
 
 std::string Emitter::load(const LoadNode* op) {
@@ -597,10 +599,9 @@ void Emitter::emit_alloc(const AllocateNode* op) {
   stmt(op->body);
 }
 
-bool Emitter::lets_free_of(const Var& v, const GemmNode* g) const {
-  // A gemm reads whole tiles (no index expressions): nothing in it depends
-  // on the loop var or the loop's lets.
-  (void)v;
+bool Emitter::whole_tile_gemm(const GemmNode* g) const {
+  // A gemm of whole tiles has no index expressions: nothing in it depends on
+  // the loop var or the loop's lets, so it can be split into k16 steps.
   return g->a.prefix.empty() && g->b.prefix.empty() && g->c.prefix.empty() && !g->trans_a &&
          !g->trans_b;
 }
@@ -799,7 +800,7 @@ void Emitter::emit_pipelined(const ForNode* op) {
   // 71.0 us without, 84.1 us with (162 registers: 1 block/SM instead of 2);
   // 128x256x32/3/8 (128 per thread) 68.2 us with.
   const bool frag_pipeline = gi && gi->mma && gi->bk / 16 >= 2 && !split &&
-                             gi->bm * gi->bn / threads_ >= 128 && lets_free_of(op->var, g) &&
+                             gi->bm * gi->bn / threads_ >= 128 && whole_tile_gemm(g) &&
                              shared_.at(g->a.buffer.get()).stages == stages &&
                              shared_.at(g->b.buffer.get()).stages == stages &&
                              std::getenv("TILEFUSE_NO_FRAGMENT_PIPELINE") == nullptr;
