@@ -4,6 +4,8 @@
 // (reference/eval.h).
 #pragma once
 
+#include "common/cases.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,16 +34,7 @@ namespace tilefuse::gputest {
     if (!::tilefuse::cuda::cuda_available(&why_)) GTEST_SKIP() << "no usable GPU: " << why_; \
   } while (0)
 
-// Every tests/cases/*.tfs and examples/*.tfs, sorted.
-inline std::vector<std::string> shared_cases() {
-  std::vector<std::string> out;
-  for (const char* dir : {"tests/cases", "examples"})
-    for (const auto& e :
-         std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/" + dir))
-      if (e.path().extension() == ".tfs") out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testing::shared_cases;
 
 inline std::string case_path(const std::string& name) {
   return std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/" + name + ".tfs";

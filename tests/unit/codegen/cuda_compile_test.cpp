@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/cuda_emitter.h"
+#include "common/cases.h"
 #include "common/random_program.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
@@ -20,16 +21,6 @@
 
 namespace tilefuse {
 namespace {
-
-std::vector<std::string> programs() {
-  std::vector<std::string> out;
-  for (const char* dir : {"tests/cases", "examples"})
-    for (const auto& e :
-         std::filesystem::directory_iterator(std::string(TILEFUSE_SOURCE_DIR) + "/" + dir))
-      if (e.path().extension() == ".tfs") out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 driver::CompiledProgram compile_for(const std::string& path, const char* target, PlanKind plan) {
   const Program p = load_program(path);
@@ -50,7 +41,7 @@ class CudaCompile : public ::testing::Test {
 TEST_F(CudaCompile, EveryCaseBothPlansBothArchsWithoutSpills) {
   int compiled = 0;
   int n = 0;
-  for (const std::string& path : programs())
+  for (const std::string& path : testing::shared_cases())
     for (const char* arch : {"sm_80", "sm_90a"})
       for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
         if (path.find("out_of_range") != std::string::npos && plan == PlanKind::kUnfused) continue;
