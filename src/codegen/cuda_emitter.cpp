@@ -187,6 +187,9 @@ class Emitter {
   // Slots per thread of the copy's fixed-trip thread loop; 0 when the loop
   // has no fixed trip count (then it cannot be split).
   int64_t copy_trips(const CopyNode* op) const;
+  const LoadNode* vector_source(const CopyNode* op, int64_t* vec) const;
+  void emit_vector_lanes(const CopyNode* op, const LoadNode* vload, int64_t vec,
+                         std::vector<std::string> decl, RegPhase phase, const std::string& regs);
   bool whole_tile_gemm(const GemmNode* g) const;
   void emit_check(const CheckNode* op);
   void emit_alloc(const AllocateNode* op);
@@ -214,6 +217,10 @@ class Emitter {
   // >= 0 while emitting one half of a paired epilogue store: the Store is
   // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
   int capture_store_ = -1;
+  // While emitting one lane of a vectorized register copy: the load read a
+  // vector at a time, and the expression of this lane's element.
+  const LoadNode* vector_load_ = nullptr;
+  std::string vector_lane_;
 };
 
 std::string Emitter::name_of(const void* node, const std::string& hint) {
@@ -521,6 +528,7 @@ std::string Emitter::address(const Buffer& b, const std::vector<Expr>& idx) {
 }
 
 std::string Emitter::load(const LoadNode* op) {
+  if (op == vector_load_) return vector_lane_;  // already loaded, a vector at a time
   std::string el = element(op->buffer, op->indices);
   if (!op->mask.defined()) return el;
   std::string other =
@@ -613,7 +621,43 @@ int64_t Emitter::copy_trips(const CopyNode* op) const {
     if (!c) return 0;
     total *= *c;
   }
-  return total % threads_ == 0 && total / threads_ <= 64 ? total / threads_ : 0;
+  int64_t vec = 1;
+  vector_source(op, &vec);
+  total /= vec;  // the thread loop runs over vectors
+  return total % threads_ == 0 && total / threads_ <= 64 ? total / threads_ * vec : 0;
+}
+
+// A register-staged copy whose main source load (lower_copies'
+// `vector_load`) is read `width` bytes at a time: that load and *vec, the
+// elements per access; nullptr (and *vec 1) when the copy goes element by
+// element. Off unless TILEFUSE_VECTOR_LOADS=1 (not yet run on a GPU).
+const LoadNode* Emitter::vector_source(const CopyNode* op, int64_t* vec) const {
+  *vec = 1;
+  auto it = op->annotations.find("vector_load");
+  auto w = op->annotations.find("width");
+  const char* on = std::getenv("TILEFUSE_VECTOR_LOADS");
+  if (it == op->annotations.end() || w == op->annotations.end() || !on || std::string(on) != "1")
+    return nullptr;
+  struct Loads : IRVisitor {
+    std::vector<const LoadNode*> loads;
+    using IRVisitor::visit;
+    void visit(const LoadNode* l) override {
+      IRVisitor::visit(l);
+      loads.push_back(l);
+    }
+  } lv;
+  lv.visit_expr(op->value);
+  const int64_t k = std::get<int64_t>(it->second), width = std::get<int64_t>(w->second);
+  if (k < 0 || k >= static_cast<int64_t>(lv.loads.size())) return nullptr;
+  const LoadNode* l = lv.loads[k];
+  const int64_t esz = dtype_size(l->buffer.dtype());
+  const int64_t* inner = op->extents.empty() ? nullptr : as_const_int(op->extents.back());
+  const int64_t n = width / esz;
+  if (n < 2 || width % esz != 0 || !inner || *inner % n != 0 ||
+      l->buffer.scope() != MemScope::Global)
+    return nullptr;
+  *vec = n;
+  return l;
 }
 
 void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
@@ -644,7 +688,15 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
     mode = "cp_async";
   } else {
     mode = "register";
-    width = elem;
+  }
+  // A register-staged copy may read its main source a vector at a time.
+  const LoadNode* vload = nullptr;
+  if (mode == "register") {
+    vload = vector_source(op, &vec);
+    if (vload)
+      width = vec * dtype_size(vload->buffer.dtype());
+    else
+      width = elem;
   }
   TF_CHECK(phase == RegPhase::kWhole || mode == "register",
            "cuda emitter: only register-staged copies are split");
@@ -674,6 +726,10 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
       decl[d] = fmt::format("const int {} = {};", var(op->vars[d]), x);
       stride *= e;
     }
+    if (vload) {
+      emit_vector_lanes(op, vload, vec, decl, phase, regs);
+      return;
+    }
     for (const std::string& s : decl) line(s);
     if (mode == "cp_async") {
       std::string pred = src->mask.defined() ? expr(src->mask) : "true";
@@ -689,6 +745,56 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
       line(element(dst, op->dst_indices) + " = " + expr(op->value) + ";");
     }
   });
+}
+
+// One vector of a vectorized register copy: the main load `vload` read
+// `vec` elements at a time into tf_vl (masked off: `other` in every lane),
+// then each lane's element computed and stored (or kept in `regs`).
+// `decl` declares the copy vars; the inner one becomes lane 0 (tf_j0).
+void Emitter::emit_vector_lanes(const CopyNode* op, const LoadNode* vload, int64_t vec,
+                                std::vector<std::string> decl, RegPhase phase,
+                                const std::string& regs) {
+  const std::string jname = var(op->vars.back());
+  const std::string inner = decl.back();
+  const size_t eq = inner.find(" = ");
+  decl.back() = "const int tf_j0 = " + inner.substr(eq + 3);
+  for (const std::string& s : decl) line(s);
+  const std::string lane = "tf_l" + std::to_string(tmp_++);
+  const std::string vl = "tf_vl" + std::to_string(tmp_++);
+  if (phase != RegPhase::kStore) {
+    line(fmt::format("{} {}[{}];", cuda_type(vload->buffer.dtype()), vl, vec));
+    open("");
+    line(fmt::format("const int {} = tf_j0;", jname));
+    const std::string other =
+        vload->other.defined() ? expr(vload->other) : literal(make_const(vload->buffer.dtype(), 0));
+    const std::string ld = fmt::format("tf::load_vector<{}>({}, {});", vec, vl,
+                                       address(vload->buffer, vload->indices));
+    if (vload->mask.defined()) {
+      line(fmt::format("if ({}) {{", expr(vload->mask)));
+      line("  " + ld);
+      line("} else {");
+      line(fmt::format("  for (int tf_k = 0; tf_k < {}; ++tf_k) {}[tf_k] = {};", vec, vl, other));
+      line("}");
+    } else {
+      line(ld);
+    }
+    close();
+  }
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", lane, vec));
+  line(fmt::format("const int {} = tf_j0 + {};", jname, lane));
+  vector_load_ = vload;
+  vector_lane_ = vl + "[" + lane + "]";
+  const std::string slot = fmt::format("{} * {} + {}", trip_var_, vec, lane);
+  if (phase == RegPhase::kLoad) {
+    line(fmt::format("{}[{}] = {};", regs, slot, expr(op->value)));
+  } else if (phase == RegPhase::kStore) {
+    line(fmt::format("{} = {}[{}];", element(op->dst, op->dst_indices), regs, slot));
+  } else {
+    line(element(op->dst, op->dst_indices) + " = " + expr(op->value) + ";");
+  }
+  vector_load_ = nullptr;
+  close();
 }
 
 void Emitter::emit_pipelined(const ForNode* op) {

@@ -117,6 +117,7 @@ class Decider : public IRMutator {
     ann["mode"] = d.mode;
     ann["width"] = d.width;
     ann["reason"] = d.reason;
+    if (d.vector_load >= 0) ann["vector_load"] = d.vector_load;
     return CopyNode::make(op->vars, op->extents, op->dst, op->dst_indices, op->value,
                           std::move(ann));
   }
@@ -203,15 +204,21 @@ class Decider : public IRMutator {
     }
 
     // Register-staged: the widest legal vector load of the main source.
-    int64_t w = elem;
-    if (const LoadNode* src = main_load(op, info, inner)) {
+    int64_t w = elem, vector_load = -1;
+    int main_index = -1;
+    if (const LoadNode* src = main_load(op, info, inner, &main_index)) {
       AccessFacts a = info.access(src);
       int64_t rw = widest(limits(a, inner), {16, 8, 4, 2, 1});
       if (rw > 0) w = rw;
+      // More than one element per access: the code generator loads the main
+      // source `w` bytes at a time (contiguous, aligned and uniformly masked
+      // along the inner dim, per the limits above).
+      if (w > dtype_size(src->buffer.dtype()) && src->buffer.scope() == MemScope::Global)
+        vector_load = main_index;
     }
     std::string r = "register-staged (ld.global " + std::to_string(w) + " B): " + why_not;
     if (!tma_reason.empty()) r += "; not TMA: " + tma_reason;
-    return {d.dst, "register", w, r};
+    return {d.dst, "register", w, r, vector_load};
   }
 
   // The binding limit of a copy whose cp.async would be narrower than 4 bytes.
@@ -234,7 +241,9 @@ class Decider : public IRMutator {
 
   // The load whose address moves along the innermost dim (the tile data,
   // not a gathered index), else the first load.
-  static const LoadNode* main_load(const CopyNode* op, AxisInfo& info, size_t inner) {
+  // *index: its position among the value's loads in IRVisitor order
+  // (children first), the `vector_load` annotation.
+  static const LoadNode* main_load(const CopyNode* op, AxisInfo& info, size_t inner, int* index) {
     struct V : IRVisitor {
       std::vector<const LoadNode*> loads;
       using IRVisitor::visit;
@@ -244,8 +253,12 @@ class Decider : public IRMutator {
       }
     } v;
     v.visit_expr(op->value);
-    for (auto it = v.loads.rbegin(); it != v.loads.rend(); ++it)
-      if (info.access(*it).offset_facts.constancy[inner] == 1) return *it;
+    for (size_t k = v.loads.size(); k-- > 0;)
+      if (info.access(v.loads[k]).offset_facts.constancy[inner] == 1) {
+        *index = static_cast<int>(k);
+        return v.loads[k];
+      }
+    *index = v.loads.empty() ? -1 : 0;
     return v.loads.empty() ? nullptr : v.loads.front();
   }
 

@@ -89,4 +89,19 @@ __device__ __forceinline__ void store_pair(T* p, T a, T b) {
   *reinterpret_cast<Pair<T>*>(p) = Pair<T>{a, b};
 }
 
+// ---- vector loads (register-staged copies) ------------------------------------
+
+template <class T, int N>
+struct alignas(N * sizeof(T)) Vector {
+  T v[N];
+};
+// dst[0..N) = p[0..N) with one N * sizeof(T)-byte load (p must be aligned
+// for it: lower_copies proved so for the addresses it is used at).
+template <int N, class T>
+__device__ __forceinline__ void load_vector(T (&dst)[N], const T* p) {
+  const Vector<T, N> x = *reinterpret_cast<const Vector<T, N>*>(p);
+#pragma unroll
+  for (int i = 0; i < N; ++i) dst[i] = x.v[i];
+}
+
 }  // namespace tf

@@ -157,6 +157,8 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
   int nvrtc = 0;
   for (uint64_t i = 0; i < 300; ++i) {
     const uint64_t seed = base + i;
+    // The second half with vectorized register-staged copies.
+    if (i == 150) ::setenv("TILEFUSE_VECTOR_LOADS", "1", 1);
     testing::RandomProgramOptions opts;
     opts.max_dim = 300;
     opts.edge_dim_chance = 0.2;
@@ -190,6 +192,7 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
       }
     }
   }
+  ::unsetenv("TILEFUSE_VECTOR_LOADS");
   EXPECT_GT(nvrtc, 0);
 }
 
@@ -220,6 +223,42 @@ TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
     ASSERT_TRUE(k.usage.present || cuda::cuda_available()) << k.log;
     if (k.usage.present) EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
   }
+}
+
+}  // namespace
+}  // namespace tilefuse
+
+namespace tilefuse {
+namespace {
+
+// Vectorized register-staged copies (TILEFUSE_VECTOR_LOADS=1, off by
+// default until run on a GPU): every case emits and compiles without spills,
+// and the dequant case's B copy reads its main source 16 bytes at a time.
+TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
+  ::setenv("TILEFUSE_VECTOR_LOADS", "1", 1);
+  int vectorized = 0, n = 0;
+  for (const std::string& path : testing::shared_cases())
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      if (path.find("out_of_range") != std::string::npos && plan == PlanKind::kUnfused) continue;
+      driver::CompiledProgram prog = compile_for(path, "sm_90a", plan);
+      for (const driver::CompiledKernel& ck : prog.kernels) {
+        SCOPED_TRACE(path + " " + ck.kernel.name);
+        vectorized += ck.cuda->source.find("tf::load_vector<") != std::string::npos;
+        cuda::CompiledKernel k =
+            cuda::compile_cuda(ck.cuda->source, ck.cuda->name + "_v" + std::to_string(n++),
+                               driver::cuda_compile_options("sm_90a"));
+        if (k.usage.present) {
+          EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+        }
+      }
+    }
+  ::unsetenv("TILEFUSE_VECTOR_LOADS");
+  EXPECT_GT(vectorized, 0);
+  driver::CompiledProgram dq =
+      compile_for(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/dequant_int8_prologue.tfs",
+                  "sm_90a", PlanKind::kFused);
+  // Off again: element by element.
+  EXPECT_EQ(dq.kernels[0].cuda->source.find("tf::load_vector<"), std::string::npos);
 }
 
 }  // namespace
