@@ -1,0 +1,61 @@
+// `tilefuse bench` on the CPU (no GPU here): its table, its JSON, the inputs
+// it saves, and clear errors for bad options.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/cli.h"
+#include "runtime/cuda/loader.h"
+
+namespace tilefuse {
+namespace {
+
+using testing::case_path;
+using testing::run_cli;
+
+TEST(Bench, CpuTableJsonAndSavedInputs) {
+  const std::string prog = case_path("gather_negative_index.tfs");
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tf-bench-" + std::to_string(::getpid())))
+          .string();
+  auto r =
+      run_cli("bench " + prog + " --device cpu --warmup 0 --repeats 2 --json --save-inputs " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j.at("device"), "cpu");
+  EXPECT_EQ(j.at("repeats"), 2);
+  EXPECT_GT(j.at("gemm_flops").get<double>(), 0);
+  std::set<std::string> names;
+  for (const auto& row : j.at("rows")) {
+    names.insert(row.at("name").get<std::string>());
+    if (row.at("name") == "fused" || row.at("name") == "unfused") {
+      EXPECT_GT(row.at("median_us").get<double>(), 0) << row;
+      EXPECT_LE(row.at("rel_err").get<double>(), 1e-5) << row;  // f32 program
+    }
+  }
+  EXPECT_TRUE(names.count("fused") && names.count("unfused")) << r.output;
+  for (const char* p : {"x", "idx", "y"})
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + p + ".npy")) << p;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Bench, BadOptionsAreUserErrors) {
+  const std::string prog = case_path("gather_negative_index.tfs");
+  for (const char* bad : {" --gemm-config 128x128", " --gemm-config 100x128x32/3/8",
+                          " --gemm-config 128x128x32/0/8", " --repeats 0"}) {
+    auto r = run_cli("bench " + prog + " --device cpu" + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("error"), std::string::npos) << bad << "\n" << r.output;
+  }
+  if (!cuda::cuda_available()) {
+    auto r = run_cli("bench " + prog + " --device cuda");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace tilefuse
