@@ -638,18 +638,10 @@ const LoadNode* Emitter::vector_source(const CopyNode* op, int64_t* vec) const {
   const char* on = std::getenv("TILEFUSE_VECTOR_LOADS");
   if (it == op->annotations.end() || w == op->annotations.end() || !on || std::string(on) != "1")
     return nullptr;
-  struct Loads : IRVisitor {
-    std::vector<const LoadNode*> loads;
-    using IRVisitor::visit;
-    void visit(const LoadNode* l) override {
-      IRVisitor::visit(l);
-      loads.push_back(l);
-    }
-  } lv;
-  lv.visit_expr(op->value);
+  const std::vector<const LoadNode*> loads = loads_in(op->value);
   const int64_t k = std::get<int64_t>(it->second), width = std::get<int64_t>(w->second);
-  if (k < 0 || k >= static_cast<int64_t>(lv.loads.size())) return nullptr;
-  const LoadNode* l = lv.loads[k];
+  if (k < 0 || k >= static_cast<int64_t>(loads.size())) return nullptr;
+  const LoadNode* l = loads[k];
   const int64_t esz = dtype_size(l->buffer.dtype());
   const int64_t* inner = op->extents.empty() ? nullptr : as_const_int(op->extents.back());
   const int64_t n = width / esz;

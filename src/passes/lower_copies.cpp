@@ -244,22 +244,14 @@ class Decider : public IRMutator {
   // *index: its position among the value's loads in IRVisitor order
   // (children first), the `vector_load` annotation.
   static const LoadNode* main_load(const CopyNode* op, AxisInfo& info, size_t inner, int* index) {
-    struct V : IRVisitor {
-      std::vector<const LoadNode*> loads;
-      using IRVisitor::visit;
-      void visit(const LoadNode* l) override {
-        IRVisitor::visit(l);
-        loads.push_back(l);
-      }
-    } v;
-    v.visit_expr(op->value);
-    for (size_t k = v.loads.size(); k-- > 0;)
-      if (info.access(v.loads[k]).offset_facts.constancy[inner] == 1) {
+    const std::vector<const LoadNode*> loads = loads_in(op->value);
+    for (size_t k = loads.size(); k-- > 0;)
+      if (info.access(loads[k]).offset_facts.constancy[inner] == 1) {
         *index = static_cast<int>(k);
-        return v.loads[k];
+        return loads[k];
       }
-    *index = v.loads.empty() ? -1 : 0;
-    return v.loads.empty() ? nullptr : v.loads.front();
+    *index = loads.empty() ? -1 : 0;
+    return loads.empty() ? nullptr : loads.front();
   }
 
   // Empty when the plain load is a TMA-able tile, else why not.

@@ -334,4 +334,17 @@ Stmt IRMutator::visit(const EvaluateNode* op) {
   return EvaluateNode::make(std::move(value));
 }
 
+std::vector<const LoadNode*> loads_in(const Expr& e) {
+  struct Collect : IRVisitor {
+    std::vector<const LoadNode*> loads;
+    using IRVisitor::visit;
+    void visit(const LoadNode* l) override {
+      IRVisitor::visit(l);
+      loads.push_back(l);
+    }
+  } c;
+  c.visit_expr(e);
+  return c.loads;
+}
+
 }  // namespace tilefuse::tir

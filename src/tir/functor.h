@@ -63,4 +63,9 @@ class IRMutator {
   bool mutate_tile(const TileRef& in, TileRef* out);
 };
 
+// Every Load in `e`, in IRVisitor order with a load's own operands (its
+// indices, mask, other) before it. lower_copies' `vector_load` annotation is
+// an index into this list, and the code generator reads it back with it.
+std::vector<const LoadNode*> loads_in(const Expr& e);
+
 }  // namespace tilefuse::tir
