@@ -61,10 +61,14 @@ struct Builtin {
 // `inplace=True` would mutate the argument, which a value graph cannot express;
 // `inplace=False` is the default and harmless.
 void reject_inplace(const Call& c, size_t i) {
-  if (c.has(i) && c.arg(i).is_number() && c.arg(i).number() != 0)
+  if (!c.has(i)) return;
+  const Operand& a = c.arg(i);
+  if (!a.is_number())
+    throw UserError(fmt::format("expected True or False for {}, found {}", c.what(i), describe(a)),
+                    a.loc);
+  if (a.number() != 0)
     throw UserError(
-        fmt::format("in-place operations are not supported ({}(inplace=True))", c.display),
-        c.arg(i).loc);
+        fmt::format("in-place operations are not supported ({}(inplace=True))", c.display), a.loc);
 }
 
 template <UnaryOp op>

@@ -214,6 +214,8 @@ const BadProgram kBadPrograms[] = {
     {"gelu_tanh", ret(X, "F.gelu(x, approximate='tanh')"), 2, 34,
      "gelu(approximate='tanh') is not supported"},
     {"inplace_relu", ret(X, "F.relu(x, inplace=True)"), 2, 30, "in-place operations"},
+    {"inplace_tensor", ret(X, "torch.relu(x, x)"), 2, 26, "expected True or False"},
+    {"inplace_kw_tensor", ret(X, "x.relu(inplace=x)"), 2, 27, "expected True or False"},
     {"string_operand", ret(X, "x + 'a'"), 2, 16, "found a string"},
     {"module_operand", ret(X, "x + torch"), 2, 16, "found module 'torch'"},
 
