@@ -21,21 +21,26 @@ struct Target {
   bool is_cuda() const { return kind == Kind::kCuda; }
   bool has_cp_async() const { return is_cuda() && sm >= 80; }  // PTX ISA 9.7.9.25
   bool has_tma() const { return is_cuda() && sm >= 90; }       // cp.async.bulk.tensor
-  bool has_wgmma() const { return is_cuda() && sm >= 90 && arch_specific; }
+  bool has_wgmma() const { return is_cuda() && sm == 90 && arch_specific; }  // sm_90a only
 
   static Target cpu() { return {}; }
   static Target cuda(int sm, bool arch_specific = false) { return {Kind::kCuda, sm, arch_specific}; }
-  // "cpu", "sm_80", "sm_86", "sm_90", "sm_90a"; nullopt for anything else.
+  // "cpu", or "sm_NN" / "sm_NNN" with NN >= 80 ("sm_80", "sm_86", "sm_90",
+  // "sm_100", "sm_120"), with the arch-specific "a" suffix only from sm_90 on
+  // ("sm_90a", "sm_100a": NVRTC has no sm_80a or sm_89a); nullopt otherwise.
   static std::optional<Target> parse(std::string_view name) {
     if (name == "cpu") return cpu();
     if (name.substr(0, 3) != "sm_" || name.size() < 5) return std::nullopt;
     std::string_view digits = name.substr(3);
     bool a = !digits.empty() && digits.back() == 'a';
     if (a) digits.remove_suffix(1);
-    if (digits.size() != 2 || digits[0] < '0' || digits[0] > '9' || digits[1] < '0' || digits[1] > '9')
-      return std::nullopt;
-    int sm = (digits[0] - '0') * 10 + (digits[1] - '0');
-    if (sm < 80) return std::nullopt;
+    if (digits.size() < 2 || digits.size() > 3 || digits[0] == '0') return std::nullopt;
+    int sm = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      sm = sm * 10 + (c - '0');
+    }
+    if (sm < 80 || (a && sm < 90)) return std::nullopt;
     return cuda(sm, a);
   }
   std::string name() const {

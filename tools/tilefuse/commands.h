@@ -84,6 +84,7 @@ int explain_command(const ExplainOptions& options);
 
 // The targets --target accepts, for help and error messages.
 inline constexpr const char* kTargetHelp =
-    "cpu, sm_80, sm_86, sm_89, sm_90 or sm_90a (any sm_NN with NN >= 80, with an optional `a`)";
+    "cpu, sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120 (any sm_NN or sm_NNN from 80 up; "
+    "the arch-specific `a` suffix from sm_90 up)";
 
 }  // namespace tilefuse::cli

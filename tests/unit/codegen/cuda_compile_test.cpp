@@ -107,7 +107,9 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
     ASSERT_EQ(c.gemms.size(), 1u);
     EXPECT_EQ(c.gemms[0].family, "mma.sync.m16n8k16");
     for (const codegen::CudaSharedBuffer& s : c.shared)
-      if (s.name == "A_s" || s.name == "B_s") EXPECT_EQ(s.layout, "swizzled");
+      if (s.name == "A_s" || s.name == "B_s") {
+        EXPECT_EQ(s.layout, "swizzled");
+      }
     EXPECT_NE(src.find("tf::cp_async_16(&A_s["), std::string::npos);
     EXPECT_NE(src.find("tf::cp_async_16(&B_s["), std::string::npos);
   }
@@ -221,7 +223,9 @@ TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
         cuda::compile_cuda(src, std::string("frag_pipe_") + (large ? "on" : "off"),
                            driver::cuda_compile_options("sm_90a"));
     ASSERT_TRUE(k.usage.present || cuda::cuda_available()) << k.log;
-    if (k.usage.present) EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+    if (k.usage.present) {
+      EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+    }
   }
 }
 
@@ -259,6 +263,26 @@ TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
                   "sm_90a", PlanKind::kFused);
   // Off again: element by element.
   EXPECT_EQ(dq.kernels[0].cuda->source.find("tf::load_vector<"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tilefuse
+
+namespace tilefuse {
+namespace {
+
+// --target accepts what NVRTC accepts: sm_NN / sm_NNN from 80 up, the
+// arch-specific `a` from sm_90 up; wgmma only on sm_90a.
+TEST(TargetParse, AcceptsWhatNvrtcAccepts) {
+  for (const char* ok : {"cpu", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a",
+                         "sm_120"})
+    EXPECT_TRUE(tir::Target::parse(ok).has_value()) << ok;
+  for (const char* bad : {"sm_70", "sm_80a", "sm_89a", "sm_1000", "sm_090", "sm_9x", "gpu", "sm_"})
+    EXPECT_FALSE(tir::Target::parse(bad).has_value()) << bad;
+  EXPECT_EQ(tir::Target::parse("sm_120")->name(), "sm_120");
+  EXPECT_TRUE(tir::Target::parse("sm_90a")->has_wgmma());
+  EXPECT_FALSE(tir::Target::parse("sm_100a")->has_wgmma());
+  EXPECT_FALSE(tir::Target::parse("sm_90")->has_wgmma());
 }
 
 }  // namespace
