@@ -415,6 +415,23 @@ double check_tolerance(DType dt) {
   }
 }
 
+double check_tolerance(const Graph& graph, ValueId output) {
+  double tol = check_tolerance(graph.node(output).dtype);
+  std::vector<ValueId> stack{output};
+  std::vector<bool> seen(graph.nodes().size(), false);
+  while (!stack.empty()) {
+    const ValueId v = stack.back();
+    stack.pop_back();
+    if (seen[v]) continue;
+    seen[v] = true;
+    const Node& n = graph.node(v);
+    if (n.kind != OpKind::Parameter && n.kind != OpKind::Scalar && !n.is_view())
+      tol = std::max(tol, check_tolerance(n.dtype));
+    for (ValueId in : n.inputs) stack.push_back(in);
+  }
+  return tol;
+}
+
 double relative_error(const Tensor& out, const Tensor& ref) {
   TF_CHECK(out.shape() == ref.shape(),
            "relative_error: shapes differ: " + shape_to_string(out.shape()) + " vs " +

@@ -42,4 +42,12 @@ double relative_error(const Tensor& out, const Tensor& ref);
 // reduction depth), 1e-12 for f64, 0 (exact) for integers and bool.
 double check_tolerance(DType dt);
 
+// The tolerance for `output` of `graph`: check_tolerance of the least
+// precise dtype a value is rounded to on the way to it (the output and every
+// computed, non-view node it depends on; parameters and views round
+// nothing). The oracle rounds nowhere, so a program that rounds an
+// intermediate to f16 carries f16's error into an f32 output, as PyTorch
+// eager does too.
+double check_tolerance(const Graph& graph, ValueId output);
+
 }  // namespace tilefuse

@@ -321,7 +321,7 @@ int run_command(const RunOptions& options) {
       bool ok = true;
       for (size_t i = 0; i < outputs.size(); ++i) {
         double err = relative_error(outputs[i], refs[i]);
-        double tol = check_tolerance(outputs[i].dtype());
+        double tol = check_tolerance(g, g.outputs()[i]);
         bool pass = err <= tol;  // false for NaN
         ok = ok && pass;
         std::printf("check: %s rel_err=%.3e tol=%.0e %s\n", names[i].c_str(), err, tol,
