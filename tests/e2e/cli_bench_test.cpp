@@ -44,17 +44,42 @@ TEST(Bench, CpuTableJsonAndSavedInputs) {
 
 TEST(Bench, BadOptionsAreUserErrors) {
   const std::string prog = case_path("gather_negative_index.tfs");
-  for (const char* bad : {" --gemm-config 128x128", " --gemm-config 100x128x32/3/8",
-                          " --gemm-config 128x128x32/0/8", " --repeats 0"}) {
+  const std::pair<const char*, const char*> bad_options[] = {
+      {" --gemm-config 128x128", "--gemm-config"},
+      {" --gemm-config 100x128x32/3/8", "--gemm-config"},
+      {" --gemm-config 128x128x32/0/8", "--gemm-config"},
+      {" --repeats 0", "--repeats: must be >= 1"},
+      {" --warmup -1", "--warmup: must be >= 0"},
+      {" --threads -2", "--threads: must be >= 0"},
+      {" --seed -1", "--seed: must be >= 0"},
+  };
+  for (const auto& [bad, says] : bad_options) {
     auto r = run_cli("bench " + prog + " --device cpu" + bad);
     EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
-    EXPECT_NE(r.output.find("error"), std::string::npos) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << bad << "\n" << r.output;
   }
   if (!cuda::cuda_available()) {
     auto r = run_cli("bench " + prog + " --device cuda");
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << r.output;
   }
+}
+
+TEST(Run, AnInputGivenTwiceIsAUserError) {
+  const std::string prog = case_path("gather_negative_index.tfs");
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tf-in2-" + std::to_string(::getpid()))).string();
+  ASSERT_EQ(run_cli("bench " + prog +
+                    " --device cpu --repeats 1 --warmup 0 --no-check "
+                    "--save-inputs " +
+                    dir)
+                .exit_code,
+            0);
+  auto r = run_cli("run " + prog + " --device cpu --input x=" + dir + "/x.npy --input x=" + dir +
+                   "/x.npy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--input gives `x` twice"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

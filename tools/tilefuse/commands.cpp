@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
@@ -79,6 +80,7 @@ std::vector<std::string> output_names(const Graph& g) {
 // cannot hold) read any floating file, rounded.
 void load_inputs(const Graph& g, const std::vector<std::string>& specs,
                  std::vector<Tensor>& inputs) {
+  std::set<std::string> given;
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
@@ -93,6 +95,7 @@ void load_inputs(const Graph& g, const std::vector<std::string>& specs,
       throw UserError(fmt::format("--input names `{}`, which is not a parameter (parameters: {})",
                                   name, params));
     }
+    if (!given.insert(name).second) throw UserError(fmt::format("--input gives `{}` twice", name));
     const Node& param = g.node(g.parameters()[*pos]);
     Tensor t = read_npy(path);
     bool lossy_ok = (param.dtype == DType::BF16 || param.dtype == DType::F8E4M3 ||

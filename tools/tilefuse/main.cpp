@@ -2,6 +2,7 @@
 // commands.cpp.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 
@@ -31,6 +32,20 @@ int main(int argc, char** argv) {
       },
       "TARGET", "target");
   const std::vector<std::string> plans = {"fused", "unfused"};
+
+  // Number checks with a plain message ("--repeats: must be >= 1, got 0").
+  auto at_least = [](double lo) {
+    return CLI::Validator(
+        [lo](std::string& v) -> std::string {
+          char* end = nullptr;
+          const double x = std::strtod(v.c_str(), &end);
+          if (end == v.c_str() || *end != '\0') return "not a number: " + v;
+          return x < lo ? "must be >= " + std::to_string(static_cast<long long>(lo)) + ", got " + v
+                        : std::string();
+        },
+        ">= " + std::to_string(static_cast<long long>(lo)));
+  };
+  const CLI::Validator non_negative = at_least(0), positive = at_least(1);
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
@@ -64,7 +79,9 @@ int main(int argc, char** argv) {
                    "graph's reference evaluator; --plan is ignored)")
       ->check(CLI::IsMember({"executor", "reference"}))
       ->capture_default_str();
-  run_cmd->add_option("--seed", run.seed, "Seed of the random inputs")->capture_default_str();
+  run_cmd->add_option("--seed", run.seed, "Seed of the random inputs")
+      ->check(non_negative)
+      ->capture_default_str();
   run_cmd->add_option("--input", run.inputs,
                       "name=file.npy: take parameter `name` from a NumPy .npy file (C order; "
                       "bf16/f8 parameters read any floating file, rounded). Repeatable.");
@@ -92,12 +109,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "Print JSON instead of a table");
-  bench_cmd->add_option("--seed", bench.seed, "Random-input seed")->capture_default_str();
-  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs (default 10 GPU, 1 CPU)");
-  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs (default 100 GPU, 5 CPU)");
+  bench_cmd->add_option("--seed", bench.seed, "Random-input seed")
+      ->check(non_negative)
+      ->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs (default 10 GPU, 1 CPU)")
+      ->check(non_negative);
+  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs (default 100 GPU, 5 CPU)")
+      ->check(positive);
   bench_cmd->add_flag("!--no-baselines", bench.baselines, "Skip the cuBLASLt rows");
   bench_cmd->add_flag("!--no-check", bench.check, "Skip the comparison with the f64 oracle");
-  bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all)");
+  bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all)")->check(non_negative);
   bench_cmd->add_option("--save-inputs", bench.save_inputs_dir,
                         "Also write the inputs it times as DIR/<parameter>.npy (the same inputs "
                         "for another tool, e.g. bench/compare_torch.py)");
