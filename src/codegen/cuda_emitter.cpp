@@ -144,7 +144,14 @@ class Emitter {
   std::string buf(const Buffer& b) { return name_of(b.get(), b.name()); }
 
   // output
-  void line(const std::string& s) { out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  void line(const std::string& s) {
+    out_ << std::string(2 * indent_, ' ') << s << "\n";
+    last_line_ = s;
+  }
+  // __syncthreads(), unless the line just written is one.
+  void barrier() {
+    if (last_line_ != "__syncthreads();") line("__syncthreads();");
+  }
   struct Indent {
     Emitter* e;
     explicit Indent(Emitter* em) : e(em) { ++e->indent_; }
@@ -202,6 +209,11 @@ class Emitter {
   int indent_ = 0;
   int threads_ = 128;
   int tmp_ = 0;
+  std::string last_line_;
+  // Shared buffers some emitted code has already read or written: a
+  // synchronous copy into one needs a barrier first (earlier readers done).
+  std::unordered_set<const BufferNode*> shared_used_;
+  int loop_depth_ = 0;       // serial / unrolled loops around the statement being emitted
   std::string trip_var_;     // the slot index of the innermost fixed-trip thread loop
   bool in_threads_ = false;  // inside a thread-distributed region
   std::unordered_map<const void*, std::string> names_;
@@ -467,6 +479,7 @@ std::string Emitter::global_offset(const Buffer& b, const std::vector<Expr>& idx
 }
 
 std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx) {
+  shared_used_.insert(b.get());
   const SharedInfo& info = shared_.at(b.get());
   std::string off;
   if (idx.size() == 2) {
@@ -853,21 +866,43 @@ void Emitter::emit_pipelined(const ForNode* op) {
                      regs[c], copy_trips(cp), cp->dst.name()));
     split = true;
   }
-  auto emit_lets = [&] {
-    for (auto& [v, val] : lets)
-      line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+  // The loop's lets that `users` need (directly or through other lets), in
+  // order: each emission site declares only what it reads.
+  auto emit_lets_for = [&](const std::vector<Stmt>& users, const std::string& k_decl = "") {
+    struct Uses : IRVisitor {
+      std::unordered_set<const VarNode*> vars;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override { vars.insert(v); }
+    } u;
+    for (const Stmt& st : users) u.visit_stmt(st);
+    std::vector<bool> keep(lets.size(), false);
+    for (size_t i = lets.size(); i-- > 0;)
+      if (u.vars.count(lets[i].first.get())) {
+        keep[i] = true;
+        u.visit_expr(lets[i].second);
+      }
+    if (!k_decl.empty() && u.vars.count(op->var.get())) line(k_decl);
+    for (size_t i = 0; i < lets.size(); ++i)
+      if (keep[i])
+        line(fmt::format("const {} {} = {};", cuda_type(lets[i].first.dtype()), var(lets[i].first),
+                         expr(lets[i].second)));
   };
+  std::vector<Stmt> copy_stmts, split_stmts;
+  for (size_t c = 0; c < copies.size(); ++c) {
+    copy_stmts.push_back(Stmt(copies[c]));
+    if (!regs[c].empty()) split_stmts.push_back(Stmt(copies[c]));
+  }
   // The producer: the copies of one iteration into one stage.
   open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
   for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
-  emit_lets();
+  emit_lets_for(copy_stmts);
   for (size_t c = 0; c < copies.size(); ++c)
     emit_copy(copies[c], true, regs[c].empty() ? RegPhase::kWhole : RegPhase::kLoad, regs[c]);
   --indent_;
   line("};");
   if (split) {
     open(fmt::format("auto tf_store = [&]({} {}, int tf_stage)", t, k));
-    emit_lets();
+    emit_lets_for(split_stmts);
     for (size_t c = 0; c < copies.size(); ++c)
       if (!regs[c].empty()) emit_copy(copies[c], true, RegPhase::kStore, regs[c]);
     --indent_;
@@ -942,9 +977,8 @@ void Emitter::emit_pipelined(const ForNode* op) {
     line(fmt::format("const bool tf_more = {} < {};", next, n));
     line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
     line("tf::cp_async_commit();");
-    line(fmt::format("const {} {} = {} + {};", t, k, lo, it));
     line(fmt::format("const int tf_stage = {} % {};", it, stages));
-    emit_lets();
+    emit_lets_for(consumer, fmt::format("const {} {} = {} + {};", t, k, lo, it));
     for (const Stmt& s : consumer) stmt(s);
     if (split)
       line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
@@ -1153,7 +1187,9 @@ void Emitter::emit_for(const ForNode* op) {
       if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
       open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, v, expr(op->min), v,
                        expr(op->min), expr(op->extent), v));
+      ++loop_depth_;
       stmt(op->body);
+      --loop_depth_;
       close();
       return;
     }
@@ -1209,13 +1245,14 @@ void Emitter::stmt(const Stmt& s) {
       // readers of the buffer are done) and after (its data is visible).
       const CopyNode* op = s.as<CopyNode>();
       const bool shared = op->dst.scope() == MemScope::Shared;
-      if (shared) line("__syncthreads();");
+      // (Inside a loop the copy runs again after later readers: always.)
+      if (shared && (loop_depth_ > 0 || shared_used_.count(op->dst.get()))) barrier();
       emit_copy(op, false);
       if (result_.copies.back().mode == "cp_async") {
         line("tf::cp_async_commit();");
         line("tf::cp_async_wait<0>();");
       }
-      if (shared) line("__syncthreads();");
+      if (shared) barrier();
       return;
     }
     case StmtKind::Gemm: {
@@ -1229,6 +1266,8 @@ void Emitter::stmt(const Stmt& s) {
                                    std::to_string(shared_.at(b.get()).tile_elems)
                              : "");
       };
+      shared_used_.insert(op->a.buffer.get());
+      shared_used_.insert(op->b.buffer.get());
       line(fmt::format("{}.mma({}, {});", buf(op->c.buffer), tile(op->a.buffer),
                        tile(op->b.buffer)));
       return;
