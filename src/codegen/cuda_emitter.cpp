@@ -890,7 +890,8 @@ void Emitter::emit_pipelined(const ForNode* op) {
   std::vector<Stmt> copy_stmts, split_stmts;
   for (size_t c = 0; c < copies.size(); ++c) {
     copy_stmts.push_back(Stmt(copies[c]));
-    if (!regs[c].empty()) split_stmts.push_back(Stmt(copies[c]));
+    if (!regs[c].empty())  // the store phase reads only the destination indices
+      for (const Expr& e : copies[c]->dst_indices) split_stmts.push_back(EvaluateNode::make(e));
   }
   // The producer: the copies of one iteration into one stage.
   open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
