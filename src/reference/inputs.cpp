@@ -120,8 +120,8 @@ void store_int(const Tensor& t, int64_t i, int64_t v) {
 // The smallest size among the dims that parameter `param` indexes, or
 // nullopt when it is never used as a gather index. A use is an Index node
 // whose index operand (inputs[1]) is the parameter itself or a value that
-// only rearranges or converts its elements (views and casts of it), since
-// those carry the parameter's values unchanged into the gather.
+// only rearranges or converts its elements (views, casts and gathers of it),
+// since those carry the parameter's values unchanged into the gather.
 std::optional<int64_t> indexed_size(const Graph& g, ValueId param) {
   std::vector<bool> carries(static_cast<size_t>(g.size()), false);
   carries[static_cast<size_t>(param)] = true;
@@ -139,6 +139,9 @@ std::optional<int64_t> indexed_size(const Graph& g, ValueId param) {
         carries[static_cast<size_t>(v)] = from_param;
         break;
       case OpKind::Index: {
+        // Gathering the parameter's elements carries them too
+        // (`x[idx[idx2]]`: idx indexes x through the gather idx[idx2]).
+        carries[static_cast<size_t>(v)] = from_param;
         if (n.inputs.size() < 2 || !carries[static_cast<size_t>(n.inputs[1])]) break;
         const Node& x = g.node(n.inputs[0]);
         TF_CHECK(n.dim >= 0 && n.dim < static_cast<int64_t>(x.shape.size()),

@@ -131,6 +131,24 @@ TEST(RandomInputs, IndexThroughCastAndViewsAndSeveralUses) {
   }
 }
 
+// x[idx[idx2]]: idx indexes x through a gather of itself, idx2 indexes idx.
+TEST(RandomInputs, IndexThroughAGatherOfItself) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {64, 16}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I64, {300}, std::nullopt, {});
+  const ValueId idx2 = g.parameter("idx2", DType::I64, {32}, std::nullopt, {});
+  g.add_output(g.index(x, 0, g.index(idx, 0, idx2, {}), {}));
+  const std::vector<Tensor> in = make_random_inputs(g, 5);
+  for (int64_t e : ints(in[1])) {
+    EXPECT_GE(e, 0);
+    EXPECT_LT(e, 64);
+  }
+  for (int64_t e : ints(in[2])) {
+    EXPECT_GE(e, 0);
+    EXPECT_LT(e, 300);
+  }
+}
+
 TEST(RandomInputs, ExplicitRangesIncludingNegative) {
   Graph g;
   const ValueId x = g.parameter("x", DType::F32, {100, 4}, std::nullopt, {});
