@@ -133,7 +133,8 @@ std::string missing_symbols_message(Library lib, const std::string& path,
   return msg + ".";
 }
 
-std::string not_found_message(Library lib, const std::vector<std::string>& tried) {
+std::string not_found_message(Library lib, const std::vector<std::string>& tried,
+                              const EnvGetter& env) {
   std::string what = lib == Library::kCuda    ? "the CUDA driver library (libcuda)"
                      : lib == Library::kNvrtc ? "the CUDA runtime compiler library (libnvrtc)"
                                               : "the cuBLASLt library (libcublasLt)";
@@ -142,8 +143,14 @@ std::string not_found_message(Library lib, const std::vector<std::string>& tried
     if (i > 0) msg += ", ";
     msg += tried[i];
   }
-  msg += ". Set " + std::string(override_variable(lib)) +
-         " to its full path, or CUDA_HOME to the CUDA installation.";
+  const char* var = override_variable(lib);
+  const char* set = env(var);
+  if (set != nullptr && set[0] != '\0')
+    msg += std::string(". ") + var + " is set, so nothing else was tried: point it at a working " +
+           "copy of the library, or unset it to search CUDA_HOME and the standard paths.";
+  else
+    msg +=
+        ". Set " + std::string(var) + " to its full path, or CUDA_HOME to the CUDA installation.";
   return msg;
 }
 
@@ -194,7 +201,7 @@ bool load_one(Library lib, const EnvGetter& env, CudaLibraries& libs,
   std::vector<std::string> tried;
   void* handle = open_library(lib, env, &path, &tried);
   if (handle == nullptr) {
-    problems->push_back(not_found_message(lib, tried));
+    problems->push_back(not_found_message(lib, tried, env));
     return false;
   }
   (lib == Library::kCuda ? libs.libcuda_handle : libs.libnvrtc_handle) = handle;
@@ -299,7 +306,7 @@ void* open_library_handle(Library lib, const EnvGetter& env, std::string* path,
   std::vector<std::string> tried;
   void* handle = open_library(lib, env, &found, &tried);
   if (handle == nullptr) {
-    if (why_not) *why_not = not_found_message(lib, tried);
+    if (why_not) *why_not = not_found_message(lib, tried, env);
     return nullptr;
   }
   if (path) *path = found;
