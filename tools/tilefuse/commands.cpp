@@ -500,7 +500,8 @@ int bench_command(const BenchOptions& options) {
     }
     std::printf("%s on %s (%s): %.3g GFLOP, %.3g MB in+out; median of %d runs after %d, %s\n",
                 r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
-                r.bytes / 1e6, bo.repeats, bo.warmup, gpu ? "L2 flushed before each" : "wall time");
+                r.bytes / 1e6, bo.repeats, bo.warmup,
+                gpu ? "L2 flushed before each" : "wall time, caches flushed before each");
     std::printf("%-20s %11s %11s %9s %9s %10s\n", "plan", "median us", "min us", "TFLOP/s", "GB/s",
                 "rel_err");
     for (const driver::BenchRow& row : r.rows) {
