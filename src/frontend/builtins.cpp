@@ -71,9 +71,11 @@ void reject_inplace(const Call& c, size_t i) {
         fmt::format("in-place operations are not supported ({}(inplace=True))", c.display), a.loc);
 }
 
+// As in PyTorch, the math functions take tensors only: torch.exp(3.0) and
+// torch.maximum(x, 2.0) are errors there ("must be Tensor, not float").
 template <UnaryOp op>
 Operand unary(Call& c) {
-  return c.result(c.g.unary(op, c.tensor(0), c.loc));
+  return c.result(c.g.unary(op, c.strict_tensor(0), c.loc));
 }
 
 template <UnaryOp op>
@@ -99,8 +101,8 @@ Operand gelu(Call& c) {
 
 template <BinaryOp op>
 Operand binary(Call& c) {
-  ValueId a = c.tensor(0);
-  ValueId b = c.tensor(1);
+  ValueId a = c.strict_tensor(0);
+  ValueId b = c.strict_tensor(1);
   return c.result(c.g.binary(op, a, b, c.loc));
 }
 
