@@ -300,6 +300,19 @@ std::vector<std::string> candidate_paths(Library lib, const EnvGetter& env) {
   return out;
 }
 
+bool resolve_nvrtc(void* handle, const std::string& path, CudaLibraries& libs,
+                   std::string* why_not) {
+  SymbolResolver resolver(handle);
+  resolve_libnvrtc(libs, resolver);
+  if (!resolver.missing().empty()) {
+    if (why_not) *why_not = missing_symbols_message(Library::kNvrtc, path, resolver.missing());
+    return false;
+  }
+  libs.libnvrtc_handle = handle;
+  libs.libnvrtc_path = path;
+  return true;
+}
+
 void* open_library_handle(Library lib, const EnvGetter& env, std::string* path,
                           std::string* why_not) {
   std::string found;

@@ -54,13 +54,14 @@ constexpr CUresult kCudaSuccess = 0;                            // CUDA_SUCCESS
 constexpr CUdevice_attribute kAttrComputeCapabilityMajor = 75;  // ..._COMPUTE_CAPABILITY_MAJOR
 constexpr CUdevice_attribute kAttrComputeCapabilityMinor = 76;  // ..._COMPUTE_CAPABILITY_MINOR
 constexpr CUdevice_attribute kAttrMultiprocessorCount = 16;     // ..._MULTIPROCESSOR_COUNT
-constexpr CUdevice_attribute kAttrMaxSharedPerBlockOptin = 97;  // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr CUdevice_attribute kAttrMaxSharedPerBlockOptin =
+    97;  // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 // CUfunction_attribute values (cuda.h).
 constexpr int kFuncAttrSharedSizeBytes = 1;            // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
 constexpr int kFuncAttrLocalSizeBytes = 3;             // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
 constexpr int kFuncAttrNumRegs = 4;                    // CU_FUNC_ATTRIBUTE_NUM_REGS
 constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;  // ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
-constexpr CUdevice_attribute kAttrL2CacheSize = 38;             // ..._L2_CACHE_SIZE (bytes)
+constexpr CUdevice_attribute kAttrL2CacheSize = 38;    // ..._L2_CACHE_SIZE (bytes)
 
 // ---- NVRTC types (nvrtc.h; NVRTC documentation, "Error Handling" and
 // "General Information Query").
@@ -210,6 +211,13 @@ std::vector<std::string> candidate_paths(Library lib, const EnvGetter& env);
 // failed, and the variable that overrides the search.
 void* open_library_handle(Library lib, const EnvGetter& env, std::string* path,
                           std::string* why_not);
+
+// Resolves the NVRTC entry points of `libs` from `handle` (a libnvrtc opened
+// with open_library_handle) and records it as libs.libnvrtc_handle and
+// `path`. Returns false with `why_not` naming the library and the first
+// missing symbol; the handle is then the caller's to close.
+bool resolve_nvrtc(void* handle, const std::string& path, CudaLibraries& libs,
+                   std::string* why_not);
 
 // Opens both libraries and resolves every entry point, searching with the
 // given environment, without caching. Returns nullptr when a library is

@@ -2,7 +2,6 @@
 #include "runtime/cuda/nvrtc.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -26,68 +25,19 @@ struct NvrtcLoad {
   std::string why_not;
 };
 
-template <typename Fn>
-bool resolve(void* handle, Fn*& slot, const char* name, std::string* missing) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) {
-    if (missing->empty()) *missing = name;
-    return false;
-  }
-  slot = reinterpret_cast<Fn*>(sym);
-  return true;
-}
-
-// Opens libnvrtc alone, in the search order of loader.h (candidate_paths),
-// skipping stub libraries, and resolves the NVRTC entry points of
-// CudaLibraries (NVRTC documentation, "API Reference").
+// Opens libnvrtc alone, in the search order of loader.h, and resolves the
+// NVRTC entry points of CudaLibraries (NVRTC documentation, "API Reference").
 NvrtcLoad open_nvrtc_only() {
   NvrtcLoad r;
-  std::string tried;
-  for (const std::string& candidate : candidate_paths(Library::kNvrtc, process_env())) {
-    const bool is_file = candidate.find('/') != std::string::npos;
-    if (is_file && access(candidate.c_str(), F_OK) != 0) {
-      tried += (tried.empty() ? "" : ", ") + candidate + " (no such file)";
-      continue;
-    }
-    dlerror();
-    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      tried += (tried.empty() ? "" : ", ") + candidate + " (" + (err ? err : "dlopen failed") + ")";
-      continue;
-    }
-    struct link_map* map = nullptr;
-    std::string real = (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name)
-                           ? std::string(map->l_name)
-                           : std::string();
-    if (real.find("/stubs/") != std::string::npos) {
-      dlclose(handle);
-      tried += (tried.empty() ? "" : ", ") + candidate + " (a stub library, skipped)";
-      continue;
-    }
-    auto libs = std::make_unique<CudaLibraries>();
-    libs->libnvrtc_handle = handle;
-    libs->libnvrtc_path = is_file || real.empty() ? candidate : real;
-    std::string missing;
-    resolve(handle, libs->nvrtcVersion, "nvrtcVersion", &missing);
-    resolve(handle, libs->nvrtcGetErrorString, "nvrtcGetErrorString", &missing);
-    resolve(handle, libs->nvrtcCreateProgram, "nvrtcCreateProgram", &missing);
-    resolve(handle, libs->nvrtcCompileProgram, "nvrtcCompileProgram", &missing);
-    resolve(handle, libs->nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", &missing);
-    resolve(handle, libs->nvrtcGetProgramLog, "nvrtcGetProgramLog", &missing);
-    resolve(handle, libs->nvrtcGetCUBINSize, "nvrtcGetCUBINSize", &missing);
-    resolve(handle, libs->nvrtcGetCUBIN, "nvrtcGetCUBIN", &missing);
-    resolve(handle, libs->nvrtcDestroyProgram, "nvrtcDestroyProgram", &missing);
-    if (!missing.empty()) {
-      r.why_not = "libnvrtc at " + libs->libnvrtc_path + " is not usable: it lacks the symbol " +
-                  missing + ".";
-      return r;
-    }
-    r.libs = std::move(libs);
+  std::string path;
+  void* handle = open_library_handle(Library::kNvrtc, process_env(), &path, &r.why_not);
+  if (handle == nullptr) return r;
+  auto libs = std::make_unique<CudaLibraries>();
+  if (!resolve_nvrtc(handle, path, *libs, &r.why_not)) {
+    dlclose(handle);
     return r;
   }
-  r.why_not = "Could not load the CUDA runtime compiler library (libnvrtc); tried " + tried +
-              ". Set TILEFUSE_LIBNVRTC to its full path, or CUDA_HOME to the CUDA installation.";
+  r.libs = std::move(libs);
   return r;
 }
 
