@@ -366,6 +366,8 @@ std::string Emitter::binary(const Expr& e) {
     std::string r = "(" + x + " " + sym + " " + y + ")";
     return narrow_int ? "static_cast<" + cuda_type(dt) + ">" + r : r;
   };
+  if (is_comparison(e.kind()))  // C++ has the IR's comparison operators
+    return "(" + x + " " + std::string(binary_symbol(e.kind())) + " " + y + ")";
   switch (e.kind()) {
     case ExprKind::Add:
       return arith("+");
@@ -388,22 +390,9 @@ std::string Emitter::binary(const Expr& e) {
       return "tf::min(" + x + ", " + y + ")";
     case ExprKind::Max:
       return "tf::max(" + x + ", " + y + ")";
-    case ExprKind::EQ:
-      return "(" + x + " == " + y + ")";
-    case ExprKind::NE:
-      return "(" + x + " != " + y + ")";
-    case ExprKind::LT:
-      return "(" + x + " < " + y + ")";
-    case ExprKind::LE:
-      return "(" + x + " <= " + y + ")";
-    case ExprKind::GT:
-      return "(" + x + " > " + y + ")";
-    case ExprKind::GE:
-      return "(" + x + " >= " + y + ")";
     case ExprKind::And:
-      return "(" + x + " && " + y + ")";
     case ExprKind::Or:
-      return "(" + x + " || " + y + ")";
+      return "(" + x + " " + std::string(binary_symbol(e.kind())) + " " + y + ")";
     default:
       break;
   }

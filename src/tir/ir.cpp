@@ -87,6 +87,18 @@ bool is_binary_op(ExprKind kind) {
   }
 }
 
+std::string_view binary_symbol(ExprKind kind) {
+  switch (kind) {
+#define TF_TIR_CASE(name, sym, prec) \
+  case ExprKind::name:               \
+    return sym;
+    TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_TIR_CASE)
+#undef TF_TIR_CASE
+    default:
+      return "?";
+  }
+}
+
 bool is_comparison(ExprKind kind) {
   switch (kind) {
     case ExprKind::EQ:

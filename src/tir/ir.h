@@ -178,6 +178,9 @@ int intrinsic_arity(Intrinsic op);
 bool intrinsic_float_only(Intrinsic op);
 bool is_binary_op(ExprKind kind);
 bool is_comparison(ExprKind kind);  // EQ NE LT LE GT GE
+// A binary op's text: "+", "==", "&&", ... or "min" / "max" (printed as a
+// call); "?" for a kind that is not a binary op.
+std::string_view binary_symbol(ExprKind kind);
 
 // Memory space of a buffer (see "Scopes" above).
 enum class MemScope : uint8_t { Global, Shared, Fragment, Local };

@@ -38,18 +38,6 @@ int precedence(const Expr& e) {
   }
 }
 
-std::string_view binary_symbol(ExprKind kind) {
-  switch (kind) {
-#define TF_TIR_CASE(name, sym, prec) \
-  case ExprKind::name:               \
-    return sym;
-    TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_TIR_CASE)
-#undef TF_TIR_CASE
-    default:
-      return "?";
-  }
-}
-
 int binary_precedence(ExprKind kind) {
   switch (kind) {
 #define TF_TIR_CASE(name, sym, prec) \
