@@ -8,6 +8,11 @@
 #
 #   scripts/gpu_check.sh --stage            # here: copy the built binaries
 #   scripts/gpu_check.sh [tests|cases|memcheck|bench ...]   # there: run parts (default: all)
+#
+# Parts: tests (test_gpu, the GPU tests of test_runtime, MmaSyncPeak), cases, memcheck, bench,
+# and, not in the default set: vector (test_gpu and the cases again with
+# TILEFUSE_VECTOR_LOADS=1), startup (a cold then a warm `run -v` of the seed: kernel-cache use
+# and the time to the first launch), torch (bench/compare_torch.py on every bench program).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -15,7 +20,9 @@ BIN="${TF_BIN:-$ROOT/.devcarry/bin}"
 if [[ "${1:-}" == "--stage" ]]; then
   mkdir -p "$BIN"
   cp "$BUILD/tilefuse" "$BIN/"
-  for t in "$BUILD"/tests/test_*; do [[ -x "$t" ]] && cp "$t" "$BIN/"; done
+  rm -f "$BIN"/test_*
+  # Only the binaries the parts below run (the carry limit is 64 MiB).
+  for t in test_gpu test_runtime test_codegen; do cp "$BUILD/tests/$t" "$BIN/"; done
   du -sh "$BIN"
   exit 0
 fi
@@ -41,7 +48,8 @@ if has tests; then
     filter='*'
     case "$name" in
       test_runtime) filter='Cuda*:DeviceNumeric*:*Cublas*:*Timing*:*Cache*' ;;
-      test_codegen|test_gpu) ;;
+      test_codegen) filter='*Peak*' ;;
+      test_gpu) ;;
       *) continue ;;
     esac
     "$t" --gtest_filter="$filter" > "$LOG/$name.log" 2>&1
@@ -65,6 +73,32 @@ if has cases; then
   row "shared cases on the GPU (x2 plans)" "$pass passed, $fail failed"
 fi
 
+if has vector; then
+  TILEFUSE_VECTOR_LOADS=1 "$BIN/test_gpu" > "$LOG/test_gpu-vector.log" 2>&1
+  rc=$?
+  row "test_gpu VECTOR_LOADS=1" "rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$LOG/test_gpu-vector.log" | tr '\n' ' ')"
+  pass=0; fail=0
+  for f in "$ROOT"/tests/cases/*.tfs "$ROOT"/examples/*.tfs; do
+    b=$(basename "$f" .tfs)
+    [[ "$b" == gather_out_of_range ]] && continue
+    TILEFUSE_VECTOR_LOADS=1 "$BIN/tilefuse" run "$f" --device cuda --plan fused --check > "$LOG/vcase-$b.log" 2>&1
+    if [[ $? == 0 ]]; then pass=$((pass+1)); else fail=$((fail+1)); row "vector case $b" FAILED; fi
+  done
+  row "cases VECTOR_LOADS=1 (fused)" "$pass passed, $fail failed"
+fi
+
+if has startup; then
+  seed="$ROOT/tests/cases/seed_gather_mm_f16.tfs"
+  TILEFUSE_CACHE_DIR=/tmp/tf-startup "$BIN/tilefuse" run "$seed" -v > "$LOG/startup-cold.log" 2>&1
+  for i in 1 2 3; do
+    TILEFUSE_CACHE_DIR=/tmp/tf-startup "$BIN/tilefuse" run "$seed" -v > "$LOG/startup-warm$i.log" 2>&1
+  done
+  row "startup cold" "$(grep -E '^(tuning|first launch)' "$LOG/startup-cold.log" | cut -c1-60 | tr '\n' ' ')"
+  for i in 1 2 3; do
+    row "startup warm $i" "$(grep -E '^(first launch|compile:)|kernel ' "$LOG/startup-warm$i.log" | sed 's/;.*//' | tr '\n' ' ')"
+  done
+fi
+
 if has memcheck; then
   for b in seed_gather_mm_f16 gather_out_of_range; do
     compute-sanitizer --tool memcheck --error-exitcode 99 "$BIN/tilefuse" run "$ROOT/tests/cases/$b.tfs" \
@@ -86,6 +120,14 @@ if has bench; then
     gemm=$(awk '$1=="cuBLASLt"{print $4}' "$LOG/bench-$b.log")
     row "bench $b (us)" "fused=$fused unfused=$unf unfused+cuBLASLt=$blas cuBLASLt-GEMM=$gemm"
   done
+fi
+
+if has torch; then
+  python3 "$ROOT/bench/compare_torch.py" --tilefuse "$BIN/tilefuse" --json "$LOG/compare_torch.json" \
+    > "$LOG/compare_torch.log" 2>&1
+  rc=$?
+  echo "== compare_torch (rc=$rc)"; tail -40 "$LOG/compare_torch.log"
+  row "compare_torch" "rc=$rc (table above)"
 fi
 
 if [[ -n "${OUT:-}" ]]; then tar -czf "$OUT/gpu-logs.tgz" -C "$LOG" . ; fi

@@ -240,6 +240,7 @@ void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
   Impl::Kernel& k = impl_->kernels[index];
+  if (!first_launch_) first_launch_ = std::chrono::steady_clock::now();
   if (k.blas) {
     k.blas->run(impl_->memory.at(k.blas_a).ptr(), impl_->memory.at(k.blas_b).ptr(),
                 impl_->memory.at(k.blas_c).ptr());

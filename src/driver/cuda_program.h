@@ -10,7 +10,9 @@
 // usable afterwards: nothing traps.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,11 @@ class CudaProgram {
 
   const std::vector<CudaKernelStats>& stats() const { return stats_; }
   const CompiledProgram& program() const { return program_; }
+  // When the first kernel of this program was launched (host clock, at the
+  // launch call), or nullopt before any launch. For start-up figures.
+  std::optional<std::chrono::steady_clock::time_point> first_launch() const {
+    return first_launch_;
+  }
 
  private:
   struct Impl;
@@ -89,6 +96,7 @@ class CudaProgram {
   cuda::Device& device_;
   std::unique_ptr<Impl> impl_;
   std::vector<CudaKernelStats> stats_;
+  std::optional<std::chrono::steady_clock::time_point> first_launch_;
 };
 
 // The NVRTC options tilefuse compiles kernels with for `arch`.

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <future>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -126,6 +127,14 @@ Checksum checksum(const Tensor& t) {
   return s;
 }
 
+// Taken during static initialization, before main: the start-up figure
+// `run -v` prints ("first launch: ... after the process started") counts from here.
+const std::chrono::steady_clock::time_point kProcessStart = std::chrono::steady_clock::now();
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -169,17 +178,30 @@ int run_command(const RunOptions& options) {
     const Graph& g = program.graph;
     if (options.threads < 0) throw UserError("--threads must be >= 0");
     const bool reference = options.engine == "reference";
-    // Where to run: cuda needs a usable GPU; auto takes one when present.
-    bool gpu = false;
-    std::string why_cpu;
-    if (options.device != "cpu" && !reference) {
-      gpu = cuda::cuda_available(&why_cpu);
-      if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
-    } else if (reference && options.device == "cuda") {
+    if (reference && options.device == "cuda")
       throw UserError("--engine reference runs on the CPU; use --device cpu or auto");
-    }
+    // Where to run: cuda needs a usable GPU; auto takes one when present.
+    // Opening the device (dlopen, cuInit, the primary context: hundreds of
+    // milliseconds) runs on a second thread while this one makes the inputs.
+    std::future<std::string> device_start;  // "" when the GPU is usable, else why not
+    if (options.device != "cpu" && !reference)
+      device_start = std::async(std::launch::async, [] {
+        std::string why;
+        if (!cuda::cuda_available(&why)) return why;
+        driver::default_device();
+        return std::string();
+      });
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
     load_inputs(g, options.inputs, inputs);
+    const double inputs_ms = ms_since(kProcessStart);
+    bool gpu = false;
+    std::string why_cpu;
+    if (device_start.valid()) {
+      why_cpu = device_start.get();
+      gpu = why_cpu.empty();
+      if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
+    }
+    const double device_ms = ms_since(kProcessStart);
 
     EvalOptions eval;
     eval.num_threads = options.threads;
@@ -189,6 +211,7 @@ int run_command(const RunOptions& options) {
     std::optional<driver::CompiledProgram> compiled;
     std::unique_ptr<driver::CudaProgram> cuda_program;
     double compile_s = 0;
+    double loaded_ms = 0;
     std::string where = "cpu";
     // What the tuner did (printed with --verbose).
     std::string tuning_line;
@@ -256,6 +279,7 @@ int run_command(const RunOptions& options) {
         compiled = driver::compile(g, co);
       }
       compile_s = seconds_since(t0);
+      loaded_ms = ms_since(kProcessStart);
       size_t n = compiled->kernels.size();
       how = fmt::format("{} plan, {} kernel{}, {}", plan_name, n, n == 1 ? "" : "s",
                         gpu ? "CUDA" : "CPU executor");
@@ -294,6 +318,13 @@ int run_command(const RunOptions& options) {
       outputs = driver::execute(*compiled, inputs, xo);
     }
     double elapsed = seconds_since(t0);
+    if (options.verbose && cuda_program && cuda_program->first_launch())
+      std::printf(
+          "first launch: %.1f ms after the process started (inputs ready at %.1f ms, device at "
+          "%.1f ms, kernels loaded at %.1f ms)\n",
+          std::chrono::duration<double, std::milli>(*cuda_program->first_launch() - kProcessStart)
+              .count(),
+          inputs_ms, device_ms, loaded_ms);
 
     std::vector<std::string> names = output_names(g);
     for (size_t i = 0; i < outputs.size(); ++i) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "core/error.h"
 #include "runtime/cache/disk_cache.h"
 #include "runtime/cache/kernel_cache.h"
@@ -53,30 +54,7 @@ class TempDir {
   std::string path_;
 };
 
-// Sets (or unsets, for nullptr) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old != nullptr) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using tilefuse::testing::ScopedEnv;
 
 EnvLookup fake_env(std::map<std::string, std::string> vars) {
   auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));

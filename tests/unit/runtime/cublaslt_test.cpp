@@ -483,6 +483,7 @@ TEST(DeviceTiming, MemsetStatistics) {
   TimingOptions opts;
   opts.warmup = 2;
   opts.repeats = 20;
+  opts.warmup_ms = 0;  // exactly warmup + repeats calls
   const Timing t = time_on_device(
       device,
       [&] {

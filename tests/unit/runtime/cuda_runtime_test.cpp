@@ -11,10 +11,12 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/cuda.h"
+#include "common/scoped_env.h"
 #include "core/error.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/nvrtc.h"
@@ -155,9 +157,10 @@ TEST(CudaNvrtc, SyntaxErrorNamesTheSavedSourceAndQuotesTheLog) {
   SKIP_WITHOUT_NVRTC();
   const auto cache = std::filesystem::temp_directory_path() /
                      ("tilefuse-cudart-test-" + std::to_string(::getpid()));
-  const char* old = std::getenv("XDG_CACHE_HOME");
-  const std::string saved_env = old ? old : "";
-  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  // The failed source goes to $XDG_CACHE_HOME/tilefuse/failed unless
+  // TILEFUSE_CACHE_DIR names the cache (as scripts/gpu_check.sh does).
+  std::optional<testing::ScopedEnv> no_dir(std::in_place, "TILEFUSE_CACHE_DIR", nullptr);
+  std::optional<testing::ScopedEnv> xdg(std::in_place, "XDG_CACHE_HOME", cache.c_str());
   const std::string bad = "extern \"C\" __global__ void broken(float* p) { p[0] = 1.0f }\n";
   std::string message;
   try {
@@ -166,11 +169,8 @@ TEST(CudaNvrtc, SyntaxErrorNamesTheSavedSourceAndQuotesTheLog) {
   } catch (const UserError& e) {
     message = e.what();
   }
-  if (old) {
-    ::setenv("XDG_CACHE_HOME", saved_env.c_str(), 1);
-  } else {
-    ::unsetenv("XDG_CACHE_HOME");
-  }
+  xdg.reset();
+  no_dir.reset();
   const std::string dir = (cache / "tilefuse" / "failed").string();
   const std::size_t at = message.find(dir + "/broken-");
   ASSERT_NE(at, std::string::npos) << message;
