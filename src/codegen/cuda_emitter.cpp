@@ -632,13 +632,14 @@ int64_t Emitter::copy_trips(const CopyNode* op) const {
 // A register-staged copy whose main source load (lower_copies'
 // `vector_load`) is read `width` bytes at a time: that load and *vec, the
 // elements per access; nullptr (and *vec 1) when the copy goes element by
-// element. Off unless TILEFUSE_VECTOR_LOADS=1 (not yet run on a GPU).
+// element. On by default (run on the H200: test_gpu and every case);
+// TILEFUSE_VECTOR_LOADS=0 turns it off, to compare or to rule it out.
 const LoadNode* Emitter::vector_source(const CopyNode* op, int64_t* vec) const {
   *vec = 1;
   auto it = op->annotations.find("vector_load");
   auto w = op->annotations.find("width");
   const char* on = std::getenv("TILEFUSE_VECTOR_LOADS");
-  if (it == op->annotations.end() || w == op->annotations.end() || !on || std::string(on) != "1")
+  if (it == op->annotations.end() || w == op->annotations.end() || (on && std::string(on) == "0"))
     return nullptr;
   const std::vector<const LoadNode*> loads = loads_in(op->value);
   const int64_t k = std::get<int64_t>(it->second), width = std::get<int64_t>(w->second);

@@ -206,7 +206,7 @@ class Decider : public IRMutator {
     // Register-staged: the widest legal vector load of the main source.
     int64_t w = elem, vector_load = -1;
     int main_index = -1;
-    if (const LoadNode* src = main_load(op, info, inner, &main_index)) {
+    if (const LoadNode* src = main_load(op, info, ext, inner, &main_index)) {
       AccessFacts a = info.access(src);
       int64_t rw = widest(limits(a, inner), {16, 8, 4, 2, 1});
       if (rw > 0) w = rw;
@@ -240,16 +240,30 @@ class Decider : public IRMutator {
   }
 
   // The load whose address moves along the innermost dim (the tile data,
-  // not a gathered index), else the first load.
+  // not a gathered index), else the first load. Among several (x[i, j] *
+  // scale[j]), the one broadcast along the fewest tile dims: it carries the
+  // most distinct elements; ties go to the last.
   // *index: its position among the value's loads in IRVisitor order
   // (children first), the `vector_load` annotation.
-  static const LoadNode* main_load(const CopyNode* op, AxisInfo& info, size_t inner, int* index) {
+  static const LoadNode* main_load(const CopyNode* op, AxisInfo& info,
+                                   const std::vector<int64_t>& ext, size_t inner, int* index) {
     const std::vector<const LoadNode*> loads = loads_in(op->value);
-    for (size_t k = loads.size(); k-- > 0;)
-      if (info.access(loads[k]).offset_facts.constancy[inner] == 1) {
-        *index = static_cast<int>(k);
-        return loads[k];
+    int best = -1;
+    size_t best_broadcast = 0;
+    for (size_t k = loads.size(); k-- > 0;) {
+      const std::vector<int64_t>& constancy = info.access(loads[k]).offset_facts.constancy;
+      if (constancy[inner] != 1) continue;
+      size_t broadcast = 0;
+      for (size_t d = 0; d < ext.size(); ++d) broadcast += constancy[d] >= ext[d];
+      if (best < 0 || broadcast < best_broadcast) {
+        best = static_cast<int>(k);
+        best_broadcast = broadcast;
       }
+    }
+    if (best >= 0) {
+      *index = best;
+      return loads[best];
+    }
     *index = loads.empty() ? -1 : 0;
     return loads.empty() ? nullptr : loads.front();
   }

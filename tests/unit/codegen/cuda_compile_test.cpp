@@ -159,8 +159,9 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
   int nvrtc = 0;
   for (uint64_t i = 0; i < 300; ++i) {
     const uint64_t seed = base + i;
-    // The second half with vectorized register-staged copies.
-    if (i == 150) ::setenv("TILEFUSE_VECTOR_LOADS", "1", 1);
+    // The second half with element-wise register-staged copies
+    // (TILEFUSE_VECTOR_LOADS=0; vector loads are the default).
+    if (i == 150) ::setenv("TILEFUSE_VECTOR_LOADS", "0", 1);
     testing::RandomProgramOptions opts;
     opts.max_dim = 300;
     opts.edge_dim_chance = 0.2;
@@ -235,11 +236,11 @@ TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
 namespace tilefuse {
 namespace {
 
-// Vectorized register-staged copies (TILEFUSE_VECTOR_LOADS=1, off by
-// default until run on a GPU): every case emits and compiles without spills,
-// and the dequant case's B copy reads its main source 16 bytes at a time.
+// Vectorized register-staged copies (the default; TILEFUSE_VECTOR_LOADS=0
+// turns them off): every case emits and compiles without spills, and the
+// dequant case's B copy reads its main source 16 bytes at a time.
 TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
-  ::setenv("TILEFUSE_VECTOR_LOADS", "1", 1);
+  ::unsetenv("TILEFUSE_VECTOR_LOADS");
   int vectorized = 0, n = 0;
   for (const std::string& path : testing::shared_cases())
     for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
@@ -256,12 +257,18 @@ TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
         }
       }
     }
-  ::unsetenv("TILEFUSE_VECTOR_LOADS");
   EXPECT_GT(vectorized, 0);
-  driver::CompiledProgram dq =
-      compile_for(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/dequant_int8_prologue.tfs",
-                  "sm_90a", PlanKind::kFused);
-  // Off again: element by element.
+  const std::string dequant =
+      std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/dequant_int8_prologue.tfs";
+  // int8 B, 16 bytes: 16 elements per access.
+  EXPECT_NE(compile_for(dequant, "sm_90a", PlanKind::kFused)
+                .kernels[0]
+                .cuda->source.find("tf::load_vector<16>("),
+            std::string::npos);
+  ::setenv("TILEFUSE_VECTOR_LOADS", "0", 1);
+  driver::CompiledProgram dq = compile_for(dequant, "sm_90a", PlanKind::kFused);
+  ::unsetenv("TILEFUSE_VECTOR_LOADS");
+  // Off: element by element.
   EXPECT_EQ(dq.kernels[0].cuda->source.find("tf::load_vector<"), std::string::npos);
 }
 
