@@ -45,14 +45,33 @@ bool is_mma_dtype(DType dt) {
 struct GemmInfo {
   const GemmNode* node = nullptr;
   Buffer c_only;  // a fragment with no gemm (node is null)
-  bool mma = false;
+  bool mma = false;    // a tensor-core tile (mma.sync or wgmma): m16n8-style C fragments
+  bool wgmma = false;  // the sm_90a WgmmaTile (warps_m/n are then warpgroups)
   int bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
   std::string tile_type;  // the C++ type of the accumulator object
 };
 
+// How a shared tile is laid out (tf_copy.cuh): row-major, `swizzled` (16-byte
+// chunks XOR row: ldmatrix without bank conflicts; with 128-byte rows the
+// wgmma 128-byte swizzle of a K-major operand), or `mn_swizzled` (a wgmma
+// MN-major operand).
+enum class SharedLayout { kRowMajor, kSwizzled, kMnSwizzled };
+
+const char* layout_name(SharedLayout l) {
+  switch (l) {
+    case SharedLayout::kRowMajor:
+      return "row_major";
+    case SharedLayout::kSwizzled:
+      return "swizzled";
+    case SharedLayout::kMnSwizzled:
+      return "mn_swizzled";
+  }
+  return "";
+}
+
 struct SharedInfo {
   int stages = 1;
-  bool swizzled = false;
+  SharedLayout layout = SharedLayout::kRowMajor;
   int64_t tile_elems = 0;  // one stage
   int64_t offset = 0;
 };
@@ -129,6 +148,30 @@ std::pair<int, int> arrange_warps(int bm, int bn, int warps) {
   return {0, 0};
 }
 
+// The warpgroup arrangement of a WgmmaTile: WG_M x WG_N = warps / 4 with
+// warpgroup tiles WM x WN, WM a multiple of 64 and WN one of the generated
+// wgmma N (64, 128, 256; tf_wgmma_ops.cuh), at most 128 accumulators per
+// thread; the smallest WM + WN first (the least shared memory read per
+// MMA), then the widest WN. {0, 0} when none fits.
+std::pair<int, int> arrange_warpgroups(int bm, int bn, int warps) {
+  if (warps % 4 != 0) return {0, 0};
+  const int groups = warps / 4;
+  std::pair<int, int> best{0, 0};
+  int best_cost = std::numeric_limits<int>::max(), best_wn = 0;
+  for (int wg_n = 1; wg_n <= groups; wg_n *= 2) {
+    if (groups % wg_n != 0) continue;
+    const int wg_m = groups / wg_n;
+    if (bm % wg_m != 0 || bn % wg_n != 0) continue;
+    const int wm = bm / wg_m, wn = bn / wg_n;
+    if (wm % 64 != 0 || (wn != 64 && wn != 128 && wn != 256)) continue;
+    if (wm / 64 * wn / 2 > 128) continue;
+    const int cost = wm + wn;
+    if (cost < best_cost || (cost == best_cost && wn > best_wn))
+      best = {wg_m, wg_n}, best_cost = cost, best_wn = wn;
+  }
+  return best;
+}
+
 // ---- the emitter -------------------------------------------------------------
 
 class Emitter {
@@ -148,9 +191,9 @@ class Emitter {
     out_ << std::string(2 * indent_, ' ') << s << "\n";
     last_line_ = s;
   }
-  // __syncthreads(), unless the line just written is one.
+  // The block barrier, unless the line just written is one.
   void barrier() {
-    if (last_line_ != "__syncthreads();") line("__syncthreads();");
+    if (last_line_ != barrier_line_) line(barrier_line_);
   }
   struct Indent {
     Emitter* e;
@@ -210,6 +253,9 @@ class Emitter {
   int threads_ = 128;
   int tmp_ = 0;
   std::string last_line_;
+  // The block barrier: __syncthreads(), or with a WgmmaTile in the kernel
+  // tf::async_barrier() (generic-proxy shared writes fenced for wgmma first).
+  std::string barrier_line_ = "__syncthreads();";
   // Shared buffers some emitted code has already read or written: a
   // synchronous copy into one needs a barrier first (earlier readers done).
   std::unordered_set<const BufferNode*> shared_used_;
@@ -473,10 +519,20 @@ std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx
   std::string off;
   if (idx.size() == 2) {
     const int64_t cols = const_of(b->shape[1], "a shared extent");
-    off = info.swizzled
-              ? fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
-                            expr(idx[0]), expr(idx[1]))
-              : fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
+    switch (info.layout) {
+      case SharedLayout::kSwizzled:
+        off = fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
+                          expr(idx[0]), expr(idx[1]));
+        break;
+      case SharedLayout::kMnSwizzled:
+        off = fmt::format("tf::mn_swizzled<{}, {}, {}>({}, {})",
+                          const_of(b->shape[0], "a shared extent"), cols, dtype_size(b.dtype()),
+                          expr(idx[0]), expr(idx[1]));
+        break;
+      case SharedLayout::kRowMajor:
+        off = fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
+        break;
+    }
   } else {
     int64_t s = 1;
     for (size_t d = idx.size(); d-- > 0;) {
@@ -590,7 +646,7 @@ void Emitter::emit_alloc(const AllocateNode* op) {
     case MemScope::Shared: {
       const SharedInfo& info = shared_.at(b.get());
       line(fmt::format("{}* {} = reinterpret_cast<{}*>(tf_smem + {});  // {}{}", t, n, t,
-                       info.offset, info.swizzled ? "swizzled" : "row-major",
+                       info.offset, layout_name(info.layout),
                        info.stages > 1 ? ", " + std::to_string(info.stages) + " stages" : ""));
       break;
     }
@@ -825,27 +881,38 @@ void Emitter::emit_pipelined(const ForNode* op) {
                                                                            : "irregular body"));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "0";
     open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, k, lo, k, lo, n, k));
-    line("__syncthreads();");
+    line(barrier_line_);
     for (auto& [v, val] : lets)
       line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
     for (const CopyNode* c : copies) emit_copy(c, false);
     line("tf::cp_async_commit();");
     line("tf::cp_async_wait<0>();");
-    line("__syncthreads();");
+    line(barrier_line_);
     for (const Stmt& s : consumer) stmt(s);
     close();
-    line("__syncthreads();");
+    line(barrier_line_);
     return;
   }
   line(
       fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
                   "copies of tile i + {} are in flight",
                   stages, stages - 1));
+  const GemmNode* g = consumer.size() == 1 ? consumer[0].as<GemmNode>() : nullptr;
+  const GemmInfo* gi = g ? &fragments_.at(g->c.buffer.get()) : nullptr;
+  // wgmma asynchronous to the copies: tile i's MMAs are issued, then tile
+  // i + S - 1's copies into the stage tile i - 1 used; each warpgroup waits
+  // for its MMAs at the end of the iteration, so after the next barrier
+  // every warpgroup is done with tile i's stage.
+  const bool wgmma_async = gi && gi->wgmma && whole_tile_gemm(g) &&
+                           shared_.at(g->a.buffer.get()).stages == stages &&
+                           shared_.at(g->b.buffer.get()).stages == stages;
   // Register-staged copies with a fixed slot count are double-buffered in
   // registers: loaded before the consumer runs, stored to their stage after.
+  // Not under an asynchronous wgmma: the copies already overlap the MMAs,
+  // and the registers are the accumulators'.
   std::vector<std::string> regs(copies.size());
   bool split = false;
-  for (size_t c = 0; c < copies.size(); ++c) {
+  for (size_t c = 0; c < copies.size() && !wgmma_async; ++c) {
     const CopyNode* cp = copies[c];
     auto mode = cp->annotations.find("mode");
     const bool reg =
@@ -900,14 +967,18 @@ void Emitter::emit_pipelined(const ForNode* op) {
     line("};");
   }
   const std::string it = "tf_it" + std::to_string(tmp_++);
-  open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages - 1));
+  // Tiles issued ahead of the one computed. (One wgmma group kept in flight
+  // across the barrier, wait_group 1 with tiles S - 2 ahead, made ptxas
+  // serialize the wgmma, C7514, in every loop form tried.)
+  const int ahead = stages - 1;
+  open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", ahead));
   open(fmt::format("if (tf_s < {})", n));
   line(fmt::format("tf_issue({} + tf_s, tf_s);", lo));
   if (split) line(fmt::format("tf_store({} + tf_s, tf_s);", lo));
   close();
   line("tf::cp_async_commit();");
   close();
-  const std::string next = fmt::format("{} + {}", it, stages - 1);
+  const std::string next = fmt::format("{} + {}", it, ahead);
   for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
   // The MMA consumer with its fragments software-pipelined (the CUTLASS
   // multistage main loop): while step s is multiplied, step s + 1's
@@ -916,25 +987,46 @@ void Emitter::emit_pipelined(const ForNode* op) {
   // The next tile's copies are issued after the first step. Needs two or
   // more k16 steps per tile (so that the issue precedes the wait).
   // TILEFUSE_NO_FRAGMENT_PIPELINE=1 turns it off (for measurements).
-  const GemmNode* g = consumer.size() == 1 ? consumer[0].as<GemmNode>() : nullptr;
-  const GemmInfo* gi = g ? &fragments_.at(g->c.buffer.get()) : nullptr;
   // Only where the second fragment buffer costs no occupancy: with 128 or
   // more accumulators per thread the kernel already holds ~200+ registers.
   // Measured on the H200 (seed, 2048^3 f16): 128x128x32/3/8 (64 per thread)
   // 71.0 us without, 84.1 us with (162 registers: 1 block/SM instead of 2);
   // 128x256x32/3/8 (128 per thread) 68.2 us with.
-  const bool frag_pipeline = gi && gi->mma && gi->bk / 16 >= 2 && !split &&
+  const bool frag_pipeline = gi && gi->mma && !gi->wgmma && gi->bk / 16 >= 2 && !split &&
                              gi->bm * gi->bn / threads_ >= 128 && whole_tile_gemm(g) &&
                              shared_.at(g->a.buffer.get()).stages == stages &&
                              shared_.at(g->b.buffer.get()).stages == stages &&
                              std::getenv("TILEFUSE_NO_FRAGMENT_PIPELINE") == nullptr;
-  if (frag_pipeline) {
+  if (wgmma_async) {
+    const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+    shared_used_.insert(g->a.buffer.get());
+    shared_used_.insert(g->b.buffer.get());
+    line("// wgmma: tile i's MMAs run while tile i + " + std::to_string(ahead) +
+         "'s copies are issued");
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("tf::cp_async_wait<{}>();", ahead - 1));
+    line(barrier_line_);
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    line(fmt::format("const bool tf_more = {} < {};", next, n));
+    line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
+                     shared_.at(g->a.buffer.get()).tile_elems, b,
+                     shared_.at(g->b.buffer.get()).tile_elems));
+    line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
+    line("tf::cp_async_commit();");
+    if (split)
+      line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    // (At the end of the iteration, not the start of the next: a wait at
+    // the loop head makes ptxas serialize the wgmma, C7514.)
+    line(fmt::format("{}.wait();  // this warpgroup's MMAs of tile i", c));
+    close();
+    line(fmt::format("{}.wait();", c));
+  } else if (frag_pipeline) {
     const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
     const int64_t ta = shared_.at(g->a.buffer.get()).tile_elems;
     const int64_t tb = shared_.at(g->b.buffer.get()).tile_elems;
     line(fmt::format("// MMA fragments double-buffered across k16 steps and tiles"));
     line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
-    line("__syncthreads();");
+    line(barrier_line_);
     line(fmt::format("typename decltype({})::Frags tf_fr[2];", c));
     line(fmt::format("{}.load_frags({}, {}, 0, tf_fr[0]);", c, a, b));
     open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
@@ -947,7 +1039,7 @@ void Emitter::emit_pipelined(const ForNode* op) {
     if (split)
       line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
     line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
-    line("__syncthreads();");
+    line(barrier_line_);
     line(fmt::format("tf_rs = ({} + 1) % {};", it, stages));
     line("tf_rk = 0;");
     close();
@@ -964,7 +1056,7 @@ void Emitter::emit_pipelined(const ForNode* op) {
   } else {
     open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
     line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
-    line("__syncthreads();");
+    line(barrier_line_);
     line(fmt::format("const bool tf_more = {} < {};", next, n));
     line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
     line("tf::cp_async_commit();");
@@ -976,7 +1068,7 @@ void Emitter::emit_pipelined(const ForNode* op) {
     close();
   }
   line("tf::cp_async_wait<0>();");
-  line("__syncthreads();");
+  line(barrier_line_);
   for (const CopyNode* c : copies) stage_expr_.erase(c->dst.get());
 }
 
@@ -1284,7 +1376,7 @@ void Emitter::stmt(const Stmt& s) {
       emit_check(s.as<CheckNode>());
       return;
     case StmtKind::Barrier:
-      line("__syncthreads();");
+      line(barrier_line_);
       return;
     case StmtKind::Seq:
       for (const Stmt& t : s.as<SeqNode>()->stmts) stmt(t);
@@ -1310,7 +1402,8 @@ CudaKernel Emitter::run() {
   Prescan scan;
   scan.visit_stmt(k_.body);
   // lower_gemm: the tile family and warp arrangement of each gemm.
-  std::unordered_set<const BufferNode*> mma_operands;
+  std::unordered_set<const BufferNode*> mma_operands;       // ldmatrix: swizzled
+  std::unordered_set<const BufferNode*> wgmma_a, wgmma_b;  // K-major / MN-major wgmma operands
   std::vector<GemmInfo> infos;
   for (const GemmNode* g : scan.gemms) {
     GemmInfo gi;
@@ -1366,6 +1459,34 @@ CudaKernel Emitter::run() {
     }
   }
   threads_ = warps * 32;
+  // lower_gemm on sm_90a: wgmma where the tile allows it (TILEFUSE_NO_WGMMA=1
+  // keeps mma.sync, to compare).
+  const bool wgmma_off = std::getenv("TILEFUSE_NO_WGMMA") != nullptr;
+  for (GemmInfo& gi : infos) {
+    if (!gi.node || !gi.mma || !target_.has_wgmma()) continue;
+    const int64_t row_bytes = int64_t{gi.bk} * dtype_size(gi.node->a.buffer.dtype());
+    auto [wg_m, wg_n] = arrange_warpgroups(gi.bm, gi.bn, warps);
+    std::string why_not;
+    if (wgmma_off)
+      why_not = "TILEFUSE_NO_WGMMA is set";
+    else if (row_bytes != 128)
+      why_not = fmt::format("BLOCK_K {} ({} bytes per row; the wgmma path takes 128)", gi.bk,
+                            row_bytes);
+    else if (wg_m == 0)
+      why_not = fmt::format(
+          "no warpgroup tile of a {}x{} block with {} warps (WM a multiple of 64, WN 64, 128 or "
+          "256, at most 128 accumulators per thread)",
+          gi.bm, gi.bn, warps);
+    else if (!whole_tile_gemm(gi.node) || gi.node->a.buffer.same_as(gi.node->b.buffer))
+      why_not = "the gemm's operands are not two whole tiles";
+    if (!why_not.empty()) {
+      result_.notes.push_back("mma.sync, not wgmma: " + why_not);
+      continue;
+    }
+    gi.wgmma = true;
+    gi.warps_m = wg_m, gi.warps_n = wg_n;
+    barrier_line_ = "tf::async_barrier();";
+  }
   for (GemmInfo& gi : infos) {
     if (!gi.node) {
       const Buffer& c = gi.c_only;
@@ -1376,7 +1497,12 @@ CudaKernel Emitter::run() {
       continue;
     }
     const Buffer &a = gi.node->a.buffer, &c = gi.node->c.buffer;
-    if (gi.mma) {
+    if (gi.wgmma) {
+      gi.tile_type = fmt::format("tf::WgmmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()),
+                                 gi.bm, gi.bn, gi.bk, gi.warps_m, gi.warps_n);
+      wgmma_a.insert(gi.node->a.buffer.get());
+      wgmma_b.insert(gi.node->b.buffer.get());
+    } else if (gi.mma) {
       std::tie(gi.warps_m, gi.warps_n) = arrange_warps(gi.bm, gi.bn, warps);
       gi.tile_type = fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()), gi.bm,
                                  gi.bn, gi.bk, gi.warps_m, gi.warps_n);
@@ -1389,7 +1515,9 @@ CudaKernel Emitter::run() {
     TF_CHECK(!fragments_.count(c.get()), "emit_cuda: two gemms accumulate into one fragment");
     fragments_[c.get()] = gi;
     CudaGemm rg;
-    rg.family = gi.mma ? "mma.sync.m16n8k16" : "simt.fma";
+    rg.family = gi.wgmma ? fmt::format("wgmma.m64n{}k16", gi.bn / gi.warps_n)
+                : gi.mma ? "mma.sync.m16n8k16"
+                         : "simt.fma";
     rg.dtype = std::string(dtype_name(a.dtype()));
     rg.block_m = gi.bm, rg.block_n = gi.bn, rg.block_k = gi.bk;
     rg.warps_m = gi.warps_m, rg.warps_n = gi.warps_n;
@@ -1408,14 +1536,22 @@ CudaKernel Emitter::run() {
     SharedInfo info;
     auto st = scan.staged.find(b.get());
     info.stages = st == scan.staged.end() ? 1 : st->second;
-    info.swizzled = mma_operands.count(b.get()) > 0;
+    const bool wgmma_operand = wgmma_a.count(b.get()) || wgmma_b.count(b.get());
+    info.layout = wgmma_b.count(b.get())                                  ? SharedLayout::kMnSwizzled
+                  : wgmma_a.count(b.get()) || mma_operands.count(b.get()) ? SharedLayout::kSwizzled
+                                                                          : SharedLayout::kRowMajor;
     info.tile_elems = numel(b);
+    // wgmma's swizzle is a function of address bits [4, 10): its tiles (and
+    // every stage, a multiple of 1024 bytes) start 1024-byte aligned.
+    const int64_t align = wgmma_operand ? 1024 : 128;
+    offset = (offset + align - 1) / align * align;
     info.offset = offset;
     const int64_t bytes = info.tile_elems * info.stages * dtype_size(b.dtype());
+    TF_CHECK(!wgmma_operand || info.tile_elems * dtype_size(b.dtype()) % 1024 == 0,
+             "emit_cuda: a wgmma tile that is not a multiple of 1024 bytes");
     offset += (bytes + 127) / 128 * 128;
     shared_[b.get()] = info;
-    result_.shared.push_back(
-        {b.name(), info.swizzled ? "swizzled" : "row_major", info.stages, info.offset, bytes});
+    result_.shared.push_back({b.name(), layout_name(info.layout), info.stages, info.offset, bytes});
   }
   result_.dynamic_shared_bytes = offset;
   result_.num_threads = threads_;
@@ -1424,6 +1560,7 @@ CudaKernel Emitter::run() {
   result_.headers = {"tf_numeric.cuh", "tf_status.cuh"};
   if (!shared_.empty() || scan.has_copy) result_.headers.push_back("tf_copy.cuh");
   if (!fragments_.empty()) result_.headers.push_back("tf_gemm.cuh");
+  if (!wgmma_a.empty()) result_.headers.push_back("tf_wgmma.cuh");
   std::ostringstream head;
   head << "// " << k_.name << ": generated by tilefuse for " << target_.name() << "\n";
   if (!k_.attrs.empty()) {
@@ -1454,7 +1591,9 @@ CudaKernel Emitter::run() {
   indent_ = 1;
   line(fmt::format("constexpr int kThreads = {};", threads_));
   line("const int tf_tid = static_cast<int>(threadIdx.x);");
-  if (offset > 0) line("extern __shared__ __align__(128) unsigned char tf_smem[];");
+  if (offset > 0)
+    line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
+                     wgmma_a.empty() ? 128 : 1024));
   int64_t grid = 1;
   std::vector<int64_t> gext;
   for (const GridDim& g : k_.grid) {

@@ -58,7 +58,9 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   program.graph = graph;
   program.target = options.target;
   program.plan = build_plan(graph, options.plan);
-  std::vector<LoweredKernel> lowered = lower_plan(graph, program.plan, options.lower);
+  LowerOptions lower_options = options.lower;
+  lower_options.wgmma = options.target.has_wgmma();
+  std::vector<LoweredKernel> lowered = lower_plan(graph, program.plan, lower_options);
 
   passes::PassContext context{options.target};
   passes::PipelineOptions pipeline;

@@ -274,7 +274,7 @@ const KernelStep* largest_gemm_step(const Plan& plan) {
 
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
                                           const tir::Target& target, int64_t max_shared_bytes) {
-  const GemmConfig def = default_gemm_config(graph, step);
+  const GemmConfig def = default_gemm_config(graph, step, target.has_wgmma());
   std::vector<GemmConfig> out{def};
   auto add = [&](const GemmConfig& c) {
     for (const GemmConfig& o : out)
@@ -304,7 +304,11 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   }
   // (BLOCK_K, stages): the same 2-4 K tiles in flight either way.
   const int small_k = elem <= 2 ? 32 : 16;
-  const std::pair<int, std::vector<int>> k_options[] = {{small_k, {3, 4}}, {2 * small_k, {2, 3}}};
+  // On sm_90a BLOCK_K 64 feeds wgmma, whose loop keeps one MMA group in
+  // flight from 4 stages on (cuda_emitter.cpp): 4 stages are worth a try.
+  const bool wgmma = target.has_wgmma() && mma;
+  const std::pair<int, std::vector<int>> k_options[] = {
+      {small_k, {3, 4}}, {2 * small_k, wgmma ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}}};
   for (int bm : bms) {
     for (int bn : bns) {
       if (std::max(bm, bn) > 2 * std::min(bm, bn)) continue;  // at most 2:1

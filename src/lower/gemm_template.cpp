@@ -39,12 +39,18 @@ bool can_use_gemm(const Graph& graph, const KernelStep& step) {
   return a == b && is_floating(a);
 }
 
-GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step) {
+GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma) {
   const GemmGeometry& g = step.gemm;
   GemmConfig c;
   c.block_m = static_cast<int>(std::clamp<int64_t>(next_pow2(g.m), 16, 128));
   c.block_n = static_cast<int>(std::clamp<int64_t>(next_pow2(g.n), 16, 128));
-  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, 32));
+  // 64 only where the rows are whole 16-byte vectors (K and N multiples of
+  // 8): else the copies go element by element through registers, and 64
+  // elements per thread per stage spill (measured with ptxas: 255 registers
+  // and ~400 spilled bytes for K = 1001).
+  const int64_t elem = dtype_size(graph.node(step.a.operand).dtype);
+  const bool wide_k = wgmma && elem == 2 && g.k * elem % 16 == 0 && g.n * elem % 16 == 0;
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, wide_k ? 64 : 32));
   c.num_stages = static_cast<int>(std::clamp<int64_t>(ceil_div(g.k, c.block_k), 1, 3));
   c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
   c.group_m = 8;

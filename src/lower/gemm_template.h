@@ -43,7 +43,9 @@ bool can_use_gemm(const Graph& graph, const KernelStep& step);
 // The heuristic config: tiles no larger than the problem (powers of two,
 // BLOCK_M/N in [16, 128], BLOCK_K in [16, 32] bytes-agnostic), up to 3
 // stages but no more than K tiles, 8 warps for 128x128 tiles, GROUP_M 8.
-GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step);
+// With `wgmma` (an sm_90a target) 16-bit operands take BLOCK_K 64 (one
+// 128-byte swizzle row, what the wgmma tile reads) where K allows.
+GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma = false);
 
 // The accumulator dtype of a GEMM over operands of `dtype`: f32, or f64 for
 // f64 (graph.h's rounding contract).

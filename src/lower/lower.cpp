@@ -1,6 +1,8 @@
 // Lowering of plan steps to kernels (see lower.h).
 #include "lower/lower.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <string>
 #include <utility>
@@ -30,7 +32,7 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 
 std::string buffer_name(const Graph& g, ValueId v) {
   const Node& n = g.node(v);
-  return n.name.empty() ? "t" + std::to_string(v) : n.name;
+  return n.name.empty() ? fmt::format("t{}", v) : n.name;
 }
 
 // Buffer names are unique in a kernel (executors bind arguments by name):
@@ -139,7 +141,7 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
   lk.step = step;
   const KernelSignature sig = signature(g, step, &lk.bindings);
   TF_CHECK(can_use_gemm(g, step), "the GEMM template cannot build step " + step.name);
-  const GemmConfig config = opts.gemm_config.value_or(default_gemm_config(g, step));
+  const GemmConfig config = opts.gemm_config.value_or(default_gemm_config(g, step, opts.wgmma));
   lk.gemm_config = config;
   const tir::Kernel templ = build_gemm(g, step, sig, config);
 

@@ -35,6 +35,9 @@ struct LowerOptions {
   // of that kind.
   std::optional<GemmConfig> gemm_config;
   std::optional<PointwiseConfig> pointwise_config;
+  // The target has wgmma (sm_90a): the heuristic GEMM config takes BLOCK_K
+  // of 128 bytes for 16-bit operands (what WgmmaTile needs).
+  bool wgmma = false;
   bool verify = true;
 };
 

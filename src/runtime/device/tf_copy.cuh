@@ -44,6 +44,23 @@ __device__ __forceinline__ int swizzled(int r, int c) {
   }
 }
 
+// Element offset of (r, c) in a [ROWS][COLS] tile stored for wgmma as an
+// MN-major operand with the 128-byte swizzle (PTX ISA 9.7.15.5.1, "Shared
+// Memory Matrix Layout"; CUTLASS's canonical B128 MN-major layout
+// ((8T, m), (8, k)) : ((1, LBO), (8T, SBO))): the columns are cut into
+// strips of 128 bytes (64 16-bit elements); each strip is stored whole,
+// ROWS rows of 128 bytes, before the next, and within a row the 16-byte
+// chunk index is XORed with r % 8. With the tile 1024-byte aligned, the
+// descriptor's LBO is one strip (ROWS * 128 bytes) and its SBO 8 rows (1024).
+template <int ROWS, int COLS, int ELEM>
+__device__ __forceinline__ int mn_swizzled(int r, int c) {
+  constexpr int kAtom = 128 / ELEM;  // elements per strip row
+  static_assert(COLS % kAtom == 0, "mn_swizzled: COLS must be whole 128-byte strips");
+  const int byte = (c % kAtom) * ELEM;
+  const int chunk = (byte >> 4) ^ (r & 7);
+  return (c / kAtom) * (ROWS * kAtom) + r * kAtom + ((chunk << 4) | (byte & 15)) / ELEM;
+}
+
 // ---- cp.async (PTX ISA 9.7.9.25) -------------------------------------------
 // `pred` false: zero-fill (src-size 0, nothing is read); pass a valid
 // address anyway (the emitter passes the tensor's base).

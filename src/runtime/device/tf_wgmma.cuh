@@ -1,0 +1,133 @@
+// tilefuse device helpers: the sm_90a GEMM tile, wgmma.mma_async with both
+// operands in shared memory (PTX ISA 9.7.15 "Asynchronous Warpgroup Level
+// Matrix Multiply-Accumulate"; 9.7.15.5.1 the matrix descriptor).
+//
+// Conventions shared with the emitter (src/codegen/cuda_emitter.cpp):
+//  - A [BM][BK] is K-major with BK * sizeof(T) == 128: stored `swizzled`
+//    (tf_copy.cuh), which for 128-byte rows is exactly the 128-byte swizzle
+//    (16-byte chunk ^ row % 8); B [BK][BN] is MN-major, stored `mn_swizzled`;
+//    both tiles (every stage) 1024-byte aligned, as the swizzle is applied
+//    to address bits [4, 10);
+//  - writes into those tiles by the generic proxy (st.shared, cp.async) are
+//    made visible to wgmma (the async proxy) by `fence.proxy.async` before
+//    the barrier that precedes the MMA: the emitter's barrier in a kernel
+//    with a WgmmaTile is `async_barrier()`;
+//  - like MmaTile, the object owns one thread's accumulators: element e is
+//    at row(e), col(e) of the block tile, c[e] its value.
+#pragma once
+
+#include "tf_copy.cuh"
+#include "tf_numeric.cuh"
+#include "tf_wgmma_ops.cuh"
+
+namespace tf {
+
+// A shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2, "Matrix
+// Descriptor Format"): start address, leading and stride byte offsets (all
+// >> 4), base offset 0 (1024-byte aligned tiles) and bits 62-63 = 1, the
+// 128-byte swizzle.
+__device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned lbo_bytes,
+                                                         unsigned sbo_bytes) {
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
+         (static_cast<unsigned long long>((lbo_bytes >> 4) & 0x3FFF) << 16) |
+         (static_cast<unsigned long long>((sbo_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+// wgmma.fence: orders this thread's earlier register and shared-memory
+// accesses before the wgmma.mma_async that follow (PTX ISA 9.7.15.7.1).
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N committed wgmma groups of this warpgroup are pending.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Generic-proxy writes to shared memory become visible to the async proxy
+// (PTX ISA 9.7.13.4 membar/fence, "proxy.async").
+__device__ __forceinline__ void fence_async_proxy() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// The block barrier of a kernel whose shared tiles wgmma reads.
+__device__ __forceinline__ void async_barrier() {
+  fence_async_proxy();
+  __syncthreads();
+}
+
+// C[BM][BN] += A[BM][BK] @ B[BK][BN] with wgmma.mma_async m64nWNk16 over
+// WG_M x WG_N warpgroups (num_warps = 4 * WG_M * WG_N): warpgroup g owns rows
+// (g / WG_N) * WM .. + WM (MT = WM / 64 instructions per k16 step) and
+// columns (g % WG_N) * WN .. + WN of C.
+template <class T, int BM, int BN, int BK, int WG_M, int WG_N>
+struct WgmmaTile {
+  static constexpr int WM = BM / WG_M, WN = BN / WG_N;
+  static constexpr int MT = WM / 64;
+  static constexpr int kPerM = WN / 2;  // accumulators per m64 tile per thread
+  static constexpr int kElems = MT * kPerM;
+  static constexpr int kAtom = 128 / static_cast<int>(sizeof(T));
+  static_assert(sizeof(T) == 2, "WgmmaTile takes 16-bit operands");
+  static_assert(BK == kAtom, "WgmmaTile: BK * sizeof(T) must be 128 (one swizzle row)");
+  static_assert(WM % 64 == 0 && (WN == 64 || WN == 128 || WN == 256), "WgmmaTile: tile shape");
+  float c[kElems];
+
+  __device__ __forceinline__ void fill(float v) {
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) c[e] = v;
+  }
+  // The D fragment of m64nNk16 (PTX ISA 9.7.15.5.3, "Register Fragments",
+  // wgmma D): warp w of the warpgroup holds rows 16w .. 16w + 15, laid out
+  // like mma.m16n8's C once per n8 column block. e = mt * kPerM + n8 * 4 + q.
+  __device__ __forceinline__ static int row(int e) {
+    const int tid = threadIdx.x, lane = tid % 32;
+    const int mt = e / kPerM, q = e % 4;
+    return (tid / 128 / WG_N) * WM + mt * 64 + (tid / 32 % 4) * 16 + lane / 4 + (q >= 2 ? 8 : 0);
+  }
+  __device__ __forceinline__ static int col(int e) {
+    const int tid = threadIdx.x, lane = tid % 32;
+    const int j = e % kPerM;
+    return (tid / 128 % WG_N) * WN + (j / 4) * 8 + (lane % 4) * 2 + (j & 1);
+  }
+  // Pins the accumulators: the compiler may not move their reads or writes
+  // across this point (the wgmma writes them asynchronously).
+  __device__ __forceinline__ void fence_operands() {
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) asm volatile("" : "+f"(c[e])::"memory");
+  }
+  // Issues C += As @ Bs (all k16 steps) as one wgmma group, without waiting.
+  __device__ __forceinline__ void mma_async(const T* As, const T* Bs) {
+    const int g = threadIdx.x / 128;
+    const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * BK * 2;
+    const unsigned b0 = smem_addr(Bs) + (g % WG_N) * (WN / kAtom) * (BK * 128);
+    fence_operands();
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < BK / 16; ++s) {
+      // B: k16 step s starts 16 rows (2048 bytes) into each strip.
+      const unsigned long long db = wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        // A: m64 tile mt, k16 step s: 32 bytes into the swizzled rows.
+        const unsigned long long da = wgmma_desc(a0 + mt * 64 * 128 + s * 32, 16, 1024);
+        WgmmaOp<T, WN>::run(&c[mt * kPerM], da, db);
+      }
+    }
+    wgmma_commit();
+    // (No fence_operands here: an access to the accumulators before the
+    // wait makes ptxas serialize the wgmma; wait() pins them.)
+  }
+  // Waits for every wgmma this warpgroup issued.
+  __device__ __forceinline__ void wait() {
+    wgmma_wait<0>();
+    fence_operands();
+  }
+  // C += As @ Bs, complete on return.
+  __device__ __forceinline__ void mma(const T* As, const T* Bs) {
+    mma_async(As, Bs);
+    wait();
+  }
+};
+
+}  // namespace tf
