@@ -40,19 +40,28 @@ bool is_mma_dtype(DType dt) {
   return dt == DType::F16 || dt == DType::BF16;
 }
 
+// The MMA paths' shared tiles: (A, B) swizzle units in bytes (tf_copy.cuh's
+// `swizzled` UNIT). MmaTile's ldmatrix reads 8 rows x 16 bytes of both;
+// Tf32MmaTile's A loads 8 rows x 16 bytes, its B loads 4 rows x 32 bytes.
+constexpr int kMmaSwizzleUnit = 16;
+constexpr int kTf32BSwizzleUnit = 32;
+
 // ---- prescan: gemms, shared buffers, staging ---------------------------------
 
 struct GemmInfo {
   const GemmNode* node = nullptr;
   Buffer c_only;  // a fragment with no gemm (node is null)
   bool mma = false;
+  bool tf32 = false;  // with mma: Tf32MmaTile (f32 operands, --allow-tf32), else MmaTile
   int bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
+  // MMA k steps per BLOCK_K (k16 for MmaTile, k8 for Tf32MmaTile).
+  int k_steps() const { return bk / (tf32 ? 8 : 16); }
   std::string tile_type;  // the C++ type of the accumulator object
 };
 
 struct SharedInfo {
   int stages = 1;
-  bool swizzled = false;
+  int swizzle_unit = 0;  // 0: row-major; 16 / 32: `swizzled` with UNIT-byte units
   int64_t tile_elems = 0;  // one stage
   int64_t offset = 0;
 };
@@ -133,7 +142,8 @@ std::pair<int, int> arrange_warps(int bm, int bn, int warps) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, const Target& t) : k_(k), target_(t) {}
+  Emitter(const Kernel& k, const Target& t, const EmitOptions& o)
+      : k_(k), target_(t), options_(o) {}
 
   CudaKernel run();
 
@@ -204,6 +214,7 @@ class Emitter {
 
   const Kernel& k_;
   Target target_;
+  EmitOptions options_;
   CudaKernel result_;
   std::ostringstream out_;
   int indent_ = 0;
@@ -473,10 +484,14 @@ std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx
   std::string off;
   if (idx.size() == 2) {
     const int64_t cols = const_of(b->shape[1], "a shared extent");
-    off = info.swizzled
-              ? fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
-                            expr(idx[0]), expr(idx[1]))
-              : fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
+    if (info.swizzle_unit == 0)
+      off = fmt::format("tf::row_major<{}>({}, {})", cols, expr(idx[0]), expr(idx[1]));
+    else if (info.swizzle_unit == kMmaSwizzleUnit)  // the default UNIT: spelled without it
+      off = fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
+                        expr(idx[0]), expr(idx[1]));
+    else
+      off = fmt::format("tf::swizzled<{}, {}, {}>({}, {})", cols, dtype_size(b.dtype()),
+                        info.swizzle_unit, expr(idx[0]), expr(idx[1]));
   } else {
     int64_t s = 1;
     for (size_t d = idx.size(); d-- > 0;) {
@@ -590,7 +605,11 @@ void Emitter::emit_alloc(const AllocateNode* op) {
     case MemScope::Shared: {
       const SharedInfo& info = shared_.at(b.get());
       line(fmt::format("{}* {} = reinterpret_cast<{}*>(tf_smem + {});  // {}{}", t, n, t,
-                       info.offset, info.swizzled ? "swizzled" : "row-major",
+                       info.offset,
+                       info.swizzle_unit == 0                ? "row-major"
+                       : info.swizzle_unit == kMmaSwizzleUnit ? "swizzled"
+                                                              : fmt::format("swizzled, {}-byte units",
+                                                                            info.swizzle_unit),
                        info.stages > 1 ? ", " + std::to_string(info.stages) + " stages" : ""));
       break;
     }
@@ -923,7 +942,10 @@ void Emitter::emit_pipelined(const ForNode* op) {
   // Measured on the H200 (seed, 2048^3 f16): 128x128x32/3/8 (64 per thread)
   // 71.0 us without, 84.1 us with (162 registers: 1 block/SM instead of 2);
   // 128x256x32/3/8 (128 per thread) 68.2 us with.
-  const bool frag_pipeline = gi && gi->mma && gi->bk / 16 >= 2 && !split &&
+  // Not for Tf32MmaTile: its f32 tiles take twice the cp.async of f16 ones,
+  // and with two fragment sets ptxas spilled 50-110 bytes at 128
+  // accumulators (128x256x32/3/8, 256x128x16/4/8; none without).
+  const bool frag_pipeline = gi && gi->mma && !gi->tf32 && gi->k_steps() >= 2 && !split &&
                              gi->bm * gi->bn / threads_ >= 128 && whole_tile_gemm(g) &&
                              shared_.at(g->a.buffer.get()).stages == stages &&
                              shared_.at(g->b.buffer.get()).stages == stages &&
@@ -1310,7 +1332,7 @@ CudaKernel Emitter::run() {
   Prescan scan;
   scan.visit_stmt(k_.body);
   // lower_gemm: the tile family and warp arrangement of each gemm.
-  std::unordered_set<const BufferNode*> mma_operands;
+  std::unordered_map<const BufferNode*, int> mma_operands;  // shared tile -> swizzle unit
   std::vector<GemmInfo> infos;
   for (const GemmNode* g : scan.gemms) {
     GemmInfo gi;
@@ -1324,6 +1346,11 @@ CudaKernel Emitter::run() {
     gi.bk = static_cast<int>(const_of(a->shape[1], "BLOCK_K"));
     gi.bn = static_cast<int>(const_of(b->shape[1], "BLOCK_N"));
     gi.mma = is_mma_dtype(a.dtype()) && c.dtype() == DType::F32 && gi.bk % 16 == 0;
+    // f32 operands on TF32 tensor cores only when allowed (PTX ISA
+    // 9.7.14.5.14: mma.sync m16n8k8 .tf32 needs sm_80, every CUDA target).
+    gi.tf32 = options_.allow_tf32 && a.dtype() == DType::F32 && c.dtype() == DType::F32 &&
+              gi.bk % 8 == 0;
+    gi.mma = gi.mma || gi.tf32;
     infos.push_back(gi);
   }
   // A fragment no gemm accumulates into (its K loop was empty and removed)
@@ -1348,6 +1375,11 @@ CudaKernel Emitter::run() {
       auto [wm, wn] = arrange_warps(gi.bm, gi.bn, warps);
       if (wm == 0) {
         gi.mma = false;  // no 16x16 warp tile fits: the exact FMA path
+        if (gi.tf32)
+          result_.notes.push_back(fmt::format(
+              "allow_tf32: the {}x{} tile has no 16x16 warp tile: exact FMA instead", gi.bm,
+              gi.bn));
+        gi.tf32 = false;
       } else if (wm * wn < warps) {
         result_.notes.push_back(
             fmt::format("num_warps {} -> {}: a {}x{} tile has only {} warp tiles of 16x16 or more",
@@ -1378,10 +1410,25 @@ CudaKernel Emitter::run() {
     const Buffer &a = gi.node->a.buffer, &c = gi.node->c.buffer;
     if (gi.mma) {
       std::tie(gi.warps_m, gi.warps_n) = arrange_warps(gi.bm, gi.bn, warps);
-      gi.tile_type = fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()), gi.bm,
-                                 gi.bn, gi.bk, gi.warps_m, gi.warps_n);
-      mma_operands.insert(gi.node->a.buffer.get());
-      mma_operands.insert(gi.node->b.buffer.get());
+      if (gi.tf32) {
+        gi.tile_type = fmt::format("tf::Tf32MmaTile<{}, {}, {}, {}, {}>", gi.bm, gi.bn, gi.bk,
+                                   gi.warps_m, gi.warps_n);
+        result_.notes.push_back(fmt::format(
+            "allow_tf32: the f32 gemm into {} runs on TF32 tensor cores (operands rounded to "
+            "10 mantissa bits)",
+            c.name()));
+      } else {
+        gi.tile_type = fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()),
+                                   gi.bm, gi.bn, gi.bk, gi.warps_m, gi.warps_n);
+      }
+      // A tile feeding two gemms would need one layout for both.
+      auto swizzle = [&](const Buffer& t, int unit) {
+        auto [it, fresh] = mma_operands.emplace(t.get(), unit);
+        TF_CHECK(fresh || it->second == unit,
+                 "emit_cuda: shared tile " + t.name() + " feeds MMA gemms of two layouts");
+      };
+      swizzle(gi.node->a.buffer, kMmaSwizzleUnit);
+      swizzle(gi.node->b.buffer, gi.tf32 ? kTf32BSwizzleUnit : kMmaSwizzleUnit);
     } else {
       gi.tile_type = fmt::format("tf::SimtTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()),
                                  cuda_type(c.dtype()), gi.bm, gi.bn, gi.bk, threads_);
@@ -1389,7 +1436,7 @@ CudaKernel Emitter::run() {
     TF_CHECK(!fragments_.count(c.get()), "emit_cuda: two gemms accumulate into one fragment");
     fragments_[c.get()] = gi;
     CudaGemm rg;
-    rg.family = gi.mma ? "mma.sync.m16n8k16" : "simt.fma";
+    rg.family = gi.tf32 ? "mma.sync.m16n8k8.tf32" : gi.mma ? "mma.sync.m16n8k16" : "simt.fma";
     rg.dtype = std::string(dtype_name(a.dtype()));
     rg.block_m = gi.bm, rg.block_n = gi.bn, rg.block_k = gi.bk;
     rg.warps_m = gi.warps_m, rg.warps_n = gi.warps_n;
@@ -1408,14 +1455,18 @@ CudaKernel Emitter::run() {
     SharedInfo info;
     auto st = scan.staged.find(b.get());
     info.stages = st == scan.staged.end() ? 1 : st->second;
-    info.swizzled = mma_operands.count(b.get()) > 0;
+    if (auto m = mma_operands.find(b.get()); m != mma_operands.end())
+      info.swizzle_unit = m->second;
     info.tile_elems = numel(b);
     info.offset = offset;
     const int64_t bytes = info.tile_elems * info.stages * dtype_size(b.dtype());
     offset += (bytes + 127) / 128 * 128;
     shared_[b.get()] = info;
-    result_.shared.push_back(
-        {b.name(), info.swizzled ? "swizzled" : "row_major", info.stages, info.offset, bytes});
+    result_.shared.push_back({b.name(),
+                              info.swizzle_unit == 0                ? "row_major"
+                              : info.swizzle_unit == kMmaSwizzleUnit ? "swizzled"
+                                                                     : "swizzled32",
+                              info.stages, info.offset, bytes});
   }
   result_.dynamic_shared_bytes = offset;
   result_.num_threads = threads_;
@@ -1510,8 +1561,9 @@ std::string cuda_type(DType dtype) {
   return "void";
 }
 
-CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target) {
-  Emitter e(kernel, target);
+CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target,
+                     const EmitOptions& options) {
+  Emitter e(kernel, target, options);
   return e.run();
 }
 
