@@ -283,7 +283,8 @@ json explain(const CompiledProgram& program, const std::string& name) {
   a["decisions"] = program.plan.decisions;
   // Which plan and config the tuner chose on this target, and by how much
   // (from the tuning cache; explain itself tunes nothing).
-  if (program.target.is_cuda()) a["tuning"] = tuning_account(program.graph, program.target.name());
+  if (program.target.is_cuda())
+    a["tuning"] = tuning_account(program.graph, program.target.name(), program.allow_tf32);
   return a;
 }
 

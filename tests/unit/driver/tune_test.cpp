@@ -259,12 +259,21 @@ TEST_F(TuneCache, KeyDependsOnShapesProgramAndDevice) {
   EXPECT_NE(ka, driver::tuning_key(c, cpu).material());
   EXPECT_NE(ka, driver::tuning_key(a, h200).material());
   EXPECT_NE(driver::tuning_key(a, h200).material(), driver::tuning_key(a, a100).material());
+  // A tuning with allow_tf32 is one of its own (other kernels).
+  EXPECT_EQ(driver::tuning_key(a, h200, false).material(), driver::tuning_key(a, h200).material());
+  EXPECT_NE(driver::tuning_key(a, h200, true).material(), driver::tuning_key(a, h200).material());
 
   // A tuning of one shape is not another's.
   driver::tune(a, make_random_inputs(a, 1), quick());
   EXPECT_TRUE(driver::cached_choice(a, cpu).has_value());
   EXPECT_FALSE(driver::cached_choice(b, cpu).has_value());
   EXPECT_FALSE(driver::cached_choice(a, h200).has_value());
+  EXPECT_FALSE(driver::cached_choice(a, cpu, /*allow_tf32=*/true).has_value());
+  driver::TuneOptions tf32 = quick();
+  tf32.allow_tf32 = true;
+  EXPECT_FALSE(driver::tune(a, make_random_inputs(a, 1), tf32).from_cache);
+  EXPECT_TRUE(driver::cached_choice(a, cpu, true).has_value());
+  EXPECT_TRUE(driver::tuning_account(a, "cpu", true)["tuned"].get<bool>());
 }
 
 TEST_F(TuneCache, CorruptOrMalformedEntriesAreTunedAgain) {
