@@ -213,7 +213,8 @@ struct Tf32MmaTile {
   // multiples of those (m0 and mt * 16 + 8: multiples of 16 and 8; kk and 4:
   // of 4), so each address is the swizzled offset within the first period
   // plus a constant: NT + 2 * kSteps offsets per thread, not one per load
-  // (which with 128 accumulators cost ptxas 200+ bytes of spills).
+  // (measured with the fragments double-buffered at 128 accumulators: 200-340
+  // bytes of ptxas spills with one offset per load, 52-112 with these).
   __device__ __forceinline__ void load_frags(const float* As, const float* Bs, int step,
                                              Frags& f) const {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
