@@ -12,7 +12,8 @@
 # Parts: tests (test_gpu, the GPU tests of test_runtime, MmaSyncPeak), cases, memcheck, bench,
 # and, not in the default set: vector (test_gpu and the cases again with
 # TILEFUSE_VECTOR_LOADS=0), startup (a cold then a warm `run -v` of the seed: kernel-cache use
-# and the time to the first launch), torch (bench/compare_torch.py on every bench program).
+# and the time to the first launch), torch (bench/compare_torch.py on every bench program),
+# tf32 (--allow-tf32: the GpuTf32 tests, every case with --check, bench of gemm_f32).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -85,6 +86,26 @@ if has vector; then
     if [[ $? == 0 ]]; then pass=$((pass+1)); else fail=$((fail+1)); row "vector case $b" FAILED; fi
   done
   row "cases VECTOR_LOADS=0 (fused)" "$pass passed, $fail failed"
+fi
+
+if has tf32; then
+  "$BIN/test_gpu" --gtest_filter='GpuTf32*' > "$LOG/test_gpu-tf32.log" 2>&1
+  rc=$?
+  row "test_gpu GpuTf32*" "rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$LOG/test_gpu-tf32.log" | tr '\n' ' ')"
+  pass=0; fail=0
+  for f in "$ROOT"/tests/cases/*.tfs "$ROOT"/examples/*.tfs; do
+    b=$(basename "$f" .tfs)
+    [[ "$b" == gather_out_of_range ]] && continue
+    for plan in fused unfused; do
+      "$BIN/tilefuse" run "$f" --device cuda --plan "$plan" --check --allow-tf32 > "$LOG/tcase-$b-$plan.log" 2>&1
+      if [[ $? == 0 ]]; then pass=$((pass+1)); else fail=$((fail+1)); row "tf32 case $b $plan" FAILED; fi
+    done
+  done
+  row "cases --allow-tf32 (x2 plans)" "$pass passed, $fail failed"
+  "$BIN/tilefuse" bench "$ROOT/bench/programs/gemm_f32.tfs" --allow-tf32 > "$LOG/bench-gemm_f32-tf32.log" 2>&1
+  rc=$?
+  echo "== bench gemm_f32 --allow-tf32 (rc=$rc)"; cat "$LOG/bench-gemm_f32-tf32.log"
+  row "bench gemm_f32 tf32 (us)" "fused=$(awk '$1=="fused"{print $2}' "$LOG/bench-gemm_f32-tf32.log") cuBLASLt-GEMM=$(awk '$1=="cuBLASLt"{print $4}' "$LOG/bench-gemm_f32-tf32.log")"
 fi
 
 if has startup; then

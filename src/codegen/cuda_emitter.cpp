@@ -40,6 +40,12 @@ bool is_mma_dtype(DType dt) {
   return dt == DType::F16 || dt == DType::BF16;
 }
 
+// The MMA paths' shared tiles: (A, B) swizzle units in bytes (tf_copy.cuh's
+// `swizzled` UNIT). MmaTile's ldmatrix reads 8 rows x 16 bytes of both;
+// Tf32MmaTile's A loads 8 rows x 16 bytes, its B loads 4 rows x 32 bytes.
+constexpr int kMmaSwizzleUnit = 16;
+constexpr int kTf32BSwizzleUnit = 32;
+
 // ---- prescan: gemms, shared buffers, staging ---------------------------------
 
 struct GemmInfo {
@@ -47,15 +53,18 @@ struct GemmInfo {
   Buffer c_only;  // a fragment with no gemm (node is null)
   bool mma = false;    // a tensor-core tile (mma.sync or wgmma): m16n8-style C fragments
   bool wgmma = false;  // the sm_90a WgmmaTile (warps_m/n are then warpgroups)
+  bool tf32 = false;   // with mma: Tf32MmaTile (f32 operands, --allow-tf32), else MmaTile
   int bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
+  // MMA k steps per BLOCK_K (k16 for MmaTile, k8 for Tf32MmaTile).
+  int k_steps() const { return bk / (tf32 ? 8 : 16); }
   std::string tile_type;  // the C++ type of the accumulator object
 };
 
 // How a shared tile is laid out (tf_copy.cuh): row-major, `swizzled` (16-byte
 // chunks XOR row: ldmatrix without bank conflicts; with 128-byte rows the
-// wgmma 128-byte swizzle of a K-major operand), or `mn_swizzled` (a wgmma
-// MN-major operand).
-enum class SharedLayout { kRowMajor, kSwizzled, kMnSwizzled };
+// wgmma 128-byte swizzle of a K-major operand), `swizzled32` (32-byte units:
+// the B tile of a TF32 gemm), or `mn_swizzled` (a wgmma MN-major operand).
+enum class SharedLayout { kRowMajor, kSwizzled, kSwizzled32, kMnSwizzled };
 
 const char* layout_name(SharedLayout l) {
   switch (l) {
@@ -63,6 +72,8 @@ const char* layout_name(SharedLayout l) {
       return "row_major";
     case SharedLayout::kSwizzled:
       return "swizzled";
+    case SharedLayout::kSwizzled32:
+      return "swizzled32";
     case SharedLayout::kMnSwizzled:
       return "mn_swizzled";
   }
@@ -176,7 +187,8 @@ std::pair<int, int> arrange_warpgroups(int bm, int bn, int warps) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, const Target& t) : k_(k), target_(t) {}
+  Emitter(const Kernel& k, const Target& t, const EmitOptions& o)
+      : k_(k), target_(t), options_(o) {}
 
   CudaKernel run();
 
@@ -247,6 +259,7 @@ class Emitter {
 
   const Kernel& k_;
   Target target_;
+  EmitOptions options_;
   CudaKernel result_;
   std::ostringstream out_;
   int indent_ = 0;
@@ -523,6 +536,10 @@ std::string Emitter::shared_offset(const Buffer& b, const std::vector<Expr>& idx
       case SharedLayout::kSwizzled:
         off = fmt::format("tf::swizzled<{}, {}>({}, {})", cols, dtype_size(b.dtype()),
                           expr(idx[0]), expr(idx[1]));
+        break;
+      case SharedLayout::kSwizzled32:
+        off = fmt::format("tf::swizzled<{}, {}, {}>({}, {})", cols, dtype_size(b.dtype()),
+                          kTf32BSwizzleUnit, expr(idx[0]), expr(idx[1]));
         break;
       case SharedLayout::kMnSwizzled:
         off = fmt::format("tf::mn_swizzled<{}, {}, {}>({}, {})",
@@ -992,7 +1009,11 @@ void Emitter::emit_pipelined(const ForNode* op) {
   // Measured on the H200 (seed, 2048^3 f16): 128x128x32/3/8 (64 per thread)
   // 71.0 us without, 84.1 us with (162 registers: 1 block/SM instead of 2);
   // 128x256x32/3/8 (128 per thread) 68.2 us with.
-  const bool frag_pipeline = gi && gi->mma && !gi->wgmma && gi->bk / 16 >= 2 && !split &&
+  // Not for Tf32MmaTile: its f32 tiles take twice the cp.async of f16 ones,
+  // and with two fragment sets ptxas spilled 50-110 bytes at 128
+  // accumulators (128x256x32/3/8, 256x128x16/4/8; none without).
+  const bool frag_pipeline = gi && gi->mma && !gi->wgmma && !gi->tf32 && gi->k_steps() >= 2 &&
+                             !split &&
                              gi->bm * gi->bn / threads_ >= 128 && whole_tile_gemm(g) &&
                              shared_.at(g->a.buffer.get()).stages == stages &&
                              shared_.at(g->b.buffer.get()).stages == stages &&
@@ -1402,8 +1423,8 @@ CudaKernel Emitter::run() {
   Prescan scan;
   scan.visit_stmt(k_.body);
   // lower_gemm: the tile family and warp arrangement of each gemm.
-  std::unordered_set<const BufferNode*> mma_operands;       // ldmatrix: swizzled
-  std::unordered_set<const BufferNode*> wgmma_a, wgmma_b;  // K-major / MN-major wgmma operands
+  std::unordered_map<const BufferNode*, int> mma_operands;  // shared tile -> swizzle unit
+  std::unordered_set<const BufferNode*> wgmma_a, wgmma_b;   // K-major / MN-major wgmma operands
   std::vector<GemmInfo> infos;
   for (const GemmNode* g : scan.gemms) {
     GemmInfo gi;
@@ -1417,6 +1438,11 @@ CudaKernel Emitter::run() {
     gi.bk = static_cast<int>(const_of(a->shape[1], "BLOCK_K"));
     gi.bn = static_cast<int>(const_of(b->shape[1], "BLOCK_N"));
     gi.mma = is_mma_dtype(a.dtype()) && c.dtype() == DType::F32 && gi.bk % 16 == 0;
+    // f32 operands on TF32 tensor cores only when allowed (PTX ISA
+    // 9.7.14.5.14: mma.sync m16n8k8 .tf32 needs sm_80, every CUDA target).
+    gi.tf32 = options_.allow_tf32 && a.dtype() == DType::F32 && c.dtype() == DType::F32 &&
+              gi.bk % 8 == 0;
+    gi.mma = gi.mma || gi.tf32;
     infos.push_back(gi);
   }
   // A fragment no gemm accumulates into (its K loop was empty and removed)
@@ -1441,6 +1467,11 @@ CudaKernel Emitter::run() {
       auto [wm, wn] = arrange_warps(gi.bm, gi.bn, warps);
       if (wm == 0) {
         gi.mma = false;  // no 16x16 warp tile fits: the exact FMA path
+        if (gi.tf32)
+          result_.notes.push_back(fmt::format(
+              "allow_tf32: the {}x{} tile has no 16x16 warp tile: exact FMA instead", gi.bm,
+              gi.bn));
+        gi.tf32 = false;
       } else if (wm * wn < warps) {
         result_.notes.push_back(
             fmt::format("num_warps {} -> {}: a {}x{} tile has only {} warp tiles of 16x16 or more",
@@ -1463,7 +1494,7 @@ CudaKernel Emitter::run() {
   // keeps mma.sync, to compare).
   const bool wgmma_off = std::getenv("TILEFUSE_NO_WGMMA") != nullptr;
   for (GemmInfo& gi : infos) {
-    if (!gi.node || !gi.mma || !target_.has_wgmma()) continue;
+    if (!gi.node || !gi.mma || gi.tf32 || !target_.has_wgmma()) continue;
     const int64_t row_bytes = int64_t{gi.bk} * dtype_size(gi.node->a.buffer.dtype());
     auto [wg_m, wg_n] = arrange_warpgroups(gi.bm, gi.bn, warps);
     std::string why_not;
@@ -1504,10 +1535,25 @@ CudaKernel Emitter::run() {
       wgmma_b.insert(gi.node->b.buffer.get());
     } else if (gi.mma) {
       std::tie(gi.warps_m, gi.warps_n) = arrange_warps(gi.bm, gi.bn, warps);
-      gi.tile_type = fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()), gi.bm,
-                                 gi.bn, gi.bk, gi.warps_m, gi.warps_n);
-      mma_operands.insert(gi.node->a.buffer.get());
-      mma_operands.insert(gi.node->b.buffer.get());
+      if (gi.tf32) {
+        gi.tile_type = fmt::format("tf::Tf32MmaTile<{}, {}, {}, {}, {}>", gi.bm, gi.bn, gi.bk,
+                                   gi.warps_m, gi.warps_n);
+        result_.notes.push_back(fmt::format(
+            "allow_tf32: the f32 gemm into {} runs on TF32 tensor cores (operands rounded to "
+            "10 mantissa bits)",
+            c.name()));
+      } else {
+        gi.tile_type = fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()),
+                                   gi.bm, gi.bn, gi.bk, gi.warps_m, gi.warps_n);
+      }
+      // A tile feeding two gemms would need one layout for both.
+      auto swizzle = [&](const Buffer& t, int unit) {
+        auto [it, fresh] = mma_operands.emplace(t.get(), unit);
+        TF_CHECK(fresh || it->second == unit,
+                 "emit_cuda: shared tile " + t.name() + " feeds MMA gemms of two layouts");
+      };
+      swizzle(gi.node->a.buffer, kMmaSwizzleUnit);
+      swizzle(gi.node->b.buffer, gi.tf32 ? kTf32BSwizzleUnit : kMmaSwizzleUnit);
     } else {
       gi.tile_type = fmt::format("tf::SimtTile<{}, {}, {}, {}, {}, {}>", cuda_type(a.dtype()),
                                  cuda_type(c.dtype()), gi.bm, gi.bn, gi.bk, threads_);
@@ -1515,9 +1561,10 @@ CudaKernel Emitter::run() {
     TF_CHECK(!fragments_.count(c.get()), "emit_cuda: two gemms accumulate into one fragment");
     fragments_[c.get()] = gi;
     CudaGemm rg;
-    rg.family = gi.wgmma ? fmt::format("wgmma.m64n{}k16", gi.bn / gi.warps_n)
-                : gi.mma ? "mma.sync.m16n8k16"
-                         : "simt.fma";
+    rg.family = gi.wgmma  ? fmt::format("wgmma.m64n{}k16", gi.bn / gi.warps_n)
+                : gi.tf32 ? "mma.sync.m16n8k8.tf32"
+                : gi.mma  ? "mma.sync.m16n8k16"
+                          : "simt.fma";
     rg.dtype = std::string(dtype_name(a.dtype()));
     rg.block_m = gi.bm, rg.block_n = gi.bn, rg.block_k = gi.bk;
     rg.warps_m = gi.warps_m, rg.warps_n = gi.warps_n;
@@ -1537,9 +1584,14 @@ CudaKernel Emitter::run() {
     auto st = scan.staged.find(b.get());
     info.stages = st == scan.staged.end() ? 1 : st->second;
     const bool wgmma_operand = wgmma_a.count(b.get()) || wgmma_b.count(b.get());
-    info.layout = wgmma_b.count(b.get())                                  ? SharedLayout::kMnSwizzled
-                  : wgmma_a.count(b.get()) || mma_operands.count(b.get()) ? SharedLayout::kSwizzled
-                                                                          : SharedLayout::kRowMajor;
+    if (wgmma_b.count(b.get())) {
+      info.layout = SharedLayout::kMnSwizzled;
+    } else if (wgmma_a.count(b.get())) {
+      info.layout = SharedLayout::kSwizzled;
+    } else if (auto m = mma_operands.find(b.get()); m != mma_operands.end()) {
+      info.layout =
+          m->second == kMmaSwizzleUnit ? SharedLayout::kSwizzled : SharedLayout::kSwizzled32;
+    }
     info.tile_elems = numel(b);
     // wgmma's swizzle is a function of address bits [4, 10): its tiles (and
     // every stage, a multiple of 1024 bytes) start 1024-byte aligned.
@@ -1649,8 +1701,9 @@ std::string cuda_type(DType dtype) {
   return "void";
 }
 
-CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target) {
-  Emitter e(kernel, target);
+CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target,
+                     const EmitOptions& options) {
+  Emitter e(kernel, target, options);
   return e.run();
 }
 

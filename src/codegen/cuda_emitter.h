@@ -9,13 +9,18 @@
 //    (each program id recovered by div/mod of constants);
 //  - layout: a shared tile read by an MMA GEMM is stored `swizzled`
 //    (tf_copy.cuh: 16-byte chunks XOR row, so ldmatrix is free of bank
-//    conflicts), every other shared buffer row-major; a buffer written by a
-//    copy inside a pipelined loop gets num_stages copies (a ring);
+//    conflicts; the B tile of a TF32 GEMM `swizzled32`, 32-byte units XOR
+//    row, for its 4-row fragment loads), every other shared buffer
+//    row-major; a buffer written by a copy inside a pipelined loop gets
+//    num_stages copies (a ring);
 //  - lower_gemm: f16 / bf16 operands use MmaTile (ldmatrix + mma.sync
 //    m16n8k16, f32 accumulators), f32 / f64 use SimtTile (one FMA per
-//    product, exact); the warps are arranged WARPS_M x WARPS_N so that each
-//    warp tile is a multiple of 16x16 and as square as possible, and the
-//    block shrinks to fewer warps when the tile has fewer warp tiles;
+//    product, exact) -- except f32 operands with EmitOptions::allow_tf32,
+//    which use Tf32MmaTile (mma.sync m16n8k8 .tf32: operands rounded to TF32
+//    with cvt.rna, f32 accumulators); the warps are arranged WARPS_M x
+//    WARPS_N so that each warp tile is a multiple of 16x16 and as square as
+//    possible, and the block shrinks to fewer warps when the tile has fewer
+//    warp tiles;
 //  - copies: "cp_async" copies become cp.async of their width with the
 //    zero-fill form for masked vectors, "register" copies are computed in
 //    registers and stored to shared memory element by element;
@@ -51,7 +56,7 @@ struct CudaCheck {
 
 struct CudaSharedBuffer {
   std::string name;
-  std::string layout;   // "swizzled" or "row_major"
+  std::string layout;   // "swizzled", "swizzled32" (32-byte units) or "row_major"
   int stages = 1;       // ring depth (num_stages of its pipelined loop)
   int64_t offset = 0;   // bytes from the start of dynamic shared memory
   int64_t bytes = 0;    // all stages
@@ -65,7 +70,7 @@ struct CudaCopy {
 };
 
 struct CudaGemm {
-  std::string family;  // "mma.sync.m16n8k16" or "simt.fma"
+  std::string family;  // "mma.sync.m16n8k16", "mma.sync.m16n8k8.tf32" or "simt.fma"
   std::string dtype;   // operand dtype
   int block_m = 0, block_n = 0, block_k = 0;
   int warps_m = 0, warps_n = 0;  // MMA only
@@ -87,11 +92,21 @@ struct CudaKernel {
   std::vector<std::string> notes;    // decisions worth telling (e.g. fewer warps)
 };
 
+// Numeric choices of the emitter that are not the target's.
+struct EmitOptions {
+  // f32 x f32 GEMMs may run on TF32 tensor cores (Tf32MmaTile: operands
+  // rounded to 10 mantissa bits, f32 accumulation; `--allow-tf32`, like
+  // PyTorch's torch.backends.cuda.matmul.allow_tf32). Off: f32 GEMMs are
+  // exact (one FMA per product).
+  bool allow_tf32 = false;
+};
+
 // Generates `kernel` (params: global buffers, then scalar vars; the entry
 // takes them in that order followed by `tf::Status* tf_status`) for a CUDA
 // `target`. Throws InternalError for IR the CUDA backend cannot lower (hooks
 // left, a fragment used outside a gemm / parallel nest, ...).
-CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target);
+CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target,
+                     const EmitOptions& options = {});
 
 // The C++ spelling of a dtype in emitted code ("tf::f16", "long long", ...).
 std::string cuda_type(DType dtype);

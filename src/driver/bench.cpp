@@ -119,6 +119,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     co.plan = plan;
     co.target = *target;
     co.lower = lower_for(options, plan);
+    co.allow_tf32 = options.allow_tf32;  // CudaProgram passes it on to cuBLASLt
     CompiledProgram compiled = compile(graph, co);
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;

@@ -43,6 +43,10 @@ struct BenchOptions {
   std::optional<PlanKind> chosen_plan;
   std::string chosen_note;
   int cpu_threads = 0;
+  // GPU: f32 GEMMs on TF32 tensor cores in our plans
+  // (CompileOptions::allow_tf32) and in the cuBLASLt rows
+  // (CUBLAS_COMPUTE_32F_FAST_TF32). The CPU executor stays exact.
+  bool allow_tf32 = false;
 };
 
 struct BenchRow {

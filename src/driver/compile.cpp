@@ -57,6 +57,7 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   CompiledProgram program;
   program.graph = graph;
   program.target = options.target;
+  program.allow_tf32 = options.allow_tf32;
   program.plan = build_plan(graph, options.plan);
   LowerOptions lower_options = options.lower;
   lower_options.wgmma = options.target.has_wgmma();
@@ -74,7 +75,8 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
                     ? passes::run_passes(ck.lowered.kernel, compile_passes(&ck), context, pipeline)
                     : ck.lowered.kernel;
     if (options.optimize && options.target.is_cuda())
-      ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
+      ck.cuda = codegen::emit_cuda(ck.kernel, options.target,
+                                   codegen::EmitOptions{.allow_tf32 = options.allow_tf32});
   }
   return program;
 }

@@ -40,6 +40,9 @@ struct CompileOptions {
   // false: stop after lowering (kernels after inline_hooks only; the reports
   // stay empty). The lowering tests run those kernels as they are.
   bool optimize = true;
+  // CUDA: f32 GEMMs may run on TF32 tensor cores (codegen::EmitOptions;
+  // `--allow-tf32`). The CPU executor is exact either way.
+  bool allow_tf32 = false;
 };
 
 struct CompiledKernel {
@@ -56,6 +59,7 @@ struct CompiledProgram {
   Graph graph;  // a copy, so that a compiled program stands alone
   Plan plan;
   tir::Target target;
+  bool allow_tf32 = false;              // CompileOptions::allow_tf32
   std::vector<CompiledKernel> kernels;  // one per plan step, in step order
 };
 

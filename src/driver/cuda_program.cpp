@@ -128,8 +128,12 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
       if (std::optional<cuda::GemmProblem> p = plain_gemm(program.graph, ck.lowered.step)) {
         Impl::Kernel k;
         k.code = &*ck.cuda;
+        // The baseline under the same numerics as our kernels: f32 GEMMs on
+        // TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) only when the program allows it.
+        cuda::CublasLtOptions blas_options;
+        blas_options.allow_tf32 = program.allow_tf32;
         k.blas = std::make_unique<cuda::CublasLtGemm>(
-            device, program.graph.node(ck.lowered.step.a.operand).dtype, *p);
+            device, program.graph.node(ck.lowered.step.a.operand).dtype, *p, blas_options);
         k.blas_a = ck.lowered.step.a.operand;
         k.blas_b = ck.lowered.step.b.operand;
         k.blas_c = ck.lowered.step.output;

@@ -47,7 +47,8 @@ struct CudaProgramOptions {
   // row-major f16/bf16/f32 operands) with cuBLASLt instead of our kernel:
   // the "unfused + cuBLASLt" baseline of `tilefuse bench`. A GEMM step that
   // is not plain keeps our kernel; cublaslt_steps() says which were
-  // replaced.
+  // replaced. An f32 GEMM runs on TF32 (CublasLtOptions::allow_tf32) when
+  // the program was compiled with allow_tf32, else exact f32.
   bool cublaslt_gemms = false;
 };
 

@@ -159,7 +159,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
   c["shared"] = shared;
   json gemms = json::array();
   for (const codegen::CudaGemm& gm : ck.gemms) {
-    const bool mma = gm.family.rfind("mma", 0) == 0;
+    // A tensor-core tile has a warp (wgmma: warpgroup) grid; simt.fma none.
+    const bool mma = gm.family != "simt.fma";
     gemms.push_back({{"family", gm.family},
                      {"dtype", gm.dtype},
                      {"block_m", gm.block_m},
@@ -248,7 +249,8 @@ void render_cuda(std::ostream& out, const json& c) {
         << g.at("dtype").get<std::string>() << " " << g.at("block_m").get<int64_t>() << "x"
         << g.at("block_n").get<int64_t>() << "x" << g.at("block_k").get<int64_t>();
     if (!g.at("warps_m").is_null())
-      out << " warps " << g.at("warps_m").get<int64_t>() << "x" << g.at("warps_n").get<int64_t>();
+      out << (g.at("family").get<std::string>().rfind("wgmma", 0) == 0 ? " warpgroups " : " warps ")
+          << g.at("warps_m").get<int64_t>() << "x" << g.at("warps_n").get<int64_t>();
     out << ", " << g.at("accumulators_per_thread").get<int64_t>() << " accumulators/thread\n";
   }
   for (const json& b : c.at("shared")) {
@@ -283,7 +285,8 @@ json explain(const CompiledProgram& program, const std::string& name) {
   a["decisions"] = program.plan.decisions;
   // Which plan and config the tuner chose on this target, and by how much
   // (from the tuning cache; explain itself tunes nothing).
-  if (program.target.is_cuda()) a["tuning"] = tuning_account(program.graph, program.target.name());
+  if (program.target.is_cuda())
+    a["tuning"] = tuning_account(program.graph, program.target.name(), program.allow_tf32);
   return a;
 }
 

@@ -193,9 +193,14 @@ double max_output_error(const std::vector<Tensor>& outs, const std::vector<Tenso
 // How far two configs' outputs may differ: twice `run --check`'s tolerance
 // of the output dtype (each may be that far from the exact result; only the
 // summation order differs), exact for integers.
-double agreement_tolerance(const std::vector<Tensor>& outs) {
+// With allow_tf32 an f32 output may come from a TF32 GEMM (kTf32Tolerance).
+double agreement_tolerance(const std::vector<Tensor>& outs, bool allow_tf32) {
   double tol = 1e9;
-  for (const Tensor& t : outs) tol = std::min(tol, 2 * check_tolerance(t.dtype()));
+  for (const Tensor& t : outs) {
+    double one = check_tolerance(t.dtype());
+    if (allow_tf32 && t.dtype() == DType::F32) one = std::max(one, kTf32Tolerance);
+    tol = std::min(tol, 2 * one);
+  }
   return tol;
 }
 
@@ -367,7 +372,7 @@ std::string TunedChoice::summary() const {
   return s;
 }
 
-cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device) {
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32) {
   cache::TuningKey key;
   key.program = graph.to_string();
   for (ValueId p : graph.parameters()) {
@@ -375,7 +380,7 @@ cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device) {
     key.dtypes.emplace_back(dtype_name(graph.node(p).dtype));
   }
   key.device = device.key();
-  key.extra = kFormat;
+  key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "");
   return key;
 }
 
@@ -440,10 +445,11 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
   return c;
 }
 
-std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device) {
+std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
+                                         bool allow_tf32) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
   if (!tc) return std::nullopt;
-  std::optional<json> v = tc->get(tuning_key(graph, device).material());
+  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32).material());
   if (!v) return std::nullopt;
   return choice_from_json(*v);
 }
@@ -458,7 +464,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
                    message.c_str());
     });
-  const std::string material = tuning_key(graph, device).material();
+  const std::string material = tuning_key(graph, device, options.allow_tf32).material();
   if (tc && !options.retune) {
     if (std::optional<json> v = tc->get(material)) {
       if (std::optional<TunedChoice> c = choice_from_json(*v)) {
@@ -510,6 +516,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.plan = s.cand.plan;
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
+      co.allow_tf32 = options.allow_tf32;
       s.compiled = std::make_unique<CompiledProgram>(compile(graph, co));
       // The emitter's exact shared memory, before NVRTC spends time on it.
       const int64_t smem_limit = device.max_shared_bytes > 0
@@ -647,7 +654,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         std::vector<Tensor> outs;
         time_slot(*s, retime ? options.final_repeats : 0, &outs);
         const double err = max_output_error(outs, *reference);
-        if (!(err <= agreement_tolerance(outs))) {
+        if (!(err <= agreement_tolerance(outs, options.allow_tf32))) {
           s->cand.error =
               fmt::format("output differs from {}'s: rel_err {:.3g}", reference_name, err);
           s->cand.median_us = -1;
@@ -698,11 +705,11 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   return result;
 }
 
-json tuning_account(const Graph& graph, const std::string& device) {
+json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
   json none = {{"tuned", false}};
   if (!tc) return none;
-  const cache::TuningKey want = tuning_key(graph, TuneDevice{});
+  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32);
   std::optional<TunedChoice> found;
   const std::optional<tir::Target> target = tir::Target::parse(device);
   const bool exact = !device.empty() && (!target || !target->is_cuda());

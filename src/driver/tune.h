@@ -110,6 +110,10 @@ const KernelStep* largest_gemm_step(const Plan& plan);
 struct TuneOptions {
   TuneDevice device;    // where to tune (cpu_tune_device() by default)
   bool retune = false;  // ignore a cached choice (the new one replaces it)
+  // CUDA: compile every candidate with f32 GEMMs on TF32 tensor cores
+  // (CompileOptions::allow_tf32). A tuning of its own: part of the cache key,
+  // and outputs of f32 GEMMs agree within twice kTf32Tolerance.
+  bool allow_tf32 = false;
   // Read and write the tuning cache (default_tuning_cache(); with caching
   // disabled by TILEFUSE_NO_CACHE there is none, and every call searches).
   bool use_cache = true;
@@ -167,8 +171,10 @@ struct TuneResult {
 
 // The tuning cache key of `graph` on `device`: the canonical program text
 // (Graph::to_string), the parameters' shapes and dtypes, device.key(), the
-// tilefuse version and the entry format.
-cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device);
+// tilefuse version and the entry format (followed by " allow_tf32" for a
+// tuning with TuneOptions::allow_tf32).
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device,
+                            bool allow_tf32 = false);
 
 // Parses a cached value; nullopt when anything is missing or malformed.
 std::optional<TunedChoice> choice_from_json(const nlohmann::json& value);
@@ -176,7 +182,8 @@ nlohmann::json choice_to_json(const TunedChoice& choice);
 
 // The cached choice for `graph` on `device`, or nullopt (no entry, a corrupt
 // one, or caching disabled).
-std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device);
+std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
+                                         bool allow_tf32 = false);
 
 // Tunes `graph` on options.device with `inputs` (one per parameter) as
 // described at the top of this file; with a cached choice (and neither
@@ -199,7 +206,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
 // ("sm_90a": the newest tuning of the program on any GPU of that target,
 // found by reading the cache directory, so explain needs no GPU), or "" (the
 // newest tuning on any device).
-nlohmann::json tuning_account(const Graph& graph, const std::string& device);
+// With allow_tf32, the tunings made with TuneOptions::allow_tf32.
+nlohmann::json tuning_account(const Graph& graph, const std::string& device,
+                              bool allow_tf32 = false);
 
 // tuning_account's object as one line for `explain`'s text:
 //   "tuning (NVIDIA H200 sm_90a, 2026-11-30T05:00:00Z): fused 128x128x64/3/8 won,

@@ -167,8 +167,8 @@ class Decider : public IRMutator {
                     "affine " + box + " tile of " + plain->buffer.name() +
                         ", 16-byte aligned base and strides: TMA"};
           tma_reason = "TMA-eligible (affine " + box +
-                       " tile), but the mma.sync GEMM path issues cp.async; TMA comes with the "
-                       "wgmma path";
+                       " tile), but the CUDA backend issues cp.async (TMA copies are not lowered "
+                       "yet, Target::tma_copies)";
         }
       }
     }

@@ -415,7 +415,7 @@ double check_tolerance(DType dt) {
   }
 }
 
-double check_tolerance(const Graph& graph, ValueId output) {
+double check_tolerance(const Graph& graph, ValueId output, bool allow_tf32) {
   double tol = check_tolerance(graph.node(output).dtype);
   std::vector<ValueId> stack{output};
   std::vector<bool> seen(graph.nodes().size(), false);
@@ -427,6 +427,10 @@ double check_tolerance(const Graph& graph, ValueId output) {
     const Node& n = graph.node(v);
     if (n.kind != OpKind::Parameter && n.kind != OpKind::Scalar && !n.is_view())
       tol = std::max(tol, check_tolerance(n.dtype));
+    // A matmul's dtype is its operands' (graph.h).
+    if (allow_tf32 && (n.kind == OpKind::Matmul || n.kind == OpKind::Addmm) &&
+        n.dtype == DType::F32)
+      tol = std::max(tol, kTf32Tolerance);
     for (ValueId in : n.inputs) stack.push_back(in);
   }
   return tol;

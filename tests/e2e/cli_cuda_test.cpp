@@ -34,8 +34,11 @@ TEST(CliCuda, ExplainJsonReportsTheMmaLoweringOfTheSeed) {
   const json a = json::parse(r.output);
   EXPECT_EQ(a.at("target"), "sm_90a");
   const json& c = a.at("kernels").at(0).at("cuda");
-  EXPECT_EQ(c.at("gemms").at(0).at("family"), "mma.sync.m16n8k16") << c;
+  // sm_90a: wgmma, one m64n128 warpgroup tile per 64 rows of the 128x128 block.
+  EXPECT_EQ(c.at("gemms").at(0).at("family"), "wgmma.m64n128k16") << c;
   EXPECT_EQ(c.at("gemms").at(0).at("dtype"), "f16") << c;
+  EXPECT_EQ(c.at("gemms").at(0).at("warps_m"), 2) << c;
+  EXPECT_EQ(c.at("gemms").at(0).at("warps_n"), 1) << c;
   for (const char* tile : {"A_s", "B_s"}) {
     int copies = 0, buffers = 0;
     for (const json& cp : c.at("copies"))
@@ -48,7 +51,7 @@ TEST(CliCuda, ExplainJsonReportsTheMmaLoweringOfTheSeed) {
     for (const json& b : c.at("shared"))
       if (b.at("name") == tile) {
         ++buffers;
-        EXPECT_EQ(b.at("layout"), "swizzled") << b;
+        EXPECT_EQ(b.at("layout"), std::string(tile) == "A_s" ? "swizzled" : "mn_swizzled") << b;
         EXPECT_GE(b.at("stages").get<int>(), 3) << b;
       }
     EXPECT_EQ(copies, 1) << tile << "\n" << c;
@@ -81,6 +84,62 @@ TEST(CliCuda, EmitCudaNeedsACudaTarget) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--target")) << r.output;
   EXPECT_TRUE(contains(r.output, "sm_80")) << r.output;
+}
+
+// --allow-tf32: an f32 GEMM (the upcast case: its prologue casts f16 to
+// f32) is exact FMA without it and TF32 mma.sync with it, in explain and in
+// the emitted CUDA; every command that compiles for the GPU takes it.
+TEST(CliCuda, AllowTf32SwitchesTheF32Gemm) {
+  const std::string upcast = testing::case_path("upcast_prologue_epilogue.tfs");
+  for (bool allow : {false, true}) {
+    const std::string flag = allow ? " --allow-tf32" : "";
+    Result r = run_cli("explain " + upcast + " --json --target sm_80" + flag,
+                       {.with_stderr = false});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json a = json::parse(r.output);
+    const json& c = a.at("kernels").at(0).at("cuda");
+    ASSERT_EQ(c.at("gemms").size(), 1u) << c;
+    const json& g = c.at("gemms").at(0);
+    EXPECT_EQ(g.at("dtype"), "f32") << g;
+    if (!allow) {
+      EXPECT_EQ(g.at("family"), "simt.fma") << g;
+      EXPECT_TRUE(g.at("warps_m").is_null()) << g;
+      continue;
+    }
+    EXPECT_EQ(g.at("family"), "mma.sync.m16n8k8.tf32") << g;
+    EXPECT_GE(g.at("warps_m").get<int>(), 1) << g;
+    for (const json& b : c.at("shared")) {
+      if (b.at("name") == "B_s") {
+        EXPECT_EQ(b.at("layout"), "swizzled32") << b;
+      }
+    }
+    Result text = run_cli("explain " + upcast + " --target sm_90a" + flag);
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    EXPECT_TRUE(contains(text.output, "gemm mma.sync.m16n8k8.tf32 f32 ")) << text.output;
+  }
+  Result exact =
+      run_cli("emit " + upcast + " --stage=cuda --target sm_90a", {.with_stderr = false});
+  Result tf32 = run_cli("emit " + upcast + " --stage=cuda --target sm_90a --allow-tf32",
+                        {.with_stderr = false});
+  ASSERT_EQ(exact.exit_code, 0) << exact.output;
+  ASSERT_EQ(tf32.exit_code, 0) << tf32.output;
+  EXPECT_FALSE(contains(exact.output, "Tf32MmaTile")) << exact.output;
+  EXPECT_TRUE(contains(exact.output, "tf::SimtTile<float, float,")) << exact.output;
+  EXPECT_TRUE(contains(tf32.output, "tf::Tf32MmaTile<")) << tf32.output;
+  for (const char* cmd : {"run", "emit", "explain", "bench"}) {
+    Result help = run_cli(std::string(cmd) + " --help");
+    EXPECT_EQ(help.exit_code, 0) << cmd;
+    EXPECT_TRUE(contains(help.output, "--allow-tf32")) << cmd << "\n" << help.output;
+  }
+}
+
+// The CPU executor is exact either way: `run --device cpu --allow-tf32
+// --check` holds the f32 output to f32's tolerance.
+TEST(CliCuda, AllowTf32OnTheCpuStaysExact) {
+  const std::string upcast = testing::case_path("upcast_prologue_epilogue.tfs");
+  Result r = run_cli("run " + upcast + " --device cpu --allow-tf32 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "tol=1e-05 ok")) << r.output;
 }
 
 TEST(CliCuda, RunDeviceCudaSaysWhyNot) {

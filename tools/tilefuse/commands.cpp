@@ -53,10 +53,12 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 
 // Tunes `g` on the GPU for run and bench (the cached choice unless retune).
 driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
-                               const std::string& name, bool retune, int cpu_threads) {
+                               const std::string& name, bool retune, int cpu_threads,
+                               bool allow_tf32) {
   driver::TuneOptions to;
   to.device = driver::cuda_tune_device();
   to.retune = retune;
+  to.allow_tf32 = allow_tf32;
   to.name = name;
   to.cpu_threads = cpu_threads;
   return driver::tune(g, inputs, to);
@@ -233,13 +235,14 @@ int run_command(const RunOptions& options) {
           throw UserError(fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(),
                                       dev.arch()));
         co.target = *t;
+        co.allow_tf32 = options.allow_tf32;
         // The plan and its config: the tuned choice (cached, else tuned now)
         // for --plan auto or --retune; an explicit plan takes its tuned
         // config when a tuning is cached, else the heuristic's.
         std::optional<driver::TunedChoice> choice;
         if (options.plan == "auto" || options.retune) {
-          driver::TuneResult tr =
-              tune_on_gpu(g, inputs, program.name, options.retune, options.threads);
+          driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
+                                              options.threads, options.allow_tf32);
           choice = tr.choice;
           tuning_line = tr.from_cache
                             ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
@@ -249,7 +252,7 @@ int run_command(const RunOptions& options) {
                                   tr.candidates, tr.seconds, tr.failed, tr.nvrtc_kernels,
                                   tr.nvrtc_cache_hits, tr.choice.summary());
         } else {
-          choice = driver::cached_choice(g, driver::cuda_tune_device());
+          choice = driver::cached_choice(g, driver::cuda_tune_device(), options.allow_tf32);
           if (choice) {
             const std::optional<GemmConfig> c =
                 choice->lower_for(parse_plan(options.plan)).gemm_config;
@@ -355,7 +358,9 @@ int run_command(const RunOptions& options) {
       bool ok = true;
       for (size_t i = 0; i < outputs.size(); ++i) {
         double err = relative_error(outputs[i], refs[i]);
-        double tol = check_tolerance(g, g.outputs()[i]);
+        // TF32 only where the kernels ran on the GPU (the CPU executor and
+        // the reference evaluator are exact).
+        double tol = check_tolerance(g, g.outputs()[i], gpu && options.allow_tf32);
         bool pass = err <= tol;  // false for NaN
         ok = ok && pass;
         std::printf("check: %s rel_err=%.3e tol=%.0e %s\n", names[i].c_str(), err, tol,
@@ -383,6 +388,7 @@ int emit_command(const EmitOptions& options) {
         driver::CompileOptions co;
         co.plan = parse_plan(options.plan);
         co.target = parse_target(options.target);
+        co.allow_tf32 = options.allow_tf32;
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;
@@ -411,6 +417,7 @@ int explain_command(const ExplainOptions& options) {
     driver::CompileOptions co;
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
+    co.allow_tf32 = options.allow_tf32;
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
@@ -434,6 +441,7 @@ int bench_command(const BenchOptions& options) {
     bo.baselines = options.baselines;
     bo.check = options.check;
     bo.cpu_threads = options.threads;
+    bo.allow_tf32 = options.allow_tf32;
     if (!options.gemm_config.empty()) {
       GemmConfig c;
       char tail = 0;
@@ -471,7 +479,8 @@ int bench_command(const BenchOptions& options) {
     if (!options.gemm_config.empty()) {
       chosen_missing = "not tuned: --gemm-config sets every row's config";
     } else if (gpu) {
-      driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune, options.threads);
+      driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
+                                          options.threads, options.allow_tf32);
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;

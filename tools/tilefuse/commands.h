@@ -26,6 +26,7 @@ struct RunOptions {
   bool check = false;               // compare with the f64 oracle
   int threads = 0;                  // 0: all hardware threads
   bool verbose = false;             // per-kernel compile/cache/resource lines
+  bool allow_tf32 = false;          // GPU: f32 GEMMs on TF32 tensor cores
 };
 
 // `tilefuse run`: parses the program, makes or loads its inputs, compiles it
@@ -49,6 +50,7 @@ struct BenchOptions {
   std::string gemm_config;      // "BMxBNxBK/stages/warps", empty: the tuned ones (GPU)
   bool retune = false;          // tune again even when a choice is cached (GPU)
   std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
+  bool allow_tf32 = false;      // GPU: f32 GEMMs (ours and cuBLASLt's) on TF32 tensor cores
 };
 
 // `tilefuse bench`: times the fused and unfused plans and the cuBLASLt
@@ -64,6 +66,7 @@ struct EmitOptions {
   std::string plan = "fused";
   std::string target = "cpu";
   std::string dump_after;  // a pass name or "all": the kernels after it, before the stage
+  bool allow_tf32 = false;  // CUDA: f32 GEMMs on TF32 tensor cores
 };
 
 // `tilefuse emit`: prints the program at a compilation stage: the graph IR,
@@ -76,6 +79,7 @@ struct ExplainOptions {
   std::string target = "cpu";
   std::string plan = "fused";
   bool json = false;
+  bool allow_tf32 = false;  // CUDA: f32 GEMMs on TF32 tensor cores
 };
 
 // `tilefuse explain`: the kernels of the plan and every decision made for

@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
         ">= " + std::to_string(static_cast<long long>(lo)));
   };
   const CLI::Validator non_negative = at_least(0), positive = at_least(1);
+  // --allow-tf32, the same on every command that compiles for the GPU.
+  const std::string tf32_help =
+      "Let f32 GEMMs run on TF32 tensor cores (mma.sync m16n8k8: operands rounded to 10 "
+      "mantissa bits, f32 accumulation; like PyTorch's allow_tf32). Without it f32 GEMMs are "
+      "exact (one FMA per product)";
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
@@ -90,8 +95,11 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--check", run.check,
                     "Also evaluate the f64 oracle and print each output's relative error "
                     "||out-ref||/||ref||; exit 2 if it exceeds the dtype's tolerance "
-                    "(1e-2 for f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers)");
+                    "(1e-2 for f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
+                    "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: all)")->capture_default_str();
+  run_cmd->add_flag("--allow-tf32", run.allow_tf32,
+                    tf32_help + " (on the GPU; the CPU executor is exact either way)");
   run_cmd->add_flag("--verbose,-v", run.verbose,
                     "Say where each kernel came from (compiled or the kernel cache), its "
                     "registers, shared memory and occupancy");
@@ -128,6 +136,9 @@ int main(int argc, char** argv) {
                         "the heuristic's on the CPU)");
   bench_cmd->add_flag("--retune", bench.retune,
                       "GPU: tune again even when the tuning cache has a choice");
+  bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
+                      tf32_help + "; the cuBLASLt rows then use CUBLAS_COMPUTE_32F_FAST_TF32 "
+                                  "(GPU only)");
 
   EmitOptions emit;
   CLI::App* emit_cmd = app.add_subcommand(
@@ -153,6 +164,7 @@ int main(int argc, char** argv) {
                        "Also print every kernel after this pass (" + pass_list +
                            "or all: after each), before the stage's output; with "
                            "--stage=tir or tir-opt");
+  emit_cmd->add_flag("--allow-tf32", emit.allow_tf32, tf32_help + " (--stage=cuda)");
 
   ExplainOptions explain;
   CLI::App* explain_cmd = app.add_subcommand(
@@ -169,6 +181,8 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--plan", explain.plan, "Which plan: fused or unfused")
       ->check(CLI::IsMember(plans))
       ->capture_default_str();
+  explain_cmd->add_flag("--allow-tf32", explain.allow_tf32,
+                        tf32_help + " (a CUDA --target; the gemm family says which ran)");
 
   try {
     app.parse(argc, argv);

@@ -448,7 +448,7 @@ std::vector<Timing> CublasLtGemm::autotune(CUdeviceptr a, CUdeviceptr b, CUdevic
 std::string CublasLtGemm::describe() const {
   const Impl& s = *impl_;
   return "cuBLASLt " + cublaslt_version() + " " + std::string(dtype_name(s.dtype)) +
-         " M=" + std::to_string(s.p.m) + " N=" + std::to_string(s.p.n) +
+         (s.dtype == DType::F32 && s.options.allow_tf32 ? " (tf32)" : "") + " M=" + std::to_string(s.p.m) + " N=" + std::to_string(s.p.n) +
          " K=" + std::to_string(s.p.k) + " batch=" + std::to_string(s.p.batch) + ", algorithm " +
          std::to_string(s.selected + 1) + " of " + std::to_string(s.algos.size()) + ", workspace " +
          std::to_string(selected_workspace_bytes()) + " B";

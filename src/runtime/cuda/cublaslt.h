@@ -238,7 +238,8 @@ class CublasLtGemm {
                                const TimingOptions& options = {});
 
   // "cuBLASLt 13.1.0 f16 M=2048 N=2048 K=2048 batch=1, algorithm 1 of 1,
-  // workspace 4194304 B", for reports.
+  // workspace 4194304 B", for reports; an f32 GEMM with allow_tf32 says
+  // "f32 (tf32)".
   std::string describe() const;
 
   const GemmProblem& problem() const;  // with the default strides filled in

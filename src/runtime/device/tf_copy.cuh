@@ -1,7 +1,7 @@
 // tilefuse device helpers: shared-memory layouts and cp.async (PTX ISA
-// 9.7.9.25). A shared tile feeding MmaTile (tf_gemm.cuh) is stored
-// `swizzled`, every other shared buffer `row_major`; copies write through the
-// same offset function the GEMM reads through.
+// 9.7.9.25). A shared tile feeding MmaTile or Tf32MmaTile (tf_gemm.cuh) is
+// stored `swizzled`, every other shared buffer `row_major`; copies write
+// through the same offset function the GEMM reads through.
 #pragma once
 
 namespace tf {
@@ -23,24 +23,29 @@ __device__ __forceinline__ int row_major(int r, int c) {
 }
 
 // Element offset of (r, c) in a [*][COLS] tile of ELEM-byte elements whose
-// 16-byte chunks are XOR-swizzled so that the 8 rows one ldmatrix phase
-// reads at the same column land in 8 distinct 16-byte bank groups:
-// chunk' = chunk ^ ((r / rows_per_128B) % min(8, chunks_per_row)).
-// 16-byte chunks stay whole, so cp.async of 4/8/16 bytes stays legal.
-// Rows shorter than 32 bytes are not swizzled (8 rows then already cover
-// 128 distinct bytes... or fewer, and nothing better is possible).
-template <int COLS, int ELEM>
+// UNIT-byte units (16 or 32 bytes) are XOR-swizzled so that the 128 / UNIT
+// rows one access phase reads at the same column land in distinct UNIT-byte
+// bank groups: unit' = unit ^ ((r / rows_per_128B) % min(128 / UNIT,
+// units_per_row)). UNIT 16 is what ldmatrix reads per row (8 rows) and what
+// Tf32MmaTile's A loads read (8 rows x 4 f32); UNIT 32 is what its B loads
+// read (4 rows x 8 f32). Units stay whole (so do their 16-byte chunks), so
+// cp.async of 4/8/16 bytes stays legal. Rows shorter than two units are not
+// swizzled (the rows of one phase then already cover 128 distinct bytes...
+// or fewer, and nothing better is possible).
+template <int COLS, int ELEM, int UNIT = 16>
 __device__ __forceinline__ int swizzled(int r, int c) {
+  static_assert(UNIT == 16 || UNIT == 32, "swizzled: 16- or 32-byte units");
   constexpr int kRowBytes = COLS * ELEM;
-  if constexpr (kRowBytes < 32 || kRowBytes % 32 != 0) {
+  if constexpr (kRowBytes < 2 * UNIT || kRowBytes % (2 * UNIT) != 0) {
     return r * COLS + c;
   } else {
-    constexpr int kChunks = kRowBytes / 16;
+    constexpr int kUnits = kRowBytes / UNIT;
+    constexpr int kLineUnits = 128 / UNIT;
     constexpr int kRowsPerLine = kRowBytes >= 128 ? 1 : 128 / kRowBytes;
-    constexpr int kMask = (kChunks >= 8 ? 8 : kChunks) - 1;
+    constexpr int kMask = (kUnits >= kLineUnits ? kLineUnits : kUnits) - 1;
     const int byte = c * ELEM;
-    const int chunk = (byte >> 4) ^ ((r / kRowsPerLine) & kMask);
-    return r * COLS + ((chunk << 4) | (byte & 15)) / ELEM;
+    const int unit = (byte / UNIT) ^ ((r / kRowsPerLine) & kMask);
+    return r * COLS + (unit * UNIT + byte % UNIT) / ELEM;
   }
 }
 

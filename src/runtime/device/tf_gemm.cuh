@@ -1,13 +1,18 @@
-// tilefuse device helpers: the two GEMM tile families the CUDA emitter instantiates:
-//   MmaTile  ldmatrix + mma.sync.m16n8k16 (f16 / bf16 operands, f32 accumulators)
-//   SimtTile one FFMA per product (f32 / f64: exact, no TF32)
+// tilefuse device helpers: the GEMM tile families the CUDA emitter instantiates:
+//   MmaTile     ldmatrix + mma.sync.m16n8k16 (f16 / bf16 operands, f32 accumulators)
+//   Tf32MmaTile mma.sync.m16n8k8 on TF32 (f32 operands rounded to TF32, f32
+//               accumulators; only under --allow-tf32)
+//   SimtTile    one FFMA per product (f32 / f64: exact)
 // Sources: PTX ISA 9.7.9.25 (cp.async), 9.7.14.5.15 (ldmatrix), 9.7.14.5.14
-// (mma.sync m16n8k16 fragment layouts), 9.7.13.5 (atom.cas).
+// (mma.sync m16n8k16 / m16n8k8 fragment layouts), 9.7.9.21 (cvt .tf32),
+// 9.7.13.5 (atom.cas).
 //
 // Conventions shared with the emitter (src/codegen/cuda_emitter.cpp):
-//  - a shared tile [ROWS][COLS] feeding MmaTile is stored with `swizzled`,
-//    every other shared buffer row-major (`row_major`); copies write through
-//    the same offset function the GEMM reads through;
+//  - a shared tile [ROWS][COLS] feeding MmaTile is stored with `swizzled`
+//    (16-byte units), feeding Tf32MmaTile A with `swizzled` and B with
+//    `swizzled<COLS, 4, 32>` (32-byte units), every other shared buffer
+//    row-major (`row_major`); copies write through the same offset function
+//    the GEMM reads through;
 //  - a tile object owns one thread's share of the accumulator tile
 //    [BM][BN]: element e (0 <= e < kElems) of this thread is at row(e),
 //    col(e) of the block tile; c[e] is its value.
@@ -128,6 +133,120 @@ struct MmaTile {
   }
   // C += As @ Bs, all k16 steps.
   __device__ __forceinline__ void mma(const T* As, const T* Bs) {
+#pragma unroll
+    for (int step = 0; step < kSteps; ++step) {
+      Frags f;
+      load_frags(As, Bs, step, f);
+      mma_frags(f);
+    }
+  }
+};
+
+// ---- Tf32MmaTile: mma.sync.m16n8k8 with .tf32 operands ----------------------------
+
+// f32 -> tf32, round to nearest with ties away from zero (PTX ISA 9.7.9.21,
+// "cvt": cvt.rna.tf32.f32). The result is an f32 bit pattern with the low
+// 13 mantissa bits zero. (Raw f32 bits given to the mma would be truncated
+// instead, a bias towards zero.)
+__device__ __forceinline__ unsigned to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// C[BM][BN] += A[BM][BK] @ B[BK][BN] on TF32 tensor cores over WARPS_M x
+// WARPS_N warps, f32 operands rounded to TF32 (10 mantissa bits) as they are
+// loaded, products accumulated in f32. The interface and the warp/C layout
+// are MmaTile's (the same m16n8 C fragment), so the epilogue code is the
+// same. A is `swizzled<BK, 4>` (16-byte units), B `swizzled<BN, 4, 32>`
+// (32-byte units). ldmatrix moves 16-bit elements, so the fragments are
+// read with one 32-bit shared load per element, per the m16n8k8 .tf32
+// fragment layout (PTX ISA 9.7.14.5.14, "Matrix fragments for
+// mma.m16n8k8"): with g = lane / 4, t = lane % 4,
+//   A (16x8): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
+//   B (8x8):  b0 (k t, n g), b1 (k t + 4, n g).
+// One A load reads 8 rows x 16 bytes and one B load 4 rows x 32 bytes; the
+// two swizzles put those in distinct bank groups (no bank conflicts).
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N>
+struct Tf32MmaTile {
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MT = WM / 16, NT = WN / 8;
+  static constexpr int kElems = MT * NT * 4;
+  static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "Tf32MmaTile: tile shape");
+  float c[kElems];
+
+  __device__ __forceinline__ void fill(float v) {
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) c[e] = v;
+  }
+  // The C fragment of m16n8k8 is that of m16n8k16 (see MmaTile::row).
+  __device__ __forceinline__ static int row(int e) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int mt = e / 4 / NT, q = e % 4;
+    return (warp / WARPS_N) * WM + mt * 16 + lane / 4 + (q >= 2 ? 8 : 0);
+  }
+  __device__ __forceinline__ static int col(int e) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int nt = e / 4 % NT, q = e % 4;
+    return (warp % WARPS_N) * WN + nt * 8 + (lane % 4) * 2 + (q & 1);
+  }
+
+  // One k8 step's operand fragments (TF32 bit patterns).
+  struct Frags {
+    unsigned a[MT][4];
+    unsigned b[NT][2];
+  };
+  static constexpr int kSteps = BK / 8;
+
+  // Loads (and rounds to TF32) the fragments of k8 step `step`
+  // (0 <= step < kSteps) of the tiles As [BM][BK] and Bs [BK][BN].
+  // The swizzles repeat every 8 rows (A, 16-byte units) and every 4 rows
+  // (B, 32-byte units), and the rows a thread reads are g or t plus
+  // multiples of those (m0 and mt * 16 + 8: multiples of 16 and 8; kk and 4:
+  // of 4), so each address is the swizzled offset within the first period
+  // plus a constant: NT + 2 * kSteps offsets per thread, not one per load
+  // (measured with the fragments double-buffered at 128 accumulators: 200-340
+  // bytes of ptxas spills with one offset per load, 52-112 with these).
+  __device__ __forceinline__ void load_frags(const float* As, const float* Bs, int step,
+                                             Frags& f) const {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int m0 = (warp / WARPS_N) * WM, n0 = (warp % WARPS_N) * WN;
+    const int kk = step * 8;
+    const float* a = As + m0 * BK;
+    const int a_lo = swizzled<BK, 4>(g, kk + t), a_hi = swizzled<BK, 4>(g, kk + t + 4);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      f.a[mt][0] = to_tf32(a[mt * 16 * BK + a_lo]);
+      f.a[mt][1] = to_tf32(a[(mt * 16 + 8) * BK + a_lo]);
+      f.a[mt][2] = to_tf32(a[mt * 16 * BK + a_hi]);
+      f.a[mt][3] = to_tf32(a[(mt * 16 + 8) * BK + a_hi]);
+    }
+    const float* b = Bs + kk * BN;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int off = swizzled<BN, 4, 32>(t, n0 + nt * 8 + g);
+      f.b[nt][0] = to_tf32(b[off]);
+      f.b[nt][1] = to_tf32(b[4 * BN + off]);
+    }
+  }
+  // C += the product of one step's fragments.
+  __device__ __forceinline__ void mma_frags(const Frags& f) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) mma_tf32(&c[(mt * NT + nt) * 4], f.a[mt], f.b[nt]);
+  }
+  // C += As @ Bs, all k8 steps.
+  __device__ __forceinline__ void mma(const float* As, const float* Bs) {
 #pragma unroll
     for (int step = 0; step < kSteps; ++step) {
       Frags f;

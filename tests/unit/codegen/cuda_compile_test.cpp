@@ -10,11 +10,14 @@
 #include <random>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "codegen/cuda_emitter.h"
 #include "common/cases.h"
 #include "common/random_program.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
+#include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "runtime/cuda/loader.h"
 #include "runtime/cuda/nvrtc.h"
@@ -182,6 +185,177 @@ TEST_F(CudaCompile, OddKGatherIsRegisterStagedAndRowsAlongKUseCpAsync) {
   }
 }
 
+// --allow-tf32 (issue 4: "an exact FFMA path for f32; tf32 MMA only under
+// --allow-tf32"). The f32 programs: a plain GEMM with a bias + relu
+// epilogue, and the shared case whose prologue casts f16 to f32.
+constexpr const char* kF32Mlp =
+    "def mlp(x: f32[300, 520], w: f32[520, 260], b: f32[260]):\n"
+    "    return torch.relu(x @ w + b)\n";
+
+driver::CompiledProgram compile_source(const std::string& src, const char* target, PlanKind plan,
+                                       bool allow_tf32,
+                                       std::optional<GemmConfig> config = std::nullopt) {
+  const Program p = parse_program(src, "t.tfs");
+  driver::CompileOptions co;
+  co.plan = plan;
+  co.target = *tir::Target::parse(target);
+  co.allow_tf32 = allow_tf32;
+  co.lower.gemm_config = config;
+  return driver::compile(p.graph, co);
+}
+
+std::string read_case(const std::string& name) {
+  std::ifstream in(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/" + name + ".tfs");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The gemm kernel of a program (the one kernel with a gemm).
+const codegen::CudaKernel& gemm_kernel(const driver::CompiledProgram& prog) {
+  const codegen::CudaKernel* found = nullptr;
+  for (const driver::CompiledKernel& ck : prog.kernels)
+    if (!ck.cuda->gemms.empty()) {
+      EXPECT_EQ(found, nullptr) << "two gemm kernels";
+      found = &*ck.cuda;
+    }
+  EXPECT_NE(found, nullptr) << "no gemm kernel";
+  return *found;
+}
+
+TEST(CudaEmit, F32GemmIsExactFmaUnlessTf32IsAllowed) {
+  for (const std::string& src : {std::string(kF32Mlp), read_case("upcast_prologue_epilogue")})
+    for (const char* arch : {"sm_80", "sm_90a"})
+      for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+        SCOPED_TRACE(std::string(arch) + " " + std::string(plan_kind_name(plan)) + "\n" + src);
+        const driver::CompiledProgram exact = compile_source(src, arch, plan, false);
+        const codegen::CudaKernel& e = gemm_kernel(exact);
+        ASSERT_EQ(e.gemms.size(), 1u);
+        EXPECT_EQ(e.gemms[0].family, "simt.fma");
+        EXPECT_EQ(e.gemms[0].dtype, "f32");
+        EXPECT_NE(e.source.find("tf::SimtTile<float, float,"), std::string::npos);
+        EXPECT_EQ(e.source.find("Tf32MmaTile"), std::string::npos);
+        EXPECT_EQ(e.source.find("swizzled"), std::string::npos);
+        EXPECT_FALSE(exact.allow_tf32);
+
+        const driver::CompiledProgram tf32 = compile_source(src, arch, plan, true);
+        EXPECT_TRUE(tf32.allow_tf32);
+        const codegen::CudaKernel& t = gemm_kernel(tf32);
+        ASSERT_EQ(t.gemms.size(), 1u);
+        const codegen::CudaGemm& g = t.gemms[0];
+        EXPECT_EQ(g.family, "mma.sync.m16n8k8.tf32");
+        EXPECT_EQ(g.dtype, "f32");
+        EXPECT_GE(g.warps_m, 1);
+        EXPECT_GE(g.warps_n, 1);
+        EXPECT_EQ(g.warps_m * g.warps_n * 32, t.num_threads);
+        EXPECT_EQ(g.block_m % (16 * g.warps_m), 0);
+        EXPECT_EQ(g.block_n % (16 * g.warps_n), 0);
+        EXPECT_EQ(g.elems_per_thread * t.num_threads, g.block_m * g.block_n);
+        EXPECT_NE(t.source.find(fmt::format("tf::Tf32MmaTile<{}, {}, {}, {}, {}>", g.block_m,
+                                            g.block_n, g.block_k, g.warps_m, g.warps_n)),
+                  std::string::npos)
+            << t.source;
+        EXPECT_EQ(t.source.find("SimtTile"), std::string::npos);
+        // A is read through 16-byte units (8 rows a load), B through 32-byte
+        // units (4 rows a load); copies write through the same offsets.
+        for (const codegen::CudaSharedBuffer& b : t.shared) {
+          if (b.name == "A_s") {
+            EXPECT_EQ(b.layout, "swizzled");
+          } else if (b.name == "B_s") {
+            EXPECT_EQ(b.layout, "swizzled32");
+          }
+        }
+        EXPECT_NE(t.source.find(fmt::format("tf::swizzled<{}, 4>(", g.block_k)), std::string::npos);
+        EXPECT_NE(t.source.find(fmt::format("tf::swizzled<{}, 4, 32>(", g.block_n)),
+                  std::string::npos);
+        bool noted = false;
+        for (const std::string& n : t.notes) noted |= n.find("TF32") != std::string::npos;
+        EXPECT_TRUE(noted);
+        // The kernel cache keys on the source: the two must differ.
+        EXPECT_NE(e.source, t.source);
+        // The other kernels (pointwise steps) are the same either way.
+        ASSERT_EQ(exact.kernels.size(), tf32.kernels.size());
+        for (size_t i = 0; i < exact.kernels.size(); ++i)
+          if (exact.kernels[i].cuda->gemms.empty()) {
+            EXPECT_EQ(exact.kernels[i].cuda->source, tf32.kernels[i].cuda->source);
+          }
+      }
+}
+
+// The flag changes f32 GEMMs only: f16 (MmaTile) and f64 (exact FMA) GEMMs
+// emit the same source with and without it.
+TEST(CudaEmit, AllowTf32LeavesOtherDtypesAlone) {
+  const std::string f64 =
+      "def f(x: f64[64, 48], w: f64[48, 40]):\n    return x @ w\n";
+  for (const std::string& src : {read_case("seed_gather_mm_f16"), f64}) {
+    const driver::CompiledProgram a = compile_source(src, "sm_90a", PlanKind::kFused, false);
+    const driver::CompiledProgram b = compile_source(src, "sm_90a", PlanKind::kFused, true);
+    ASSERT_EQ(a.kernels.size(), b.kernels.size());
+    for (size_t i = 0; i < a.kernels.size(); ++i)
+      EXPECT_EQ(a.kernels[i].cuda->source, b.kernels[i].cuda->source) << src;
+  }
+}
+
+// NVRTC for sm_80 and sm_90a with no spills: the default configs of both
+// plans, and configs of the tuner's space, up to 128 accumulators per
+// thread (where an f16 GEMM would double-buffer its fragments; a TF32 one
+// does not: that spilled).
+TEST_F(CudaCompile, Tf32GemmsCompileWithoutSpills) {
+  struct Case {
+    std::string src;
+    std::optional<GemmConfig> config;
+  };
+  auto cfg = [](int bm, int bn, int bk, int stages, int warps) {
+    GemmConfig c;
+    c.block_m = bm, c.block_n = bn, c.block_k = bk, c.num_stages = stages, c.num_warps = warps;
+    c.group_m = 8;
+    return c;
+  };
+  const std::string big = "def mm(x: f32[512, 512], w: f32[512, 512]):\n    return x @ w\n";
+  const std::vector<Case> cases = {
+      {kF32Mlp, std::nullopt},
+      {read_case("upcast_prologue_epilogue"), std::nullopt},
+      {big, cfg(64, 64, 16, 3, 4)},
+      {big, cfg(128, 64, 32, 3, 4)},
+      {big, cfg(128, 128, 32, 3, 8)},
+      {big, cfg(256, 128, 16, 4, 8)},
+      {big, cfg(128, 256, 32, 3, 8)},
+  };
+  int n = 0, compiled = 0;
+  for (const Case& c : cases)
+    for (const char* arch : {"sm_80", "sm_90a"})
+      for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+        if (c.config && plan == PlanKind::kUnfused) continue;
+        const driver::CompiledProgram prog = compile_source(c.src, arch, plan, true, c.config);
+        const codegen::CudaKernel& k = gemm_kernel(prog);
+        SCOPED_TRACE(std::string(arch) + " " + k.name + "\n" + c.src);
+        ASSERT_EQ(k.gemms.size(), 1u);
+        EXPECT_EQ(k.gemms[0].family, "mma.sync.m16n8k8.tf32");
+        EXPECT_EQ(k.source.find("tf_fr[2]"), std::string::npos) << k.source;
+        cuda::CompiledKernel out;
+        try {
+          out = cuda::compile_cuda(k.source, k.name + "_tf32_" + std::to_string(n++),
+                                   driver::cuda_compile_options(arch));
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << e.what() << "\n" << k.source;
+          continue;
+        }
+        EXPECT_FALSE(out.cubin.empty());
+        if (!out.usage.present) {
+          EXPECT_TRUE(cuda::cuda_available()) << "no ptxas report:\n" << out.log;
+          continue;
+        }
+        EXPECT_EQ(out.usage.spill_store_bytes, 0) << out.log;
+        EXPECT_EQ(out.usage.spill_load_bytes, 0) << out.log;
+        EXPECT_LE(out.usage.registers, 65536 / k.num_threads) << out.log;
+        std::printf("tf32 %s %s %s: %d registers\n", arch, k.name.c_str(),
+                    c.config ? driver::gemm_config_name(*c.config).c_str() : "default",
+                    out.usage.registers);
+        ++compiled;
+      }
+  EXPECT_GT(compiled, 0);
+}
+
 TEST(CudaEmit, CpuTargetIsRefusedForStageCuda) {
   const Program p =
       load_program(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs");
@@ -197,8 +371,8 @@ namespace tilefuse {
 namespace {
 
 // The emitter on random programs (the property tests' generator), both
-// plans, sm_90a: every kernel is emitted (no InternalError); every 10th
-// program is also compiled with NVRTC. Catches what the GPU property test
+// plans, sm_90a, half of them with allow_tf32: every kernel is emitted (no
+// InternalError); every 10th program is also compiled with NVRTC. Catches what the GPU property test
 // would, on any machine.
 TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
   const uint64_t base = std::random_device{}();
@@ -223,6 +397,9 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
       driver::CompileOptions co;
       co.plan = plan;
       co.target = *tir::Target::parse("sm_90a");
+      // Every other block of ten with f32 GEMMs on TF32 (half the NVRTC
+      // compiles below).
+      co.allow_tf32 = i % 20 >= 10;
       driver::CompiledProgram prog;
       try {
         prog = driver::compile(*g, co);

@@ -55,9 +55,11 @@ TEST(TuneSpace, SeedSpaceIsPrunedAndStartsWithTheDefault) {
   const std::vector<GemmConfig> space =
       driver::gemm_config_space(g, step, tir::Target::cuda(90, true), limit);
   ASSERT_FALSE(space.empty());
-  EXPECT_TRUE(same(space[0], default_gemm_config(g, step)));
+  // sm_90a: the wgmma default (BLOCK_K 64) first.
+  EXPECT_TRUE(same(space[0], default_gemm_config(g, step, /*wgmma=*/true)));
+  EXPECT_EQ(space[0].block_k, 64);
   EXPECT_GE(space.size(), 20u);
-  EXPECT_LE(space.size(), 40u);
+  EXPECT_LE(space.size(), 80u);
   std::set<std::string> names;
   bool has_256 = false, has_bk64 = false, has_8_warps = false, has_4_warps = false;
   for (const GemmConfig& c : space) {
@@ -259,12 +261,21 @@ TEST_F(TuneCache, KeyDependsOnShapesProgramAndDevice) {
   EXPECT_NE(ka, driver::tuning_key(c, cpu).material());
   EXPECT_NE(ka, driver::tuning_key(a, h200).material());
   EXPECT_NE(driver::tuning_key(a, h200).material(), driver::tuning_key(a, a100).material());
+  // A tuning with allow_tf32 is one of its own (other kernels).
+  EXPECT_EQ(driver::tuning_key(a, h200, false).material(), driver::tuning_key(a, h200).material());
+  EXPECT_NE(driver::tuning_key(a, h200, true).material(), driver::tuning_key(a, h200).material());
 
   // A tuning of one shape is not another's.
   driver::tune(a, make_random_inputs(a, 1), quick());
   EXPECT_TRUE(driver::cached_choice(a, cpu).has_value());
   EXPECT_FALSE(driver::cached_choice(b, cpu).has_value());
   EXPECT_FALSE(driver::cached_choice(a, h200).has_value());
+  EXPECT_FALSE(driver::cached_choice(a, cpu, /*allow_tf32=*/true).has_value());
+  driver::TuneOptions tf32 = quick();
+  tf32.allow_tf32 = true;
+  EXPECT_FALSE(driver::tune(a, make_random_inputs(a, 1), tf32).from_cache);
+  EXPECT_TRUE(driver::cached_choice(a, cpu, true).has_value());
+  EXPECT_TRUE(driver::tuning_account(a, "cpu", true)["tuned"].get<bool>());
 }
 
 TEST_F(TuneCache, CorruptOrMalformedEntriesAreTunedAgain) {

@@ -8,9 +8,9 @@
 namespace tilefuse {
 namespace {
 
-double tol_of(const std::string& src, size_t output = 0) {
+double tol_of(const std::string& src, size_t output = 0, bool allow_tf32 = false) {
   const Program p = parse_program(src, "t.tfs");
-  return check_tolerance(p.graph, p.graph.outputs()[output]);
+  return check_tolerance(p.graph, p.graph.outputs()[output], allow_tf32);
 }
 
 TEST(CheckTolerance, ByDtype) {
@@ -35,6 +35,31 @@ TEST(CheckTolerance, TheLeastPreciseRoundingOnTheWay) {
       "def f(x: f32[4, 4], h: f16[4, 4]):\n    return x * 2.0, h.float() + (h * h).float()\n";
   EXPECT_EQ(tol_of(two, 0), 1e-5);
   EXPECT_EQ(tol_of(two, 1), 1e-2);
+}
+
+// --allow-tf32: an f32 matmul / addmm on the way rounds its operands to
+// TF32 (10 mantissa bits), f16's precision: kTf32Tolerance (1e-2).
+TEST(CheckTolerance, Tf32GemmsOnTheWay) {
+  EXPECT_EQ(kTf32Tolerance, 1e-2);
+  const std::string mm = "def f(x: f32[4, 8], w: f32[8, 4]):\n    return torch.relu(x @ w)\n";
+  EXPECT_EQ(tol_of(mm), 1e-5);
+  EXPECT_EQ(tol_of(mm, 0, /*allow_tf32=*/true), kTf32Tolerance);
+  EXPECT_EQ(tol_of("def f(b: f32[4], x: f32[4, 8], w: f32[8, 4]):\n"
+                   "    return torch.addmm(b, x, w)\n",
+                   0, true),
+            kTf32Tolerance);
+  // f16 operands cast up exactly still meet an f32 GEMM.
+  EXPECT_EQ(tol_of("def f(x: f16[4, 8], w: f16[8, 4]):\n    return x.float() @ w.float()\n", 0,
+                   true),
+            kTf32Tolerance);
+  // No f32 GEMM: unchanged (f64 GEMMs and f32 element-wise ops are exact).
+  EXPECT_EQ(tol_of("def f(x: f64[4, 8], w: f64[8, 4]):\n    return x @ w\n", 0, true), 1e-12);
+  EXPECT_EQ(tol_of("def f(x: f32[4, 4]):\n    return x * 2.0\n", 0, true), 1e-5);
+  // Each output on its own path.
+  const std::string two =
+      "def f(x: f32[4, 8], w: f32[8, 4]):\n    return x @ w, x * 2.0\n";
+  EXPECT_EQ(tol_of(two, 0, true), kTf32Tolerance);
+  EXPECT_EQ(tol_of(two, 1, true), 1e-5);
 }
 
 }  // namespace
