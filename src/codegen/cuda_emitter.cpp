@@ -605,6 +605,10 @@ std::string Emitter::address(const Buffer& b, const std::vector<Expr>& idx) {
 std::string Emitter::load(const LoadNode* op) {
   if (op == vector_load_) return vector_lane_;  // already loaded, a vector at a time
   std::string el = element(op->buffer, op->indices);
+  // A WgmmaTile's accumulators are read through value(e) (see tf_wgmma.cuh:
+  // a conversion reading them directly makes ptxas serialize the wgmma).
+  if (op->buffer.scope() == MemScope::Fragment && fragments_.at(op->buffer.get()).wgmma)
+    el = buf(op->buffer) + ".value(" + frag_e_ + ")";
   if (!op->mask.defined()) return el;
   std::string other =
       op->other.defined() ? expr(op->other) : literal(make_const(op->buffer.dtype(), 0));
@@ -984,10 +988,14 @@ void Emitter::emit_pipelined(const ForNode* op) {
     line("};");
   }
   const std::string it = "tf_it" + std::to_string(tmp_++);
-  // Tiles issued ahead of the one computed. (One wgmma group kept in flight
-  // across the barrier, wait_group 1 with tiles S - 2 ahead, made ptxas
-  // serialize the wgmma, C7514, in every loop form tried.)
-  const int ahead = stages - 1;
+  // With 4 or more stages the wgmma loop keeps one MMA group in flight
+  // across the barrier (wgmma.wait_group 1): the tensor cores do not wait
+  // for the barrier and the copy issue. The stage the copies overwrite is
+  // then the one of tile i - 2 (done by every warpgroup: each waited for it
+  // before the barrier), so tiles are issued S - 2 ahead instead of S - 1.
+  const bool keep_one = wgmma_async && stages >= 4 &&
+                        std::getenv("TILEFUSE_WGMMA_WAIT_ALL") == nullptr;
+  const int ahead = keep_one ? stages - 2 : stages - 1;
   open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", ahead));
   open(fmt::format("if (tf_s < {})", n));
   line(fmt::format("tf_issue({} + tf_s, tf_s);", lo));
@@ -1023,7 +1031,8 @@ void Emitter::emit_pipelined(const ForNode* op) {
     shared_used_.insert(g->a.buffer.get());
     shared_used_.insert(g->b.buffer.get());
     line("// wgmma: tile i's MMAs run while tile i + " + std::to_string(ahead) +
-         "'s copies are issued");
+         "'s copies are issued" +
+         (keep_one ? "; one MMA group stays in flight across the barrier" : ""));
     open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
     line(fmt::format("tf::cp_async_wait<{}>();", ahead - 1));
     line(barrier_line_);
@@ -1032,13 +1041,15 @@ void Emitter::emit_pipelined(const ForNode* op) {
     line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
                      shared_.at(g->a.buffer.get()).tile_elems, b,
                      shared_.at(g->b.buffer.get()).tile_elems));
+    if (keep_one)
+      line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
     line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
     line("tf::cp_async_commit();");
     if (split)
       line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
     // (At the end of the iteration, not the start of the next: a wait at
     // the loop head makes ptxas serialize the wgmma, C7514.)
-    line(fmt::format("{}.wait();  // this warpgroup's MMAs of tile i", c));
+    if (!keep_one) line(fmt::format("{}.wait();  // this warpgroup's MMAs of tile i", c));
     close();
     line(fmt::format("{}.wait();", c));
   } else if (frag_pipeline) {

@@ -90,6 +90,17 @@ struct WgmmaTile {
     const int j = e % kPerM;
     return (tid / 128 % WG_N) * WN + (j / 4) * 8 + (lane % 4) * 2 + (j & 1);
   }
+  // Accumulator e, read for the epilogue: through an exact multiply by 1
+  // (mul.rn keeps -0, infinities and subnormals; a NaN stays a NaN) rather
+  // than directly. ptxas (CUDA 13.0) serializes the wgmma of a loop that
+  // keeps a group in flight (C7514) when a cvt (f32 -> f16 in the epilogue)
+  // reads an accumulator register, even after the final wait; through this
+  // multiply it does not (bisected on the seed kernel).
+  __device__ __forceinline__ float value(int e) const {
+    float v;
+    asm volatile("mul.rn.f32 %0, %1, 0f3F800000;" : "=f"(v) : "f"(c[e]));
+    return v;
+  }
   // Pins the accumulators: the compiler may not move their reads or writes
   // across this point (the wgmma writes them asynchronously).
   __device__ __forceinline__ void fence_operands() {
@@ -118,6 +129,9 @@ struct WgmmaTile {
     // (No fence_operands here: an access to the accumulators before the
     // wait makes ptxas serialize the wgmma; wait() pins them.)
   }
+  // Waits for all but the last wgmma group this warpgroup issued (the
+  // accumulators stay unpinned: that group still writes them).
+  __device__ __forceinline__ void wait_prior() { wgmma_wait<1>(); }
   // Waits for every wgmma this warpgroup issued.
   __device__ __forceinline__ void wait() {
     wgmma_wait<0>();
