@@ -48,15 +48,19 @@ const LowerOptions& lower_for(const BenchOptions& o, PlanKind plan) {
   return per_plan ? *per_plan : o.lower;
 }
 
-// Appends the "chosen" row: a copy of the row of options.chosen_plan.
+// Appends the "chosen" row: a copy of the row of options.chosen_plan (the
+// unfused+cuBLASLt row with chosen_cublaslt).
 void add_chosen(BenchReport& r, const BenchOptions& o) {
   if (!o.chosen_plan) return;
-  const std::string plan(plan_kind_name(*o.chosen_plan));
+  const std::string plan =
+      o.chosen_cublaslt ? "unfused+cuBLASLt" : std::string(plan_kind_name(*o.chosen_plan));
   for (const BenchRow& row : r.rows) {
     if (row.name != plan) continue;
     BenchRow chosen = row;
     chosen.name = "chosen";
     chosen.note = o.chosen_note.empty() ? "= the " + plan + " row" : o.chosen_note;
+    // A row that did not run here (cuBLASLt unavailable now): say so.
+    if (row.median_ms <= 0) chosen.note = "the chosen " + plan + " did not run: " + row.note;
     r.rows.push_back(std::move(chosen));
     return;
   }
@@ -152,7 +156,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
            r);
     prog.check_status();
     r.rows.push_back(row);
-    if (blas) {
+    if (blas && options.baselines) {
       // The cuBLASLt GEMMs alone: what a fused kernel should match.
       BenchRow alone;
       alone.name = "cuBLASLt GEMM only";
@@ -172,7 +176,9 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
   };
   run_row("fused", PlanKind::kFused, false);
   run_row("unfused", PlanKind::kUnfused, false);
-  if (options.baselines) run_row("unfused+cuBLASLt", PlanKind::kUnfused, true);
+  // The tuned choice may be this row: it then runs without baselines too.
+  if (options.baselines || options.chosen_cublaslt)
+    run_row("unfused+cuBLASLt", PlanKind::kUnfused, true);
   add_chosen(r, options);
   return r;
 }

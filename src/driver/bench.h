@@ -9,6 +9,8 @@
 //                      cuBLASLt (CudaProgramOptions::cublaslt_gemms)
 //   cuBLASLt GEMM only the cuBLASLt GEMM launches alone: the time a fused
 //                      kernel should match ("cuBLAS, no gather")
+//   chosen             a copy of the tuner's winner's row (tune.h: fused,
+//                      unfused or unfused+cuBLASLt)
 // CPU rows: the fused and unfused plans on the CPU executor, wall time.
 // TFLOP/s counts 2*M*N*K per GEMM (batch included); GB/s counts the bytes of
 // the program's inputs and outputs once (the compulsory traffic). Each row's
@@ -39,8 +41,12 @@ struct BenchOptions {
   std::optional<LowerOptions> fused_lower, unfused_lower;
   // The tuned choice: adds a row "chosen", the row of this plan (which runs
   // that plan with its tuned config, so the same kernels) under that name,
-  // with `chosen_note` (what was chosen and why) as its note.
+  // with `chosen_note` (what was chosen and why) as its note. With
+  // chosen_cublaslt (the tuner's unfused+cuBLASLt won; chosen_plan is then
+  // kUnfused) it is the unfused+cuBLASLt row, which then runs even without
+  // `baselines`.
   std::optional<PlanKind> chosen_plan;
+  bool chosen_cublaslt = false;
   std::string chosen_note;
   int cpu_threads = 0;
   // GPU: f32 GEMMs on TF32 tensor cores in our plans

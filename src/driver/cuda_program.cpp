@@ -112,6 +112,13 @@ std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& st
 
 }  // namespace
 
+std::vector<size_t> cublaslt_gemm_kernels(const CompiledProgram& program) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < program.kernels.size(); ++i)
+    if (plain_gemm(program.graph, program.kernels[i].lowered.step)) out.push_back(i);
+  return out;
+}
+
 CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
                          const CudaProgramOptions& options)
     : program_(program), device_(device), impl_(std::make_unique<Impl>()) {

@@ -52,6 +52,13 @@ struct CudaProgramOptions {
   bool cublaslt_gemms = false;
 };
 
+// The kernels of `program` (indices into program.kernels, plan order) that
+// CudaProgramOptions::cublaslt_gemms hands to cuBLASLt: its plain GEMM
+// steps. Needs neither a GPU nor libcublasLt (whether cuBLASLt then has an
+// algorithm for each is known only when CudaProgram builds them). The
+// tuner's unfused+cuBLASLt candidate exists only when this is not empty.
+std::vector<size_t> cublaslt_gemm_kernels(const CompiledProgram& program);
+
 class CudaProgram {
  public:
   // Compiles every kernel of `program` (target must be CUDA and match the

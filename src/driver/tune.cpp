@@ -24,6 +24,7 @@
 #include "driver/execute.h"
 #include "reference/eval.h"
 #include "runtime/cache/kernel_cache.h"
+#include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/timing.h"
 #include "schedule/schedule.h"
 
@@ -133,6 +134,7 @@ class Progress {
 };
 
 std::string candidate_name(const TuneCandidate& c) {
+  if (c.cublaslt) return "unfused+cuBLASLt";
   return fmt::format("{} {}", plan_kind_name(c.plan),
                      c.config ? gemm_config_name(*c.config) : std::string("default"));
 }
@@ -142,6 +144,7 @@ json candidate_to_json(const TuneCandidate& c) {
             {"config", c.config ? gemm_config_to_json(*c.config) : json(nullptr)},
             {"median_us", c.median_us},
             {"repeats", c.repeats}};
+  if (c.cublaslt) j["cublaslt"] = true;
   if (!c.error.empty()) j["error"] = c.error;
   return j;
 }
@@ -175,7 +178,8 @@ struct Source {
 
 struct Slot {
   TuneCandidate cand;
-  std::unique_ptr<CompiledProgram> compiled;
+  // Shared: the unfused+cuBLASLt candidate runs the unfused winner's program.
+  std::shared_ptr<CompiledProgram> compiled;
   std::vector<size_t> sources;  // indices into the distinct sources
 };
 
@@ -358,18 +362,43 @@ LowerOptions TunedChoice::lower_for(PlanKind p) const {
   return lo;
 }
 
+std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us) {
+  // In order of preference on a tie: our fused plan, our unfused plan, then
+  // the library's GEMM (it must be strictly faster to be worth a dependency
+  // on libcublasLt at run time).
+  const std::pair<PlanPick, double> order[] = {{{PlanKind::kFused, false}, fused_us},
+                                               {{PlanKind::kUnfused, false}, unfused_us},
+                                               {{PlanKind::kUnfused, true}, cublaslt_us}};
+  std::optional<PlanPick> best;
+  double best_us = 0;
+  for (const auto& [pick, us] : order) {
+    if (!(us >= 0)) continue;
+    if (!best || us < best_us) best = pick, best_us = us;
+  }
+  return best;
+}
+
 std::string TunedChoice::summary() const {
-  const bool fused = plan == PlanKind::kFused;
-  const double mine = fused ? fused_us : unfused_us, other = fused ? unfused_us : fused_us;
+  // The winner first, then each other plan: its time, or that none ran.
+  const std::pair<std::string, double> plans[] = {{"fused", fused_us},
+                                                  {"unfused", unfused_us},
+                                                  {"unfused+cuBLASLt", cublaslt_us}};
+  const size_t won = cublaslt ? 2 : plan == PlanKind::kFused ? 0 : 1;
   std::string s =
-      fmt::format("{}, {}, {:.1f} us", plan_kind_name(plan),
-                  gemm_config ? gemm_config_name(*gemm_config) : "default config", mine);
-  const char* other_name = fused ? "unfused" : "fused";
-  if (other >= 0)
-    s += fmt::format(" vs {} {:.1f} us", other_name, other);
-  else
-    s += fmt::format(" ({}: no candidate ran)", other_name);
-  return s;
+      cublaslt ? fmt::format("unfused+cuBLASLt, {:.1f} us", cublaslt_us)
+               : fmt::format("{}, {}, {:.1f} us", plan_kind_name(plan),
+                             gemm_config ? gemm_config_name(*gemm_config) : "default config",
+                             plans[won].second);
+  std::string others, missing;
+  for (size_t i = 0; i < 3; ++i) {
+    if (i == won) continue;
+    if (plans[i].second >= 0)
+      others += fmt::format("{}{} {:.1f} us", others.empty() ? " vs " : ", ", plans[i].first,
+                            plans[i].second);
+    else if (i < 2)  // a plan of ours; cuBLASLt not being a candidate is no news
+      missing += fmt::format(" ({}: no candidate ran)", plans[i].first);
+  }
+  return s + others + missing;
 }
 
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32) {
@@ -390,16 +419,21 @@ json choice_to_json(const TunedChoice& c) {
   auto cfg = [](const std::optional<GemmConfig>& g) {
     return g ? gemm_config_to_json(*g) : json(nullptr);
   };
-  return {
-      {"format", kFormat},
-      {"plan", std::string(plan_kind_name(c.plan))},
-      {"gemm_config", cfg(c.gemm_config)},
-      {"fused_config", cfg(c.fused_config)},
-      {"unfused_config", cfg(c.unfused_config)},
-      {"times", {{"fused_us", c.fused_us}, {"unfused_us", c.unfused_us}, {"candidates", cands}}},
-      {"tuned_at", c.tuned_at},
-      {"tuning_seconds", c.tuning_seconds},
-      {"device", c.device}};
+  return {{"format", kFormat},
+          {"plan", std::string(plan_kind_name(c.plan))},
+          {"cublaslt", c.cublaslt},
+          {"gemm_config", cfg(c.gemm_config)},
+          {"fused_config", cfg(c.fused_config)},
+          {"unfused_config", cfg(c.unfused_config)},
+          {"times",
+           {{"fused_us", c.fused_us},
+            {"unfused_us", c.unfused_us},
+            {"cublaslt_us", c.cublaslt_us},
+            {"candidates", cands}}},
+          {"cublaslt_note", c.cublaslt_note},
+          {"tuned_at", c.tuned_at},
+          {"tuning_seconds", c.tuning_seconds},
+          {"device", c.device}};
 }
 
 std::optional<TunedChoice> choice_from_json(const json& j) {
@@ -423,7 +457,24 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
   if (!num(*times, "fused_us", c.fused_us) || !num(*times, "unfused_us", c.unfused_us) ||
       !num(j, "tuning_seconds", c.tuning_seconds))
     return std::nullopt;
-  if ((c.plan == PlanKind::kFused ? c.fused_us : c.unfused_us) < 0) return std::nullopt;
+  // The cuBLASLt fields: absent in an entry made before that candidate
+  // existed (then our kernels won, cuBLASLt unmeasured); present, they must
+  // be well-typed.
+  if (auto it = j.find("cublaslt"); it != j.end()) {
+    if (!it->is_boolean()) return std::nullopt;
+    c.cublaslt = it->get<bool>();
+  }
+  if (times->contains("cublaslt_us") && !num(*times, "cublaslt_us", c.cublaslt_us))
+    return std::nullopt;
+  if (auto it = j.find("cublaslt_note"); it != j.end()) {
+    if (!it->is_string()) return std::nullopt;
+    c.cublaslt_note = it->get<std::string>();
+  } else {
+    c.cublaslt_note = "not measured (tuned before unfused+cuBLASLt was a candidate; --retune)";
+  }
+  if (c.cublaslt && (c.plan != PlanKind::kUnfused || c.cublaslt_us < 0)) return std::nullopt;
+  if ((c.cublaslt ? c.cublaslt_us : c.plan == PlanKind::kFused ? c.fused_us : c.unfused_us) < 0)
+    return std::nullopt;
   auto cands = times->find("candidates");
   if (cands == times->end() || !cands->is_array()) return std::nullopt;
   for (const json& e : *cands) {
@@ -436,6 +487,10 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
       return std::nullopt;
     t.repeats = e.value("repeats", 0);
     t.error = e.value("error", std::string());
+    if (auto b = e.find("cublaslt"); b != e.end()) {
+      if (!b->is_boolean()) return std::nullopt;
+      t.cublaslt = b->get<bool>();
+    }
     c.candidates.push_back(t);
   }
   auto at = j.find("tuned_at");
@@ -517,7 +572,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
       co.allow_tf32 = options.allow_tf32;
-      s.compiled = std::make_unique<CompiledProgram>(compile(graph, co));
+      s.compiled = std::make_shared<CompiledProgram>(compile(graph, co));
       // The emitter's exact shared memory, before NVRTC spends time on it.
       const int64_t smem_limit = device.max_shared_bytes > 0
                                      ? device.max_shared_bytes
@@ -571,21 +626,28 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   }
 
   // Time: one candidate after another.
-  // Times `s` with `repeats` timed runs (0: one untimed run) and, when
-  // `outputs` is given, returns the outputs of its last run.
+  // Times the loaded `prog` of candidate `cand` with `repeats` timed runs (0:
+  // one untimed run) and, when `outputs` is given, returns the outputs of its
+  // last run.
+  auto time_program = [&](CudaProgram& prog, TuneCandidate& cand, int repeats,
+                          std::vector<Tensor>* outputs) {
+    if (repeats > 0) {
+      BenchOptions bo;
+      bo.warmup = options.warmup;
+      bo.repeats = repeats;
+      bo.flush_l2 = options.flush_l2;
+      cand.median_us = time_cuda_program(prog, inputs, bo) * 1e3;
+      cand.repeats = repeats;
+      if (outputs) *outputs = prog.outputs();
+    } else if (outputs) {
+      *outputs = prog.run(inputs);
+    }
+  };
+  // The same for a candidate of our kernels (GPU or CPU).
   auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs) {
     if (gpu) {
       CudaProgram prog(*s.compiled, *dev);
-      if (repeats > 0) {
-        BenchOptions bo;
-        bo.warmup = options.warmup;
-        bo.repeats = repeats;
-        bo.flush_l2 = options.flush_l2;
-        s.cand.median_us = time_cuda_program(prog, inputs, bo) * 1e3;
-        if (outputs) *outputs = prog.outputs();
-      } else if (outputs) {
-        *outputs = prog.run(inputs);
-      }
+      time_program(prog, s.cand, repeats, outputs);
     } else {
       ExecuteOptions xo;
       xo.num_threads = options.cpu_threads;
@@ -635,9 +697,19 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
 
   // Per plan: the fastest few (re-timed with final_repeats on the GPU),
   // each checked against the reference outputs; the fastest that agrees wins
-  // the plan. Then the faster plan.
+  // the plan. Then unfused+cuBLASLt, and the fastest of the three.
   TunedChoice& choice = result.choice;
   const bool retime = gpu && options.final_repeats > options.repeats;
+  // A finalist's outputs against the reference; one that differs loses its
+  // time and says by how much.
+  auto agrees = [&](TuneCandidate& cand, const std::vector<Tensor>& outs) {
+    const double err = max_output_error(outs, *reference);
+    if (err <= agreement_tolerance(outs, options.allow_tf32)) return true;
+    cand.error = fmt::format("output differs from {}'s: rel_err {:.3g}", reference_name, err);
+    cand.median_us = -1;
+    return false;
+  };
+  const Slot* unfused_best = nullptr;  // the unfused plan's winner
   for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
     std::vector<Slot*> ok;
     for (Slot& s : slots)
@@ -653,13 +725,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       try {
         std::vector<Tensor> outs;
         time_slot(*s, retime ? options.final_repeats : 0, &outs);
-        const double err = max_output_error(outs, *reference);
-        if (!(err <= agreement_tolerance(outs, options.allow_tf32))) {
-          s->cand.error =
-              fmt::format("output differs from {}'s: rel_err {:.3g}", reference_name, err);
-          s->cand.median_us = -1;
-          continue;
-        }
+        if (!agrees(s->cand, outs)) continue;
         finals.push_back(s);
       } catch (const std::exception& e) {
         s->cand.error = std::string("run: ") + e.what();
@@ -672,7 +738,55 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         finals.front()->cand.median_us;
     (kind == PlanKind::kFused ? choice.fused_config : choice.unfused_config) =
         finals.front()->cand.config;
+    if (kind == PlanKind::kUnfused) unfused_best = finals.front();
   }
+
+  // The third plan: the unfused winner's program with its plain GEMM steps
+  // on cuBLASLt (the library GEMM competes, as Inductor's extern_mm does),
+  // timed and checked like a finalist of the others. Not a candidate, with
+  // the reason, when it could not stand for what `run` would do with it.
+  std::optional<Slot> blas;
+  if (!gpu) {
+    choice.cublaslt_note = "not a candidate on the CPU";
+  } else if (!unfused_best) {
+    choice.cublaslt_note = "not a candidate: the unfused plan did not run";
+  } else if (cublaslt_gemm_kernels(*unfused_best->compiled).empty()) {
+    choice.cublaslt_note =
+        "not a candidate: no plain GEMM step in the unfused plan (a prologue, bias or epilogue, "
+        "or operands cuBLASLt does not take, in every GEMM)";
+  } else if (std::string why; !cuda::cublaslt_available(&why)) {
+    choice.cublaslt_note = "not a candidate: cuBLASLt unavailable: " + why;
+  } else {
+    CudaProgramOptions po;
+    po.cublaslt_gemms = true;  // f32 on TF32 only when compiled with allow_tf32
+    std::unique_ptr<CudaProgram> prog;
+    try {
+      prog = std::make_unique<CudaProgram>(*unfused_best->compiled, *dev, po);
+    } catch (const std::exception& e) {
+      // E.g. no cuBLASLt algorithm for a step's shape: cuBLASLt cannot run it.
+      choice.cublaslt_note = std::string("not a candidate: ") + e.what();
+    }
+    if (prog) {
+      blas.emplace();
+      blas->compiled = unfused_best->compiled;
+      blas->cand.plan = PlanKind::kUnfused;
+      blas->cand.config = unfused_best->cand.config;
+      blas->cand.cublaslt = true;
+      ++result.candidates;
+      progress.show(fmt::format("tuning {}: unfused+cuBLASLt", options.name));
+      try {
+        time_program(*prog, blas->cand, std::max(1, options.repeats), nullptr);
+        std::vector<Tensor> outs;
+        time_program(*prog, blas->cand, retime ? options.final_repeats : 0, &outs);
+        if (agrees(blas->cand, outs)) choice.cublaslt_us = blas->cand.median_us;
+      } catch (const std::exception& e) {
+        blas->cand.error = std::string("run: ") + e.what();
+        blas->cand.median_us = -1;
+      }
+      if (choice.cublaslt_us < 0) choice.cublaslt_note = "failed: " + blas->cand.error;
+    }
+  }
+  if (blas) slots.push_back(std::move(*blas));
   progress.finish();
   for (const Slot& s : slots) {
     choice.candidates.push_back(s.cand);
@@ -691,10 +805,11 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
                     "error ({})",
                     slots.size(), first));
   }
-  choice.plan =
-      choice.fused_us >= 0 && (choice.unfused_us < 0 || choice.fused_us <= choice.unfused_us)
-          ? PlanKind::kFused
-          : PlanKind::kUnfused;
+  const PlanPick pick = *pick_plan(choice.fused_us, choice.unfused_us, choice.cublaslt_us);
+  choice.plan = pick.plan;
+  choice.cublaslt = pick.cublaslt;
+  // unfused+cuBLASLt: the config of the unfused program it runs (its other
+  // kernels, and any GEMM step cuBLASLt does not take).
   choice.gemm_config =
       choice.plan == PlanKind::kFused ? choice.fused_config : choice.unfused_config;
   choice.tuned_at = iso_now();
@@ -750,18 +865,31 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
   }
   if (!found) return none;
   const TunedChoice& c = *found;
+  // By how much the winner won: the runner-up's time over the winner's.
+  const double won = c.cublaslt ? c.cublaslt_us
+                     : c.plan == PlanKind::kFused ? c.fused_us
+                                                  : c.unfused_us;
+  double runner_up = -1;
+  for (double t : {c.fused_us, c.unfused_us, c.cublaslt_us})
+    if (t >= 0 && t != won && (runner_up < 0 || t < runner_up)) runner_up = t;
+  // (Two plans with the very same time: the runner-up is as fast.)
+  int at_won = 0;
+  for (double t : {c.fused_us, c.unfused_us, c.cublaslt_us}) at_won += t == won ? 1 : 0;
+  if (at_won > 1) runner_up = won;
   json speedup = nullptr;
-  if (c.fused_us > 0 && c.unfused_us > 0)
-    speedup = std::max(c.fused_us, c.unfused_us) / std::min(c.fused_us, c.unfused_us);
+  if (won > 0 && runner_up > 0) speedup = runner_up / won;
   int failed = 0;
   for (const TuneCandidate& t : c.candidates) failed += t.median_us < 0 ? 1 : 0;
   return {{"tuned", true},
           {"device", c.device},
           {"plan", std::string(plan_kind_name(c.plan))},
+          {"cublaslt", c.cublaslt},
           {"gemm_config", c.gemm_config ? gemm_config_to_json(*c.gemm_config) : json(nullptr)},
           {"config", c.gemm_config ? json(gemm_config_name(*c.gemm_config)) : json(nullptr)},
           {"fused_us", c.fused_us},
           {"unfused_us", c.unfused_us},
+          {"cublaslt_us", c.cublaslt_us},
+          {"cublaslt_note", c.cublaslt_note},
           {"speedup", speedup},
           {"candidates", c.candidates.size()},
           {"failed", failed},
@@ -772,20 +900,40 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
 std::string render_tuning_text(const json& a) {
   if (!a.is_object() || a.value("tuned", false) != true)
     return "tuning: none cached (run tilefuse run or bench on the GPU to tune)";
+  const bool blas = a.value("cublaslt", false);
   const std::string plan = a.value("plan", std::string("?"));
-  const std::string other = plan == "fused" ? "unfused" : "fused";
   const std::string config = a.contains("config") && a["config"].is_string()
                                  ? a["config"].get<std::string>()
                                  : std::string("default config");
-  const double mine = a.value(plan + "_us", -1.0), theirs = a.value(other + "_us", -1.0);
-  std::string s = fmt::format("tuning ({}, {}): {} {} won, {:.1f} us", a.value("device", ""),
-                              a.value("tuned_at", ""), plan, config, mine);
-  if (theirs >= 0 && mine > 0)
-    s += fmt::format(" vs {} {:.1f} us ({:.2f}x faster)", other, theirs, theirs / mine);
-  else
-    s += fmt::format(" ({}: no candidate ran)", other);
+  // The three plans as (name, time); the winner is `won`.
+  const std::pair<std::string, double> plans[] = {
+      {"fused", a.value("fused_us", -1.0)},
+      {"unfused", a.value("unfused_us", -1.0)},
+      {"unfused+cuBLASLt", a.value("cublaslt_us", -1.0)}};
+  const size_t won = blas ? 2 : plan == "fused" ? 0 : 1;
+  std::string s = blas ? fmt::format("tuning ({}, {}): unfused+cuBLASLt won, {:.1f} us",
+                                     a.value("device", ""), a.value("tuned_at", ""),
+                                     plans[won].second)
+                       : fmt::format("tuning ({}, {}): {} {} won, {:.1f} us", a.value("device", ""),
+                                     a.value("tuned_at", ""), plan, config, plans[won].second);
+  std::string others, missing;
+  for (size_t i = 0; i < 3; ++i) {
+    if (i == won) continue;
+    if (plans[i].second >= 0)
+      others += fmt::format("{}{} {:.1f} us", others.empty() ? " vs " : ", ", plans[i].first,
+                            plans[i].second);
+    else if (i < 2)
+      missing += fmt::format(" ({}: no candidate ran)", plans[i].first);
+  }
+  s += others;
+  if (a.contains("speedup") && a["speedup"].is_number())
+    s += fmt::format(" ({:.2f}x faster)", a["speedup"].get<double>());
+  s += missing;
   s += fmt::format("; {} candidates ({} skipped) in {:.1f} s", a.value("candidates", 0),
                    a.value("failed", 0), a.value("tuning_seconds", 0.0));
+  if (plans[2].second < 0 && a.contains("cublaslt_note") && a["cublaslt_note"].is_string() &&
+      !a["cublaslt_note"].get<std::string>().empty())
+    s += "; unfused+cuBLASLt " + a["cublaslt_note"].get<std::string>();
   return s;
 }
 

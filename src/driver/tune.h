@@ -1,6 +1,7 @@
 // The autotuner (DESIGN.md, "Data flow": tune; issue 5): enumerate plans x
-// GEMM configs, compile the candidates in parallel, benchmark them, keep the
-// winner in the tuning cache (runtime/cache/tuning_cache.h).
+// GEMM configs, compile the candidates in parallel, benchmark them, let the
+// library GEMM compete, keep the winner in the tuning cache
+// (runtime/cache/tuning_cache.h).
 //
 //   for plan in (fused, unfused):
 //     for config in gemm_config_space(...)        (the same config for every
@@ -12,8 +13,18 @@
 //     with `final_repeats` and check their outputs against the first
 //     candidate's (the fused plan's heuristic default: within twice run
 //     --check's tolerance, so a wrong kernel never wins); the best config
-//     per plan, then the faster plan
-//   store {plan, gemm_config, times, tuned_at, tuning_seconds} in the cache
+//     per plan
+//   GPU: a third candidate, unfused+cuBLASLt: the unfused plan at its best
+//     config with every plain GEMM step run by cuBLASLt instead of our
+//     kernel (CudaProgramOptions::cublaslt_gemms; f32 on TF32 only with
+//     allow_tf32), timed and checked the same way (first `repeats`, then
+//     `final_repeats` and the agreement check). It is a candidate only when
+//     the unfused plan ran, has a plain GEMM step (cublaslt_gemm_kernels),
+//     libcublasLt loads and cuBLASLt has an algorithm for each such step;
+//     otherwise TunedChoice::cublaslt_note says why not
+//   the fastest of the three (pick_plan: ties go to our kernels, fused first)
+//   store {plan, cublaslt, gemm_config, times, tuned_at, tuning_seconds} in
+//     the cache
 //
 // A candidate that fails to compile, load or launch is skipped and counted,
 // never fatal (only "every candidate failed" is an error). Because the
@@ -21,14 +32,21 @@
 // the same program with the cached choice compiles nothing.
 //
 // Cache entry (TuningCache value, keyed by tuning_key()):
-//   {"format": "tilefuse-tune-1", "plan": "fused"|"unfused",
+//   {"format": "tilefuse-tune-1", "plan": "fused"|"unfused", "cublaslt": bool,
 //    "gemm_config": {block_m, block_n, block_k, num_stages, num_warps, group_m} | null,
 //    "fused_config": ... | null, "unfused_config": ... | null,
-//    "times": {"fused_us", "unfused_us", "candidates": [{plan, config, median_us, repeats,
-//              error}]},
+//    "times": {"fused_us", "unfused_us", "cublaslt_us", "candidates": [{plan, config,
+//              cublaslt (only when true), median_us, repeats, error}]},
+//    "cublaslt_note": string,
 //    "tuned_at": ISO-8601 UTC, "tuning_seconds", "device", "target"}
 // An entry that is missing a field or has a wrong type is a miss (re-tuned
-// and replaced).
+// and replaced), except the cuBLASLt fields: entries written before the
+// cuBLASLt candidate existed lack them and still load, as a choice of our
+// own kernels whose cuBLASLt time is -1 and whose cublaslt_note says it was
+// not measured. Such an entry is still a correct measurement of the two
+// plans, so the format (and the key) stays "tilefuse-tune-1"; `--retune`
+// lets cuBLASLt compete for it. A "cublaslt": true entry must have plan
+// "unfused" and a cuBLASLt time.
 #pragma once
 
 #include <cstdint>
@@ -137,15 +155,35 @@ struct TuneCandidate {
   double median_us = -1;             // -1: not timed (failed)
   int repeats = 0;                   // samples behind median_us
   std::string error;                 // why it was skipped; empty when timed
+  // The unfused+cuBLASLt candidate (plan kUnfused): its plain GEMM steps on
+  // cuBLASLt, `config` that of its other kernels.
+  bool cublaslt = false;
 };
+
+// The plan that wins given each one's measured time (-1: not measured or
+// failed): the fastest; on a tie our own kernels (fused, then unfused)
+// before cuBLASLt. nullopt when none has a time.
+struct PlanPick {
+  PlanKind plan = PlanKind::kFused;
+  bool cublaslt = false;  // unfused+cuBLASLt (plan is then kUnfused)
+};
+std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us = -1);
 
 // What a tuning decided (stored in, or read from, the tuning cache).
 struct TunedChoice {
-  PlanKind plan = PlanKind::kFused;        // the faster plan
+  PlanKind plan = PlanKind::kFused;  // the fastest plan
+  // With plan kUnfused: unfused+cuBLASLt won, so run the unfused plan with
+  // CudaProgramOptions::cublaslt_gemms (its other kernels at unfused_config).
+  // An explicit --plan unfused still runs our kernels.
+  bool cublaslt = false;
   std::optional<GemmConfig> gemm_config;   // its best config (nullopt: no GEMM step)
   std::optional<GemmConfig> fused_config;  // the best config of each plan
   std::optional<GemmConfig> unfused_config;
   double fused_us = -1, unfused_us = -1;  // each plan's best median; -1: no candidate ran
+  double cublaslt_us = -1;                // unfused+cuBLASLt's; -1: not a candidate, or failed
+  // Why unfused+cuBLASLt has no time ("cuBLASLt unavailable: ...", "no
+  // plain GEMM step ...", its run error or disagreement); "" when it has one.
+  std::string cublaslt_note;
   std::vector<TuneCandidate> candidates;  // every candidate tried, in search order
   std::string tuned_at;                   // ISO-8601 UTC
   double tuning_seconds = 0;
@@ -154,7 +192,9 @@ struct TunedChoice {
   // The config overrides for `plan` (its tuned config; the heuristic's when
   // none).
   LowerOptions lower_for(PlanKind plan) const;
-  // "fused, 128x128x64/3/8, 38.1 us vs unfused 52.0 us".
+  // "fused, 128x128x64/3/8, 38.1 us vs unfused 52.0 us", with
+  // ", unfused+cuBLASLt 41.7 us" when that was measured; when it won,
+  // "unfused+cuBLASLt, 41.7 us vs fused 53.3 us, unfused 64.8 us".
   std::string summary() const;
 };
 
@@ -162,7 +202,7 @@ struct TuneResult {
   TunedChoice choice;
   bool from_cache = false;  // the cached choice: nothing was compiled or timed
   bool cache_written = false;
-  int candidates = 0;        // tried (both plans)
+  int candidates = 0;        // tried (both plans, and unfused+cuBLASLt when it was one)
   int failed = 0;            // skipped: failed to compile, load or launch
   int nvrtc_kernels = 0;     // distinct kernel sources compiled (NVRTC or the kernel cache)
   int nvrtc_cache_hits = 0;  // ... of which came from the kernel cache
@@ -197,10 +237,11 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
 
 // What `explain` says about tuning, from the cache:
 //   {"tuned": false}  or
-//   {"tuned": true, "device", "plan", "gemm_config" (object, or null),
-//    "config" ("128x128x64/3/8", or null), "fused_us", "unfused_us",
-//    "speedup" (the slower plan's time / the faster's; null when one plan
-//    has no time), "candidates" (how many were tried), "failed",
+//   {"tuned": true, "device", "plan", "cublaslt" (unfused+cuBLASLt won),
+//    "gemm_config" (object, or null), "config" ("128x128x64/3/8", or null),
+//    "fused_us", "unfused_us", "cublaslt_us", "cublaslt_note",
+//    "speedup" (the runner-up's time / the winner's; null when no other
+//    plan has a time), "candidates" (how many were tried), "failed",
 //    "tuned_at", "tuning_seconds"}.
 // `device` is a TuneDevice::key() ("NVIDIA H200 sm_90a"), a target name
 // ("sm_90a": the newest tuning of the program on any GPU of that target,
@@ -212,7 +253,10 @@ nlohmann::json tuning_account(const Graph& graph, const std::string& device,
 
 // tuning_account's object as one line for `explain`'s text:
 //   "tuning (NVIDIA H200 sm_90a, 2026-11-30T05:00:00Z): fused 128x128x64/3/8 won,
-//    38.1 us vs unfused 52.0 us (1.36x faster); 56 candidates (0 skipped) in 4.2 s"
+//    38.1 us vs unfused 52.0 us, unfused+cuBLASLt 41.7 us (1.09x faster); 57 candidates
+//    (0 skipped) in 4.2 s"
+// (unfused+cuBLASLt as the winner: "unfused+cuBLASLt won, 41.7 us vs fused ...";
+// without its time, after the count: "...; unfused+cuBLASLt <cublaslt_note>")
 // or "tuning: none cached (run tilefuse run or bench on the GPU to tune)".
 std::string render_tuning_text(const nlohmann::json& account);
 

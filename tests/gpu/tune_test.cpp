@@ -3,20 +3,31 @@
 // its winner is cached and a second tuning reads it, the winner's kernels
 // all come from the kernel cache afterwards ("a second run compiles
 // nothing"), and on bench/programs/fusion_loses_f16.tfs the measurement
-// picks the unfused plan.
+// picks the unfused plan. The third plan, unfused+cuBLASLt: measured
+// wherever libcublasLt loads and the unfused plan has a plain GEMM (the
+// seed, fusion_loses, gemm_f32 under --allow-tf32), the chosen time is the
+// least of the three, and `run --plan auto` / `bench` follow a cached
+// cuBLASLt choice (the tilefuse binary, with a choice written to a private
+// tuning cache).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/cli.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "gpu_test_util.h"
 #include "reference/inputs.h"
+#include "runtime/cache/tuning_cache.h"
+#include "runtime/cuda/cublaslt.h"
 
 namespace tilefuse {
 namespace {
@@ -65,6 +76,45 @@ driver::TuneOptions tune_options(const Program& p) {
   return o;
 }
 
+// The time of the plan the choice runs.
+double chosen_us(const driver::TunedChoice& c) {
+  return c.cublaslt ? c.cublaslt_us : c.plan == PlanKind::kFused ? c.fused_us : c.unfused_us;
+}
+
+// The chosen plan's time is the least of those measured (fused, unfused and,
+// when it was a candidate, unfused+cuBLASLt).
+void expect_fastest_chosen(const driver::TunedChoice& c) {
+  const double won = chosen_us(c);
+  EXPECT_GT(won, 0) << c.summary();
+  for (double t : {c.fused_us, c.unfused_us, c.cublaslt_us}) {
+    if (t >= 0) {
+      EXPECT_LE(won, t) << c.summary();
+    }
+  }
+  if (c.cublaslt) {
+    EXPECT_EQ(c.plan, PlanKind::kUnfused);
+  }
+}
+
+// Where libcublasLt loads, a program whose unfused plan has a plain GEMM
+// has a measured unfused+cuBLASLt candidate (one, flagged); else the note
+// says why not.
+void expect_cublaslt_candidate(const driver::TuneResult& r) {
+  std::string why;
+  int flagged = 0;
+  for (const driver::TuneCandidate& c : r.choice.candidates) flagged += c.cublaslt ? 1 : 0;
+  if (!cuda::cublaslt_available(&why)) {
+    EXPECT_EQ(r.choice.cublaslt_us, -1);
+    EXPECT_NE(r.choice.cublaslt_note.find("cuBLASLt unavailable"), std::string::npos)
+        << r.choice.cublaslt_note;
+    EXPECT_EQ(flagged, 0);
+    return;
+  }
+  EXPECT_EQ(flagged, 1);
+  EXPECT_GT(r.choice.cublaslt_us, 0) << r.choice.cublaslt_note;
+  EXPECT_EQ(r.choice.cublaslt_note, "");
+}
+
 TEST(TuneGpu, SeedColdTuningIsCachedAndTheWinnerCompilesNothing) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   FreshCache cache("seed");
@@ -89,20 +139,33 @@ TEST(TuneGpu, SeedColdTuningIsCachedAndTheWinnerCompilesNothing) {
   ASSERT_TRUE(cold.choice.gemm_config.has_value());
   EXPECT_GT(cold.choice.fused_us, 0);
   EXPECT_GT(cold.choice.unfused_us, 0);
+  // The seed's unfused plan is a gather and a plain GEMM: cuBLASLt competes.
+  expect_cublaslt_candidate(cold);
+  // Issue 5: the chosen plan is no slower than either unfused plan (nor fused).
+  expect_fastest_chosen(cold.choice);
 
   const driver::TuneResult warm = driver::tune(p.graph, inputs, o);
   EXPECT_TRUE(warm.from_cache);
   EXPECT_EQ(warm.choice.summary(), cold.choice.summary());
+  EXPECT_EQ(warm.choice.cublaslt, cold.choice.cublaslt);
 
-  // The winner as `run` compiles it: every kernel from the kernel cache.
+  // The winner as `run` compiles it: every kernel of ours from the kernel
+  // cache (cuBLASLt's steps compile nothing).
   driver::CompileOptions co;
   co.plan = warm.choice.plan;
   co.target = o.device.target;
   co.lower = warm.choice.lower_for(co.plan);
   const driver::CompiledProgram compiled = driver::compile(p.graph, co);
-  driver::CudaProgram prog(compiled, driver::default_device());
-  for (const driver::CudaKernelStats& st : prog.stats())
-    EXPECT_TRUE(st.from_cache) << st.name << " was compiled again";
+  driver::CudaProgramOptions po;
+  po.cublaslt_gemms = warm.choice.cublaslt;
+  driver::CudaProgram prog(compiled, driver::default_device(), po);
+  const std::vector<size_t> blas = prog.cublaslt_steps();
+  EXPECT_EQ(blas.empty(), !warm.choice.cublaslt);
+  for (size_t i = 0; i < prog.stats().size(); ++i) {
+    if (std::find(blas.begin(), blas.end(), i) == blas.end()) {
+      EXPECT_TRUE(prog.stats()[i].from_cache) << prog.stats()[i].name << " was compiled again";
+    }
+  }
   (void)prog.run(inputs);
 }
 
@@ -117,6 +180,119 @@ TEST(TuneGpu, FusionLosesPicksTheUnfusedPlan) {
               r.seconds, r.choice.summary().c_str());
   EXPECT_EQ(r.choice.plan, PlanKind::kUnfused) << r.choice.summary();
   EXPECT_LT(r.choice.unfused_us, r.choice.fused_us);
+  expect_cublaslt_candidate(r);
+  expect_fastest_chosen(r.choice);
+}
+
+// A plain f32 GEMM under --allow-tf32: the cuBLASLt candidate runs on TF32
+// (FAST_TF32, the flag passed on), agrees within the TF32 tolerance, and the
+// choice is still the fastest; the tuning without the flag is another one
+// (exact f32 on both sides).
+TEST(TuneGpu, PlainF32GemmCublasltCompetesUnderAllowTf32) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  FreshCache cache("gemm_f32");
+  const Program p = bench_program("gemm_f32");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, gputest::fresh_seed());
+  for (bool tf32 : {true, false}) {
+    driver::TuneOptions o = tune_options(p);
+    o.allow_tf32 = tf32;
+    const driver::TuneResult r = driver::tune(p.graph, inputs, o);
+    std::printf("gemm_f32%s: %d candidates (%d skipped), %.1f s: %s\n",
+                tf32 ? " --allow-tf32" : "", r.candidates, r.failed, r.seconds,
+                r.choice.summary().c_str());
+    EXPECT_FALSE(r.from_cache);
+    expect_cublaslt_candidate(r);
+    expect_fastest_chosen(r.choice);
+  }
+}
+
+// A tuning cache whose only entry is a fabricated unfused+cuBLASLt choice
+// for the seed on this GPU; the CLI (a child process) reads it.
+class CublasltChoiceCache {
+ public:
+  CublasltChoiceCache() : fresh_("cli_cublaslt") {
+    const Program p = bench_program("seed_gather_mm_f16");
+    driver::TunedChoice c;
+    c.plan = PlanKind::kUnfused;
+    c.cublaslt = true;
+    c.fused_us = 50.0;
+    c.unfused_us = 60.0;
+    c.cublaslt_us = 40.0;
+    c.candidates.push_back({PlanKind::kFused, std::nullopt, 50.0, 20, ""});
+    c.candidates.push_back({PlanKind::kUnfused, std::nullopt, 60.0, 20, ""});
+    driver::TuneCandidate blas{PlanKind::kUnfused, std::nullopt, 40.0, 20, ""};
+    blas.cublaslt = true;
+    c.candidates.push_back(blas);
+    c.tuned_at = "2026-11-30T00:00:00Z";
+    c.device = driver::cuda_tune_device().key();
+    ok_ = cache::TuningCache(cache::default_tuning_cache_dir())
+              .put(driver::tuning_key(p.graph, driver::cuda_tune_device()).material(),
+                   driver::choice_to_json(c));
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  FreshCache fresh_;
+  bool ok_ = false;
+};
+
+std::string seed_path() {
+  return std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/seed_gather_mm_f16.tfs";
+}
+
+TEST(TuneGpu, RunFollowsACachedCublasltChoice) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  std::string why;
+  if (!cuda::cublaslt_available(&why)) GTEST_SKIP() << "cuBLASLt unavailable: " << why;
+  CublasltChoiceCache cache;
+  ASSERT_TRUE(cache.ok());
+  const testing::CliResult r = testing::run_cli("run " + seed_path() + " -v --check");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(unfused plan, GEMM steps on cuBLASLt, 2 steps, CUDA)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tuning: cached choice (unfused+cuBLASLt, 40.0 us vs fused 50.0 us, "
+                          "unfused 60.0 us)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("step 1 on cuBLASLt: cuBLASLt"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" ok\n"), std::string::npos) << r.output;  // --check
+  // An explicit plan runs our kernels.
+  const testing::CliResult u = testing::run_cli("run " + seed_path() + " --plan unfused -v --check");
+  EXPECT_EQ(u.exit_code, 0) << u.output;
+  EXPECT_NE(u.output.find("(unfused plan, 2 kernels, CUDA)"), std::string::npos) << u.output;
+  EXPECT_EQ(u.output.find("on cuBLASLt:"), std::string::npos) << u.output;
+}
+
+TEST(TuneGpu, BenchChosenRowIsTheCublasltRowWhenItWon) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  std::string why;
+  if (!cuda::cublaslt_available(&why)) GTEST_SKIP() << "cuBLASLt unavailable: " << why;
+  CublasltChoiceCache cache;
+  ASSERT_TRUE(cache.ok());
+  for (const char* extra : {"", " --no-baselines"}) {
+    const testing::CliResult r =
+        testing::run_cli("bench " + seed_path() + " --json --warmup 1 --repeats 3 --no-check" +
+                             extra,
+                         {.with_stderr = false});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output);
+    std::map<std::string, nlohmann::json> rows;
+    for (const nlohmann::json& row : j.at("rows")) rows[row.at("name")] = row;
+    ASSERT_TRUE(rows.count("chosen")) << j.dump(2);
+    ASSERT_TRUE(rows.count("unfused+cuBLASLt")) << extra;
+    EXPECT_EQ(rows.count("cuBLASLt GEMM only"), std::string(extra).empty() ? 1u : 0u) << extra;
+    const nlohmann::json& chosen = rows.at("chosen");
+    EXPECT_GT(chosen.at("median_us").get<double>(), 0) << chosen;
+    EXPECT_EQ(chosen.at("median_us"), rows.at("unfused+cuBLASLt").at("median_us"));
+    EXPECT_NE(chosen.at("note").get<std::string>().find("unfused+cuBLASLt, 40.0 us"),
+              std::string::npos)
+        << chosen;
+    bool has_blas = false;
+    for (const nlohmann::json& k : chosen.at("kernels"))
+      has_blas = has_blas || k.at("name").get<std::string>().rfind("cuBLASLt", 0) == 0;
+    EXPECT_TRUE(has_blas) << chosen;
+  }
 }
 
 }  // namespace

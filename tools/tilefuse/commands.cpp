@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <cmath>
@@ -27,6 +28,7 @@
 #include "io/npy.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
+#include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/loader.h"
 #include "schedule/schedule.h"
 #include "tir/printer.h"
@@ -217,6 +219,10 @@ int run_command(const RunOptions& options) {
     std::string where = "cpu";
     // What the tuner did (printed with --verbose).
     std::string tuning_line;
+    // The tuned choice is unfused+cuBLASLt: the unfused plan with its plain
+    // GEMM steps on cuBLASLt (only for --plan auto; an explicit plan runs
+    // our kernels).
+    bool cublaslt = false;
     std::string plan_name = options.plan == "auto" ? "fused" : options.plan;
     if (reference) {
       how = "reference evaluator";
@@ -270,13 +276,24 @@ int run_command(const RunOptions& options) {
           if (options.plan == "auto") plan_name = std::string(plan_kind_name(choice->plan));
           co.plan = parse_plan(plan_name);
           co.lower = choice->lower_for(co.plan);
+          if (options.plan == "auto" && choice->cublaslt) {
+            // Tuned where libcublasLt loaded; without it now, our kernels
+            // run the same unfused plan rather than fail.
+            std::string why;
+            cublaslt = cuda::cublaslt_available(&why);
+            if (!cublaslt)
+              tuning_line += "; cuBLASLt is unavailable now (" + why +
+                             "), so the unfused plan runs on our kernels";
+          }
         }
       }
       auto t0 = std::chrono::steady_clock::now();
       if (gpu) {
         cuda::Device& dev = driver::default_device();
         compiled = driver::compile(g, co);
-        cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev);
+        driver::CudaProgramOptions po;
+        po.cublaslt_gemms = cublaslt;
+        cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev, po);
         where = fmt::format("{} ({})", dev.name(), dev.arch());
       } else {
         compiled = driver::compile(g, co);
@@ -284,8 +301,14 @@ int run_command(const RunOptions& options) {
       compile_s = seconds_since(t0);
       loaded_ms = ms_since(kProcessStart);
       size_t n = compiled->kernels.size();
-      how = fmt::format("{} plan, {} kernel{}, {}", plan_name, n, n == 1 ? "" : "s",
-                        gpu ? "CUDA" : "CPU executor");
+      if (cublaslt) {
+        // -v lists which steps cuBLASLt runs ("step 1 on cuBLASLt: ...").
+        how = fmt::format("{} plan, GEMM steps on cuBLASLt, {} step{}, CUDA", plan_name, n,
+                          n == 1 ? "" : "s");
+      } else {
+        how = fmt::format("{} plan, {} kernel{}, {}", plan_name, n, n == 1 ? "" : "s",
+                          gpu ? "CUDA" : "CPU executor");
+      }
     }
     if (gpu)
       std::printf("%s: %zu output%s on %s (%s), seed %llu\n", program.name.c_str(),
@@ -300,7 +323,13 @@ int run_command(const RunOptions& options) {
     if (options.verbose && !tuning_line.empty()) std::printf("%s\n", tuning_line.c_str());
     if (!reference) std::printf("compile: %.3f s\n", compile_s);
     if (options.verbose && cuda_program) {
-      for (const driver::CudaKernelStats& st : cuda_program->stats())
+      const std::vector<size_t> blas = cuda_program->cublaslt_steps();
+      for (size_t i = 0; i < cuda_program->stats().size(); ++i) {
+        const driver::CudaKernelStats& st = cuda_program->stats()[i];
+        if (std::find(blas.begin(), blas.end(), i) != blas.end()) {
+          std::printf("  step %zu on cuBLASLt: %s\n", i, st.name.c_str());
+          continue;
+        }
         std::printf(
             "  kernel %s: %s (%.1f ms); %d registers, %d B local, %lld B dynamic shared; %d "
             "threads x %lld blocks; %d blocks/SM (occupancy %.0f%%)\n",
@@ -308,6 +337,7 @@ int run_command(const RunOptions& options) {
             st.compile_ms, st.registers, st.local_bytes,
             static_cast<long long>(st.dynamic_shared_bytes), st.threads,
             static_cast<long long>(st.blocks), st.blocks_per_sm, 100 * st.occupancy);
+      }
     }
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> outputs;
@@ -484,6 +514,7 @@ int bench_command(const BenchOptions& options) {
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;
+      bo.chosen_cublaslt = tr.choice.cublaslt;
       bo.chosen_note = tr.from_cache ? fmt::format("tuned (cached, {}): {}", tr.choice.tuned_at,
                                                    tr.choice.summary())
                                      : fmt::format("tuned now ({} candidates, {:.1f} s): {}",

@@ -3,16 +3,22 @@
 // without a search, ignored by retune, keyed by program and device, a corrupt
 // entry searched again). The GPU search is the same code with the CUDA
 // compile and timing steps; it runs on the device (`tilefuse run --retune`).
+// The unfused+cuBLASLt candidate: the pure decision (pick_plan), which
+// programs have one (cublaslt_gemm_kernels), its fields in the cache (with
+// and without them), the summary and explain's account; its measurement is
+// in tests/gpu/tune_test.cpp.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
 
 #include "driver/compile.h"
+#include "driver/cuda_program.h"
 #include "driver/execute.h"
 #include "driver/tune.h"
 #include "frontend/frontend.h"
@@ -189,6 +195,12 @@ TEST_F(TuneCache, CpuTuningPicksAConfigAndWritesTheCache) {
   }
   EXPECT_EQ(r.choice.device, "cpu");
   EXPECT_FALSE(r.choice.tuned_at.empty());
+  // No cuBLASLt on the CPU: not a candidate, and said so.
+  EXPECT_FALSE(r.choice.cublaslt);
+  EXPECT_EQ(r.choice.cublaslt_us, -1);
+  EXPECT_EQ(r.choice.cublaslt_note, "not a candidate on the CPU");
+  for (const driver::TuneCandidate& c : r.choice.candidates) EXPECT_FALSE(c.cublaslt);
+  EXPECT_EQ(r.choice.summary().find("cuBLASLt"), std::string::npos) << r.choice.summary();
 
   std::optional<driver::TunedChoice> cached = driver::cached_choice(g, driver::cpu_tune_device());
   ASSERT_TRUE(cached.has_value());
@@ -202,6 +214,9 @@ TEST_F(TuneCache, CpuTuningPicksAConfigAndWritesTheCache) {
   EXPECT_EQ(account["plan"], std::string(plan_kind_name(r.choice.plan)));
   EXPECT_EQ(account["config"], driver::gemm_config_name(*r.choice.gemm_config));
   EXPECT_EQ(account["candidates"], r.candidates);
+  EXPECT_EQ(account["cublaslt"], false);
+  EXPECT_EQ(account["cublaslt_us"], -1);
+  EXPECT_EQ(account["cublaslt_note"], "not a candidate on the CPU");
   EXPECT_TRUE(account["speedup"].is_number());
   EXPECT_GE(account["speedup"].get<double>(), 1.0);
   const std::string text = driver::render_tuning_text(account);
@@ -210,6 +225,8 @@ TEST_F(TuneCache, CpuTuningPicksAConfigAndWritesTheCache) {
       << text;
   EXPECT_NE(text.find("x faster); " + std::to_string(r.candidates) + " candidates (0 skipped)"),
             std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" s; unfused+cuBLASLt not a candidate on the CPU"), std::string::npos)
       << text;
   EXPECT_EQ(driver::render_tuning_text({{"tuned", false}}).rfind("tuning: none cached", 0), 0u);
   EXPECT_EQ(driver::tuning_account(g, "")["tuned"], true);  // found by reading the directory
@@ -371,6 +388,246 @@ TEST(TuneJson, ChoiceRoundTrips) {
   EXPECT_EQ(back->candidates[0].median_us, -1);
   EXPECT_EQ(back->summary(), "unfused, 64x128x64/2/4, 38.1 us vs fused 52.0 us");
   EXPECT_TRUE(same(*back->lower_for(PlanKind::kFused).gemm_config, *c.fused_config));
+  EXPECT_FALSE(back->cublaslt);
+  EXPECT_EQ(back->cublaslt_us, -1);
+}
+
+// The seed's choice when unfused+cuBLASLt won (the H200's figures).
+driver::TunedChoice cublaslt_choice() {
+  driver::TunedChoice c;
+  c.plan = PlanKind::kUnfused;
+  c.cublaslt = true;
+  c.fused_config = GemmConfig{128, 256, 64, 4, 8, 8};
+  c.unfused_config = GemmConfig{128, 128, 64, 3, 8, 8};
+  c.gemm_config = c.unfused_config;
+  c.fused_us = 53.3;
+  c.unfused_us = 64.8;
+  c.cublaslt_us = 41.7;
+  driver::TuneCandidate fused{PlanKind::kFused, c.fused_config, 53.3, 100, ""};
+  driver::TuneCandidate unfused{PlanKind::kUnfused, c.unfused_config, 64.8, 100, ""};
+  driver::TuneCandidate blas{PlanKind::kUnfused, c.unfused_config, 41.7, 100, ""};
+  blas.cublaslt = true;
+  c.candidates = {fused, unfused, blas};
+  c.tuned_at = "2026-11-30T06:00:00Z";
+  c.tuning_seconds = 9.5;
+  c.device = "NVIDIA H200 sm_90a";
+  return c;
+}
+
+TEST(TunePick, TheFastestWinsAndTiesGoToOurKernels) {
+  auto pick = [](double f, double u, double b) {
+    const std::optional<driver::PlanPick> p = driver::pick_plan(f, u, b);
+    if (!p) return std::string("none");
+    return p->cublaslt ? std::string("cublaslt") : std::string(plan_kind_name(p->plan));
+  };
+  // The H200 seed: the library GEMM after the gather beats both our plans.
+  EXPECT_EQ(pick(53.5, 65.0, 41.7), "cublaslt");
+  EXPECT_EQ(pick(38.1, 52.0, 41.7), "fused");
+  EXPECT_EQ(pick(60.0, 40.0, 41.7), "unfused");
+  // Not measured (-1): never wins; the others decide.
+  EXPECT_EQ(pick(53.5, 65.0, -1), "fused");
+  EXPECT_EQ(pick(-1, 65.0, -1), "unfused");
+  EXPECT_EQ(pick(-1, -1, 41.7), "cublaslt");
+  EXPECT_EQ(pick(-1, -1, -1), "none");
+  EXPECT_EQ(pick(53.5, 65.0, std::nan("")), "fused");
+  // Ties: fused, then unfused, then cuBLASLt (it must be strictly faster).
+  EXPECT_EQ(pick(40.0, 40.0, 40.0), "fused");
+  EXPECT_EQ(pick(50.0, 40.0, 40.0), "unfused");
+  EXPECT_EQ(pick(40.0, 50.0, 40.0), "fused");
+  // The two-plan form is the old rule: fused unless unfused is faster.
+  EXPECT_EQ(driver::pick_plan(10, 10)->plan, PlanKind::kFused);
+  EXPECT_EQ(driver::pick_plan(10, 9)->plan, PlanKind::kUnfused);
+  EXPECT_FALSE(driver::pick_plan(10, 9)->cublaslt);
+}
+
+TEST(TuneSummary, SaysEachPlansTime) {
+  driver::TunedChoice c = cublaslt_choice();
+  EXPECT_EQ(c.summary(), "unfused+cuBLASLt, 41.7 us vs fused 53.3 us, unfused 64.8 us");
+  // Ours won with cuBLASLt measured: it is listed last.
+  c.cublaslt = false;
+  c.plan = PlanKind::kFused;
+  c.gemm_config = c.fused_config;
+  c.fused_us = 38.1;
+  EXPECT_EQ(c.summary(),
+            "fused, 128x256x64/4/8, 38.1 us vs unfused 64.8 us, unfused+cuBLASLt 41.7 us");
+  c.plan = PlanKind::kUnfused;
+  c.gemm_config = c.unfused_config;
+  c.unfused_us = 30.0;
+  EXPECT_EQ(c.summary(),
+            "unfused, 128x128x64/3/8, 30.0 us vs fused 38.1 us, unfused+cuBLASLt 41.7 us");
+  // cuBLASLt not a candidate: the two-plan text of before.
+  c.cublaslt_us = -1;
+  c.cublaslt_note = "not a candidate: no plain GEMM step in the unfused plan";
+  EXPECT_EQ(c.summary(), "unfused, 128x128x64/3/8, 30.0 us vs fused 38.1 us");
+  // A plan of ours with no time says so; cuBLASLt's absence does not.
+  c.fused_us = -1;
+  EXPECT_EQ(c.summary(), "unfused, 128x128x64/3/8, 30.0 us (fused: no candidate ran)");
+  c = cublaslt_choice();
+  c.fused_us = -1;
+  EXPECT_EQ(c.summary(), "unfused+cuBLASLt, 41.7 us vs unfused 64.8 us (fused: no candidate ran)");
+}
+
+TEST(TuneJson, CublasltChoiceRoundTrips) {
+  const driver::TunedChoice c = cublaslt_choice();
+  const nlohmann::json j = driver::choice_to_json(c);
+  EXPECT_EQ(j.at("format"), "tilefuse-tune-1");  // old entries stay valid: same format
+  EXPECT_EQ(j.at("cublaslt"), true);
+  EXPECT_DOUBLE_EQ(j.at("times").at("cublaslt_us").get<double>(), 41.7);
+  std::optional<driver::TunedChoice> back = driver::choice_from_json(j);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->plan, PlanKind::kUnfused);
+  EXPECT_TRUE(back->cublaslt);
+  EXPECT_DOUBLE_EQ(back->cublaslt_us, 41.7);
+  EXPECT_DOUBLE_EQ(back->fused_us, 53.3);
+  EXPECT_EQ(back->cublaslt_note, "");
+  ASSERT_EQ(back->candidates.size(), 3u);
+  EXPECT_FALSE(back->candidates[0].cublaslt);
+  EXPECT_FALSE(back->candidates[1].cublaslt);
+  EXPECT_TRUE(back->candidates[2].cublaslt);
+  EXPECT_DOUBLE_EQ(back->candidates[2].median_us, 41.7);
+  EXPECT_EQ(back->summary(), c.summary());
+  // run compiles the unfused plan at its tuned config (its other kernels).
+  EXPECT_TRUE(same(*back->lower_for(PlanKind::kUnfused).gemm_config, *c.unfused_config));
+  EXPECT_EQ(driver::choice_to_json(*back), j);
+
+  // A note (cuBLASLt not a candidate) round-trips too.
+  driver::TunedChoice n = c;
+  n.cublaslt = false;
+  n.cublaslt_us = -1;
+  n.candidates.pop_back();
+  n.cublaslt_note = "not a candidate: cuBLASLt unavailable: libcublasLt.so.13 not found";
+  back = driver::choice_from_json(driver::choice_to_json(n));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->cublaslt);
+  EXPECT_EQ(back->cublaslt_note, n.cublaslt_note);
+  EXPECT_EQ(back->summary(), "unfused, 128x128x64/3/8, 64.8 us vs fused 53.3 us");
+}
+
+TEST(TuneJson, EntriesWithoutTheCublasltFieldsLoadAsOurKernels) {
+  // An entry as written before unfused+cuBLASLt competed (no "cublaslt",
+  // "cublaslt_us", "cublaslt_note", no candidate flag).
+  const nlohmann::json old = nlohmann::json::parse(R"({
+    "format": "tilefuse-tune-1", "plan": "fused",
+    "gemm_config": {"block_m": 128, "block_n": 256, "block_k": 64, "num_stages": 4,
+                    "num_warps": 8, "group_m": 8},
+    "fused_config": {"block_m": 128, "block_n": 256, "block_k": 64, "num_stages": 4,
+                     "num_warps": 8, "group_m": 8},
+    "unfused_config": null,
+    "times": {"fused_us": 53.5, "unfused_us": 65.0,
+              "candidates": [{"plan": "fused", "config": null, "median_us": 53.5, "repeats": 100}]},
+    "tuned_at": "2026-11-29T05:00:00Z", "tuning_seconds": 8.25, "device": "NVIDIA H200 sm_90a"})");
+  std::optional<driver::TunedChoice> c = driver::choice_from_json(old);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->plan, PlanKind::kFused);
+  EXPECT_FALSE(c->cublaslt);
+  EXPECT_EQ(c->cublaslt_us, -1);
+  EXPECT_NE(c->cublaslt_note.find("not measured"), std::string::npos) << c->cublaslt_note;
+  ASSERT_EQ(c->candidates.size(), 1u);
+  EXPECT_FALSE(c->candidates[0].cublaslt);
+  EXPECT_EQ(c->summary(), "fused, 128x256x64/4/8, 53.5 us vs unfused 65.0 us");
+  // Written back, it gains the fields (with the note) and reads the same.
+  std::optional<driver::TunedChoice> again = driver::choice_from_json(driver::choice_to_json(*c));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->cublaslt_note, c->cublaslt_note);
+  EXPECT_EQ(again->summary(), c->summary());
+
+  // Present but wrong: a miss, like any malformed field.
+  auto with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = driver::choice_to_json(cublaslt_choice());
+    edit(j);
+    return driver::choice_from_json(j).has_value();
+  };
+  EXPECT_TRUE(with([](nlohmann::json&) {}));
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["cublaslt"] = "yes"; }));
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["times"]["cublaslt_us"] = "41.7"; }));
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["cublaslt_note"] = 3; }));
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["times"]["candidates"][2]["cublaslt"] = 1; }));
+  // cuBLASLt won but has no time, or won a fused plan: not a choice.
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["times"]["cublaslt_us"] = -1; }));
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["times"].erase("cublaslt_us"); }));
+  EXPECT_FALSE(with([](nlohmann::json& j) { j["plan"] = "fused"; }));
+}
+
+TEST_F(TuneCache, ExplainsACachedCublasltChoice) {
+  const Graph g = parse_graph(kSeed);
+  TuneDevice h200;
+  h200.name = "NVIDIA H200";
+  h200.target = tir::Target::cuda(90, true);
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+  ASSERT_TRUE(tc.has_value());
+  ASSERT_TRUE(
+      tc->put(driver::tuning_key(g, h200).material(), driver::choice_to_json(cublaslt_choice())));
+  std::optional<driver::TunedChoice> cached = driver::cached_choice(g, h200);
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_TRUE(cached->cublaslt);
+
+  const nlohmann::json a = driver::tuning_account(g, "sm_90a");
+  EXPECT_EQ(a["tuned"], true);
+  EXPECT_EQ(a["plan"], "unfused");
+  EXPECT_EQ(a["cublaslt"], true);
+  EXPECT_DOUBLE_EQ(a["cublaslt_us"].get<double>(), 41.7);
+  EXPECT_EQ(a["cublaslt_note"], "");
+  EXPECT_EQ(a["config"], "128x128x64/3/8");
+  EXPECT_EQ(a["candidates"], 3);
+  // By how much it won: the runner-up (fused) over the winner.
+  EXPECT_NEAR(a["speedup"].get<double>(), 53.3 / 41.7, 1e-9);
+  EXPECT_EQ(driver::render_tuning_text(a),
+            "tuning (NVIDIA H200 sm_90a, 2026-11-30T06:00:00Z): unfused+cuBLASLt won, 41.7 us vs "
+            "fused 53.3 us, unfused 64.8 us (1.28x faster); 3 candidates (0 skipped) in 9.5 s");
+
+  // Fused won over a measured cuBLASLt: the runner-up is cuBLASLt.
+  driver::TunedChoice f = cublaslt_choice();
+  f.cublaslt = false;
+  f.plan = PlanKind::kFused;
+  f.gemm_config = f.fused_config;
+  f.fused_us = 38.1;
+  ASSERT_TRUE(tc->put(driver::tuning_key(g, h200).material(), driver::choice_to_json(f)));
+  const nlohmann::json b = driver::tuning_account(g, "NVIDIA H200 sm_90a");
+  EXPECT_EQ(b["cublaslt"], false);
+  EXPECT_NEAR(b["speedup"].get<double>(), 41.7 / 38.1, 1e-9);
+  EXPECT_EQ(driver::render_tuning_text(b),
+            "tuning (NVIDIA H200 sm_90a, 2026-11-30T06:00:00Z): fused 128x256x64/4/8 won, 38.1 us "
+            "vs unfused 64.8 us, unfused+cuBLASLt 41.7 us (1.09x faster); 3 candidates (0 "
+            "skipped) in 9.5 s");
+
+  // Not a candidate: the reason ends the line.
+  f.cublaslt_us = -1;
+  f.cublaslt_note = "not a candidate: cuBLASLt unavailable: libcublasLt not found";
+  f.candidates.pop_back();
+  ASSERT_TRUE(tc->put(driver::tuning_key(g, h200).material(), driver::choice_to_json(f)));
+  const nlohmann::json n = driver::tuning_account(g, "sm_90a");
+  EXPECT_EQ(n["cublaslt_us"], -1);
+  EXPECT_NEAR(n["speedup"].get<double>(), 64.8 / 38.1, 1e-9);
+  EXPECT_EQ(driver::render_tuning_text(n),
+            "tuning (NVIDIA H200 sm_90a, 2026-11-30T06:00:00Z): fused 128x256x64/4/8 won, 38.1 us "
+            "vs unfused 64.8 us (1.70x faster); 2 candidates (0 skipped) in 9.5 s; "
+            "unfused+cuBLASLt not a candidate: cuBLASLt unavailable: libcublasLt not found");
+}
+
+// Which kernels the unfused+cuBLASLt candidate hands to cuBLASLt (no GPU
+// needed): the plain GEMM steps, so the seed's unfused plan has one and its
+// fused plan none.
+TEST(TuneCublaslt, PlainGemmStepsAreTheCandidatesLibraryCalls) {
+  auto kernels = [](const std::string& source, PlanKind plan) {
+    driver::CompileOptions co;
+    co.plan = plan;
+    co.target = tir::Target::cuda(90, true);
+    return driver::cublaslt_gemm_kernels(driver::compile(parse_graph(source), co));
+  };
+  // The seed: a gather kernel, then x[index] @ y as a plain GEMM.
+  EXPECT_EQ(kernels(kSeed, PlanKind::kUnfused), std::vector<size_t>{1});
+  EXPECT_TRUE(kernels(kSeed, PlanKind::kFused).empty());  // the gather is the A prologue
+  // An unfused epilogue is its own kernel: the GEMM stays plain.
+  EXPECT_EQ(kernels("def f(x: f32[64, 32], y: f32[32, 48]):\n    return torch.relu(x @ y)\n",
+                    PlanKind::kUnfused),
+            std::vector<size_t>{0});
+  // f64 and integer GEMMs are not cuBLASLt's (f16/bf16/f32 only).
+  EXPECT_TRUE(
+      kernels("def f(x: f64[64, 32], y: f64[32, 48]):\n    return x @ y\n", PlanKind::kUnfused)
+          .empty());
+  // No GEMM at all.
+  EXPECT_TRUE(kernels("def f(x: f32[64, 48]):\n    return torch.relu(x)\n", PlanKind::kUnfused)
+                  .empty());
 }
 
 }  // namespace
