@@ -151,9 +151,15 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
     const bool hopper = std::string(arch) == "sm_90a";
     EXPECT_EQ(c.gemms[0].family, hopper ? "wgmma.m64n128k16" : "mma.sync.m16n8k16");
     for (const codegen::CudaSharedBuffer& s : c.shared) {
-      if (s.name == "A_s") EXPECT_EQ(s.layout, "swizzled");
-      if (s.name == "B_s") EXPECT_EQ(s.layout, hopper ? "mn_swizzled" : "swizzled");
-      if (hopper && (s.name == "A_s" || s.name == "B_s")) EXPECT_EQ(s.offset % 1024, 0) << s.name;
+      if (s.name == "A_s") {
+        EXPECT_EQ(s.layout, "swizzled");
+      }
+      if (s.name == "B_s") {
+        EXPECT_EQ(s.layout, hopper ? "mn_swizzled" : "swizzled");
+      }
+      if (hopper && (s.name == "A_s" || s.name == "B_s")) {
+        EXPECT_EQ(s.offset % 1024, 0) << s.name;
+      }
     }
     if (hopper) {
       // MMAs of tile i in flight while tile i + S - 1 is copied; shared
