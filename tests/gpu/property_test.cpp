@@ -130,7 +130,7 @@ void prepare(Prepared& p, const tir::Target& target) {
       // Odd seeds whose GEMMs all take 16-bit operands: a 4-stage config too
       // (on sm_90a the wgmma loop that keeps one MMA group in flight; the
       // heuristic configs have 3 stages), chosen by the seed.
-      bool sixteen_bit = p.seed % 2 == 1;
+      bool sixteen_bit = p.seed % 2 == 1 && target.has_wgmma();  // (192 KB tiles: H100/H200)
       for (const driver::CompiledKernel& ck : p.compiled.back().kernels) {
         if (!ck.cuda) continue;
         for (const codegen::CudaGemm& gm : ck.cuda->gemms)
