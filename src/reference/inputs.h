@@ -10,8 +10,10 @@
 namespace tilefuse {
 
 // One contiguous tensor per g.parameters(), drawn from a generator seeded by
-// `seed` (the same seed gives the same inputs on every machine):
-// - floating: uniform in [-1, 1), rounded to the dtype; never all zeros;
+// `seed`: the same seed gives the same inputs on every machine and with any
+// `num_threads` (the threads that draw: 0 means all hardware threads; inputs
+// of one block, 65536 elements, or less start none):
+// - floating: uniform in [-1, 1), rounded to the dtype; never zero;
 // - integer with `in [lo, hi)`: uniform in [lo, hi), with lo and hi-1 each
 //   present at least once (when numel >= 2), so edge values are always tried;
 // - integer used as a gather index without a range: uniform in the valid
@@ -19,6 +21,16 @@ namespace tilefuse {
 //   indexes several), a random permutation when its numel equals that size;
 // - other integers: uniform in the dtype's range clipped to [-128, 128);
 // - bool: fair coin.
-std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed);
+// Each parameter draws from its own streams (one per block of its elements),
+// so adding a parameter leaves the values of those before it unchanged.
+std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_threads = 0);
+
+namespace detail {
+// The stored bits of a float input drawn as k * 2^-52 (|k| <= 2^52; the
+// elements are uniform draws of k) for floating dtype `dt`, computed with
+// integer arithmetic; all ones when that draw is redrawn (it rounds to 0 or
+// up to 1). The tests check it against store_element(dt, k * 0x1p-52).
+uint64_t random_float_bits(DType dt, int64_t k);
+}  // namespace detail
 
 }  // namespace tilefuse

@@ -195,7 +195,8 @@ int run_command(const RunOptions& options) {
         driver::default_device();
         return std::string();
       });
-    std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
+    // On --threads threads (the same values with any count).
+    std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     load_inputs(g, options.inputs, inputs);
     const double inputs_ms = ms_since(kProcessStart);
     bool gpu = false;
@@ -491,7 +492,7 @@ int bench_command(const BenchOptions& options) {
             "1..8 stages, 1..16 warps (a power of two)");
       bo.lower.gemm_config = c;
     }
-    std::vector<Tensor> inputs = make_random_inputs(g, options.seed);
+    std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     if (!options.save_inputs_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(options.save_inputs_dir, ec);

@@ -1,5 +1,6 @@
-// Random inputs: reproducible per seed, one stream per parameter, ranges and
-// index validity respected, floats nonzero inside [-1, 1).
+// Random inputs: reproducible per seed and bit-identical with any thread
+// count, streams per parameter and block, ranges and index validity
+// respected, floats nonzero inside [-1, 1) and rounded as round_to rounds.
 #include "reference/inputs.h"
 
 #include <gtest/gtest.h>
@@ -7,12 +8,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace tilefuse {
 namespace {
+
+// Elements per block (one stream each) in inputs.cpp: sizes below straddle it.
+constexpr int64_t kBlock = int64_t{1} << 16;
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
@@ -57,17 +64,22 @@ TEST(RandomInputs, DeterministicPerSeed) {
 }
 
 // The generator is ours (not <random>'s implementation-defined distributions),
-// so these values are the same with every compiler and standard library. A
-// change here changes every seeded run: update only on purpose.
+// so these values are the same with every compiler, standard library and
+// thread count. A change here changes every seeded run: update only on
+// purpose. `h` pins the first elements of its second block too (the block
+// size and the per-block streams).
 TEST(RandomInputs, PinnedValues) {
   Graph g;
   g.parameter("f", DType::F64, {3}, std::nullopt, {});
   g.parameter("i", DType::I64, {3}, IntRange{-1000000, 1000000}, {});
   g.parameter("b", DType::Bool, {8}, std::nullopt, {});
+  g.parameter("h", DType::F16, {kBlock + 2}, std::nullopt, {});
   const std::vector<Tensor> in = make_random_inputs(g, 0);
   const std::vector<double> f = in[0].to_vector();
   const std::vector<double> i = in[1].to_vector();
   const std::vector<double> b = in[2].to_vector();
+  const std::vector<double> h = {in[3].get_linear(0), in[3].get_linear(kBlock),
+                                 in[3].get_linear(kBlock + 1)};
   // Printed on failure so an intended change can be pasted back.
   ::testing::Message got;
   got << std::hexfloat;
@@ -75,14 +87,18 @@ TEST(RandomInputs, PinnedValues) {
   got << " | ";
   for (double v : i) got << static_cast<int64_t>(v) << ", ";
   got << " | ";
-  for (double v : b) got << v << ", ";
+  for (double v : b) got << static_cast<int>(v) << ", ";
+  got << " | ";
+  for (double v : h) got << v << ", ";
   const std::vector<double> want_f = {0x1.9ec5f36cb75fp-3, 0x1.fb70fbc24ab2p-2,
                                       -0x1.9681ed8adb308p-1};
-  const std::vector<double> want_i = {999999, -58127, -1000000};
-  const std::vector<double> want_b = {1, 1, 0, 0, 1, 0, 0, 1};
+  const std::vector<double> want_i = {490832, 999999, -1000000};
+  const std::vector<double> want_b = {1, 0, 0, 0, 1, 1, 1, 1};
+  const std::vector<double> want_h = {-0x1.00cp-1, 0x1.114p-1, -0x1.17cp-1};
   EXPECT_EQ(f, want_f) << got;
   EXPECT_EQ(i, want_i) << got;
   EXPECT_EQ(b, want_b) << got;
+  EXPECT_EQ(h, want_h) << got;
 }
 
 TEST(RandomInputs, IndexIsAPermutationWhenSizesMatch) {
@@ -226,6 +242,194 @@ TEST(RandomInputs, FloatsAreNonzeroInsideMinusOneOne) {
       EXPECT_GT(std::set<double>(v.begin(), v.end()).size(), 10u) << dtype_name(dt);
       EXPECT_NE(in[1].get_linear(0), 0.0);
     }
+  }
+}
+
+// Every kind of parameter, most of them several blocks long with a partial
+// last block.
+Graph every_kind(int64_t n) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {n, 2}, std::nullopt, {});
+  g.parameter("h", DType::F16, {n + 7}, std::nullopt, {});
+  g.parameter("bh", DType::BF16, {n + 1}, std::nullopt, {});
+  g.parameter("f8", DType::F8E4M3, {n}, std::nullopt, {});
+  g.parameter("f5", DType::F8E5M2, {n - 3}, std::nullopt, {});
+  g.parameter("d", DType::F64, {n / 2 + 5}, std::nullopt, {});
+  g.parameter("b", DType::Bool, {n + 33}, std::nullopt, {});
+  g.parameter("r", DType::I32, {n + 11}, IntRange{-1000, 17}, {});
+  g.parameter("u", DType::U8, {n}, std::nullopt, {});
+  const ValueId perm = g.parameter("perm", DType::I64, {n}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I32, {n + 5}, std::nullopt, {});
+  g.add_output(g.index(x, 0, perm, {}));
+  g.add_output(g.index(x, 0, idx, {}));
+  return g;
+}
+
+TEST(RandomInputs, SameBytesWithAnyThreadCount) {
+  const Graph g = every_kind(3 * kBlock + 1000);
+  const std::vector<Tensor> one = make_random_inputs(g, 2024, 1);
+  for (int threads : {0, 2, 3, 8, 64}) {
+    const std::vector<Tensor> many = make_random_inputs(g, 2024, threads);
+    ASSERT_EQ(many.size(), one.size());
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_TRUE(same_bytes(one[i], many[i])) << "threads " << threads << ", parameter " << i;
+  }
+  // The index without a range whose size matches is still a permutation.
+  std::vector<int64_t> perm = ints(one[9]);
+  std::sort(perm.begin(), perm.end());
+  for (size_t i = 0; i < perm.size(); ++i) ASSERT_EQ(perm[i], static_cast<int64_t>(i));
+}
+
+// The blocks of one tensor draw from different streams, and a new seed gives
+// new values in every block of every parameter.
+TEST(RandomInputs, FreshValuesAcrossSeedsAndBlocks) {
+  const Graph g = every_kind(2 * kBlock);
+  const std::vector<Tensor> a = make_random_inputs(g, 7), b = make_random_inputs(g, 8);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const int64_t es = dtype_size(a[i].dtype());
+    for (int64_t blk = 0; blk * kBlock < a[i].numel(); ++blk) {
+      const int64_t len = std::min(kBlock, a[i].numel() - blk * kBlock);
+      const std::byte* pa = a[i].data_ptr() + blk * kBlock * es;
+      const std::byte* pb = b[i].data_ptr() + blk * kBlock * es;
+      EXPECT_NE(std::memcmp(pa, pb, static_cast<size_t>(len * es)), 0)
+          << "parameter " << i << ", block " << blk;
+      if (blk > 0 && len == kBlock) {
+        EXPECT_NE(std::memcmp(pa, pa - kBlock * es, static_cast<size_t>(kBlock * es)), 0)
+            << "parameter " << i << ", block " << blk << " repeats the one before";
+      }
+    }
+  }
+}
+
+// Explicit ranges on every integer dtype, over several blocks: every value
+// inside, both ends present, the middle well covered.
+TEST(RandomInputs, RangesOnEveryIntegerDtype) {
+  struct Case {
+    DType dt;
+    int64_t lo, hi;
+  };
+  const Case cases[] = {
+      {DType::U8, 0, 256},          {DType::U8, 200, 203},
+      {DType::I8, -128, 128},       {DType::I8, -7, -6},
+      {DType::I32, -70000, -69990}, {DType::I32, std::numeric_limits<int32_t>::min(), 0},
+      {DType::I64, -5, 5},          {DType::I64, std::numeric_limits<int64_t>::min(), -1},
+  };
+  Graph g;
+  const char* names[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  static_assert(std::size(names) == std::size(cases));
+  for (size_t i = 0; i < std::size(cases); ++i)
+    g.parameter(names[i], cases[i].dt, {2 * kBlock + 3}, IntRange{cases[i].lo, cases[i].hi}, {});
+  for (int threads : {1, 0}) {
+    const std::vector<Tensor> in = make_random_inputs(g, 31, threads);
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      const Case& c = cases[i];
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+      int64_t below_mid = 0;
+      const double mid = (static_cast<double>(c.lo) + static_cast<double>(c.hi)) / 2;
+      for (int64_t k = 0; k < in[i].numel(); ++k) {
+        // Read the raw element (i64 past 2^53 stays exact).
+        int64_t v = 0;
+        const std::byte* p = in[i].data_ptr() + k * dtype_size(c.dt);
+        switch (c.dt) {
+          case DType::U8:
+            v = *reinterpret_cast<const uint8_t*>(p);
+            break;
+          case DType::I8:
+            v = *reinterpret_cast<const int8_t*>(p);
+            break;
+          case DType::I32: {
+            int32_t x;
+            std::memcpy(&x, p, 4);
+            v = x;
+            break;
+          }
+          default:
+            std::memcpy(&v, p, 8);
+            break;
+        }
+        ASSERT_GE(v, c.lo) << dtype_name(c.dt);
+        ASSERT_LT(v, c.hi) << dtype_name(c.dt);
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        below_mid += static_cast<double>(v) < mid;
+      }
+      EXPECT_EQ(lo, c.lo) << dtype_name(c.dt) << " case " << i;
+      EXPECT_EQ(hi, c.hi - 1) << dtype_name(c.dt) << " case " << i;
+      // Uniform: ceil(w/2) of the w values lie below the middle.
+      const double w = static_cast<double>(c.hi) - static_cast<double>(c.lo);
+      EXPECT_NEAR(static_cast<double>(below_mid) / static_cast<double>(in[i].numel()),
+                  std::ceil(w / 2) / w, 0.01)
+          << dtype_name(c.dt) << " case " << i;
+    }
+  }
+}
+
+// The float elements are rounded and encoded with integer arithmetic
+// (detail::random_float_bits), not round_to and store_element; both must give
+// the same bits on every grid point: random ones at every scale, and the
+// ties, near-ties and binade edges of every format. Zero and what rounds to
+// 0 or 1 are redrawn.
+TEST(RandomInputs, FloatBitsMatchStoreElement) {
+  constexpr int64_t top = int64_t{1} << 52;
+  std::vector<int64_t> ks = {1, -1, top, -top, top - 1, 1 - top};
+  for (int j = 0; j <= 52; ++j)
+    for (int64_t m : {1, 2, 3, 5, 7, 9, 11, 13, 17, 1023, 1025, 2047, 2049, 4095})
+      for (int64_t d : {-2, -1, 0, 1, 2}) {
+        const int64_t k = (m << j) / 2 + d;  // m odd: a tie at some precision
+        if (k > 0 && k <= top) {
+          ks.push_back(k);
+          ks.push_back(-k);
+        }
+      }
+  uint64_t z = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    z = z * 6364136223846793005ULL + 1442695040888963407ULL;
+    // Every magnitude scale: a 52-bit draw shifted right by 0 .. 52 bits.
+    const auto k = static_cast<int64_t>((z >> 12) >> ((z >> 3) % 53));
+    if (k != 0) ks.push_back((z & 4) ? k : -k);
+  }
+  for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8E4M3, DType::F8E5M2}) {
+    EXPECT_EQ(detail::random_float_bits(dt, 0), ~uint64_t{0}) << dtype_name(dt);
+    int redrawn = 0;
+    for (int64_t k : ks) {
+      const double v = round_to(dt, static_cast<double>(k) * 0x1p-52);
+      uint64_t want = 0;
+      store_element(dt, &want, v);  // little-endian: the low bytes
+      const uint64_t got = detail::random_float_bits(dt, k);
+      if (v == 0 || v >= 1) {
+        ASSERT_EQ(got, ~uint64_t{0}) << dtype_name(dt) << " k=" << k;
+        ++redrawn;
+      } else {
+        ASSERT_EQ(got, want) << dtype_name(dt) << " k=" << k << " v=" << v;
+      }
+    }
+    EXPECT_GT(redrawn, 0) << dtype_name(dt);  // both cases were tried
+  }
+}
+
+// Floats over several blocks: nonzero, inside [-1, 1), representable, mean ~0.
+TEST(RandomInputs, FloatsOverSeveralBlocks) {
+  for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8E4M3, DType::F8E5M2}) {
+    Graph g;
+    g.parameter("x", dt, {3 * kBlock + 17}, std::nullopt, {});
+    const std::vector<double> v = make_random_inputs(g, 99)[0].to_vector();
+    double sum = 0;
+    int64_t negative = 0;
+    for (double e : v) {
+      ASSERT_GE(e, -1.0) << dtype_name(dt);
+      ASSERT_LT(e, 1.0) << dtype_name(dt);
+      ASSERT_NE(e, 0.0) << dtype_name(dt);
+      ASSERT_EQ(round_to(dt, e), e) << dtype_name(dt);
+      sum += e;
+      negative += e < 0;
+    }
+    // A draw that rounds up to 1 is redrawn while -1 is kept, so the mean
+    // leans negative by about the share of [-1, 1) that rounds to 1: 1/32
+    // for f8e5m2 (2 mantissa bits), 1/64 for f8e4m3, 2^-12 for f16.
+    const auto n = static_cast<double>(v.size());
+    const double lean = std::ldexp(1.0, -dtype_bits_of_mantissa(dt) - 3);
+    EXPECT_NEAR(sum / n, -lean, 0.006) << dtype_name(dt);
+    EXPECT_NEAR(static_cast<double>(negative) / n, 0.5 + lean / 2, 0.006) << dtype_name(dt);
   }
 }
 
