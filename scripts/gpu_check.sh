@@ -33,6 +33,8 @@ LOG="${TF_LOG:-/tmp/tf-gpu-logs}"
 rm -rf "$LOG"; mkdir -p "$LOG"
 export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 export TILEFUSE_CACHE_DIR="${TILEFUSE_CACHE_DIR:-/tmp/tf-cache}"
+# The tests that run the CLI take the staged binary, not the build path's.
+export TILEFUSE_TEST_BINARY="${TILEFUSE_TEST_BINARY:-$BIN/tilefuse}"
 # The test binaries find the sources at the path they were built in.
 if [[ ! -e /work/main/tests ]]; then mkdir -p /work && ln -sfn "$ROOT" /work/main; fi
 parts=("$@")

@@ -1,10 +1,13 @@
-// Running the `tilefuse` binary (TILEFUSE_BINARY) from the end-to-end tests:
-// its exit code and what it printed.
+// Running the `tilefuse` binary (TILEFUSE_BINARY, the one built beside the
+// tests; $TILEFUSE_TEST_BINARY overrides it, e.g. on the GPU machine where the
+// binaries travel to another path) from the end-to-end tests: its exit code
+// and what it printed.
 #pragma once
 
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace tilefuse::testing {
@@ -24,7 +27,10 @@ struct CliOptions {
 // Runs `tilefuse <args>` through the shell; exit_code is -1 when it did not
 // exit normally (or could not be started).
 inline CliResult run_cli(const std::string& args, const CliOptions& options = {}) {
-  const std::string cmd = options.env + std::string(TILEFUSE_BINARY) + " " + args +
+  const char* override_binary = std::getenv("TILEFUSE_TEST_BINARY");
+  const std::string binary =
+      override_binary && *override_binary ? override_binary : std::string(TILEFUSE_BINARY);
+  const std::string cmd = options.env + binary + " " + args +
                           (options.with_stderr ? " 2>&1" : " 2>/dev/null");
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
