@@ -403,9 +403,10 @@ double check_tolerance(DType dt) {
   switch (dt) {
     case DType::F16:
     case DType::BF16:
-    case DType::F8E4M3:
-    case DType::F8E5M2:
       return 1e-2;
+    case DType::F8E4M3:  // unit roundoff 2^-4
+    case DType::F8E5M2:  // 2^-3: one rounding alone is 3-5% in norm
+      return 0.15;
     case DType::F32:
       return 1e-5;
     case DType::F64:

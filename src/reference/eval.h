@@ -38,7 +38,9 @@ double relative_error(const Tensor& out, const Tensor& ref);
 
 // The largest relative_error against the f64 oracle that `run --check` and
 // the tests accept for an output of `dt` (DESIGN.md, "Testing"): 1e-2 for
-// f16/bf16/f8 (~2^-9 rounding per element), 1e-5 for f32 (~2^-24 times the
+// f16/bf16 (~2^-9 rounding per element), 0.15 for f8 (unit roundoff 2^-4 /
+// 2^-3; DESIGN.md's 1e-2 cannot hold for f8, where one rounding alone costs
+// 3-5% in norm: the property tests' 0.15), 1e-5 for f32 (~2^-24 times the
 // reduction depth), 1e-12 for f64, 0 (exact) for integers and bool.
 double check_tolerance(DType dt);
 

@@ -1,6 +1,10 @@
 #include "reference/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
+
+#include "core/error.h"
 
 namespace tilefuse::reference {
 namespace {
@@ -16,17 +20,30 @@ ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
   num_threads = std::max(num_threads, 1);
   workers_.reserve(static_cast<size_t>(num_threads - 1));
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error& e) {
+    // The destructor does not run for a constructor that throws: stop and
+    // join the workers already started here, then say what failed.
+    const size_t started = workers_.size();
+    stop_workers();
+    throw UserError("could not start " + std::to_string(num_threads - 1) +
+                    " worker threads (" + std::to_string(started) +
+                    " started): " + e.what() + "; use fewer --threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
+
+ThreadPool::~ThreadPool() { stop_workers(); }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   if (n <= 0) return;

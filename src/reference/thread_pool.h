@@ -21,6 +21,8 @@ namespace tilefuse::reference {
 class ThreadPool {
  public:
   // `num_threads` counts the calling thread; 0 means hardware_concurrency().
+  // Throws UserError (after joining the threads it started) when the system
+  // refuses a thread.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -33,6 +35,9 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  // Sets stop_, wakes and joins every worker (the destructor; a constructor
+  // whose thread start failed).
+  void stop_workers();
   // Runs chunks of the current job until none is left.
   void run_chunks();
 

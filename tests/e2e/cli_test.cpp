@@ -206,6 +206,47 @@ TEST(Cli, UsageErrorsAndHelp) {
     EXPECT_NE(help.output.find(opt), std::string::npos) << opt;
   EXPECT_EQ(run_cli("run x.tfs --plan sideways").exit_code, 1);
   EXPECT_EQ(run_cli("run x.tfs --engine abacus").exit_code, 1);
+  // A thread each: an absurd count is refused before any is started (it
+  // used to exhaust the machine's thread limit); a seed past 2^64 - 1 is
+  // refused rather than saturated (fresh-user findings).
+  const std::string example = std::string(TILEFUSE_SOURCE_DIR) + "/examples/gather_mm.tfs";
+  for (const char* bad : {"--threads 100000", "--threads -1", "--threads two",
+                          "--seed 99999999999999999999999", "--seed -3"}) {
+    Result r = run_cli("run " + example + " " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find(std::string(bad).substr(0, std::string(bad).find(' '))),
+              std::string::npos)
+        << r.output;
+  }
+  EXPECT_EQ(run_cli("bench " + example + " --threads 5000").exit_code, 1);
+}
+
+// --check holds an output to the oracle rounded to the output's dtype: an f8
+// output's own rounding (~3-5%, over f8's 1e-2) and a correct f16 result that
+// overflows to inf (as in PyTorch) pass.
+TEST(Cli, CheckComparesWithTheOracleRoundedToTheOutputDtype) {
+  fs::path dir = temp_dir("check");
+  const std::pair<const char*, const char*> programs[] = {
+      {"f8.tfs",
+       "def f(x: f32[64, 64], w: f32[64, 64]):\n    return (x @ w).to(torch.float8_e4m3fn)\n"},
+      {"f8e5.tfs",
+       "def f(x: f8e4m3[32, 48], w: f8e4m3[48, 16]):\n    return (x @ w).to(torch.float8_e5m2)\n"},
+      {"inf.tfs",
+       "def f(x: f16[4, 4], w: f16[4, 4]):\n    return torch.exp(torch.abs(x @ w) * 1000 + 20)\n"},
+  };
+  for (auto [name, text] : programs) {
+    const fs::path prog = dir / name;
+    std::ofstream(prog) << text;
+    for (const char* plan : {"fused", "unfused"}) {
+      Result r = run_cli("run " + prog.string() + " --check --device cpu --plan " + plan);
+      EXPECT_EQ(r.exit_code, 0) << name << " " << plan << "\n" << r.output;
+      EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
+    }
+  }
+  // The inf program's output really is inf everywhere (the check is not vacuous).
+  Result inf = run_cli("run " + (dir / "inf.tfs").string() + " --device cpu");
+  EXPECT_NE(inf.output.find("sum=inf"), std::string::npos) << inf.output;
+  fs::remove_all(dir);
 }
 
 // ---- explain and emit ----------------------------------------------------------

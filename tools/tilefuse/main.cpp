@@ -1,6 +1,7 @@
 // tilefuse: the command-line driver. Argument parsing only; the work is in
 // commands.cpp.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -46,6 +47,30 @@ int main(int argc, char** argv) {
         ">= " + std::to_string(static_cast<long long>(lo)));
   };
   const CLI::Validator non_negative = at_least(0), positive = at_least(1);
+  // --threads: 0 (all) .. kMaxThreads; a thread each, so an absurd count
+  // would exhaust the machine's thread limit.
+  constexpr int kMaxThreads = 1024;
+  const CLI::Validator thread_count = CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        const long long x = std::strtoll(v.c_str(), &end, 10);
+        if (end == v.c_str() || *end != '\0') return "not an integer: " + v;
+        if (x < 0 || x > kMaxThreads)
+          return "must be 0 (all) to " + std::to_string(kMaxThreads) + ", got " + v;
+        return std::string();
+      },
+      "0.." + std::to_string(kMaxThreads));
+  // --seed: an unsigned 64-bit integer, no more (CLI11 would saturate).
+  const CLI::Validator seed_value = CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+          return "not a non-negative integer: " + v;
+        errno = 0;
+        (void)std::strtoull(v.c_str(), nullptr, 10);
+        if (errno == ERANGE) return "must be at most 18446744073709551615, got " + v;
+        return std::string();
+      },
+      "0..2^64-1");
   // --allow-tf32, the same on every command that compiles for the GPU.
   const std::string tf32_help =
       "Let f32 GEMMs run on TF32 tensor cores (mma.sync m16n8k8: operands rounded to 10 "
@@ -85,7 +110,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"executor", "reference"}))
       ->capture_default_str();
   run_cmd->add_option("--seed", run.seed, "Seed of the random inputs")
-      ->check(non_negative)
+      ->check(seed_value)
       ->capture_default_str();
   run_cmd->add_option("--input", run.inputs,
                       "name=file.npy: take parameter `name` from a NumPy .npy file (C order; "
@@ -93,11 +118,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--save-output", run.save_output_dir,
                       "Write each output to DIR/NAME.npy (bf16/f8 as f32, exactly)");
   run_cmd->add_flag("--check", run.check,
-                    "Also evaluate the f64 oracle and print each output's relative error "
-                    "||out-ref||/||ref||; exit 2 if it exceeds the dtype's tolerance "
-                    "(1e-2 for f16/bf16/f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
+                    "Also evaluate the f64 oracle, round it to each output's dtype and print "
+                    "the relative error ||out-ref||/||ref||; exit 2 if it exceeds the dtype's "
+                    "tolerance "
+                    "(1e-2 for f16/bf16, 0.15 for f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
                     "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
-  run_cmd->add_option("--threads", run.threads, "CPU threads (0: all)")->capture_default_str();
+  run_cmd->add_option("--threads", run.threads, "CPU threads (0: all; at most 1024)")
+      ->check(thread_count)
+      ->capture_default_str();
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
                     tf32_help + " (on the GPU; the CPU executor is exact either way)");
   run_cmd->add_flag("--verbose,-v", run.verbose,
@@ -118,7 +146,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "Print JSON instead of a table");
   bench_cmd->add_option("--seed", bench.seed, "Random-input seed")
-      ->check(non_negative)
+      ->check(seed_value)
       ->capture_default_str();
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs (default 10 GPU, 1 CPU)")
       ->check(non_negative);
@@ -126,7 +154,8 @@ int main(int argc, char** argv) {
       ->check(positive);
   bench_cmd->add_flag("!--no-baselines", bench.baselines, "Skip the cuBLASLt rows");
   bench_cmd->add_flag("!--no-check", bench.check, "Skip the comparison with the f64 oracle");
-  bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all)")->check(non_negative);
+  bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all; at most 1024)")
+      ->check(thread_count);
   bench_cmd->add_option("--save-inputs", bench.save_inputs_dir,
                         "Also write the inputs it times as DIR/<parameter>.npy (the same inputs "
                         "for another tool, e.g. bench/compare_torch.py)");
