@@ -596,7 +596,8 @@ int bench_command(const BenchOptions& options) {
         continue;
       }
       std::string err = row.rel_err < 0 ? "-" : fmt::format("{:.2e}", row.rel_err);
-      std::printf("%-20s %11.1f %11.1f %9.1f %9.1f %10s\n", row.name.c_str(), row.median_ms * 1e3,
+      // TFLOP/s and GB/s to 3 significant digits (CPU rows are far below 0.1).
+      std::printf("%-20s %11.1f %11.1f %9.3g %9.3g %10s\n", row.name.c_str(), row.median_ms * 1e3,
                   row.min_ms * 1e3, row.tflops, row.gbps, err.c_str());
     }
     for (const driver::BenchRow& row : r.rows)
