@@ -50,8 +50,10 @@ TEST(Bench, BadOptionsAreUserErrors) {
       {" --gemm-config 128x128x32/0/8", "--gemm-config"},
       {" --repeats 0", "--repeats: must be >= 1"},
       {" --warmup -1", "--warmup: must be >= 0"},
-      {" --threads -2", "--threads: must be >= 0"},
-      {" --seed -1", "--seed: must be >= 0"},
+      {" --threads -2", "--threads: must be 0 (all) to 1024, got -2"},
+      {" --threads 1025", "--threads: must be 0 (all) to 1024, got 1025"},
+      {" --seed -1", "--seed: not a non-negative integer: -1"},
+      {" --seed 18446744073709551616", "--seed: must be at most 18446744073709551615"},
   };
   for (const auto& [bad, says] : bad_options) {
     auto r = run_cli("bench " + prog + " --device cpu" + bad);
