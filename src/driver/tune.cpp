@@ -378,6 +378,26 @@ std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cub
   return best;
 }
 
+namespace {
+// The plans other than `won` of (fused, unfused, unfused+cuBLASLt) as
+// (name, median us; < 0: not measured): " vs unfused 64.8 us, ..." for those
+// timed, and " (unfused: no candidate ran)" for a plan of ours that was not
+// (cuBLASLt not being a candidate is no news).
+std::pair<std::string, std::string> other_plans(const std::pair<std::string, double> (&plans)[3],
+                                                size_t won) {
+  std::string others, missing;
+  for (size_t i = 0; i < 3; ++i) {
+    if (i == won) continue;
+    if (plans[i].second >= 0)
+      others += fmt::format("{}{} {:.1f} us", others.empty() ? " vs " : ", ", plans[i].first,
+                            plans[i].second);
+    else if (i < 2)
+      missing += fmt::format(" ({}: no candidate ran)", plans[i].first);
+  }
+  return {others, missing};
+}
+}  // namespace
+
 std::string TunedChoice::summary() const {
   // The winner first, then each other plan: its time, or that none ran.
   const std::pair<std::string, double> plans[] = {{"fused", fused_us},
@@ -389,15 +409,7 @@ std::string TunedChoice::summary() const {
                : fmt::format("{}, {}, {:.1f} us", plan_kind_name(plan),
                              gemm_config ? gemm_config_name(*gemm_config) : "default config",
                              plans[won].second);
-  std::string others, missing;
-  for (size_t i = 0; i < 3; ++i) {
-    if (i == won) continue;
-    if (plans[i].second >= 0)
-      others += fmt::format("{}{} {:.1f} us", others.empty() ? " vs " : ", ", plans[i].first,
-                            plans[i].second);
-    else if (i < 2)  // a plan of ours; cuBLASLt not being a candidate is no news
-      missing += fmt::format(" ({}: no candidate ran)", plans[i].first);
-  }
+  const auto [others, missing] = other_plans(plans, won);
   return s + others + missing;
 }
 
@@ -916,15 +928,7 @@ std::string render_tuning_text(const json& a) {
                                      plans[won].second)
                        : fmt::format("tuning ({}, {}): {} {} won, {:.1f} us", a.value("device", ""),
                                      a.value("tuned_at", ""), plan, config, plans[won].second);
-  std::string others, missing;
-  for (size_t i = 0; i < 3; ++i) {
-    if (i == won) continue;
-    if (plans[i].second >= 0)
-      others += fmt::format("{}{} {:.1f} us", others.empty() ? " vs " : ", ", plans[i].first,
-                            plans[i].second);
-    else if (i < 2)
-      missing += fmt::format(" ({}: no candidate ran)", plans[i].first);
-  }
+  const auto [others, missing] = other_plans(plans, won);
   s += others;
   if (a.contains("speedup") && a["speedup"].is_number())
     s += fmt::format(" ({:.2f}x faster)", a["speedup"].get<double>());
