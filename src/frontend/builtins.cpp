@@ -63,7 +63,11 @@ struct Builtin {
 void reject_inplace(const Call& c, size_t i) {
   if (!c.has(i)) return;
   const Operand& a = c.arg(i);
-  if (!a.is_number())
+  // True/False (or 0/1, which Python accepts for a bool): anything else is
+  // not a flag (torch.relu(x, 3) is no in-place request).
+  const bool flag = a.kind == Operand::Kind::Bool ||
+                    (a.is_number() && (a.number() == 0 || a.number() == 1));
+  if (!flag)
     throw UserError(fmt::format("expected True or False for {}, found {}", c.what(i), describe(a)),
                     a.loc);
   if (a.number() != 0)

@@ -835,6 +835,12 @@ class Parser {
     if (callee.kind != Operand::Kind::Function) {
       if (callee.kind == Operand::Kind::Module)
         throw UserError(fmt::format("module '{}' is not callable", callee.spelling), callee.loc);
+      if (callee.kind == Operand::Kind::DType)
+        throw UserError(
+            fmt::format("{} is not callable: a dtype name such as `float` is not Python's "
+                        "conversion here (.tfs has none); write the number itself, e.g. 2.0",
+                        describe(callee)),
+            callee.loc);
       throw UserError(fmt::format("{} is not callable", describe(callee)), callee.loc);
     }
     std::vector<Argument> args = parse_arguments();

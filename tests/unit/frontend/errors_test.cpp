@@ -215,11 +215,15 @@ const BadProgram kBadPrograms[] = {
      "gelu(approximate='tanh') is not supported"},
     {"inplace_relu", ret(X, "F.relu(x, inplace=True)"), 2, 30, "in-place operations"},
     {"inplace_tensor", ret(X, "torch.relu(x, x)"), 2, 26, "expected True or False"},
+    {"inplace_number", ret(X, "torch.relu(x, 3)"), 2, 26,
+     "expected True or False for argument 'inplace' of torch.relu(), found the integer 3"},
     {"maximum_number", ret(X, "torch.maximum(x, 2.0)"), 2, 29,
      "expected a tensor for argument 'other'"},
     {"exp_number", ret(X, "torch.exp(3.0)"), 2, 22, "expected a tensor for argument 'input'"},
     {"inplace_kw_tensor", ret(X, "x.relu(inplace=x)"), 2, 27, "expected True or False"},
     {"string_operand", ret(X, "x + 'a'"), 2, 16, "found a string"},
+    {"float_call", ret(X, "x * float('inf')"), 2, 16,
+     "the dtype f64 is not callable: a dtype name such as `float` is not Python's conversion"},
     {"module_operand", ret(X, "x + torch"), 2, 16, "found module 'torch'"},
 
     // --- shapes (messages from the Graph builder) ----------------------------------
