@@ -59,17 +59,14 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, unsigned addr) {
                : "r"(addr));
 }
 
-// C[BM][BN] += A[BM][BK] @ B[BK][BN] over WARPS_M x WARPS_N warps; A is
-// K-major (row-major [BM][BK]), B is N-major (row-major [BK][BN]), both
-// `swizzled`. Warp w owns rows (w / WARPS_N) * WM.. and columns
-// (w % WARPS_N) * WN.. of C, as MT x NT m16n8 tiles.
-template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N>
-struct MmaTile {
+// One thread's share of an mma.sync C tile [BM][BN] (f32) over WARPS_M x
+// WARPS_N warps, MT x NT m16n8 tiles per warp: what MmaTile and Tf32MmaTile
+// share (m16n8k16 and m16n8k8 have the same C fragment).
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+struct MmaAccumulators {
   static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
   static constexpr int MT = WM / 16, NT = WN / 8;
   static constexpr int kElems = MT * NT * 4;
-  static_assert(sizeof(T) == 2, "MmaTile takes 16-bit operands");
-  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "MmaTile: tile shape");
   float c[kElems];
 
   __device__ __forceinline__ void fill(float v) {
@@ -89,6 +86,18 @@ struct MmaTile {
     const int nt = e / 4 % NT, q = e % 4;
     return (warp % WARPS_N) * WN + nt * 8 + (lane % 4) * 2 + (q & 1);
   }
+};
+
+// C[BM][BN] += A[BM][BK] @ B[BK][BN] over WARPS_M x WARPS_N warps; A is
+// K-major (row-major [BM][BK]), B is N-major (row-major [BK][BN]), both
+// `swizzled`. Warp w owns rows (w / WARPS_N) * WM.. and columns
+// (w % WARPS_N) * WN.. of C, as MT x NT m16n8 tiles.
+template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N>
+struct MmaTile : MmaAccumulators<BM, BN, WARPS_M, WARPS_N> {
+  using Acc = MmaAccumulators<BM, BN, WARPS_M, WARPS_N>;
+  using Acc::c, Acc::MT, Acc::NT, Acc::WM, Acc::WN;
+  static_assert(sizeof(T) == 2, "MmaTile takes 16-bit operands");
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "MmaTile: tile shape");
 
   // One k16 step's operand fragments (registers).
   struct Frags {
@@ -176,28 +185,11 @@ __device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsi
 // One A load reads 8 rows x 16 bytes and one B load 4 rows x 32 bytes; the
 // two swizzles put those in distinct bank groups (no bank conflicts).
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N>
-struct Tf32MmaTile {
-  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  static constexpr int MT = WM / 16, NT = WN / 8;
-  static constexpr int kElems = MT * NT * 4;
+struct Tf32MmaTile : MmaAccumulators<BM, BN, WARPS_M, WARPS_N> {
+  // The C fragment of m16n8k8 is that of m16n8k16 (MmaAccumulators).
+  using Acc = MmaAccumulators<BM, BN, WARPS_M, WARPS_N>;
+  using Acc::c, Acc::MT, Acc::NT, Acc::WM, Acc::WN;
   static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "Tf32MmaTile: tile shape");
-  float c[kElems];
-
-  __device__ __forceinline__ void fill(float v) {
-#pragma unroll
-    for (int e = 0; e < kElems; ++e) c[e] = v;
-  }
-  // The C fragment of m16n8k8 is that of m16n8k16 (see MmaTile::row).
-  __device__ __forceinline__ static int row(int e) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int mt = e / 4 / NT, q = e % 4;
-    return (warp / WARPS_N) * WM + mt * 16 + lane / 4 + (q >= 2 ? 8 : 0);
-  }
-  __device__ __forceinline__ static int col(int e) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int nt = e / 4 % NT, q = e % 4;
-    return (warp % WARPS_N) * WN + nt * 8 + (lane % 4) * 2 + (q & 1);
-  }
 
   // One k8 step's operand fragments (TF32 bit patterns).
   struct Frags {
