@@ -45,6 +45,8 @@ bool is_mma_dtype(DType dt) {
 // Tf32MmaTile's A loads 8 rows x 16 bytes, its B loads 4 rows x 32 bytes.
 constexpr int kMmaSwizzleUnit = 16;
 constexpr int kTf32BSwizzleUnit = 32;
+// The producer warpgroup of a warp-specialized main loop.
+constexpr int kProducerThreads = 128;
 
 // ---- prescan: gemms, shared buffers, staging ---------------------------------
 
@@ -123,6 +125,37 @@ class Prescan : public IRVisitor {
  private:
   int stages_ = 1;
 };
+
+// The kernel's one pipelined loop when the kernel body reaches it through
+// sequences, lets and allocations only (it runs once per block, in every
+// thread: not inside another loop or a branch); null otherwise, and when the
+// kernel has more than one.
+const ForNode* top_level_pipelined(const Stmt& body) {
+  struct Count : IRVisitor {
+    int n = 0;
+    using IRVisitor::visit;
+    void visit(const ForNode* op) override {
+      n += op->for_kind == ForKind::Pipelined;
+      IRVisitor::visit(op);
+    }
+  } count;
+  count.visit_stmt(body);
+  if (count.n != 1) return nullptr;
+  std::function<const ForNode*(const Stmt&)> find = [&](const Stmt& s) -> const ForNode* {
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts)
+        if (const ForNode* f = find(t)) return f;
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      return find(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      return find(a->body);
+    } else if (const ForNode* f = s.as<ForNode>(); f && f->for_kind == ForKind::Pipelined) {
+      return f;
+    }
+    return nullptr;
+  };
+  return find(body);
+}
 
 // Does `s` access a fragment buffer (load or store)?
 class FragmentUse : public IRVisitor {
@@ -238,6 +271,14 @@ class Emitter {
   void seq_of(const Stmt& s, std::vector<Stmt>* out);
   void emit_for(const ForNode* op);
   void emit_pipelined(const ForNode* op);
+  void emit_warp_specialized(const ForNode* op, const std::vector<std::pair<Var, Expr>>& lets,
+                             const std::vector<const CopyNode*>& copies, const GemmNode* g);
+  bool wgmma_async_loop(const ForNode* op, const GemmNode** gemm);
+  // Declares the loop's lets that `users` need (directly or through other
+  // lets), in order (and `k_decl`, the loop var, when they read it): each
+  // emission site declares only what it reads.
+  void emit_loop_lets(const ForNode* op, const std::vector<std::pair<Var, Expr>>& lets,
+                      const std::vector<Stmt>& users, const std::string& k_decl = "");
   void emit_parallel(const ForNode* op);
   void emit_fragment_nest(const ForNode* op, const BufferNode* frag);
   // How a register-staged copy is emitted: load and store at once, or split
@@ -264,6 +305,17 @@ class Emitter {
   std::ostringstream out_;
   int indent_ = 0;
   int threads_ = 128;
+  // The names thread-distributed loops use: the block's thread count and
+  // this thread's index in it (inside the producer of a warp-specialized
+  // loop, and after it, the producer's or the MMA warpgroups' own).
+  std::string threads_sym_ = "kThreads", tid_sym_ = "tf_tid";
+  // Warp specialization (emit_warp_specialized): the MMA warpgroups' threads
+  // (0 .. mma_threads_ - 1; the producer warpgroup follows them), the
+  // pipelined loop it applies to, and the shared offset of its mbarriers.
+  bool warp_specialized_ = false;
+  int mma_threads_ = 0;
+  const ForNode* ws_loop_ = nullptr;
+  int64_t mbar_offset_ = 0;
   int tmp_ = 0;
   std::string last_line_;
   // The block barrier: __syncthreads(), or with a WgmmaTile in the kernel
@@ -308,7 +360,7 @@ std::string Emitter::name_of(const void* node, const std::string& hint) {
       "unsigned",  "static",   "extern",   "register",  "volatile", "default",  "goto",
       "sizeof",    "template", "typename", "namespace", "using",    "operator", "private",
       "public",    "asm",      "inline",   "restrict",  "min",      "max",      "tf",
-      "threadIdx", "blockIdx", "blockDim", "gridDim",   "warpSize", "kThreads", "e"};
+      "threadIdx", "blockIdx", "blockDim", "gridDim",   "warpSize", "kThreads", "e", "kMmaThreads", "kProducerThreads"};
   if (kReserved.count(base) || base.rfind("tf_", 0) == 0) base += "_";
   std::string name = base;
   for (int n = 1; used_names_.count(name); ++n) name = base + "_" + std::to_string(n);
@@ -635,9 +687,10 @@ void Emitter::thread_loop(int64_t total, const std::string& v, const std::functi
     std::string r = "tf_r" + std::to_string(tmp_++);
     trip_var_ = r;
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", r, r, total / threads_, r));
-    line(fmt::format("const int {} = {} * kThreads + tf_tid;", v, r));
+    line(fmt::format("const int {} = {} * {} + {};", v, r, threads_sym_, tid_sym_));
   } else {
-    open(fmt::format("for (int {} = tf_tid; {} < {}; {} += kThreads)", v, v, total, v));
+    open(fmt::format("for (int {} = {}; {} < {}; {} += {})", v, tid_sym_, v, total, v,
+                     threads_sym_));
   }
   body();
   close();
@@ -869,28 +922,171 @@ void Emitter::emit_vector_lanes(const CopyNode* op, const LoadNode* vload, int64
   close();
 }
 
-void Emitter::emit_pipelined(const ForNode* op) {
-  // Body: a chain of lets, then the copies (producer), then the rest
-  // (consumer). Anything else runs as a plain loop with barriers.
-  std::vector<std::pair<Var, Expr>> lets;
-  std::vector<const CopyNode*> copies;
-  std::vector<Stmt> consumer;
+// A pipelined loop's body: a chain of lets, then the copies into shared
+// tiles (the producer), then the rest (the consumer). False when the body
+// has another shape (the loop then runs in order, with barriers).
+bool split_pipelined_body(const ForNode* op, std::vector<std::pair<Var, Expr>>* lets,
+                          std::vector<const CopyNode*>* copies, std::vector<Stmt>* consumer) {
   bool regular = true;
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     if (const SeqNode* q = s.as<SeqNode>()) {
       for (const Stmt& t : q->stmts) walk(t);
     } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
-      if (!consumer.empty()) regular = false;
-      lets.emplace_back(l->var, l->value);
+      if (!consumer->empty()) regular = false;
+      lets->emplace_back(l->var, l->value);
       walk(l->body);
     } else if (const CopyNode* c = s.as<CopyNode>()) {
-      if (!consumer.empty() || c->dst.scope() != MemScope::Shared) regular = false;
-      copies.push_back(c);
+      if (!consumer->empty() || c->dst.scope() != MemScope::Shared) regular = false;
+      copies->push_back(c);
     } else if (s.defined()) {
-      consumer.push_back(s);
+      consumer->push_back(s);
     }
   };
   walk(op->body);
+  return regular;
+}
+
+// Is `op` a pipelined loop whose consumer is one whole-tile wgmma gemm over
+// tiles staged by the loop itself (the asynchronous wgmma main loop)? Sets
+// *gemm to it.
+bool Emitter::wgmma_async_loop(const ForNode* op, const GemmNode** gemm) {
+  std::vector<std::pair<Var, Expr>> lets;
+  std::vector<const CopyNode*> copies;
+  std::vector<Stmt> consumer;
+  const int stages = std::max(op->num_stages, 1);
+  if (!split_pipelined_body(op, &lets, &copies, &consumer) || copies.empty() || stages < 2 ||
+      consumer.size() != 1)
+    return false;
+  const GemmNode* g = consumer[0].as<GemmNode>();
+  if (!g) return false;
+  auto f = fragments_.find(g->c.buffer.get());
+  if (f == fragments_.end() || !f->second.wgmma || !whole_tile_gemm(g) ||
+      shared_.at(g->a.buffer.get()).stages != stages ||
+      shared_.at(g->b.buffer.get()).stages != stages)
+    return false;
+  *gemm = g;
+  return true;
+}
+
+void Emitter::emit_loop_lets(const ForNode* op, const std::vector<std::pair<Var, Expr>>& lets,
+                             const std::vector<Stmt>& users, const std::string& k_decl) {
+  struct Uses : IRVisitor {
+    std::unordered_set<const VarNode*> vars;
+    using IRVisitor::visit;
+    void visit(const VarNode* v) override { vars.insert(v); }
+  } u;
+  for (const Stmt& st : users) u.visit_stmt(st);
+  std::vector<bool> keep(lets.size(), false);
+  for (size_t i = lets.size(); i-- > 0;)
+    if (u.vars.count(lets[i].first.get())) {
+      keep[i] = true;
+      u.visit_expr(lets[i].second);
+    }
+  if (!k_decl.empty() && u.vars.count(op->var.get())) line(k_decl);
+  for (size_t i = 0; i < lets.size(); ++i)
+    if (keep[i])
+      line(fmt::format("const {} {} = {};", cuda_type(lets[i].first.dtype()), var(lets[i].first),
+                       expr(lets[i].second)));
+}
+
+void Emitter::emit_warp_specialized(const ForNode* op,
+                                    const std::vector<std::pair<Var, Expr>>& lets,
+                                    const std::vector<const CopyNode*>& copies, const GemmNode* g) {
+  const int stages = op->num_stages;
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string k = var(op->var);
+  const std::string lo = expr(op->min), n = expr(op->extent);
+  if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+  // cp.async copies arrive on the stage's `full` mbarrier when they land
+  // (one .noinc arrival per producer thread); register-staged ones store to
+  // shared memory, fence for the async proxy and arrive (release) after.
+  bool async_copies = false, sync_copies = false;
+  for (const CopyNode* c : copies) {
+    auto m = c->annotations.find("mode");
+    const std::string mode = m == c->annotations.end() ? "register" : std::get<std::string>(m->second);
+    (mode == "cp_async" || mode == "tma" ? async_copies : sync_copies) = true;
+  }
+  const int full_count = (async_copies ? kProducerThreads : 0) + (sync_copies ? kProducerThreads : 0);
+  line(fmt::format(
+      "// warp specialization: warpgroup {} (threads {}..{}) issues each stage's copies and "
+      "signals the stage's `full` mbarrier; warpgroups 0..{} wait on it, run the stage's wgmma "
+      "and release the stage through its `empty` mbarrier ({} stages)",
+      mma_threads_ / 128, mma_threads_, mma_threads_ + kProducerThreads - 1,
+      mma_threads_ / 128 - 1, stages));
+  line(fmt::format("unsigned long long* tf_full = reinterpret_cast<unsigned long long*>(tf_smem + {});",
+                   mbar_offset_));
+  line(fmt::format("unsigned long long* tf_empty = tf_full + {};", stages));
+  open("if (tf_tid == 0)");
+  open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages));
+  line(fmt::format("tf::mbar_init(&tf_full[tf_s], {});", full_count));
+  line("tf::mbar_init(&tf_empty[tf_s], kMmaThreads);");
+  close();
+  close();
+  line(barrier_line_);
+  const std::string it = "tf_it" + std::to_string(tmp_++);
+  // The producer warpgroup.
+  {
+    open("if (tf_tid >= kMmaThreads)");
+    line(fmt::format("constexpr int kProducerThreads = {};", kProducerThreads));
+    line("const int tf_ptid = tf_tid - kMmaThreads;");
+    const int saved_threads = threads_;
+    const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
+    threads_ = kProducerThreads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+    std::vector<Stmt> copy_stmts;
+    for (const CopyNode* c : copies) copy_stmts.push_back(Stmt(c));
+    open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
+    for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+    emit_loop_lets(op, lets, copy_stmts);
+    for (const CopyNode* c : copies) emit_copy(c, true);
+    --indent_;
+    line("};");
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    line(fmt::format(
+        "if ({0} >= {1}) tf::mbar_wait(&tf_empty[tf_stage], ({0} / {1} + 1) & 1);  // tile i - {1} "
+        "released",
+        it, stages));
+    line(fmt::format("tf_issue({} + {}, tf_stage);", lo, it));
+    if (sync_copies) {
+      line("tf::fence_async_proxy();");
+      line("tf::mbar_arrive(&tf_full[tf_stage]);");
+    }
+    if (async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
+    close();
+    line("tf::cp_async_wait_all();  // its copies land before it exits");
+    line("return;");
+    close();
+    threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
+  }
+  // The MMA warpgroups: tile i's wgmma stays in flight while tile i - 1's
+  // are waited for and its stage released.
+  const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+  shared_used_.insert(g->a.buffer.get());
+  shared_used_.insert(g->b.buffer.get());
+  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+  line(fmt::format("const int tf_stage = {} % {};", it, stages));
+  line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", it, stages));
+  line("tf::fence_async_proxy();");
+  line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
+                   shared_.at(g->a.buffer.get()).tile_elems, b,
+                   shared_.at(g->b.buffer.get()).tile_elems));
+  line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
+  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({0} + {1}) % {2}]);", it, stages - 1,
+                   stages));
+  close();
+  line(fmt::format("{}.wait();", c));
+  // From here on only the MMA warpgroups run.
+  threads_ = mma_threads_, threads_sym_ = "kMmaThreads";
+  barrier_line_ = fmt::format("tf::mma_barrier<{}>();", mma_threads_);
+  line(barrier_line_);
+  for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
+}
+
+void Emitter::emit_pipelined(const ForNode* op) {
+  std::vector<std::pair<Var, Expr>> lets;
+  std::vector<const CopyNode*> copies;
+  std::vector<Stmt> consumer;
+  const bool regular = split_pipelined_body(op, &lets, &copies, &consumer);
   const int stages = std::max(op->num_stages, 1);
   const std::string t = cuda_type(op->var.dtype());
   const std::string k = var(op->var);
@@ -914,19 +1110,22 @@ void Emitter::emit_pipelined(const ForNode* op) {
     line(barrier_line_);
     return;
   }
+  const GemmNode* g = consumer.size() == 1 ? consumer[0].as<GemmNode>() : nullptr;
+  const GemmInfo* gi = g ? &fragments_.at(g->c.buffer.get()) : nullptr;
+  if (op == ws_loop_) {
+    emit_warp_specialized(op, lets, copies, g);
+    return;
+  }
   line(
       fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
                   "copies of tile i + {} are in flight",
                   stages, stages - 1));
-  const GemmNode* g = consumer.size() == 1 ? consumer[0].as<GemmNode>() : nullptr;
-  const GemmInfo* gi = g ? &fragments_.at(g->c.buffer.get()) : nullptr;
   // wgmma asynchronous to the copies: tile i's MMAs are issued, then tile
   // i + S - 1's copies into the stage tile i - 1 used; each warpgroup waits
   // for its MMAs at the end of the iteration, so after the next barrier
   // every warpgroup is done with tile i's stage.
-  const bool wgmma_async = gi && gi->wgmma && whole_tile_gemm(g) &&
-                           shared_.at(g->a.buffer.get()).stages == stages &&
-                           shared_.at(g->b.buffer.get()).stages == stages;
+  const GemmNode* wg = nullptr;
+  const bool wgmma_async = wgmma_async_loop(op, &wg);
   // Register-staged copies with a fixed slot count are double-buffered in
   // registers: loaded before the consumer runs, stored to their stage after.
   // Not under an asynchronous wgmma: the copies already overlap the MMAs,
@@ -944,26 +1143,8 @@ void Emitter::emit_pipelined(const ForNode* op) {
                      regs[c], copy_trips(cp), cp->dst.name()));
     split = true;
   }
-  // The loop's lets that `users` need (directly or through other lets), in
-  // order: each emission site declares only what it reads.
   auto emit_lets_for = [&](const std::vector<Stmt>& users, const std::string& k_decl = "") {
-    struct Uses : IRVisitor {
-      std::unordered_set<const VarNode*> vars;
-      using IRVisitor::visit;
-      void visit(const VarNode* v) override { vars.insert(v); }
-    } u;
-    for (const Stmt& st : users) u.visit_stmt(st);
-    std::vector<bool> keep(lets.size(), false);
-    for (size_t i = lets.size(); i-- > 0;)
-      if (u.vars.count(lets[i].first.get())) {
-        keep[i] = true;
-        u.visit_expr(lets[i].second);
-      }
-    if (!k_decl.empty() && u.vars.count(op->var.get())) line(k_decl);
-    for (size_t i = 0; i < lets.size(); ++i)
-      if (keep[i])
-        line(fmt::format("const {} {} = {};", cuda_type(lets[i].first.dtype()), var(lets[i].first),
-                         expr(lets[i].second)));
+    emit_loop_lets(op, lets, users, k_decl);
   };
   std::vector<Stmt> copy_stmts, split_stmts;
   for (size_t c = 0; c < copies.size(); ++c) {
@@ -1616,6 +1797,26 @@ CudaKernel Emitter::run() {
     shared_[b.get()] = info;
     result_.shared.push_back({b.name(), layout_name(info.layout), info.stages, info.offset, bytes});
   }
+  // Warp specialization of the wgmma main loop (TILEFUSE_NO_WARP_SPECIALIZE=1
+  // keeps every warp copying and multiplying, to compare): a producer
+  // warpgroup after the MMA warpgroups, and two mbarriers per stage.
+  mma_threads_ = threads_;
+  const GemmNode* ws_gemm = nullptr;
+  if (const ForNode* f = top_level_pipelined(k_.body);
+      f && wgmma_async_loop(f, &ws_gemm) &&
+      std::getenv("TILEFUSE_NO_WARP_SPECIALIZE") == nullptr) {
+    warp_specialized_ = true;
+    ws_loop_ = f;
+    offset = (offset + 7) / 8 * 8;
+    mbar_offset_ = offset;
+    offset += 2 * 8 * int64_t{f->num_stages};
+    threads_ = mma_threads_ + kProducerThreads;
+    result_.producer_threads = kProducerThreads;
+    result_.notes.push_back(fmt::format(
+        "warp-specialized: warpgroup {} issues the copies (mbarrier pipeline), warpgroups 0..{} "
+        "run wgmma",
+        mma_threads_ / 128, mma_threads_ / 128 - 1));
+  }
   result_.dynamic_shared_bytes = offset;
   result_.num_threads = threads_;
 
@@ -1653,6 +1854,7 @@ CudaKernel Emitter::run() {
 
   indent_ = 1;
   line(fmt::format("constexpr int kThreads = {};", threads_));
+  if (warp_specialized_) line(fmt::format("constexpr int kMmaThreads = {};", mma_threads_));
   line("const int tf_tid = static_cast<int>(threadIdx.x);");
   if (offset > 0)
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",

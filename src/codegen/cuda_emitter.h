@@ -82,6 +82,10 @@ struct CudaKernel {
   std::string source;  // the translation unit
   tir::Target target;
   int num_threads = 0;               // per block
+  // A warp-specialized main loop's producer warpgroup: the last
+  // producer_threads of the block issue the copies, the others run the MMAs
+  // (0: no warp specialization).
+  int producer_threads = 0;
   int64_t grid = 0;                  // blocks (blockIdx.x)
   int64_t dynamic_shared_bytes = 0;  // launch's dynamic shared memory
   std::vector<CudaSharedBuffer> shared;

@@ -57,6 +57,59 @@ __device__ __forceinline__ void async_barrier() {
   __syncthreads();
 }
 
+// ---- The warp-specialized main loop (emitter: "warp specialization") ----
+// A producer warpgroup issues the cp.async copies of each stage and signals
+// a `full` mbarrier when they land; the MMA warpgroups wait on it, run the
+// stage's wgmma and arrive on the stage's `empty` mbarrier once those MMAs
+// are done, which the producer waits on before it refills the stage. The
+// mbarrier operations: PTX ISA 9.7.13.15 ("Parallel Synchronization and
+// Communication Instructions: mbarrier").
+
+// Initializes the mbarrier at `bar` (8 bytes of shared memory) to expect
+// `count` arrivals per phase.
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+// Blocks until the phase of parity `parity` (0 for the first, 1 for the
+// second, ...) of the mbarrier has completed; acquire at CTA scope.
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred tf_p;\n"
+      "TF_MBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 tf_p, [%0], %1;\n"
+      "@!tf_p bra TF_MBAR_WAIT;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// One arrival of this thread on the mbarrier (release at CTA scope).
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("{\n.reg .b64 tf_st;\nmbarrier.arrive.shared::cta.b64 tf_st, [%0];\n}\n" ::"r"(
+                   smem_addr(bar))
+               : "memory");
+}
+// One arrival on the mbarrier once every cp.async this thread issued so far
+// has completed; .noinc: the arrival counts against the expected count
+// (PTX ISA 9.7.9.25.3.3, cp.async.mbarrier.arrive).
+__device__ __forceinline__ void cp_async_mbar_arrive(unsigned long long* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
+}
+// Waits for every cp.async this thread issued (committed or not).
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+// The barrier of the MMA warpgroups alone (threads 0 .. THREADS - 1, named
+// barrier 1) after the producer warpgroup has left, with the proxy fence of
+// async_barrier().
+template <int THREADS>
+__device__ __forceinline__ void mma_barrier() {
+  fence_async_proxy();
+  asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+}
+
 // C[BM][BN] += A[BM][BK] @ B[BK][BN] with wgmma.mma_async m64nWNk16 over
 // WG_M x WG_N warpgroups (num_warps = 4 * WG_M * WG_N): warpgroup g owns rows
 // (g / WG_N) * WM .. + WM (MT = WM / 64 instructions per k16 step) and

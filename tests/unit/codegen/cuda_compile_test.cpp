@@ -15,6 +15,7 @@
 #include "codegen/cuda_emitter.h"
 #include "common/cases.h"
 #include "common/random_program.h"
+#include "common/scoped_env.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/tune.h"
@@ -77,17 +78,22 @@ TEST_F(CudaCompile, EveryCaseBothPlansBothArchsWithoutSpills) {
   EXPECT_GT(compiled, 20);
 }
 
-// The sm_90a wgmma main loop in its two forms: 3 stages wait for the MMAs
-// of tile i at the end of the iteration; 4 stages keep one group in flight
-// across the barrier (wait_group 1) and issue tiles S - 2 ahead. Both compile
-// without spills and without ptxas serializing the wgmma (C7514), for f16
-// and bf16 and the warpgroup arrangements of 128x128 (8 warps), 128x256 (8)
-// and 64x128 (4).
+// The sm_90a wgmma main loop in its three forms. By default it is
+// warp-specialized: a producer warpgroup after the MMA warpgroups issues the
+// copies, and mbarriers hand the stages over (one wgmma group in flight).
+// Under TILEFUSE_NO_WARP_SPECIALIZE every warp copies and multiplies: 3
+// stages wait for the MMAs of tile i at the end of the iteration; 4 stages
+// keep one group in flight across the barrier (wait_group 1) and issue tiles
+// S - 2 ahead. All compile without spills, within the register file, and
+// without ptxas serializing the wgmma (C7514), for f16 and bf16 and the
+// warpgroup arrangements of 128x128 (8 warps), 128x256 (8) and 64x128 (4).
 TEST_F(CudaCompile, WgmmaMainLoopForms) {
   int n = 0;
+  for (const bool ws : {true, false})
   for (const char* prog_path : {"/tests/cases/seed_gather_mm_f16.tfs", "/bench/programs/moe_up_proj_bf16.tfs"})
     for (const GemmConfig& cfg : {GemmConfig{128, 128, 64, 3, 8, 8}, GemmConfig{128, 256, 64, 4, 8, 8},
                                   GemmConfig{64, 128, 64, 4, 4, 8}}) {
+      testing::ScopedEnv env("TILEFUSE_NO_WARP_SPECIALIZE", ws ? nullptr : "1");
       const Program p = load_program(std::string(TILEFUSE_SOURCE_DIR) + prog_path);
       driver::CompileOptions co;
       co.plan = PlanKind::kFused;
@@ -98,17 +104,25 @@ TEST_F(CudaCompile, WgmmaMainLoopForms) {
         if (ck.cuda->gemms.empty()) continue;
         SCOPED_TRACE(std::string(prog_path) + " " + ck.kernel.name + " " +
                      std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + "/" +
-                     std::to_string(cfg.num_stages));
+                     std::to_string(cfg.num_stages) + (ws ? " warp-specialized" : ""));
         const std::string& src = ck.cuda->source;
         EXPECT_EQ(ck.cuda->gemms[0].family.rfind("wgmma.m64n", 0), 0u) << ck.cuda->gemms[0].family;
         EXPECT_NE(src.find(".mma_async("), std::string::npos) << src;
-        EXPECT_EQ(src.find(".wait_prior()") != std::string::npos, cfg.num_stages >= 4) << src;
+        EXPECT_EQ(src.find("tf::mbar_wait(") != std::string::npos, ws) << src;
+        EXPECT_EQ(ck.cuda->producer_threads, ws ? 128 : 0);
+        EXPECT_EQ(ck.cuda->num_threads, cfg.num_warps * 32 + (ws ? 128 : 0));
+        EXPECT_EQ(src.find(".wait_prior()") != std::string::npos, ws || cfg.num_stages >= 4)
+            << src;
         const cuda::CompiledKernel k =
             cuda::compile_cuda(src, ck.cuda->name + "_w" + std::to_string(n++),
                                driver::cuda_compile_options("sm_90a"));
         if (!k.usage.present) continue;
         EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+        EXPECT_LE(k.usage.registers, 65536 / ck.cuda->num_threads) << k.log;
         EXPECT_EQ(k.log.find("are serialized"), std::string::npos) << k.log;
+        std::printf("%s %dx%dx%d/%d/%d%s: %d registers\n", prog_path, cfg.block_m, cfg.block_n,
+                    cfg.block_k, cfg.num_stages, cfg.num_warps, ws ? " ws" : "",
+                    k.usage.registers);
       }
     }
   EXPECT_GT(n, 0);
@@ -126,7 +140,9 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
     ASSERT_EQ(prog.kernels.size(), 1u);
     const codegen::CudaKernel& c = *prog.kernels[0].cuda;
     const std::string& src = c.source;
-    const size_t loop = src.find("tf::cp_async_wait<");
+    const bool hopper = std::string(arch) == "sm_90a";
+    // (sm_90a: the warp-specialized loop hands stages over by mbarrier.)
+    const size_t loop = src.find(hopper ? "tf::mbar_wait(" : "tf::cp_async_wait<");
     ASSERT_NE(loop, std::string::npos) << src;
     const size_t k_loop = src.find("for (int tf_it");
     ASSERT_NE(k_loop, std::string::npos) << src;
@@ -148,7 +164,6 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
       }
     EXPECT_EQ(async16, 2);
     ASSERT_EQ(c.gemms.size(), 1u);
-    const bool hopper = std::string(arch) == "sm_90a";
     EXPECT_EQ(c.gemms[0].family, hopper ? "wgmma.m64n128k16" : "mma.sync.m16n8k16");
     for (const codegen::CudaSharedBuffer& s : c.shared) {
       if (s.name == "A_s") {
