@@ -16,8 +16,10 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "passes/simplify.h"
 #include "tir/functor.h"
 #include "tir/printer.h"
+#include "tir/structural.h"
 
 namespace tilefuse::codegen {
 namespace {
@@ -126,6 +128,19 @@ class Prescan : public IRVisitor {
   int stages_ = 1;
 };
 
+// Does `e` read the var `v`?
+bool uses_var(const Expr& e, const Var& v) {
+  struct Uses : IRVisitor {
+    const VarNode* var = nullptr;
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const VarNode* x) override { found = found || x == var; }
+  } u;
+  u.var = v.get();
+  u.visit_expr(e);
+  return u.found;
+}
+
 // The kernel's one pipelined loop when the kernel body reaches it through
 // sequences, lets and allocations only (it runs once per block, in every
 // thread: not inside another loop or a branch); null otherwise, and when the
@@ -195,8 +210,12 @@ std::pair<int, int> arrange_warps(int bm, int bn, int warps) {
 // The warpgroup arrangement of a WgmmaTile: WG_M x WG_N = warps / 4 with
 // warpgroup tiles WM x WN, WM a multiple of 64 and WN one of the generated
 // wgmma N (64, 128, 256; tf_wgmma_ops.cuh), at most 128 accumulators per
-// thread; the smallest WM + WN first (the least shared memory read per
-// MMA), then the widest WN. {0, 0} when none fits.
+// thread. Every wgmma reads its A (64 x 16) and B (16 x WN) from shared
+// memory, so a warpgroup reads MT * (64 + WN) * 16 elements per k16 step for
+// its WM * WN outputs (MT = WM / 64): for a fixed tile the fewest m64 rows
+// (the widest WN) read the least (128x256 with 8 warps: 64x256 per
+// warpgroup reads 10 KB per k16 step where 128x128 reads 12 KB). So the
+// smallest WM first, then the widest WN. {0, 0} when none fits.
 std::pair<int, int> arrange_warpgroups(int bm, int bn, int warps) {
   if (warps % 4 != 0) return {0, 0};
   const int groups = warps / 4;
@@ -209,7 +228,7 @@ std::pair<int, int> arrange_warpgroups(int bm, int bn, int warps) {
     const int wm = bm / wg_m, wn = bn / wg_n;
     if (wm % 64 != 0 || (wn != 64 && wn != 128 && wn != 256)) continue;
     if (wm / 64 * wn / 2 > 128) continue;
-    const int cost = wm + wn;
+    const int cost = wm;
     if (cost < best_cost || (cost == best_cost && wn > best_wn))
       best = {wg_m, wg_n}, best_cost = cost, best_wn = wn;
   }
@@ -316,6 +335,24 @@ class Emitter {
   int mma_threads_ = 0;
   const ForNode* ws_loop_ = nullptr;
   int64_t mbar_offset_ = 0;
+  // The warp-specialized loop's copies issued by TMA (lower_copies' "tma"
+  // tiles whose shared layout a tensor map can write): one or more
+  // cp.async.bulk.tensor per stage, each with its box origin (tensor
+  // coordinates, innermost first) and its offset into the stage's tile.
+  struct TmaOp {
+    std::vector<Expr> coords;
+    int64_t smem_elems = 0;
+  };
+  struct TmaCopy {
+    int map = 0;  // index into result_.tensor_maps: the kernel param tf_map<map>
+    std::vector<TmaOp> ops;
+    int64_t bytes = 0;  // per stage
+  };
+  std::unordered_map<const CopyNode*, TmaCopy> tma_;
+  // Plans `op` as TMA copies (into tma_ and result_.tensor_maps); false,
+  // with `why`, when a tensor map cannot write its tile.
+  bool plan_tma(const CopyNode* op, std::string* why);
+  void emit_tma_copy(const CopyNode* op);
   int tmp_ = 0;
   std::string last_line_;
   // The block barrier: __syncthreads(), or with a WgmmaTile in the kernel
@@ -801,9 +838,16 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   const int64_t elem = dtype_size(dst.dtype());
   const LoadNode* src = op->value.as<LoadNode>();
   int64_t vec = 1;
+  if (mode == "tma") {
+    const std::string note = "copy " + dst.name() +
+                             ": cp.async, not TMA: only the producer of a warp-specialized main "
+                             "loop issues TMA";
+    if (std::find(result_.notes.begin(), result_.notes.end(), note) == result_.notes.end())
+      result_.notes.push_back(note);
+  }
   if (mode == "cp_async" || mode == "tma") {
-    // The mma.sync path issues TMA-eligible tiles with cp.async too
-    // (lower_copies only picks "tma" for targets that lower it).
+    // Outside a warp-specialized loop's producer TMA-eligible tiles are
+    // issued with cp.async.
     vec = width / elem;
     bool ok =
         src && dst.scope() == MemScope::Shared && vec >= 1 && width % elem == 0 && !ext.empty() &&
@@ -968,6 +1012,141 @@ bool Emitter::wgmma_async_loop(const ForNode* op, const GemmNode** gemm) {
   return true;
 }
 
+bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
+  const LoadNode* l = op->value.as<LoadNode>();
+  if (!l || l->buffer.scope() != MemScope::Global) return *why = "not a plain global load", false;
+  const Buffer& b = l->buffer;
+  const int rank = static_cast<int>(l->indices.size());
+  const int elem = static_cast<int>(dtype_size(b.dtype()));
+  if (rank < 1 || rank > 5 || op->vars.empty() || op->vars.size() > 2)
+    return *why = "rank", false;
+  // The tensor: constant shape and strides (bytes), innermost contiguous.
+  std::vector<int64_t> shape, strides;
+  for (const Expr& e : b->shape) {
+    const int64_t* c = as_const_int(e);
+    if (!c) return *why = "a symbolic shape", false;
+    shape.push_back(*c);
+  }
+  if (b->strides.empty()) {
+    int64_t st = 1;
+    strides.assign(rank, 0);
+    for (int k = rank; k-- > 0;) strides[k] = st, st *= shape[k];
+  } else {
+    for (const Expr& e : b->strides) {
+      const int64_t* c = as_const_int(e);
+      if (!c) return *why = "a symbolic stride", false;
+      strides.push_back(*c);
+    }
+  }
+  if (strides.back() != 1) return *why = "the innermost dim is not contiguous", false;
+  // Each copy dim reads one tensor dim, in order, the innermost copy dim the
+  // innermost tensor dim; the destination is indexed by the copy vars.
+  std::vector<int> dim_of(op->vars.size(), -1);
+  for (int k = 0; k < rank; ++k)
+    for (size_t d = 0; d < op->vars.size(); ++d)
+      if (uses_var(l->indices[k], op->vars[d])) {
+        if (dim_of[d] != -1) return *why = "a copy dim feeds two tensor dims", false;
+        dim_of[d] = k;
+      }
+  for (size_t d = 0; d < dim_of.size(); ++d)
+    if (dim_of[d] < 0 || (d > 0 && dim_of[d] <= dim_of[d - 1]))
+      return *why = "the copy dims are not the tensor dims in order", false;
+  if (dim_of.back() != rank - 1) return *why = "the inner copy dim is not the inner tensor dim", false;
+  if (op->dst_indices.size() != op->vars.size()) return *why = "destination rank", false;
+  for (size_t d = 0; d < op->vars.size(); ++d) {
+    const VarNode* v = op->dst_indices[d].as<VarNode>();
+    if (v != op->vars[d].get()) return *why = "the destination is not indexed by the copy vars", false;
+  }
+  std::vector<int64_t> ext;
+  for (const Expr& e : op->extents) ext.push_back(const_of(e, "a copy extent"));
+  // The box origin: the source indices with every copy var at 0.
+  std::vector<Expr> origin;
+  for (int k = 0; k < rank; ++k) {
+    Expr e = l->indices[k];
+    for (const Var& v : op->vars) e = substitute(e, v, make_const(v.dtype(), 0));
+    origin.push_back(passes::simplify(e));
+  }
+  // The shared layout decides the boxes: row-major (one box, no swizzle),
+  // `swizzled` with 128-byte rows (one box, the 128-byte swizzle), or
+  // `mn_swizzled` (one box per 128-byte column strip, each 128-byte swizzled).
+  const SharedInfo& si = shared_.at(op->dst.get());
+  const int64_t inner = ext.back(), rows = op->vars.size() == 2 ? ext[0] : 1;
+  int64_t box_inner = inner, strips = 1;
+  int swizzle = 0;
+  switch (si.layout) {
+    case SharedLayout::kRowMajor:
+      if (inner * elem % 16 != 0) return *why = "the inner box is not a multiple of 16 bytes", false;
+      break;
+    case SharedLayout::kSwizzled:
+      if (inner * elem != 128) return *why = "swizzled rows of other than 128 bytes", false;
+      swizzle = 128;
+      break;
+    case SharedLayout::kMnSwizzled:
+      if (inner * elem % 128 != 0) return *why = "mn_swizzled strips", false;
+      box_inner = 128 / elem, strips = inner * elem / 128, swizzle = 128;
+      break;
+    default:
+      return *why = "a layout TMA does not write", false;
+  }
+  const int64_t align = swizzle ? 1024 : 128;  // a swizzled box starts on its pattern
+  if ((si.offset % align) != 0 || (si.tile_elems * elem) % align != 0 ||
+      (rows * box_inner * elem) % align != 0 || rows > 256 || box_inner > 256)
+    return *why = "alignment of the stage tiles", false;
+  CudaTensorMap m;
+  int param = 0;
+  for (const KernelParam& p : k_.params) {
+    if (p.is_buffer() && p.buffer.same_as(b)) break;
+    ++param;
+  }
+  if (param == static_cast<int>(k_.params.size())) return *why = "not a kernel parameter", false;
+  m.param = param;
+  m.elem_bytes = elem;
+  for (int k = rank; k-- > 0;) m.dims.push_back(shape[k]);
+  for (int k = rank - 1; k-- > 0;) m.strides.push_back(strides[k] * elem);
+  for (int k = rank; k-- > 0;) {
+    int64_t bx = 1;
+    if (k == rank - 1) bx = box_inner;
+    else if (op->vars.size() == 2 && k == dim_of[0]) bx = rows;
+    m.box.push_back(static_cast<int>(bx));
+  }
+  m.swizzle_bytes = swizzle;
+  for (int64_t st : m.strides)
+    if (st % 16 != 0) return *why = "a stride is not a multiple of 16 bytes", false;
+  TmaCopy t;
+  t.map = static_cast<int>(result_.tensor_maps.size());
+  for (int64_t s = 0; s < strips; ++s) {
+    TmaOp o;
+    for (int k = rank; k-- > 0;) {
+      Expr c = origin[k];
+      if (k == rank - 1 && s > 0)
+        c = passes::simplify(AddNode::make(c, make_const(c.dtype(), static_cast<double>(s * box_inner))));
+      o.coords.push_back(c);
+    }
+    o.smem_elems = s * rows * box_inner;
+    t.ops.push_back(o);
+  }
+  t.bytes = rows * inner * elem;
+  result_.tensor_maps.push_back(m);
+  tma_[op] = t;
+  return true;
+}
+
+void Emitter::emit_tma_copy(const CopyNode* op) {
+  const TmaCopy& t = tma_.at(op);
+  const SharedInfo& si = shared_.at(op->dst.get());
+  result_.copies.push_back({op->dst.name(), "tma", 16, si.stages});
+  line(fmt::format("// copy {} <- {} (TMA: {} box{} of {} bytes, tf_map{})", op->dst.name(),
+                   op->value.as<LoadNode>()->buffer.name(), t.ops.size(),
+                   t.ops.size() > 1 ? "es" : "", t.bytes / static_cast<int64_t>(t.ops.size()),
+                   t.map));
+  for (const TmaOp& o : t.ops) {
+    std::string coords;
+    for (const Expr& c : o.coords) coords += ", static_cast<int>(" + expr(c) + ")";
+    line(fmt::format("tf::tma_load<{}>(&{}[(tf_stage) * {} + {}], &tf_map{}{}, &tf_full[tf_stage]);",
+                     o.coords.size(), buf(op->dst), si.tile_elems, o.smem_elems, t.map, coords));
+  }
+}
+
 void Emitter::emit_loop_lets(const ForNode* op, const std::vector<std::pair<Var, Expr>>& lets,
                              const std::vector<Stmt>& users, const std::string& k_decl) {
   struct Uses : IRVisitor {
@@ -1000,13 +1179,22 @@ void Emitter::emit_warp_specialized(const ForNode* op,
   // cp.async copies arrive on the stage's `full` mbarrier when they land
   // (one .noinc arrival per producer thread); register-staged ones store to
   // shared memory, fence for the async proxy and arrive (release) after.
+  // TMA copies: producer thread 0 announces the stage's bytes
+  // (mbarrier.arrive.expect_tx, one arrival) and issues them; they complete
+  // the transaction count as they land.
   bool async_copies = false, sync_copies = false;
+  int64_t tma_bytes = 0;
   for (const CopyNode* c : copies) {
+    if (tma_.count(c)) {
+      tma_bytes += tma_.at(c).bytes;
+      continue;
+    }
     auto m = c->annotations.find("mode");
     const std::string mode = m == c->annotations.end() ? "register" : std::get<std::string>(m->second);
     (mode == "cp_async" || mode == "tma" ? async_copies : sync_copies) = true;
   }
-  const int full_count = (async_copies ? kProducerThreads : 0) + (sync_copies ? kProducerThreads : 0);
+  const int full_count = (async_copies ? kProducerThreads : 0) +
+                         (sync_copies ? kProducerThreads : 0) + (tma_bytes > 0 ? 1 : 0);
   line(fmt::format(
       "// warp specialization: warpgroup {} (threads {}..{}) issues each stage's copies and "
       "signals the stage's `full` mbarrier; warpgroups 0..{} wait on it, run the stage's wgmma "
@@ -1037,7 +1225,15 @@ void Emitter::emit_warp_specialized(const ForNode* op,
     open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
     emit_loop_lets(op, lets, copy_stmts);
-    for (const CopyNode* c : copies) emit_copy(c, true);
+    if (tma_bytes > 0) {
+      open("if (tf_ptid == 0)");
+      line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", tma_bytes));
+      for (const CopyNode* c : copies)
+        if (tma_.count(c)) emit_tma_copy(c);
+      close();
+    }
+    for (const CopyNode* c : copies)
+      if (!tma_.count(c)) emit_copy(c, true);
     --indent_;
     line("};");
     open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
@@ -1812,6 +2008,19 @@ CudaKernel Emitter::run() {
     offset += 2 * 8 * int64_t{f->num_stages};
     threads_ = mma_threads_ + kProducerThreads;
     result_.producer_threads = kProducerThreads;
+    // Its "tma" copies whose tiles a tensor map can write (TILEFUSE_NO_TMA=1
+    // issues them as cp.async, to compare).
+    std::vector<std::pair<Var, Expr>> lets;
+    std::vector<const CopyNode*> copies;
+    std::vector<Stmt> consumer;
+    split_pipelined_body(f, &lets, &copies, &consumer);
+    for (const CopyNode* c : copies) {
+      auto m = c->annotations.find("mode");
+      if (m == c->annotations.end() || std::get<std::string>(m->second) != "tma") continue;
+      std::string why = "TILEFUSE_NO_TMA is set";
+      if (std::getenv("TILEFUSE_NO_TMA") != nullptr || !plan_tma(c, &why))
+        result_.notes.push_back("copy " + c->dst.name() + ": cp.async, not TMA: " + why);
+    }
     result_.notes.push_back(fmt::format(
         "warp-specialized: warpgroup {} issues the copies (mbarrier pipeline), warpgroups 0..{} "
         "run wgmma",
@@ -1849,6 +2058,8 @@ CudaKernel Emitter::run() {
   }
   if (!params.empty()) params += ",\n    ";
   params += "tf::Status* __restrict__ tf_status";
+  for (size_t m = 0; m < result_.tensor_maps.size(); ++m)
+    params += fmt::format(",\n    const __grid_constant__ tf::TmaDesc tf_map{}", m);
   head << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << k_.name
        << "(\n    " << params << ") {\n";
 

@@ -64,9 +64,22 @@ struct CudaSharedBuffer {
 
 struct CudaCopy {
   std::string dst;
-  std::string mode;  // "cp_async" or "register"
+  std::string mode;  // "tma", "cp_async" or "register"
   int64_t width = 0; // bytes per access
   int stages = 1;    // > 1 when issued ahead in a pipelined loop
+};
+
+// A TMA tensor map the kernel takes (after tf_status, in this order, as
+// `const __grid_constant__ tf::TmaDesc`): the runtime encodes it with
+// cuTensorMapEncodeTiled (CUDA Driver API, "Tensor Map Object Management")
+// for the buffer the kernel's `param`-th parameter binds.
+struct CudaTensorMap {
+  int param = 0;                   // index into the kernel's parameters (a global buffer)
+  int elem_bytes = 0;              // element size (the map copies bytes: an unsigned type)
+  std::vector<int64_t> dims;       // elements per dim, innermost first
+  std::vector<int64_t> strides;    // bytes, of dims 1 .. rank - 1 (innermost is contiguous)
+  std::vector<int> box;            // box extent per dim, innermost first
+  int swizzle_bytes = 0;           // 0 (none) or 128 (CU_TENSOR_MAP_SWIZZLE_128B)
 };
 
 struct CudaGemm {
@@ -92,6 +105,7 @@ struct CudaKernel {
   std::vector<CudaCopy> copies;  // in program order
   std::vector<CudaGemm> gemms;
   std::vector<CudaCheck> checks;
+  std::vector<CudaTensorMap> tensor_maps;
   std::vector<std::string> headers;  // device headers it includes
   std::vector<std::string> notes;    // decisions worth telling (e.g. fewer warps)
 };

@@ -69,6 +69,7 @@ struct CudaProgram::Impl {
     std::vector<ValueId> bindings;
     const codegen::CudaKernel* code = nullptr;
     std::vector<cuda::CUdeviceptr> arg_values;
+    std::vector<cuda::TensorMap> tensor_maps;  // its TMA maps, over the bound buffers
     std::vector<void*> args;
     // cuBLASLt instead of our kernel: C = A @ B over these values.
     std::unique_ptr<cuda::CublasLtGemm> blas;
@@ -241,8 +242,17 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
       k.arg_values.push_back(it->second.ptr());
     }
     k.arg_values.push_back(impl_->status->ptr());
+    k.tensor_maps.clear();
+    for (const codegen::CudaTensorMap& m : k.code->tensor_maps) {
+      TF_CHECK(m.param >= 0 && m.param < static_cast<int>(k.bindings.size()),
+               "a tensor map of a parameter the kernel does not bind");
+      k.tensor_maps.push_back(cuda::encode_tensor_map(device_, k.arg_values[m.param],
+                                                      m.elem_bytes, m.dims, m.strides, m.box,
+                                                      m.swizzle_bytes));
+    }
     k.args.clear();
     for (cuda::CUdeviceptr& a : k.arg_values) k.args.push_back(&a);
+    for (cuda::TensorMap& m : k.tensor_maps) k.args.push_back(&m);
   }
   impl_->bound = true;
 }

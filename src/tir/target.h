@@ -13,9 +13,11 @@ struct Target {
   Kind kind = Kind::kCpu;
   int sm = 0;              // CUDA compute capability x10 (80, 90); 0 for the CPU
   bool arch_specific = false;  // the "a" suffix: sm_90a enables wgmma/setmaxnreg
-  // The code generator lowers "tma" copies (TMA descriptors + mbarriers).
-  // Only the wgmma path will; the mma.sync path issues cp.async instead, so
-  // lower_copies reports a TMA-eligible tile as cp.async unless this is set.
+  // The code generator lowers "tma" copies (TMA descriptors + mbarriers):
+  // on sm_90a, where the wgmma main loop is warp-specialized and its
+  // producer issues them. Elsewhere (and in a loop that is not
+  // warp-specialized) lower_copies' "tma" tiles are issued as cp.async, so
+  // without this it reports a TMA-eligible tile as cp.async.
   bool tma_copies = false;
 
   bool is_cuda() const { return kind == Kind::kCuda; }
@@ -24,7 +26,11 @@ struct Target {
   bool has_wgmma() const { return is_cuda() && sm == 90 && arch_specific; }  // sm_90a only
 
   static Target cpu() { return {}; }
-  static Target cuda(int sm, bool arch_specific = false) { return {Kind::kCuda, sm, arch_specific}; }
+  static Target cuda(int sm, bool arch_specific = false) {
+    Target t{Kind::kCuda, sm, arch_specific};
+    t.tma_copies = t.has_wgmma();
+    return t;
+  }
   // "cpu", or "sm_NN" / "sm_NNN" with NN >= 80 ("sm_80", "sm_86", "sm_90",
   // "sm_100", "sm_120"), with the arch-specific "a" suffix only from sm_90 on
   // ("sm_90a", "sm_100a": NVRTC has no sm_80a or sm_89a); nullopt otherwise.

@@ -22,6 +22,17 @@ struct ExtraEntryPoints {
   CUresult (*cuEventDestroy_v2)(CUevent event) = nullptr;
   // [Event Management] CUresult cuEventSynchronize(CUevent hEvent)
   CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+  // [Tensor Map Object Management] CUresult cuTensorMapEncodeTiled(CUtensorMap* tensorMap,
+  //     CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void* globalAddress,
+  //     const cuuint64_t* globalDim, const cuuint64_t* globalStrides, const cuuint32_t* boxDim,
+  //     const cuuint32_t* elementStrides, CUtensorMapInterleave interleave,
+  //     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+  //     CUtensorMapFloatOOBfill oobFill)   (CUDA 12.0+; the enums are C enums: int)
+  CUresult (*cuTensorMapEncodeTiled)(void* map, int dtype, unsigned rank, void* address,
+                                     const std::uint64_t* dims, const std::uint64_t* strides,
+                                     const unsigned* box, const unsigned* element_strides,
+                                     int interleave, int swizzle, int l2_promotion,
+                                     int oob_fill) = nullptr;
 };
 
 template <typename Fn>
@@ -38,6 +49,7 @@ const ExtraEntryPoints& extra(const CudaLibraries& libs) {
     resolve(libs.libcuda_handle, x.cuModuleUnload, "cuModuleUnload");
     resolve(libs.libcuda_handle, x.cuEventDestroy_v2, "cuEventDestroy_v2");
     resolve(libs.libcuda_handle, x.cuEventSynchronize, "cuEventSynchronize");
+    resolve(libs.libcuda_handle, x.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
     return x;
   }();
   return e;
@@ -252,6 +264,52 @@ float Event::elapsed_ms_since(const Event& start) const {
   float ms = 0.0f;
   check_cuda(*libs_, libs_->cuEventElapsedTime(&ms, start.ev_, ev_), "cuEventElapsedTime");
   return ms;
+}
+
+}  // namespace tilefuse::cuda
+
+namespace tilefuse::cuda {
+
+TensorMap encode_tensor_map(const Device& device, CUdeviceptr base, int elem_bytes,
+                            const std::vector<std::int64_t>& dims,
+                            const std::vector<std::int64_t>& strides, const std::vector<int>& box,
+                            int swizzle_bytes) {
+  const CudaLibraries& libs = device.libs();
+  const ExtraEntryPoints& x = extra(libs);
+  if (x.cuTensorMapEncodeTiled == nullptr)
+    throw UserError(
+        "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs driver 525 or newer); set "
+        "TILEFUSE_NO_TMA=1 to issue cp.async instead");
+  const std::size_t rank = dims.size();
+  TF_CHECK(rank >= 1 && rank <= 5 && strides.size() + 1 == rank && box.size() == rank,
+           "encode_tensor_map: rank");
+  // CU_TENSOR_MAP_DATA_TYPE_UINT8 / UINT16 / UINT32 / UINT64 (the map copies bytes).
+  int dtype = 0;
+  switch (elem_bytes) {
+    case 1: dtype = 0; break;
+    case 2: dtype = 1; break;
+    case 4: dtype = 2; break;
+    case 8: dtype = 4; break;
+    default: TF_CHECK(false, "encode_tensor_map: element size");
+  }
+  std::uint64_t d[5], st[4];
+  unsigned bx[5], es[5];
+  for (std::size_t i = 0; i < rank; ++i) {
+    d[i] = static_cast<std::uint64_t>(dims[i]);
+    bx[i] = static_cast<unsigned>(box[i]);
+    es[i] = 1;
+  }
+  for (std::size_t i = 0; i + 1 < rank; ++i) st[i] = static_cast<std::uint64_t>(strides[i]);
+  // CU_TENSOR_MAP_SWIZZLE_NONE = 0, _128B = 3; CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+  // CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3; CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 (zeros).
+  const int swizzle = swizzle_bytes == 128 ? 3 : 0;
+  TF_CHECK(swizzle_bytes == 0 || swizzle_bytes == 128, "encode_tensor_map: swizzle");
+  TensorMap m{};
+  const CUresult rc = x.cuTensorMapEncodeTiled(m.bytes, dtype, static_cast<unsigned>(rank),
+                                               reinterpret_cast<void*>(base), d, st, bx, es, 0,
+                                               swizzle, 3, 0);
+  check_cuda(libs, rc, "cuTensorMapEncodeTiled");
+  return m;
 }
 
 }  // namespace tilefuse::cuda

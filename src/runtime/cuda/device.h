@@ -170,4 +170,25 @@ class Device {
   std::size_t total_memory_ = 0;
 };
 
+// A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned), passed
+// by pointer in a launch's argument array for a `const __grid_constant__
+// tf::TmaDesc` kernel parameter.
+struct alignas(64) TensorMap {
+  unsigned char bytes[128];
+};
+
+// cuTensorMapEncodeTiled (CUDA Driver API, "Tensor Map Object Management")
+// for the tensor at device address `base`: elements of `elem_bytes` bytes
+// (an unsigned type: the map copies bytes), `dims` elements per dim and
+// `box` the box extents, innermost first; `strides` the byte strides of
+// dims 1 .. rank - 1 (multiples of 16; the innermost dim is contiguous);
+// rank 1 to 5; `swizzle_bytes` 0 or 128 (CU_TENSOR_MAP_SWIZZLE_128B). Element
+// strides 1, no interleave, L2 promotion 256 B, out-of-bounds elements read
+// as zeros. Throws UserError when the driver lacks the entry point, and the
+// driver's error (check_cuda) when it refuses the map.
+TensorMap encode_tensor_map(const Device& device, CUdeviceptr base, int elem_bytes,
+                            const std::vector<std::int64_t>& dims,
+                            const std::vector<std::int64_t>& strides, const std::vector<int>& box,
+                            int swizzle_bytes);
+
 }  // namespace tilefuse::cuda

@@ -97,6 +97,77 @@ __device__ __forceinline__ void cp_async_mbar_arrive(unsigned long long* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
                : "memory");
 }
+// One arrival that also raises the phase's expected transaction count by
+// `bytes` (what the TMA copies of the phase will complete).
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile(
+      "{\n.reg .b64 tf_st;\nmbarrier.arrive.expect_tx.shared::cta.b64 tf_st, [%0], %1;\n}\n" ::"r"(
+          smem_addr(bar)),
+      "r"(bytes)
+      : "memory");
+}
+
+// A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned), taken
+// by value as a `const __grid_constant__` kernel parameter.
+struct alignas(64) TmaDesc {
+  unsigned long long opaque[16];
+};
+
+// One TMA tile load (PTX ISA 9.7.9.27, cp.async.bulk.tensor): the box of
+// `map` at tensor coordinates c (innermost first, elements; out-of-bounds
+// elements are zero-filled) into shared memory at `dst` (laid out as the
+// map's box, swizzled as the map says), completing its bytes on `bar`.
+template <int RANK>
+__device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0,
+                                         unsigned long long* bar) {
+  static_assert(RANK == 1, "tma_load: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2}], [%3];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(smem_addr(bar))
+      : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, int c1,
+                                         unsigned long long* bar) {
+  static_assert(RANK == 2, "tma_load: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, int c1, int c2,
+                                         unsigned long long* bar) {
+  static_assert(RANK == 3, "tma_load: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
+      : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, int c1, int c2,
+                                         int c3, unsigned long long* bar) {
+  static_assert(RANK == 4, "tma_load: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+      : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, int c1, int c2,
+                                         int c3, int c4, unsigned long long* bar) {
+  static_assert(RANK == 5, "tma_load: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_addr(bar))
+      : "memory");
+}
+
 // Waits for every cp.async this thread issued (committed or not).
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
