@@ -128,6 +128,20 @@ class Prescan : public IRVisitor {
   int stages_ = 1;
 };
 
+// Does `e` read memory (a load)?
+bool reads_memory(const Expr& e) {
+  struct Reads : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const LoadNode* op) override {
+      found = true;
+      IRVisitor::visit(op);
+    }
+  } r;
+  r.visit_expr(e);
+  return r.found;
+}
+
 // Does `e` read the var `v`?
 bool uses_var(const Expr& e, const Var& v) {
   struct Uses : IRVisitor {
@@ -347,11 +361,20 @@ class Emitter {
     int map = 0;  // index into result_.tensor_maps: the kernel param tf_map<map>
     std::vector<TmaOp> ops;
     int64_t bytes = 0;  // per stage
+    // A row gather (A[i, j] = x[idx[i], k0 + j]): one box of one row per
+    // row i, spread over the producer threads; ops[0] holds the coordinates
+    // with the row var free (the gathered row where `mask` holds, else -1:
+    // a box wholly out of bounds, zero-filled), smem_elems the row pitch.
+    bool gather = false;
+    int64_t rows = 0;
+    Expr mask;
   };
   std::unordered_map<const CopyNode*, TmaCopy> tma_;
   // Plans `op` as TMA copies (into tma_ and result_.tensor_maps); false,
   // with `why`, when a tensor map cannot write its tile.
-  bool plan_tma(const CopyNode* op, std::string* why);
+  // `gather_only`: only as a row gather (a "cp_async" copy: lower_copies'
+  // TMA checks did not pass it as a tile).
+  bool plan_tma(const CopyNode* op, std::string* why, bool gather_only = false);
   void emit_tma_copy(const CopyNode* op);
   int tmp_ = 0;
   std::string last_line_;
@@ -1012,7 +1035,7 @@ bool Emitter::wgmma_async_loop(const ForNode* op, const GemmNode** gemm) {
   return true;
 }
 
-bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
+bool Emitter::plan_tma(const CopyNode* op, std::string* why, bool gather_only) {
   const LoadNode* l = op->value.as<LoadNode>();
   if (!l || l->buffer.scope() != MemScope::Global) return *why = "not a plain global load", false;
   const Buffer& b = l->buffer;
@@ -1052,6 +1075,21 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
     if (dim_of[d] < 0 || (d > 0 && dim_of[d] <= dim_of[d - 1]))
       return *why = "the copy dims are not the tensor dims in order", false;
   if (dim_of.back() != rank - 1) return *why = "the inner copy dim is not the inner tensor dim", false;
+  // A row gather: the outer copy var reaches its tensor index only through
+  // a loaded value (TILEFUSE_NO_TMA_GATHER=1 keeps cp.async for them).
+  const bool gather = op->vars.size() == 2 && reads_memory(l->indices[dim_of[0]]);
+  if (gather_only && !gather) return *why = "not a row gather", false;
+  if (gather) {
+    if (std::getenv("TILEFUSE_NO_TMA_GATHER") != nullptr)
+      return *why = "TILEFUSE_NO_TMA_GATHER is set", false;
+    const Var& inner_var = op->vars.back();
+    if (uses_var(passes::simplify(SubNode::make(l->indices.back(), inner_var)), inner_var))
+      return *why = "the gathered rows are not contiguous", false;
+    if (l->mask.defined() && uses_var(l->mask, inner_var))
+      return *why = "a mask within the gathered rows", false;
+  } else if (l->mask.defined() && reads_memory(l->mask)) {
+    return *why = "a mask that reads memory", false;
+  }
   if (op->dst_indices.size() != op->vars.size()) return *why = "destination rank", false;
   for (size_t d = 0; d < op->vars.size(); ++d) {
     const VarNode* v = op->dst_indices[d].as<VarNode>();
@@ -1071,6 +1109,9 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
   // `mn_swizzled` (one box per 128-byte column strip, each 128-byte swizzled).
   const SharedInfo& si = shared_.at(op->dst.get());
   const int64_t inner = ext.back(), rows = op->vars.size() == 2 ? ext[0] : 1;
+  // (A gathered row is one box of one row: its smem row starts at any
+  // multiple of 128 bytes; the 128-byte swizzle is a function of the
+  // address, PTX ISA 9.7.9.27 / the tensor map's swizzle modes.)
   int64_t box_inner = inner, strips = 1;
   int swizzle = 0;
   switch (si.layout) {
@@ -1090,7 +1131,9 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
   }
   const int64_t align = swizzle ? 1024 : 128;  // a swizzled box starts on its pattern
   if ((si.offset % align) != 0 || (si.tile_elems * elem) % align != 0 ||
-      (rows * box_inner * elem) % align != 0 || rows > 256 || box_inner > 256)
+      (gather ? (box_inner * elem) % 128 != 0 || strips != 1
+              : (rows * box_inner * elem) % align != 0 || rows > 256) ||
+      box_inner > 256)
     return *why = "alignment of the stage tiles", false;
   CudaTensorMap m;
   int param = 0;
@@ -1106,7 +1149,7 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
   for (int k = rank; k-- > 0;) {
     int64_t bx = 1;
     if (k == rank - 1) bx = box_inner;
-    else if (op->vars.size() == 2 && k == dim_of[0]) bx = rows;
+    else if (op->vars.size() == 2 && k == dim_of[0] && !gather) bx = rows;
     m.box.push_back(static_cast<int>(bx));
   }
   m.swizzle_bytes = swizzle;
@@ -1117,15 +1160,18 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why) {
   for (int64_t s = 0; s < strips; ++s) {
     TmaOp o;
     for (int k = rank; k-- > 0;) {
-      Expr c = origin[k];
+      Expr c = gather && k == dim_of[0] ? l->indices[k] : origin[k];
       if (k == rank - 1 && s > 0)
         c = passes::simplify(AddNode::make(c, make_const(c.dtype(), static_cast<double>(s * box_inner))));
       o.coords.push_back(c);
     }
-    o.smem_elems = s * rows * box_inner;
+    o.smem_elems = gather ? box_inner : s * rows * box_inner;
     t.ops.push_back(o);
   }
   t.bytes = rows * inner * elem;
+  t.gather = gather;
+  t.rows = rows;
+  if (gather) t.mask = l->mask;
   result_.tensor_maps.push_back(m);
   tma_[op] = t;
   return true;
@@ -1135,6 +1181,30 @@ void Emitter::emit_tma_copy(const CopyNode* op) {
   const TmaCopy& t = tma_.at(op);
   const SharedInfo& si = shared_.at(op->dst.get());
   result_.copies.push_back({op->dst.name(), "tma", 16, si.stages});
+  if (t.gather) {
+    const TmaOp& o = t.ops[0];
+    line(fmt::format("// copy {} <- {} (TMA: one {}-byte box per gathered row, tf_map{})",
+                     op->dst.name(), op->value.as<LoadNode>()->buffer.name(), t.bytes / t.rows,
+                     t.map));
+    const std::string r = "tf_g" + std::to_string(tmp_++);
+    open(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3})", r, tid_sym_, t.rows,
+                     threads_sym_));
+    const Var& row = op->vars[0];
+    nonneg_vars_.insert(row.get());
+    line(fmt::format("const int {} = {};", var(row), r));
+    // The row coordinate (the gathered one) is the only one reading memory;
+    // a masked row reads row -1: out of bounds, zero-filled.
+    std::string coords;
+    for (const Expr& c : o.coords)
+      coords += t.mask.defined() && reads_memory(c)
+                    ? fmt::format(", ({}) ? static_cast<int>({}) : -1", expr(t.mask), expr(c))
+                    : ", static_cast<int>(" + expr(c) + ")";
+    line(fmt::format("tf::tma_load<{}>(&{}[(tf_stage) * {} + {} * {}], &tf_map{}{}, &tf_full[tf_stage]);",
+                     o.coords.size(), buf(op->dst), si.tile_elems, var(row), o.smem_elems, t.map,
+                     coords));
+    close();
+    return;
+  }
   line(fmt::format("// copy {} <- {} (TMA: {} box{} of {} bytes, tf_map{})", op->dst.name(),
                    op->value.as<LoadNode>()->buffer.name(), t.ops.size(),
                    t.ops.size() > 1 ? "es" : "", t.bytes / static_cast<int64_t>(t.ops.size()),
@@ -1229,8 +1299,10 @@ void Emitter::emit_warp_specialized(const ForNode* op,
       open("if (tf_ptid == 0)");
       line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", tma_bytes));
       for (const CopyNode* c : copies)
-        if (tma_.count(c)) emit_tma_copy(c);
+        if (tma_.count(c) && !tma_.at(c).gather) emit_tma_copy(c);
       close();
+      for (const CopyNode* c : copies)
+        if (tma_.count(c) && tma_.at(c).gather) emit_tma_copy(c);
     }
     for (const CopyNode* c : copies)
       if (!tma_.count(c)) emit_copy(c, true);
@@ -2014,12 +2086,17 @@ CudaKernel Emitter::run() {
     std::vector<const CopyNode*> copies;
     std::vector<Stmt> consumer;
     split_pipelined_body(f, &lets, &copies, &consumer);
+    // Gathered rows (cp.async by lower_copies: TMA has no gather on sm_90)
+    // go by TMA too, one box per row, where the tensor map can.
     for (const CopyNode* c : copies) {
       auto m = c->annotations.find("mode");
-      if (m == c->annotations.end() || std::get<std::string>(m->second) != "tma") continue;
+      if (m == c->annotations.end()) continue;
+      const std::string mode = std::get<std::string>(m->second);
       std::string why = "TILEFUSE_NO_TMA is set";
-      if (std::getenv("TILEFUSE_NO_TMA") != nullptr || !plan_tma(c, &why))
+      const bool off = std::getenv("TILEFUSE_NO_TMA") != nullptr;
+      if (mode == "tma" && (off || !plan_tma(c, &why)))
         result_.notes.push_back("copy " + c->dst.name() + ": cp.async, not TMA: " + why);
+      if (mode == "cp_async" && !off) plan_tma(c, &why, /*gather_only=*/true);
     }
     result_.notes.push_back(fmt::format(
         "warp-specialized: warpgroup {} issues the copies (mbarrier pipeline), warpgroups 0..{} "
