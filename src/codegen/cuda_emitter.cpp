@@ -1076,12 +1076,15 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why, bool gather_only) {
       return *why = "the copy dims are not the tensor dims in order", false;
   if (dim_of.back() != rank - 1) return *why = "the inner copy dim is not the inner tensor dim", false;
   // A row gather: the outer copy var reaches its tensor index only through
-  // a loaded value (TILEFUSE_NO_TMA_GATHER=1 keeps cp.async for them).
+  // a loaded value. Only under TILEFUSE_TMA_GATHER=1: one TMA per 128-byte
+  // row was slower than the producer's cp.async on the H200 (seed 2048^3
+  // f16, 128x256x64/4/8: 64.7 us against 52.6; 128x128x64/4/8 99.3 against
+  // 71.0; bench/RESULTS.md, session 4).
   const bool gather = op->vars.size() == 2 && reads_memory(l->indices[dim_of[0]]);
   if (gather_only && !gather) return *why = "not a row gather", false;
   if (gather) {
-    if (std::getenv("TILEFUSE_NO_TMA_GATHER") != nullptr)
-      return *why = "TILEFUSE_NO_TMA_GATHER is set", false;
+    if (std::getenv("TILEFUSE_TMA_GATHER") == nullptr)
+      return *why = "gathered rows go by cp.async (TILEFUSE_TMA_GATHER=1: by TMA)", false;
     const Var& inner_var = op->vars.back();
     if (uses_var(passes::simplify(SubNode::make(l->indices.back(), inner_var)), inner_var))
       return *why = "the gathered rows are not contiguous", false;
