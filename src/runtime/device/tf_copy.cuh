@@ -132,10 +132,13 @@ __device__ __forceinline__ void store_pair(T* p, T a, T b) {
   if constexpr (sizeof(T) <= 4) {
     using U = typename UIntOf<sizeof(T)>::type;
     using W = typename UIntOf<2 * sizeof(T)>::type;
-    U ua, ub;
-    __builtin_memcpy(&ua, &a, sizeof(T));
-    __builtin_memcpy(&ub, &b, sizeof(T));
-    *reinterpret_cast<W*>(p) = static_cast<W>(ua) | (static_cast<W>(ub) << (8 * sizeof(T)));
+    union Bits {
+      T t;
+      U u;
+    } ua, ub;  // (NVRTC has no memcpy without headers; nvcc defines union punning)
+    ua.t = a;
+    ub.t = b;
+    *reinterpret_cast<W*>(p) = static_cast<W>(ua.u) | (static_cast<W>(ub.u) << (8 * sizeof(T)));
   } else {
     *reinterpret_cast<Pair<T>*>(p) = Pair<T>{a, b};
   }
