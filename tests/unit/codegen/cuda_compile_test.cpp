@@ -198,6 +198,45 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
   }
 }
 
+// The warp-specialized producer's TMA copies. A plain GEMM: both tiles by
+// TMA (A K-major: one 128-byte-swizzled box; B MN-major: one box per 64-column
+// strip). The seed under TILEFUSE_TMA_GATHER=1: one 1-row box per gathered
+// row, masked rows at row -1 (zero-filled); without it cp.async.
+TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
+  const std::string plain = std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/gemm_f16.tfs";
+  driver::CompiledProgram p = compile_for(plain, "sm_90a", PlanKind::kFused);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const codegen::CudaKernel& c = *p.kernels[0].cuda;
+  EXPECT_EQ(c.producer_threads, 128);
+  ASSERT_EQ(c.tensor_maps.size(), 2u) << c.source;
+  EXPECT_EQ(c.tensor_maps[0].box, (std::vector<int>{64, c.gemms[0].block_m}));
+  EXPECT_EQ(c.tensor_maps[1].box, (std::vector<int>{64, 64}));
+  for (const codegen::CudaCopy& cp : c.copies) EXPECT_EQ(cp.mode, "tma") << cp.dst;
+  EXPECT_NE(c.source.find("tf::mbar_arrive_expect_tx("), std::string::npos) << c.source;
+  EXPECT_EQ(c.source.find("cp_async_16"), std::string::npos) << c.source;
+  cuda::CompiledKernel k =
+      cuda::compile_cuda(c.source, c.name + "_tma", driver::cuda_compile_options("sm_90a"));
+  if (k.usage.present) EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+
+  const std::string seed = std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
+  for (const bool gather : {false, true}) {
+    testing::ScopedEnv env("TILEFUSE_TMA_GATHER", gather ? "1" : nullptr);
+    driver::CompiledProgram s = compile_for(seed, "sm_90a", PlanKind::kFused);
+    const codegen::CudaKernel& sc = *s.kernels[0].cuda;
+    SCOPED_TRACE(gather ? "TILEFUSE_TMA_GATHER=1" : "default");
+    for (const codegen::CudaCopy& cp : sc.copies)
+      if (cp.dst == "A_s") EXPECT_EQ(cp.mode, gather ? "tma" : "cp_async");
+    EXPECT_EQ(sc.tensor_maps.size(), gather ? 2u : 1u);
+    EXPECT_EQ(sc.source.find("(index_ok[i_3]) ? static_cast<int>(index_rows[i_3]) : -1") !=
+                  std::string::npos,
+              gather)
+        << sc.source;
+    cuda::CompiledKernel sk = cuda::compile_cuda(sc.source, sc.name + (gather ? "_g1" : "_g0"),
+                                                 driver::cuda_compile_options("sm_90a"));
+    if (sk.usage.present) EXPECT_EQ(sk.usage.spill_store_bytes, 0) << sk.log;
+  }
+}
+
 TEST_F(CudaCompile, OddKGatherIsRegisterStagedAndRowsAlongKUseCpAsync) {
   driver::CompiledProgram odd =
       compile_for(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/gather_odd_k_f16.tfs", "sm_90a",

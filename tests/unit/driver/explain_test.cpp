@@ -193,11 +193,20 @@ TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
           // copy lower_copies decided.
           size_t next = 0;
           for (const json& d : decided) {
-            EXPECT_NE(d.at("mode"), "tma") << d;
             EXPECT_NE(d.at("mode"), "direct") << d;
             for (size_t j = next; j < lowered.size(); ++j)
               if (lowered[j].at("dst") == d.at("buffer")) {
-                EXPECT_EQ(lowered[j].at("mode"), d.at("mode")) << d << "\n" << lowered[j];
+                // A TMA tile outside a warp-specialized loop's producer is
+                // issued as cp.async, and a note says so.
+                if (d.at("mode") == "tma" && lowered[j].at("mode") == "cp_async") {
+                  bool noted = false;
+                  for (const json& n : k.at("cuda").at("notes"))
+                    noted |= n.get<std::string>().find("copy " + d.at("buffer").get<std::string>() +
+                                                       ": cp.async, not TMA") == 0;
+                  EXPECT_TRUE(noted) << k.at("cuda").at("notes");
+                } else {
+                  EXPECT_EQ(lowered[j].at("mode"), d.at("mode")) << d << "\n" << lowered[j];
+                }
                 if (d.at("mode") == "cp_async") {
                   EXPECT_EQ(lowered[j].at("width_bytes"), d.at("width_bytes"));
                 }

@@ -201,15 +201,18 @@ TEST(LowerCopies, SeedF16GatheredAIsCpAsync16) {
       EXPECT_NE(r.copies[1].reason.find("gather: address depends on a loaded value"),
                 std::string::npos)
           << r.copies[1].reason;
-      // TMA-eligible, issued as cp.async by the mma.sync path.
-      EXPECT_EQ(r.copies[2].mode, "cp_async") << r.copies[2].reason;
-      EXPECT_NE(r.copies[2].reason.find("TMA-eligible"), std::string::npos) << r.copies[2].reason;
-      Target tma = *Target::parse(t);
-      tma.tma_copies = true;
+      // sm_90a's code generator lowers TMA (Target::tma_copies): B is a TMA
+      // tile. A target without it (sm_90) reports it TMA-eligible, issued
+      // as cp.async.
+      EXPECT_EQ(r.copies[2].mode, "tma") << r.copies[2].reason;
+      Target no_tma = *Target::parse(t);
+      no_tma.tma_copies = false;
       CopyReport rt;
-      decide_copies(tir::parse_kernel(seed("f16", 2048)), tma, &rt);
+      decide_copies(tir::parse_kernel(seed("f16", 2048)), no_tma, &rt);
       ASSERT_EQ(rt.copies.size(), 3u);
-      EXPECT_EQ(rt.copies[2].mode, "tma") << rt.copies[2].reason;
+      EXPECT_EQ(rt.copies[2].mode, "cp_async") << rt.copies[2].reason;
+      EXPECT_NE(rt.copies[2].reason.find("TMA-eligible"), std::string::npos)
+          << rt.copies[2].reason;
     } else {
       EXPECT_EQ(r.copies[2].mode, "cp_async") << r.copies[2].reason;
     }
@@ -235,8 +238,9 @@ TEST(LowerCopies, OddKGatherIsRegisterStagedForAlignment) {
     EXPECT_EQ(r.copies[1].width, 2);
     EXPECT_NE(r.copies[1].reason.find("is only 2-byte aligned"), std::string::npos)
         << r.copies[1].reason;
-    // B (K rows of 2048 f16) is unaffected by the odd K.
-    EXPECT_EQ(r.copies[2].mode, "cp_async") << r.copies[2].reason;
+    // B (K rows of 2048 f16) is unaffected by the odd K (a TMA tile on sm_90a).
+    EXPECT_EQ(r.copies[2].mode, std::string(t) == "sm_90a" ? "tma" : "cp_async")
+        << r.copies[2].reason;
     EXPECT_EQ(r.copies[2].width, 16);
   }
 }
@@ -278,7 +282,8 @@ TEST(LowerCopies, SeedProgramEndToEnd) {
       SCOPED_TRACE(std::string(dt) + " " + t);
       EXPECT_EQ(d["A_s"].mode, "cp_async") << d["A_s"].reason;
       EXPECT_EQ(d["A_s"].width, 16);
-      EXPECT_EQ(d["B_s"].mode, "cp_async") << d["B_s"].reason;
+      EXPECT_EQ(d["B_s"].mode, std::string(t) == "sm_90a" ? "tma" : "cp_async")
+          << d["B_s"].reason;
       EXPECT_EQ(d["B_s"].width, 16);
     }
   }
