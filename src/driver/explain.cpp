@@ -150,6 +150,7 @@ json cuda_account(const codegen::CudaKernel& ck) {
   json c;
   c["entry"] = ck.name;
   c["threads"] = ck.num_threads;
+  c["producer_threads"] = ck.producer_threads;
   c["blocks"] = ck.grid;
   c["dynamic_shared_bytes"] = ck.dynamic_shared_bytes;
   json shared = json::array();

@@ -39,6 +39,9 @@ TEST(CliCuda, ExplainJsonReportsTheMmaLoweringOfTheSeed) {
   EXPECT_EQ(c.at("gemms").at(0).at("dtype"), "f16") << c;
   EXPECT_EQ(c.at("gemms").at(0).at("warps_m"), 2) << c;
   EXPECT_EQ(c.at("gemms").at(0).at("warps_n"), 1) << c;
+  // Warp-specialized: 8 MMA warps and the producer warpgroup.
+  EXPECT_EQ(c.at("producer_threads"), 128) << c;
+  EXPECT_EQ(c.at("threads"), 256 + 128) << c;
   for (const char* tile : {"A_s", "B_s"}) {
     int copies = 0, buffers = 0;
     for (const json& cp : c.at("copies"))

@@ -124,6 +124,7 @@ TEST(Explain, CudaObjectHasEveryDocumentedKey) {
   EXPECT_TRUE(c.at("entry").is_string());
   EXPECT_GT(c.at("threads").get<int>(), 0);
   EXPECT_EQ(c.at("threads").get<int>() % 32, 0);
+  EXPECT_EQ(c.at("producer_threads").get<int>(), 0);  // sm_80: no warp specialization
   EXPECT_GT(c.at("blocks").get<int64_t>(), 0);
   int64_t shared_bytes = 0;
   for (const json& b : c.at("shared")) {
