@@ -400,6 +400,9 @@ class Emitter {
   // >= 0 while emitting one half of a paired epilogue store: the Store is
   // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
   int capture_store_ = -1;
+  // >= 0 while emitting lane k of a staged epilogue's copy-out: the Store
+  // only sets tf_ok[k] and tf_p[k] (its mask and address).
+  int capture_address_ = -1;
   // While emitting one lane of a vectorized register copy: the load read a
   // vector at a time, and the expression of this lane's element.
   const LoadNode* vector_load_ = nullptr;
@@ -1623,8 +1626,110 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   };
   scan(op->body);
   pairable = pairable && store != nullptr;
-  line("#pragma unroll");
+  // Staged through shared memory (TILEFUSE_NO_STAGED_EPILOGUE=1: not): the
+  // paired values go to a padded [BM][BN + 16 B] tile of the output dtype
+  // (its rows 4 banks apart: the 8 rows of a fragment store hit 32 banks),
+  // then every thread stores whole 16-byte row chunks to global memory,
+  // coalesced, where the chunk's 16 / sizeof(T) addresses are contiguous,
+  // aligned and unmasked (else element by element). Only where the
+  // address and mask need no loaded value (the nest's lets read no memory
+  // and no fragment), the nest has no check, and the tile fits the kernel's
+  // shared memory below the mbarriers (the operand stages are dead by then).
+  const int64_t out_bytes = store ? dtype_size(store->buffer.dtype()) : 0;
+  const int64_t pitch = store ? const_of(frag->shape[1], "a fragment extent") + 16 / out_bytes : 0;
+  const int64_t stage_bytes =
+      store ? const_of(frag->shape[0], "a fragment extent") * pitch * out_bytes : 0;
+  bool staged = pairable && out_bytes >= 1 && out_bytes <= 8 && 16 % out_bytes == 0 &&
+                std::getenv("TILEFUSE_NO_STAGED_EPILOGUE") == nullptr &&
+                stage_bytes <= (warp_specialized_ ? mbar_offset_ : result_.dynamic_shared_bytes);
+  if (staged) {
+    std::function<void(const Stmt&)> pure = [&](const Stmt& st) {
+      if (const LetStmtNode* l = st.as<LetStmtNode>()) {
+        staged = staged && !reads_memory(l->value);
+        pure(l->body);
+      } else if (const SeqNode* q = st.as<SeqNode>()) {
+        for (const Stmt& t : q->stmts) pure(t);
+      } else if (st.get() == inner) {
+        pure(inner->body);
+      } else if (st.as<CheckNode>()) {
+        staged = false;
+      } else if (const StoreNode* sn = st.as<StoreNode>()) {
+        for (const Expr& e : sn->indices) staged = staged && !reads_memory(e);
+        staged = staged && (!sn->mask.defined() || !reads_memory(sn->mask));
+      }
+    };
+    pure(op->body);
+  }
+  if (pairable && staged) {
+    const std::string t = cuda_type(store->buffer.dtype());
+    const int64_t vec = 16 / out_bytes;
+    const int64_t rows = const_of(frag->shape[0], "a fragment extent");
+    const int64_t cols = const_of(frag->shape[1], "a fragment extent");
+    barrier();  // every warp is done with the shared memory the tile reuses
+    line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
+                     "{}-byte row chunks",
+                     rows, cols, t, pitch, 16));
+    line(fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
+                     frag_e_));
+    const std::string e0 = frag_e_;
+    line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
+    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
+    for (int half = 0; half < 2; ++half) {
+      frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
+      open("");
+      line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+      line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+      capture_store_ = half;
+      walk(op->body);
+      capture_store_ = -1;
+      close();
+    }
+    frag_e_ = e0;
+    line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
+    line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);", f,
+                     e0, pitch));
+    close();
+    barrier();
+    // The copy-out: chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
+    frag_ = nullptr;  // (the fragment is not read here)
+    const std::string c = "tf_c" + std::to_string(tmp_++);
+    thread_loop(rows * cols / vec, c, [&] {
+      line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
+      line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
+      line("bool tf_ok[" + std::to_string(vec) + "];");
+      line(fmt::format("{}* tf_p[{}];", t, vec));
+      for (int64_t l = 0; l < vec; ++l) {
+        open("");
+        line(fmt::format("const int {} = tf_row;", var(op->var)));
+        line(fmt::format("const int {} = tf_col + {};", var(inner->var), l));
+        capture_address_ = static_cast<int>(l);
+        walk(op->body);
+        capture_address_ = -1;
+        close();
+      }
+      std::string all = "tf_ok[0]";
+      for (int64_t l = 1; l < vec; ++l)
+        all += fmt::format(" && tf_ok[{0}] && tf_p[{0}] == tf_p[0] + {0}", l);
+      line(fmt::format("const {}* tf_src = &tf_es[tf_row * {} + tf_col];", t, pitch));
+      open(fmt::format("if ({} && tf::aligned16(tf_p[0]))", all));
+      line("tf::store16(tf_p[0], tf_src);");
+      --indent_;
+      line("} else {");
+      ++indent_;
+      line("#pragma unroll");
+      open(fmt::format("for (int tf_l = 0; tf_l < {}; ++tf_l)", vec));
+      line("if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];");
+      close();
+      close();
+    });
+    in_threads_ = saved;
+    frag_vars_.clear();
+    return;
+  }
   if (pairable) {
+    line("#pragma unroll");
     const std::string t = cuda_type(store->buffer.dtype());
     open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
                      frag_e_));
@@ -1649,6 +1754,7 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     line("  if (tf_ok1) *tf_p1 = tf_v1;");
     line("}");
   } else {
+    line("#pragma unroll");
     open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f,
                      frag_e_));
     line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
@@ -1792,6 +1898,12 @@ void Emitter::stmt(const Stmt& s) {
     }
     case StmtKind::Store: {
       const StoreNode* op = s.as<StoreNode>();
+      if (capture_address_ >= 0) {
+        const int k = capture_address_;
+        line(fmt::format("tf_ok[{}] = {};", k, op->mask.defined() ? expr(op->mask) : "true"));
+        line(fmt::format("tf_p[{}] = {};", k, address(op->buffer, op->indices)));
+        return;
+      }
       if (capture_store_ >= 0) {
         const int k = capture_store_;
         line(fmt::format("tf_ok{} = {};", k, op->mask.defined() ? expr(op->mask) : "true"));

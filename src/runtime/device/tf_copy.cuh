@@ -144,6 +144,16 @@ __device__ __forceinline__ void store_pair(T* p, T a, T b) {
   }
 }
 
+// 16 bytes from shared `src` to global `dst`, one access each (both
+// 16-byte aligned: the staged epilogue's row chunks).
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return reinterpret_cast<unsigned long long>(p) % 16 == 0;
+}
+template <class T>
+__device__ __forceinline__ void store16(T* dst, const T* src) {
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+}
+
 // ---- vector loads (register-staged copies) ------------------------------------
 
 template <class T, int N>
