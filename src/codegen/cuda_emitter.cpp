@@ -1085,14 +1085,28 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why, bool gather_only) {
   // 71.0; bench/RESULTS.md, session 4).
   const bool gather = op->vars.size() == 2 && reads_memory(l->indices[dim_of[0]]);
   if (gather_only && !gather) return *why = "not a row gather", false;
+  Expr row_mask;  // a gather's mask of whole rows
   if (gather) {
     if (std::getenv("TILEFUSE_TMA_GATHER") == nullptr)
       return *why = "gathered rows go by cp.async (TILEFUSE_TMA_GATHER=1: by TMA)", false;
     const Var& inner_var = op->vars.back();
     if (uses_var(passes::simplify(SubNode::make(l->indices.back(), inner_var)), inner_var))
       return *why = "the gathered rows are not contiguous", false;
-    if (l->mask.defined() && uses_var(l->mask, inner_var))
-      return *why = "a mask within the gathered rows", false;
+    // The mask: bounds of the tensor itself are the tensor map's (zero
+    // fill out of bounds); what is left must select whole rows.
+    if (l->mask.defined()) {
+      std::vector<Expr> terms;
+      conjuncts(l->mask, &terms);
+      for (const Expr& t : terms) {
+        bool bound = false;
+        if (const LTNode* lt = t.as<LTNode>())
+          for (int k = 0; k < rank; ++k)
+            bound = bound || (same_value(lt->a, l->indices[k]) && same_value(lt->b, b->shape[k]));
+        if (bound) continue;
+        if (uses_var(t, inner_var)) return *why = "a mask within the gathered rows", false;
+        row_mask = row_mask.defined() ? AndNode::make(row_mask, t) : t;
+      }
+    }
   } else if (l->mask.defined() && reads_memory(l->mask)) {
     return *why = "a mask that reads memory", false;
   }
@@ -1177,7 +1191,7 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why, bool gather_only) {
   t.bytes = rows * inner * elem;
   t.gather = gather;
   t.rows = rows;
-  if (gather) t.mask = l->mask;
+  if (gather) t.mask = row_mask;
   result_.tensor_maps.push_back(m);
   tma_[op] = t;
   return true;

@@ -57,15 +57,6 @@ std::set<const tir::VarNode*> vars_of(const std::vector<Expr>& exprs) {
   return c.vars;
 }
 
-void conjuncts(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* a = e.as<tir::AndNode>()) {
-    conjuncts(a->a, out);
-    conjuncts(a->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 // The guard of a bounds check on an index element read at `pos`: the
 // conjuncts of `mask` that mention only vars of `pos`. The others (a GEMM's
 // K-tail `k*BK + j < K` on a row gather at `m`) only guard other

@@ -168,15 +168,6 @@ class NonNegative : public IRVisitor {
   }
 };
 
-void conjuncts(const Expr& e, std::vector<Expr>* out) {
-  if (const AndNode* op = e.as<AndNode>()) {
-    conjuncts(op->a, out);
-    conjuncts(op->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 Expr conjoin(const std::vector<Expr>& terms) {
   Expr r;
   for (const Expr& t : terms) r = r.defined() ? AndNode::make(r, t) : t;

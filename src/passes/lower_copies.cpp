@@ -21,17 +21,6 @@ std::string one_line(const std::string& s) {
   return r;
 }
 
-// a and b are the same value up to integer casts (an i32 index bound by an
-// i32 shape and used as i64).
-bool same_value(Expr a, Expr b) {
-  while (const CastNode* c = a.as<CastNode>()) a = c->value;
-  while (const CastNode* c = b.as<CastNode>()) b = c->value;
-  const int64_t* ca = as_const_int(a);
-  const int64_t* cb = as_const_int(b);
-  if (ca && cb) return *ca == *cb;
-  return structural_equal(a, b);
-}
-
 bool has_load(const Expr& e) {
   struct V : IRVisitor {
     bool found = false;
@@ -41,15 +30,6 @@ bool has_load(const Expr& e) {
   } v;
   v.visit_expr(e);
   return v.found;
-}
-
-void conjuncts(const Expr& e, std::vector<Expr>* out) {
-  if (const AndNode* op = e.as<AndNode>()) {
-    conjuncts(op->a, out);
-    conjuncts(op->b, out);
-  } else {
-    out->push_back(e);
-  }
 }
 
 // The copy's value when it is a plain load of the destination dtype from a

@@ -364,4 +364,22 @@ Stmt substitute(const Stmt& s, const Var& var, const Expr& value) {
   return substitute(s, VarMap{{var.get(), value}});
 }
 
+void conjuncts(const Expr& e, std::vector<Expr>* out) {
+  if (const AndNode* op = e.as<AndNode>()) {
+    conjuncts(op->a, out);
+    conjuncts(op->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
+bool same_value(Expr a, Expr b) {
+  while (const CastNode* c = a.as<CastNode>()) a = c->value;
+  while (const CastNode* c = b.as<CastNode>()) b = c->value;
+  const int64_t* ca = as_const_int(a);
+  const int64_t* cb = as_const_int(b);
+  if (ca && cb) return *ca == *cb;
+  return structural_equal(a, b);
+}
+
 }  // namespace tilefuse::tir

@@ -44,4 +44,13 @@ Stmt substitute(const Stmt& s, const VarMap& map);
 Expr substitute(const Expr& e, const Var& var, const Expr& value);
 Stmt substitute(const Stmt& s, const Var& var, const Expr& value);
 
+// The terms of a conjunction: `a && b && c` appends a, b, c (a term that is
+// not an And is appended whole).
+void conjuncts(const Expr& e, std::vector<Expr>* out);
+
+// a and b are the same value up to casts between integer types (an i32
+// index bound by an i32 shape and used as i64): equal constants, or
+// structurally equal once the casts are stripped.
+bool same_value(Expr a, Expr b);
+
 }  // namespace tilefuse::tir

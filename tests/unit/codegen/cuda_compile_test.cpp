@@ -16,6 +16,7 @@
 #include "common/cases.h"
 #include "common/random_program.h"
 #include "common/scoped_env.h"
+#include "common/ws_programs.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/tune.h"
@@ -235,6 +236,48 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
                                                  driver::cuda_compile_options("sm_90a"));
     if (sk.usage.present) EXPECT_EQ(sk.usage.spill_store_bytes, 0) << sk.log;
   }
+}
+
+// The edge programs of the warp-specialized loop (tests/common/ws_programs.h)
+// under every switch and config: warp-specialized where expected, the
+// expected tensor maps, compiled for sm_90a without spills or serialized
+// wgmma. (tests/gpu/ws_test.cpp runs the same kernels on the device.)
+TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
+  int n = 0;
+  for (const testing::WsProgram& wp : testing::ws_programs())
+    for (const testing::WsVariant& v : testing::ws_variants())
+      for (const GemmConfig& cfg : testing::ws_configs()) {
+        std::optional<testing::ScopedEnv> env;
+        if (v.var) env.emplace(v.var, "1");
+        const Program p = parse_program(wp.source, std::string(wp.name) + ".tfs");
+        driver::CompileOptions co;
+        co.plan = PlanKind::kFused;
+        co.target = *tir::Target::parse("sm_90a");
+        co.lower.gemm_config = cfg;
+        const driver::CompiledProgram prog = driver::compile(p.graph, co);
+        for (const driver::CompiledKernel& ck : prog.kernels) {
+          if (ck.cuda->gemms.empty()) continue;
+          const codegen::CudaKernel& c = *ck.cuda;
+          SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{}", wp.name, v.var ? v.var : "default",
+                                   cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages,
+                                   cfg.num_warps));
+          EXPECT_EQ(c.producer_threads, v.warp_specialized ? 128 : 0) << c.source;
+          const bool gather_tma = v.var && std::string(v.var) == "TILEFUSE_TMA_GATHER" &&
+                                  std::string(wp.name) == "gather_f16";
+          const int maps = !v.warp_specialized || (v.var && std::string(v.var) == "TILEFUSE_NO_TMA")
+                               ? 0
+                               : wp.tma_maps + (gather_tma ? 1 : 0);
+          EXPECT_EQ(static_cast<int>(c.tensor_maps.size()), maps) << c.source;
+          const cuda::CompiledKernel k =
+              cuda::compile_cuda(c.source, c.name + "_ws" + std::to_string(n++),
+                                 driver::cuda_compile_options("sm_90a"));
+          if (!k.usage.present) continue;
+          EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+          EXPECT_LE(k.usage.registers, 65536 / c.num_threads) << k.log;
+          EXPECT_EQ(k.log.find("are serialized"), std::string::npos) << k.log;
+        }
+      }
+  EXPECT_GT(n, 0);
 }
 
 TEST_F(CudaCompile, OddKGatherIsRegisterStagedAndRowsAlongKUseCpAsync) {

@@ -1,0 +1,59 @@
+// The warp-specialized sm_90a main loop's edge programs and variants, shared
+// by the compile-only test (tests/unit/codegen) and the GPU test (tests/gpu):
+// M, N and K that are not multiples of the tiles (the producer's TMA boxes
+// and masked cp.async rows at the edges, zero-filled), a gather, a
+// bias + relu epilogue and a batched GEMM; each under the emitter's switches.
+#pragma once
+
+#include <vector>
+
+#include "lower/gemm_template.h"
+
+namespace tilefuse::testing {
+
+struct WsProgram {
+  const char* name;
+  const char* source;
+  int tma_maps;  // tensor maps of the fused GEMM kernel by default
+};
+
+inline const std::vector<WsProgram>& ws_programs() {
+  static const std::vector<WsProgram> p = {
+      // Gathered A (cp.async rows, masked past M), B by TMA with K and N tails.
+      {"gather_f16", "def g(x: f16[300, 520], w: f16[520, 264], idx: i64[333] in [0, 300)):\n"
+                     "    return x[idx] @ w\n",
+       1},
+      // Both operands by TMA; an epilogue that reads the bias.
+      {"mlp_bf16", "def mlp(x: bf16[333, 520], w: bf16[520, 264], b: bf16[264]):\n"
+                   "    return torch.relu(x @ w + b)\n",
+       2},
+      // Batched: rank-3 tensor maps.
+      {"bmm_f16", "def bmm(x: f16[3, 200, 192], w: f16[3, 192, 136]):\n    return x @ w\n", 2},
+  };
+  return p;
+}
+
+// The switches (environment variable, value; nullptr: the default build).
+struct WsVariant {
+  const char* var;
+  bool warp_specialized;
+};
+
+inline const std::vector<WsVariant>& ws_variants() {
+  static const std::vector<WsVariant> v = {
+      {nullptr, true},
+      {"TILEFUSE_NO_TMA", true},
+      {"TILEFUSE_TMA_GATHER", true},
+      {"TILEFUSE_NO_STAGED_EPILOGUE", true},
+      {"TILEFUSE_NO_WARP_SPECIALIZE", false},
+  };
+  return v;
+}
+
+inline const std::vector<GemmConfig>& ws_configs() {
+  static const std::vector<GemmConfig> c = {GemmConfig{128, 256, 64, 4, 8, 8},
+                                            GemmConfig{64, 128, 64, 3, 4, 8}};
+  return c;
+}
+
+}  // namespace tilefuse::testing
