@@ -279,9 +279,9 @@ struct SimtTile {
     for (int k = 0; k < BK; ++k) {
       Acc a[TM], b[TN];
 #pragma unroll
-      for (int i = 0; i < TM; ++i) a[i] = static_cast<Acc>(As[(ty + i * TY) * BK + k]);
+      for (int i = 0; i < TM; ++i) a[i] = cast<Acc>(As[(ty + i * TY) * BK + k]);
 #pragma unroll
-      for (int j = 0; j < TN; ++j) b[j] = static_cast<Acc>(Bs[k * BN + tx + j * TX]);
+      for (int j = 0; j < TN; ++j) b[j] = cast<Acc>(Bs[k * BN + tx + j * TX]);
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll

@@ -280,6 +280,32 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
   EXPECT_GT(n, 0);
 }
 
+// f8 operands (a plain GEMM, and one with a relu epilogue): the exact FMA
+// tile converts each operand element (tf::cast) on sm_80 and sm_90a, both
+// plans (a fresh-user finding: `static_cast<float>` of an f8 did not compile).
+TEST_F(CudaCompile, F8GemmsCompile) {
+  int n = 0;
+  for (const char* src : {"def f8(x: f8e4m3[256, 256], y: f8e4m3[256, 128]):\n    return x @ y\n",
+                          "def f8(x: f8e5m2[100, 72], y: f8e5m2[72, 40]):\n"
+                          "    return torch.relu(x @ y)\n"})
+    for (const char* arch : {"sm_80", "sm_90a"})
+      for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+        const Program p = parse_program(src, "f8.tfs");
+        driver::CompileOptions co;
+        co.plan = plan;
+        co.target = *tir::Target::parse(arch);
+        const driver::CompiledProgram prog = driver::compile(p.graph, co);
+        for (const driver::CompiledKernel& ck : prog.kernels) {
+          SCOPED_TRACE(std::string(src) + arch);
+          EXPECT_NO_THROW(cuda::compile_cuda(ck.cuda->source,
+                                             ck.cuda->name + "_f8_" + std::to_string(n++),
+                                             driver::cuda_compile_options(arch)))
+              << ck.cuda->source;
+        }
+      }
+  EXPECT_GT(n, 0);
+}
+
 TEST_F(CudaCompile, OddKGatherIsRegisterStagedAndRowsAlongKUseCpAsync) {
   driver::CompiledProgram odd =
       compile_for(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/gather_odd_k_f16.tfs", "sm_90a",
