@@ -91,6 +91,9 @@ struct SharedInfo {
   int64_t offset = 0;
 };
 
+bool split_pipelined_body(const ForNode* op, std::vector<std::pair<Var, Expr>>* lets,
+                          std::vector<const CopyNode*>* copies, std::vector<Stmt>* consumer);
+
 class Prescan : public IRVisitor {
  public:
   std::vector<const GemmNode*> gemms;
@@ -119,7 +122,15 @@ class Prescan : public IRVisitor {
   }
   void visit(const ForNode* op) override {
     int saved = stages_;
-    if (op->for_kind == ForKind::Pipelined) stages_ = std::max(op->num_stages, 1);
+    if (op->for_kind == ForKind::Pipelined) {
+      // A loop the emitter runs in order (emit_pipelined: an irregular body,
+      // or no copies) fills one stage: its tiles get one.
+      std::vector<std::pair<Var, Expr>> lets;
+      std::vector<const CopyNode*> copies;
+      std::vector<Stmt> consumer;
+      const bool regular = split_pipelined_body(op, &lets, &copies, &consumer);
+      stages_ = regular && !copies.empty() ? std::max(op->num_stages, 1) : 1;
+    }
     IRVisitor::visit(op);
     stages_ = saved;
   }
@@ -370,6 +381,7 @@ class Emitter {
     Expr mask;
   };
   std::unordered_map<const CopyNode*, TmaCopy> tma_;
+  bool in_producer_ = false;  // emitting the producer warpgroup's copies
   // Plans `op` as TMA copies (into tma_ and result_.tensor_maps); false,
   // with `why`, when a tensor map cannot write its tile.
   // `gather_only`: only as a row gather (a "cp_async" copy: lower_copies'
@@ -400,9 +412,6 @@ class Emitter {
   // >= 0 while emitting one half of a paired epilogue store: the Store is
   // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
   int capture_store_ = -1;
-  // >= 0 while emitting lane k of a staged epilogue's copy-out: the Store
-  // only sets tf_ok[k] and tf_p[k] (its mask and address).
-  int capture_address_ = -1;
   // While emitting one lane of a vectorized register copy: the load read a
   // vector at a time, and the expression of this lane's element.
   const LoadNode* vector_load_ = nullptr;
@@ -864,7 +873,7 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   const int64_t elem = dtype_size(dst.dtype());
   const LoadNode* src = op->value.as<LoadNode>();
   int64_t vec = 1;
-  if (mode == "tma") {
+  if (mode == "tma" && !in_producer_) {  // (the producer's own reason is noted at planning)
     const std::string note = "copy " + dst.name() +
                              ": cp.async, not TMA: only the producer of a warp-specialized main "
                              "loop issues TMA";
@@ -1314,6 +1323,7 @@ void Emitter::emit_warp_specialized(const ForNode* op,
     for (const CopyNode* c : copies) copy_stmts.push_back(Stmt(c));
     open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+    in_producer_ = true;
     emit_loop_lets(op, lets, copy_stmts);
     if (tma_bytes > 0) {
       open("if (tf_ptid == 0)");
@@ -1326,6 +1336,7 @@ void Emitter::emit_warp_specialized(const ForNode* op,
     }
     for (const CopyNode* c : copies)
       if (!tma_.count(c)) emit_copy(c, true);
+    in_producer_ = false;
     --indent_;
     line("};");
     open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
@@ -1381,9 +1392,15 @@ void Emitter::emit_pipelined(const ForNode* op) {
   const std::string lo = expr(op->min), n = expr(op->extent);
   if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
   if (!regular || copies.empty() || stages < 2) {
-    line(fmt::format("// pipelined loop run in order ({})", copies.empty() ? "no copies"
-                                                            : stages < 2   ? "one stage"
-                                                                           : "irregular body"));
+    const std::string why = copies.empty() ? "no copies"
+                            : stages < 2   ? "one stage"
+                                           : "irregular body: statements between or after the "
+                                             "copies other than the gemm (e.g. an index check "
+                                             "of a gather along K)";
+    line(fmt::format("// pipelined loop run in order ({})", why));
+    if (stages >= 2)
+      result_.notes.push_back(fmt::format("loop {} not software-pipelined ({}): its tiles get one stage",
+                                          op->var.name(), why));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "0";
     open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, k, lo, k, lo, n, k));
     line(barrier_line_);
@@ -1653,27 +1670,62 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   const int64_t pitch = store ? const_of(frag->shape[1], "a fragment extent") + 16 / out_bytes : 0;
   const int64_t stage_bytes =
       store ? const_of(frag->shape[0], "a fragment extent") * pitch * out_bytes : 0;
-  bool staged = pairable && out_bytes >= 1 && out_bytes <= 8 && 16 % out_bytes == 0 &&
-                std::getenv("TILEFUSE_NO_STAGED_EPILOGUE") == nullptr &&
-                stage_bytes <= (warp_specialized_ ? mbar_offset_ : result_.dynamic_shared_bytes);
-  if (staged) {
-    std::function<void(const Stmt&)> pure = [&](const Stmt& st) {
+  std::string not_staged;
+  if (std::getenv("TILEFUSE_NO_STAGED_EPILOGUE") != nullptr)
+    not_staged = "TILEFUSE_NO_STAGED_EPILOGUE is set";
+  else if (stage_bytes > (warp_specialized_ ? mbar_offset_ : result_.dynamic_shared_bytes))
+    not_staged = fmt::format("its {}-byte tile exceeds the kernel's shared memory", stage_bytes);
+  // The copy-out needs only the store's address and mask: the nest's lets
+  // they read (directly or through other lets), which must read no memory
+  // (the values, bias loads included, are computed once, in the first phase).
+  std::vector<const LetStmtNode*> nest_lets;
+  std::vector<bool> address_let;
+  if (pairable && not_staged.empty()) {
+    std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
       if (const LetStmtNode* l = st.as<LetStmtNode>()) {
-        staged = staged && !reads_memory(l->value);
-        pure(l->body);
+        nest_lets.push_back(l);
+        collect(l->body);
       } else if (const SeqNode* q = st.as<SeqNode>()) {
-        for (const Stmt& t : q->stmts) pure(t);
+        for (const Stmt& t : q->stmts) collect(t);
       } else if (st.get() == inner) {
-        pure(inner->body);
-      } else if (st.as<CheckNode>()) {
-        staged = false;
-      } else if (const StoreNode* sn = st.as<StoreNode>()) {
-        for (const Expr& e : sn->indices) staged = staged && !reads_memory(e);
-        staged = staged && (!sn->mask.defined() || !reads_memory(sn->mask));
+        collect(inner->body);
       }
     };
-    pure(op->body);
+    collect(op->body);
+    struct Uses : IRVisitor {
+      std::unordered_set<const VarNode*> vars;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override { vars.insert(v); }
+    } u;
+    bool reads = store->mask.defined() && reads_memory(store->mask);
+    for (const Expr& e : store->indices) {
+      reads = reads || reads_memory(e);
+      u.visit_expr(e);
+    }
+    if (store->mask.defined()) u.visit_expr(store->mask);
+    address_let.assign(nest_lets.size(), false);
+    for (size_t i = nest_lets.size(); i-- > 0;)
+      if (u.vars.count(nest_lets[i]->var.get())) {
+        address_let[i] = true;
+        reads = reads || reads_memory(nest_lets[i]->value);
+        u.visit_expr(nest_lets[i]->value);
+      }
+    if (reads) not_staged = "the store's address or mask reads memory";
+    // Values that load (a bias) are not staged: at 128x256 under a
+    // warp-specialized kernel's 168 registers that spilled 40-296 bytes
+    // (ptxas, the bias + relu edge program of tests/common/ws_programs.h).
+    for (const LetStmtNode* l : nest_lets)
+      if (not_staged.empty() && reads_memory(l->value))
+        not_staged = "a value of the nest loads memory (staged, such epilogues spilled)";
   }
+  const bool staged = pairable && not_staged.empty() && out_bytes >= 1 && out_bytes <= 8 &&
+                      16 % out_bytes == 0;
+  if (pairable)
+    result_.notes.push_back(
+        staged ? "epilogue into " + store->buffer.name() +
+                     ": staged through shared memory, stored in 16-byte row chunks"
+               : "epilogue into " + store->buffer.name() +
+                     ": paired stores from the accumulators, not staged: " + not_staged);
   if (pairable && staged) {
     const std::string t = cuda_type(store->buffer.dtype());
     const int64_t vec = 16 / out_bytes;
@@ -1718,9 +1770,13 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
         open("");
         line(fmt::format("const int {} = tf_row;", var(op->var)));
         line(fmt::format("const int {} = tf_col + {};", var(inner->var), l));
-        capture_address_ = static_cast<int>(l);
-        walk(op->body);
-        capture_address_ = -1;
+        for (size_t i = 0; i < nest_lets.size(); ++i)
+          if (address_let[i])
+            line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
+                             var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+        line(fmt::format("tf_ok[{}] = {};", l,
+                         store->mask.defined() ? expr(store->mask) : "true"));
+        line(fmt::format("tf_p[{}] = {};", l, address(store->buffer, store->indices)));
         close();
       }
       std::string all = "tf_ok[0]";
@@ -1912,12 +1968,6 @@ void Emitter::stmt(const Stmt& s) {
     }
     case StmtKind::Store: {
       const StoreNode* op = s.as<StoreNode>();
-      if (capture_address_ >= 0) {
-        const int k = capture_address_;
-        line(fmt::format("tf_ok[{}] = {};", k, op->mask.defined() ? expr(op->mask) : "true"));
-        line(fmt::format("tf_p[{}] = {};", k, address(op->buffer, op->indices)));
-        return;
-      }
       if (capture_store_ >= 0) {
         const int k = capture_store_;
         line(fmt::format("tf_ok{} = {};", k, op->mask.defined() ? expr(op->mask) : "true"));
@@ -2197,11 +2247,34 @@ CudaKernel Emitter::run() {
   // Warp specialization of the wgmma main loop (TILEFUSE_NO_WARP_SPECIALIZE=1
   // keeps every warp copying and multiplying, to compare): a producer
   // warpgroup after the MMA warpgroups, and two mbarriers per stage.
+  // Only where every copy of the loop is asynchronous (cp.async or TMA): a
+  // register-staged copy (a conversion, dequant or transposed gather) in a
+  // producer held to the 168 registers of a 384-thread block spilled
+  // 400-3000 bytes (fresh-user finding), where the same copies spread over
+  // all warps do not. And at most two MMA warpgroups: with the producer a
+  // 640-thread block has 96 registers a thread, too few for the wgmma tile.
   mma_threads_ = threads_;
   const GemmNode* ws_gemm = nullptr;
-  if (const ForNode* f = top_level_pipelined(k_.body);
-      f && wgmma_async_loop(f, &ws_gemm) &&
-      std::getenv("TILEFUSE_NO_WARP_SPECIALIZE") == nullptr) {
+  std::string no_ws;
+  const ForNode* ws_candidate = top_level_pipelined(k_.body);
+  if (ws_candidate && wgmma_async_loop(ws_candidate, &ws_gemm)) {
+    std::vector<std::pair<Var, Expr>> lets;
+    std::vector<const CopyNode*> copies;
+    std::vector<Stmt> consumer;
+    split_pipelined_body(ws_candidate, &lets, &copies, &consumer);
+    for (const CopyNode* c : copies) {
+      auto m = c->annotations.find("mode");
+      const std::string mode =
+          m == c->annotations.end() ? "register" : std::get<std::string>(m->second);
+      if (mode != "cp_async" && mode != "tma")
+        no_ws = "copy " + c->dst.name() + " is register-staged (its producer would spill)";
+    }
+    if (mma_threads_ > 256) no_ws = "more than two MMA warpgroups";
+    if (std::getenv("TILEFUSE_NO_WARP_SPECIALIZE") != nullptr)
+      no_ws = "TILEFUSE_NO_WARP_SPECIALIZE is set";
+    if (!no_ws.empty()) result_.notes.push_back("wgmma main loop not warp-specialized: " + no_ws);
+  }
+  if (const ForNode* f = ws_candidate; f && ws_gemm && no_ws.empty()) {
     warp_specialized_ = true;
     ws_loop_ = f;
     offset = (offset + 7) / 8 * 8;
@@ -2225,7 +2298,15 @@ CudaKernel Emitter::run() {
       const bool off = std::getenv("TILEFUSE_NO_TMA") != nullptr;
       if (mode == "tma" && (off || !plan_tma(c, &why)))
         result_.notes.push_back("copy " + c->dst.name() + ": cp.async, not TMA: " + why);
-      if (mode == "cp_async" && !off) plan_tma(c, &why, /*gather_only=*/true);
+      if (mode == "cp_async" && !off) {
+        if (plan_tma(c, &why, /*gather_only=*/true))
+          result_.notes.push_back("copy " + c->dst.name() +
+                                  ": TMA, one box per gathered row (TILEFUSE_TMA_GATHER=1; "
+                                  "lower_copies chose cp.async)");
+        else if (std::getenv("TILEFUSE_TMA_GATHER") != nullptr && why != "not a row gather")
+          result_.notes.push_back("copy " + c->dst.name() + ": cp.async, not a TMA row gather: " +
+                                  why);
+      }
     }
     result_.notes.push_back(fmt::format(
         "warp-specialized: warpgroup {} issues the copies (mbarrier pipeline), warpgroups 0..{} "

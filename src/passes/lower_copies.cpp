@@ -147,8 +147,8 @@ class Decider : public IRMutator {
                     "affine " + box + " tile of " + plain->buffer.name() +
                         ", 16-byte aligned base and strides: TMA"};
           tma_reason = "TMA-eligible (affine " + box +
-                       " tile), but the CUDA backend issues cp.async (TMA copies are not lowered "
-                       "yet, Target::tma_copies)";
+                       " tile), issued as cp.async: TMA is lowered only on sm_90a, by the "
+                       "producer of the warp-specialized wgmma loop (Target::tma_copies)";
         }
       }
     }
