@@ -1027,7 +1027,7 @@ bool split_pipelined_body(const ForNode* op, std::vector<std::pair<Var, Expr>>* 
 
 // Is `op` a pipelined loop whose consumer is one whole-tile wgmma gemm over
 // tiles staged by the loop itself (the asynchronous wgmma main loop)? Sets
-// *gemm to it.
+// *gemm (when not null) to it.
 bool Emitter::wgmma_async_loop(const ForNode* op, const GemmNode** gemm) {
   std::vector<std::pair<Var, Expr>> lets;
   std::vector<const CopyNode*> copies;
@@ -1043,7 +1043,7 @@ bool Emitter::wgmma_async_loop(const ForNode* op, const GemmNode** gemm) {
       shared_.at(g->a.buffer.get()).stages != stages ||
       shared_.at(g->b.buffer.get()).stages != stages)
     return false;
-  *gemm = g;
+  if (gemm) *gemm = g;
   return true;
 }
 
@@ -1429,8 +1429,7 @@ void Emitter::emit_pipelined(const ForNode* op) {
   // i + S - 1's copies into the stage tile i - 1 used; each warpgroup waits
   // for its MMAs at the end of the iteration, so after the next barrier
   // every warpgroup is done with tile i's stage.
-  const GemmNode* wg = nullptr;
-  const bool wgmma_async = wgmma_async_loop(op, &wg);
+  const bool wgmma_async = wgmma_async_loop(op, nullptr);
   // Register-staged copies with a fixed slot count are double-buffered in
   // registers: loaded before the consumer runs, stored to their stage after.
   // Not under an asynchronous wgmma: the copies already overlap the MMAs,
