@@ -897,10 +897,25 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   const LoadNode* vload = nullptr;
   if (mode == "register") {
     vload = vector_source(op, &vec);
-    if (vload)
+    if (vload) {
       width = vec * dtype_size(vload->buffer.dtype());
-    else
+    } else {
+      // One element of the main source per access: the element of
+      // lower_copies' `vector_load` (vector loads off), else its decided
+      // width (an i32 index hoisted into an i64 tile reads 4 bytes, not the
+      // 8 it stores); without either, the destination's element.
       width = elem;
+      const std::vector<const LoadNode*> loads = loads_in(op->value);
+      auto vl = op->annotations.find("vector_load");
+      auto w = op->annotations.find("width");
+      if (vl != op->annotations.end()) {
+        const int64_t k = std::get<int64_t>(vl->second);
+        if (k >= 0 && k < static_cast<int64_t>(loads.size()))
+          width = dtype_size(loads[k]->buffer.dtype());
+      } else if (w != op->annotations.end()) {
+        width = std::get<int64_t>(w->second);
+      }
+    }
   }
   TF_CHECK(phase == RegPhase::kWhole || mode == "register",
            "cuda emitter: only register-staged copies are split");

@@ -208,8 +208,8 @@ TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
                 } else {
                   EXPECT_EQ(lowered[j].at("mode"), d.at("mode")) << d << "\n" << lowered[j];
                 }
-                if (d.at("mode") == "cp_async") {
-                  EXPECT_EQ(lowered[j].at("width_bytes"), d.at("width_bytes"));
+                if (d.at("mode") == "cp_async" || d.at("mode") == "register") {
+                  EXPECT_EQ(lowered[j].at("width_bytes"), d.at("width_bytes")) << d;
                 }
                 next = j + 1;
                 ++compared;
