@@ -1122,11 +1122,7 @@ bool Emitter::plan_tma(const CopyNode* op, std::string* why, bool gather_only) {
       std::vector<Expr> terms;
       conjuncts(l->mask, &terms);
       for (const Expr& t : terms) {
-        bool bound = false;
-        if (const LTNode* lt = t.as<LTNode>())
-          for (int k = 0; k < rank; ++k)
-            bound = bound || (same_value(lt->a, l->indices[k]) && same_value(lt->b, b->shape[k]));
-        if (bound) continue;
+        if (is_own_bounds_check(t, l)) continue;
         if (uses_var(t, inner_var)) return *why = "a mask within the gathered rows", false;
         row_mask = row_mask.defined() ? AndNode::make(row_mask, t) : t;
       }
@@ -1671,6 +1667,29 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   };
   scan(op->body);
   pairable = pairable && store != nullptr;
+  // Opens the loop over the thread's element pairs (e, e + 1) and captures
+  // both elements' mask, address and value into tf_ok<k>, tf_p<k>, tf_v<k>;
+  // returns the pair's first element index. The caller stores and closes.
+  auto open_pair_loop = [&](const std::string& t) {
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
+                     frag_e_));
+    const std::string e0 = frag_e_;
+    line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
+    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
+    for (int half = 0; half < 2; ++half) {
+      frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
+      open("");
+      line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+      line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+      capture_store_ = half;
+      walk(op->body);
+      capture_store_ = -1;
+      close();
+    }
+    frag_e_ = e0;
+    return e0;
+  };
   // Staged through shared memory (TILEFUSE_NO_STAGED_EPILOGUE=1: not): the
   // paired values go to a padded [BM][BN + 16 B] tile of the output dtype
   // (its rows 4 banks apart: the 8 rows of a fragment store hit 32 banks),
@@ -1750,23 +1769,7 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                      "{}-byte row chunks",
                      rows, cols, t, pitch, 16));
     line(fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
-    line("#pragma unroll");
-    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
-                     frag_e_));
-    const std::string e0 = frag_e_;
-    line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
-    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
-    for (int half = 0; half < 2; ++half) {
-      frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
-      open("");
-      line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
-      line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
-      capture_store_ = half;
-      walk(op->body);
-      capture_store_ = -1;
-      close();
-    }
-    frag_e_ = e0;
+    const std::string e0 = open_pair_loop(t);
     line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
     line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);", f,
                      e0, pitch));
@@ -1813,24 +1816,8 @@ void Emitter::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     return;
   }
   if (pairable) {
-    line("#pragma unroll");
     const std::string t = cuda_type(store->buffer.dtype());
-    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
-                     frag_e_));
-    const std::string e0 = frag_e_;
-    line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
-    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
-    for (int half = 0; half < 2; ++half) {
-      frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
-      open("");
-      line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
-      line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
-      capture_store_ = half;
-      walk(op->body);
-      capture_store_ = -1;
-      close();
-    }
-    frag_e_ = e0;
+    const std::string e0 = open_pair_loop(t);
     line("if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {");
     line("  tf::store_pair(tf_p0, tf_v0, tf_v1);");
     line("} else {");

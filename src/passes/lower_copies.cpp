@@ -310,11 +310,8 @@ class Decider : public IRMutator {
       std::vector<Expr> terms;
       conjuncts(l->mask, &terms);
       for (const Expr& t : terms) {
-        bool bound = false;
-        if (const LTNode* lt = t.as<LTNode>())
-          for (size_t k = 0; k < l->indices.size(); ++k)
-            bound |= same_value(lt->a, l->indices[k]) && same_value(lt->b, b->shape[k]);
-        if (!bound) return "mask " + one_line(print(t)) + " is not a bounds check on the tensor";
+        if (!is_own_bounds_check(t, l))
+          return "mask " + one_line(print(t)) + " is not a bounds check on the tensor";
       }
     }
     return "";

@@ -382,4 +382,13 @@ bool same_value(Expr a, Expr b) {
   return structural_equal(a, b);
 }
 
+bool is_own_bounds_check(const Expr& term, const LoadNode* load) {
+  const LTNode* lt = term.as<LTNode>();
+  if (!lt) return false;
+  for (size_t k = 0; k < load->indices.size() && k < load->buffer->shape.size(); ++k)
+    if (same_value(lt->a, load->indices[k]) && same_value(lt->b, load->buffer->shape[k]))
+      return true;
+  return false;
+}
+
 }  // namespace tilefuse::tir

@@ -48,6 +48,10 @@ Stmt substitute(const Stmt& s, const Var& var, const Expr& value);
 // not an And is appended whole).
 void conjuncts(const Expr& e, std::vector<Expr>* out);
 
+// Is `term` a bounds check of `load` on its own tensor (`index_k < shape_k`
+// for one of its dims), which a TMA tensor map's out-of-bounds fill does?
+bool is_own_bounds_check(const Expr& term, const LoadNode* load);
+
 // a and b are the same value up to casts between integer types (an i32
 // index bound by an i32 shape and used as i64): equal constants, or
 // structurally equal once the casts are stripped.
