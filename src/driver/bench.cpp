@@ -124,6 +124,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     co.target = *target;
     co.lower = lower_for(options, plan);
     co.allow_tf32 = options.allow_tf32;  // CudaProgram passes it on to cuBLASLt
+    co.cuda = options.cuda;
     CompiledProgram compiled = compile(graph, co);
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;

@@ -413,7 +413,8 @@ std::string TunedChoice::summary() const {
   return s + others + missing;
 }
 
-cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32) {
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32,
+                            const tir::CudaOptions& cuda) {
   cache::TuningKey key;
   key.program = graph.to_string();
   for (ValueId p : graph.parameters()) {
@@ -421,7 +422,11 @@ cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool a
     key.dtypes.emplace_back(dtype_name(graph.node(p).dtype));
   }
   key.device = device.key();
-  key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "");
+  tir::CudaOptions codegen = cuda;
+  codegen.allow_tf32 = false;  // (said by the flag above)
+  const std::string options = codegen.key();
+  key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "") +
+              (options.empty() ? "" : " cuda:" + options);
   return key;
 }
 
@@ -513,10 +518,10 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
 }
 
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
-                                         bool allow_tf32) {
+                                         bool allow_tf32, const tir::CudaOptions& cuda) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
   if (!tc) return std::nullopt;
-  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32).material());
+  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, cuda).material());
   if (!v) return std::nullopt;
   return choice_from_json(*v);
 }
@@ -531,7 +536,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
                    message.c_str());
     });
-  const std::string material = tuning_key(graph, device, options.allow_tf32).material();
+  const std::string material =
+      tuning_key(graph, device, options.allow_tf32, options.cuda).material();
   if (tc && !options.retune) {
     if (std::optional<json> v = tc->get(material)) {
       if (std::optional<TunedChoice> c = choice_from_json(*v)) {
@@ -584,6 +590,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
       co.allow_tf32 = options.allow_tf32;
+      co.cuda = options.cuda;
       s.compiled = std::make_shared<CompiledProgram>(compile(graph, co));
       // The emitter's exact shared memory, before NVRTC spends time on it.
       const int64_t smem_limit = device.max_shared_bytes > 0

@@ -132,6 +132,9 @@ struct TuneOptions {
   // (CompileOptions::allow_tf32). A tuning of its own: part of the cache key,
   // and outputs of f32 GEMMs agree within twice kTf32Tolerance.
   bool allow_tf32 = false;
+  // The CUDA backend's switches every candidate compiles with (a tuning of
+  // its own when they differ from the defaults: part of the cache key).
+  tir::CudaOptions cuda;
   // Read and write the tuning cache (default_tuning_cache(); with caching
   // disabled by TILEFUSE_NO_CACHE there is none, and every call searches).
   bool use_cache = true;
@@ -212,9 +215,10 @@ struct TuneResult {
 // The tuning cache key of `graph` on `device`: the canonical program text
 // (Graph::to_string), the parameters' shapes and dtypes, device.key(), the
 // tilefuse version and the entry format (followed by " allow_tf32" for a
-// tuning with TuneOptions::allow_tf32).
+// tuning with TuneOptions::allow_tf32, and by the CUDA options that differ
+// from the defaults, tir::CudaOptions::key()).
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device,
-                            bool allow_tf32 = false);
+                            bool allow_tf32 = false, const tir::CudaOptions& cuda = {});
 
 // Parses a cached value; nullopt when anything is missing or malformed.
 std::optional<TunedChoice> choice_from_json(const nlohmann::json& value);
@@ -223,7 +227,8 @@ nlohmann::json choice_to_json(const TunedChoice& choice);
 // The cached choice for `graph` on `device`, or nullopt (no entry, a corrupt
 // one, or caching disabled).
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
-                                         bool allow_tf32 = false);
+                                         bool allow_tf32 = false,
+                                         const tir::CudaOptions& cuda = {});
 
 // Tunes `graph` on options.device with `inputs` (one per parameter) as
 // described at the top of this file; with a cached choice (and neither
