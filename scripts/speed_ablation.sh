@@ -14,26 +14,20 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${1:-$ROOT/.devcarry/bin/tilefuse}"
 REPEATS="${2:-200}"
 export TILEFUSE_CACHE_DIR="${TILEFUSE_CACHE_DIR:-/tmp/tf-cache}"
-runs=(
-  "tests/cases/seed_gather_mm_f16.tfs 128x256x64/4/8"
-  "bench/programs/gemm_f16.tfs 128x256x64/4/8"
-  "bench/programs/repeats_f16.tfs 128x256x64/4/8"
-  "bench/programs/gather_heavy_bf16.tfs 128x256x64/4/8"
-)
-variants=(
-  ""
-  "hoist_copy_addresses=0"
-  "setmaxnreg=0"
-  "stmatrix_epilogue=0"
-  "gather_cache_all=0"
-)
+# Overridable: RUNS="prog config;prog config" VARIANTS="opt=v;opt=v" (an empty
+# variant is the default), CHECK=0 for --no-check (programs too big for the
+# CPU oracle).
+IFS=';' read -r -a runs <<< "${RUNS:-tests/cases/seed_gather_mm_f16.tfs 128x256x64/4/8;bench/programs/gemm_f16.tfs 128x256x64/4/8;bench/programs/repeats_f16.tfs 128x256x64/4/8;bench/programs/gather_heavy_bf16.tfs 128x256x64/4/8}"
+IFS=';' read -r -a variants <<< "${VARIANTS-;hoist_copy_addresses=0;setmaxnreg=0;stmatrix_epilogue=0;gather_cache_all=0}"
+[[ ${#variants[@]} -eq 0 ]] && variants=("")
 printf '%-28s %-16s %-24s %10s %10s %7s\n' program config variant fused_us cublas_us ratio
 for r in "${runs[@]}"; do
   set -- $r
   prog=$1 cfg=$2
   for v in "${variants[@]}"; do
     args=(bench "$ROOT/$prog" --gemm-config "$cfg" --repeats "$REPEATS")
-    [[ -n "$v" ]] && args+=(--cuda-option "$v")
+    [[ "${CHECK:-1}" == 0 ]] && args+=(--no-check)
+    for o in ${v//,/ }; do args+=(--cuda-option "$o"); done
     out=$("$BIN" "${args[@]}" 2>&1)
     fused=$(awk '$1=="fused"{print $2}' <<<"$out")
     blas=$(awk '$1=="cuBLASLt"{print $4}' <<<"$out")

@@ -279,7 +279,10 @@ void CudaProgram::launch_step(size_t index) {
     return;
   }
   if (k.code->grid == 0) return;  // an empty grid (M or N is 0)
-  k.function.launch({static_cast<unsigned>(k.code->grid), 1, 1},
+  // A persistent kernel's blocks take the tiles in turn: one block an SM.
+  const int64_t blocks =
+      k.code->persistent ? std::min<int64_t>(k.code->grid, device_.sm_count()) : k.code->grid;
+  k.function.launch({static_cast<unsigned>(blocks), 1, 1},
                     {static_cast<unsigned>(k.code->num_threads), 1, 1},
                     static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data());
 }

@@ -235,6 +235,10 @@ std::string_view epilogue_form_name(EpilogueForm f);
 struct EpiloguePlan {
   EpilogueForm form = EpilogueForm::PerElement;
   int64_t pitch = 0;   // staged: elements per row of the shared tile
+  // staged: the tile's byte offset in shared memory (0: over the operand
+  // rings, dead by then; a persistent kernel's producer fills them for the
+  // next tile meanwhile, so there it has a region of its own).
+  int64_t offset = 0;
   // staged, a wgmma accumulator into 16-bit outputs: the values go to the
   // tile by stmatrix.x4, four pairs an instruction (the wgmma D fragment is
   // stmatrix's), else a 2-element store a pair.
@@ -289,6 +293,10 @@ struct LaunchPlan {
   int64_t dynamic_shared_bytes = 0;
   int shared_align = 128;        // bytes, of the dynamic shared memory's base
   bool async_barriers = false;   // a wgmma tile: block barriers fence the async proxy
+  // A persistent kernel (persistent): the grid's program ids are `tiles`
+  // tiles that each block takes in turn (tile = block, block + blocks, ...);
+  // the runtime launches min(tiles, SMs) blocks.
+  bool persistent = false;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
 };

@@ -325,6 +325,7 @@ PlanClause to_clause(const LoopPlan& p) {
     PlanClause c{word(epilogue_form_name(e->form))};
     if (e->pitch > 0) c.push_back(num("pitch", e->pitch));
     if (e->stmatrix) c.push_back(num("stmatrix", 1));
+    if (e->offset > 0) c.push_back(num("offset", e->offset));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
   }
@@ -353,11 +354,12 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     return q;
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
-    only(c, {"pitch", "stmatrix", "why"});
+    only(c, {"pitch", "stmatrix", "offset", "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
     e.stmatrix = get_int(c, "stmatrix", 0) != 0;
+    e.offset = get_int(c, "offset", 0);
     e.why = get_str(c, "why");
     return e;
   }
@@ -372,6 +374,7 @@ PlanClause to_clause(const LaunchPlan& p) {
   c.push_back(num("shared_bytes", p.dynamic_shared_bytes));
   c.push_back(num("shared_align", p.shared_align));
   if (p.async_barriers) c.push_back(num("async_barriers", 1));
+  if (p.persistent) c.push_back(num("persistent", 1));
   if (!p.tensor_maps.empty()) {
     std::vector<PlanItem> maps;
     for (const TensorMapPlan& m : p.tensor_maps)
@@ -391,9 +394,9 @@ PlanClause to_clause(const LaunchPlan& p) {
 LaunchPlan launch_plan_from(const PlanClause& c) {
   for (const PlanItem& it : c) {
     if (it.key.empty()) bad("a kernel plan has only `key=value` items");
-    static const char* const kKeys[] = {"threads",      "consumer_threads", "shared_bytes",
-                                        "shared_align", "async_barriers",   "tensor_maps",
-                                        "notes"};
+    static const char* const kKeys[] = {"threads",        "consumer_threads", "shared_bytes",
+                                        "shared_align",   "async_barriers",   "persistent",
+                                        "tensor_maps",    "notes"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -405,6 +408,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.dynamic_shared_bytes = get_int(c, "shared_bytes");
   p.shared_align = static_cast<int>(get_int(c, "shared_align", 128));
   p.async_barriers = get_int(c, "async_barriers", 0) != 0;
+  p.persistent = get_int(c, "persistent", 0) != 0;
   if (const PlanValue* maps = find(c, "tensor_maps")) {
     if (maps->kind != PlanValue::Kind::List) bad("`tensor_maps=[(...), ...]`");
     for (const PlanItem& it : maps->items) {

@@ -107,7 +107,7 @@ class Serializer final : public IRVisitor {
             q->consumer_registers});
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
-      ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix});
+      ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset});
       str(e->why);
     }
   }
@@ -122,7 +122,7 @@ class Serializer final : public IRVisitor {
   }
   void launch_plan(const LaunchPlan& l) {
     ints({l.defined, l.num_threads, l.consumer_threads, l.dynamic_shared_bytes, l.shared_align,
-          l.async_barriers});
+          l.async_barriers, l.persistent});
     out.push_back(l.tensor_maps.size());
     for (const TensorMapPlan& m : l.tensor_maps) {
       ints({m.param, m.elem_bytes, m.swizzle_bytes});

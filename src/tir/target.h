@@ -84,7 +84,10 @@ struct Target {
   X(hoist_copy_addresses, true,                                                                \
     "a warp-specialized producer computes its cp.async source addresses once, before the loop") \
   X(gather_cache_all, true,                                                                    \
-    "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")
+    "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")                 \
+  X(persistent, false,                                                                         \
+    "sm_90a: a warp-specialized kernel loops over its tiles (grid = SMs), the producer "       \
+    "filling the next tile's stages during the epilogue")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

@@ -56,6 +56,7 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"tma_row_gather=1", true},
       {"staged_epilogue=0", true},
       {"warp_specialize=0", false},
+      {"persistent=1", true},
   };
   return v;
 }

@@ -98,7 +98,10 @@ struct CudaKernel {
   // producer_threads of the block issue the copies, the others run the MMAs
   // (0: no warp specialization).
   int producer_threads = 0;
-  int64_t grid = 0;                  // blocks (blockIdx.x)
+  int64_t grid = 0;                  // blocks (blockIdx.x); a persistent kernel's tiles
+  // A persistent kernel (LaunchPlan::persistent): launch min(grid, SMs)
+  // blocks; each takes tiles block, block + gridDim.x, ...
+  bool persistent = false;
   int64_t dynamic_shared_bytes = 0;  // launch's dynamic shared memory
   std::vector<CudaSharedBuffer> shared;
   std::vector<CudaCopy> copies;  // in program order

@@ -272,36 +272,34 @@ void Printer::emit_loop_lets(const ForNode* op, const std::vector<std::pair<Var,
                        expr(lets[i].second)));
 }
 
-void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body,
-                                    const PipelinePlan& plan) {
-  const std::vector<std::pair<Var, Expr>>& lets = body.lets;
-  const std::vector<const CopyNode*>& copies = body.copies;
-  const GemmNode* g = body.consumer.at(0).as<GemmNode>();
-  TF_CHECK(g != nullptr, "cuda printer: a warp-specialized loop whose consumer is no gemm");
-  const int stages = plan.stages;
-  const int producer = plan.producer_threads;
-  const int mma_threads = plan.consumer_threads;
-  const std::string t = cuda_type(op->var.dtype());
-  const std::string k = var(op->var);
-  const std::string lo = expr(op->min), n = expr(op->extent);
-  if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
-  // cp.async copies arrive on the stage's `full` mbarrier when they land
-  // (one .noinc arrival per producer thread); register-staged ones store to
-  // shared memory, fence for the async proxy and arrive (release) after.
-  // TMA copies: producer thread 0 announces the stage's bytes
-  // (mbarrier.arrive.expect_tx, one arrival) and issues them; they complete
-  // the transaction count as they land.
+// What the producer's copies signal on a stage's `full` mbarrier: cp.async
+// copies arrive when they land (one .noinc arrival per producer thread);
+// register-staged ones store to shared memory, fence for the async proxy
+// and arrive (release) after; TMA copies: producer thread 0 announces the
+// stage's bytes (mbarrier.arrive.expect_tx, one arrival) and issues them,
+// and they complete the transaction count as they land.
+struct StageArrivals {
   bool async_copies = false, sync_copies = false;
   int64_t tma_bytes = 0;
-  for (const CopyNode* c : copies) {
+};
+static StageArrivals stage_arrivals(const PipelinedBody& body) {
+  StageArrivals a;
+  for (const CopyNode* c : body.copies) {
     if (c->plan->mechanism == CopyMechanism::Tma) {
-      tma_bytes += c->plan->tma_bytes;
+      a.tma_bytes += c->plan->tma_bytes;
       continue;
     }
-    (c->plan->mechanism == CopyMechanism::CpAsync ? async_copies : sync_copies) = true;
+    (c->plan->mechanism == CopyMechanism::CpAsync ? a.async_copies : a.sync_copies) = true;
   }
-  const int full_count =
-      (async_copies ? producer : 0) + (sync_copies ? producer : 0) + (tma_bytes > 0 ? 1 : 0);
+  return a;
+}
+
+void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
+  const StageArrivals arr = stage_arrivals(body);
+  const int stages = plan.stages, producer = plan.producer_threads;
+  const int mma_threads = plan.consumer_threads;
+  const int full_count = (arr.async_copies ? producer : 0) + (arr.sync_copies ? producer : 0) +
+                         (arr.tma_bytes > 0 ? 1 : 0);
   line(fmt::format(
       "// warp specialization: warpgroup {} (threads {}..{}) issues each stage's copies and "
       "signals the stage's `full` mbarrier; warpgroups 0..{} wait on it, run the stage's wgmma "
@@ -318,6 +316,100 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
   close();
   close();
   line(block_barrier_);
+}
+
+void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
+                               const PipelinePlan& plan, const std::string& it,
+                               const std::string& base) {
+  const StageArrivals arr = stage_arrivals(body);
+  const std::vector<const CopyNode*>& copies = body.copies;
+  const int stages = plan.stages;
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string k = var(op->var);
+  const std::string lo = expr(op->min), n = expr(op->extent);
+  // The iteration's place in the stage ring: the loop's own count, or in a
+  // persistent kernel the count over every tile so far (`base` + it).
+  const std::string g = base.empty() ? it : "(" + base + " + " + it + ")";
+  std::vector<Stmt> copy_stmts;
+  std::unordered_map<const CopyNode*, std::string> hoisted;
+  for (const CopyNode* c : copies) {
+    if (c->plan->hoisted) {
+      hoisted[c] = std::to_string(tmp_++);
+      emit_hoisted_setup(c, hoisted[c], lo);
+      continue;  // (its own lets are inlined into the plan)
+    }
+    copy_stmts.push_back(Stmt(c));
+  }
+  open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
+  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
+  emit_loop_lets(op, body.lets, copy_stmts);
+  if (arr.tma_bytes > 0) {
+    open("if (tf_ptid == 0)");
+    line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", arr.tma_bytes));
+    for (const CopyNode* c : copies)
+      if (is_tma(c) && !c->plan->row_gather) emit_tma_copy(c);
+    close();
+    for (const CopyNode* c : copies)
+      if (is_tma(c) && c->plan->row_gather) emit_tma_copy(c);
+  }
+  for (const CopyNode* c : copies) {
+    if (is_tma(c)) continue;
+    if (hoisted.count(c))
+      emit_hoisted_copy(c, hoisted.at(c), k, lo);
+    else
+      emit_copy(c, true);
+  }
+  --indent_;
+  line("};");
+  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+  line(fmt::format("const int tf_stage = {} % {};", g, stages));
+  line(fmt::format(
+      "if ({0} >= {1}) tf::mbar_wait(&tf_empty[tf_stage], ({0} / {1} + 1) & 1);  // tile i - {1} "
+      "released",
+      g, stages));
+  line(fmt::format("tf_issue({} + {}, tf_stage);", lo, it));
+  if (arr.sync_copies) {
+    line("tf::fence_async_proxy();");
+    line("tf::mbar_arrive(&tf_full[tf_stage]);");
+  }
+  if (arr.async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
+  close();
+  for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
+}
+
+void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
+                               const PipelinePlan& plan, const std::string& it,
+                               const std::string& base) {
+  const GemmNode* g = body.consumer.at(0).as<GemmNode>();
+  TF_CHECK(g != nullptr, "cuda printer: a warp-specialized loop whose consumer is no gemm");
+  const int stages = plan.stages;
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string n = expr(op->extent);
+  const std::string gi = base.empty() ? it : "(" + base + " + " + it + ")";
+  // The MMA warpgroups: tile i's wgmma stays in flight while tile i - 1's
+  // are waited for and its stage released.
+  const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+  line(fmt::format("const int tf_stage = {} % {};", gi, stages));
+  line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
+  line("tf::fence_async_proxy();");
+  line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
+                   tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
+  line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
+  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {2}) % {3}]);", it, gi,
+                   stages - 1, stages));
+  close();
+  line(fmt::format("{}.wait();", c));
+  if (!base.empty())  // the last stage goes back to the producer for the next tile
+    line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
+                     stages));
+}
+
+void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body,
+                                    const PipelinePlan& plan) {
+  if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
+  ws_setup(body, plan);
   const std::string it = "tf_it" + std::to_string(tmp_++);
   // The producer warpgroup.
   {
@@ -325,56 +417,12 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
     if (plan.producer_registers > 0)
       line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
                        plan.producer_registers));
-    line(fmt::format("constexpr int kProducerThreads = {};", producer));
+    line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
     line("const int tf_ptid = tf_tid - kMmaThreads;");
     const int saved_threads = threads_;
     const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
-    threads_ = producer, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
-    std::vector<Stmt> copy_stmts;
-    std::unordered_map<const CopyNode*, std::string> hoisted;
-    for (const CopyNode* c : copies) {
-      if (c->plan->hoisted) {
-        hoisted[c] = std::to_string(tmp_++);
-        emit_hoisted_setup(c, hoisted[c], lo);
-        continue;  // (its own lets are inlined into the plan)
-      }
-      copy_stmts.push_back(Stmt(c));
-    }
-    open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
-    for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
-    auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
-    emit_loop_lets(op, lets, copy_stmts);
-    if (tma_bytes > 0) {
-      open("if (tf_ptid == 0)");
-      line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", tma_bytes));
-      for (const CopyNode* c : copies)
-        if (is_tma(c) && !c->plan->row_gather) emit_tma_copy(c);
-      close();
-      for (const CopyNode* c : copies)
-        if (is_tma(c) && c->plan->row_gather) emit_tma_copy(c);
-    }
-    for (const CopyNode* c : copies) {
-      if (is_tma(c)) continue;
-      if (hoisted.count(c))
-        emit_hoisted_copy(c, hoisted.at(c), k, lo);
-      else
-        emit_copy(c, true);
-    }
-    --indent_;
-    line("};");
-    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
-    line(fmt::format("const int tf_stage = {} % {};", it, stages));
-    line(fmt::format(
-        "if ({0} >= {1}) tf::mbar_wait(&tf_empty[tf_stage], ({0} / {1} + 1) & 1);  // tile i - {1} "
-        "released",
-        it, stages));
-    line(fmt::format("tf_issue({} + {}, tf_stage);", lo, it));
-    if (sync_copies) {
-      line("tf::fence_async_proxy();");
-      line("tf::mbar_arrive(&tf_full[tf_stage]);");
-    }
-    if (async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
-    close();
+    threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+    ws_producer_loop(op, body, plan, it, "");
     line("tf::cp_async_wait_all();  // its copies land before it exits");
     line("return;");
     close();
@@ -383,25 +431,11 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
   if (plan.consumer_registers > 0)
     line(fmt::format("tf::setmaxnreg_inc<{}>();  // the MMA warpgroups' register budget",
                      plan.consumer_registers));
-  // The MMA warpgroups: tile i's wgmma stays in flight while tile i - 1's
-  // are waited for and its stage released.
-  const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
-  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
-  line(fmt::format("const int tf_stage = {} % {};", it, stages));
-  line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", it, stages));
-  line("tf::fence_async_proxy();");
-  line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
-                   tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
-  line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
-  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({0} + {1}) % {2}]);", it, stages - 1,
-                   stages));
-  close();
-  line(fmt::format("{}.wait();", c));
+  ws_consumer_loop(op, body, plan, it, "");
   // From here on only the MMA warpgroups run.
-  threads_ = mma_threads, threads_sym_ = "kMmaThreads";
+  threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";
   block_barrier_ = barrier_for(BarrierKind::Consumers);
   line(block_barrier_);
-  for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
 }
 
 void Printer::emit_pipelined(const ForNode* op) {

@@ -152,28 +152,33 @@ CudaKernel Printer::run() {
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
                      launch.shared_align));
   int64_t grid = 1;
-  std::vector<int64_t> gext;
-  for (const GridDim& g : k_.grid) {
-    gext.push_back(const_of(g.extent, "a grid extent"));
-    grid *= gext.back();
-  }
+  for (const GridDim& g : k_.grid) grid *= const_of(g.extent, "a grid extent");
   TF_CHECK(grid <= std::numeric_limits<int32_t>::max(),
            "cuda printer: more than 2^31 - 1 program instances");
   result_.grid = grid;
-  int64_t stride = 1;
-  for (size_t d = k_.grid.size(); d-- > 0;) {
-    const GridDim& g = k_.grid[d];
-    std::string x = stride == 1 ? "static_cast<int>(blockIdx.x)"
-                                : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
-    if (d > 0) x = "(" + x + ") % " + std::to_string(gext[d]);
-    nonneg_.vars.insert(g.var.get());
-    line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
-    stride *= gext[d];
+  result_.persistent = launch.persistent;
+  if (launch.persistent) {
+    emit_persistent();
+  } else {
+    emit_grid_vars("static_cast<int>(blockIdx.x)");
+    stmt(k_.body);
   }
-  stmt(k_.body);
   indent_ = 0;
   result_.source = head.str() + out_.str() + "}\n";
   return result_;
+}
+
+void Printer::emit_grid_vars(const std::string& linear) {
+  int64_t stride = 1;
+  for (size_t d = k_.grid.size(); d-- > 0;) {
+    const GridDim& g = k_.grid[d];
+    const int64_t ext = const_of(g.extent, "a grid extent");
+    std::string x = stride == 1 ? linear : fmt::format("{} / {}", linear, stride);
+    if (d > 0) x = "(" + x + ") % " + std::to_string(ext);
+    nonneg_.vars.insert(g.var.get());
+    line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
+    stride *= ext;
+  }
 }
 
 std::string cuda_type(DType dtype) {

@@ -63,6 +63,11 @@ void Printer::emit_check(const CheckNode* op) {
 }
 
 void Printer::emit_alloc(const AllocateNode* op) {
+  emit_alloc_decl(op);
+  stmt(op->body);
+}
+
+void Printer::emit_alloc_decl(const AllocateNode* op) {
   const Buffer& b = op->buffer;
   const std::string n = buf(b), t = cuda_type(b.dtype());
   switch (b.scope()) {
@@ -85,7 +90,6 @@ void Printer::emit_alloc(const AllocateNode* op) {
     case MemScope::Global:
       TF_CHECK(false, "cuda emitter: alloc of a global buffer");
   }
-  stmt(op->body);
 }
 
 
@@ -166,7 +170,9 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
                      "{}-byte row chunks",
                      rows, cols, t, pitch, 16));
-    line(fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
+    line(plan->offset > 0
+             ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1});", t, plan->offset)
+             : fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
     if (plan->stmatrix) {
       // Four pairs an stmatrix.x4: elements e8 .. e8 + 7 (WgmmaTile::stsm_row/col).
       const std::string e8 = frag_e_;

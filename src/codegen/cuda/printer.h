@@ -98,6 +98,25 @@ class Printer {
                      const tir::PipelinePlan& plan);
   void emit_warp_specialized(const tir::ForNode* op, const PipelinedBody& body,
                              const tir::PipelinePlan& plan);
+  // The pieces of a warp-specialized loop: the mbarriers' setup, the
+  // producer's copies and loop, the MMA warpgroups' loop. `it` names the
+  // loop's count; `base` ("" or, in a persistent kernel, the iterations of
+  // the tiles before) places it in the stage ring.
+  void ws_setup(const PipelinedBody& body, const tir::PipelinePlan& plan);
+  void ws_producer_loop(const tir::ForNode* op, const PipelinedBody& body,
+                        const tir::PipelinePlan& plan, const std::string& it,
+                        const std::string& base);
+  void ws_consumer_loop(const tir::ForNode* op, const PipelinedBody& body,
+                        const tir::PipelinePlan& plan, const std::string& it,
+                        const std::string& base);
+  // A persistent kernel (LaunchPlan::persistent): the tile loop of each role
+  // around the statements structure.h's persistent_roles gives it.
+  void emit_persistent();
+  // The program ids of the grid from a linear index (`blockIdx.x`, or a
+  // persistent kernel's tile).
+  void emit_grid_vars(const std::string& linear);
+  // The declaration line of a shared or fragment buffer (not its body).
+  void emit_alloc_decl(const tir::AllocateNode* op);
   // Declares the loop's lets that `users` need (directly or through other
   // lets), in order (and `k_decl`, the loop var, when they read it).
   void emit_loop_lets(const tir::ForNode* op, const std::vector<std::pair<tir::Var, tir::Expr>>& lets,

@@ -1,6 +1,7 @@
 #include "codegen/cuda/structure.h"
 
 #include <functional>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "tir/functor.h"
@@ -191,6 +192,114 @@ Kernel with_plans(const Kernel& k, const PlanEdits& edits) {
   Kernel out = k;
   out.body = w.mutate(k.body);
   return out;
+}
+
+namespace {
+
+// The shared buffers an expression or statement reads (loads) and writes
+// (stores, copies).
+struct BufferUse : IRVisitor {
+  std::unordered_set<const BufferNode*> reads, writes;
+  using IRVisitor::visit;
+  void visit(const LoadNode* op) override {
+    reads.insert(op->buffer.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const StoreNode* op) override {
+    writes.insert(op->buffer.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    writes.insert(op->dst.get());
+    IRVisitor::visit(op);
+  }
+};
+
+bool only_checks(const Stmt& s) {
+  struct V : IRVisitor {
+    bool ok = true;
+    using IRVisitor::visit;
+    void visit(const StoreNode*) override { ok = false; }
+    void visit(const CopyNode*) override { ok = false; }
+    void visit(const GemmNode*) override { ok = false; }
+    void visit(const FillNode*) override { ok = false; }
+    void visit(const BarrierNode*) override { ok = false; }
+  } v;
+  v.visit_stmt(s);
+  return v.ok;
+}
+
+}  // namespace
+
+std::optional<std::vector<RoleItem>> persistent_roles(const Kernel& k, std::string* why) {
+  std::vector<RoleItem> items;
+  const ForNode* loop = nullptr;
+  std::string fail;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!fail.empty() || !s.defined()) return;
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      items.push_back({RoleItem::Kind::kLet, {}, l->var, l->value, nullptr});
+      walk(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      if (a->buffer.scope() == MemScope::Local) fail = "a local buffer " + a->buffer.name();
+      items.push_back({RoleItem::Kind::kAlloc, {}, {}, {}, a});
+      walk(a->body);
+    } else if (const ForNode* f = s.as<ForNode>(); f && std::get_if<PipelinePlan>(&f->plan) &&
+                                                    std::get<PipelinePlan>(f->plan).form ==
+                                                        PipelineForm::WarpSpecialized) {
+      if (loop) fail = "two warp-specialized loops";
+      loop = f;
+      items.push_back({RoleItem::Kind::kLoop, s, {}, {}, nullptr});
+    } else if (s.as<BarrierNode>()) {
+      // (the persistent form places its own)
+    } else if (loop) {
+      items.push_back({RoleItem::Kind::kConsumer, s, {}, {}, nullptr});
+    } else if (const FillNode* fl = s.as<FillNode>();
+               fl && fl->buffer.scope() == MemScope::Fragment) {
+      items.push_back({RoleItem::Kind::kConsumer, s, {}, {}, nullptr});
+    } else if (only_checks(s) || s.as<CopyNode>()) {
+      items.push_back({RoleItem::Kind::kProducer, s, {}, {}, nullptr});
+    } else {
+      fail = "a statement before the main loop that is neither an index check, a copy nor the "
+             "accumulator's fill";
+    }
+  };
+  walk(k.body);
+  if (fail.empty() && !loop) fail = "no warp-specialized loop at the kernel's top level";
+  if (fail.empty()) {
+    // The producer's statements may write only what the loop's copies read;
+    // nothing the MMA warpgroups run (or a let) may read it.
+    BufferUse loop_copies;
+    for (const CopyNode* c : split_pipelined_body(loop).copies) {
+      loop_copies.visit_expr(c->value);
+      for (const Expr& e : c->dst_indices) loop_copies.visit_expr(e);
+    }
+    std::unordered_set<const BufferNode*> produced;
+    for (const RoleItem& it : items)
+      if (it.kind == RoleItem::Kind::kProducer) {
+        BufferUse u;
+        u.visit_stmt(it.stmt);
+        for (const BufferNode* b : u.writes) {
+          if (b->scope != MemScope::Shared || !loop_copies.reads.count(b))
+            fail = "the prologue writes " + b->name + ", which the main loop's copies do not read";
+          produced.insert(b);
+        }
+      }
+    for (const RoleItem& it : items) {
+      BufferUse u;
+      if (it.kind == RoleItem::Kind::kConsumer) u.visit_stmt(it.stmt);
+      if (it.kind == RoleItem::Kind::kLet) u.visit_expr(it.let_value);
+      for (const BufferNode* b : u.reads)
+        if (produced.count(b)) fail = b->name + " is read outside the producer";
+    }
+  }
+  if (!fail.empty()) {
+    if (why) *why = fail;
+    return std::nullopt;
+  }
+  return items;
 }
 
 }  // namespace tilefuse::codegen

@@ -4,6 +4,8 @@
 // decisions.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -54,6 +56,25 @@ std::vector<const tir::GemmNode*> gemms(const tir::Stmt& body);
 const tir::GemmNode* wgmma_async_gemm(
     const tir::ForNode* loop,
     const std::unordered_map<const tir::BufferNode*, const tir::AllocateNode*>& allocs);
+
+// A warp-specialized kernel's top-level statements by role, for a
+// persistent tile loop (passes/persistent.h): in program order, lets (both
+// roles compute them, per tile), allocations, the statements before the
+// warp-specialized loop that only feed its copies (the producer runs them:
+// a gather's index checks and row-index copies), the loop, and the rest
+// (the MMA warpgroups: the accumulator's fill, the epilogue).
+struct RoleItem {
+  enum class Kind { kLet, kAlloc, kProducer, kConsumer, kLoop };
+  Kind kind;
+  tir::Stmt stmt;                 // kProducer, kConsumer, kLoop
+  tir::Var let_var;               // kLet
+  tir::Expr let_value;            // kLet
+  const tir::AllocateNode* alloc = nullptr;  // kAlloc
+};
+// The items, or nullopt with *why when the kernel does not split so (no
+// top-level warp-specialized loop; a statement before it that the MMA
+// warpgroups need or that writes what the epilogue reads; a local buffer).
+std::optional<std::vector<RoleItem>> persistent_roles(const tir::Kernel& k, std::string* why);
 
 // The plan part of an allocation (nullptr when it has none of that kind).
 const tir::SharedPlan* shared_plan(const tir::AllocateNode* a);

@@ -172,6 +172,14 @@ __device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, 
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
+// The barrier of the THREADS threads that use named barrier ID (bar.sync:
+// PTX ISA 9.7.13.1): a persistent kernel's producer warpgroup (ID 2) among
+// itself.
+template <int ID, int THREADS>
+__device__ __forceinline__ void named_barrier() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+
 // setmaxnreg (PTX ISA 9.7.17.3, sm_90a): the warpgroup's registers per
 // thread become N (a multiple of 8 in 24..256); every warp of the
 // warpgroup executes it. The kernel must have a register cap at entry

@@ -124,6 +124,13 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   } find;
   find.visit_stmt(kernel.body);
   if (find.mbarriers >= 0) room = find.mbarriers;
+  // A persistent kernel's producer fills the rings for the next tile while
+  // the epilogue runs: the staged tile then has a region of its own, after
+  // the rest, within the 227 KiB a block may have (sm_90).
+  const bool own_region = kernel.launch.persistent;
+  const int64_t region = (kernel.launch.dynamic_shared_bytes + 127) / 128 * 128;
+  if (own_region) room = kMaxDynamicSharedBytes - region;
+  int64_t region_bytes = 0;
   PlanEdits edits;
   std::vector<std::string> notes;
   for (const ForNode* op : find.nests) {
@@ -144,13 +151,21 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     if (!context.cuda.staged_epilogue)
       why = "the staged_epilogue option is off";
     else if (stage_bytes > room)
-      why = fmt::format("its {}-byte tile exceeds the kernel's shared memory", stage_bytes);
+      why = own_region ? fmt::format("its {}-byte tile does not fit beside the persistent "
+                                     "kernel's rings",
+                                     stage_bytes)
+                       : fmt::format("its {}-byte tile exceeds the kernel's shared memory",
+                                     stage_bytes);
     else
       why = staging_problem(n);
     const bool staged = why.empty() && out_bytes >= 1 && out_bytes <= 8 && 16 % out_bytes == 0;
     if (staged) {
       plan.form = EpilogueForm::Staged;
       plan.pitch = pitch;
+      if (own_region) {
+        plan.offset = region;
+        region_bytes = std::max(region_bytes, stage_bytes);
+      }
       // A wgmma accumulator's D fragment is stmatrix's (PTX ISA 9.7.9.17):
       // 16-bit outputs stage four pairs an instruction. Measured on the H200
       // (hand-edited seed kernel): 0.5 to 1.1 us of 32, 20% fewer
@@ -175,6 +190,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     edits.loops[op] = plan;
   }
   Kernel out = with_plans(kernel, edits);
+  if (region_bytes > 0) out.launch.dynamic_shared_bytes = region + region_bytes;
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
   return out;
 }

@@ -13,7 +13,8 @@
 //    bias: at 128x256 under a warp-specialized kernel's 168 registers such
 //    epilogues spilled 40-296 bytes), and the tile fits the shared memory
 //    below the mbarriers (the operand stages are dead by then: nothing
-//    reads them after the main loop);
+//    reads them after the main loop; in a persistent kernel a region of
+//    its own after them, where it fits);
 //  - `paired` otherwise for a tensor-core tile: each thread's column pairs
 //    (e, e + 1) computed together and stored with one access of twice the
 //    width where the addresses are adjacent, aligned and both unmasked.
@@ -28,6 +29,9 @@
 namespace tilefuse::codegen {
 
 tir::Kernel plan_epilogues(const tir::Kernel& kernel, const passes::PassContext& context);
+
+// The dynamic shared memory a block may have on sm_90 (227 KiB).
+inline constexpr int64_t kMaxDynamicSharedBytes = 232448;
 
 // The parts of an epilogue nest `for i in parallel { lets; for j in
 // parallel { body } }` over an accumulator: the inner loop, and the nest's

@@ -5,6 +5,7 @@
 #include "codegen/cuda/passes/hoist_copy_addresses.h"
 #include "codegen/cuda/passes/layout.h"
 #include "codegen/cuda/passes/lower_gemm.h"
+#include "codegen/cuda/passes/persistent.h"
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/sync.h"
@@ -29,9 +30,14 @@ const std::vector<passes::PassEntry>& cuda_passes() {
       {"hoist_copy_addresses", hoist_copy_addresses,
        "after pipeline: it needs the warp-specialized loops' producers and their fixed-slot "
        "cp.async copies; the hoisted addresses are the producer's loop-invariant code"},
+      {"persistent", make_persistent,
+       "after the warp-specialized loop's copies and hoisting are known: it only changes who "
+       "runs the statements around that loop; before register_budgets (its producer needs more) "
+       "and epilogue (whose tile then needs a region of its own)"},
       {"register_budgets", register_budgets,
-       "after hoist_copy_addresses: a producer's budget depends on whether its copies compute "
-       "addresses (TMA and hoisted copies do not)"},
+       "after hoist_copy_addresses and persistent: a producer's budget depends on whether its "
+       "copies compute addresses (TMA and hoisted copies do not) and whether it runs a tile "
+       "loop"},
       {"layout", layout,
        "after pipeline: the ring depths are the loops' stages; offsets and the mbarriers of a "
        "warp-specialized loop follow"},

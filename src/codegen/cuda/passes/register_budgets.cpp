@@ -27,8 +27,9 @@ Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context
       notes.push_back("no register budgets (setmaxnreg): " + why_not);
       continue;
     }
-    p.producer_registers = kProducerRegisters;
-    p.consumer_registers = kConsumerRegisters;
+    const bool persistent = kernel.launch.persistent;
+    p.producer_registers = persistent ? kPersistentProducerRegisters : kProducerRegisters;
+    p.consumer_registers = persistent ? kPersistentConsumerRegisters : kConsumerRegisters;
     notes.push_back(fmt::format("register budgets (setmaxnreg): {} a producer thread, {} an MMA "
                                 "thread",
                                 p.producer_registers, p.consumer_registers));

@@ -14,7 +14,8 @@
 // Measured on the H200 (seed 128x256x64/4/8, hand-edited kernels with 40
 // and 232): 1.1 to 1.9 us of 34 faster; __launch_bounds__(384, 1) alone
 // changed nothing. 40 and 48 spilled 8-124 bytes in the producer with a K
-// tail's per-iteration mask, 64 none. CudaOptions::setmaxnreg turns it off.
+// tail's per-iteration mask, 64 none; a persistent kernel's producer gets 72
+// (and the MMA warpgroups 208). CudaOptions::setmaxnreg turns it off.
 #pragma once
 
 #include "passes/pipeline.h"
@@ -26,5 +27,9 @@ tir::Kernel register_budgets(const tir::Kernel& kernel, const passes::PassContex
 
 inline constexpr int kProducerRegisters = 64;
 inline constexpr int kConsumerRegisters = 216;
+// A persistent kernel's producer also runs the tile loop and the index
+// prologue: 64 spilled 4 bytes with a K tail (ptxas 13.0), 72 none.
+inline constexpr int kPersistentProducerRegisters = 72;
+inline constexpr int kPersistentConsumerRegisters = 208;
 
 }  // namespace tilefuse::codegen

@@ -1,0 +1,29 @@
+#include "codegen/cuda/passes/persistent.h"
+
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context) {
+  if (!context.cuda.persistent || pipelined_loops(kernel.body, true).empty()) return kernel;
+  Kernel out = kernel;
+  std::string why;
+  if (kernel.grid.empty()) why = "no grid";
+  for (const GridDim& g : kernel.grid)
+    if (!as_const_int(g.extent)) why = "a grid extent that is not a constant";
+  if (why.empty()) persistent_roles(kernel, &why);
+  if (!why.empty()) {
+    out.launch.notes.push_back("not persistent: " + why);
+    return out;
+  }
+  out.launch.persistent = true;
+  out.launch.notes.push_back(
+      "persistent: each block takes tiles block, block + blocks, ...; the producer fills the next "
+      "tile's stages while the MMA warpgroups store the last");
+  return out;
+}
+
+}  // namespace tilefuse::codegen

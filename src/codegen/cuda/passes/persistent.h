@@ -1,0 +1,24 @@
+// persistent: a warp-specialized kernel as a persistent one (issue 15:
+// "grid = SMs x blocks per SM, a tile scheduler in the kernel ... the
+// epilogue of one tile overlapping the main loop of the next").
+//
+// The kernel's program ids become tiles that each block takes in turn
+// (tile = block, block + blocks, ...; the order of the program ids, so the
+// grouped raster of the GEMM template keeps A and B rows hot in L2). The
+// producer warpgroup runs every tile's index prologue and copies, the MMA
+// warpgroups every tile's main loop and epilogue; the stage ring and its
+// mbarriers run on across tiles, so the producer fills the next tile's
+// stages while the MMA warpgroups store the last one. The statements split
+// by role as structure.h's persistent_roles says (a note says why when they
+// do not). LaunchPlan::persistent is set; the runtime launches min(tiles,
+// SMs) blocks. CudaOptions::persistent turns it on.
+#pragma once
+
+#include "passes/pipeline.h"
+#include "tir/ir.h"
+
+namespace tilefuse::codegen {
+
+tir::Kernel make_persistent(const tir::Kernel& kernel, const passes::PassContext& context);
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,100 @@
+// The printer's persistent form (printer.h; passes/persistent.h): each role
+// of a warp-specialized kernel in its own tile loop.
+#include <fmt/format.h>
+
+#include "codegen/cuda/printer.h"
+#include "core/error.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: the printer reads the Tile IR
+
+void Printer::emit_persistent() {
+  std::string why;
+  const std::optional<std::vector<RoleItem>> roles = persistent_roles(k_, &why);
+  TF_CHECK(roles.has_value(), "cuda printer: a persistent kernel that does not split: " + why);
+  const ForNode* loop = nullptr;
+  for (const RoleItem& it : *roles)
+    if (it.kind == RoleItem::Kind::kLoop) loop = it.stmt.as<ForNode>();
+  const PipelinePlan& plan = std::get<PipelinePlan>(loop->plan);
+  const PipelinedBody body = split_pipelined_body(loop);
+  if (nonneg_.holds(loop->min)) nonneg_.vars.insert(loop->var.get());
+  int64_t tiles = 1;
+  for (const GridDim& g : k_.grid) tiles *= const_of(g.extent, "a grid extent");
+  // The shared buffers are where the plan put them, for every tile.
+  for (const RoleItem& it : *roles)
+    if (it.kind == RoleItem::Kind::kAlloc && it.alloc->buffer.scope() == MemScope::Shared)
+      emit_alloc_decl(it.alloc);
+  ws_setup(body, plan);
+  const std::string tile_loop = fmt::format(
+      "for (int tf_tile = static_cast<int>(blockIdx.x); tf_tile < {}; tf_tile += "
+      "static_cast<int>(gridDim.x))",
+      tiles);
+  const std::string n = expr(loop->extent);
+  // Lets are pure: each role computes the ones it reads, per tile.
+  auto lets = [&]() {
+    for (const RoleItem& it : *roles)
+      if (it.kind == RoleItem::Kind::kLet) {
+        if (nonneg_.holds(it.let_value)) nonneg_.vars.insert(it.let_var.get());
+        line(fmt::format("const {} {} = {};", cuda_type(it.let_var.dtype()), var(it.let_var),
+                         expr(it.let_value)));
+      }
+  };
+  const std::string it = "tf_it" + std::to_string(tmp_++);
+  // The producer: every tile's index prologue, then its copies; it runs
+  // ahead into the next tile as far as the ring's free stages allow.
+  {
+    open("if (tf_tid >= kMmaThreads)");
+    if (plan.producer_registers > 0)
+      line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
+                       plan.producer_registers));
+    line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
+    line("const int tf_ptid = tf_tid - kMmaThreads;");
+    const int saved_threads = threads_;
+    const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
+    threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+    const std::string barrier =
+        fmt::format("tf::named_barrier<2, {}>();", plan.producer_threads);
+    line("int tf_git = 0;  // the ring iterations of the tiles before");
+    open(tile_loop);
+    emit_grid_vars("tf_tile");
+    lets();
+    line(barrier + "  // the last tile's readers of the prologue's buffers are done");
+    for (const RoleItem& r : *roles)
+      if (r.kind == RoleItem::Kind::kProducer) stmt(r.stmt);
+    line(barrier + "  // the prologue's buffers are written");
+    ws_producer_loop(loop, body, plan, it, "tf_git");
+    line(fmt::format("tf_git += {};", n));
+    close();
+    line("tf::cp_async_wait_all();  // its copies land before it exits");
+    line("return;");
+    close();
+    threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
+  }
+  if (plan.consumer_registers > 0)
+    line(fmt::format("tf::setmaxnreg_inc<{}>();  // the MMA warpgroups' register budget",
+                     plan.consumer_registers));
+  // The MMA warpgroups: every tile's main loop and epilogue.
+  threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";
+  block_barrier_ = barrier_for(BarrierKind::Consumers);
+  for (const RoleItem& r : *roles)
+    if (r.kind == RoleItem::Kind::kAlloc && r.alloc->buffer.scope() == MemScope::Fragment)
+      emit_alloc_decl(r.alloc);
+  line("int tf_git = 0;  // the ring iterations of the tiles before");
+  open(tile_loop);
+  emit_grid_vars("tf_tile");
+  lets();
+  for (const RoleItem& r : *roles) {
+    if (r.kind == RoleItem::Kind::kConsumer) stmt(r.stmt);
+    if (r.kind == RoleItem::Kind::kLoop) {
+      ws_consumer_loop(loop, body, plan, it, "tf_git");
+      line(fmt::format("tf_git += {};", n));
+      // Every MMA warp is past the last tile's epilogue (the staged tile's
+      // readers) and done with this tile's main loop.
+      line(block_barrier_);
+    }
+  }
+  close();
+}
+
+}  // namespace tilefuse::codegen
