@@ -70,8 +70,13 @@ struct GemmText {
   std::string launch, a_plan, b_plan, c_plan, loop_plan, a_copy, b_copy, epilogue_plan;
   // Parameters after x and y and before out (each "  name: ...,\n").
   std::string params;
+  // Allocations before A_s (each "  alloc ...\n").
+  std::string allocs;
   // Statements before the main loop, after the allocations.
   std::string prologue;
+  // Statements of the main loop between the two copies (each "  ...\n",
+  // indented as in the loop).
+  std::string between;
   // The A copy's value (default: the affine tile of x).
   std::string a_value;
   // The epilogue's statement (default: out[..] = C_f[i_2, j_2], cast to `out`).
@@ -89,7 +94,7 @@ struct GemmText {
        << params << "  out: global " << out << "[2048, 2048] strides [2048, 1] align 16,\n"
        << ") grid(pid_m: " << 2048 / bm << ", pid_n: " << 2048 / bn
        << ") attrs(num_warps = " << warps << ")" << plan(launch) << " {\n"
-       << "  alloc A_s: shared " << dtype << "[" << m << ", " << k << "]" << plan(a_plan) << "\n"
+       << allocs << "  alloc A_s: shared " << dtype << "[" << m << ", " << k << "]" << plan(a_plan) << "\n"
        << "  alloc B_s: shared " << dtype << "[" << k << ", " << n << "]" << plan(b_plan) << "\n"
        << "  alloc C_f: fragment f32[" << m << ", " << n << "]" << plan(c_plan) << "\n"
        << prologue;
@@ -100,7 +105,7 @@ struct GemmText {
          << "  copy (i: " << m << ", j: " << k << ") A_s[i, j] = "
          << (a_value.empty() ? "x[pid_m*" + m + " + i, k*" + k + " + j]" : a_value)
          << plan(a_copy) << "\n"
-         << "  copy (i_1: " << k << ", j_1: " << n << ") B_s[i_1, j_1] = y[k*" << k
+         << between << "  copy (i_1: " << k << ", j_1: " << n << ") B_s[i_1, j_1] = y[k*" << k
          << " + i_1, pid_n*" << n << " + j_1]" << plan(b_copy) << "\n"
          << "  gemm(A_s, B_s, C_f)\n"
          << "}\n"
@@ -116,5 +121,65 @@ struct GemmText {
     return os.str();
   }
 };
+
+// The notes the passes write on the wgmma GEMM below.
+inline constexpr const char* kWarpSpecializedNote =
+    "warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run "
+    "wgmma";
+inline constexpr const char* kStagedNote =
+    "epilogue into out: staged through shared memory, stored in 16-byte row chunks";
+// The TMA copies of its operand tiles, and their tensor maps.
+inline constexpr const char* kTmaA =
+    "tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384, reason=\"affine "
+    "128x64 tile of x, 16-byte aligned base and strides: TMA\"";
+inline constexpr const char* kTmaB =
+    "tma, width=16, map=1, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, "
+    "smem=4096)], bytes=16384, reason=\"affine 64x128 tile of y, 16-byte aligned base and "
+    "strides: TMA\"";
+inline constexpr const char* kTensorMaps =
+    "tensor_maps=[(param=0, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 128], "
+    "swizzle=128), (param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 64], "
+    "swizzle=128)]";
+
+// The 128x128x64 f16 GEMM (8 warps, 3 stages; bench/programs/gemm_f16.tfs)
+// on sm_90a with the plan parts the passes of the table up to and
+// including `after` write ("" for none), as `--dump-after=AFTER` shows them.
+inline GemmText wgmma_gemm(std::string_view after) {
+  static const char* const kOrder[] = {"",         "lower_gemm", "warp_specialize", "lower_copies",
+                                       "pipeline", "layout",     "epilogue",        "sync"};
+  int stage = 0;
+  while (stage < 8 && kOrder[stage] != after) ++stage;
+  EXPECT_LT(stage, 8) << "no pass " << after;
+  GemmText g;
+  if (stage < 1) return g;
+  g.a_plan = "swizzled, stages=1";
+  g.b_plan = "mn_swizzled, stages=1";
+  g.c_plan = "wgmma, operand=f16, block=[128, 128, 64], warps=[2, 1]";
+  std::string threads = "threads=256", shared = "shared_bytes=0, shared_align=128", maps, notes;
+  if (stage >= 2) {
+    threads = "threads=384, consumer_threads=256";
+    g.loop_plan =
+        "warp_specialized, stages=3, issue_ahead=3, wgmma_in_flight=1, producer_threads=128, "
+        "consumer_threads=256";
+    notes = std::string("\"") + kWarpSpecializedNote + "\"";
+  }
+  if (stage >= 3) {
+    g.a_copy = kTmaA, g.b_copy = kTmaB;
+    maps = std::string(", ") + kTensorMaps;
+  }
+  if (stage >= 5) {
+    g.a_plan = "swizzled, stages=3, offset=0, bytes=49152";
+    g.b_plan = "mn_swizzled, stages=3, offset=49152, bytes=49152";
+    g.loop_plan += ", mbarriers=98304";
+    shared = "shared_bytes=98352, shared_align=1024";
+  }
+  if (stage >= 6) {
+    g.epilogue_plan = "staged, pitch=136";
+    notes += std::string(", \"") + kStagedNote + "\"";
+  }
+  g.launch = threads + ", " + shared + ", async_barriers=1" + maps +
+             (notes.empty() ? "" : ", notes=[" + notes + "]");
+  return g;
+}
 
 }  // namespace tilefuse::codegen::testing

@@ -14,16 +14,9 @@ using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
 
-const char* const kLaunch = "threads=256, shared_bytes=0, shared_align=128, async_barriers=1";
-
 // The wgmma GEMM as lower_gemm leaves it (128x128x64, 8 warps, 3 stages).
 GemmText wgmma_gemm() {
-  GemmText g;
-  g.launch = kLaunch;
-  g.a_plan = "swizzled, stages=1";
-  g.b_plan = "mn_swizzled, stages=1";
-  g.c_plan = "wgmma, operand=f16, block=[128, 128, 64], warps=[2, 1]";
-  return g;
+  return testing::wgmma_gemm("lower_gemm");
 }
 
 // `g` with one note added to its launch plan.
