@@ -74,13 +74,16 @@ struct GemmText {
   std::string allocs;
   // Statements before the main loop, after the allocations.
   std::string prologue;
-  // Statements of the main loop between the two copies (each "  ...\n",
-  // indented as in the loop).
+  // Statements of the main loop between the two copies (each "  ...\n":
+  // indented by the loop's level, not the kernel body's).
   std::string between;
   // The A copy's value (default: the affine tile of x).
   std::string a_value;
   // The epilogue's statement (default: out[..] = C_f[i_2, j_2], cast to `out`).
   std::string store;
+  // Statements after the epilogue nest, at its level (each "...\n", not
+  // indented: they are indented with the nest).
+  std::string after;
   // Fill, main loop and epilogue inside `for t in serial(0, 2)` (a tile
   // loop, as a persistent kernel would have).
   bool tile_loop = false;
@@ -115,7 +118,8 @@ struct GemmText {
          << (store.empty() ? "out[pid_m*" + m + " + i_2, pid_n*" + n + " + j_2] = " +
                                  (out == "f32" ? "C_f[i_2, j_2]" : out + "(C_f[i_2, j_2])")
                            : store)
-         << "\n  }\n}\n";
+         << "\n  }\n}\n"
+         << after;
     os << indent(tile_loop ? "for t in serial(0, 2) {\n" + indent(tile.str()) + "}\n" : tile.str())
        << "}\n";
     return os.str();

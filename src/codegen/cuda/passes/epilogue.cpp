@@ -55,10 +55,18 @@ EpilogueNest epilogue_nest(const ForNode* op, const BufferNode* frag) {
 
 namespace {
 
+// Whether a value reads memory: loads a buffer other than a fragment (the
+// accumulator's elements are the thread's own registers).
+bool reads_memory(const Expr& e) {
+  for (const LoadNode* l : loads_in(e))
+    if (l->buffer.scope() != MemScope::Fragment) return true;
+  return false;
+}
+
 // Why the nest's values and addresses keep it from being staged ("" when
 // they do not): the copy-out recomputes the store's address and mask from
-// the nest's lets, so those must read no memory; values that load are not
-// staged either.
+// the nest's lets, so those must read no memory and no fragment; values
+// (the lets and the stored value) that load memory are not staged either.
 std::string staging_problem(const ForNode* op, const EpilogueNest& n) {
   std::vector<const LetStmtNode*> lets;
   std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
@@ -89,9 +97,12 @@ std::string staging_problem(const ForNode* op, const EpilogueNest& n) {
       u.visit_expr(lets[i]->value);
     }
   if (reads) return "the store's address or mask reads memory";
-  for (const LetStmtNode* l : lets)
-    if (has_load(l->value))
-      return "a value of the nest loads memory (staged, such epilogues spilled)";
+  // (The stored value too: a bias load inline in it is the same bias. And
+  // only memory: a value reading just the accumulator, relu(x @ y), is
+  // staged like x @ y.)
+  bool loads = reads_memory(n.store->value);
+  for (const LetStmtNode* l : lets) loads = loads || reads_memory(l->value);
+  if (loads) return "a value of the nest loads memory (staged, such epilogues spilled)";
   return "";
 }
 
