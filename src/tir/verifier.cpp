@@ -56,7 +56,21 @@ std::string first_line(const StmtNode* s) {
   return first == std::string::npos ? "" : line.substr(first);
 }
 
-class Verifier final : public IRVisitor {
+// A visitor that knows the statement it is in (current_), for errors.
+class StmtVisitor : public IRVisitor {
+ public:
+  void visit_stmt(const Stmt& s) override {
+    const StmtNode* saved = current_;
+    current_ = s.get();
+    IRVisitor::visit_stmt(s);
+    current_ = saved;
+  }
+
+ protected:
+  const StmtNode* current_ = nullptr;
+};
+
+class Verifier final : public StmtVisitor {
  public:
   explicit Verifier(const VerifyOptions& options) : options_(options) {}
   std::vector<std::string> errors;
@@ -87,13 +101,6 @@ class Verifier final : public IRVisitor {
       return;
     }
     visit_stmt(k.body);
-  }
-
-  void visit_stmt(const Stmt& s) override {
-    const StmtNode* saved = current_;
-    current_ = s.get();
-    IRVisitor::visit_stmt(s);
-    current_ = saved;
   }
 
  protected:
@@ -375,7 +382,6 @@ class Verifier final : public IRVisitor {
 
   VerifyOptions options_;
   std::string where_;  // for errors outside any statement
-  const StmtNode* current_ = nullptr;
   std::unordered_set<const VarNode*> bound_;
   std::unordered_set<const BufferNode*> buffers_;
   int parallel_depth_ = 0;
@@ -386,7 +392,7 @@ class Verifier final : public IRVisitor {
 // The plan's invariants, which the backend passes establish and the code
 // generator relies on; each checked only where its plan part exists (a CPU
 // kernel, or one before the backend passes, has none).
-class PlanVerifier final : public IRVisitor {
+class PlanVerifier final : public StmtVisitor {
  public:
   explicit PlanVerifier(const Kernel& k) : kernel_(k), launch_(k.launch) {}
   std::vector<std::string> errors;
@@ -394,13 +400,6 @@ class PlanVerifier final : public IRVisitor {
   void run() {
     scan();
     visit_stmt(kernel_.body);
-  }
-
-  void visit_stmt(const Stmt& s) override {
-    const StmtNode* saved = current_;
-    current_ = s.get();
-    IRVisitor::visit_stmt(s);
-    current_ = saved;
   }
 
  protected:
@@ -429,8 +428,9 @@ class PlanVerifier final : public IRVisitor {
   }
   void visit(const BarrierNode* op) override {
     if (op->barrier_kind == BarrierKind::Consumers && !after_ws_)
-      error("a consumers barrier before any warp-specialized loop (only after one do the "
-            "consumer warpgroups run alone)");
+      error(
+          "a consumers barrier before any warp-specialized loop (only after one do the "
+          "consumer warpgroups run alone)");
   }
 
  private:
@@ -527,8 +527,9 @@ class PlanVerifier final : public IRVisitor {
     if (p.mechanism == CopyMechanism::Tma) {
       const auto* loop = loops_.empty() ? nullptr : &std::get<PipelinePlan>(loops_.back()->plan);
       if (!loop || loop->form != PipelineForm::WarpSpecialized)
-        error("copy plan: a tma copy outside a warp-specialized pipelined loop (only its producer "
-              "warpgroup issues TMA)");
+        error(
+            "copy plan: a tma copy outside a warp-specialized pipelined loop (only its producer "
+            "warpgroup issues TMA)");
       const int maps = static_cast<int>(launch_.tensor_maps.size());
       if (p.tensor_map < 0 || p.tensor_map >= maps)
         error(fmt::format("copy plan: tma map {} is not one of the kernel's {} tensor maps",
@@ -632,14 +633,13 @@ class PlanVerifier final : public IRVisitor {
 
   const Kernel& kernel_;
   const LaunchPlan& launch_;
-  const StmtNode* current_ = nullptr;
   std::unordered_map<const BufferNode*, const AllocateNode*> allocs_;
   std::unordered_map<const BufferNode*, const char*> aligned_;  // tiles 1024-byte aligned, and why
   std::unordered_set<const ForNode*> top_level_;
-  int64_t mbarriers_ = -1;                   // the lowest mbarrier offset; -1: none
-  std::vector<const ForNode*> loops_;        // enclosing loops with a PipelinePlan
-  std::vector<const AllocateNode*> live_;    // enclosing laid-out shared buffers
-  bool after_ws_ = false;                    // a warp-specialized loop came before
+  int64_t mbarriers_ = -1;                 // the lowest mbarrier offset; -1: none
+  std::vector<const ForNode*> loops_;      // enclosing loops with a PipelinePlan
+  std::vector<const AllocateNode*> live_;  // enclosing laid-out shared buffers
+  bool after_ws_ = false;                  // a warp-specialized loop came before
 };
 
 }  // namespace

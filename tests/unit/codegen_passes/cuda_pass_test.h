@@ -37,7 +37,8 @@ inline passes::testing::KernelPass cuda_pass(std::string_view name, tir::CudaOpt
                                              const char* target = "sm_90a") {
   passes::PassContext context{*tir::Target::parse(target), opts};
   for (const passes::PassEntry& e : cuda_passes())
-    if (e.name == name) return [run = e.run, context](const tir::Kernel& k) { return run(k, context); };
+    if (e.name == name)
+      return [run = e.run, context](const tir::Kernel& k) { return run(k, context); };
   ADD_FAILURE() << "no CUDA pass named " << name;
   return [](const tir::Kernel& k) { return k; };
 }
@@ -97,17 +98,18 @@ struct GemmText {
        << params << "  out: global " << out << "[2048, 2048] strides [2048, 1] align 16,\n"
        << ") grid(pid_m: " << 2048 / bm << ", pid_n: " << 2048 / bn
        << ") attrs(num_warps = " << warps << ")" << plan(launch) << " {\n"
-       << allocs << "  alloc A_s: shared " << dtype << "[" << m << ", " << k << "]" << plan(a_plan) << "\n"
+       << allocs << "  alloc A_s: shared " << dtype << "[" << m << ", " << k << "]" << plan(a_plan)
+       << "\n"
        << "  alloc B_s: shared " << dtype << "[" << k << ", " << n << "]" << plan(b_plan) << "\n"
        << "  alloc C_f: fragment f32[" << m << ", " << n << "]" << plan(c_plan) << "\n"
        << prologue;
     std::ostringstream tile;
     tile << "fill(C_f, 0.0)\n"
-         << "for k in pipelined(0, " << 2048 / bk << ", stages=" << stages << ")"
-         << plan(loop_plan) << " {\n"
+         << "for k in pipelined(0, " << 2048 / bk << ", stages=" << stages << ")" << plan(loop_plan)
+         << " {\n"
          << "  copy (i: " << m << ", j: " << k << ") A_s[i, j] = "
-         << (a_value.empty() ? "x[pid_m*" + m + " + i, k*" + k + " + j]" : a_value)
-         << plan(a_copy) << "\n"
+         << (a_value.empty() ? "x[pid_m*" + m + " + i, k*" + k + " + j]" : a_value) << plan(a_copy)
+         << "\n"
          << between << "  copy (i_1: " << k << ", j_1: " << n << ") B_s[i_1, j_1] = y[k*" << k
          << " + i_1, pid_n*" << n << " + j_1]" << plan(b_copy) << "\n"
          << "  gemm(A_s, B_s, C_f)\n"
@@ -183,6 +185,28 @@ inline GemmText wgmma_gemm(std::string_view after) {
   }
   g.launch = threads + ", " + shared + ", async_barriers=1" + maps +
              (notes.empty() ? "" : ", notes=[" + notes + "]");
+  return g;
+}
+
+// A row index tile as the seed's prologue fills it: the `index` parameter,
+// and the statements that copy 128 rows of it into shared memory (the
+// allocation's plan `alloc_plan`; the copy by cp.async).
+inline constexpr const char* kIndexParam =
+    "  index: global readonly i64[2048] strides [1] align 16,\n";
+inline std::string index_rows(const std::string& alloc_plan) {
+  return "  alloc index_rows: shared i64[128]" + plan(alloc_plan) +
+         "\n  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n";
+}
+
+// An mma.sync GEMM (128 x bn x 32 f16, 8 warps, `stages`) on sm_80 as
+// lower_copies leaves it: both tiles by 16-byte cp.async (reasons trimmed).
+inline GemmText mma_sync_gemm(int bn = 128, int stages = 3) {
+  GemmText g;
+  g.bn = bn, g.bk = 32, g.stages = stages;
+  g.launch = "threads=256, shared_bytes=0, shared_align=128";
+  g.a_plan = g.b_plan = "swizzled, stages=1";
+  g.c_plan = "mma_sync, operand=f16, block=[128, " + std::to_string(bn) + ", 32], warps=[2, 4]";
+  g.a_copy = g.b_copy = "cp_async, width=16";
   return g;
 }
 

@@ -73,13 +73,10 @@ TEST(Epilogue, PairedWhenTheTileDoesNotFitBelowTheMbarriers) {
 // Without a warp-specialized loop the room is the kernel's shared bytes:
 // an in-order mma.sync loop has 16 KiB.
 TEST(Epilogue, PairedWhenTheTileExceedsTheSharedMemory) {
-  GemmText in;
-  in.bk = 32;
+  GemmText in = testing::mma_sync_gemm(128, 1);
   in.launch = "threads=256, shared_bytes=16384, shared_align=128";
   in.a_plan = "swizzled, stages=1, offset=0, bytes=8192";
   in.b_plan = "swizzled, stages=1, offset=8192, bytes=8192";
-  in.c_plan = "mma_sync, operand=f16, block=[128, 128, 32], warps=[2, 4]";
-  in.a_copy = in.b_copy = "cp_async, width=16";
   in.loop_plan = "in_order, stages=1, issue_ahead=0, why=\"one stage\"";
   expect_cuda_pass("epilogue", in.text(),
                    paired(in, "its 34816-byte tile exceeds the kernel's shared memory").text(), {},
@@ -90,7 +87,7 @@ TEST(Epilogue, PairedWhenTheTileExceedsTheSharedMemory) {
 // scatter's index).
 TEST(Epilogue, PairedWhenTheStoreAddressReadsMemory) {
   GemmText in = testing::wgmma_gemm("layout");
-  in.params = "  index: global readonly i64[2048] strides [1] align 16,\n";
+  in.params = testing::kIndexParam;
   in.store = "out[index[pid_m*128 + i_2], pid_n*128 + j_2] = f16(C_f[i_2, j_2])";
   expect_cuda_pass("epilogue", in.text(),
                    paired(in, "the store's address or mask reads memory").text());

@@ -29,20 +29,15 @@ TEST(Layout, WarpSpecializedGemm) {
 // pipelined loop fills has one stage; the mbarriers follow every buffer.
 TEST(Layout, WgmmaTilesAre1024ByteAligned) {
   GemmText in = testing::wgmma_gemm("pipeline");
-  in.params = "  index: global readonly i64[2048] strides [1] align 16,\n";
+  in.params = testing::kIndexParam;
   in.allocs = "  alloc flags: shared bool[128]\n";
-  in.prologue =
-      "  alloc index_rows: shared i64[128]\n"
-      "  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n"
-      "  barrier()\n";
+  in.prologue = testing::index_rows("") + "  barrier()\n";
   GemmText out = in;
   out.allocs = "  alloc flags: shared bool[128] plan(row_major, stages=1, offset=0, bytes=128)\n";
   out.a_plan = "swizzled, stages=3, offset=1024, bytes=49152";
   out.b_plan = "mn_swizzled, stages=3, offset=50176, bytes=49152";
   out.prologue =
-      "  alloc index_rows: shared i64[128] plan(row_major, stages=1, offset=99328, bytes=1024)\n"
-      "  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n"
-      "  barrier()\n";
+      testing::index_rows("row_major, stages=1, offset=99328, bytes=1024") + "  barrier()\n";
   out.loop_plan += ", mbarriers=100352";
   out.launch.replace(out.launch.find("shared_bytes=0, shared_align=128"), 32,
                      "shared_bytes=100400, shared_align=1024");
@@ -52,13 +47,8 @@ TEST(Layout, WgmmaTilesAre1024ByteAligned) {
 // mma.sync tiles: 128-byte alignment; the ring's tiles get its stages, an
 // in-order loop's one.
 TEST(Layout, RingDepthsAndOffsetsOfMmaSyncTiles) {
-  GemmText in;
-  in.bk = 32;
-  in.launch = "threads=256, shared_bytes=0, shared_align=128";
+  GemmText in = testing::mma_sync_gemm();
   in.allocs = "  alloc flags: shared bool[128]\n";
-  in.a_plan = in.b_plan = "swizzled, stages=1";
-  in.c_plan = "mma_sync, operand=f16, block=[128, 128, 32], warps=[2, 4]";
-  in.a_copy = in.b_copy = "cp_async, width=16";
   in.loop_plan = "ring, stages=3, issue_ahead=2";
   GemmText out = in;
   out.allocs = "  alloc flags: shared bool[128] plan(row_major, stages=1, offset=0, bytes=128)\n";

@@ -18,8 +18,7 @@ std::string eligible(const std::string& tile, const std::string& why) {
   return "TMA-eligible (affine " + tile + "), issued as cp.async: " + why;
 }
 std::string not_in_producer(const std::string& tile) {
-  return eligible(tile,
-                  "only the producer warpgroup of a warp-specialized wgmma loop issues TMA");
+  return eligible(tile, "only the producer warpgroup of a warp-specialized wgmma loop issues TMA");
 }
 
 std::string cp_async_a(const std::string& not_tma) {
@@ -93,7 +92,7 @@ TEST(CudaLowerCopies, LayoutATensorMapCannotWriteIsCpAsyncWithANote) {
 // box per gathered row.
 GemmText gathered(const std::string& index_plan, const std::string& index_copy) {
   GemmText g = testing::wgmma_gemm("warp_specialize");
-  g.params = "  index: global readonly i64[2048] strides [1] align 16,\n";
+  g.params = testing::kIndexParam;
   g.allocs = "  alloc index_rows: shared i64[128]" + testing::plan(index_plan) + "\n";
   g.prologue = "  copy (r: 128) index_rows[r] = index[pid_m*128 + r]" + testing::plan(index_copy) +
                "\n  barrier()\n";

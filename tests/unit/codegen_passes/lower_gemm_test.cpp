@@ -42,8 +42,9 @@ TEST(LowerGemm, F16OnSm80IsMmaSync) {
 // On sm_90a every tile that stays on mma.sync says why.
 TEST(LowerGemm, MmaSyncOnSm90aSaysWhyNotWgmma) {
   auto mma_sync = [](GemmText g, const std::string& note) {
-    g.launch = "threads=256, shared_bytes=0, shared_align=128, notes=[\"mma.sync, not wgmma: " +
-               note + "\"]";
+    g.launch =
+        "threads=256, shared_bytes=0, shared_align=128, notes=[\"mma.sync, not wgmma: " + note +
+        "\"]";
     g.a_plan = g.b_plan = "swizzled, stages=1";
     g.c_plan = "mma_sync, operand=f16, block=[" + std::to_string(g.bm) + ", " +
                std::to_string(g.bn) + ", " + std::to_string(g.bk) + "], warps=[2, 4]";

@@ -10,19 +10,8 @@ namespace {
 
 using testing::expect_cuda_pass;
 using testing::GemmText;
+using testing::mma_sync_gemm;
 using testing::options;
-
-// An mma.sync GEMM (128 x bn x 32, 8 warps) on sm_80 as lower_copies
-// leaves it: both tiles by 16-byte cp.async (reasons trimmed).
-GemmText mma_sync_gemm(int bn, int stages) {
-  GemmText g;
-  g.bn = bn, g.bk = 32, g.stages = stages;
-  g.launch = "threads=256, shared_bytes=0, shared_align=128";
-  g.a_plan = g.b_plan = "swizzled, stages=1";
-  g.c_plan = "mma_sync, operand=f16, block=[128, " + std::to_string(bn) + ", 32], warps=[2, 4]";
-  g.a_copy = g.b_copy = "cp_async, width=16";
-  return g;
-}
 
 // The wgmma GEMM in a loop that is not warp-specialized (cp.async copies).
 GemmText wgmma_async_gemm(int stages) {
@@ -115,8 +104,8 @@ TEST(Pipeline, InOrderSaysWhy) {
   in.between = "  check(k < 64, code=1, msg=\"k\")\n";
   GemmText out = in;
   out.loop_plan = "in_order, stages=1, issue_ahead=0, why=\"" + irregular + "\"";
-  out.launch += ", notes=[\"loop k not software-pipelined (" + irregular +
-                "): its tiles get one stage\"]";
+  out.launch +=
+      ", notes=[\"loop k not software-pipelined (" + irregular + "): its tiles get one stage\"]";
   expect_cuda_pass("pipeline", in.text(), out.text(), {}, "sm_80");
 
   in = mma_sync_gemm(128, 1), out = in;

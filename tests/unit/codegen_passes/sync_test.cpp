@@ -41,7 +41,8 @@ std::string copy_into(const char* tile, const char* v) {
 // Two barriers with no shared-memory access between them: the second goes.
 TEST(Sync, RemovesABarrierWithNoSharedAccessSinceThePrevious) {
   const std::string no_shared = "  let q = p*2\n  out[q] = x[q]\n";
-  expect_cuda_pass("sync", kernel(write_s() + "  barrier()\n" + no_shared + "  barrier()\n" + read_s()),
+  expect_cuda_pass("sync",
+                   kernel(write_s() + "  barrier()\n" + no_shared + "  barrier()\n" + read_s()),
                    kernel(write_s() + "  barrier()\n" + no_shared + read_s()));
   // Back to back.
   expect_cuda_pass("sync", kernel(write_s() + "  barrier()\n  barrier()\n" + read_s()),
@@ -106,10 +107,8 @@ TEST(Sync, BlockAsyncWhereTheKernelHasAWgmmaTile) {
 // initialization.
 TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
   GemmText in = testing::wgmma_gemm("epilogue");
-  in.params = "  index: global readonly i64[2048] strides [1] align 16,\n";
-  in.prologue =
-      "  alloc index_rows: shared i64[128] plan(row_major, stages=1, offset=98304, bytes=1024)\n"
-      "  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n";
+  in.params = testing::kIndexParam;
+  in.prologue = testing::index_rows("row_major, stages=1, offset=98304, bytes=1024");
   in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15, "mbarriers=99328");
   in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=99376");
   GemmText out = in;
@@ -119,20 +118,15 @@ TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
 
 // The same before a ring (mma.sync on sm_80): one block barrier stays.
 TEST(Sync, KeepsOneBarrierBeforeARing) {
-  GemmText in;
-  in.bk = 32;
-  in.params = "  index: global readonly i64[2048] strides [1] align 16,\n";
+  GemmText in = testing::mma_sync_gemm();
+  in.params = testing::kIndexParam;
   in.launch = "threads=256, shared_bytes=50176, shared_align=128";
   in.a_plan = "swizzled, stages=3, offset=0, bytes=24576";
   in.b_plan = "swizzled, stages=3, offset=24576, bytes=24576";
-  in.c_plan = "mma_sync, operand=f16, block=[128, 128, 32], warps=[2, 4]";
-  in.a_copy = in.b_copy = "cp_async, width=16";
   in.loop_plan = "ring, stages=3, issue_ahead=2";
   in.epilogue_plan = "paired, why=\"the staged_epilogue option is off\"";
   in.prologue =
-      "  alloc index_rows: shared i64[128] plan(row_major, stages=1, offset=49152, bytes=1024)\n"
-      "  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n"
-      "  barrier()\n";
+      testing::index_rows("row_major, stages=1, offset=49152, bytes=1024") + "  barrier()\n";
   GemmText out = in;
   in.prologue += "  barrier()\n";
   expect_cuda_pass("sync", in.text(), out.text(), {}, "sm_80");
@@ -176,7 +170,8 @@ TEST(Sync, BeforeAPipelinedLoopThatRunsAgain) {
   in.loop_plan = "wgmma_async, stages=3, issue_ahead=2";
   in.tile_loop = true;
   std::string out = in.text();
-  out.replace(out.find("    fill(C_f, 0.0)\n"), 19, "    fill(C_f, 0.0)\n    barrier(block_async)\n");
+  out.replace(out.find("    fill(C_f, 0.0)\n"), 19,
+              "    fill(C_f, 0.0)\n    barrier(block_async)\n");
   expect_cuda_pass("sync", in.text(), out);
 }
 

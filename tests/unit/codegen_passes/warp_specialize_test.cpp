@@ -120,8 +120,7 @@ TEST(WarpSpecialize, LeavesMmaSyncLoopsAlone) {
 TEST(WarpSpecialize, RunsAfterLowerGemm) {
   GemmText in = wgmma_gemm();
   in.launch = in.a_plan = in.b_plan = in.c_plan = "";
-  EXPECT_THROW(testing::cuda_pass("warp_specialize")(tir::parse_kernel(in.text())),
-               InternalError);
+  EXPECT_THROW(testing::cuda_pass("warp_specialize")(tir::parse_kernel(in.text())), InternalError);
 }
 
 }  // namespace

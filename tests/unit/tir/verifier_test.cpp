@@ -181,7 +181,6 @@ TEST(TirVerifier, VerifyThrowsWithContextAndTheKernel) {
   }
 }
 
-
 // ---- the kernel plan ----------------------------------------------------------
 
 // The 128x128x64 f16 GEMM as the CUDA backend passes leave it on sm_90a
@@ -239,11 +238,12 @@ TEST(TirVerifierPlan, AcceptsThePlanOfTheBackendPasses) {
   // A consumers barrier after the warp-specialized loop.
   EXPECT_EQ(verify_errors(planned({{"  for i_2", "  barrier(consumers)\n  for i_2"}})),
             std::vector<std::string>{});
-  EXPECT_EQ(verify_errors(small(kSmallLaunch,
-                                "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=16, "
-                                "vector_load={x[p*128 + i]})\n"
-                                "  copy (i_1: 128) t[i_1] = h[p*128 + i_1] plan(cp_async, width=16)\n")),
-            std::vector<std::string>{});
+  EXPECT_EQ(
+      verify_errors(small(kSmallLaunch,
+                          "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=16, "
+                          "vector_load={x[p*128 + i]})\n"
+                          "  copy (i_1: 128) t[i_1] = h[p*128 + i_1] plan(cp_async, width=16)\n")),
+      std::vector<std::string>{});
 }
 
 // vector_load is a Load node of the copy's value itself: a structurally
@@ -268,15 +268,17 @@ TEST(TirVerifierPlan, VectorLoadIsALoadNodeOfTheCopysValue) {
 
 TEST(TirVerifierPlan, VectorLoadWidthIsTwoOrMoreElements) {
   for (const char* width : {"4", "6"})
-    expect_one_error(small(kSmallLaunch, "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=" +
-                                             std::string(width) + ", vector_load={x[p*128 + i]})\n"),
-                     "copy plan: a vector load of width " + std::string(width) +
-                         " reads 4-byte elements (its width must be two or more of them)");
+    expect_one_error(
+        small(kSmallLaunch, "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=" +
+                                std::string(width) + ", vector_load={x[p*128 + i]})\n"),
+        "copy plan: a vector load of width " + std::string(width) +
+            " reads 4-byte elements (its width must be two or more of them)");
 }
 
 TEST(TirVerifierPlan, CpAsyncWidthIs4Or8Or16) {
-  expect_one_error(small(kSmallLaunch, "  copy (i: 128) t[i] = h[p*128 + i] plan(cp_async, width=2)\n"),
-                   "copy plan: cp_async of width 2 (cp.async copies 4, 8 or 16 bytes)");
+  expect_one_error(
+      small(kSmallLaunch, "  copy (i: 128) t[i] = h[p*128 + i] plan(cp_async, width=2)\n"),
+      "copy plan: cp_async of width 2 (cp.async copies 4, 8 or 16 bytes)");
 }
 
 TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
@@ -294,11 +296,12 @@ TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
 // A tile a pipelined loop's copies fill holds one stage per stage of the
 // loop, and its bytes are its stages of its tile.
 TEST(TirVerifierPlan, RingDepthIsTheLoopsStages) {
-  expect_one_error(planned({{"stages=3, offset=0, bytes=49152", "stages=2, offset=0, bytes=32768"}}),
-                   "copy (i: 128, j: 64) A_s[i, j] = x[pid_m*128 + i, k*64 + j] plan(tma, "
-                   "width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384): shared "
-                   "buffer A_s has a ring depth of 2 but the pipelined loop k that fills it has 3 "
-                   "stages");
+  expect_one_error(
+      planned({{"stages=3, offset=0, bytes=49152", "stages=2, offset=0, bytes=32768"}}),
+      "copy (i: 128, j: 64) A_s[i, j] = x[pid_m*128 + i, k*64 + j] plan(tma, "
+      "width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384): shared "
+      "buffer A_s has a ring depth of 2 but the pipelined loop k that fills it has 3 "
+      "stages");
   expect_one_error(planned({{"offset=0, bytes=49152", "offset=0, bytes=49150"}}),
                    "shared buffer A_s has 49150 bytes for 3 stages of 16384 bytes");
 }
@@ -348,11 +351,12 @@ TEST(TirVerifierPlan, WarpSpecializedLoopThreadsAndPlace) {
                    "warp-specialized loop k: the launch has 256 threads, not its producer's 128 + "
                    "consumers' 256");
   // Inside a tile loop: the split runs the loop once per block.
-  expect_one_error(planned({{"  for k in", "  for t in serial(0, 2) {\n  for k in"},
-                            {"    gemm(A_s, B_s, C_f)\n  }\n", "    gemm(A_s, B_s, C_f)\n  }\n  }\n"}}),
-                   "warp-specialized loop k is not at the kernel's top level (the "
-                   "producer/consumer split runs it once per block: only sequences, lets and "
-                   "allocations may enclose it)");
+  expect_one_error(
+      planned({{"  for k in", "  for t in serial(0, 2) {\n  for k in"},
+               {"    gemm(A_s, B_s, C_f)\n  }\n", "    gemm(A_s, B_s, C_f)\n  }\n  }\n"}}),
+      "warp-specialized loop k is not at the kernel's top level (the "
+      "producer/consumer split runs it once per block: only sequences, lets and "
+      "allocations may enclose it)");
   expect_one_error(planned({{"  fill(C_f, 0.0)\n", "  fill(C_f, 0.0)\n  barrier(consumers)\n"}}),
                    "barrier(consumers): a consumers barrier before any warp-specialized loop "
                    "(only after one do the consumer warpgroups run alone)");
@@ -371,8 +375,8 @@ TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {
 TEST(TirVerifierPlan, OnlyWhereThePlanExists) {
   EXPECT_EQ(verify_errors(testing::gemm_kernel()), std::vector<std::string>{});
   // Before layout a shared plan holds only lower_gemm's swizzle (offset -1).
-  EXPECT_EQ(verify_errors(planned({{"plan(swizzled, stages=3, offset=0, bytes=49152)",
-                                    "plan(swizzled, stages=1)"}})),
+  EXPECT_EQ(verify_errors(planned(
+                {{"plan(swizzled, stages=3, offset=0, bytes=49152)", "plan(swizzled, stages=1)"}})),
             std::vector<std::string>{});
   EXPECT_EQ(verify_errors(parse_kernel(R"(kernel k(
   h: global readonly f16[4096] strides [1] align 16,
