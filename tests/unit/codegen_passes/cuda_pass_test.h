@@ -133,7 +133,7 @@ inline constexpr const char* kWarpSpecializedNote =
     "warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run "
     "wgmma";
 inline constexpr const char* kStagedNote =
-    "epilogue into out: staged through shared memory, stored in 16-byte row chunks";
+    "epilogue into out: staged through shared memory by stmatrix, stored in 16-byte row chunks";
 // The TMA copies of its operand tiles, and their tensor maps.
 inline constexpr const char* kTmaA =
     "tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384, reason=\"affine "
@@ -151,11 +151,19 @@ inline constexpr const char* kTensorMaps =
 // on sm_90a with the plan parts the passes of the table up to and
 // including `after` write ("" for none), as `--dump-after=AFTER` shows them.
 inline GemmText wgmma_gemm(std::string_view after) {
-  static const char* const kOrder[] = {"",         "lower_gemm", "warp_specialize", "lower_copies",
-                                       "pipeline", "layout",     "epilogue",        "sync"};
+  static const char* const kOrder[] = {"",
+                                       "lower_gemm",
+                                       "warp_specialize",
+                                       "lower_copies",
+                                       "pipeline",
+                                       "hoist_copy_addresses",
+                                       "register_budgets",
+                                       "layout",
+                                       "epilogue",
+                                       "sync"};
   int stage = 0;
-  while (stage < 8 && kOrder[stage] != after) ++stage;
-  EXPECT_LT(stage, 8) << "no pass " << after;
+  while (stage < 10 && kOrder[stage] != after) ++stage;
+  EXPECT_LT(stage, 10) << "no pass " << after;
   GemmText g;
   if (stage < 1) return g;
   g.a_plan = "swizzled, stages=1";
@@ -173,14 +181,15 @@ inline GemmText wgmma_gemm(std::string_view after) {
     g.a_copy = kTmaA, g.b_copy = kTmaB;
     maps = std::string(", ") + kTensorMaps;
   }
-  if (stage >= 5) {
+  if (stage >= 6) g.loop_plan += ", registers=[64, 216]";  // the producer only issues TMA
+  if (stage >= 7) {
     g.a_plan = "swizzled, stages=3, offset=0, bytes=49152";
     g.b_plan = "mn_swizzled, stages=3, offset=49152, bytes=49152";
     g.loop_plan += ", mbarriers=98304";
     shared = "shared_bytes=98352, shared_align=1024";
   }
-  if (stage >= 6) {
-    g.epilogue_plan = "staged, pitch=136";
+  if (stage >= 8) {
+    g.epilogue_plan = "staged, pitch=136, stmatrix=1";
     notes += std::string(", \"") + kStagedNote + "\"";
   }
   g.launch = threads + ", " + shared + ", async_barriers=1" + maps +

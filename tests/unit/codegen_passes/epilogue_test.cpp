@@ -21,15 +21,15 @@ GemmText two_stage_gemm(const std::string& out_dtype) {
   g.b_plan = "mn_swizzled, stages=2, offset=32768, bytes=32768";
   g.loop_plan =
       "warp_specialized, stages=2, issue_ahead=2, wgmma_in_flight=1, producer_threads=128, "
-      "consumer_threads=256, mbarriers=65536";
+      "consumer_threads=256, registers=[64, 216], mbarriers=65536";
   g.launch.replace(g.launch.find("shared_bytes=98352"), 18, "shared_bytes=65568");
   return g;
 }
 
-// `g` with the staged epilogue plan (an f16 tile of 128 + 8 columns) and
-// its note.
+// `g` with the staged epilogue plan (an f16 tile of 128 + 8 columns, by
+// stmatrix: a wgmma tile of 64 accumulators a thread) and its note.
 GemmText staged(GemmText g) {
-  g.epilogue_plan = "staged, pitch=136";
+  g.epilogue_plan = "staged, pitch=136, stmatrix=1";
   g.launch.replace(g.launch.rfind("\"]"), 2, "\", \"" + std::string(testing::kStagedNote) + "\"]");
   return g;
 }

@@ -14,7 +14,7 @@ using testing::GemmText;
 // The wgmma tiles get the loop's 3 stages (48 KiB each), the 6 mbarriers
 // (full and empty per stage) follow them; the base is 1024-byte aligned.
 TEST(Layout, WarpSpecializedGemm) {
-  GemmText in = testing::wgmma_gemm("pipeline"), out = in;
+  GemmText in = testing::wgmma_gemm("register_budgets"), out = in;
   out.a_plan = "swizzled, stages=3, offset=0, bytes=49152";
   out.b_plan = "mn_swizzled, stages=3, offset=49152, bytes=49152";
   out.loop_plan += ", mbarriers=98304";
@@ -28,7 +28,7 @@ TEST(Layout, WarpSpecializedGemm) {
 // 128-byte swizzle is a function of address bits [4, 10)); a buffer no
 // pipelined loop fills has one stage; the mbarriers follow every buffer.
 TEST(Layout, WgmmaTilesAre1024ByteAligned) {
-  GemmText in = testing::wgmma_gemm("pipeline");
+  GemmText in = testing::wgmma_gemm("register_budgets");
   in.params = testing::kIndexParam;
   in.allocs = "  alloc flags: shared bool[128]\n";
   in.prologue = testing::index_rows("") + "  barrier()\n";

@@ -107,9 +107,9 @@ TEST(CudaLowerCopies, GatheredRowsAreCpAsyncUnlessTmaRowGather) {
       not_in_producer("128 tile") + "\"";
   GemmText in = gathered("", ""), out = gathered("", index_copy);
   out.a_copy =
-      "cp_async, width=16, reason=\"plain f16 load of x, 128 contiguous bytes along j, 16-byte "
-      "aligned: cp.async 16 B (.cg); not TMA: gather: address depends on a loaded value, TMA "
-      "needs an affine tile\"";
+      "cp_async, width=16, cache_all=1, reason=\"plain f16 load of x, 128 contiguous bytes along "
+      "j, 16-byte aligned: cp.async 16 B (.ca), gathered rows through L1; not TMA: gather: "
+      "address depends on a loaded value, TMA needs an affine tile\"";
   out.b_copy =
       "tma, width=16, map=0, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, "
       "smem=4096)], bytes=16384, reason=\"affine 64x128 tile of y, 16-byte aligned base and "

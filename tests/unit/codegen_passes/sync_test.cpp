@@ -136,7 +136,7 @@ TEST(Sync, KeepsOneBarrierBeforeARing) {
 // before it, unless the main loop's own ends right there; after a
 // warp-specialized loop only the consumer warpgroups run, so it is theirs.
 TEST(Sync, BeforeAStagedEpilogue) {
-  const std::string second = R"(for i_3 in parallel(0, 128) plan(staged, pitch=136) {
+  const std::string second = R"(for i_3 in parallel(0, 128) plan(staged, pitch=136, stmatrix=1) {
   for j_3 in parallel(0, 128) {
     out2[pid_m*128 + i_3, pid_n*128 + j_3] = f16(C_f[i_3, j_3])
   }

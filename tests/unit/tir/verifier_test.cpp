@@ -195,12 +195,12 @@ const char* const kPlanned = R"(kernel gemm(
   alloc B_s: shared f16[64, 128] plan(mn_swizzled, stages=3, offset=49152, bytes=49152)
   alloc C_f: fragment f32[128, 128] plan(wgmma, operand=f16, block=[128, 128, 64], warps=[2, 1])
   fill(C_f, 0.0)
-  for k in pipelined(0, 32, stages=3) plan(warp_specialized, stages=3, issue_ahead=3, wgmma_in_flight=1, producer_threads=128, consumer_threads=256, mbarriers=98304) {
+  for k in pipelined(0, 32, stages=3) plan(warp_specialized, stages=3, issue_ahead=3, wgmma_in_flight=1, producer_threads=128, consumer_threads=256, registers=[64, 216], mbarriers=98304) {
     copy (i: 128, j: 64) A_s[i, j] = x[pid_m*128 + i, k*64 + j] plan(tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384)
     copy (i_1: 64, j_1: 128) B_s[i_1, j_1] = y[k*64 + i_1, pid_n*128 + j_1] plan(tma, width=16, map=1, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, smem=4096)], bytes=16384)
     gemm(A_s, B_s, C_f)
   }
-  for i_2 in parallel(0, 128) plan(staged, pitch=136) {
+  for i_2 in parallel(0, 128) plan(staged, pitch=136, stmatrix=1) {
     for j_2 in parallel(0, 128) {
       out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])
     }
@@ -365,7 +365,7 @@ TEST(TirVerifierPlan, WarpSpecializedLoopThreadsAndPlace) {
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
 // below the mbarriers.
 TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {
-  expect_one_error(planned({{"staged, pitch=136", "staged, pitch=392"}}),
+  expect_one_error(planned({{"staged, pitch=136,", "staged, pitch=392,"}}),
                    "a staged epilogue's tile of 100352 bytes (128 rows of 392 f16) exceeds the "
                    "98304 bytes below the mbarriers");
 }
