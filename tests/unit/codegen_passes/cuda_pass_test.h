@@ -128,10 +128,21 @@ struct GemmText {
   }
 };
 
+// `g` with `note` added to its launch plan's notes (the last).
+inline GemmText with_note(GemmText g, const std::string& note) {
+  if (g.launch.find("notes=[") == std::string::npos)
+    g.launch += ", notes=[\"" + note + "\"]";
+  else
+    g.launch.insert(g.launch.rfind(']'), ", \"" + note + "\"");
+  return g;
+}
+
 // The notes the passes write on the wgmma GEMM below.
 inline constexpr const char* kWarpSpecializedNote =
     "warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run "
     "wgmma";
+inline constexpr const char* kBudgetsNote =
+    "register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread";
 inline constexpr const char* kStagedNote =
     "epilogue into out: staged through shared memory by stmatrix, stored in 16-byte row chunks";
 // The TMA copies of its operand tiles, and their tensor maps.
@@ -181,7 +192,10 @@ inline GemmText wgmma_gemm(std::string_view after) {
     g.a_copy = kTmaA, g.b_copy = kTmaB;
     maps = std::string(", ") + kTensorMaps;
   }
-  if (stage >= 6) g.loop_plan += ", registers=[64, 216]";  // the producer only issues TMA
+  if (stage >= 6) {  // the producer only issues TMA
+    g.loop_plan += ", registers=[64, 216]";
+    notes += std::string(", \"") + kBudgetsNote + "\"";
+  }
   if (stage >= 7) {
     g.a_plan = "swizzled, stages=3, offset=0, bytes=49152";
     g.b_plan = "mn_swizzled, stages=3, offset=49152, bytes=49152";
@@ -205,6 +219,26 @@ inline constexpr const char* kIndexParam =
 inline std::string index_rows(const std::string& alloc_plan) {
   return "  alloc index_rows: shared i64[128]" + plan(alloc_plan) +
          "\n  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n";
+}
+
+// wgmma_gemm("pipeline") with A's rows gathered through a shared row index
+// tile (the seed's x[index] @ y): A by cp.async through L1, B by TMA with
+// the kernel's one tensor map (reasons trimmed).
+inline GemmText gathered_gemm() {
+  GemmText g = wgmma_gemm("pipeline");
+  g.params = kIndexParam;
+  g.allocs = "  alloc index_rows: shared i64[128]\n";
+  g.prologue =
+      "  copy (r: 128) index_rows[r] = index[pid_m*128 + r] plan(cp_async, width=16)\n"
+      "  barrier()\n";
+  g.a_value = "x[index_rows[i], k*64 + j]";
+  g.a_copy = "cp_async, width=16, cache_all=1";
+  g.b_copy = kTmaB;
+  g.b_copy.replace(g.b_copy.find("map=1"), 5, "map=0");
+  g.launch.replace(g.launch.find(kTensorMaps), std::string_view(kTensorMaps).size(),
+                   "tensor_maps=[(param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, "
+                   "64], swizzle=128)]");
+  return g;
 }
 
 // An mma.sync GEMM (128 x bn x 32 f16, 8 warps, `stages`) on sm_80 as

@@ -30,21 +30,14 @@ GemmText two_stage_gemm(const std::string& out_dtype) {
 // stmatrix: a wgmma tile of 64 accumulators a thread) and its note.
 GemmText staged(GemmText g) {
   g.epilogue_plan = "staged, pitch=136, stmatrix=1";
-  g.launch.replace(g.launch.rfind("\"]"), 2, "\", \"" + std::string(testing::kStagedNote) + "\"]");
-  return g;
+  return testing::with_note(g, testing::kStagedNote);
 }
 
 // `g` with the paired epilogue plan and its note.
 GemmText paired(GemmText g, const std::string& why) {
   g.epilogue_plan = "paired, why=\"" + why + "\"";
-  const std::string note =
-      "\"epilogue into out: paired stores from the accumulators, not staged: " + why + "\"";
-  const size_t end = g.launch.rfind(']');
-  if (g.launch.find("notes=[") == std::string::npos)
-    g.launch += ", notes=[" + note + "]";
-  else
-    g.launch.insert(end, ", " + note);
-  return g;
+  return testing::with_note(
+      g, "epilogue into out: paired stores from the accumulators, not staged: " + why);
 }
 
 // A [128][128 + 8] f16 tile at offset 0, below the mbarriers.

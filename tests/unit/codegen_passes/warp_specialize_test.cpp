@@ -13,16 +13,11 @@ namespace {
 using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
+using testing::with_note;
 
 // The wgmma GEMM as lower_gemm leaves it (128x128x64, 8 warps, 3 stages).
 GemmText wgmma_gemm() {
   return testing::wgmma_gemm("lower_gemm");
-}
-
-// `g` with one note added to its launch plan.
-GemmText with_note(GemmText g, const std::string& note) {
-  g.launch += ", notes=[\"" + note + "\"]";
-  return g;
 }
 
 TEST(WarpSpecialize, TopLevelWgmmaLoopIsSpecialized) {
