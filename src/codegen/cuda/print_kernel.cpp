@@ -166,7 +166,7 @@ CudaKernel Printer::run() {
     std::string x = stride == 1 ? "static_cast<int>(blockIdx.x)"
                                 : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
     if (d > 0) x = "(" + x + ") % " + std::to_string(gext[d]);
-    nonneg_vars_.insert(g.var.get());
+    nonneg_.vars.insert(g.var.get());
     line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
     stride *= gext[d];
   }
