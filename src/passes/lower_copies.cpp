@@ -75,16 +75,7 @@ class Decider : public IRMutator {
  public:
   Decider(const Kernel& k, const Target& t, const CudaOptions& o, CopyReport* r)
       : kernel_(k), target_(t), options_(o), report_(r) {
-    struct Allocs : IRVisitor {
-      std::unordered_map<const BufferNode*, const AllocateNode*> out;
-      using IRVisitor::visit;
-      void visit(const AllocateNode* op) override {
-        out[op->buffer.get()] = op;
-        IRVisitor::visit(op);
-      }
-    } a;
-    a.visit_stmt(k.body);
-    allocs_ = std::move(a.out);
+    allocs_ = allocations(k.body);
     launch_ = k.launch;
   }
   LaunchPlan launch_;  // the kernel's, with the tensor maps and notes added

@@ -8,6 +8,7 @@
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
 #include "tir/printer.h"
+#include "tir/structural.h"
 
 namespace tilefuse::codegen {
 
@@ -293,7 +294,12 @@ std::string Printer::address(const Buffer& b, const std::vector<Expr>& idx) {
 }
 
 std::string Printer::load(const LoadNode* op) {
-  if (op == vector_load_.get()) return vector_lane_;  // already loaded, a vector at a time
+  // Already loaded, a vector at a time: the vector load and every load of
+  // the same address (a prologue that reads it twice, `select(x < 0, x +
+  // n, x)`).
+  if (vector_load_.defined() &&
+      (op == vector_load_.get() || structural_equal(Expr(op), vector_load_)))
+    return vector_lane_;
   std::string el = element(op->buffer, op->indices);
   // A WgmmaTile's accumulators are read through value(e) (see tf_wgmma.cuh:
   // a conversion reading them directly makes ptxas serialize the wgmma).

@@ -154,34 +154,8 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   };
   // The copy-out of a staged epilogue recomputes the store's address and
   // mask: the nest's lets they read (directly or through other lets).
-  std::vector<const LetStmtNode*> nest_lets;
-  std::vector<bool> address_let;
-  if (plan->form == EpilogueForm::Staged) {
-    std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
-      if (const LetStmtNode* l = st.as<LetStmtNode>()) {
-        nest_lets.push_back(l);
-        collect(l->body);
-      } else if (const SeqNode* q = st.as<SeqNode>()) {
-        for (const Stmt& t : q->stmts) collect(t);
-      } else if (st.get() == inner) {
-        collect(inner->body);
-      }
-    };
-    collect(op->body);
-    struct Uses : IRVisitor {
-      std::unordered_set<const VarNode*> vars;
-      using IRVisitor::visit;
-      void visit(const VarNode* v) override { vars.insert(v); }
-    } u;
-    for (const Expr& e : store->indices) u.visit_expr(e);
-    if (store->mask.defined()) u.visit_expr(store->mask);
-    address_let.assign(nest_lets.size(), false);
-    for (size_t i = nest_lets.size(); i-- > 0;)
-      if (u.vars.count(nest_lets[i]->var.get())) {
-        address_let[i] = true;
-        u.visit_expr(nest_lets[i]->value);
-      }
-  }
+  const std::vector<const LetStmtNode*>& nest_lets = nest.lets;
+  const std::vector<bool>& address_let = nest.address_let;
   if (plan->form == EpilogueForm::Staged) {
     const std::string t = cuda_type(store->buffer.dtype());
     const int64_t out_bytes = dtype_size(store->buffer.dtype());

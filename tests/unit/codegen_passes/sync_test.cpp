@@ -56,10 +56,12 @@ TEST(Sync, KeepsBarriersWithSharedAccessBetween) {
   expect_cuda_pass("sync", in, in);
 }
 
-// A synchronous copy into a shared tile: a barrier after it (its data is
-// visible), and one before it when earlier code touched the tile (its
-// readers are done); not for another tile. (Here the barrier after t's
-// copy is the one before s's second: placed twice, kept once.)
+// A synchronous copy into a shared tile: a barrier before the first later
+// statement that touches the tile (its data is visible), and one before it
+// when earlier code touched the tile (its readers are done); not for
+// another tile. (Here one barrier between t's copy and s's second serves
+// both: t's data visible, s's readers done.) Independent copies share the
+// barrier that makes them visible.
 TEST(Sync, BarriersAroundASynchronousCopy) {
   const std::string barrier = "  barrier()\n";
   expect_cuda_pass("sync",
@@ -71,6 +73,8 @@ TEST(Sync, BarriersAroundASynchronousCopy) {
                    kernel(copy_into("s", "c") + read_s() + copy_into("s", "c_1") + read_s("i_2")),
                    kernel(copy_into("s", "c") + barrier + read_s() + barrier +
                           copy_into("s", "c_1") + barrier + read_s("i_2")));
+  expect_cuda_pass("sync", kernel(copy_into("s", "c") + copy_into("t", "c_1") + read_s()),
+                   kernel(copy_into("s", "c") + copy_into("t", "c_1") + barrier + read_s()));
 }
 
 // In a loop the copy runs again: a barrier before it too.

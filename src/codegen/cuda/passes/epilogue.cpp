@@ -50,6 +50,31 @@ EpilogueNest epilogue_nest(const ForNode* op, const BufferNode* frag) {
   };
   scan(op->body);
   if (!one_store) n.store = nullptr;
+  if (!n.store) return n;
+  std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
+    if (const LetStmtNode* l = st.as<LetStmtNode>()) {
+      n.lets.push_back(l);
+      collect(l->body);
+    } else if (const SeqNode* q = st.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) collect(t);
+    } else if (st.get() == n.inner) {
+      collect(n.inner->body);
+    }
+  };
+  collect(op->body);
+  struct Uses : IRVisitor {
+    std::unordered_set<const VarNode*> vars;
+    using IRVisitor::visit;
+    void visit(const VarNode* v) override { vars.insert(v); }
+  } u;
+  for (const Expr& e : n.store->indices) u.visit_expr(e);
+  if (n.store->mask.defined()) u.visit_expr(n.store->mask);
+  n.address_let.assign(n.lets.size(), false);
+  for (size_t i = n.lets.size(); i-- > 0;)
+    if (u.vars.count(n.lets[i]->var.get())) {
+      n.address_let[i] = true;
+      u.visit_expr(n.lets[i]->value);
+    }
   return n;
 }
 
@@ -67,41 +92,17 @@ bool reads_memory(const Expr& e) {
 // they do not): the copy-out recomputes the store's address and mask from
 // the nest's lets, so those must read no memory and no fragment; values
 // (the lets and the stored value) that load memory are not staged either.
-std::string staging_problem(const ForNode* op, const EpilogueNest& n) {
-  std::vector<const LetStmtNode*> lets;
-  std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
-    if (const LetStmtNode* l = st.as<LetStmtNode>()) {
-      lets.push_back(l);
-      collect(l->body);
-    } else if (const SeqNode* q = st.as<SeqNode>()) {
-      for (const Stmt& t : q->stmts) collect(t);
-    } else if (st.get() == n.inner) {
-      collect(n.inner->body);
-    }
-  };
-  collect(op->body);
-  struct Uses : IRVisitor {
-    std::unordered_set<const VarNode*> vars;
-    using IRVisitor::visit;
-    void visit(const VarNode* v) override { vars.insert(v); }
-  } u;
+std::string staging_problem(const EpilogueNest& n) {
   bool reads = n.store->mask.defined() && has_load(n.store->mask);
-  for (const Expr& e : n.store->indices) {
-    reads = reads || has_load(e);
-    u.visit_expr(e);
-  }
-  if (n.store->mask.defined()) u.visit_expr(n.store->mask);
-  for (size_t i = lets.size(); i-- > 0;)
-    if (u.vars.count(lets[i]->var.get())) {
-      reads = reads || has_load(lets[i]->value);
-      u.visit_expr(lets[i]->value);
-    }
+  for (const Expr& e : n.store->indices) reads = reads || has_load(e);
+  for (size_t i = 0; i < n.lets.size(); ++i)
+    reads = reads || (n.address_let[i] && has_load(n.lets[i]->value));
   if (reads) return "the store's address or mask reads memory";
   // (The stored value too: a bias load inline in it is the same bias. And
   // only memory: a value reading just the accumulator, relu(x @ y), is
   // staged like x @ y.)
   bool loads = reads_memory(n.store->value);
-  for (const LetStmtNode* l : lets) loads = loads || reads_memory(l->value);
+  for (const LetStmtNode* l : n.lets) loads = loads || reads_memory(l->value);
   if (loads) return "a value of the nest loads memory (staged, such epilogues spilled)";
   return "";
 }
@@ -156,7 +157,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     else if (stage_bytes > room)
       why = fmt::format("its {}-byte tile exceeds the kernel's shared memory", stage_bytes);
     else
-      why = staging_problem(op, n);
+      why = staging_problem(n);
     const bool staged = why.empty() && out_bytes >= 1 && out_bytes <= 8 && 16 % out_bytes == 0;
     if (staged) {
       plan.form = EpilogueForm::Staged;
