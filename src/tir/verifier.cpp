@@ -1,5 +1,9 @@
 #include "tir/verifier.h"
 
+#include <fmt/format.h>
+
+#include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tir/functor.h"
@@ -42,7 +46,31 @@ bool fits(DType d, int64_t v) {
   }
 }
 
-class Verifier final : public IRVisitor {
+// A statement's first printed line, unindented: how errors name it.
+// (Printed only on error: printing every statement up front would be
+// quadratic.)
+std::string first_line(const StmtNode* s) {
+  std::string text = print(Stmt(s));
+  std::string line = text.substr(0, text.find('\n'));
+  size_t first = line.find_first_not_of(' ');
+  return first == std::string::npos ? "" : line.substr(first);
+}
+
+// A visitor that knows the statement it is in (current_), for errors.
+class StmtVisitor : public IRVisitor {
+ public:
+  void visit_stmt(const Stmt& s) override {
+    const StmtNode* saved = current_;
+    current_ = s.get();
+    IRVisitor::visit_stmt(s);
+    current_ = saved;
+  }
+
+ protected:
+  const StmtNode* current_ = nullptr;
+};
+
+class Verifier final : public StmtVisitor {
  public:
   explicit Verifier(const VerifyOptions& options) : options_(options) {}
   std::vector<std::string> errors;
@@ -73,13 +101,6 @@ class Verifier final : public IRVisitor {
       return;
     }
     visit_stmt(k.body);
-  }
-
-  void visit_stmt(const Stmt& s) override {
-    const StmtNode* saved = current_;
-    current_ = s.get();
-    IRVisitor::visit_stmt(s);
-    current_ = saved;
   }
 
  protected:
@@ -278,17 +299,9 @@ class Verifier final : public IRVisitor {
   }
 
  private:
-  // Errors name the statement by its first printed line (printed only on
-  // error: printing every statement up front would be quadratic).
+  // Errors name the statement by its first printed line.
   void error(const std::string& what) {
-    std::string where = where_;
-    if (current_) {
-      std::string text = print(Stmt(current_));
-      where = text.substr(0, text.find('\n'));
-      size_t first = where.find_first_not_of(' ');
-      where = first == std::string::npos ? "" : where.substr(first);
-    }
-    errors.push_back(where + ": " + what);
+    errors.push_back((current_ ? first_line(current_) : where_) + ": " + what);
   }
   void error_in(const ExprNode* e, const std::string& what) {
     error("in `" + print(Expr(e)) + "`: " + what);
@@ -369,10 +382,264 @@ class Verifier final : public IRVisitor {
 
   VerifyOptions options_;
   std::string where_;  // for errors outside any statement
-  const StmtNode* current_ = nullptr;
   std::unordered_set<const VarNode*> bound_;
   std::unordered_set<const BufferNode*> buffers_;
   int parallel_depth_ = 0;
+};
+
+// ---- the kernel plan (tir/plan.h) ------------------------------------------
+
+// The plan's invariants, which the backend passes establish and the code
+// generator relies on; each checked only where its plan part exists (a CPU
+// kernel, or one before the backend passes, has none).
+class PlanVerifier final : public StmtVisitor {
+ public:
+  explicit PlanVerifier(const Kernel& k) : kernel_(k), launch_(k.launch) {}
+  std::vector<std::string> errors;
+
+  void run() {
+    scan();
+    visit_stmt(kernel_.body);
+  }
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const ForNode* op) override {
+    const auto* pipe = std::get_if<PipelinePlan>(&op->plan);
+    const bool ws = pipe && pipe->form == PipelineForm::WarpSpecialized;
+    if (ws) warp_specialized(op, *pipe);
+    if (const auto* e = std::get_if<EpiloguePlan>(&op->plan); e && e->form == EpilogueForm::Staged)
+      staged(op, *e);
+    if (pipe) loops_.push_back(op);
+    IRVisitor::visit(op);
+    if (pipe) loops_.pop_back();
+    after_ws_ = after_ws_ || ws;
+  }
+  void visit(const CopyNode* op) override {
+    if (op->plan) copy(op, *op->plan);
+    IRVisitor::visit(op);
+  }
+  void visit(const AllocateNode* op) override {
+    const SharedPlan* p = laid_out(op);
+    if (p) shared(op, *p);
+    if (p) live_.push_back(op);
+    IRVisitor::visit(op);
+    if (p) live_.pop_back();
+  }
+  void visit(const BarrierNode* op) override {
+    if (op->barrier_kind == BarrierKind::Consumers && !after_ws_)
+      error(
+          "a consumers barrier before any warp-specialized loop (only after one do the "
+          "consumer warpgroups run alone)");
+  }
+
+ private:
+  void error(const std::string& what) { errors.push_back(first_line(current_) + ": " + what); }
+
+  // A shared buffer's plan once layout placed it (offset set; before, the
+  // plan holds only lower_gemm's swizzle).
+  static const SharedPlan* laid_out(const AllocateNode* a) {
+    const SharedPlan* p = a ? std::get_if<SharedPlan>(&a->plan) : nullptr;
+    return p && p->offset >= 0 ? p : nullptr;
+  }
+  const AllocateNode* alloc_of(const Buffer& b) const {
+    auto it = allocs_.find(b.get());
+    return it == allocs_.end() ? nullptr : it->second;
+  }
+  static std::string range(int64_t offset, int64_t bytes) {
+    return fmt::format("[{}, {})", offset, offset + bytes);
+  }
+
+  // What the walk needs ahead: the allocations, the tiles that must be
+  // 1024-byte aligned, the loops at the top level, the first mbarriers.
+  void scan() {
+    struct Scan : IRVisitor {
+      std::unordered_map<const BufferNode*, const AllocateNode*> allocs;
+      std::vector<const GemmNode*> gemms;
+      std::vector<const CopyNode*> tma;
+      int64_t mbarriers = -1;
+      using IRVisitor::visit;
+      void visit(const AllocateNode* op) override {
+        allocs[op->buffer.get()] = op;
+        IRVisitor::visit(op);
+      }
+      void visit(const GemmNode* op) override { gemms.push_back(op); }
+      void visit(const CopyNode* op) override {
+        if (op->plan && op->plan->mechanism == CopyMechanism::Tma) tma.push_back(op);
+        IRVisitor::visit(op);
+      }
+      void visit(const ForNode* op) override {
+        const auto* p = std::get_if<PipelinePlan>(&op->plan);
+        if (p && p->form == PipelineForm::WarpSpecialized && p->mbarrier_offset >= 0 &&
+            (mbarriers < 0 || p->mbarrier_offset < mbarriers))
+          mbarriers = p->mbarrier_offset;
+        IRVisitor::visit(op);
+      }
+    } scan;
+    scan.visit_stmt(kernel_.body);
+    allocs_ = std::move(scan.allocs);
+    mbarriers_ = scan.mbarriers;
+    for (const GemmNode* g : scan.gemms) {
+      const AllocateNode* c = alloc_of(g->c.buffer);
+      const auto* f = c ? std::get_if<FragmentPlan>(&c->plan) : nullptr;
+      if (f && f->family == MmaFamily::Wgmma) {
+        aligned_[g->a.buffer.get()] = "a wgmma operand";
+        aligned_[g->b.buffer.get()] = "a wgmma operand";
+      }
+    }
+    for (const CopyNode* c : scan.tma) {
+      const int m = c->plan->tensor_map;
+      if (m >= 0 && m < static_cast<int>(launch_.tensor_maps.size()) &&
+          launch_.tensor_maps[m].swizzle_bytes != 0)
+        aligned_.emplace(c->dst.get(), "a TMA-swizzled tile");
+    }
+    std::function<void(const Stmt&)> top = [&](const Stmt& s) {
+      if (const SeqNode* q = s.as<SeqNode>()) {
+        for (const Stmt& t : q->stmts) top(t);
+      } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+        top(l->body);
+      } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+        top(a->body);
+      } else if (const ForNode* f = s.as<ForNode>()) {
+        top_level_.insert(f);
+      }
+    };
+    top(kernel_.body);
+  }
+
+  void copy(const CopyNode* op, const CopyPlan& p) {
+    if (p.vector_load.defined()) {
+      bool found = false;
+      for (const LoadNode* l : loads_in(op->value)) found = found || l == p.vector_load.get();
+      if (!found)
+        error("copy plan: vector_load `" + print(p.vector_load) +
+              "` is not a load node of the copy's value");
+      const int64_t elem = dtype_size(p.vector_load.dtype());
+      if (p.width % elem != 0 || p.width / elem < 2)
+        error(fmt::format(
+            "copy plan: a vector load of width {} reads {}-byte elements (its width must be two "
+            "or more of them)",
+            p.width, elem));
+    }
+    if (p.mechanism == CopyMechanism::CpAsync && p.width != 4 && p.width != 8 && p.width != 16)
+      error(fmt::format("copy plan: cp_async of width {} (cp.async copies 4, 8 or 16 bytes)",
+                        p.width));
+    if (p.mechanism == CopyMechanism::Tma) {
+      const auto* loop = loops_.empty() ? nullptr : &std::get<PipelinePlan>(loops_.back()->plan);
+      if (!loop || loop->form != PipelineForm::WarpSpecialized)
+        error(
+            "copy plan: a tma copy outside a warp-specialized pipelined loop (only its producer "
+            "warpgroup issues TMA)");
+      const int maps = static_cast<int>(launch_.tensor_maps.size());
+      if (p.tensor_map < 0 || p.tensor_map >= maps)
+        error(fmt::format("copy plan: tma map {} is not one of the kernel's {} tensor maps",
+                          p.tensor_map, maps));
+    }
+    // The ring depth of the tile a pipelined loop's copy fills: its stages.
+    if (!loops_.empty()) {
+      const ForNode* loop = loops_.back();
+      const PipelinePlan& lp = std::get<PipelinePlan>(loop->plan);
+      const SharedPlan* sp = laid_out(alloc_of(op->dst));
+      if (lp.form != PipelineForm::InOrder && sp && sp->stages != lp.stages)
+        error(fmt::format(
+            "shared buffer {} has a ring depth of {} but the pipelined loop {} that fills it has "
+            "{} stages",
+            op->dst.name(), sp->stages, loop->var.name(), lp.stages));
+    }
+  }
+
+  void shared(const AllocateNode* op, const SharedPlan& p) {
+    const Buffer& b = op->buffer;
+    int64_t tile = dtype_size(b.dtype());
+    bool constant = true;
+    for (const Expr& e : b->shape) {
+      const int64_t* c = as_const_int(e);
+      if (c) tile *= *c;
+      constant = constant && c;
+    }
+    if (constant && p.bytes != tile * p.stages)
+      error(fmt::format("shared buffer {} has {} bytes for {} stages of {} bytes", b.name(),
+                        p.bytes, p.stages, tile));
+    if (auto it = aligned_.find(b.get());
+        it != aligned_.end() && (p.offset % 1024 != 0 || (constant && tile % 1024 != 0)))
+      error(fmt::format(
+          "shared buffer {} is {} but its stages are not 1024-byte aligned (offset {}, stages of "
+          "{} bytes): the 128-byte swizzle is a function of address bits [4, 10)",
+          b.name(), it->second, p.offset, tile));
+    if (launch_.defined && p.offset + p.bytes > launch_.dynamic_shared_bytes)
+      error(fmt::format("shared buffer {} at {} exceeds the kernel's {} shared bytes", b.name(),
+                        range(p.offset, p.bytes), launch_.dynamic_shared_bytes));
+    for (const AllocateNode* other : live_) {
+      const SharedPlan& q = std::get<SharedPlan>(other->plan);
+      if (p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes)
+        error(fmt::format("shared buffer {} at {} overlaps {} at {}", b.name(),
+                          range(p.offset, p.bytes), other->buffer.name(),
+                          range(q.offset, q.bytes)));
+    }
+  }
+
+  void warp_specialized(const ForNode* op, const PipelinePlan& p) {
+    const std::string loop = "warp-specialized loop " + op->var.name();
+    if (launch_.defined && launch_.num_threads != p.producer_threads + p.consumer_threads)
+      error(fmt::format("{}: the launch has {} threads, not its producer's {} + consumers' {}",
+                        loop, launch_.num_threads, p.producer_threads, p.consumer_threads));
+    if (launch_.defined && launch_.consumer_threads != p.consumer_threads)
+      error(fmt::format("{}: the launch has {} consumer threads, the loop {}", loop,
+                        launch_.consumer_threads, p.consumer_threads));
+    if (!top_level_.count(op))
+      error(loop +
+            " is not at the kernel's top level (the producer/consumer split runs it once per "
+            "block: only sequences, lets and allocations may enclose it)");
+    if (p.mbarrier_offset < 0) return;
+    const int64_t bytes = 16 * int64_t{p.stages};  // a full and an empty mbarrier per stage
+    if (launch_.defined && p.mbarrier_offset + bytes > launch_.dynamic_shared_bytes)
+      error(fmt::format("{}: its mbarriers at {} exceed the kernel's {} shared bytes", loop,
+                        range(p.mbarrier_offset, bytes), launch_.dynamic_shared_bytes));
+    for (const AllocateNode* other : live_) {
+      const SharedPlan& q = std::get<SharedPlan>(other->plan);
+      if (p.mbarrier_offset < q.offset + q.bytes && q.offset < p.mbarrier_offset + bytes)
+        error(fmt::format("{}: its mbarriers at {} overlap shared buffer {} at {}", loop,
+                          range(p.mbarrier_offset, bytes), other->buffer.name(),
+                          range(q.offset, q.bytes)));
+    }
+  }
+
+  // A staged epilogue's [BLOCK_M][pitch] tile sits at shared offset 0,
+  // below the mbarriers (else within the kernel's shared bytes).
+  void staged(const ForNode* op, const EpiloguePlan& e) {
+    if (!launch_.defined) return;
+    struct Store : IRVisitor {
+      const StoreNode* global = nullptr;
+      using IRVisitor::visit;
+      void visit(const StoreNode* s) override {
+        if (!global && s->buffer.scope() == MemScope::Global) global = s;
+      }
+    } store;
+    store.visit_stmt(op->body);
+    const int64_t* rows = as_const_int(op->extent);
+    if (!store.global || !rows) {
+      error("a staged epilogue without a global store or a constant extent");
+      return;
+    }
+    const DType dt = store.global->buffer.dtype();
+    const int64_t bytes = *rows * e.pitch * dtype_size(dt);
+    const int64_t room = mbarriers_ >= 0 ? mbarriers_ : launch_.dynamic_shared_bytes;
+    if (bytes > room)
+      error(fmt::format(
+          "a staged epilogue's tile of {} bytes ({} rows of {} {}) exceeds the {} bytes below {}",
+          bytes, *rows, e.pitch, dtype_name(dt), room,
+          mbarriers_ >= 0 ? "the mbarriers" : "the kernel's shared bytes"));
+  }
+
+  const Kernel& kernel_;
+  const LaunchPlan& launch_;
+  std::unordered_map<const BufferNode*, const AllocateNode*> allocs_;
+  std::unordered_map<const BufferNode*, const char*> aligned_;  // tiles 1024-byte aligned, and why
+  std::unordered_set<const ForNode*> top_level_;
+  int64_t mbarriers_ = -1;                 // the lowest mbarrier offset; -1: none
+  std::vector<const ForNode*> loops_;      // enclosing loops with a PipelinePlan
+  std::vector<const AllocateNode*> live_;  // enclosing laid-out shared buffers
+  bool after_ws_ = false;                  // a warp-specialized loop came before
 };
 
 }  // namespace
@@ -380,6 +647,11 @@ class Verifier final : public IRVisitor {
 std::vector<std::string> verify_errors(const Kernel& kernel, const VerifyOptions& options) {
   Verifier v(options);
   v.kernel(kernel);
+  if (kernel.body.defined()) {
+    PlanVerifier p(kernel);
+    p.run();
+    for (std::string& e : p.errors) v.errors.push_back(std::move(e));
+  }
   return std::move(v.errors);
 }
 

@@ -14,6 +14,28 @@
 // different dtypes or whose shapes do not line up; loops whose var, min and
 // extent dtypes differ; checks whose message placeholders do not match
 // their args; hooks once they should be gone. It does not judge performance or legality of fusion.
+//
+// The kernel plan (tir/plan.h), each invariant only where its plan part
+// exists (a CPU kernel, or one before the backend passes, has none; a
+// shared buffer's ring depth, offset and bytes once layout placed it,
+// offset >= 0):
+//  - a copy's vector_load is a Load node of the copy's value (by identity)
+//    read two or more elements at a time (width = k * element size, k >= 2);
+//    a cp_async copy is 4, 8 or 16 bytes wide; a tma copy sits in a
+//    warp-specialized pipelined loop and its map indexes the kernel's
+//    tensor_maps;
+//  - a shared buffer a pipelined loop's copy fills has a ring depth of the
+//    loop's stages (unless the loop runs in order); its bytes are its stages
+//    of its tile; wgmma operand tiles and TMA tiles with a swizzled tensor
+//    map are 1024-byte aligned (offset and stage size); shared buffers live
+//    at once and the mbarriers do not overlap, and fit the kernel's shared
+//    bytes;
+//  - a warp-specialized loop: launch threads = producer + consumer threads
+//    (and the launch's consumer threads the loop's); it sits at the
+//    kernel's top level (through sequences, lets and allocations only); a
+//    `consumers` barrier comes only after such a loop;
+//  - a staged epilogue's tile (BLOCK_M * pitch * element bytes, at offset
+//    0) fits below the mbarriers, else within the kernel's shared bytes.
 #pragma once
 
 #include <string>

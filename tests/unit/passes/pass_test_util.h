@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -25,8 +26,25 @@ inline std::string kernel_text(const std::string& body) {
          body + "}\n";
 }
 
+// The first line where `a` and `b` differ, as "line N:\n  got:      ...\n
+// expected: ..." ("" when they are equal).
+inline std::string first_difference(const std::string& got, const std::string& expected) {
+  size_t line = 1, g = 0, e = 0;
+  while (g < got.size() || e < expected.size()) {
+    size_t ge = std::min(got.find('\n', g), got.size());
+    size_t ee = std::min(expected.find('\n', e), expected.size());
+    std::string gl = got.substr(g, ge - g), el = expected.substr(e, ee - e);
+    if (gl != el || (ge == got.size()) != (ee == expected.size()))
+      return "line " + std::to_string(line) + ":\n  got:      " + gl + "\n  expected: " + el + "\n";
+    g = ge + 1, e = ee + 1, ++line;
+  }
+  return "";
+}
+
 // Parses `input` (a whole kernel), checks it verifies, runs `pass`, checks
-// the result verifies and prints exactly as `expected`.
+// the result verifies and prints exactly as `expected` (compared line by
+// line: a failure shows the input, the output, the expected text and the
+// first line that differs).
 inline void expect_pass(const KernelPass& pass, const std::string& input,
                         const std::string& expected) {
   tir::Kernel in = tir::parse_kernel(input);
@@ -36,7 +54,8 @@ inline void expect_pass(const KernelPass& pass, const std::string& input,
   EXPECT_EQ(printed, expected) << "--- input:\n"
                                << input << "--- output:\n"
                                << printed << "--- expected:\n"
-                               << expected;
+                               << expected << "--- first difference, "
+                               << first_difference(printed, expected);
   EXPECT_EQ(tir::verify_errors(out), std::vector<std::string>{}) << printed;
 }
 

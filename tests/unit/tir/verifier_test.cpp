@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_kernels.h"
+#include "tir/functor.h"
 #include "tir/parser.h"
 #include "tir/printer.h"
 #include "tir/verifier.h"
@@ -178,6 +179,213 @@ TEST(TirVerifier, VerifyThrowsWithContextAndTheKernel) {
     EXPECT_NE(what.find("  out[0] = 1.0: value of dtype f32"), std::string::npos) << what;
     EXPECT_NE(what.find("kernel k("), std::string::npos) << what;
   }
+}
+
+// ---- the kernel plan ----------------------------------------------------------
+
+// The 128x128x64 f16 GEMM as the CUDA backend passes leave it on sm_90a
+// (`tilefuse emit bench/programs/gemm_f16.tfs --stage=tir-opt --target
+// sm_90a`, trimmed): warp-specialized, both tiles by TMA, a staged epilogue.
+const char* const kPlanned = R"(kernel gemm(
+  x: global readonly f16[2048, 2048] strides [2048, 1] align 16,
+  y: global readonly f16[2048, 2048] strides [2048, 1] align 16,
+  out: global f16[2048, 2048] strides [2048, 1] align 16,
+) grid(pid_m: 16, pid_n: 16) plan(threads=384, consumer_threads=256, shared_bytes=98352, shared_align=1024, async_barriers=1, tensor_maps=[(param=0, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 128], swizzle=128), (param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 64], swizzle=128)]) {
+  alloc A_s: shared f16[128, 64] plan(swizzled, stages=3, offset=0, bytes=49152)
+  alloc B_s: shared f16[64, 128] plan(mn_swizzled, stages=3, offset=49152, bytes=49152)
+  alloc C_f: fragment f32[128, 128] plan(wgmma, operand=f16, block=[128, 128, 64], warps=[2, 1])
+  fill(C_f, 0.0)
+  for k in pipelined(0, 32, stages=3) plan(warp_specialized, stages=3, issue_ahead=3, wgmma_in_flight=1, producer_threads=128, consumer_threads=256, registers=[64, 216], mbarriers=98304) {
+    copy (i: 128, j: 64) A_s[i, j] = x[pid_m*128 + i, k*64 + j] plan(tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384)
+    copy (i_1: 64, j_1: 128) B_s[i_1, j_1] = y[k*64 + i_1, pid_n*128 + j_1] plan(tma, width=16, map=1, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, smem=4096)], bytes=16384)
+    gemm(A_s, B_s, C_f)
+  }
+  for i_2 in parallel(0, 128) plan(staged, pitch=136, stmatrix=1) {
+    for j_2 in parallel(0, 128) {
+      out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])
+    }
+  }
+}
+)";
+
+// kPlanned with each `from` replaced by its `to`.
+Kernel planned(std::initializer_list<std::pair<const char*, const char*>> edits) {
+  std::string text = kPlanned;
+  for (const auto& [from, to] : edits) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, std::string(from).size(), to);
+  }
+  return parse_kernel(text);
+}
+
+// A kernel with register-staged and cp.async copies into two shared tiles:
+// x (f32[4096]) and h (f16[4096]) in, out out; grid p.
+Kernel small(const std::string& launch, const std::string& body) {
+  return parse_kernel(
+      "kernel k(\n  x: global readonly f32[4096] strides [1] align 16,\n"
+      "  h: global readonly f16[4096] strides [1] align 16,\n"
+      "  out: global f16[4096] strides [1] align 16,\n) grid(p: 32) plan(" +
+      launch +
+      ") {\n  alloc s: shared f16[128] plan(row_major, stages=1, offset=0, bytes=256)\n"
+      "  alloc t: shared f16[128] plan(row_major, stages=1, offset=256, bytes=256)\n" +
+      body + "}\n");
+}
+const char* const kSmallLaunch = "threads=128, shared_bytes=512, shared_align=128";
+
+TEST(TirVerifierPlan, AcceptsThePlanOfTheBackendPasses) {
+  EXPECT_EQ(verify_errors(parse_kernel(kPlanned)), std::vector<std::string>{});
+  // A consumers barrier after the warp-specialized loop.
+  EXPECT_EQ(verify_errors(planned({{"  for i_2", "  barrier(consumers)\n  for i_2"}})),
+            std::vector<std::string>{});
+  EXPECT_EQ(
+      verify_errors(small(kSmallLaunch,
+                          "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=16, "
+                          "vector_load={x[p*128 + i]})\n"
+                          "  copy (i_1: 128) t[i_1] = h[p*128 + i_1] plan(cp_async, width=16)\n")),
+      std::vector<std::string>{});
+}
+
+// vector_load is a Load node of the copy's value itself: a structurally
+// equal load built elsewhere is not (the parser always finds the node, so
+// the plan is swapped here).
+TEST(TirVerifierPlan, VectorLoadIsALoadNodeOfTheCopysValue) {
+  Kernel k = small(kSmallLaunch,
+                   "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=16, "
+                   "vector_load={x[p*128 + i]})\n");
+  struct Swap : IRMutator {
+    using IRMutator::visit;
+    Stmt visit(const CopyNode* op) override {
+      CopyPlan plan = *op->plan;
+      const LoadNode* l = plan.vector_load.as<LoadNode>();
+      plan.vector_load = LoadNode::make(l->buffer, l->indices);  // equal, not the same node
+      return CopyNode::make(op->vars, op->extents, op->dst, op->dst_indices, op->value, plan);
+    }
+  } swap;
+  expect_one_error(swap.mutate_kernel(k),
+                   "copy plan: vector_load `x[p*128 + i]` is not a load node of the copy's value");
+}
+
+TEST(TirVerifierPlan, VectorLoadWidthIsTwoOrMoreElements) {
+  for (const char* width : {"4", "6"})
+    expect_one_error(
+        small(kSmallLaunch, "  copy (i: 128) s[i] = f16(x[p*128 + i]) plan(register, width=" +
+                                std::string(width) + ", vector_load={x[p*128 + i]})\n"),
+        "copy plan: a vector load of width " + std::string(width) +
+            " reads 4-byte elements (its width must be two or more of them)");
+}
+
+TEST(TirVerifierPlan, CpAsyncWidthIs4Or8Or16) {
+  expect_one_error(
+      small(kSmallLaunch, "  copy (i: 128) t[i] = h[p*128 + i] plan(cp_async, width=2)\n"),
+      "copy plan: cp_async of width 2 (cp.async copies 4, 8 or 16 bytes)");
+}
+
+TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
+  expect_one_error(
+      planned({{"  fill(C_f, 0.0)\n",
+                "  fill(C_f, 0.0)\n  alloc T_s: shared f16[64, 64]\n  copy (r: 64, c: 64) T_s[r, "
+                "c] = y[r, c] plan(tma, width=16, map=1, boxes=[({0}, {0}, smem=0)], "
+                "bytes=8192)\n"}}),
+      "copy plan: a tma copy outside a warp-specialized pipelined loop (only its producer "
+      "warpgroup issues TMA)");
+  expect_one_error(planned({{"plan(tma, width=16, map=1", "plan(tma, width=16, map=2"}}),
+                   "copy plan: tma map 2 is not one of the kernel's 2 tensor maps");
+}
+
+// A tile a pipelined loop's copies fill holds one stage per stage of the
+// loop, and its bytes are its stages of its tile.
+TEST(TirVerifierPlan, RingDepthIsTheLoopsStages) {
+  expect_one_error(
+      planned({{"stages=3, offset=0, bytes=49152", "stages=2, offset=0, bytes=32768"}}),
+      "copy (i: 128, j: 64) A_s[i, j] = x[pid_m*128 + i, k*64 + j] plan(tma, "
+      "width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384): shared "
+      "buffer A_s has a ring depth of 2 but the pipelined loop k that fills it has 3 "
+      "stages");
+  expect_one_error(planned({{"offset=0, bytes=49152", "offset=0, bytes=49150"}}),
+                   "shared buffer A_s has 49150 bytes for 3 stages of 16384 bytes");
+}
+
+// wgmma operands (and TMA tiles with a swizzled tensor map) start every
+// stage on 1024 bytes.
+TEST(TirVerifierPlan, WgmmaTilesAre1024ByteAligned) {
+  expect_one_error(planned({{"offset=49152, bytes=49152", "offset=49280, bytes=49152"},
+                            {"mbarriers=98304", "mbarriers=98432"},
+                            {"shared_bytes=98352", "shared_bytes=98480"}}),
+                   "shared buffer B_s is a wgmma operand but its stages are not 1024-byte aligned "
+                   "(offset 49280, stages of 16384 bytes)");
+}
+
+// Buffers live at once and the mbarriers do not overlap, and fit the
+// kernel's shared bytes.
+TEST(TirVerifierPlan, SharedBuffersFitAndDoNotOverlap) {
+  expect_one_error(planned({{"offset=49152, bytes=49152", "offset=48128, bytes=49152"}}),
+                   "shared buffer B_s at [48128, 97280) overlaps A_s at [0, 49152)");
+  expect_one_error(planned({{"mbarriers=98304", "mbarriers=98256"}}),
+                   "warp-specialized loop k: its mbarriers at [98256, 98304) overlap shared "
+                   "buffer B_s at [49152, 98304)");
+  expect_one_error(planned({{"shared_bytes=98352", "shared_bytes=98336"}}),
+                   "warp-specialized loop k: its mbarriers at [98304, 98352) exceed the kernel's "
+                   "98336 shared bytes");
+  expect_one_error(small("threads=128, shared_bytes=500, shared_align=128", ""),
+                   "shared buffer t at [256, 512) exceeds the kernel's 500 shared bytes");
+  // Buffers whose allocations are not live at once may share bytes.
+  EXPECT_EQ(verify_errors(parse_kernel(R"(kernel k(
+  h: global readonly f16[4096] strides [1] align 16,
+) grid(p: 32) plan(threads=128, shared_bytes=256, shared_align=128) {
+  for r in serial(0, 1) {
+    alloc s: shared f16[128] plan(row_major, stages=1, offset=0, bytes=256)
+    copy (i: 128) s[i] = h[p*128 + i] plan(cp_async, width=16)
+  }
+  for r_1 in serial(0, 1) {
+    alloc t: shared f16[128] plan(row_major, stages=1, offset=0, bytes=256)
+    copy (i_1: 128) t[i_1] = h[p*128 + i_1] plan(cp_async, width=16)
+  }
+}
+)")),
+            std::vector<std::string>{});
+}
+
+TEST(TirVerifierPlan, WarpSpecializedLoopThreadsAndPlace) {
+  expect_one_error(planned({{"threads=384", "threads=256"}}),
+                   "warp-specialized loop k: the launch has 256 threads, not its producer's 128 + "
+                   "consumers' 256");
+  // Inside a tile loop: the split runs the loop once per block.
+  expect_one_error(
+      planned({{"  for k in", "  for t in serial(0, 2) {\n  for k in"},
+               {"    gemm(A_s, B_s, C_f)\n  }\n", "    gemm(A_s, B_s, C_f)\n  }\n  }\n"}}),
+      "warp-specialized loop k is not at the kernel's top level (the "
+      "producer/consumer split runs it once per block: only sequences, lets and "
+      "allocations may enclose it)");
+  expect_one_error(planned({{"  fill(C_f, 0.0)\n", "  fill(C_f, 0.0)\n  barrier(consumers)\n"}}),
+                   "barrier(consumers): a consumers barrier before any warp-specialized loop "
+                   "(only after one do the consumer warpgroups run alone)");
+}
+
+// The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
+// below the mbarriers.
+TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {
+  expect_one_error(planned({{"staged, pitch=136,", "staged, pitch=392,"}}),
+                   "a staged epilogue's tile of 100352 bytes (128 rows of 392 f16) exceeds the "
+                   "98304 bytes below the mbarriers");
+}
+
+// Without a plan (a CPU kernel, or before the backend passes) nothing of
+// this is checked.
+TEST(TirVerifierPlan, OnlyWhereThePlanExists) {
+  EXPECT_EQ(verify_errors(testing::gemm_kernel()), std::vector<std::string>{});
+  // Before layout a shared plan holds only lower_gemm's swizzle (offset -1).
+  EXPECT_EQ(verify_errors(planned(
+                {{"plan(swizzled, stages=3, offset=0, bytes=49152)", "plan(swizzled, stages=1)"}})),
+            std::vector<std::string>{});
+  EXPECT_EQ(verify_errors(parse_kernel(R"(kernel k(
+  h: global readonly f16[4096] strides [1] align 16,
+) grid(p: 32) {
+  alloc s: shared f16[128] plan(row_major, stages=1)
+  copy (i: 128) s[i] = h[p*128 + i] plan(direct, width=2)
+}
+)")),
+            std::vector<std::string>{});
 }
 
 }  // namespace

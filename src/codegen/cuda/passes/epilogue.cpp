@@ -80,19 +80,30 @@ EpilogueNest epilogue_nest(const ForNode* op, const BufferNode* frag) {
 
 namespace {
 
+// Whether a value reads memory: loads a buffer other than a fragment (the
+// accumulator's elements are the thread's own registers).
+bool reads_memory(const Expr& e) {
+  for (const LoadNode* l : loads_in(e))
+    if (l->buffer.scope() != MemScope::Fragment) return true;
+  return false;
+}
+
 // Why the nest's values and addresses keep it from being staged ("" when
 // they do not): the copy-out recomputes the store's address and mask from
-// the nest's lets, so those must read no memory; values that load are not
-// staged either.
+// the nest's lets, so those must read no memory and no fragment; values
+// (the lets and the stored value) that load memory are not staged either.
 std::string staging_problem(const EpilogueNest& n) {
   bool reads = n.store->mask.defined() && has_load(n.store->mask);
   for (const Expr& e : n.store->indices) reads = reads || has_load(e);
   for (size_t i = 0; i < n.lets.size(); ++i)
     reads = reads || (n.address_let[i] && has_load(n.lets[i]->value));
   if (reads) return "the store's address or mask reads memory";
-  for (const LetStmtNode* l : n.lets)
-    if (has_load(l->value))
-      return "a value of the nest loads memory (staged, such epilogues spilled)";
+  // (The stored value too: a bias load inline in it is the same bias. And
+  // only memory: a value reading just the accumulator, relu(x @ y), is
+  // staged like x @ y.)
+  bool loads = reads_memory(n.store->value);
+  for (const LetStmtNode* l : n.lets) loads = loads || reads_memory(l->value);
+  if (loads) return "a value of the nest loads memory (staged, such epilogues spilled)";
   return "";
 }
 

@@ -9,9 +9,10 @@
 //    a fragment store hit 32 banks), then every thread stores whole 16-byte
 //    row chunks, coalesced, where the chunk's addresses are contiguous,
 //    aligned and unmasked (else element by element). Only where the store's
-//    address and mask read no memory, no value of the nest loads memory (a
-//    bias: at 128x256 under a warp-specialized kernel's 168 registers such
-//    epilogues spilled 40-296 bytes), and the tile fits the shared memory
+//    address and mask read no memory, no value of the nest (its lets and the
+//    stored value) loads memory other than the accumulator (a bias: at
+//    128x256 under a warp-specialized kernel's 168 registers such epilogues
+//    spilled 40-296 bytes), and the tile fits the shared memory
 //    below the mbarriers (the operand stages are dead by then: nothing
 //    reads them after the main loop; in a persistent kernel a region of
 //    its own after them, where it fits);

@@ -20,6 +20,13 @@ bool staged_epilogue(const ForNode* f) {
   const auto* e = std::get_if<EpiloguePlan>(&f->plan);
   return e && e->form == EpilogueForm::Staged;
 }
+// A pipelined loop whose first copies are issued before any barrier of its
+// own (ring, fragment_pipelined, wgmma_async; in_order opens each
+// iteration with one, warp_specialized after its mbarrier initialization).
+bool opens_without_barrier(const ForNode* f) {
+  const PipelinePlan* p = pipeline_plan(f);
+  return p && p->form != PipelineForm::InOrder && p->form != PipelineForm::WarpSpecialized;
+}
 
 // The shared buffers a statement or expression touches (loads, stores,
 // copies, gemm operands, fills), and whether it touches shared memory the IR
@@ -134,12 +141,24 @@ class Insert final : public IRMutator {
   Stmt visit(const ForNode* op) override {
     if (staged_epilogue(op)) {
       touch(accesses(Stmt(op)));
+      staged_ = true;
       return make_seq({BarrierNode::make(), Stmt(op)});
     }
     if (op->for_kind == ForKind::Pipelined) {
       // The loop's own copies are its form's; deeper statements are not.
+      // Its first copies write its tiles before any barrier of a form that
+      // opens without one: a barrier before it when earlier code touched
+      // them, a staged epilogue reused the shared memory (from offset 0,
+      // over any tile) or a loop runs it again (a K loop in a tile loop).
+      bool before = false;
+      if (opens_without_barrier(op)) {
+        before = depth_ > 0 || staged_;
+        for (const CopyNode* c : split_pipelined_body(op).copies)
+          before = before || touched_.count(c->dst.get()) > 0;
+      }
       touch(accesses(Stmt(op)));
-      return IRMutator::visit(op);
+      Stmt s = IRMutator::visit(op);
+      return before ? make_seq({BarrierNode::make(), s}) : s;
     }
     const bool counted = op->for_kind == ForKind::Serial || op->for_kind == ForKind::Unrolled;
     depth_ += counted;
@@ -188,6 +207,7 @@ class Insert final : public IRMutator {
   std::unordered_set<const CopyNode*> producer_;
   std::unordered_set<const BufferNode*> touched_;
   std::unordered_set<const BufferNode*> pending_;  // written by sync copies, no barrier since
+  bool staged_ = false;  // a staged epilogue ran (its tile is not an IR buffer)
   int depth_ = 0;   // serial / unrolled loops around
   int nested_ = 0;  // any loop or branch around
 };

@@ -9,6 +9,11 @@
 //    the tile (its data is visible; right after it inside a loop or a
 //    branch), so independent copies share one;
 //  - before a staged epilogue (it reuses the shared memory from offset 0);
+//  - before a pipelined loop whose form issues its first copies before a
+//    barrier of its own (ring, fragment_pipelined, wgmma_async) when
+//    earlier code touched its tiles, a staged epilogue ran before it, or a
+//    loop runs it again (a K loop inside a tile loop: the previous tile's
+//    staged epilogue may still be reading the stages);
 // then gives every barrier its kind (`consumers` after a warp-specialized
 // loop, where only the MMA warpgroups run; `block_async` where the kernel
 // has a wgmma tile, whose async-proxy reads must follow generic-proxy

@@ -1,0 +1,140 @@
+// epilogue: how each nest over an accumulator stores it (staged, paired,
+// per_element), and, for a tensor-core tile that is not staged, why.
+#include <gtest/gtest.h>
+
+#include "cuda_pass_test.h"
+
+namespace tilefuse::codegen {
+namespace {
+
+using testing::expect_cuda_pass;
+using testing::GemmText;
+using testing::options;
+
+// The warp-specialized GEMM as layout leaves it, `out` of dtype `out_dtype`
+// (2 stages: the operand tiles and the mbarriers take 65568 bytes).
+GemmText two_stage_gemm(const std::string& out_dtype) {
+  GemmText g = testing::wgmma_gemm("layout");
+  g.out = out_dtype;
+  g.stages = 2;
+  g.a_plan = "swizzled, stages=2, offset=0, bytes=32768";
+  g.b_plan = "mn_swizzled, stages=2, offset=32768, bytes=32768";
+  g.loop_plan =
+      "warp_specialized, stages=2, issue_ahead=2, wgmma_in_flight=1, producer_threads=128, "
+      "consumer_threads=256, registers=[64, 216], mbarriers=65536";
+  g.launch.replace(g.launch.find("shared_bytes=98352"), 18, "shared_bytes=65568");
+  return g;
+}
+
+// `g` with the staged epilogue plan (an f16 tile of 128 + 8 columns, by
+// stmatrix: a wgmma tile of 64 accumulators a thread) and its note.
+GemmText staged(GemmText g) {
+  g.epilogue_plan = "staged, pitch=136, stmatrix=1";
+  return testing::with_note(g, testing::kStagedNote);
+}
+
+// `g` with the paired epilogue plan and its note.
+GemmText paired(GemmText g, const std::string& why) {
+  g.epilogue_plan = "paired, why=\"" + why + "\"";
+  return testing::with_note(
+      g, "epilogue into out: paired stores from the accumulators, not staged: " + why);
+}
+
+// A [128][128 + 8] f16 tile at offset 0, below the mbarriers.
+TEST(Epilogue, StagedThroughSharedMemory) {
+  GemmText in = testing::wgmma_gemm("layout"), out = staged(in);
+  EXPECT_EQ(out.text(), testing::wgmma_gemm("epilogue").text());
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+TEST(Epilogue, PairedWhenTheOptionIsOff) {
+  GemmText in = testing::wgmma_gemm("layout");
+  expect_cuda_pass("epilogue", in.text(), paired(in, "the staged_epilogue option is off").text(),
+                   options({"staged_epilogue=0"}));
+}
+
+// The staged tile must fit below the mbarriers: an f16 tile (34816 bytes)
+// does, an f32 one ([128][132] f32, 67584 bytes) does not.
+TEST(Epilogue, PairedWhenTheTileDoesNotFitBelowTheMbarriers) {
+  GemmText in = two_stage_gemm("f16"), out = staged(in);
+  expect_cuda_pass("epilogue", in.text(), out.text());
+  in = two_stage_gemm("f32");
+  expect_cuda_pass("epilogue", in.text(),
+                   paired(in, "its 67584-byte tile exceeds the kernel's shared memory").text());
+}
+
+// Without a warp-specialized loop the room is the kernel's shared bytes:
+// an in-order mma.sync loop has 16 KiB.
+TEST(Epilogue, PairedWhenTheTileExceedsTheSharedMemory) {
+  GemmText in = testing::mma_sync_gemm(128, 1);
+  in.launch = "threads=256, shared_bytes=16384, shared_align=128";
+  in.a_plan = "swizzled, stages=1, offset=0, bytes=8192";
+  in.b_plan = "swizzled, stages=1, offset=8192, bytes=8192";
+  in.loop_plan = "in_order, stages=1, issue_ahead=0, why=\"one stage\"";
+  expect_cuda_pass("epilogue", in.text(),
+                   paired(in, "its 34816-byte tile exceeds the kernel's shared memory").text(), {},
+                   "sm_80");
+}
+
+// The copy-out recomputes the store's address: it may not read memory (a
+// scatter's index).
+TEST(Epilogue, PairedWhenTheStoreAddressReadsMemory) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.params = testing::kIndexParam;
+  in.store = "out[index[pid_m*128 + i_2], pid_n*128 + j_2] = f16(C_f[i_2, j_2])";
+  expect_cuda_pass("epilogue", in.text(),
+                   paired(in, "the store's address or mask reads memory").text());
+}
+
+// A value that loads memory (a bias) is not staged: such epilogues
+// spilled. In a let of the nest or in the stored value itself.
+TEST(Epilogue, PairedWhenAValueLoadsMemory) {
+  const std::string why = "a value of the nest loads memory (staged, such epilogues spilled)";
+  GemmText in = testing::wgmma_gemm("layout");
+  in.params = "  bias: global readonly f32[2048] strides [1] align 16,\n";
+  in.store =
+      "let v = C_f[i_2, j_2] + bias[pid_n*128 + j_2]\n"
+      "    out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(select(v < 0.0, 0.0, v))";
+  expect_cuda_pass("epilogue", in.text(), paired(in, why).text());
+  in.store = "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2] + bias[pid_n*128 + j_2])";
+  expect_cuda_pass("epilogue", in.text(), paired(in, why).text());
+}
+
+// A value that reads only the accumulator (relu(x @ y)) is staged like x @ y.
+TEST(Epilogue, StagedWhenValuesReadOnlyTheAccumulator) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.store =
+      "let v = C_f[i_2, j_2]\n"
+      "    out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(select(v < 0.0, 0.0, v))";
+  GemmText out = staged(in);
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// A SIMT tile, or a nest that is not one global store per element:
+// element by element.
+TEST(Epilogue, PerElement) {
+  GemmText in;
+  in.dtype = in.out = "f32";
+  in.bk = 32;
+  in.launch = "threads=256, shared_bytes=98304, shared_align=128";
+  in.a_plan = "row_major, stages=3, offset=0, bytes=49152";
+  in.b_plan = "row_major, stages=3, offset=49152, bytes=49152";
+  in.c_plan = "simt_fma, operand=f32, block=[128, 128, 32], threads=256";
+  in.a_copy = in.b_copy = "cp_async, width=16";
+  in.loop_plan = "ring, stages=3, issue_ahead=2";
+  GemmText out = in;
+  out.epilogue_plan = "per_element";
+  expect_cuda_pass("epilogue", in.text(), out.text(), {}, "sm_80");
+
+  in = testing::wgmma_gemm("layout");
+  in.params = "  out2: global f16[2048, 2048] strides [2048, 1] align 16,\n";
+  in.store =
+      "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])\n"
+      "    out2[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])";
+  out = in;
+  out.epilogue_plan = "per_element";
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+}  // namespace
+}  // namespace tilefuse::codegen

@@ -1,0 +1,49 @@
+// hoist_copy_addresses: a warp-specialized producer's gathered cp.async
+// rows get their addresses computed once, before the loop.
+#include <gtest/gtest.h>
+
+#include "cuda_pass_test.h"
+
+namespace tilefuse::codegen {
+namespace {
+
+using testing::expect_cuda_pass;
+using testing::GemmText;
+using testing::options;
+
+// The gathered row (a shared load) is invariant in k; the address moves by
+// BLOCK_K elements a step.
+TEST(HoistCopyAddresses, GatheredRowsOfTheProducer) {
+  GemmText in = testing::gathered_gemm(), out = in;
+  out.a_copy = "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {j}], step=64)";
+  expect_cuda_pass("hoist_copy_addresses", in.text(), out.text());
+  // The mask: its invariant conjuncts once, those that vary with k (a K
+  // tail) each iteration.
+  in.a_value =
+      "load(x, [index_rows[i], k*64 + j], mask=(k*64 + j < 2000 && index_rows[i] >= 0_i64))";
+  out = in;
+  out.a_copy =
+      "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {j}], step=64, "
+      "mask={index_rows[i] >= 0_i64}, iteration_mask={k*64 + j < 2000})";
+  expect_cuda_pass("hoist_copy_addresses", in.text(), out.text());
+}
+
+// Not an affine tile's (a few integer ops an iteration, not worth three
+// registers a slot), not outside a producer, not with the option off.
+TEST(HoistCopyAddresses, OnlyGatheredRowsOfAProducer) {
+  GemmText affine = testing::gathered_gemm();
+  affine.a_value = "";
+  affine.a_copy = "cp_async, width=16";
+  expect_cuda_pass("hoist_copy_addresses", affine.text(), affine.text());
+  GemmText ring = testing::gathered_gemm();
+  ring.launch = "threads=256, shared_bytes=0, shared_align=128, async_barriers=1";
+  ring.loop_plan = "wgmma_async, stages=3, issue_ahead=2";
+  ring.b_copy = "cp_async, width=16";
+  expect_cuda_pass("hoist_copy_addresses", ring.text(), ring.text());
+  GemmText in = testing::gathered_gemm();
+  expect_cuda_pass("hoist_copy_addresses", in.text(), in.text(),
+                   options({"hoist_copy_addresses=0"}));
+}
+
+}  // namespace
+}  // namespace tilefuse::codegen

@@ -1,0 +1,183 @@
+// sync (place_barriers): the block barriers outside the pipelined loops'
+// own: around synchronous copies and before staged epilogues; each
+// barrier's kind; the redundant ones removed.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cuda_pass_test.h"
+
+namespace tilefuse::codegen {
+namespace {
+
+using testing::expect_cuda_pass;
+using testing::GemmText;
+
+// A kernel around `body` with the launch plan `launch`: x (f16[4096]) in,
+// out (f16[4096]) out, grid p over 32 blocks, shared tiles s and t of 128
+// f16 each.
+std::string kernel(const std::string& body,
+                   const std::string& launch = "threads=128, shared_bytes=512, shared_align=128") {
+  return "kernel k(\n  x: global readonly f16[4096] strides [1] align 16,\n"
+         "  out: global f16[4096] strides [1] align 16,\n) grid(p: 32) plan(" +
+         launch +
+         ") {\n  alloc s: shared f16[128] plan(row_major, stages=1, offset=0, bytes=256)\n"
+         "  alloc t: shared f16[128] plan(row_major, stages=1, offset=256, bytes=256)\n" +
+         body + "}\n";
+}
+
+// A parallel loop (over `v`) writing s, or reading it.
+std::string write_s(const char* v = "i") {
+  return fmt::format("  for {0} in parallel(0, 128) {{\n    s[{0}] = x[p*128 + {0}]\n  }}\n", v);
+}
+std::string read_s(const char* v = "i_1") {
+  return fmt::format("  for {0} in parallel(0, 128) {{\n    out[p*128 + {0}] = s[{0}]\n  }}\n", v);
+}
+// A synchronous (register-staged) copy into `tile` over `v`.
+std::string copy_into(const char* tile, const char* v) {
+  return fmt::format("  copy ({1}: 128) {0}[{1}] = x[p*128 + {1}] plan(register, width=2)\n", tile,
+                     v);
+}
+
+// Two barriers with no shared-memory access between them: the second goes.
+TEST(Sync, RemovesABarrierWithNoSharedAccessSinceThePrevious) {
+  const std::string no_shared = "  let q = p*2\n  out[q] = x[q]\n";
+  expect_cuda_pass("sync",
+                   kernel(write_s() + "  barrier()\n" + no_shared + "  barrier()\n" + read_s()),
+                   kernel(write_s() + "  barrier()\n" + no_shared + read_s()));
+  // Back to back.
+  expect_cuda_pass("sync", kernel(write_s() + "  barrier()\n  barrier()\n" + read_s()),
+                   kernel(write_s() + "  barrier()\n" + read_s()));
+}
+
+// A shared access between them keeps both.
+TEST(Sync, KeepsBarriersWithSharedAccessBetween) {
+  const std::string in =
+      kernel(write_s() + "  barrier()\n" + read_s() + "  barrier()\n" + write_s("i_2"));
+  expect_cuda_pass("sync", in, in);
+}
+
+// A synchronous copy into a shared tile: a barrier before the first later
+// statement that touches the tile (its data is visible), and one before it
+// when earlier code touched the tile (its readers are done); not for
+// another tile. (Here one barrier between t's copy and s's second serves
+// both: t's data visible, s's readers done.) Independent copies share the
+// barrier that makes them visible.
+TEST(Sync, BarriersAroundASynchronousCopy) {
+  const std::string barrier = "  barrier()\n";
+  expect_cuda_pass("sync",
+                   kernel(copy_into("s", "c") + read_s() + copy_into("t", "c_1") +
+                          copy_into("s", "c_2") + read_s("i_2")),
+                   kernel(copy_into("s", "c") + barrier + read_s() + copy_into("t", "c_1") +
+                          barrier + copy_into("s", "c_2") + barrier + read_s("i_2")));
+  expect_cuda_pass("sync",
+                   kernel(copy_into("s", "c") + read_s() + copy_into("s", "c_1") + read_s("i_2")),
+                   kernel(copy_into("s", "c") + barrier + read_s() + barrier +
+                          copy_into("s", "c_1") + barrier + read_s("i_2")));
+  expect_cuda_pass("sync", kernel(copy_into("s", "c") + copy_into("t", "c_1") + read_s()),
+                   kernel(copy_into("s", "c") + copy_into("t", "c_1") + barrier + read_s()));
+}
+
+// In a loop the copy runs again: a barrier before it too.
+TEST(Sync, BarriersAroundACopyInALoop) {
+  const std::string body = R"(  for r in serial(0, 4) {
+    copy (i: 128) s[i] = x[r*128 + i] plan(register, width=2)
+    for i_1 in parallel(0, 128) {
+      out[r*128 + i_1] = s[i_1]
+    }
+  }
+)";
+  const std::string expected = R"(  for r in serial(0, 4) {
+    barrier()
+    copy (i: 128) s[i] = x[r*128 + i] plan(register, width=2)
+    barrier()
+    for i_1 in parallel(0, 128) {
+      out[r*128 + i_1] = s[i_1]
+    }
+  }
+)";
+  expect_cuda_pass("sync", kernel(body), kernel(expected));
+}
+
+// With a wgmma tile every block barrier fences the async proxy.
+TEST(Sync, BlockAsyncWhereTheKernelHasAWgmmaTile) {
+  const std::string launch = "threads=128, shared_bytes=512, shared_align=128, async_barriers=1";
+  expect_cuda_pass("sync", kernel(write_s() + "  barrier()\n" + read_s(), launch),
+                   kernel(write_s() + "  barrier(block_async)\n" + read_s(), launch));
+}
+
+// The seed's shape: a row index tile copied before the warp-specialized
+// loop. The barrier after the copy (placed) and the template's are both
+// gone: the loop opens with a block barrier of its own, after its mbarrier
+// initialization.
+TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
+  GemmText in = testing::wgmma_gemm("epilogue");
+  in.params = testing::kIndexParam;
+  in.prologue = testing::index_rows("row_major, stages=1, offset=98304, bytes=1024");
+  in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15, "mbarriers=99328");
+  in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=99376");
+  GemmText out = in;
+  in.prologue += "  barrier()\n";
+  expect_cuda_pass("sync", in.text(), out.text());
+}
+
+// The same before a ring (mma.sync on sm_80): one block barrier stays.
+TEST(Sync, KeepsOneBarrierBeforeARing) {
+  GemmText in = testing::mma_sync_gemm();
+  in.params = testing::kIndexParam;
+  in.launch = "threads=256, shared_bytes=50176, shared_align=128";
+  in.a_plan = "swizzled, stages=3, offset=0, bytes=24576";
+  in.b_plan = "swizzled, stages=3, offset=24576, bytes=24576";
+  in.loop_plan = "ring, stages=3, issue_ahead=2";
+  in.epilogue_plan = "paired, why=\"the staged_epilogue option is off\"";
+  in.prologue =
+      testing::index_rows("row_major, stages=1, offset=49152, bytes=1024") + "  barrier()\n";
+  GemmText out = in;
+  in.prologue += "  barrier()\n";
+  expect_cuda_pass("sync", in.text(), out.text(), {}, "sm_80");
+}
+
+// A staged epilogue reuses the shared memory from offset 0: a barrier
+// before it, unless the main loop's own ends right there; after a
+// warp-specialized loop only the consumer warpgroups run, so it is theirs.
+TEST(Sync, BeforeAStagedEpilogue) {
+  const std::string second = R"(for i_3 in parallel(0, 128) plan(staged, pitch=136, stmatrix=1) {
+  for j_3 in parallel(0, 128) {
+    out2[pid_m*128 + i_3, pid_n*128 + j_3] = f16(C_f[i_3, j_3])
+  }
+}
+)";
+  GemmText in = testing::wgmma_gemm("epilogue");
+  in.params = "  out2: global f16[2048, 2048] strides [2048, 1] align 16,\n";
+  in.after = second;
+  GemmText out = in;
+  out.after = "barrier(consumers)\n" + second;
+  expect_cuda_pass("sync", in.text(), out.text());
+
+  // Not warp-specialized (wgmma asynchronous to cp.async copies).
+  in.launch = "threads=256, shared_bytes=98304, shared_align=1024, async_barriers=1";
+  in.a_copy = in.b_copy = "cp_async, width=16";
+  in.loop_plan = "wgmma_async, stages=3, issue_ahead=2";
+  out = in;
+  out.after = "barrier(block_async)\n" + second;
+  expect_cuda_pass("sync", in.text(), out.text());
+}
+
+// A K loop inside a tile loop (a persistent kernel's shape): a ring's first
+// copies are issued before any barrier of its own, into stages the
+// previous tile's staged epilogue (at shared offset 0) may still be
+// reading: a barrier before it. (At the kernel's top level, nothing before
+// touched its tiles: none; BeforeAStagedEpilogue.)
+TEST(Sync, BeforeAPipelinedLoopThatRunsAgain) {
+  GemmText in = testing::wgmma_gemm("epilogue");
+  in.launch = "threads=256, shared_bytes=98304, shared_align=1024, async_barriers=1";
+  in.a_copy = in.b_copy = "cp_async, width=16";
+  in.loop_plan = "wgmma_async, stages=3, issue_ahead=2";
+  in.tile_loop = true;
+  std::string out = in.text();
+  out.replace(out.find("    fill(C_f, 0.0)\n"), 19,
+              "    fill(C_f, 0.0)\n    barrier(block_async)\n");
+  expect_cuda_pass("sync", in.text(), out);
+}
+
+}  // namespace
+}  // namespace tilefuse::codegen
