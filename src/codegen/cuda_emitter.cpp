@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "passes/simplify.h"
 #include "tir/functor.h"
 #include "tir/printer.h"
@@ -584,6 +585,7 @@ std::string Emitter::binary(const Expr& e) {
 }
 
 std::string Emitter::expr(const Expr& e) {
+  check_stack("a Tile IR expression (CUDA emitter)");
   switch (e.kind()) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
@@ -1942,6 +1944,7 @@ void Emitter::emit_for(const ForNode* op) {
 
 void Emitter::stmt(const Stmt& s) {
   if (!s.defined()) return;
+  check_stack("a Tile IR statement (CUDA emitter)");
   switch (s.kind()) {
     case StmtKind::For:
       emit_for(s.as<ForNode>());

@@ -3,12 +3,14 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
-#include <set>
-
+#include "core/stack_guard.h"
 #include "tir/builder.h"
+#include "tir/dag.h"
 #include "tir/functor.h"
 #include "tir/structural.h"
 
@@ -41,10 +43,11 @@ Expr widen_for(const Expr& c, int64_t size, int64_t stride = 1) {
   return c.dtype() == DType::I32 && needs_i64(size, stride) ? tir::cast(DType::I64, c) : c;
 }
 
-// The vars an expression mentions.
-class VarCollector : public tir::IRVisitor {
+// The vars an expression mentions (each distinct node entered once: a
+// gathered coordinate is a DAG).
+class VarCollector : public tir::IRGraphVisitor {
  public:
-  using tir::IRVisitor::visit;
+  using tir::IRGraphVisitor::visit;
   std::set<const tir::VarNode*> vars;
 
  protected:
@@ -101,6 +104,13 @@ DType index_dtype(int64_t size) {
 }
 
 // One lowering call: walks the graph below a value, collecting checks.
+//
+// The walk is a DAG walk: every expression it builds is interned (tir/dag.h),
+// and value() is memoized on (value, coordinates, mask), which are then
+// canonical nodes. So a value read twice at the same element (`y * y`, a
+// gather's index in its address and its mask, x[i][i]) is lowered once and
+// is one shared node, and the time and memory of a lowering are linear in
+// the graph nodes times the distinct coordinates they are read at.
 class ExprLowering::Impl {
  public:
   Impl(const ExprLowering& owner, std::vector<Stmt>* checks)
@@ -110,23 +120,46 @@ class ExprLowering::Impl {
   // `v` as an operand of an op of dtype `op` computing in `opmath`.
   Expr operand(ValueId v, const std::vector<Expr>& coords, DType op, DType opmath,
                const Expr& mask);
+  Expr intern(const Expr& e) { return interner_.intern(e); }
 
  private:
+  Expr compute(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
   Expr view(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
   Expr gather(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
   Expr unary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
   Expr binary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
   void add_check(Stmt check);
 
+  // value()'s memo key: the value and the canonical nodes of its
+  // coordinates and mask.
+  struct Key {
+    ValueId v;
+    std::vector<const tir::ExprNode*> nodes;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = std::hash<ValueId>()(k.v);
+      for (const tir::ExprNode* n : k.nodes) h = h * 1000003u ^ std::hash<const void*>()(n);
+      return h;
+    }
+  };
+
   const Graph& g_;
   const ExprLowering& owner_;
   std::vector<Stmt>* checks_;
+  tir::ExprInterner interner_;
+  std::unordered_map<Key, Expr, KeyHash> memo_;
+  // The checks already collected, by (condition, message) (conditions are
+  // canonical nodes).
+  std::set<std::pair<const tir::ExprNode*, std::string>> checked_;
 };
 
 void ExprLowering::Impl::add_check(Stmt check) {
-  // The same gather reached twice (x[i] + x[i]) checks once.
-  for (const Stmt& c : *checks_)
-    if (tir::structural_equal(c, check)) return;
+  // The same gather reached twice (x[i] + x[i]) checks once. Its condition
+  // and arguments are interned, so the condition's node names it.
+  const auto* c = check.as<tir::CheckNode>();
+  if (!checked_.insert({c->cond.get(), c->message}).second) return;
   checks_->push_back(std::move(check));
 }
 
@@ -149,11 +182,32 @@ Expr ExprLowering::Impl::operand(ValueId v, const std::vector<Expr>& coords, DTy
   return to_dtype(to_dtype(value(v, broadcast_coords(coords, n.shape), mask), op), opmath);
 }
 
-Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
+Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& in_coords,
+                               const Expr& in_mask) {
   const Node& n = g_.node(v);
-  TF_CHECK(coords.size() == n.shape.size(),
-           "%" + std::to_string(v) + " indexed with " + std::to_string(coords.size()) +
+  TF_CHECK(in_coords.size() == n.shape.size(),
+           "%" + std::to_string(v) + " indexed with " + std::to_string(in_coords.size()) +
                " coordinates, rank " + std::to_string(n.shape.size()));
+  // The lowering recurses once per graph node on the way to a loaded value;
+  // the planner bounds that (FusionOptions::max_fused_ops), this is the net.
+  check_stack("the lowering of a value", n.loc);
+  Key key{v, {}};
+  std::vector<Expr> coords;
+  coords.reserve(in_coords.size());
+  for (const Expr& c : in_coords) {
+    coords.push_back(intern(c));
+    key.nodes.push_back(coords.back().get());
+  }
+  const Expr mask = intern(in_mask);
+  key.nodes.push_back(mask.get());
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  const Expr e = intern(compute(v, coords, mask));
+  memo_.emplace(std::move(key), e);
+  return e;
+}
+
+Expr ExprLowering::Impl::compute(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
+  const Node& n = g_.node(v);
   if (auto it = owner_.bound_.find(v); it != owner_.bound_.end()) return it->second(coords);
   if (auto it = owner_.buffers_.find(v); it != owner_.buffers_.end()) {
     std::vector<Expr> idx;
@@ -288,7 +342,8 @@ Expr ExprLowering::Impl::gather(ValueId v, const std::vector<Expr>& coords, cons
   msg += " = {}";
   args.push_back(raw);
   const Expr guard = check_guard(mask, pos);
-  add_check(tir::CheckNode::make(guard.defined() ? (!guard || in_bounds) : in_bounds,
+  for (Expr& a : args) a = intern(a);
+  add_check(tir::CheckNode::make(intern(guard.defined() ? (!guard || in_bounds) : in_bounds),
                                  /*code=*/1, msg, args));
 
   std::vector<Expr> xc(coords.begin(), coords.begin() + d);
@@ -436,7 +491,7 @@ LoweredExpr ExprLowering::lower_as(ValueId v, const std::vector<Expr>& coords, D
   Impl impl(*this, &out.checks);
   const Node& n = graph_.node(v);
   out.value = n.kind == OpKind::Scalar ? tir::make_const(dtype, n.scalar)
-                                       : to_dtype(impl.value(v, coords, mask), dtype);
+                                       : impl.intern(to_dtype(impl.value(v, coords, mask), dtype));
   return out;
 }
 

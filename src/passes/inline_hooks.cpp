@@ -35,13 +35,22 @@ class HookInliner : public tir::IRMutator {
   // statements collect theirs) and is preceded by them.
   Stmt mutate(const Stmt& s) override {
     pending_.emplace_back();
+    pending_lets_.emplace_back();
     Stmt out = tir::IRMutator::mutate(s);
     std::vector<Stmt> checks = std::move(pending_.back());
+    std::vector<std::pair<tir::Var, Expr>> lets = std::move(pending_lets_.back());
     pending_.pop_back();
-    if (checks.empty()) return out;
-    if (const auto* copy = out.as<tir::CopyNode>()) checks = {over_region(*copy, checks)};
+    pending_lets_.pop_back();
+    if (checks.empty() && lets.empty()) return out;
+    if (const auto* copy = out.as<tir::CopyNode>()) {
+      TF_CHECK(lets.empty(), "inline_hooks: a hook in a copy's value binds values");
+      checks = {over_region(*copy, checks)};
+    }
     checks.push_back(out);
-    return tir::make_seq(std::move(checks));
+    Stmt body = tir::make_seq(std::move(checks));
+    for (size_t i = lets.size(); i-- > 0;)
+      body = tir::LetStmtNode::make(lets[i].first, lets[i].second, body);
+    return body;
   }
 
  protected:
@@ -57,6 +66,7 @@ class HookInliner : public tir::IRMutator {
              "input hook \"" + op->name + "\" returned another dtype than the hook's");
     TF_CHECK(!pending_.empty(), "a hook outside any statement");
     for (Stmt& c : e.checks) add_check(std::move(c));
+    for (auto& l : e.lets) pending_lets_.back().push_back(std::move(l));
     // Masked off, a hook yields 0 for its whole prologue (`x - 1.1` must not
     // leave -1.1 in a K-tail element of a tile).
     if (mask.defined() && !zero_where_off(e.value, mask))
@@ -100,6 +110,7 @@ class HookInliner : public tir::IRMutator {
 
   const HookTable& table_;
   std::vector<std::vector<Stmt>> pending_;
+  std::vector<std::vector<std::pair<tir::Var, Expr>>> pending_lets_;
 };
 
 }  // namespace

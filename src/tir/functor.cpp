@@ -1,10 +1,13 @@
 #include "tir/functor.h"
 
+#include "core/stack_guard.h"
+
 namespace tilefuse::tir {
 
 // ---- IRVisitor ---------------------------------------------------------------
 
 void IRVisitor::visit_expr(const Expr& e) {
+  check_stack("a Tile IR expression");
   switch (e.kind()) {
 #define TF_TIR_CASE(name, ...)                      \
   case ExprKind::name:                              \
@@ -16,6 +19,7 @@ void IRVisitor::visit_expr(const Expr& e) {
 }
 
 void IRVisitor::visit_stmt(const Stmt& s) {
+  check_stack("a Tile IR statement");
   switch (s.kind()) {
 #define TF_TIR_CASE(name, ...)                      \
   case StmtKind::name:                              \
@@ -122,6 +126,7 @@ void IRVisitor::visit(const EvaluateNode* op) {
 // ---- IRMutator ---------------------------------------------------------------
 
 Expr IRMutator::mutate(const Expr& e) {
+  check_stack("a Tile IR expression");
   switch (e.kind()) {
 #define TF_TIR_CASE(name, ...) \
   case ExprKind::name:         \
@@ -133,6 +138,7 @@ Expr IRMutator::mutate(const Expr& e) {
 }
 
 Stmt IRMutator::mutate(const Stmt& s) {
+  check_stack("a Tile IR statement");
   switch (s.kind()) {
 #define TF_TIR_CASE(name, ...) \
   case StmtKind::name:         \

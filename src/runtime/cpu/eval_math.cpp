@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "runtime/cpu/eval.h"
 
 namespace tilefuse::runtime::cpu {
@@ -30,6 +31,7 @@ struct CastCode final : ExprCode {
   ExprPtr v;
   CastCode(DType dt, ExprPtr v_) : ExprCode(dt), v(std::move(v_)) {}
   bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
+    check_stack("an expression evaluated by the CPU executor");
     const bool u = v->eval_u(f, n_all, active, out);
     const int n = u ? 1 : n_all;
     const DType from = v->dtype, to = dtype;
@@ -121,6 +123,7 @@ struct CallCode final : ExprCode {
   CallCode(DType dt, Intrinsic o, std::vector<ExprPtr> a)
       : ExprCode(dt), op(o), args(std::move(a)) {}
   bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
+    check_stack("an expression evaluated by the CPU executor");
     Lane y[kMaxLanes], z[kMaxLanes];
     Lane* dst[3] = {out, y, z};
     bool uniform[3] = {true, true, true};
