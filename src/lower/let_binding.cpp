@@ -78,8 +78,7 @@ LoweredExpr bind_values(const LoweredExpr& in, const LetBindOptions& options) {
       s = measure();
     }
     shape[n.get()] = s;
-    if (uses[n.get()] >= 2 && s.nodes >= options.min_shared_nodes && n.dtype() != DType::Bool)
-      bound.insert(n.get());
+    if (uses[n.get()] >= 2 && s.nodes >= options.min_shared_nodes) bound.insert(n.get());
   }
 
   LoweredExpr out;

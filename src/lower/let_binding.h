@@ -14,11 +14,11 @@
 // - a node whose expression (with its bound operands counted as one node)
 //   would exceed max_nodes nodes or max_depth levels gets its largest
 //   unbound operands bound until it fits;
-// - then a non-bool node used twice or more (in the value, the checks, or
-//   both) whose expression has at least min_shared_nodes nodes is bound, so
-//   it is computed once. Smaller repeats stay inline (the cse pass and the
-//   CUDA compiler merge those), and conditions stay in place (licm and
-//   lower_copies read a mask's conjuncts).
+// - then a node used twice or more (in the value, the checks, or both)
+//   whose expression has at least min_shared_nodes nodes is bound, so it is
+//   computed once (a mask too: the masks of a chain of gathers grow with
+//   the chain). Smaller repeats stay inline: the cse pass and the CUDA
+//   compiler merge those.
 // Constants and vars are never bound. For an expression already within the
 // limits with no large repeat, the result is the input unchanged.
 #pragma once

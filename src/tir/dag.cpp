@@ -118,9 +118,11 @@ Expr with_children(const Expr& e, const std::vector<Expr>& children) {
   return e;  // leaves have no operands
 }
 
-std::vector<Expr> post_order(const std::vector<Expr>& roots) {
+std::vector<Expr> post_order(const std::vector<Expr>& roots,
+                             const std::function<bool(const ExprNode*)>& known) {
   std::vector<Expr> order;
   std::unordered_set<const ExprNode*> done;
+  auto skip = [&](const Expr& e) { return known && known(e.get()); };
   // (node, its operands, the next operand to enter)
   struct Frame {
     Expr node;
@@ -129,14 +131,14 @@ std::vector<Expr> post_order(const std::vector<Expr>& roots) {
   };
   std::vector<Frame> stack;
   for (const Expr& r : roots) {
-    if (!r.defined() || done.count(r.get())) continue;
+    if (!r.defined() || done.count(r.get()) || skip(r)) continue;
     stack.push_back({r, expr_children(r), 0});
     done.insert(r.get());
     while (!stack.empty()) {
       Frame& f = stack.back();
       if (f.next < f.kids.size()) {
         Expr c = f.kids[f.next++];
-        if (done.insert(c.get()).second) stack.push_back({c, expr_children(c), 0});
+        if (!skip(c) && done.insert(c.get()).second) stack.push_back({c, expr_children(c), 0});
         continue;
       }
       order.push_back(std::move(f.node));
@@ -254,29 +256,12 @@ bool ExprInterner::KeyEqual::operator()(const Key& a, const Key& b) const {
 Expr ExprInterner::intern(const Expr& e) {
   if (!e.defined()) return e;
   if (auto it = canonical_.find(e.get()); it != canonical_.end()) return it->second;
-  // The new nodes below `e`, operands first; the walk stops at nodes already
-  // interned, so interning a small expression over a large canonical DAG
-  // costs the small expression only.
-  struct Frame {
-    Expr node;
-    std::vector<Expr> kids;
-    size_t next = 0;
-  };
-  std::vector<Frame> stack;
-  stack.push_back({e, expr_children(e), 0});
-  std::unordered_set<const ExprNode*> entered = {e.get()};
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    if (f.next < f.kids.size()) {
-      Expr c = f.kids[f.next++];
-      if (!canonical_.count(c.get()) && entered.insert(c.get()).second)
-        stack.push_back({c, expr_children(c), 0});
-      continue;
-    }
-    std::vector<Expr> kids = std::move(f.kids);
+  // The new nodes below `e`, operands first (nodes already interned are not
+  // entered), each rebuilt over canonical operands and looked up.
+  const auto known = [this](const ExprNode* n) { return canonical_.count(n) > 0; };
+  for (const Expr& node : post_order({e}, known)) {
+    std::vector<Expr> kids = expr_children(node);
     for (Expr& c : kids) c = canonical_.at(c.get());
-    const Expr node = std::move(f.node);
-    stack.pop_back();
     const Expr rebuilt = with_children(node, kids);
     auto [it, inserted] = table_.insert(Key{rebuilt.get()});
     const Expr canon(it->node);

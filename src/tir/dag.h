@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -36,8 +37,12 @@ std::vector<Expr> expr_children(const Expr& e);
 Expr with_children(const Expr& e, const std::vector<Expr>& children);
 
 // Every distinct node reachable from `roots` (undefined roots skipped), each
-// after all of its operands. Iterative: any depth.
-std::vector<Expr> post_order(const std::vector<Expr>& roots);
+// after all of its operands. Iterative: any depth. Nodes for which `known`
+// returns true are neither listed nor entered (a caller's memo), so a walk
+// over a small new expression on top of a large known DAG costs the small
+// part only.
+std::vector<Expr> post_order(const std::vector<Expr>& roots,
+                             const std::function<bool(const ExprNode*)>& known = {});
 
 // The number of nodes a tree walk of `e` visits (a shared node counted once
 // per use), saturating at `cap`. Linear in the distinct nodes.
