@@ -57,8 +57,10 @@ constexpr FloatFormat kF8E5M2{2, -14, 57344.0, false};
 // exact again. Overflow is decided on the rounded value, which is what IEEE
 // (and c10's bit tricks) do: e.g. f16 65519.99 -> 65504 but 65520 -> inf.
 double round_to_format(double v, const FloatFormat& fmt) {
-  if (std::isnan(v)) return kNaN;
-  if (std::isinf(v)) return fmt.overflow_is_nan ? kNaN : v;
+  // A NaN keeps its sign (c10 encodes it: f16 0x7E00 | sign), as does an
+  // infinity turned NaN (f8e4m3 has no infinities).
+  if (std::isnan(v)) return std::copysign(kNaN, v);
+  if (std::isinf(v)) return fmt.overflow_is_nan ? std::copysign(kNaN, v) : v;
   if (v == 0) return v;  // keeps the sign of zero
   const double a = std::fabs(v);
   int e = 0;
@@ -203,14 +205,16 @@ double round_to(DType dt, double v) {
       return static_cast<double>(static_cast<int32_t>(wrap_to_i64(v)));
     case DType::I64:
       return static_cast<double>(wrap_to_i64(v));
+    // Through f32 first, as c10::Half, BFloat16 and the Float8 types convert
+    // (they have only a float constructor): a double rounds twice.
     case DType::F8E4M3:
-      return round_to_format(v, kF8E4M3);
+      return round_to_format(static_cast<float>(v), kF8E4M3);
     case DType::F8E5M2:
-      return round_to_format(v, kF8E5M2);
+      return round_to_format(static_cast<float>(v), kF8E5M2);
     case DType::F16:
-      return round_to_format(v, kF16);
+      return round_to_format(static_cast<float>(v), kF16);
     case DType::BF16:
-      return round_to_format(v, kBF16);
+      return round_to_format(static_cast<float>(v), kBF16);
     case DType::F32:
       return static_cast<double>(static_cast<float>(v));  // one IEEE RNE rounding
     case DType::F64:

@@ -98,6 +98,14 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc, 
 }
 
 void check_size(const Node& n) {
+  if (n.shape.size() > static_cast<size_t>(kMaxRank)) {
+    const std::string what = n.kind == OpKind::Parameter
+                                 ? "parameter `" + n.name + "`"
+                                 : "the result of " + std::string(op_kind_name(n.kind));
+    throw UserError(what + " has " + std::to_string(n.shape.size()) + " dims: tilefuse's kernels " +
+                        "index at most " + std::to_string(kMaxRank) + " (" + type_string(n) + ")",
+                    n.loc);
+  }
   int64_t extent = 1;
   for (int64_t d : n.shape) {
     const int64_t e = std::max<int64_t>(d, 1);
@@ -314,8 +322,9 @@ ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
     case UnaryOp::Neg:
       // neg_check: "Negation, the `-` operator, on a bool tensor is not supported."
       if (in == DType::Bool) {
-        throw UserError("negation (unary -) of a bool tensor is not supported; use logical_not",
-                        loc);
+        throw UserError(
+            "negation (unary -) of a bool tensor is not supported; use torch.logical_not(x) or ~x",
+            loc);
       }
       break;
     case UnaryOp::Relu:

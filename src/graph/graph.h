@@ -249,6 +249,11 @@ class Graph {
   std::unordered_set<std::string> parameter_names_;
 };
 
+// The most dims a value may have (the kernels' index arithmetic and the CPU
+// executor's buffers are sized for it); a node with more is a UserError at
+// its location.
+inline constexpr int kMaxRank = 8;
+
 // The largest tensor the graph accepts: 2^40 elements. Every node's shape is
 // checked (counting size-0 dims as 1, so strides and offsets stay far from
 // int64 overflow); a larger one is a UserError.

@@ -242,6 +242,8 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
     const bool fresh_value = n.kind != OpKind::Parameter && !n.is_view();
     if (fresh_value && t.dtype() == value_dtype(n.dtype)) {
       outputs.push_back(t);
+    } else if (t.dtype() == value_dtype(n.dtype)) {
+      outputs.push_back(t.contiguous(/*force=*/true));  // the bytes, NaN payloads included
     } else {
       Tensor copy = Tensor::empty(value_dtype(n.dtype), n.shape);
       reference::convert_kernel(t, copy, pool_);

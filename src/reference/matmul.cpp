@@ -42,8 +42,16 @@ struct MacroArgs {
 // into an FMA, whatever the target (AVX-512 has FMA, and -march=native would
 // enable it elsewhere): every sum must round like the naive loop's. A macro
 // rather than a function: a vector-typed function, even an inlined one,
-// draws GCC's -Wpsabi warnings.
+// draws GCC's -Wpsabi warnings. Clang (the fuzzing build) rejects a 32- or
+// 64-byte vector in that constraint outside an AVX function, and needs
+// none: it contracts only within one expression, and contraction is off
+// here anyway.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#define TF_OPAQUE(p) ((void)(p))
+#else
 #define TF_OPAQUE(p) asm("" : "+v"(p))
+#endif
 
 template <typename T>
 T opaque_product(T a, T b) {

@@ -120,11 +120,6 @@ bool is_recomputable(const Node& n) {
   return n.is_view() || n.kind == OpKind::Index || is_elementwise(n);
 }
 
-int non_view_ops(const Graph& g, const std::vector<ValueId>& nodes) {
-  return static_cast<int>(
-      std::count_if(nodes.begin(), nodes.end(), [&](ValueId v) { return !g.node(v).is_view(); }));
-}
-
 // The name of input slot `i` of a GEMM anchor.
 std::string slot_name(const Node& anchor, size_t i) {
   if (anchor.kind == OpKind::Addmm) return i == 0 ? "bias" : i == 1 ? "A" : "B";

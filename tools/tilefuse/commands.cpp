@@ -160,10 +160,11 @@ tir::Target parse_target(const std::string& name) {
 // either is printed as a diagnostic against the program's source and gives
 // exit code 1. `before_report` runs first (e.g. to flush partial output).
 template <class Body>
-int with_program(const std::string& path, Body body, void (*before_report)() = nullptr) {
+int with_program(const std::string& path, int64_t max_bytes, Body body,
+                 void (*before_report)() = nullptr) {
   std::optional<Program> program;
   try {
-    program = load_program(path);
+    program = load_program(path, LoadOptions{.max_bytes = max_bytes});
   } catch (const UserError& e) {
     return report(e, nullptr, path);
   }
@@ -178,9 +179,11 @@ int with_program(const std::string& path, Body body, void (*before_report)() = n
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  return with_program(options.program, [&](const Program& program) -> int {
+  return with_program(options.program, options.max_program_bytes, [&](const Program& program) -> int {
     const Graph& g = program.graph;
     if (options.threads < 0) throw UserError("--threads must be >= 0");
+    if (options.save_output_dir && options.save_output_dir->empty())
+      throw UserError("--save-output needs a directory (got an empty path)");
     const bool reference = options.engine == "reference";
     if (reference && options.device == "cuda")
       throw UserError("--engine reference runs on the CPU; use --device cpu or auto");
@@ -376,14 +379,13 @@ int run_command(const RunOptions& options) {
     }
     std::printf("time: %.3f s\n", elapsed);
 
-    if (!options.save_output_dir.empty()) {
+    if (options.save_output_dir) {
+      const std::string& dir = *options.save_output_dir;
       std::error_code ec;
-      std::filesystem::create_directories(options.save_output_dir, ec);
-      if (ec)
-        throw UserError(fmt::format("--save-output: cannot create `{}`: {}",
-                                    options.save_output_dir, ec.message()));
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw UserError(fmt::format("--save-output: cannot create `{}`: {}", dir, ec.message()));
       for (size_t i = 0; i < outputs.size(); ++i) {
-        std::string path = (std::filesystem::path(options.save_output_dir) / (names[i] + ".npy"));
+        std::string path = (std::filesystem::path(dir) / (names[i] + ".npy"));
         write_npy(path, outputs[i]);
         std::printf("saved %s\n", path.c_str());
       }
@@ -408,10 +410,10 @@ int run_command(const RunOptions& options) {
         double tol = check_tolerance(g, g.outputs()[i], gpu && options.allow_tf32);
         bool pass = err <= tol;  // false for NaN
         ok = ok && pass;
-        std::printf("check: %s rel_err=%.3e tol=%.0e %s\n", names[i].c_str(), err, tol,
+        std::printf("check: %s rel_err=%.3e tol=%.3g %s\n", names[i].c_str(), err, tol,
                     pass ? "ok" : "FAILED");
       }
-      if (!ok) return kInternalError;
+      if (!ok) return kCheckFailed;
     }
     return kOk;
   });
@@ -419,7 +421,7 @@ int run_command(const RunOptions& options) {
 
 int emit_command(const EmitOptions& options) {
   return with_program(
-      options.program,
+      options.program, options.max_program_bytes,
       [&](const Program& program) -> int {
         const Graph& g = program.graph;
         const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
@@ -458,7 +460,7 @@ int emit_command(const EmitOptions& options) {
 }
 
 int explain_command(const ExplainOptions& options) {
-  return with_program(options.program, [&](const Program& program) -> int {
+  return with_program(options.program, options.max_program_bytes, [&](const Program& program) -> int {
     driver::CompileOptions co;
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
@@ -471,7 +473,7 @@ int explain_command(const ExplainOptions& options) {
 }
 
 int bench_command(const BenchOptions& options) {
-  return with_program(options.program, [&](const Program& program) -> int {
+  return with_program(options.program, options.max_program_bytes, [&](const Program& program) -> int {
     const Graph& g = program.graph;
     bool gpu = false;
     std::string why_cpu;

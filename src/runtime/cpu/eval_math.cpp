@@ -45,10 +45,13 @@ struct CastCode final : ExprCode {
       for (int l = 0; l < n; ++l) out[l].i = float_to_int(out[l].f);
       wrap_lanes(to, n, out);
     } else if (tf) {
-      // int64 -> float directly: going through double first could round twice.
+      // int64 -> f64 in one rounding; to f32 and narrower through f32
+      // (round_to's rule): int64 -> float directly, since going through
+      // double first could round twice.
       for (int l = 0; l < n; ++l)
-        out[l].f = to == DType::F32 ? static_cast<double>(static_cast<float>(out[l].i))
-                                    : round_float(to, static_cast<double>(out[l].i));
+        out[l].f = to == DType::F64
+                       ? static_cast<double>(out[l].i)
+                       : round_float(to, static_cast<double>(static_cast<float>(out[l].i)));
     } else {
       wrap_lanes(to, n, out);
     }

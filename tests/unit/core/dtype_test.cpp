@@ -168,7 +168,10 @@ TEST(DTypeRounding, TiesGoToEven) {
   // f16 near 1: ulp 2^-10.
   EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11), 1.0);               // tie, 1.0 is even
   EXPECT_EQ(round_to(DType::F16, 1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);  // tie, up to even
-  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-30), 1.0 + 0x1p-10);
+  // Through f32 (PyTorch's rule): 2^-30 is below f32's ulp at 1, so the
+  // value reaches the f16 rounding as the tie, which goes to even.
+  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-30), 1.0);
+  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-20), 1.0 + 0x1p-10);  // kept by f32
   EXPECT_EQ(f32_to_f16_bits(1.0f + 0x1p-11f), 0x3C00);
   EXPECT_EQ(f32_to_f16_bits(1.0f + 3 * 0x1p-11f), 0x3C02);
   // f16 subnormal ties: step 2^-24.
@@ -208,27 +211,36 @@ TEST(DTypeRounding, TiesGoToEven) {
 // above the f16 tie between 1 and 1 + 2^-10, so the direct rounding goes up;
 // rounding to f32 first drops the 2^-40 (below f32's half ulp 2^-24) and lands
 // exactly on the tie, which then goes to even (1.0).
-TEST(DTypeRounding, RoundToIsASingleRounding) {
+// round_to rounds to f16, bf16 and f8 through f32, as PyTorch does
+// (c10::Half, BFloat16 and Float8_* have only a float constructor): a double
+// just above a tie rounds to the tie in f32, which then goes to even; one
+// direct IEEE rounding would go up. The issue-14 value 1 + 2^-11 + 2^-40.
+TEST(DTypeRounding, RoundToFollowsPyTorchThroughF32) {
   const double v = 1.0 + 0x1p-11 + 0x1p-40;
   const double via_f32 = f16_bits_to_f32(f32_to_f16_bits(static_cast<float>(v)));
   EXPECT_EQ(via_f32, 1.0);
-  EXPECT_EQ(round_to(DType::F16, v), 1.0 + 0x1p-10);
+  EXPECT_EQ(round_to(DType::F16, v), 1.0);
 #ifdef __FLT16_MAX__
-  EXPECT_EQ(static_cast<double>(static_cast<_Float16>(v)), 1.0 + 0x1p-10);  // libgcc agrees
+  // A single rounding (libgcc's double -> _Float16) differs: that is not
+  // what PyTorch computes.
+  EXPECT_EQ(static_cast<double>(static_cast<_Float16>(v)), 1.0 + 0x1p-10);
 #endif
-  // The same for bf16, f8 and below the tie.
-  EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 + 0x1p-40), 1.0 + 0x1p-7);
+  // The same for bf16 and f8, and below the tie.
+  EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 + 0x1p-40), 1.0);
+  EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 + 0x1p-20), 1.0 + 0x1p-7);
   EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 - 0x1p-40), 1.0);
-  EXPECT_EQ(round_to(DType::F8E4M3, 1.0625 + 0x1p-40), 1.125);
-  EXPECT_EQ(round_to(DType::F8E5M2, 1.125 + 0x1p-40), 1.25);
-  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-60), 0x1p-24);  // subnormal tie, nudged up
-  EXPECT_EQ(round_to(DType::F32, 1.0 + 0x1p-24 + 0x1p-50), 1.0 + 0x1p-23);
+  EXPECT_EQ(round_to(DType::F8E4M3, 1.0625 + 0x1p-40), 1.0);
+  EXPECT_EQ(round_to(DType::F8E5M2, 1.125 + 0x1p-40), 1.0);
+  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-60), 0.0);  // subnormal tie: f32 loses the nudge
+  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-40), 0x1p-24);  // f32 keeps it
+  EXPECT_EQ(round_to(DType::F32, 1.0 + 0x1p-24 + 0x1p-50), 1.0 + 0x1p-23);  // f32: one rounding
 }
 
 #ifdef __FLT16_MAX__
-// libgcc's double -> _Float16 conversion is a single IEEE rounding: compare
-// round_to(F16) with it on random doubles spread over the f16 range.
-TEST(DTypeRounding, F16FromDoubleMatchesCompiler) {
+// The compiler's float -> _Float16 conversion is one IEEE rounding, so
+// round_to(F16, v) must equal (_Float16)(float)v: compare on random doubles
+// spread over the f16 range.
+TEST(DTypeRounding, F16FromDoubleMatchesTheCompilerThroughFloat) {
   uint64_t s = 7;
   for (int i = 0; i < 1000000; ++i) {
     const uint64_t r = next_u64(s);
@@ -236,7 +248,8 @@ TEST(DTypeRounding, F16FromDoubleMatchesCompiler) {
     const int e = static_cast<int>(r % 48) - 30;
     const double v = std::ldexp(1.0 + static_cast<double>(next_u64(s) >> 12) * 0x1p-52, e) *
                      ((r >> 63) ? -1.0 : 1.0);
-    ASSERT_EQ(round_to(DType::F16, v), static_cast<double>(static_cast<_Float16>(v)))
+    ASSERT_EQ(round_to(DType::F16, v),
+              static_cast<double>(static_cast<_Float16>(static_cast<float>(v))))
         << std::hexfloat << v;
   }
 }
@@ -264,7 +277,8 @@ TEST(DTypeF8E4M3, Edges) {
   EXPECT_TRUE(std::isnan(round_to(DType::F8E4M3, kNaN)));
   EXPECT_EQ(f32_to_f8e4m3_bits(std::numeric_limits<float>::quiet_NaN()), 0x7F);
   EXPECT_EQ(round_to(DType::F8E4M3, -448.0), -448.0);
-  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-40), 0x1p-9);  // smallest subnormal
+  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-40), 0.0);  // the tie, after f32
+  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-20), 0x1p-9);  // smallest subnormal
   uint8_t b = 0;
   store_element(DType::F8E4M3, &b, 479.9);
   EXPECT_EQ(b & 0x7F, 0x7F);
