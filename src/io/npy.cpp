@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace tilefuse {
 
@@ -383,6 +384,7 @@ Tensor read_npy(const std::string& path) {
                    (overflow ? std::string("more than 2^63") : std::to_string(nbytes)) +
                    " bytes, the file has " + std::to_string(data_avail) + ")");
   }
+  const AllocationPurpose purpose("the contents of " + path);
   Tensor t = Tensor::empty(d->dtype, shape);
   if (nbytes > 0) {
     in.read(reinterpret_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(nbytes));

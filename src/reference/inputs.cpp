@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "reference/thread_pool.h"
 
 namespace tilefuse {
@@ -450,6 +451,7 @@ std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_th
   for (size_t pos = 0; pos < num_params; ++pos) {
     const ValueId param = g.parameters()[pos];
     const Node& node = g.node(param);
+    const AllocationPurpose purpose("input `" + node.name + "`");
     Tensor t = Tensor::empty(node.dtype, node.shape);
     if (node.dtype == DType::Bool) {
       plans[pos].fill = bool_filler(t);
