@@ -13,6 +13,7 @@
 
 #include "common/cli.h"
 #include "common/stress_programs.h"
+#include "runtime/cuda/loader.h"
 
 namespace fs = std::filesystem;
 namespace tilefuse {
@@ -199,6 +200,20 @@ TEST(Robustness, SmallMessages) {
   const MeasuredCliResult save = within_budget(
       "run --device cpu --save-output '' " + write_program("save", testing::chain_program(1)), {1});
   EXPECT_NE(save.output.find("--save-output needs a directory"), std::string::npos) << save.output;
+}
+
+// Where no GPU is usable, `run --device auto` opens no GPU library but the
+// driver it probes for: no libnvrtc, no libcublasLt (541 MB). glibc's
+// LD_DEBUG=files lists every library the process opens or tries to open.
+TEST(Robustness, NoGpuLibrariesWithoutAGpu) {
+  if (cuda::cuda_available()) GTEST_SKIP() << "a GPU is usable here";
+  testing::CliOptions env;
+  env.env = "LD_DEBUG=files ";
+  const MeasuredCliResult r = within_budget(
+      "run --device auto " + write_program("tiny", testing::chain_program(2)), {0}, env);
+  EXPECT_NE(r.output.find("on cpu"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_EQ(r.output.find("cublasLt"), std::string::npos) << r.output.substr(0, 4000);
+  EXPECT_EQ(r.output.find("nvrtc"), std::string::npos) << r.output.substr(0, 4000);
 }
 
 }  // namespace

@@ -191,10 +191,6 @@ int run_command(const RunOptions& options) {
     // Opening the device (dlopen, cuInit, the primary context: hundreds of
     // milliseconds) runs on a second thread while this one makes the inputs.
     std::future<std::string> device_start;  // "" when the GPU is usable, else why not
-    // And libcublasLt (~150 ms to load on the H200 host, after the device,
-    // when a cuBLASLt plan was chosen): loaded on a third thread meanwhile
-    // whether or not the plan will need it (a process-wide, once-only load).
-    std::future<void> cublaslt_start;
     if (options.device != "cpu" && !reference) {
       device_start = std::async(std::launch::async, [] {
         std::string why;
@@ -202,8 +198,11 @@ int run_command(const RunOptions& options) {
         driver::default_device();
         return std::string();
       });
-      cublaslt_start = std::async(std::launch::async, [] { cuda::load_cublaslt(); });
     }
+    // libcublasLt (~150 ms and ~200 MB resident to load on the H200 host) is
+    // loaded only when the plan that runs has GEMM steps on cuBLASLt, on a
+    // second thread while the kernels compile: "" once loaded, else why not.
+    std::future<std::string> cublaslt_load;
     // On --threads threads (the same values with any count).
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     load_inputs(g, options.inputs, inputs);
@@ -287,13 +286,11 @@ int run_command(const RunOptions& options) {
           co.plan = parse_plan(plan_name);
           co.lower = choice->lower_for(co.plan);
           if (options.plan == "auto" && choice->cublaslt) {
-            // Tuned where libcublasLt loaded; without it now, our kernels
-            // run the same unfused plan rather than fail.
-            std::string why;
-            cublaslt = cuda::cublaslt_available(&why);
-            if (!cublaslt)
-              tuning_line += "; cuBLASLt is unavailable now (" + why +
-                             "), so the unfused plan runs on our kernels";
+            cublaslt = true;
+            cublaslt_load = std::async(std::launch::async, [] {
+              std::string why;
+              return cuda::cublaslt_available(&why) ? std::string() : why;
+            });
           }
         }
       }
@@ -301,6 +298,15 @@ int run_command(const RunOptions& options) {
       if (gpu) {
         cuda::Device& dev = driver::default_device();
         compiled = driver::compile(g, co);
+        if (cublaslt_load.valid()) {
+          // Tuned where libcublasLt loaded; without it now, our kernels
+          // run the same unfused plan rather than fail.
+          const std::string why = cublaslt_load.get();
+          cublaslt = why.empty();
+          if (!cublaslt)
+            tuning_line += "; cuBLASLt is unavailable now (" + why +
+                           "), so the unfused plan runs on our kernels";
+        }
         driver::CudaProgramOptions po;
         po.cublaslt_gemms = cublaslt;
         cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev, po);
