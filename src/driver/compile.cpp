@@ -62,6 +62,7 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   program.plan = build_plan(graph, options.plan);
   LowerOptions lower_options = options.lower;
   lower_options.wgmma = options.target.has_wgmma();
+  lower_options.cpu = !options.target.is_cuda();
 
   passes::PassContext context{options.target};
   passes::PipelineOptions pipeline;

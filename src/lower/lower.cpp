@@ -151,7 +151,8 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
   lk.step = step;
   const KernelSignature sig = signature(g, step, &lk.bindings);
   TF_CHECK(can_use_gemm(g, step), "the GEMM template cannot build step " + step.name);
-  const GemmConfig config = opts.gemm_config.value_or(default_gemm_config(g, step, opts.wgmma));
+  const GemmConfig config = opts.gemm_config.value_or(
+      opts.cpu ? default_cpu_gemm_config(g, step) : default_gemm_config(g, step, opts.wgmma));
   lk.gemm_config = config;
   const tir::Kernel templ = build_gemm(g, step, sig, config);
 

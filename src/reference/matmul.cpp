@@ -1,6 +1,9 @@
 #include "reference/matmul.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -161,6 +164,27 @@ Kernel<T> select_kernel(GemmKernel which) {
   }
 }
 
+// n contiguous f16 values to f32 with the F16C conversion (vcvtph2ps,
+// exact), 8 at a time; the caller checks the CPU has F16C.
+__attribute__((target("avx,f16c"))) void f16_run_to_f32(const uint16_t* src, float* dst,
+                                                        int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+}
+
+// Every f16 encoding as an f32 (exact), indexed by its bits.
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t b = 0; b < 65536; ++b) t[b] = f16_bits_to_f32(static_cast<uint16_t>(b));
+    return t;
+  }();
+  return table.data();
+}
+
 const std::byte* element(const MatrixRef& m, int64_t r, int64_t c) {
   return m.data + (r * m.row_stride + c * m.col_stride) * dtype_size(m.dtype);
 }
@@ -183,6 +207,29 @@ void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
       for (int64_t i = valid; i < width; ++i) dst[i] = T(0);
     }
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // f16 and bf16 (the common GEMM operands) convert inline: bf16 is the
+    // high half of an f32, f16 goes through a table of all 65536 values
+    // (exact, built once). A call per element cost as much as the GEMM.
+    if (m.dtype == DType::F16 || m.dtype == DType::BF16) {
+      const float* f16 = m.dtype == DType::F16 ? f16_table() : nullptr;
+      static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+      for (int64_t k = 0; k < m.cols; ++k) {
+        T* dst = out + k * width;
+        const auto* src = reinterpret_cast<const uint16_t*>(element(m, r0, k));
+        if (f16 && f16c && m.row_stride == 1) {  // a contiguous run: 8 at a time
+          f16_run_to_f32(src, dst, valid);
+        } else if (f16) {
+          for (int64_t i = 0; i < valid; ++i) dst[i] = f16[src[i * m.row_stride]];
+        } else {
+          for (int64_t i = 0; i < valid; ++i)
+            dst[i] = std::bit_cast<float>(static_cast<uint32_t>(src[i * m.row_stride]) << 16);
+        }
+        for (int64_t i = valid; i < width; ++i) dst[i] = T(0);
+      }
+      return;
+    }
   }
   for (int64_t k = 0; k < m.cols; ++k) {
     T* dst = out + k * width;

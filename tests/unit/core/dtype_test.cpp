@@ -106,8 +106,56 @@ TEST(DTypeF8E5M2, AllBitPatternsRoundTrip) {
 }
 
 // ---------------------------------------------------------------------------
-// The c10 bit-trick encoders and the generic round_to agree on f32 inputs;
-// for f16 the compiler's _Float16 (IEEE RNE) is a third opinion.
+// The c10 bit-trick encoders (what round_to and store_element use) and an
+// independent generic rounding agree on f32 inputs; for f16 the compiler's
+// _Float16 (IEEE RNE) is a third opinion.
+
+// An independent, exact rounding to a narrow format (frexp / ldexp
+// arithmetic in double; the library's round_to uses the c10 bit tricks), the
+// second opinion the encoders are checked against.
+struct FloatFormat {
+  int mantissa_bits;     // explicit fraction bits
+  int min_exponent;      // unbiased exponent of the smallest normal number
+  double max_finite;     // largest finite magnitude
+  bool overflow_is_nan;  // float8_e4m3fn has no infinity: overflow and inf give NaN
+};
+
+constexpr FloatFormat kF16{10, -14, 65504.0, false};
+constexpr FloatFormat kBF16{7, -126, 0x1.FEp127, false};
+constexpr FloatFormat kF8E4M3{3, -6, 448.0, true};
+constexpr FloatFormat kF8E5M2{2, -14, 57344.0, false};
+
+// Rounds `v` to `fmt` with round-to-nearest-even in a single step.
+//
+// Why this is exact: with |v| = f * 2^e (frexp, f in [0.5, 1)), the spacing
+// of `fmt` near |v| is 2^q with q = max(e - 1, min_exponent) - mantissa_bits
+// (below the smallest normal the spacing stays that of the subnormals).
+// Scaling by a power of two is exact in double (the result stays far from
+// double's own overflow and underflow: |v| * 2^-q < 2^(mantissa_bits + 1)),
+// so x = |v| * 2^-q carries every bit of v; floor(x) and x - floor(x) are
+// exact too, and the tie test is exact. The rounded integer times 2^q is
+// exact again. Overflow is decided on the rounded value, which is what IEEE
+// (and c10's bit tricks) do: e.g. f16 65519.99 -> 65504 but 65520 -> inf.
+double round_to_format(double v, const FloatFormat& fmt) {
+  // A NaN keeps its sign (c10 encodes it: f16 0x7E00 | sign), as does an
+  // infinity turned NaN (f8e4m3 has no infinities).
+  if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
+  if (std::isinf(v)) return fmt.overflow_is_nan ? std::copysign(std::numeric_limits<double>::quiet_NaN(), v) : v;
+  if (v == 0) return v;  // keeps the sign of zero
+  const double a = std::fabs(v);
+  int e = 0;
+  std::frexp(a, &e);
+  const int q = std::max(e - 1, fmt.min_exponent) - fmt.mantissa_bits;
+  const double x = std::ldexp(a, -q);
+  double r = std::floor(x);
+  const double frac = x - r;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  double result = std::ldexp(r, q);
+  if (result > fmt.max_finite) result = fmt.overflow_is_nan ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  return std::copysign(result, v);
+}
+
+
 
 void expect_same_value(double want, float got_f, const char* what, float in) {
   if (std::isnan(want)) {
@@ -118,11 +166,13 @@ void expect_same_value(double want, float got_f, const char* what, float in) {
 }
 
 void check_encoders_on(float x) {
-  expect_same_value(round_to(DType::F16, x), f16_bits_to_f32(f32_to_f16_bits(x)), "f16", x);
-  expect_same_value(round_to(DType::BF16, x), bf16_bits_to_f32(f32_to_bf16_bits(x)), "bf16", x);
-  expect_same_value(round_to(DType::F8E4M3, x), f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(x)), "f8e4m3",
-                    x);
-  expect_same_value(round_to(DType::F8E5M2, x), f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(x)), "f8e5m2",
+  expect_same_value(round_to_format(x, kF16), f16_bits_to_f32(f32_to_f16_bits(x)), "f16", x);
+  expect_same_value(round_to_format(x, kBF16), bf16_bits_to_f32(f32_to_bf16_bits(x)), "bf16", x);
+  expect_same_value(round_to_format(x, kF8E4M3), f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(x)),
+                    "f8e4m3", x);
+  expect_same_value(round_to_format(x, kF8E5M2), f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(x)),
+                    "f8e5m2", x);
+  expect_same_value(round_to(DType::F16, x), f16_bits_to_f32(f32_to_f16_bits(x)), "round_to f16",
                     x);
 #ifdef __FLT16_MAX__
   if (!std::isnan(x)) {
@@ -132,7 +182,7 @@ void check_encoders_on(float x) {
 #endif
 }
 
-TEST(DTypeEncoders, AgreeWithRoundToOnSampledF32) {
+TEST(DTypeEncoders, AgreeWithAnIndependentRoundingOnSampledF32) {
   // Every f32 whose exponent lies in the ranges that matter (f8 subnormals
   // through bf16 overflow) is too many; walk each binade of f32 from 2^-30
   // to 2^20 with a stride that hits every low-bit pattern class, plus random
