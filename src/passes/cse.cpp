@@ -3,6 +3,7 @@
 // that statement, rewrite the rest of the block, and continue on the rest.
 #include "passes/cse.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -201,7 +202,13 @@ class CSE {
       c = d;
     }
     size_t before = children.size();
-    std::vector<Stmt> out = cse_block(children);
+    std::vector<Stmt> out;
+    for (size_t first = 0; first < children.size(); first += kMaxCseBlock) {
+      const std::vector<Stmt> run(
+          children.begin() + static_cast<std::ptrdiff_t>(first),
+          children.begin() + static_cast<std::ptrdiff_t>(std::min(children.size(), first + kMaxCseBlock)));
+      for (Stmt& s2 : cse_block(run)) out.push_back(std::move(s2));
+    }
     if (!changed && out.size() == before) {
       bool same = true;
       for (size_t i = 0; i < out.size(); ++i) same &= out[i].same_as(children[i]);

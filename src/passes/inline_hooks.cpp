@@ -1,6 +1,8 @@
 // inline_hooks (see inline_hooks.h).
 #include "passes/inline_hooks.h"
 
+#include <cstdint>
+#include <unordered_map>
 #include <utility>
 
 #include "tir/functor.h"
@@ -35,11 +37,13 @@ class HookInliner : public tir::IRMutator {
   // statements collect theirs) and is preceded by them.
   Stmt mutate(const Stmt& s) override {
     pending_.emplace_back();
+    pending_hashes_.emplace_back();
     pending_lets_.emplace_back();
     Stmt out = tir::IRMutator::mutate(s);
     std::vector<Stmt> checks = std::move(pending_.back());
     std::vector<std::pair<tir::Var, Expr>> lets = std::move(pending_lets_.back());
     pending_.pop_back();
+    pending_hashes_.pop_back();
     pending_lets_.pop_back();
     if (checks.empty() && lets.empty()) return out;
     if (const auto* copy = out.as<tir::CopyNode>()) {
@@ -85,9 +89,14 @@ class HookInliner : public tir::IRMutator {
   }
 
  private:
+  // Adds `c` to the statement's checks unless an equal one is there (found
+  // by hash: a chain of gathers brings hundreds of checks to one statement).
   void add_check(Stmt c) {
-    for (const Stmt& p : pending_.back())
-      if (tir::structural_equal(p, c)) return;
+    const uint64_t h = tir::structural_hash(c);
+    auto [first, last] = pending_hashes_.back().equal_range(h);
+    for (auto it = first; it != last; ++it)
+      if (tir::structural_equal(pending_.back()[it->second], c)) return;
+    pending_hashes_.back().emplace(h, pending_.back().size());
     pending_.back().push_back(std::move(c));
   }
 
@@ -110,6 +119,7 @@ class HookInliner : public tir::IRMutator {
 
   const HookTable& table_;
   std::vector<std::vector<Stmt>> pending_;
+  std::vector<std::unordered_multimap<uint64_t, size_t>> pending_hashes_;  // hash -> index
   std::vector<std::vector<std::pair<tir::Var, Expr>>> pending_lets_;
 };
 
