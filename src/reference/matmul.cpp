@@ -1,5 +1,6 @@
 #include "reference/matmul.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -164,6 +165,15 @@ Kernel<T> select_kernel(GemmKernel which) {
   }
 }
 
+// The CPU converts f16 in hardware (CPUID.1:ECX.F16C[bit 29]) and the OS
+// saves AVX state (what __builtin_cpu_supports("avx") checks; clang 14 has
+// no "f16c" string for it).
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & (1u << 29)) != 0 && __builtin_cpu_supports("avx");
+}
+
 // n contiguous f16 values to f32 with the F16C conversion (vcvtph2ps,
 // exact), 8 at a time; the caller checks the CPU has F16C.
 __attribute__((target("avx,f16c"))) void f16_run_to_f32(const uint16_t* src, float* dst,
@@ -214,7 +224,7 @@ void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
     // (exact, built once). A call per element cost as much as the GEMM.
     if (m.dtype == DType::F16 || m.dtype == DType::BF16) {
       const float* f16 = m.dtype == DType::F16 ? f16_table() : nullptr;
-      static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+      static const bool f16c = has_f16c();
       for (int64_t k = 0; k < m.cols; ++k) {
         T* dst = out + k * width;
         const auto* src = reinterpret_cast<const uint16_t*>(element(m, r0, k));
