@@ -53,6 +53,10 @@ struct BenchOptions {
   // (CompileOptions::allow_tf32) and in the cuBLASLt rows
   // (CUBLAS_COMPUTE_32F_FAST_TF32). The CPU executor stays exact.
   bool allow_tf32 = false;
+  tir::CudaOptions cuda;  // the CUDA backend's switches for our plans
+  // The cuBLASLt rows: how many of the heuristic's algorithms are timed (20
+  // repeats each) before the row, the fastest kept.
+  int cublaslt_algorithms = 8;
 };
 
 struct BenchRow {

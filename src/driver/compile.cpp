@@ -1,44 +1,29 @@
 #include "driver/compile.h"
 
+#include <fmt/format.h>
+#include <xxhash.h>
+
 #include <algorithm>
 
 #include "core/error.h"
+#include "codegen/cuda/passes/passes.h"
 #include "core/stack_guard.h"
 #include "schedule/schedule.h"
 
 namespace tilefuse::driver {
 using passes::PassEntry;
 
-std::vector<PassEntry> compile_passes(CompiledKernel* kernel) {
+std::vector<PassEntry> compile_passes(const tir::Target& target) {
   std::vector<PassEntry> passes = passes::target_independent_passes();
-  // A table entry only maps a kernel to a kernel, so licm's and
-  // lower_copies' reports are dropped there; explain needs them, so those
-  // two entries run the same functions with a report into `kernel`.
-  bool licm = false, copies = false;
-  for (PassEntry& p : passes) {
-    if (p.name == "licm") {
-      licm = true;
-      p.run = [kernel](const tir::Kernel& k, const passes::PassContext&) {
-        if (!kernel) return passes::hoist_loop_invariants(k);
-        kernel->licm = {};
-        return passes::hoist_loop_invariants(k, &kernel->licm);
-      };
-    } else if (p.name == "lower_copies") {
-      copies = true;
-      p.run = [kernel](const tir::Kernel& k, const passes::PassContext& ctx) {
-        if (!kernel) return passes::decide_copies(k, ctx.target);
-        kernel->copies = {};
-        return passes::decide_copies(k, ctx.target, &kernel->copies);
-      };
-    }
-  }
-  TF_CHECK(licm && copies, "the pass table has no licm or no lower_copies entry");
+  const std::vector<PassEntry>& backend =
+      target.is_cuda() ? codegen::cuda_passes() : passes::cpu_passes();
+  passes.insert(passes.end(), backend.begin(), backend.end());
   return passes;
 }
 
-std::vector<std::string> pass_names() {
+std::vector<std::string> pass_names(const tir::Target& target) {
   std::vector<std::string> names;
-  for (const PassEntry& p : compile_passes(nullptr)) names.emplace_back(p.name);
+  for (const PassEntry& p : compile_passes(target)) names.emplace_back(p.name);
   return names;
 }
 
@@ -46,7 +31,7 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   // An unknown --dump-after is a user error even for a program with no
   // kernel (run_passes would only see it on the first kernel).
   if (!options.dump_after.empty() && options.dump_after != "all") {
-    const std::vector<std::string> names = pass_names();
+    const std::vector<std::string> names = pass_names(options.target);
     if (std::find(names.begin(), names.end(), options.dump_after) == names.end()) {
       std::string valid;
       for (const std::string& n : names) valid += n + ", ";
@@ -59,12 +44,15 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   program.graph = graph;
   program.target = options.target;
   program.allow_tf32 = options.allow_tf32;
+  program.cuda = options.cuda;
+  program.cuda.allow_tf32 = options.allow_tf32;
   program.plan = build_plan(graph, options.plan);
   LowerOptions lower_options = options.lower;
   lower_options.wgmma = options.target.has_wgmma();
   lower_options.cpu = !options.target.is_cuda();
 
-  passes::PassContext context{options.target};
+  passes::PassContext context{options.target, program.cuda};
+  const std::vector<PassEntry> table = compile_passes(options.target);
   passes::PipelineOptions pipeline;
   pipeline.dump_after = options.dump_after;
   pipeline.dump = options.dump;
@@ -75,12 +63,15 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
     try {
       ck.lowered = lower_step(graph, step, lower_options);
       ck.lowered.step_index = static_cast<int>(i);
-      ck.kernel = options.optimize ? passes::run_passes(ck.lowered.kernel, compile_passes(&ck),
-                                                        context, pipeline)
-                                   : ck.lowered.kernel;
+      passes::PassReports reports;
+      context.reports = &reports;
+      ck.kernel = options.optimize
+                      ? passes::run_passes(ck.lowered.kernel, table, context, pipeline)
+                      : ck.lowered.kernel;
+      ck.licm = std::move(reports.licm);
+      ck.copies = std::move(reports.copies);
       if (options.optimize && options.target.is_cuda())
-        ck.cuda = codegen::emit_cuda(ck.kernel, options.target,
-                                     codegen::EmitOptions{.allow_tf32 = options.allow_tf32});
+        ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
     } catch (const ProgramTooLarge& e) {
       // A walk of the kernel's IR knows no program location: the step's
       // output is where the kernel's value is written in the program.
@@ -91,6 +82,51 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
     }
   }
   return program;
+}
+
+ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& config,
+                       const tir::Target& target, const tir::CudaOptions& cuda,
+                       int64_t max_shared_bytes, int max_accumulators) {
+  ConfigCost cost;
+  CompileOptions co;
+  co.plan = plan;
+  co.target = target;
+  co.cuda = cuda;
+  co.allow_tf32 = cuda.allow_tf32;
+  co.lower.gemm_config = config;
+  CompiledProgram p;
+  try {
+    p = compile(graph, co);
+  } catch (const std::exception& e) {
+    cost.why = std::string("the compiler rejects it: ") + e.what();
+    return cost;
+  }
+  uint64_t h = 0;
+  for (const CompiledKernel& ck : p.kernels) {
+    if (!ck.cuda) continue;
+    const codegen::CudaKernel& c = *ck.cuda;
+    h = XXH64(c.source.data(), c.source.size(), h);
+    cost.shared_bytes = std::max(cost.shared_bytes, c.dynamic_shared_bytes);
+    for (const codegen::CudaGemm& g : c.gemms) {
+      const int regs = g.elems_per_thread * (g.dtype == "f64" ? 2 : 1);
+      if (regs >= cost.accumulators) {
+        cost.accumulators = regs;
+        cost.threads = c.num_threads;
+        cost.mma_threads = c.num_threads - c.producer_threads;
+      }
+    }
+  }
+  cost.fingerprint = h;
+  if (max_shared_bytes > 0 && cost.shared_bytes > max_shared_bytes) {
+    cost.why = fmt::format("{} bytes of shared memory (the limit is {})", cost.shared_bytes,
+                           max_shared_bytes);
+  } else if (cost.accumulators > max_accumulators) {
+    cost.why = fmt::format("{} accumulator registers a thread (the limit is {})",
+                           cost.accumulators, max_accumulators);
+  } else {
+    cost.feasible = true;
+  }
+  return cost;
 }
 
 }  // namespace tilefuse::driver

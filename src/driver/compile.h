@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_emitter.h"
+#include "codegen/cuda/emit.h"
 #include "graph/graph.h"
 #include "lower/lower.h"
 #include "passes/licm.h"
@@ -40,9 +40,11 @@ struct CompileOptions {
   // false: stop after lowering (kernels after inline_hooks only; the reports
   // stay empty). The lowering tests run those kernels as they are.
   bool optimize = true;
-  // CUDA: f32 GEMMs may run on TF32 tensor cores (codegen::EmitOptions;
-  // `--allow-tf32`). The CPU executor is exact either way.
+  // CUDA: f32 GEMMs may run on TF32 tensor cores (`--allow-tf32`; copied
+  // into cuda.allow_tf32). The CPU executor is exact either way.
   bool allow_tf32 = false;
+  // The CUDA backend's switches (`--cuda-option`; tir/target.h).
+  tir::CudaOptions cuda;
 };
 
 struct CompiledKernel {
@@ -60,16 +62,38 @@ struct CompiledProgram {
   Plan plan;
   tir::Target target;
   bool allow_tf32 = false;              // CompileOptions::allow_tf32
+  tir::CudaOptions cuda;                // CompileOptions::cuda
   std::vector<CompiledKernel> kernels;  // one per plan step, in step order
 };
 
-// The passes compile runs, in order (the pass table of passes/pipeline.h,
-// with licm and lower_copies reporting into `kernel`). With a null `kernel`
-// the reports are dropped (for listing names).
-std::vector<passes::PassEntry> compile_passes(CompiledKernel* kernel);
+// The passes compile runs for `target`, in order: the target-independent
+// table of passes/pipeline.h, then the CPU's or the CUDA backend's
+// (codegen/cuda/passes/passes.h).
+std::vector<passes::PassEntry> compile_passes(const tir::Target& target);
 
-// The names --dump-after accepts, in pipeline order (then "all").
-std::vector<std::string> pass_names();
+// The names --dump-after accepts for `target`, in pipeline order (then "all").
+std::vector<std::string> pass_names(const tir::Target& target);
+
+// What the compiler makes of one GEMM config, without NVRTC: the tuner's one
+// question to the compiler (the nvFuser canSchedule / heuristics split), in
+// place of a copy of the code generator's rules. The plan's kernels are
+// compiled for the CUDA target with `config` on every GEMM step; the cost is
+// read off their kernel plans (tir/plan.h).
+struct ConfigCost {
+  bool feasible = false;
+  std::string why;               // when not feasible
+  int threads = 0;               // per block, of the kernel with the most accumulators
+  int mma_threads = 0;           // of those, the threads holding accumulators
+  int accumulators = 0;          // accumulator registers a thread (elements; f64 count twice)
+  int64_t shared_bytes = 0;      // the most dynamic shared memory of any kernel
+  uint64_t fingerprint = 0;      // a hash of the emitted CUDA: equal for equal kernels
+};
+// Not feasible (with why) when a kernel needs more than `max_shared_bytes` of
+// dynamic shared memory (0: no limit) or more than `max_accumulators`
+// accumulator registers a thread, or the compiler rejects the config.
+ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& config,
+                       const tir::Target& target, const tir::CudaOptions& cuda,
+                       int64_t max_shared_bytes, int max_accumulators);
 
 // Plans, lowers and optimizes `graph` for options.target. Throws UserError
 // for a bad dump_after, InternalError when a module fails on a well-formed

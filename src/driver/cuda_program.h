@@ -19,6 +19,7 @@
 #include "core/tensor.h"
 #include "driver/compile.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/timing.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace tilefuse::driver {
@@ -50,6 +51,10 @@ struct CudaProgramOptions {
   // replaced. An f32 GEMM runs on TF32 (CublasLtOptions::allow_tf32) when
   // the program was compiled with allow_tf32, else exact f32.
   bool cublaslt_gemms = false;
+  // How many of cublasLtMatmulAlgoGetHeuristic's algorithms each cuBLASLt
+  // step asks for; autotune_cublaslt() then times them and keeps the
+  // fastest (1: the heuristic's first, as PyTorch's default does).
+  int cublaslt_algorithms = 1;
 };
 
 // The kernels of `program` (indices into program.kernels, plan order) that
@@ -81,6 +86,10 @@ class CudaProgram {
   void launch_step(size_t index);
   // The steps run by cuBLASLt (with cublaslt_gemms), in plan order.
   std::vector<size_t> cublaslt_steps() const;
+  // Times each cuBLASLt step's algorithms (CudaProgramOptions::
+  // cublaslt_algorithms of them) on the bound buffers and keeps the fastest
+  // of each. Needs bind().
+  void autotune_cublaslt(const cuda::TimingOptions& options);
   // Waits for the device, reads the status word and throws UserError for a
   // failed check (then clears the word, so the program can run again).
   void check_status();

@@ -53,14 +53,48 @@ int report(const UserError& e, const Program* program, const std::string& file) 
   return kUserError;
 }
 
+// A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with power-of-two
+// tiles (16..256, BLOCK_K 16..128), 1..8 stages and 1..16 warps (a power of
+// two). A UserError names the flag and the value otherwise.
+GemmConfig parse_gemm_config(const std::string& text) {
+  GemmConfig c;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n, &c.block_k,
+                  &c.num_stages, &c.num_warps, &tail) != 5)
+    throw UserError(
+        "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
+        "num_stages/num_warps), got `" +
+        text + "`");
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
+      c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 || c.block_k > 128 ||
+      c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) || c.num_warps > 16)
+    throw UserError(
+        "--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
+        "1..8 stages, 1..16 warps (a power of two)");
+  return c;
+}
+
+// The `--cuda-option NAME=0|1` values (tir::CudaOptions); a UserError names
+// a bad one and lists the options.
+tir::CudaOptions parse_cuda_options(const std::vector<std::string>& given) {
+  tir::CudaOptions o;
+  for (const std::string& a : given) {
+    std::string error;
+    if (!o.set(a, &error)) throw UserError("--cuda-option: " + error);
+  }
+  return o;
+}
+
 // Tunes `g` on the GPU for run and bench (the cached choice unless retune).
 driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
                                const std::string& name, bool retune, int cpu_threads,
-                               bool allow_tf32) {
+                               bool allow_tf32, const tir::CudaOptions& cuda) {
   driver::TuneOptions to;
   to.device = driver::cuda_tune_device();
   to.retune = retune;
   to.allow_tf32 = allow_tf32;
+  to.cuda = cuda;
   to.name = name;
   to.cpu_threads = cpu_threads;
   return driver::tune(g, inputs, to);
@@ -251,13 +285,14 @@ int run_command(const RunOptions& options) {
                                       dev.arch()));
         co.target = *t;
         co.allow_tf32 = options.allow_tf32;
+        co.cuda = parse_cuda_options(options.cuda_options);
         // The plan and its config: the tuned choice (cached, else tuned now)
         // for --plan auto or --retune; an explicit plan takes its tuned
         // config when a tuning is cached, else the heuristic's.
         std::optional<driver::TunedChoice> choice;
         if (options.plan == "auto" || options.retune) {
           driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
-                                              options.threads, options.allow_tf32);
+                                              options.threads, options.allow_tf32, co.cuda);
           choice = tr.choice;
           tuning_line = tr.from_cache
                             ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
@@ -267,7 +302,8 @@ int run_command(const RunOptions& options) {
                                   tr.candidates, tr.seconds, tr.failed, tr.nvrtc_kernels,
                                   tr.nvrtc_cache_hits, tr.choice.summary());
         } else {
-          choice = driver::cached_choice(g, driver::cuda_tune_device(), options.allow_tf32);
+          choice = driver::cached_choice(g, driver::cuda_tune_device(), options.allow_tf32,
+                                         co.cuda);
           if (choice) {
             const std::optional<GemmConfig> c =
                 choice->lower_for(parse_plan(options.plan)).gemm_config;
@@ -442,6 +478,8 @@ int emit_command(const EmitOptions& options) {
         co.plan = parse_plan(options.plan);
         co.target = parse_target(options.target);
         co.allow_tf32 = options.allow_tf32;
+        co.cuda = parse_cuda_options(options.cuda_options);
+        if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;
@@ -471,6 +509,8 @@ int explain_command(const ExplainOptions& options) {
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
     co.allow_tf32 = options.allow_tf32;
+    co.cuda = parse_cuda_options(options.cuda_options);
+    if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
@@ -495,25 +535,8 @@ int bench_command(const BenchOptions& options) {
     bo.check = options.check;
     bo.cpu_threads = options.threads;
     bo.allow_tf32 = options.allow_tf32;
-    if (!options.gemm_config.empty()) {
-      GemmConfig c;
-      char tail = 0;
-      if (std::sscanf(options.gemm_config.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n,
-                      &c.block_k, &c.num_stages, &c.num_warps, &tail) != 5)
-        throw UserError(
-            "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
-            "num_stages/num_warps), got `" +
-            options.gemm_config + "`");
-      auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
-      if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
-          c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 ||
-          c.block_k > 128 || c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) ||
-          c.num_warps > 16)
-        throw UserError(
-            "--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
-            "1..8 stages, 1..16 warps (a power of two)");
-      bo.lower.gemm_config = c;
-    }
+    bo.cuda = parse_cuda_options(options.cuda_options);
+    if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     if (!options.save_inputs_dir.empty()) {
       std::error_code ec;
@@ -533,7 +556,7 @@ int bench_command(const BenchOptions& options) {
       chosen_missing = "not tuned: --gemm-config sets every row's config";
     } else if (gpu) {
       driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
-                                          options.threads, options.allow_tf32);
+                                          options.threads, options.allow_tf32, bo.cuda);
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;

@@ -1,0 +1,212 @@
+// The printer's kernel ABI: header, signature, grid, and what the runtime
+// and explain read (printer.h).
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "codegen/cuda/printer.h"
+#include "core/error.h"
+#include "tir/functor.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: the printer reads the Tile IR
+
+std::string fragment_tile_type(const FragmentPlan& f, DType accumulator) {
+  switch (f.family) {
+    case MmaFamily::Wgmma:
+      return fmt::format("tf::WgmmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(f.operand), f.block_m,
+                         f.block_n, f.block_k, f.warps_m, f.warps_n);
+    case MmaFamily::MmaSyncTf32:
+      return fmt::format("tf::Tf32MmaTile<{}, {}, {}, {}, {}>", f.block_m, f.block_n, f.block_k,
+                         f.warps_m, f.warps_n);
+    case MmaFamily::MmaSync:
+      return fmt::format("tf::MmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(f.operand), f.block_m,
+                         f.block_n, f.block_k, f.warps_m, f.warps_n);
+    case MmaFamily::SimtFma:
+      return fmt::format("tf::SimtTile<{}, {}, {}, {}, {}, {}>", cuda_type(f.operand),
+                         cuda_type(accumulator), f.block_m, f.block_n, f.block_k, f.threads);
+  }
+  return "";
+}
+
+const SharedPlan& Printer::shared(const Buffer& b) const {
+  auto it = allocs_.find(b.get());
+  const SharedPlan* p = it == allocs_.end() ? nullptr : shared_plan(it->second);
+  TF_CHECK(p != nullptr && p->offset >= 0,
+           "cuda printer: shared buffer " + b.name() + " has no SharedPlan with an offset");
+  return *p;
+}
+
+CudaKernel Printer::run() {
+  TF_CHECK(target_.is_cuda(), "emit_cuda: target " + target_.name() + " is not a CUDA target");
+  TF_CHECK(k_.launch.defined,
+           "emit_cuda: kernel " + k_.name + " has no launch plan (run the CUDA pass table first)");
+  const LaunchPlan& launch = k_.launch;
+  result_.name = k_.name;
+  result_.target = target_;
+  allocs_ = allocations(k_.body);
+  threads_ = launch.num_threads;
+  consumer_threads_ = launch.consumer_threads;
+  block_barrier_ = barrier_for(launch.async_barriers ? BarrierKind::BlockAsync : BarrierKind::Block);
+  const int mma_threads = consumer_threads_ > 0 ? static_cast<int>(consumer_threads_) : threads_;
+
+  // What the runtime and explain read: the gemms, the shared buffers.
+  bool has_fragment = false, has_wgmma = false, has_copy = false;
+  struct Scan : IRVisitor {
+    std::vector<const AllocateNode*> allocs;
+    bool copy = false, registers = false;
+    using IRVisitor::visit;
+    void visit(const ForNode* op) override {
+      if (const auto* p = std::get_if<PipelinePlan>(&op->plan))
+        registers = registers || p->producer_registers > 0;
+      IRVisitor::visit(op);
+    }
+    void visit(const AllocateNode* op) override {
+      allocs.push_back(op);
+      IRVisitor::visit(op);
+    }
+    void visit(const CopyNode* op) override {
+      copy = true;
+      IRVisitor::visit(op);
+    }
+  } scan;
+  scan.visit_stmt(k_.body);
+  has_copy = scan.copy;
+  const bool register_budgets = scan.registers;
+  for (const AllocateNode* al : scan.allocs) {
+    if (const FragmentPlan* f = fragment_plan(al)) {
+      has_fragment = true;
+      has_wgmma = has_wgmma || f->family == MmaFamily::Wgmma;
+    }
+    if (al->buffer.scope() == MemScope::Shared) {
+      const SharedPlan& s = shared(al->buffer);
+      result_.shared.push_back({al->buffer.name(), std::string(shared_layout_name(s.layout)),
+                                s.stages, s.offset, s.bytes});
+    }
+  }
+  for (const GemmNode* g : gemms(k_.body)) {
+    const FragmentPlan* f = fragment_plan(allocs_.at(g->c.buffer.get()));
+    TF_CHECK(f != nullptr, "cuda printer: accumulator " + g->c.buffer.name() + " has no plan");
+    CudaGemm rg;
+    rg.family = f->family == MmaFamily::Wgmma
+                    ? fmt::format("wgmma.m64n{}k16", f->block_n / f->warps_n)
+                : f->family == MmaFamily::MmaSyncTf32 ? "mma.sync.m16n8k8.tf32"
+                : f->family == MmaFamily::MmaSync     ? "mma.sync.m16n8k16"
+                                                      : "simt.fma";
+    rg.dtype = std::string(dtype_name(f->operand));
+    rg.block_m = f->block_m, rg.block_n = f->block_n, rg.block_k = f->block_k;
+    if (f->family != MmaFamily::SimtFma) rg.warps_m = f->warps_m, rg.warps_n = f->warps_n;
+    rg.elems_per_thread = f->block_m * f->block_n / mma_threads;
+    result_.gemms.push_back(rg);
+  }
+  result_.producer_threads = consumer_threads_ > 0 ? threads_ - mma_threads : 0;
+  result_.dynamic_shared_bytes = launch.dynamic_shared_bytes;
+  result_.num_threads = threads_;
+  result_.tensor_maps = launch.tensor_maps;
+  result_.notes = launch.notes;
+
+  // Headers, signature, grid.
+  result_.headers = {"tf_numeric.cuh", "tf_status.cuh"};
+  if (!result_.shared.empty() || has_copy) result_.headers.push_back("tf_copy.cuh");
+  if (has_fragment) result_.headers.push_back("tf_gemm.cuh");
+  if (has_wgmma) result_.headers.push_back("tf_wgmma.cuh");
+  std::ostringstream head;
+  head << "// " << k_.name << ": generated by tilefuse for " << target_.name() << "\n";
+  if (!k_.attrs.empty()) {
+    head << "// config:";
+    for (const auto& attr : k_.attrs)  // (clang 14 cannot capture a structured binding)
+      std::visit([&](auto&& x) { head << " " << attr.first << "=" << x; }, attr.second);
+    head << "\n";
+  }
+  for (const std::string& n : result_.notes) head << "// " << n << "\n";
+  for (const std::string& h : result_.headers) head << "#include \"" << h << "\"\n";
+  head << "\n";
+
+  std::string params;
+  for (const KernelParam& p : k_.params) {
+    if (!params.empty()) params += ",\n    ";
+    if (p.is_buffer()) {
+      const Buffer& b = p.buffer;
+      params += (b->read_only ? "const " : "") + cuda_type(b.dtype()) + "* __restrict__ " + buf(b);
+    } else {
+      params += cuda_type(p.var.dtype()) + " " + var(p.var);
+    }
+  }
+  if (!params.empty()) params += ",\n    ";
+  params += "tf::Status* __restrict__ tf_status";
+  for (size_t m = 0; m < result_.tensor_maps.size(); ++m)
+    params += fmt::format(",\n    const __grid_constant__ tf::TmaDesc tf_map{}", m);
+  // Register budgets by setmaxnreg need a register cap at entry: one block
+  // per SM (PTX ISA 9.7.17.3).
+  head << "extern \"C\" __global__ void __launch_bounds__(" << threads_
+       << (register_budgets ? ", 1" : "") << ") " << k_.name
+       << "(\n    " << params << ") {\n";
+
+  indent_ = 1;
+  line(fmt::format("constexpr int kThreads = {};", threads_));
+  if (consumer_threads_ > 0)
+    line(fmt::format("constexpr int kMmaThreads = {};", consumer_threads_));
+  line("const int tf_tid = static_cast<int>(threadIdx.x);");
+  if (launch.dynamic_shared_bytes > 0)
+    line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
+                     launch.shared_align));
+  int64_t grid = 1;
+  std::vector<int64_t> gext;
+  for (const GridDim& g : k_.grid) {
+    gext.push_back(const_of(g.extent, "a grid extent"));
+    grid *= gext.back();
+  }
+  TF_CHECK(grid <= std::numeric_limits<int32_t>::max(),
+           "cuda printer: more than 2^31 - 1 program instances");
+  result_.grid = grid;
+  int64_t stride = 1;
+  for (size_t d = k_.grid.size(); d-- > 0;) {
+    const GridDim& g = k_.grid[d];
+    std::string x = stride == 1 ? "static_cast<int>(blockIdx.x)"
+                                : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
+    if (d > 0) x = "(" + x + ") % " + std::to_string(gext[d]);
+    nonneg_vars_.insert(g.var.get());
+    line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
+    stride *= gext[d];
+  }
+  stmt(k_.body);
+  indent_ = 0;
+  result_.source = head.str() + out_.str() + "}\n";
+  return result_;
+}
+
+std::string cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+      return "bool";
+    case DType::U8:
+      return "unsigned char";
+    case DType::I8:
+      return "signed char";
+    case DType::I32:
+      return "int";
+    case DType::I64:
+      return "long long";
+    case DType::F8E4M3:
+      return "tf::f8e4m3";
+    case DType::F8E5M2:
+      return "tf::f8e5m2";
+    case DType::F16:
+      return "tf::f16";
+    case DType::BF16:
+      return "tf::bf16";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+  }
+  return "void";
+}
+
+CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target) {
+  Printer p(kernel, target);
+  return p.run();
+}
+
+}  // namespace tilefuse::codegen
