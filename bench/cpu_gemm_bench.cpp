@@ -115,9 +115,9 @@ bool same_core(const char* a, const char* b) {
 // better choice than ours (OpenBLAS may pick Cooperlake, an AVX-512 core
 // with BF16, where we would say SkylakeX).
 int core_level(const char* core) {
-  static const std::pair<const char*, int> kLevels[] = {
-      {"Sandybridge", 1}, {"Haswell", 2}, {"Zen", 2},       {"SkylakeX", 3},
-      {"Cooperlake", 3},  {"SapphireRapids", 3}};
+  static const std::pair<const char*, int> kLevels[] = {{"Sandybridge", 1}, {"Haswell", 2},
+                                                        {"Zen", 2},         {"SkylakeX", 3},
+                                                        {"Cooperlake", 3},  {"SapphireRapids", 3}};
   for (const auto& [name, level] : kLevels)
     if (same_core(core, name)) return level;
   return 0;
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   if (const char* note = std::getenv("TILEFUSE_BENCH_CORE")) {
     core_note = note;
   } else if (want && (forced ? !same_core(openblas_get_corename(), want)
-                              : core_level(openblas_get_corename()) < core_level(want))) {
+                             : core_level(openblas_get_corename()) < core_level(want))) {
     const std::string why = std::string(forced ? "--openblas-core " : "chosen for this CPU's ") +
                             (forced ? forced : "features") + "; OpenBLAS had loaded " +
                             openblas_get_corename();
@@ -179,8 +179,8 @@ int main(int argc, char** argv) {
   const int bm = arg_int(argc, argv, "--block-m", 0), bn = arg_int(argc, argv, "--block-n", 0),
             bk = arg_int(argc, argv, "--block-k", 0);
   if (bm || bn || bk) {
-    const GemmConfig def = default_cpu_gemm_config(
-        g, driver::compile(g, {.optimize = false}).kernels[0].lowered.step);
+    const GemmConfig def =
+        default_cpu_gemm_config(g, driver::compile(g, {.optimize = false}).kernels[0].lowered.step);
     GemmConfig c = def;
     if (bm) c.block_m = bm;
     if (bn) c.block_n = bn;

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "codegen/cuda/passes/passes.h"
+#include "core/error.h"
 #include "core/stack_guard.h"
 #include "schedule/schedule.h"
 
@@ -65,9 +65,8 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
       ck.lowered.step_index = static_cast<int>(i);
       passes::PassReports reports;
       context.reports = &reports;
-      ck.kernel = options.optimize
-                      ? passes::run_passes(ck.lowered.kernel, table, context, pipeline)
-                      : ck.lowered.kernel;
+      ck.kernel = options.optimize ? passes::run_passes(ck.lowered.kernel, table, context, pipeline)
+                                   : ck.lowered.kernel;
       ck.licm = std::move(reports.licm);
       ck.copies = std::move(reports.copies);
       if (options.optimize && options.target.is_cuda())

@@ -63,10 +63,10 @@ Program load_program(const std::string& path, const LoadOptions& options) {
   if (!in) throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   // At most max_bytes + 1 bytes, whatever the file claims to be.
   const auto too_long = [&] {
-    return UserError(fmt::format(
-        "cannot read '{}': it is longer than {}, the most a program may be "
-        "(--max-program-size raises the limit)",
-        path, format_bytes(options.max_bytes)));
+    return UserError(
+        fmt::format("cannot read '{}': it is longer than {}, the most a program may be "
+                    "(--max-program-size raises the limit)",
+                    path, format_bytes(options.max_bytes)));
   };
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec && std::filesystem::is_regular_file(path, ec) &&

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <iterator>
 #include <cstdlib>
+#include <iterator>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -266,8 +266,7 @@ Expr ExprLowering::Impl::operand(ValueId v, const std::vector<Expr>& coords, DTy
   return to_dtype(to_dtype(value(v, broadcast_coords(coords, n.shape), mask), op), opmath);
 }
 
-Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& in_coords,
-                               const Expr& in_mask) {
+Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& in_coords, const Expr& in_mask) {
   // Views and gathers pass the element on to their input at other
   // coordinates (under another mask): a loop, not a recursion, so a chain
   // of them costs no stack. Every key passed on the way is memoized with

@@ -46,7 +46,9 @@ LoweredExpr bind_values(const LoweredExpr& in, const LetBindOptions& options) {
   };
   std::unordered_map<const tir::ExprNode*, Shape> shape;  // as a tree, bound operands counted as 1
   std::unordered_set<const tir::ExprNode*> bound;
-  auto effective = [&](const Expr& c) { return bound.count(c.get()) ? Shape{} : shape.at(c.get()); };
+  auto effective = [&](const Expr& c) {
+    return bound.count(c.get()) ? Shape{} : shape.at(c.get());
+  };
   for (const Expr& n : order) {
     if (is_trivial(n)) {
       shape[n.get()] = Shape{};
@@ -78,7 +80,9 @@ LoweredExpr bind_values(const LoweredExpr& in, const LetBindOptions& options) {
       s = measure();
     }
     shape[n.get()] = s;
-    if (uses[n.get()] >= 2 && s.nodes >= options.min_shared_nodes) bound.insert(n.get());
+    const int min_shared =
+        n.dtype() == DType::Bool ? options.min_shared_bool_nodes : options.min_shared_nodes;
+    if (uses[n.get()] >= 2 && s.nodes >= min_shared) bound.insert(n.get());
   }
 
   LoweredExpr out;

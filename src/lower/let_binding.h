@@ -15,10 +15,14 @@
 //   would exceed max_nodes nodes or max_depth levels gets its largest
 //   unbound operands bound until it fits;
 // - then a node used twice or more (in the value, the checks, or both)
-//   whose expression has at least min_shared_nodes nodes is bound, so it is
-//   computed once (a mask too: the masks of a chain of gathers grow with
-//   the chain). Smaller repeats stay inline: the cse pass and the CUDA
-//   compiler merge those.
+//   whose expression has at least min_shared_nodes nodes
+//   (min_shared_bool_nodes for a condition) is bound, so it is computed
+//   once. Smaller repeats stay inline: the cse pass and the CUDA compiler
+//   merge those. Conditions have the higher bar because a gather's bounds
+//   (in its check and its load's mask) are shared in every program with a
+//   gather, and a let there splits the statement's block, after which cse
+//   loads the index twice, once on each side; the masks of a chain of
+//   gathers, which grow with the chain, pass it.
 // Constants and vars are never bound. For an expression already within the
 // limits with no large repeat, the result is the input unchanged.
 #pragma once
@@ -34,6 +38,7 @@ struct LetBindOptions {
   int max_nodes = 256;
   int max_depth = 32;
   int min_shared_nodes = 24;
+  int min_shared_bool_nodes = 64;
 };
 
 // `in` with its large or shared subexpressions bound (see above): its lets

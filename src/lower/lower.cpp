@@ -10,8 +10,8 @@
 #include "lower/expr_lowering.h"
 #include "lower/let_binding.h"
 #include "passes/inline_hooks.h"
-#include "tir/dag.h"
 #include "tir/builder.h"
+#include "tir/dag.h"
 #include "tir/verifier.h"
 
 namespace tilefuse {

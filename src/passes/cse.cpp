@@ -204,9 +204,9 @@ class CSE {
     size_t before = children.size();
     std::vector<Stmt> out;
     for (size_t first = 0; first < children.size(); first += kMaxCseBlock) {
-      const std::vector<Stmt> run(
-          children.begin() + static_cast<std::ptrdiff_t>(first),
-          children.begin() + static_cast<std::ptrdiff_t>(std::min(children.size(), first + kMaxCseBlock)));
+      const std::vector<Stmt> run(children.begin() + static_cast<std::ptrdiff_t>(first),
+                                  children.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                         children.size(), first + kMaxCseBlock)));
       for (Stmt& s2 : cse_block(run)) out.push_back(std::move(s2));
     }
     if (!changed && out.size() == before) {

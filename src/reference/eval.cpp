@@ -229,7 +229,8 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
 
   for (ValueId v = 0; v < g_.size(); ++v) {
     const Node& n = g_.node(v);
-    const AllocationPurpose purpose("%" + std::to_string(v) + " (" + std::string(op_kind_name(n.kind)) +
+    const AllocationPurpose purpose("%" + std::to_string(v) + " (" +
+                                    std::string(op_kind_name(n.kind)) +
                                     ") in the reference evaluator");
     if (n.kind != OpKind::Parameter) values_[v] = eval_node(n);
     for (ValueId in : n.inputs)

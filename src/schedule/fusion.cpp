@@ -381,9 +381,8 @@ class FusionAnalysis {
     if (u < 2 || d_.loaded[v]) return;
     const int c = cost(v);
     if (c > opt_.max_recompute_ops) {
-      materialize(v, value_ref(g_, v) + " has " + std::to_string(u) + " uses and " +
-                         ops_text(c) + " > max_recompute_ops " +
-                         std::to_string(opt_.max_recompute_ops));
+      materialize(v, value_ref(g_, v) + " has " + std::to_string(u) + " uses and " + ops_text(c) +
+                         " > max_recompute_ops " + std::to_string(opt_.max_recompute_ops));
     } else if (!n.is_view()) {
       note(op_ref(g_, v) + ": recomputed by each of its " + std::to_string(u) + " uses (" +
            std::to_string(c) + (c == 1 ? " op)" : " ops)"));
@@ -499,9 +498,7 @@ int64_t prologue_work(const Graph& graph, const std::vector<bool>& loaded, Value
   struct Work {
     int64_t ops = 0, loads = 0;
   };
-  auto leaf_work = [&](ValueId v) {
-    return Work{0, graph.node(v).kind == OpKind::Scalar ? 0 : 1};
-  };
+  auto leaf_work = [&](ValueId v) { return Work{0, graph.node(v).kind == OpKind::Scalar ? 0 : 1}; };
   if (leaf(root)) return sat(leaf_work(root).loads);
   std::unordered_map<ValueId, Work> work;
   for (ValueId v : inline_expr(graph, loaded, root).nodes) {  // topological

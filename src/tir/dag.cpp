@@ -18,12 +18,12 @@ std::vector<Expr> expr_children(const Expr& e) {
     case ExprKind::FloatImm:
     case ExprKind::Var:
       break;
-#define TF_TIR_BINARY(name, ...)               \
-  case ExprKind::name: {                       \
-    const auto* op = e.as<name##Node>();       \
-    add(op->a);                                \
-    add(op->b);                                \
-    break;                                     \
+#define TF_TIR_BINARY(name, ...)         \
+  case ExprKind::name: {                 \
+    const auto* op = e.as<name##Node>(); \
+    add(op->a);                          \
+    add(op->b);                          \
+    break;                               \
   }
       TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_TIR_BINARY)
 #undef TF_TIR_BINARY
@@ -75,11 +75,11 @@ Expr with_children(const Expr& e, const std::vector<Expr>& children) {
     return out;
   };
   switch (e.kind()) {
-#define TF_TIR_BINARY(name, ...)                 \
-  case ExprKind::name: {                         \
-    const auto* op = e.as<name##Node>();         \
-    Expr a = take(op->a);                        \
-    Expr b = take(op->b);                        \
+#define TF_TIR_BINARY(name, ...)                         \
+  case ExprKind::name: {                                 \
+    const auto* op = e.as<name##Node>();                 \
+    Expr a = take(op->a);                                \
+    Expr b = take(op->b);                                \
     return name##Node::make(std::move(a), std::move(b)); \
   }
     TILEFUSE_FOR_EACH_TIR_BINARY_OP(TF_TIR_BINARY)

@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <string>
+#include <vector>
 
 namespace tilefuse::testing {
 
@@ -50,11 +52,11 @@ inline CliResult run_cli(const std::string& args, const CliOptions& options = {}
 }
 
 struct MeasuredCliResult {
-  int exit_code = -1;     // -1: killed (timed out) or not exited normally
+  int exit_code = -1;  // -1: killed (timed out) or not exited normally
   bool timed_out = false;
-  std::string output;     // stdout and stderr
-  double seconds = 0;     // wall time
-  long max_rss_kb = 0;    // peak resident set of the tilefuse process
+  std::string output;   // stdout and stderr
+  double seconds = 0;   // wall time
+  long max_rss_kb = 0;  // peak resident set of the tilefuse process
 };
 
 // Runs `tilefuse <args>` (through `sh -c "exec ..."`, so the measured
@@ -107,6 +109,16 @@ inline MeasuredCliResult run_cli_measured(const std::string& args, double timeou
   r.max_rss_kb = ru.ru_maxrss;
   r.exit_code = !r.timed_out && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The xxh64 of every output `tilefuse run` printed (`xxh64=<16 hex>`), in
+// order: two runs agree bit for bit when these are equal.
+inline std::vector<std::string> output_hashes(const std::string& output) {
+  std::vector<std::string> out;
+  const std::regex h(R"(xxh64=([0-9a-f]{16}))");
+  for (std::sregex_iterator it(output.begin(), output.end(), h), end; it != end; ++it)
+    out.push_back((*it)[1]);
+  return out;
 }
 
 // tests/cases/<file> (the file name with its extension).

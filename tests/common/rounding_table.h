@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
@@ -27,7 +28,7 @@
 namespace tilefuse::testing {
 
 inline std::vector<DType> all_dtypes() {
-  return {DType::Bool, DType::U8,   DType::I8,  DType::I32, DType::I64, DType::F8E4M3,
+  return {DType::Bool,   DType::U8,  DType::I8,   DType::I32, DType::I64, DType::F8E4M3,
           DType::F8E5M2, DType::F16, DType::BF16, DType::F32, DType::F64};
 }
 
@@ -58,43 +59,43 @@ inline std::vector<double> tricky_doubles() {
       0x1p-9,                   // smallest f8e4m3 subnormal
       0x1p-10,                  // its tie with 0
       0x1p-10 + 0x1p-40,
-      0x1p-16,                  // smallest f8e5m2 subnormal
+      0x1p-16,  // smallest f8e5m2 subnormal
       0x1p-17 + 0x1p-45,
-      0x1p-133,                 // bf16 subnormal
-      0x1p-149,                 // smallest f32 subnormal
-      0x1p-150,                 // its tie with 0
+      0x1p-133,  // bf16 subnormal
+      0x1p-149,  // smallest f32 subnormal
+      0x1p-150,  // its tie with 0
       0x1p-150 + 0x1p-200,
-      0x1p-1074,                // smallest double
-      65504.0,                  // f16 max
-      65519.0,                  // below the f16 overflow tie
-      65520.0,                  // the tie: inf
-      65520.0 - 0x1p-30,        // just below: through f32 it is the tie
+      0x1p-1074,          // smallest double
+      65504.0,            // f16 max
+      65519.0,            // below the f16 overflow tie
+      65520.0,            // the tie: inf
+      65520.0 - 0x1p-30,  // just below: through f32 it is the tie
       65536.0,
-      448.0,                    // f8e4m3 max
-      464.0,                    // tie: 448
-      464.0 + 0x1p-30,          // through f32: the tie
-      464.5,                    // NaN
+      448.0,            // f8e4m3 max
+      464.0,            // tie: 448
+      464.0 + 0x1p-30,  // through f32: the tie
+      464.5,            // NaN
       480.0,
-      57344.0,                  // f8e5m2 max
-      61440.0,                  // its tie: inf
+      57344.0,  // f8e5m2 max
+      61440.0,  // its tie: inf
       61440.0 - 0x1p-20,
-      0x1.FEp127,               // bf16 max region
-      0x1.FFp127,               // bf16 tie past the max: inf
+      0x1.FEp127,  // bf16 max region
+      0x1.FFp127,  // bf16 tie past the max: inf
       static_cast<double>(std::numeric_limits<float>::max()),
       static_cast<double>(std::numeric_limits<float>::max()) * (1 + 0x1p-25),  // f32 overflow tie
       0x1p128,
       1e300,
       0.1,
       1.0 / 3.0,
-      2049.0,                    // an integer that is an f16 tie
-      16777217.0,                // 2^24 + 1: an f32 tie
-      0x1p40 + 0x1p32 + 1,       // bf16 tie after f32
+      2049.0,               // an integer that is an f16 tie
+      16777217.0,           // 2^24 + 1: an f32 tie
+      0x1p40 + 0x1p32 + 1,  // bf16 tie after f32
       127.5,
       255.75,
       -129.5,
       2147483647.0,
       2147483648.0,
-      9007199254740993.0,        // 2^53 + 1 (rounded when written)
+      9007199254740993.0,  // 2^53 + 1 (rounded when written)
       9.3e18,
       std::numeric_limits<double>::infinity(),
   };
@@ -130,15 +131,38 @@ inline std::vector<uint8_t> table_inputs(DType dt) {
       break;
     case DType::I32:
     case DType::I64: {
-      std::vector<int64_t> ints = {0,          1,          2,           255,        256,
-                                   257,        2047,       2048,        2049,       2051,
-                                   65504,      65519,      65520,       65535,      65536,
-                                   16777215,   16777216,   16777217,    16777219,   33554435,
-                                   (int64_t{1} << 31) - 1, int64_t{1} << 31,
+      std::vector<int64_t> ints = {0,
+                                   1,
+                                   2,
+                                   255,
+                                   256,
+                                   257,
+                                   2047,
+                                   2048,
+                                   2049,
+                                   2051,
+                                   65504,
+                                   65519,
+                                   65520,
+                                   65535,
+                                   65536,
+                                   16777215,
+                                   16777216,
+                                   16777217,
+                                   16777219,
+                                   33554435,
+                                   (int64_t{1} << 31) - 1,
+                                   int64_t{1} << 31,
                                    (int64_t{1} << 40) + (int64_t{1} << 32) + 1,  // bf16 tie via f32
                                    (int64_t{1} << 40) + (int64_t{1} << 32),
-                                   (int64_t{1} << 53) + 1,  (int64_t{1} << 62) + 1,
-                                   std::numeric_limits<int64_t>::max(), 127, 128, 448, 464, 465};
+                                   (int64_t{1} << 53) + 1,
+                                   (int64_t{1} << 62) + 1,
+                                   std::numeric_limits<int64_t>::max(),
+                                   127,
+                                   128,
+                                   448,
+                                   464,
+                                   465};
       for (int64_t i : std::vector<int64_t>(ints)) ints.push_back(i == INT64_MIN ? i : -i);
       ints.push_back(std::numeric_limits<int64_t>::min());
       for (int64_t i : ints) {
@@ -164,13 +188,14 @@ inline std::vector<uint8_t> table_inputs(DType dt) {
         }
       }
       // NaNs of both signs, quiet and signalling, with payloads.
-      const uint64_t nan64[] = {0x7FF8000000000000ull, 0xFFF8000000000000ull,
-                                0x7FF0000000000001ull, 0xFFF4000000000123ull,
-                                0x7FFFFFFFFFFFFFFFull};
+      const uint64_t nan64[] = {0x7FF8000000000000ull, 0xFFF8000000000000ull, 0x7FF0000000000001ull,
+                                0xFFF4000000000123ull, 0x7FFFFFFFFFFFFFFFull};
       const uint32_t nan32[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFA00123u, 0x7FFFFFFFu};
       for (int k = 0; k < 5; ++k) {
-        if (dt == DType::F32) put(&nan32[k]);
-        else put(&nan64[k]);
+        if (dt == DType::F32)
+          put(&nan32[k]);
+        else
+          put(&nan64[k]);
       }
       break;
     }
@@ -219,6 +244,11 @@ inline std::string compare_bits(const Tensor& input, const Tensor& got, const Te
     ++shown;
   }
   return report;
+}
+
+// The dtype's name, for a test parameterized by dtype.
+inline std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
+  return std::string(dtype_name(info.param));
 }
 
 }  // namespace tilefuse::testing

@@ -44,7 +44,8 @@ inline std::string repeated_gemm_program(int n) {
 // n pairs of parameters whose GEMMs are summed: x0 @ w0 + x1 @ w1 + ...
 inline std::string many_params_program(int n) {
   std::string s = "def params(";
-  for (int i = 0; i < n; ++i) s += fmt::format("{}x{}: f32[2, 3], w{}: f32[3, 2]", i ? ", " : "", i, i);
+  for (int i = 0; i < n; ++i)
+    s += fmt::format("{}x{}: f32[2, 3], w{}: f32[3, 2]", i ? ", " : "", i, i);
   s += "):\n    return ";
   for (int i = 0; i < n; ++i) s += fmt::format("{}x{} @ w{}", i ? " + " : "", i, i);
   return s + "\n";

@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 
 #include "common/cli.h"
@@ -54,15 +53,6 @@ MeasuredCliResult within_budget(const std::string& args, std::initializer_list<i
   return r;
 }
 
-// The xxh64 of every output `run` printed, in order.
-std::vector<std::string> hashes(const std::string& output) {
-  std::vector<std::string> out;
-  const std::regex h(R"(xxh64=([0-9a-f]{16}))");
-  for (std::sregex_iterator it(output.begin(), output.end(), h), end; it != end; ++it)
-    out.push_back((*it)[1]);
-  return out;
-}
-
 // run (compared with the reference), emit --stage=tir-opt and explain
 // --target sm_90a, each within the budget; for both plans unless
 // `fused_only` (the largest programs, to keep CI short: the unfused plan
@@ -75,8 +65,9 @@ void survives(const std::string& name, const std::string& source, bool fused_onl
     if (fused_only && std::string(plan) == "unfused") continue;
     const MeasuredCliResult run =
         within_budget(std::string("run --device cpu --threads 2 --plan ") + plan + " " + path);
-    EXPECT_FALSE(hashes(run.output).empty()) << run.output.substr(0, 2000);
-    EXPECT_EQ(hashes(run.output), hashes(ref.output)) << plan << " plan vs the reference";
+    EXPECT_FALSE(testing::output_hashes(run.output).empty()) << run.output.substr(0, 2000);
+    EXPECT_EQ(testing::output_hashes(run.output), testing::output_hashes(ref.output))
+        << plan << " plan vs the reference";
     within_budget(std::string("emit --stage=tir-opt --plan ") + plan + " " + path + " > /dev/null");
   }
   within_budget("explain --target sm_90a " + path + " > /dev/null");
@@ -121,9 +112,8 @@ TEST(Robustness, DevZeroIsAProgramTooLong) {
   const MeasuredCliResult r = within_budget("run /dev/zero", {1});
   EXPECT_NE(r.output.find("longer than 16 MiB"), std::string::npos) << r.output;
   EXPECT_LE(r.max_rss_kb, 256L << 10);
-  const MeasuredCliResult small =
-      within_budget("run --max-program-size 1K " + write_program("chain100", testing::chain_program(100)),
-                    {1});
+  const MeasuredCliResult small = within_budget(
+      "run --max-program-size 1K " + write_program("chain100", testing::chain_program(100)), {1});
   EXPECT_NE(small.output.find("longer than 1 KiB"), std::string::npos) << small.output;
 }
 
@@ -167,31 +157,36 @@ TEST(Robustness, AFailedCheckExitsThree) {
 TEST(Robustness, SmallMessages) {
   // f8's tolerance prints as itself.
   const MeasuredCliResult f8 = within_budget(
-      "run --device cpu --check " +
-      write_program("f8", "def f8(x: f32[4, 8], w: f32[8, 3]):\n"
-                          "    return (x @ w).to(torch.float8_e4m3fn)\n"));
+      "run --device cpu --check " + write_program("f8",
+                                                  "def f8(x: f32[4, 8], w: f32[8, 3]):\n"
+                                                  "    return (x @ w).to(torch.float8_e4m3fn)\n"));
   EXPECT_NE(f8.output.find("tol=0.15"), std::string::npos) << f8.output;
   // A rank above 8 is an error at its place in the program.
   const MeasuredCliResult rank = within_budget(
-      "run --device cpu " + write_program("rank", "def rank(x: f32[1, 1, 1, 1, 1, 1, 1, 1, 1]):\n"
-                                                  "    return x\n"),
+      "run --device cpu " + write_program("rank",
+                                          "def rank(x: f32[1, 1, 1, 1, 1, 1, 1, 1, 1]):\n"
+                                          "    return x\n"),
       {1});
   EXPECT_NE(rank.output.find("rank.tfs:1:"), std::string::npos) << rank.output;
   EXPECT_NE(rank.output.find("at most 8 dims"), std::string::npos) << rank.output;
   const MeasuredCliResult rank2 = within_budget(
       "run --device cpu " +
-          write_program("rank2", "def rank2(x: f32[2, 2]):\n    return x.expand(1, 1, 1, 1, 1, 1, 1, 2, 2)\n"),
+          write_program(
+              "rank2",
+              "def rank2(x: f32[2, 2]):\n    return x.expand(1, 1, 1, 1, 1, 1, 1, 2, 2)\n"),
       {1});
   EXPECT_NE(rank2.output.find("rank2.tfs:2:"), std::string::npos) << rank2.output;
   // -x on a bool names an operation that exists, and it works.
   const MeasuredCliResult neg = within_budget(
-      "run --device cpu " + write_program("neg", "def neg(x: f32[4]):\n    return -(x > 0)\n"), {1});
+      "run --device cpu " + write_program("neg", "def neg(x: f32[4]):\n    return -(x > 0)\n"),
+      {1});
   EXPECT_NE(neg.output.find("torch.logical_not"), std::string::npos) << neg.output;
-  const MeasuredCliResult lnot = within_budget(
-      "run --device cpu --check " +
-      write_program("lnot", "def lnot(x: f32[4]):\n"
-                            "    return torch.logical_not(x > 0), (x > 0).logical_not(), "
-                            "torch.logical_not(x)\n"));
+  const MeasuredCliResult lnot =
+      within_budget("run --device cpu --check " +
+                    write_program("lnot",
+                                  "def lnot(x: f32[4]):\n"
+                                  "    return torch.logical_not(x > 0), (x > 0).logical_not(), "
+                                  "torch.logical_not(x)\n"));
   EXPECT_NE(lnot.output.find("out2: bool[4]"), std::string::npos) << lnot.output;
   // An unknown command says so.
   const MeasuredCliResult cmd = within_budget("runn x.tfs", {1});

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 
 #include "common/cli.h"
@@ -29,19 +28,12 @@ int scale() {
   return s && *s ? std::max(1, std::atoi(s)) : 1;
 }
 
-std::vector<std::string> hashes(const std::string& output) {
-  std::vector<std::string> out;
-  const std::regex h(R"(xxh64=([0-9a-f]{16}))");
-  for (std::sregex_iterator it(output.begin(), output.end(), h), end; it != end; ++it)
-    out.push_back((*it)[1]);
-  return out;
-}
-
 class StressCorpus : public ::testing::TestWithParam<StressProgram> {};
 
 TEST_P(StressCorpus, EveryCommandWithinBudget) {
   const StressProgram& p = GetParam();
-  const fs::path dir = fs::temp_directory_path() / ("tilefuse_stress_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("tilefuse_stress_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string path = (dir / (p.name + ".tfs")).string();
   std::ofstream(path) << p.source;
@@ -56,7 +48,8 @@ TEST_P(StressCorpus, EveryCommandWithinBudget) {
   for (const char* plan : {"fused", "unfused"}) {
     const MeasuredCliResult r =
         run(std::string("run --device cpu --threads 2 --plan ") + plan + " " + path);
-    EXPECT_EQ(hashes(r.output), hashes(ref.output)) << plan << " plan vs the reference";
+    EXPECT_EQ(testing::output_hashes(r.output), testing::output_hashes(ref.output))
+        << plan << " plan vs the reference";
   }
   run("bench --device cpu --threads 2 --warmup 0 --repeats 1 --no-check " + path + " > /dev/null");
   for (const char* stage : {"graph", "plan", "tir", "tir-opt"})

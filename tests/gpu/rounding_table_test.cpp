@@ -17,6 +17,7 @@ namespace {
 
 using testing::all_dtypes;
 using testing::compare_bits;
+using testing::dtype_param_name;
 using testing::rounding_graph;
 using testing::rounding_input;
 
@@ -39,16 +40,12 @@ TEST_P(GpuRoundingTable, DeviceMatchesTheReferenceBitForBit) {
     const std::vector<Tensor> got = program.run({x}, /*poison=*/true);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      const std::string what = fmt::format("{} -> {} ({} plan, {})", dtype_name(from),
-                                           dtype_name(all_dtypes()[i]), plan_kind_name(plan),
-                                           target->name());
+      const std::string what =
+          fmt::format("{} -> {} ({} plan, {})", dtype_name(from), dtype_name(all_dtypes()[i]),
+                      plan_kind_name(plan), target->name());
       EXPECT_EQ(compare_bits(x, got[i], want[i], what), "");
     }
   }
-}
-
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return std::string(dtype_name(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySource, GpuRoundingTable, ::testing::ValuesIn(all_dtypes()),

@@ -193,12 +193,14 @@ tir::Target parse_target(const std::string& name) {
 // Loads the program at `path` and runs `body(program)`; a UserError from
 // either is printed as a diagnostic against the program's source and gives
 // exit code 1. `before_report` runs first (e.g. to flush partial output).
-template <class Body>
-int with_program(const std::string& path, int64_t max_bytes, Body body,
-                 void (*before_report)() = nullptr) {
+// `options` is a command's options: its `program` path and
+// `max_program_bytes`.
+template <class Options, class Body>
+int with_program(const Options& options, Body body, void (*before_report)() = nullptr) {
+  const std::string& path = options.program;
   std::optional<Program> program;
   try {
-    program = load_program(path, LoadOptions{.max_bytes = max_bytes});
+    program = load_program(path, LoadOptions{.max_bytes = options.max_program_bytes});
   } catch (const UserError& e) {
     return report(e, nullptr, path);
   }
@@ -213,7 +215,7 @@ int with_program(const std::string& path, int64_t max_bytes, Body body,
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  return with_program(options.program, options.max_program_bytes, [&](const Program& program) -> int {
+  return with_program(options, [&](const Program& program) -> int {
     const Graph& g = program.graph;
     if (options.threads < 0) throw UserError("--threads must be >= 0");
     if (options.save_output_dir && options.save_output_dir->empty())
@@ -425,7 +427,8 @@ int run_command(const RunOptions& options) {
       const std::string& dir = *options.save_output_dir;
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
-      if (ec) throw UserError(fmt::format("--save-output: cannot create `{}`: {}", dir, ec.message()));
+      if (ec)
+        throw UserError(fmt::format("--save-output: cannot create `{}`: {}", dir, ec.message()));
       for (size_t i = 0; i < outputs.size(); ++i) {
         std::string path = (std::filesystem::path(dir) / (names[i] + ".npy"));
         write_npy(path, outputs[i]);
@@ -463,7 +466,7 @@ int run_command(const RunOptions& options) {
 
 int emit_command(const EmitOptions& options) {
   return with_program(
-      options.program, options.max_program_bytes,
+      options,
       [&](const Program& program) -> int {
         const Graph& g = program.graph;
         const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
@@ -479,7 +482,8 @@ int emit_command(const EmitOptions& options) {
         co.target = parse_target(options.target);
         co.allow_tf32 = options.allow_tf32;
         co.cuda = parse_cuda_options(options.cuda_options);
-        if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+        if (!options.gemm_config.empty())
+          co.lower.gemm_config = parse_gemm_config(options.gemm_config);
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;
@@ -504,7 +508,7 @@ int emit_command(const EmitOptions& options) {
 }
 
 int explain_command(const ExplainOptions& options) {
-  return with_program(options.program, options.max_program_bytes, [&](const Program& program) -> int {
+  return with_program(options, [&](const Program& program) -> int {
     driver::CompileOptions co;
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
@@ -519,7 +523,7 @@ int explain_command(const ExplainOptions& options) {
 }
 
 int bench_command(const BenchOptions& options) {
-  return with_program(options.program, options.max_program_bytes, [&](const Program& program) -> int {
+  return with_program(options, [&](const Program& program) -> int {
     const Graph& g = program.graph;
     bool gpu = false;
     std::string why_cpu;

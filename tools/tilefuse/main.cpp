@@ -60,10 +60,14 @@ int main(int argc, char** argv) {
         if (end == v.c_str() || x < 1 || errno == ERANGE) return "not a positive size: " + v;
         const std::string unit(end);
         int shift = 0;
-        if (unit == "K" || unit == "KiB") shift = 10;
-        else if (unit == "M" || unit == "MiB") shift = 20;
-        else if (unit == "G" || unit == "GiB") shift = 30;
-        else if (!unit.empty()) return "unknown unit in " + v + " (bytes, K, M or G)";
+        if (unit == "K" || unit == "KiB")
+          shift = 10;
+        else if (unit == "M" || unit == "MiB")
+          shift = 20;
+        else if (unit == "G" || unit == "GiB")
+          shift = 30;
+        else if (!unit.empty())
+          return "unknown unit in " + v + " (bytes, K, M or G)";
         if (x > (std::numeric_limits<long long>::max() >> shift)) return "too large: " + v;
         v = std::to_string(x << shift);
         return std::string();
@@ -153,12 +157,13 @@ int main(int argc, char** argv) {
                       "bf16/f8 parameters read any floating file, rounded). Repeatable.");
   run_cmd->add_option("--save-output", run.save_output_dir,
                       "Write each output to DIR/NAME.npy (bf16/f8 as f32, exactly)");
-  run_cmd->add_flag("--check", run.check,
-                    "Also evaluate the f64 oracle, round it to each output's dtype and print "
-                    "the relative error ||out-ref||/||ref||; exit 3 if it exceeds the dtype's "
-                    "tolerance "
-                    "(1e-2 for f16/bf16, 0.15 for f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
-                    "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
+  run_cmd->add_flag(
+      "--check", run.check,
+      "Also evaluate the f64 oracle, round it to each output's dtype and print "
+      "the relative error ||out-ref||/||ref||; exit 3 if it exceeds the dtype's "
+      "tolerance "
+      "(1e-2 for f16/bf16, 0.15 for f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
+      "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: all; at most 1024)")
       ->check(thread_count)
       ->capture_default_str();

@@ -140,7 +140,8 @@ double round_to_format(double v, const FloatFormat& fmt) {
   // A NaN keeps its sign (c10 encodes it: f16 0x7E00 | sign), as does an
   // infinity turned NaN (f8e4m3 has no infinities).
   if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
-  if (std::isinf(v)) return fmt.overflow_is_nan ? std::copysign(std::numeric_limits<double>::quiet_NaN(), v) : v;
+  if (std::isinf(v))
+    return fmt.overflow_is_nan ? std::copysign(std::numeric_limits<double>::quiet_NaN(), v) : v;
   if (v == 0) return v;  // keeps the sign of zero
   const double a = std::fabs(v);
   int e = 0;
@@ -151,11 +152,11 @@ double round_to_format(double v, const FloatFormat& fmt) {
   const double frac = x - r;
   if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
   double result = std::ldexp(r, q);
-  if (result > fmt.max_finite) result = fmt.overflow_is_nan ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  if (result > fmt.max_finite)
+    result = fmt.overflow_is_nan ? std::numeric_limits<double>::quiet_NaN()
+                                 : std::numeric_limits<double>::infinity();
   return std::copysign(result, v);
 }
-
-
 
 void expect_same_value(double want, float got_f, const char* what, float in) {
   if (std::isnan(want)) {
@@ -282,7 +283,7 @@ TEST(DTypeRounding, RoundToFollowsPyTorchThroughF32) {
   EXPECT_EQ(round_to(DType::F8E4M3, 1.0625 + 0x1p-40), 1.0);
   EXPECT_EQ(round_to(DType::F8E5M2, 1.125 + 0x1p-40), 1.0);
   EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-60), 0.0);  // subnormal tie: f32 loses the nudge
-  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-40), 0x1p-24);  // f32 keeps it
+  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-40), 0x1p-24);              // f32 keeps it
   EXPECT_EQ(round_to(DType::F32, 1.0 + 0x1p-24 + 0x1p-50), 1.0 + 0x1p-23);  // f32: one rounding
 }
 
@@ -327,7 +328,7 @@ TEST(DTypeF8E4M3, Edges) {
   EXPECT_TRUE(std::isnan(round_to(DType::F8E4M3, kNaN)));
   EXPECT_EQ(f32_to_f8e4m3_bits(std::numeric_limits<float>::quiet_NaN()), 0x7F);
   EXPECT_EQ(round_to(DType::F8E4M3, -448.0), -448.0);
-  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-40), 0.0);  // the tie, after f32
+  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-40), 0.0);     // the tie, after f32
   EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-20), 0x1p-9);  // smallest subnormal
   uint8_t b = 0;
   store_element(DType::F8E4M3, &b, 479.9);

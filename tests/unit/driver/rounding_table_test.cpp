@@ -15,6 +15,7 @@ namespace {
 
 using testing::all_dtypes;
 using testing::compare_bits;
+using testing::dtype_param_name;
 using testing::rounding_graph;
 using testing::rounding_input;
 
@@ -38,10 +39,6 @@ TEST_P(RoundingTable, ExecutorMatchesTheReferenceBitForBit) {
       EXPECT_EQ(compare_bits(x, got[i], want[i], what), "");
     }
   }
-}
-
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return std::string(dtype_name(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySource, RoundingTable, ::testing::ValuesIn(all_dtypes()),

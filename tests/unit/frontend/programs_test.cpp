@@ -26,8 +26,8 @@ fs::path shared_program(const std::string& name) {
 
 std::vector<fs::path> shared_programs() {
   std::vector<fs::path> out;
-  for (const fs::path dir : {shared_program("cases/x").parent_path(),
-                             shared_program("bench/x").parent_path()}) {
+  for (const fs::path dir :
+       {shared_program("cases/x").parent_path(), shared_program("bench/x").parent_path()}) {
     if (!fs::is_directory(dir)) continue;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".tfs") out.push_back(e.path());
