@@ -29,50 +29,6 @@ float float_of(uint32_t u) {
   return std::bit_cast<float>(u);
 }
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// A binary floating format narrower than double, for round_to.
-struct FloatFormat {
-  int mantissa_bits;     // explicit fraction bits
-  int min_exponent;      // unbiased exponent of the smallest normal number
-  double max_finite;     // largest finite magnitude
-  bool overflow_is_nan;  // float8_e4m3fn has no infinity: overflow and inf give NaN
-};
-
-constexpr FloatFormat kF16{10, -14, 65504.0, false};
-constexpr FloatFormat kBF16{7, -126, 0x1.FEp127, false};
-constexpr FloatFormat kF8E4M3{3, -6, 448.0, true};
-constexpr FloatFormat kF8E5M2{2, -14, 57344.0, false};
-
-// Rounds `v` to `fmt` with round-to-nearest-even in a single step.
-//
-// Why this is exact: with |v| = f * 2^e (frexp, f in [0.5, 1)), the spacing
-// of `fmt` near |v| is 2^q with q = max(e - 1, min_exponent) - mantissa_bits
-// (below the smallest normal the spacing stays that of the subnormals).
-// Scaling by a power of two is exact in double (the result stays far from
-// double's own overflow and underflow: |v| * 2^-q < 2^(mantissa_bits + 1)),
-// so x = |v| * 2^-q carries every bit of v; floor(x) and x - floor(x) are
-// exact too, and the tie test is exact. The rounded integer times 2^q is
-// exact again. Overflow is decided on the rounded value, which is what IEEE
-// (and c10's bit tricks) do: e.g. f16 65519.99 -> 65504 but 65520 -> inf.
-double round_to_format(double v, const FloatFormat& fmt) {
-  if (std::isnan(v)) return kNaN;
-  if (std::isinf(v)) return fmt.overflow_is_nan ? kNaN : v;
-  if (v == 0) return v;  // keeps the sign of zero
-  const double a = std::fabs(v);
-  int e = 0;
-  std::frexp(a, &e);
-  const int q = std::max(e - 1, fmt.min_exponent) - fmt.mantissa_bits;
-  const double x = std::ldexp(a, -q);
-  double r = std::floor(x);
-  const double frac = x - r;
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  double result = std::ldexp(r, q);
-  if (result > fmt.max_finite) result = fmt.overflow_is_nan ? kNaN : kInf;
-  return std::copysign(result, v);
-}
-
 // Truncates toward zero and wraps modulo 2^64 into two's complement.
 // fmod is exact, so |r| < 2^64 converts to uint64 exactly; narrower integer
 // types then wrap by the (C++20-defined) modular integer conversion, because
@@ -203,14 +159,18 @@ double round_to(DType dt, double v) {
       return static_cast<double>(static_cast<int32_t>(wrap_to_i64(v)));
     case DType::I64:
       return static_cast<double>(wrap_to_i64(v));
+    // Through f32 first, as c10::Half, BFloat16 and the Float8 types convert
+    // (they have only a float constructor): a double rounds twice. The value
+    // is what the encoding holds, so NaN signs follow the formats (bf16
+    // drops it, as c10 does).
     case DType::F8E4M3:
-      return round_to_format(v, kF8E4M3);
+      return f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(static_cast<float>(v)));
     case DType::F8E5M2:
-      return round_to_format(v, kF8E5M2);
+      return f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(static_cast<float>(v)));
     case DType::F16:
-      return round_to_format(v, kF16);
+      return f16_bits_to_f32(f32_to_f16_bits(static_cast<float>(v)));
     case DType::BF16:
-      return round_to_format(v, kBF16);
+      return bf16_bits_to_f32(f32_to_bf16_bits(static_cast<float>(v)));
     case DType::F32:
       return static_cast<double>(static_cast<float>(v));  // one IEEE RNE rounding
     case DType::F64:
@@ -422,21 +382,20 @@ void store_element(DType dt, void* p, double v) {
       std::memcpy(p, &x, sizeof x);
       return;
     }
+    // round_to's rule: through f32 (see there).
     case DType::F8E4M3:
-      *static_cast<uint8_t*>(p) =
-          f32_to_f8e4m3_bits(static_cast<float>(round_to_format(v, kF8E4M3)));
+      *static_cast<uint8_t*>(p) = f32_to_f8e4m3_bits(static_cast<float>(v));
       return;
     case DType::F8E5M2:
-      *static_cast<uint8_t*>(p) =
-          f32_to_f8e5m2_bits(static_cast<float>(round_to_format(v, kF8E5M2)));
+      *static_cast<uint8_t*>(p) = f32_to_f8e5m2_bits(static_cast<float>(v));
       return;
     case DType::F16: {
-      const uint16_t x = f32_to_f16_bits(static_cast<float>(round_to_format(v, kF16)));
+      const uint16_t x = f32_to_f16_bits(static_cast<float>(v));
       std::memcpy(p, &x, sizeof x);
       return;
     }
     case DType::BF16: {
-      const uint16_t x = f32_to_bf16_bits(static_cast<float>(round_to_format(v, kBF16)));
+      const uint16_t x = f32_to_bf16_bits(static_cast<float>(v));
       std::memcpy(p, &x, sizeof x);
       return;
     }

@@ -4,8 +4,16 @@
 // names, sizes and categories are generated from that list.
 //
 // Rounding: `round_to(dt, v)` returns the value a tensor of dtype `dt` holds
-// after storing `v`, with one rounding step from the double `v` (a value is
-// never rounded through f32 first, which could round twice):
+// after storing `v`, the way PyTorch converts it. That is the one rounding
+// rule of every engine (the reference evaluator, the CPU executor, the CUDA
+// helpers, constant folding):
+// - to f16, bf16 and the f8 types a value goes through f32 first, because
+//   c10::Half, c10::BFloat16 and c10::Float8_* have only a float
+//   constructor: an f64 (or an integer past 2^24) rounds twice, first to
+//   f32 (1 + 2^-11 + 2^-40 becomes 1 + 2^-11, a tie, then f16 1.0). For the
+//   results of + - * / and sqrt on such values the two roundings equal one
+//   (f32 has at least 2p + 2 bits: Figueroa, "When is double rounding
+//   innocuous?", 1995), so arithmetic is correctly rounded either way.
 // - f16, bf16, f32: IEEE round to nearest even, subnormals included; overflow
 //   gives +-inf; NaN stays NaN.
 // - f8e4m3 is torch.float8_e4m3fn (c10/util/Float8_e4m3fn.h): 4 exponent
@@ -20,9 +28,6 @@
 //   complement); NaN and +-inf become 0 (PyTorch leaves these undefined).
 //   Integer values are carried in double, exactly for |v| < 2^53.
 // - bool is `v != 0` (NaN is true, as in PyTorch).
-// Note: PyTorch's own f64 -> f16/bf16/f8 cast rounds through f32 (c10::Half
-// and friends have only a float constructor). Code that must reproduce that
-// cast bit for bit calls round_to(dt, round_to(DType::F32, v)).
 //
 // The f32 bit conversions below are ports of c10's (Half.h, BFloat16.h,
 // Float8_e4m3fn.h, Float8_e5m2.h) and agree with round_to on f32 inputs;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace tilefuse {
 
@@ -92,7 +93,7 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
   // block so a zero-byte storage still has a unique, valid pointer.
   const size_t rounded = (nbytes + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment;
   void* p = std::aligned_alloc(kStorageAlignment, rounded == 0 ? kStorageAlignment : rounded);
-  if (!p) throw std::bad_alloc();
+  if (!p) throw_out_of_host_memory(static_cast<int64_t>(nbytes), "");
   data_.reset(static_cast<std::byte*>(p));
 }
 
@@ -111,7 +112,12 @@ Tensor Tensor::empty(DType dtype, const Shape& shape) {
     n *= d;
   }
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(n) * dtype_size(dtype));
+  try {
+    t.storage_ = std::make_shared<Storage>(static_cast<size_t>(n) * dtype_size(dtype));
+  } catch (const OutOfHostMemory&) {  // say the type too
+    throw_out_of_host_memory(n * dtype_size(dtype),
+                             std::string(dtype_name(dtype)) + shape_to_string(shape));
+  }
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "codegen/cuda/passes/passes.h"
+#include "core/error.h"
+#include "core/stack_guard.h"
 #include "schedule/schedule.h"
 
 namespace tilefuse::driver {
@@ -48,25 +49,36 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   program.plan = build_plan(graph, options.plan);
   LowerOptions lower_options = options.lower;
   lower_options.wgmma = options.target.has_wgmma();
-  std::vector<LoweredKernel> lowered = lower_plan(graph, program.plan, lower_options);
+  lower_options.cpu = !options.target.is_cuda();
 
   passes::PassContext context{options.target, program.cuda};
   const std::vector<PassEntry> table = compile_passes(options.target);
   passes::PipelineOptions pipeline;
   pipeline.dump_after = options.dump_after;
   pipeline.dump = options.dump;
-  program.kernels.resize(lowered.size());
-  for (size_t i = 0; i < lowered.size(); ++i) {
+  program.kernels.resize(program.plan.steps.size());
+  for (size_t i = 0; i < program.plan.steps.size(); ++i) {
+    const KernelStep& step = program.plan.steps[i];
     CompiledKernel& ck = program.kernels[i];
-    ck.lowered = std::move(lowered[i]);
-    passes::PassReports reports;
-    context.reports = &reports;
-    ck.kernel = options.optimize ? passes::run_passes(ck.lowered.kernel, table, context, pipeline)
-                                 : ck.lowered.kernel;
-    ck.licm = std::move(reports.licm);
-    ck.copies = std::move(reports.copies);
-    if (options.optimize && options.target.is_cuda())
-      ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
+    try {
+      ck.lowered = lower_step(graph, step, lower_options);
+      ck.lowered.step_index = static_cast<int>(i);
+      passes::PassReports reports;
+      context.reports = &reports;
+      ck.kernel = options.optimize ? passes::run_passes(ck.lowered.kernel, table, context, pipeline)
+                                   : ck.lowered.kernel;
+      ck.licm = std::move(reports.licm);
+      ck.copies = std::move(reports.copies);
+      if (options.optimize && options.target.is_cuda())
+        ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
+    } catch (const ProgramTooLarge& e) {
+      // A walk of the kernel's IR knows no program location: the step's
+      // output is where the kernel's value is written in the program.
+      if (e.loc().valid()) throw;
+      throw ProgramTooLarge(std::string(e.what()) + " (in the kernel computing " +
+                                describe_value(graph.node(step.output)) + ")",
+                            graph.node(step.output).loc);
+    }
   }
   return program;
 }

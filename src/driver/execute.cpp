@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "runtime/cpu/executor.h"
 
 namespace tilefuse::driver {
@@ -36,13 +37,23 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
 
   runtime::ExecOptions exec;
   exec.num_threads = options.num_threads;
-  for (const CompiledKernel& ck : program.kernels) {
+  // A step's output is freed after the last step that reads it (unless it
+  // is a graph output): a long chain of kernels holds a few values, not all.
+  std::map<ValueId, size_t> last_read;
+  for (size_t k = 0; k < program.kernels.size(); ++k)
+    for (ValueId v : program.kernels[k].lowered.bindings) last_read[v] = k;
+  for (ValueId o : g.outputs()) last_read[o] = program.kernels.size();
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const CompiledKernel& ck = program.kernels[k];
     const LoweredKernel& lk = ck.lowered;
     const Node& out = g.node(lk.step.output);
-    memory[lk.step.output] =
-        options.poison_outputs
-            ? Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77)
-            : Tensor::empty(out.dtype, out.shape);
+    {
+      const AllocationPurpose purpose("the output of kernel " + ck.kernel.name);
+      memory[lk.step.output] =
+          options.poison_outputs
+              ? Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77)
+              : Tensor::empty(out.dtype, out.shape);
+    }
     TF_CHECK(lk.bindings.size() == ck.kernel.params.size(),
              "kernel " + ck.kernel.name + ": bindings do not match its params");
     std::vector<runtime::KernelArg> args;
@@ -54,6 +65,9 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
       args.emplace_back(ck.kernel.params[i].name(), it->second);
     }
     runtime::execute(ck.kernel, args, exec);
+    args.clear();
+    for (ValueId v : lk.bindings)
+      if (last_read[v] == k && g.node(v).kind != OpKind::Parameter) memory.erase(v);
   }
 
   std::vector<Tensor> outputs;

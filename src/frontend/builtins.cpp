@@ -309,6 +309,7 @@ const std::vector<Builtin>& builtins() {
       {"sqrt", kMT, {input}, false, unary<UnaryOp::Sqrt>},
       {"abs", kMT, {input}, false, unary<UnaryOp::Abs>},
       {"neg", kMT, {input}, false, unary<UnaryOp::Neg>},
+      {"logical_not", kMT, {input}, false, unary<UnaryOp::LogicalNot>},
       {"maximum", kMT, {input, other}, false, binary<BinaryOp::Maximum>},
       {"minimum", kMT, {input, other}, false, binary<BinaryOp::Minimum>},
       {"hypot", kMT, {input, other}, false, binary<BinaryOp::Hypot>},

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/memory.h"
 #include "frontend/frontend.h"
 #include "frontend/lexer.h"
 
@@ -54,16 +55,32 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
   return out;
 }
 
-Program load_program(const std::string& path) {
+Program load_program(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError(fmt::format("cannot read '{}': it is a directory", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
+  // At most max_bytes + 1 bytes, whatever the file claims to be.
+  const auto too_long = [&] {
+    return UserError(
+        fmt::format("cannot read '{}': it is longer than {}, the most a program may be "
+                    "(--max-program-size raises the limit)",
+                    path, format_bytes(options.max_bytes)));
+  };
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && std::filesystem::is_regular_file(path, ec) &&
+      size > static_cast<uintmax_t>(options.max_bytes))
+    throw too_long();
+  std::string text;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > options.max_bytes) throw too_long();
+  }
   if (in.bad()) throw UserError(fmt::format("cannot read '{}': read error", path));
-  return parse_program(text.str(), path);
+  return parse_program(text, path);
 }
 
 }  // namespace tilefuse

@@ -27,8 +27,16 @@ struct Program {
 // shape and dtype errors alike). Never crashes on any input.
 Program parse_program(std::string_view source, const std::string& file);
 
-// Reads `path` and parses it; an unreadable file is a UserError.
-Program load_program(const std::string& path);
+struct LoadOptions {
+  // The largest program file read (bytes); a longer one is a UserError
+  // naming this limit. Any file kind is read (a pipe from `<(gen)` too), at
+  // most this much of it: /dev/zero is an error, not an endless read.
+  int64_t max_bytes = int64_t{16} << 20;
+};
+
+// Reads `path` and parses it; an unreadable, or too long, file is a
+// UserError.
+Program load_program(const std::string& path, const LoadOptions& options = {});
 
 // Renders an error as the CLI prints it:
 //   file:line:col: error: message

@@ -17,7 +17,6 @@ namespace {
 
 // Tensors of more dims than this are certainly a typo in a .tfs program, and
 // the cap keeps every per-dim loop downstream small.
-constexpr size_t kMaxRank = 64;
 
 // Every dtype spelling parse_dtype accepts, for "did you mean" suggestions.
 std::vector<std::string> dtype_spellings() {
@@ -385,7 +384,7 @@ class Parser {
       if (negative)
         throw UserError(fmt::format("dimension sizes must be non-negative, found -{}", dim.text),
                         loc);
-      if (shape.size() == kMaxRank)
+      if (shape.size() == static_cast<size_t>(kMaxRank))
         throw UserError(fmt::format("a tensor can have at most {} dims", kMaxRank), loc);
       // Strides are products of the dims after them, so even with a zero dim
       // elsewhere the product of the non-zero dims must fit in int64.

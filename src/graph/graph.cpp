@@ -5,6 +5,7 @@
 // op-specific dtype guards first (sub_check, neg on bool), then broadcasting,
 // then type promotion (TensorIterator computes shapes before dtypes).
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -97,6 +98,14 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc, 
 }
 
 void check_size(const Node& n) {
+  if (n.shape.size() > static_cast<size_t>(kMaxRank)) {
+    const std::string what = n.kind == OpKind::Parameter
+                                 ? "parameter `" + n.name + "`"
+                                 : "the result of " + std::string(op_kind_name(n.kind));
+    throw UserError(what + " has " + std::to_string(n.shape.size()) + " dims: tilefuse's kernels " +
+                        "index at most " + std::to_string(kMaxRank) + " (" + type_string(n) + ")",
+                    n.loc);
+  }
   int64_t extent = 1;
   for (int64_t d : n.shape) {
     const int64_t e = std::max<int64_t>(d, 1);
@@ -158,6 +167,41 @@ PyKind py_kind(const Node& n) {
   return is_floating(n.dtype) ? PyKind::Float : PyKind::Int;
 }
 
+// Value numbering (Graph::add): every field that decides a node's value,
+// i.e. all but its name and source location. Doubles by their bits (NaN
+// literals with the same bits are one value; 0.0 and -0.0 are two).
+uint64_t value_hash(const Node& n) {
+  uint64_t h = 0;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull + (h >> 29); };
+  auto bits = [](double d) { return std::bit_cast<uint64_t>(d); };
+  mix(static_cast<uint64_t>(n.kind));
+  mix(static_cast<uint64_t>(n.dtype));
+  for (ValueId in : n.inputs) mix(static_cast<uint64_t>(in));
+  for (int64_t d : n.shape) mix(static_cast<uint64_t>(d));
+  mix(bits(n.scalar));
+  mix(static_cast<uint64_t>(n.unary) << 8 | static_cast<uint64_t>(n.binary));
+  mix(static_cast<uint64_t>(n.dim));
+  mix(static_cast<uint64_t>(n.start));
+  mix(static_cast<uint64_t>(n.step));
+  return h;
+}
+
+bool same_value(const Node& a, const Node& b) {
+  auto same_double = [](double x, double y) {
+    return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
+  };
+  auto same_opt = [&](const std::optional<double>& x, const std::optional<double>& y) {
+    return x.has_value() == y.has_value() && (!x || same_double(*x, *y));
+  };
+  return a.kind == b.kind && a.inputs == b.inputs && a.dtype == b.dtype && a.shape == b.shape &&
+         a.strides == b.strides && a.offset == b.offset &&
+         (!a.is_view() || a.storage_root == b.storage_root) && same_double(a.scalar, b.scalar) &&
+         a.unary == b.unary && a.binary == b.binary && same_opt(a.clamp_min, b.clamp_min) &&
+         same_opt(a.clamp_max, b.clamp_max) && a.dim == b.dim && a.start == b.start &&
+         a.end == b.end && a.step == b.step && a.perm == b.perm && same_double(a.alpha, b.alpha) &&
+         same_double(a.beta, b.beta) && a.compute_dtype == b.compute_dtype;
+}
+
 bool foldable(BinaryOp op) {
   return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
          is_comparison(op);
@@ -178,6 +222,16 @@ ValueId Graph::add(Node node) {
   const bool elementwise = node.kind == OpKind::Unary || node.kind == OpKind::Binary ||
                            node.kind == OpKind::Where || node.kind == OpKind::Clamp;
   if (!elementwise) node.compute_dtype = node.dtype;
+  // Value numbering: every op is a pure function of its inputs and
+  // attributes, so a node equal to an earlier one is that value (`x @ w +
+  // x @ w` multiplies once). A parameter is always new.
+  if (node.kind != OpKind::Parameter) {
+    const uint64_t h = value_hash(node);
+    auto [first, last] = value_numbers_.equal_range(h);
+    for (auto it = first; it != last; ++it)
+      if (same_value(nodes_[static_cast<size_t>(it->second)], node)) return it->second;
+    value_numbers_.emplace(h, id);
+  }
   nodes_.push_back(std::move(node));
   return id;
 }
@@ -185,9 +239,7 @@ ValueId Graph::add(Node node) {
 ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shape,
                          std::optional<IntRange> range, SourceLoc loc) {
   if (name.empty()) throw UserError("a parameter needs a name", loc);
-  for (ValueId p : parameters_) {
-    if (nodes_[p].name == name) throw UserError("duplicate parameter name `" + name + "`", loc);
-  }
+  if (parameter_names_.count(name)) throw UserError("duplicate parameter name `" + name + "`", loc);
   for (int64_t d : shape) {
     if (d < 0) {
       throw UserError("parameter `" + name + "` has a negative size " + std::to_string(d) + " in " +
@@ -225,6 +277,7 @@ ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shap
   n.range = range;
   const ValueId id = add(std::move(n));
   parameters_.push_back(id);
+  parameter_names_.insert(name);
   return id;
 }
 
@@ -269,8 +322,9 @@ ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
     case UnaryOp::Neg:
       // neg_check: "Negation, the `-` operator, on a bool tensor is not supported."
       if (in == DType::Bool) {
-        throw UserError("negation (unary -) of a bool tensor is not supported; use logical_not",
-                        loc);
+        throw UserError(
+            "negation (unary -) of a bool tensor is not supported; use torch.logical_not(x) or ~x",
+            loc);
       }
       break;
     case UnaryOp::Relu:

@@ -10,7 +10,11 @@
 // The builder methods check their operands, infer the result type with
 // PyTorch's broadcasting and type-promotion rules, and throw UserError with
 // the given SourceLoc on any violation. A Graph that was built without
-// exceptions is well formed.
+// exceptions is well formed. A builder asked for a value the graph already
+// has (the same op on the same inputs with the same attributes) returns
+// that node: every op is pure, so `x @ w + x @ w` multiplies once (value
+// numbering, as Inductor's and AOTAutograd's graph CSE). Such a node keeps
+// the location and the name of its first occurrence.
 //
 // Rounding contract (shared by every plan that executes a graph): each node
 // rounds its result to its dtype exactly once; elementwise math on
@@ -23,6 +27,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/dtype.h"
@@ -233,11 +239,20 @@ class Graph {
   std::string to_string() const;
 
  private:
+  // Appends `node`, or returns the earlier node that computes the same value
+  // (value numbering: same kind, inputs and attributes; see the builders).
   ValueId add(Node node);
   std::vector<Node> nodes_;
   std::vector<ValueId> parameters_;
   std::vector<ValueId> outputs_;
+  std::unordered_multimap<uint64_t, ValueId> value_numbers_;  // value hash -> node
+  std::unordered_set<std::string> parameter_names_;
 };
+
+// The most dims a value may have (the kernels' index arithmetic and the CPU
+// executor's buffers are sized for it); a node with more is a UserError at
+// its location.
+inline constexpr int kMaxRank = 8;
 
 // The largest tensor the graph accepts: 2^40 elements. Every node's shape is
 // checked (counting size-0 dims as 1, so strides and offsets stay far from

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace tilefuse {
 
@@ -60,8 +61,7 @@ struct PyValue {
   bool b = false;
   int64_t i = 0;
   std::string s;
-  std::vector<PyValue> items;                        // Tuple, List
-  std::vector<std::pair<PyValue, PyValue>> entries;  // Dict
+  std::vector<PyValue> items;  // Tuple, List; Dict: keys and values alternating
 };
 
 class HeaderParser {
@@ -116,7 +116,8 @@ class HeaderParser {
       PyValue key = parse_value(depth + 1);
       if (!eat(':')) error("expected ':'");
       PyValue value = parse_value(depth + 1);
-      v.entries.emplace_back(std::move(key), std::move(value));
+      v.items.push_back(std::move(key));
+      v.items.push_back(std::move(value));
       if (!eat(',')) {
         if (!eat('}')) error("expected ',' or '}'");
         break;
@@ -284,6 +285,9 @@ Tensor read_npy(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
   if (std::filesystem::is_directory(path, ec)) fail(path, "it is a directory");
+  // A .npy file is read with seeks and sized from its header: a pipe or a
+  // device (a FIFO would block, /dev/zero never ends) is refused.
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, errno ? std::strerror(errno) : "cannot open the file");
@@ -332,7 +336,9 @@ Tensor read_npy(const std::string& path) {
   const PyValue* descr = nullptr;
   const PyValue* fortran = nullptr;
   const PyValue* shape_v = nullptr;
-  for (const auto& [k, v] : dict.entries) {
+  for (size_t e = 0; e + 1 < dict.items.size(); e += 2) {
+    const PyValue& k = dict.items[e];
+    const PyValue& v = dict.items[e + 1];
     if (k.kind != PyValue::Kind::Str) fail(path, "a header key is not a string");
     if (k.s == "descr")
       descr = &v;
@@ -378,6 +384,7 @@ Tensor read_npy(const std::string& path) {
                    (overflow ? std::string("more than 2^63") : std::to_string(nbytes)) +
                    " bytes, the file has " + std::to_string(data_avail) + ")");
   }
+  const AllocationPurpose purpose("the contents of " + path);
   Tensor t = Tensor::empty(d->dtype, shape);
   if (nbytes > 0) {
     in.read(reinterpret_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(nbytes));

@@ -1,14 +1,18 @@
 // Lowering of graph values to Tile IR expressions (see expr_lowering.h).
 #include "lower/expr_lowering.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <iterator>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
-#include <set>
-
+#include "core/stack_guard.h"
 #include "tir/builder.h"
+#include "tir/dag.h"
 #include "tir/functor.h"
 #include "tir/structural.h"
 
@@ -41,21 +45,63 @@ Expr widen_for(const Expr& c, int64_t size, int64_t stride = 1) {
   return c.dtype() == DType::I32 && needs_i64(size, stride) ? tir::cast(DType::I64, c) : c;
 }
 
-// The vars an expression mentions.
-class VarCollector : public tir::IRVisitor {
- public:
-  using tir::IRVisitor::visit;
-  std::set<const tir::VarNode*> vars;
-
- protected:
-  void visit(const tir::VarNode* op) override { vars.insert(op); }
-};
-
-std::set<const tir::VarNode*> vars_of(const std::vector<Expr>& exprs) {
-  VarCollector c;
-  for (const Expr& e : exprs) c.visit_expr(e);
-  return c.vars;
+// `start + i * step` (the coordinate of a slice's input), as the slice
+// lowering writes it: `i*step` without a start, `start + i` with step 1. When
+// `i` is itself such a coordinate (a slice of a slice), the two fold into
+// one (`2 + (1 + i)` is `3 + i`), so a chain of slices leaves one
+// coordinate of three nodes, not one as deep as the chain. Where the folded
+// constants would not fit the index dtype, a slice to a single element
+// reads `start` (the only coordinate there is).
+Expr slice_coord(const Expr& i, int64_t start, int64_t step, int64_t size) {
+  Expr base = i;
+  __int128 offset = 0, scale = 1;
+  if (const auto* add = base.as<tir::AddNode>(); add && tir::as_const_int(add->a)) {
+    offset = *tir::as_const_int(add->a);
+    base = add->b;
+  }
+  if (const auto* mul = base.as<tir::MulNode>(); mul && tir::as_const_int(mul->b)) {
+    scale = *tir::as_const_int(mul->b);
+    base = mul->a;
+  }
+  offset = offset * step + start;
+  scale *= step;
+  const __int128 lo = i.dtype() == DType::I32 ? INT32_MIN : INT64_MIN;
+  const __int128 hi = i.dtype() == DType::I32 ? INT32_MAX : INT64_MAX;
+  if (offset < lo || offset > hi || scale < lo || scale > hi) {  // no fold
+    if (size == 1) return tir::make_int(i.dtype(), start);
+    base = i, offset = start, scale = step;
+  }
+  Expr c = base;
+  if (scale != 1) c = c * tir::make_int(c.dtype(), static_cast<int64_t>(scale));
+  if (offset != 0) c = tir::make_int(c.dtype(), static_cast<int64_t>(offset)) + c;
+  return c;
 }
+
+// The vars an expression mentions, increasing, memoized per node of an
+// interned DAG (a gathered coordinate holds the whole index chain below it,
+// so an unmemoized walk per gather would be quadratic in the chain).
+class VarSets {
+ public:
+  using Set = std::vector<const tir::VarNode*>;
+  const Set& of(const Expr& e) {
+    const auto known = [this](const tir::ExprNode* n) { return sets_.count(n) > 0; };
+    for (const Expr& n : tir::post_order({e}, known)) {
+      Set s;
+      if (const auto* v = n.as<tir::VarNode>()) s.push_back(v);
+      for (const Expr& c : tir::expr_children(n)) {
+        const Set& cs = sets_.at(c.get());
+        Set merged;
+        std::set_union(s.begin(), s.end(), cs.begin(), cs.end(), std::back_inserter(merged));
+        s = std::move(merged);
+      }
+      sets_.emplace(n.get(), std::move(s));
+    }
+    return sets_.at(e.get());
+  }
+
+ private:
+  std::unordered_map<const tir::ExprNode*, Set> sets_;
+};
 
 // The guard of a bounds check on an index element read at `pos`: the
 // conjuncts of `mask` that mention only vars of `pos`. The others (a GEMM's
@@ -66,19 +112,55 @@ std::set<const tir::VarNode*> vars_of(const std::vector<Expr>& exprs) {
 // reference's would, and it stays invariant in the loops of the dropped
 // vars (licm can hoist it). Loads keep their full mask; licm drops such
 // conjuncts from them by its own rule.
-Expr check_guard(const Expr& mask, const std::vector<Expr>& pos) {
-  if (!mask.defined()) return mask;
-  const std::set<const tir::VarNode*> allowed = vars_of(pos);
-  std::vector<Expr> parts;
-  conjuncts(mask, &parts);
-  Expr guard;
-  for (const Expr& p : parts) {
-    bool keep = true;
-    for (const tir::VarNode* v : vars_of({p})) keep = keep && allowed.count(v) > 0;
-    if (keep) guard = guard.defined() ? (guard && p) : p;
+//
+// `mask` and `pos` are interned. The guard keeps the mask's own `&&` tree
+// where it keeps every conjunct of a subtree (memoized per subtree), so the
+// guards of a chain of gathers share their nodes with the masks instead of
+// each rebuilding a chain as long as the gathers below it.
+class CheckGuards {
+ public:
+  Expr of(const Expr& mask, const std::vector<Expr>& pos) {
+    if (!mask.defined()) return mask;
+    allowed_.clear();
+    for (const Expr& p : pos) {
+      const VarSets::Set& s = vars_.of(p);
+      VarSets::Set merged;
+      std::set_union(allowed_.begin(), allowed_.end(), s.begin(), s.end(),
+                     std::back_inserter(merged));
+      allowed_ = std::move(merged);
+    }
+    auto [it, inserted] = sets_.try_emplace(allowed_, static_cast<int>(sets_.size()));
+    set_id_ = it->second;
+    return guard(mask);
   }
-  return guard;
-}
+
+ private:
+  Expr guard(const Expr& m) {
+    check_stack("the bounds check of a gather");
+    const auto key = std::make_pair(m.get(), set_id_);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    Expr g;
+    if (const auto* a = m.as<tir::AndNode>()) {
+      const Expr l = guard(a->a), r = guard(a->b);
+      if (l.same_as(a->a) && r.same_as(a->b)) {
+        g = m;
+      } else {
+        g = !l.defined() ? r : !r.defined() ? l : (l && r);
+      }
+    } else {
+      const VarSets::Set& s = vars_.of(m);
+      if (std::includes(allowed_.begin(), allowed_.end(), s.begin(), s.end())) g = m;
+    }
+    memo_.emplace(key, g);
+    return g;
+  }
+
+  VarSets vars_;
+  VarSets::Set allowed_;
+  int set_id_ = 0;
+  std::map<VarSets::Set, int> sets_;
+  std::map<std::pair<const tir::ExprNode*, int>, Expr> memo_;
+};
 
 }  // namespace
 
@@ -101,6 +183,13 @@ DType index_dtype(int64_t size) {
 }
 
 // One lowering call: walks the graph below a value, collecting checks.
+//
+// The walk is a DAG walk: every expression it builds is interned (tir/dag.h),
+// and value() is memoized on (value, coordinates, mask), which are then
+// canonical nodes. So a value read twice at the same element (`y * y`, a
+// gather's index in its address and its mask, x[i][i]) is lowered once and
+// is one shared node, and the time and memory of a lowering are linear in
+// the graph nodes times the distinct coordinates they are read at.
 class ExprLowering::Impl {
  public:
   Impl(const ExprLowering& owner, std::vector<Stmt>* checks)
@@ -110,23 +199,51 @@ class ExprLowering::Impl {
   // `v` as an operand of an op of dtype `op` computing in `opmath`.
   Expr operand(ValueId v, const std::vector<Expr>& coords, DType op, DType opmath,
                const Expr& mask);
+  Expr intern(const Expr& e) { return interner_.intern(e); }
 
  private:
-  Expr view(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
-  Expr gather(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
+  // An elementwise node, a constant or a read, at canonical coordinates.
+  Expr compute(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
+  // The coordinates of the view's input that hold the element at `coords`.
+  std::vector<Expr> view_coords(const Node& n, const std::vector<Expr>& coords);
+  // The coordinates of the gathered input that hold the element at
+  // `coords`; emits the bounds check and adds the bounds to *mask.
+  std::vector<Expr> gather_coords(ValueId v, const std::vector<Expr>& coords, Expr* mask);
   Expr unary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
   Expr binary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
   void add_check(Stmt check);
 
+  // value()'s memo key: the value and the canonical nodes of its
+  // coordinates and mask.
+  struct Key {
+    ValueId v;
+    std::vector<const tir::ExprNode*> nodes;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = std::hash<ValueId>()(k.v);
+      for (const tir::ExprNode* n : k.nodes) h = h * 1000003u ^ std::hash<const void*>()(n);
+      return h;
+    }
+  };
+
   const Graph& g_;
   const ExprLowering& owner_;
   std::vector<Stmt>* checks_;
+  tir::ExprInterner interner_;
+  std::unordered_map<Key, Expr, KeyHash> memo_;
+  // The checks already collected, by (condition, message) (conditions are
+  // canonical nodes).
+  std::set<std::pair<const tir::ExprNode*, std::string>> checked_;
+  CheckGuards guards_;
 };
 
 void ExprLowering::Impl::add_check(Stmt check) {
-  // The same gather reached twice (x[i] + x[i]) checks once.
-  for (const Stmt& c : *checks_)
-    if (tir::structural_equal(c, check)) return;
+  // The same gather reached twice (x[i] + x[i]) checks once. Its condition
+  // and arguments are interned, so the condition's node names it.
+  const auto* c = check.as<tir::CheckNode>();
+  if (!checked_.insert({c->cond.get(), c->message}).second) return;
   checks_->push_back(std::move(check));
 }
 
@@ -149,11 +266,58 @@ Expr ExprLowering::Impl::operand(ValueId v, const std::vector<Expr>& coords, DTy
   return to_dtype(to_dtype(value(v, broadcast_coords(coords, n.shape), mask), op), opmath);
 }
 
-Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
+Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& in_coords, const Expr& in_mask) {
+  // Views and gathers pass the element on to their input at other
+  // coordinates (under another mask): a loop, not a recursion, so a chain
+  // of them costs no stack. Every key passed on the way is memoized with
+  // the final result.
+  std::vector<Expr> coords = in_coords;
+  Expr mask = in_mask;
+  std::vector<Key> passed;
+  Expr result;
+  for (;;) {
+    const Node& n = g_.node(v);
+    TF_CHECK(coords.size() == n.shape.size(),
+             "%" + std::to_string(v) + " indexed with " + std::to_string(coords.size()) +
+                 " coordinates, rank " + std::to_string(n.shape.size()));
+    // Elementwise ops recurse once per graph node on the way to a loaded
+    // value; the planner bounds that (FusionOptions::max_fused_ops), this is
+    // the net.
+    check_stack("the lowering of a value", n.loc);
+    Key key{v, {}};
+    for (Expr& c : coords) {
+      c = intern(c);
+      key.nodes.push_back(c.get());
+    }
+    mask = intern(mask);
+    key.nodes.push_back(mask.get());
+    if (auto it = memo_.find(key); it != memo_.end()) {
+      result = it->second;
+      break;
+    }
+    const bool computed = !owner_.bound_.count(v) && !owner_.buffers_.count(v);
+    if (computed && n.is_view()) {
+      passed.push_back(std::move(key));
+      coords = view_coords(n, coords);
+      v = n.inputs[0];
+      continue;
+    }
+    if (computed && n.kind == OpKind::Index) {
+      passed.push_back(std::move(key));
+      coords = gather_coords(v, coords, &mask);
+      v = n.inputs[0];
+      continue;
+    }
+    result = intern(compute(v, coords, mask));
+    memo_.emplace(std::move(key), result);
+    break;
+  }
+  for (Key& k : passed) memo_.emplace(std::move(k), result);
+  return result;
+}
+
+Expr ExprLowering::Impl::compute(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
   const Node& n = g_.node(v);
-  TF_CHECK(coords.size() == n.shape.size(),
-           "%" + std::to_string(v) + " indexed with " + std::to_string(coords.size()) +
-               " coordinates, rank " + std::to_string(n.shape.size()));
   if (auto it = owner_.bound_.find(v); it != owner_.bound_.end()) return it->second(coords);
   if (auto it = owner_.buffers_.find(v); it != owner_.buffers_.end()) {
     std::vector<Expr> idx;
@@ -168,9 +332,8 @@ Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& coords, const
     case OpKind::Permute:
     case OpKind::Expand:
     case OpKind::Select:
-      return view(n, coords, mask);
     case OpKind::Index:
-      return gather(v, coords, mask);
+      break;  // value() passes these on
     case OpKind::Cast: {
       const Node& in = g_.node(n.inputs[0]);
       // A literal converts from its exact value (one rounding).
@@ -217,7 +380,7 @@ Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& coords, const
                       ") is neither a kernel input nor computable in a kernel");
 }
 
-Expr ExprLowering::Impl::view(const Node& n, const std::vector<Expr>& coords, const Expr& mask) {
+std::vector<Expr> ExprLowering::Impl::view_coords(const Node& n, const std::vector<Expr>& coords) {
   const ValueId src = n.inputs[0];
   const Node& in = g_.node(src);
   std::vector<Expr> c(in.shape.size());
@@ -225,10 +388,7 @@ Expr ExprLowering::Impl::view(const Node& n, const std::vector<Expr>& coords, co
     case OpKind::Slice: {
       c = coords;
       const int64_t d = n.dim;
-      Expr i = widen_for(coords[d], in.shape[d]);
-      if (n.step != 1) i = i * n.step;
-      if (n.start != 0) i = n.start + i;
-      c[d] = i;
+      c[d] = slice_coord(widen_for(coords[d], in.shape[d]), n.start, n.step, n.shape[d]);
       break;
     }
     case OpKind::Permute:
@@ -251,10 +411,12 @@ Expr ExprLowering::Impl::view(const Node& n, const std::vector<Expr>& coords, co
     default:
       throw InternalError("expr_lowering: not a view");
   }
-  return value(src, c, mask);
+  return c;
 }
 
-Expr ExprLowering::Impl::gather(ValueId v, const std::vector<Expr>& coords, const Expr& mask) {
+std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector<Expr>& coords,
+                                                    Expr* mask_io) {
+  const Expr mask = *mask_io;
   const Node& n = g_.node(v);
   const ValueId x = n.inputs[0], idx = n.inputs[1];
   const Node& xn = g_.node(x);
@@ -287,14 +449,16 @@ Expr ExprLowering::Impl::gather(ValueId v, const std::vector<Expr>& coords, cons
   }
   msg += " = {}";
   args.push_back(raw);
-  const Expr guard = check_guard(mask, pos);
-  add_check(tir::CheckNode::make(guard.defined() ? (!guard || in_bounds) : in_bounds,
+  const Expr guard = guards_.of(mask, pos);
+  for (Expr& a : args) a = intern(a);
+  add_check(tir::CheckNode::make(intern(guard.defined() ? (!guard || in_bounds) : in_bounds),
                                  /*code=*/1, msg, args));
 
   std::vector<Expr> xc(coords.begin(), coords.begin() + d);
   xc.push_back(wrapped);
   xc.insert(xc.end(), coords.begin() + d + r, coords.end());
-  return value(x, xc, and_mask(mask, in_bounds));
+  *mask_io = and_mask(mask, in_bounds);
+  return xc;
 }
 
 namespace {
@@ -436,7 +600,7 @@ LoweredExpr ExprLowering::lower_as(ValueId v, const std::vector<Expr>& coords, D
   Impl impl(*this, &out.checks);
   const Node& n = graph_.node(v);
   out.value = n.kind == OpKind::Scalar ? tir::make_const(dtype, n.scalar)
-                                       : to_dtype(impl.value(v, coords, mask), dtype);
+                                       : impl.intern(to_dtype(impl.value(v, coords, mask), dtype));
   return out;
 }
 

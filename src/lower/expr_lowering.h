@@ -21,6 +21,11 @@
 //   sigmoid as written in src/reference/elementwise.cpp);
 // - a Scalar is a constant of the consuming op's opmath type (PyTorch keeps
 //   Python numbers in opmath, never rounded to the op's dtype first).
+// - every expression is interned and every (value, coordinates, mask) is
+//   lowered once, so the result is a DAG whose size is linear in the graph
+//   nodes it covers (a value read twice is one shared node); a statement
+//   context turns it into lets with bind_values (lower/let_binding.h), a
+//   copy's value (a prologue) stays an expression the planner keeps small.
 // Checks cannot live inside an expression, so they are returned beside it:
 // the caller places them before the statement that uses the value (see
 // passes/inline_hooks.h). A check's condition is `!guard || in_bounds`,
@@ -35,6 +40,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -42,10 +48,16 @@
 
 namespace tilefuse {
 
-// A lowered value: the expression and the checks that must run before it.
+// A lowered value: the expression, the checks that must run before it and,
+// after bind_values (lower/let_binding.h), the values it let-binds. ExprLowering
+// itself returns a DAG (shared subexpressions are shared nodes) with no lets.
 struct LoweredExpr {
   tir::Expr value;
   std::vector<tir::Stmt> checks;
+  // (var, value) pairs bound before the checks and the statement that uses
+  // `value`, in order: a value may read the vars bound before it, the checks
+  // and `value` any of them.
+  std::vector<std::pair<tir::Var, tir::Expr>> lets;
 };
 
 class ExprLowering {

@@ -53,6 +53,29 @@ GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool 
   return c;
 }
 
+GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step) {
+  const GemmGeometry& g = step.gemm;
+  constexpr int64_t kMaxTile = 512, kMinTile = 64, kMinTiles = 16;
+  GemmConfig c;
+  int64_t bm = std::clamp<int64_t>(next_pow2(g.m), 16, kMaxTile);
+  int64_t bn = std::clamp<int64_t>(next_pow2(g.n), 16, kMaxTile);
+  // Enough program instances to spread over a machine's threads (a tile's
+  // work is one thread's): halve the larger side while there are fewer
+  // than kMinTiles and it stays at least kMinTile.
+  const int64_t batch = std::max<int64_t>(1, shape_numel(g.batch));
+  while (batch * ceil_div(g.m, bm) * ceil_div(g.n, bn) < kMinTiles &&
+         std::max(bm, bn) / 2 >= kMinTile) {
+    (bm >= bn ? bm : bn) /= 2;
+  }
+  c.block_m = static_cast<int>(bm);
+  c.block_n = static_cast<int>(bn);
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, kMaxTile));
+  c.num_stages = 1;
+  c.num_warps = 4;
+  c.group_m = 8;
+  return c;
+}
+
 tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config) {
   TF_CHECK(can_use_gemm(graph, step), "build_gemm: not a GEMM step with one operand dtype");

@@ -47,6 +47,20 @@ bool can_use_gemm(const Graph& graph, const KernelStep& step);
 // 128-byte swizzle row, what the wgmma tile reads) where K allows.
 GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma = false);
 
+// The CPU executor's config. A program instance's tile is C's block of
+// BLOCK_M x BLOCK_N accumulators; each K step copies the operand tiles and
+// the gemm packs them for the reference's microkernel
+// (reference/matmul.h), so every A element is copied and packed once per
+// N-tile, every B element once per M-tile, and the accumulators are loaded
+// and stored once per K step. Large tiles and long K steps amortize both:
+// BLOCK_M, BLOCK_N up to 512 (halved, the larger first, down to 64 while
+// the problem has fewer than 16 tiles, so that a machine's threads each get
+// one) and BLOCK_K up to 512, no larger than the problem; one stage (the
+// executor runs stages in order). Measured on the seed (bench/RESULTS.md):
+// 128x128x32, the GPU heuristic's, made the executor 3x slower than the
+// reference evaluator; 512x512x512 makes it faster.
+GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step);
+
 // The accumulator dtype of a GEMM over operands of `dtype`: f32, or f64 for
 // f64 (graph.h's rounding contract).
 DType accumulator_dtype(DType dtype);

@@ -8,8 +8,10 @@
 #include <utility>
 
 #include "lower/expr_lowering.h"
+#include "lower/let_binding.h"
 #include "passes/inline_hooks.h"
 #include "tir/builder.h"
+#include "tir/dag.h"
 #include "tir/verifier.h"
 
 namespace tilefuse {
@@ -89,10 +91,11 @@ std::vector<Expr> store_indices(const std::vector<Expr>& coords, const Shape& sh
   return idx;
 }
 
-Stmt store_with_checks(std::vector<Stmt> checks, Stmt store) {
-  checks.push_back(std::move(store));
-  return tir::make_seq(std::move(checks));
-}
+// The most nodes a GEMM operand's prologue (a copy's value, which cannot
+// bind values) may hold as a tree, with its checks. The planner keeps
+// prologues far below this (FusionOptions::max_prologue_work); this only
+// turns a planner bug into an error instead of an exponential compile.
+constexpr uint64_t kMaxPrologueTreeNodes = uint64_t{1} << 16;
 
 // The batch coordinates of flat batch index `b` in `batch`, right-aligned to
 // an operand's `op_batch` dims (size-1 dims broadcast: index 0).
@@ -132,7 +135,14 @@ HookTable::InputHook operand_hook(const Graph& g, const KernelStep& step, const 
       coords.push_back(col);
     }
     LoweredExpr e = lowering.lower(p.operand, coords, mask);
-    return HookExpansion{e.value, std::move(e.checks)};
+    uint64_t nodes = tir::tree_size(e.value, kMaxPrologueTreeNodes + 1);
+    for (const Stmt& c : e.checks)
+      for (const Expr& x : tir::expr_children(c.as<tir::CheckNode>()->cond))
+        nodes += tir::tree_size(x, kMaxPrologueTreeNodes + 1);
+    TF_CHECK(nodes <= kMaxPrologueTreeNodes,
+             fmt::format("the prologue of {} expands to more than {} nodes per element",
+                         describe_value(g.node(p.operand)), kMaxPrologueTreeNodes));
+    return HookExpansion{e.value, std::move(e.checks), {}};
   };
 }
 
@@ -141,7 +151,8 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
   lk.step = step;
   const KernelSignature sig = signature(g, step, &lk.bindings);
   TF_CHECK(can_use_gemm(g, step), "the GEMM template cannot build step " + step.name);
-  const GemmConfig config = opts.gemm_config.value_or(default_gemm_config(g, step, opts.wgmma));
+  const GemmConfig config = opts.gemm_config.value_or(
+      opts.cpu ? default_cpu_gemm_config(g, step) : default_gemm_config(g, step, opts.wgmma));
   lk.gemm_config = config;
   const tir::Kernel templ = build_gemm(g, step, sig, config);
 
@@ -188,9 +199,11 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
     if (!geo.b_is_vector) coords.push_back(n);
     LoweredExpr e = epilogue.lower(step.output, coords, mask);
     checks.insert(checks.end(), e.checks.begin(), e.checks.end());
-    return store_with_checks(
-        std::move(checks),
-        tir::StoreNode::make(out, store_indices(coords, out_node.shape), e.value, mask));
+    // The bias and the epilogue may share values: bound together.
+    e.checks = std::move(checks);
+    e = bind_values(e);
+    return wrap_in_lets(
+        e, tir::StoreNode::make(out, store_indices(coords, out_node.shape), e.value, mask));
   };
   lk.kernel = passes::inline_hooks(templ, table);
   return lk;
@@ -211,8 +224,8 @@ LoweredKernel lower_pointwise_step(const Graph& g, const KernelStep& step,
   const tir::Buffer out = templ.params.back().buffer;
   HookTable table;
   table.inputs["in"] = [&](const std::vector<Expr>& coords, const Expr& mask) {
-    LoweredExpr e = lowering.lower(step.output, coords, mask);
-    return HookExpansion{e.value, std::move(e.checks)};
+    LoweredExpr e = bind_values(lowering.lower(step.output, coords, mask));
+    return HookExpansion{e.value, std::move(e.checks), std::move(e.lets)};
   };
   table.outputs["out"] = [&](const std::vector<Expr>& coords, const Expr& value, const Expr& mask) {
     return tir::StoreNode::make(out, store_indices(coords, out_node.shape), value, mask);

@@ -38,6 +38,9 @@ struct LowerOptions {
   // The target has wgmma (sm_90a): the heuristic GEMM config takes BLOCK_K
   // of 128 bytes for 16-bit operands (what WgmmaTile needs).
   bool wgmma = false;
+  // The target is the CPU executor: the heuristic GEMM config is
+  // default_cpu_gemm_config's (large tiles, long K steps).
+  bool cpu = false;
   bool verify = true;
 };
 

@@ -3,9 +3,11 @@
 // that statement, rewrite the rest of the block, and continue on the rest.
 #include "passes/cse.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/stack_guard.h"
 #include "tir/functor.h"
 #include "tir/structural.h"
 
@@ -45,30 +47,54 @@ struct ExprFacts : IRVisitor {
 };
 
 // The buffers a statement (with everything nested in it) may write.
-struct Writes : IRVisitor {
-  using IRVisitor::visit;
+struct Writes {
   std::unordered_set<const BufferNode*> buffers;
   bool everything = false;
-  void visit(const StoreNode* op) override {
-    buffers.insert(op->buffer.get());
-    IRVisitor::visit(op);
+  void add(const Writes& w) {
+    buffers.insert(w.buffers.begin(), w.buffers.end());
+    everything |= w.everything;
   }
-  void visit(const CopyNode* op) override {
-    buffers.insert(op->dst.get());
-    IRVisitor::visit(op);
+};
+
+// Writes of statements, memoized per node (the node kept alive with its
+// entry): a chain of lets is one block per let, and each block asks for the
+// writes of the whole chain below it, which a fresh walk per block would
+// make quadratic.
+class WritesMemo {
+ public:
+  const Writes& of(const Stmt& s) {
+    check_stack("a Tile IR statement (cse)");
+    if (auto it = memo_.find(s.get()); it != memo_.end()) return it->second.second;
+    Writes w;
+    if (const auto* op = s.as<StoreNode>()) {
+      w.buffers.insert(op->buffer.get());
+    } else if (const auto* op = s.as<CopyNode>()) {
+      w.buffers.insert(op->dst.get());
+    } else if (const auto* op = s.as<FillNode>()) {
+      w.buffers.insert(op->buffer.get());
+    } else if (const auto* op = s.as<GemmNode>()) {
+      w.buffers.insert(op->c.buffer.get());
+    } else if (s.as<BarrierNode>() || s.as<HookStoreNode>()) {
+      // Other threads write shared memory across a barrier; store_output
+      // writes an output whose buffer is not known yet.
+      w.everything = true;
+    } else if (const auto* op = s.as<ForNode>()) {
+      w.add(of(op->body));
+    } else if (const auto* op = s.as<IfThenElseNode>()) {
+      w.add(of(op->then_case));
+      if (op->else_case.defined()) w.add(of(op->else_case));
+    } else if (const auto* op = s.as<LetStmtNode>()) {
+      w.add(of(op->body));
+    } else if (const auto* op = s.as<AllocateNode>()) {
+      w.add(of(op->body));
+    } else if (const auto* op = s.as<SeqNode>()) {
+      for (const Stmt& c : op->stmts) w.add(of(c));
+    }
+    return memo_.emplace(s.get(), std::make_pair(s, std::move(w))).first->second.second;
   }
-  void visit(const FillNode* op) override {
-    buffers.insert(op->buffer.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const GemmNode* op) override { buffers.insert(op->c.buffer.get()); }
-  // Other threads write shared memory across a barrier; store_output
-  // writes an output whose buffer is not known yet.
-  void visit(const BarrierNode*) override { everything = true; }
-  void visit(const HookStoreNode* op) override {
-    everything = true;
-    IRVisitor::visit(op);
-  }
+
+ private:
+  std::unordered_map<const StmtNode*, std::pair<Stmt, Writes>> memo_;
 };
 
 // A statement's own expressions: those evaluated by the statement itself,
@@ -176,7 +202,13 @@ class CSE {
       c = d;
     }
     size_t before = children.size();
-    std::vector<Stmt> out = cse_block(children);
+    std::vector<Stmt> out;
+    for (size_t first = 0; first < children.size(); first += kMaxCseBlock) {
+      const std::vector<Stmt> run(children.begin() + static_cast<std::ptrdiff_t>(first),
+                                  children.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                         children.size(), first + kMaxCseBlock)));
+      for (Stmt& s2 : cse_block(run)) out.push_back(std::move(s2));
+    }
     if (!changed && out.size() == before) {
       bool same = true;
       for (size_t i = 0; i < out.size(); ++i) same &= out[i].same_as(children[i]);
@@ -215,7 +247,7 @@ class CSE {
   std::vector<Stmt> cse_block(const std::vector<Stmt>& children) {
     using Table = std::unordered_map<Expr, Occurrence, ExprStructuralHash, ExprStructuralEqual>;
     Table table;
-    std::vector<Writes> writes(children.size());
+    std::vector<const Writes*> writes(children.size());
     for (size_t i = 0; i < children.size(); ++i) {
       std::unordered_set<const VarNode*> bound;
       for (const Expr& root : own_exprs(children[i], &bound)) {
@@ -241,7 +273,7 @@ class CSE {
           push_children(e, &stack);
         }
       }
-      writes[i].visit_stmt(children[i]);
+      writes[i] = &writes_.of(children[i]);
     }
     // The earliest, then largest, legal candidate.
     const Occurrence* best = nullptr;
@@ -253,8 +285,8 @@ class CSE {
       facts.visit_expr(o.expr);
       bool legal = true;
       for (int i = o.first; i < o.last && legal; ++i) {
-        if (writes[i].everything && !facts.loads.empty()) legal = false;
-        for (const BufferNode* b : facts.loads) legal &= !writes[i].buffers.count(b);
+        if (writes[i]->everything && !facts.loads.empty()) legal = false;
+        for (const BufferNode* b : facts.loads) legal &= !writes[i]->buffers.count(b);
       }
       if (!legal) continue;
       if (!best || o.first < best->first || (o.first == best->first && o.size > best->size)) {
@@ -275,6 +307,8 @@ class CSE {
     for (Stmt& s : cse_block({let})) out.push_back(s);
     return out;
   }
+
+  WritesMemo writes_;
 
   static void push_children(const Expr& e, std::vector<Expr>* stack) {
     struct Children : IRVisitor {

@@ -9,7 +9,11 @@
 // The largest repeated expression of the earliest statement goes first;
 // lets may then nest (a repeated part of a hoisted value is hoisted too).
 // A nested block (a loop or branch body) is a block of its own: a repeat of
-// a loop bound inside the loop body is left to licm.
+// a loop bound inside the loop body is left to licm. A block of more than
+// kMaxCseBlock statements is taken kMaxCseBlock at a time (a repeat across
+// two such runs stays): the search starts again after each binding, so a
+// block costs its length times its bindings, and the runs keep that linear
+// in the length (a chain of 256 gathers puts 256 checks in one block).
 //
 // Legal because expressions have no effects (ir.h): every operand is
 // evaluated, nothing writes memory. A load is merged only when no
@@ -24,9 +28,13 @@
 // The result is the input itself (same_as) when nothing was found.
 #pragma once
 
+#include <cstddef>
+
 #include "tir/ir.h"
 
 namespace tilefuse::passes {
+
+inline constexpr size_t kMaxCseBlock = 64;
 
 tir::Kernel eliminate_common_subexpressions(const tir::Kernel& kernel);
 

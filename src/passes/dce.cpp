@@ -4,6 +4,7 @@
 // make the buffer it read from unread too).
 #include "passes/dce.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tir/functor.h"
@@ -30,14 +31,12 @@ struct Reads : IRVisitor {
   }
 };
 
-// Whether a statement mentions a buffer or reads a var at all.
+// Whether a statement mentions a buffer at all.
 struct Mentions : IRVisitor {
   using IRVisitor::visit;
   const BufferNode* buffer = nullptr;
-  const VarNode* var = nullptr;
   bool found = false;
   void check(const Buffer& b) { found |= b.get() == buffer; }
-  void visit(const VarNode* op) override { found |= op == var; }
   void visit(const LoadNode* op) override {
     check(op->buffer);
     IRVisitor::visit(op);
@@ -58,8 +57,20 @@ struct Mentions : IRVisitor {
     check(op->a.buffer), check(op->b.buffer), check(op->c.buffer);
     IRVisitor::visit(op);
   }
+};
+
+// Adds `delta` to the count of every read of a var (a Var expression; the
+// vars a For, LetStmt or Copy binds are not reads), inner allocs' shapes
+// included. A let whose var has no read left is dead: counting once per
+// sweep, and subtracting what each dropped statement read, decides a chain
+// of lets in one linear sweep (a per-let search of its body would be
+// quadratic in the chain).
+struct VarReads : IRVisitor {
+  using IRVisitor::visit;
+  std::unordered_map<const VarNode*, int>* counts = nullptr;
+  int delta = 1;
+  void visit(const VarNode* op) override { (*counts)[op] += delta; }
   void visit(const AllocateNode* op) override {
-    // An inner alloc's shape may use the var.
     for (const Expr& e : op->buffer->shape) visit_expr(e);
     IRVisitor::visit(op);
   }
@@ -76,7 +87,12 @@ Stmt nothing() {
 
 class DeadCode : public IRMutator {
  public:
-  explicit DeadCode(std::unordered_set<const BufferNode*> reads) : reads_(std::move(reads)) {}
+  DeadCode(std::unordered_set<const BufferNode*> reads, const Stmt& body)
+      : reads_(std::move(reads)) {
+    VarReads count;
+    count.counts = &var_reads_;
+    count.visit_stmt(body);
+  }
   using IRMutator::mutate;
   using IRMutator::visit;
 
@@ -84,19 +100,30 @@ class DeadCode : public IRMutator {
   bool dead(const Buffer& b) const {
     return b.scope() != MemScope::Global && !reads_.count(b.get());
   }
+  // Nothing, in place of `s`, whose var reads no longer count.
+  Stmt drop(const Stmt& s) {
+    VarReads uncount;
+    uncount.counts = &var_reads_;
+    uncount.delta = -1;
+    uncount.visit_stmt(s);
+    return nothing();
+  }
 
-  Stmt visit(const StoreNode* op) override { return dead(op->buffer) ? nothing() : op; }
-  Stmt visit(const CopyNode* op) override { return dead(op->dst) ? nothing() : op; }
-  Stmt visit(const FillNode* op) override { return dead(op->buffer) ? nothing() : op; }
-  Stmt visit(const GemmNode* op) override { return dead(op->c.buffer) ? nothing() : op; }
-  Stmt visit(const EvaluateNode*) override { return nothing(); }
+  Stmt visit(const StoreNode* op) override { return dead(op->buffer) ? drop(op) : op; }
+  Stmt visit(const CopyNode* op) override { return dead(op->dst) ? drop(op) : op; }
+  Stmt visit(const FillNode* op) override { return dead(op->buffer) ? drop(op) : op; }
+  Stmt visit(const GemmNode* op) override { return dead(op->c.buffer) ? drop(op) : op; }
+  Stmt visit(const EvaluateNode* op) override { return drop(op); }
 
   Stmt visit(const LetStmtNode* op) override {
     Stmt body = mutate(op->body);
-    Mentions m;
-    m.var = op->var.get();
-    m.visit_stmt(body);
-    if (!m.found) return body;
+    if (var_reads_[op->var.get()] <= 0) {
+      VarReads uncount;
+      uncount.counts = &var_reads_;
+      uncount.delta = -1;
+      uncount.visit_expr(op->value);
+      return body;
+    }
     if (body.same_as(op->body)) return op;
     return LetStmtNode::make(op->var, op->value, body);
   }
@@ -132,6 +159,7 @@ class DeadCode : public IRMutator {
   }
 
   std::unordered_set<const BufferNode*> reads_;
+  std::unordered_map<const VarNode*, int> var_reads_;
 };
 
 }  // namespace
@@ -143,7 +171,7 @@ Kernel eliminate_dead_code(const Kernel& kernel) {
   for (int sweep = 0; sweep < 64; ++sweep) {
     Reads reads;
     reads.visit_stmt(out.body);
-    Stmt body = DeadCode(std::move(reads.buffers)).mutate(out.body);
+    Stmt body = DeadCode(std::move(reads.buffers), out.body).mutate(out.body);
     if (body.same_as(out.body)) break;
     out.body = body;
   }

@@ -1,6 +1,8 @@
 // inline_hooks (see inline_hooks.h).
 #include "passes/inline_hooks.h"
 
+#include <cstdint>
+#include <unordered_map>
 #include <utility>
 
 #include "tir/functor.h"
@@ -35,13 +37,24 @@ class HookInliner : public tir::IRMutator {
   // statements collect theirs) and is preceded by them.
   Stmt mutate(const Stmt& s) override {
     pending_.emplace_back();
+    pending_hashes_.emplace_back();
+    pending_lets_.emplace_back();
     Stmt out = tir::IRMutator::mutate(s);
     std::vector<Stmt> checks = std::move(pending_.back());
+    std::vector<std::pair<tir::Var, Expr>> lets = std::move(pending_lets_.back());
     pending_.pop_back();
-    if (checks.empty()) return out;
-    if (const auto* copy = out.as<tir::CopyNode>()) checks = {over_region(*copy, checks)};
+    pending_hashes_.pop_back();
+    pending_lets_.pop_back();
+    if (checks.empty() && lets.empty()) return out;
+    if (const auto* copy = out.as<tir::CopyNode>()) {
+      TF_CHECK(lets.empty(), "inline_hooks: a hook in a copy's value binds values");
+      checks = {over_region(*copy, checks)};
+    }
     checks.push_back(out);
-    return tir::make_seq(std::move(checks));
+    Stmt body = tir::make_seq(std::move(checks));
+    for (size_t i = lets.size(); i-- > 0;)
+      body = tir::LetStmtNode::make(lets[i].first, lets[i].second, body);
+    return body;
   }
 
  protected:
@@ -57,6 +70,7 @@ class HookInliner : public tir::IRMutator {
              "input hook \"" + op->name + "\" returned another dtype than the hook's");
     TF_CHECK(!pending_.empty(), "a hook outside any statement");
     for (Stmt& c : e.checks) add_check(std::move(c));
+    for (auto& l : e.lets) pending_lets_.back().push_back(std::move(l));
     // Masked off, a hook yields 0 for its whole prologue (`x - 1.1` must not
     // leave -1.1 in a K-tail element of a tile).
     if (mask.defined() && !zero_where_off(e.value, mask))
@@ -75,9 +89,14 @@ class HookInliner : public tir::IRMutator {
   }
 
  private:
+  // Adds `c` to the statement's checks unless an equal one is there (found
+  // by hash: a chain of gathers brings hundreds of checks to one statement).
   void add_check(Stmt c) {
-    for (const Stmt& p : pending_.back())
-      if (tir::structural_equal(p, c)) return;
+    const uint64_t h = tir::structural_hash(c);
+    auto [first, last] = pending_hashes_.back().equal_range(h);
+    for (auto it = first; it != last; ++it)
+      if (tir::structural_equal(pending_.back()[it->second], c)) return;
+    pending_hashes_.back().emplace(h, pending_.back().size());
     pending_.back().push_back(std::move(c));
   }
 
@@ -100,6 +119,8 @@ class HookInliner : public tir::IRMutator {
 
   const HookTable& table_;
   std::vector<std::vector<Stmt>> pending_;
+  std::vector<std::unordered_multimap<uint64_t, size_t>> pending_hashes_;  // hash -> index
+  std::vector<std::vector<std::pair<tir::Var, Expr>>> pending_lets_;
 };
 
 }  // namespace

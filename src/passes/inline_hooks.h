@@ -12,10 +12,10 @@
 // A masked-off hook yields 0 for its whole prologue, so a masked input hook
 // becomes `select(mask, value, 0)` unless the value is already a plain
 // (cast of a) load masked by the hook's mask. Checks collected from the expressions of a statement
-// are placed right before it. Inside a Copy, whose value is evaluated per element of its region,
-// they go in a `parallel` loop nest over that region placed before the copy (a Check is a statement
-// and cannot sit in the copy's value). The template never hoists them: LICM moves them, with their
-// loads, out of the K loop.
+// are placed right before it, and the statement goes inside the lets its hooks bind. Inside a Copy,
+// whose value is evaluated per element of its region, they go in a `parallel` loop nest over that
+// region placed before the copy (a Check is a statement and cannot sit in the copy's value). The
+// template never hoists them: LICM moves them, with their loads, out of the K loop.
 //
 // A hook with no table entry, or whose replacement has another dtype than
 // the hook, is an InternalError.
@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tir/ir.h"
@@ -33,6 +34,10 @@ namespace tilefuse::passes {
 struct HookExpansion {
   tir::Expr value;
   std::vector<tir::Stmt> checks;  // to run before the statement using `value`
+  // Values bound (let) around the statement using `value`, in order; `value`
+  // and the checks may read them. Not allowed for a hook in a Copy's value
+  // (an InternalError): a copy's value is one expression per element.
+  std::vector<std::pair<tir::Var, tir::Expr>> lets;
 };
 
 struct HookTable {

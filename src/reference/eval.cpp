@@ -28,6 +28,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "reference/element_access.h"
 #include "reference/elementwise.h"
 #include "reference/gather.h"
@@ -228,6 +229,9 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
 
   for (ValueId v = 0; v < g_.size(); ++v) {
     const Node& n = g_.node(v);
+    const AllocationPurpose purpose("%" + std::to_string(v) + " (" +
+                                    std::string(op_kind_name(n.kind)) +
+                                    ") in the reference evaluator");
     if (n.kind != OpKind::Parameter) values_[v] = eval_node(n);
     for (ValueId in : n.inputs)
       if (last_use[in] == v) values_[in] = Tensor();
@@ -242,6 +246,8 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
     const bool fresh_value = n.kind != OpKind::Parameter && !n.is_view();
     if (fresh_value && t.dtype() == value_dtype(n.dtype)) {
       outputs.push_back(t);
+    } else if (t.dtype() == value_dtype(n.dtype)) {
+      outputs.push_back(t.contiguous(/*force=*/true));  // the bytes, NaN payloads included
     } else {
       Tensor copy = Tensor::empty(value_dtype(n.dtype), n.shape);
       reference::convert_kernel(t, copy, pool_);

@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "reference/thread_pool.h"
 
 namespace tilefuse {
@@ -240,8 +241,13 @@ bool grid_bits(int64_t k, typename FloatBits<DT>::T& bits) {
     bits = std::bit_cast<uint32_t>(f);
     return f < 1.0f;  // never 0: 2^-52 is an f32
   } else {
+    // Through f32 first, as round_to (PyTorch's cast). The f32 value is
+    // k' * 2^-52 for an integer k': v itself when it has at most 24
+    // significant bits, else v rounded at an ulp of at least 2^-51. Then
+    // the integer rounding to the format.
     using F = FloatBits<DT>;
-    const uint32_t b = narrow_bits<F::kWidth, F::kMantissa, F::kBias>(k);
+    const auto k32 = static_cast<int64_t>(static_cast<double>(static_cast<float>(v)) * 0x1p52);
+    const uint32_t b = narrow_bits<F::kWidth, F::kMantissa, F::kBias>(k32);
     bits = static_cast<typename F::T>(b);
     const uint32_t magnitude = b & ((uint32_t{1} << (F::kWidth - 1)) - 1);
     return magnitude != 0 && (k < 0 || magnitude < (uint32_t{F::kBias} << F::kMantissa));
@@ -445,6 +451,7 @@ std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_th
   for (size_t pos = 0; pos < num_params; ++pos) {
     const ValueId param = g.parameters()[pos];
     const Node& node = g.node(param);
+    const AllocationPurpose purpose("input `" + node.name + "`");
     Tensor t = Tensor::empty(node.dtype, node.shape);
     if (node.dtype == DType::Bool) {
       plans[pos].fill = bool_filler(t);

@@ -1,6 +1,10 @@
 #include "reference/matmul.h"
 
+#include <cpuid.h>
+#include <immintrin.h>
+
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -42,8 +46,16 @@ struct MacroArgs {
 // into an FMA, whatever the target (AVX-512 has FMA, and -march=native would
 // enable it elsewhere): every sum must round like the naive loop's. A macro
 // rather than a function: a vector-typed function, even an inlined one,
-// draws GCC's -Wpsabi warnings.
+// draws GCC's -Wpsabi warnings. Clang (the fuzzing build) rejects a 32- or
+// 64-byte vector in that constraint outside an AVX function, and needs
+// none: it contracts only within one expression, and contraction is off
+// here anyway.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#define TF_OPAQUE(p) ((void)(p))
+#else
 #define TF_OPAQUE(p) asm("" : "+v"(p))
+#endif
 
 template <typename T>
 T opaque_product(T a, T b) {
@@ -153,6 +165,36 @@ Kernel<T> select_kernel(GemmKernel which) {
   }
 }
 
+// The CPU converts f16 in hardware (CPUID.1:ECX.F16C[bit 29]) and the OS
+// saves AVX state (what __builtin_cpu_supports("avx") checks; clang 14 has
+// no "f16c" string for it).
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & (1u << 29)) != 0 && __builtin_cpu_supports("avx");
+}
+
+// n contiguous f16 values to f32 with the F16C conversion (vcvtph2ps,
+// exact), 8 at a time; the caller checks the CPU has F16C.
+__attribute__((target("avx,f16c"))) void f16_run_to_f32(const uint16_t* src, float* dst,
+                                                        int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+}
+
+// Every f16 encoding as an f32 (exact), indexed by its bits.
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t b = 0; b < 65536; ++b) t[b] = f16_bits_to_f32(static_cast<uint16_t>(b));
+    return t;
+  }();
+  return table.data();
+}
+
 const std::byte* element(const MatrixRef& m, int64_t r, int64_t c) {
   return m.data + (r * m.row_stride + c * m.col_stride) * dtype_size(m.dtype);
 }
@@ -175,6 +217,29 @@ void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
       for (int64_t i = valid; i < width; ++i) dst[i] = T(0);
     }
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // f16 and bf16 (the common GEMM operands) convert inline: bf16 is the
+    // high half of an f32, f16 goes through a table of all 65536 values
+    // (exact, built once). A call per element cost as much as the GEMM.
+    if (m.dtype == DType::F16 || m.dtype == DType::BF16) {
+      const float* f16 = m.dtype == DType::F16 ? f16_table() : nullptr;
+      static const bool f16c = has_f16c();
+      for (int64_t k = 0; k < m.cols; ++k) {
+        T* dst = out + k * width;
+        const auto* src = reinterpret_cast<const uint16_t*>(element(m, r0, k));
+        if (f16 && f16c && m.row_stride == 1) {  // a contiguous run: 8 at a time
+          f16_run_to_f32(src, dst, valid);
+        } else if (f16) {
+          for (int64_t i = 0; i < valid; ++i) dst[i] = f16[src[i * m.row_stride]];
+        } else {
+          for (int64_t i = 0; i < valid; ++i)
+            dst[i] = std::bit_cast<float>(static_cast<uint32_t>(src[i * m.row_stride]) << 16);
+        }
+        for (int64_t i = valid; i < width; ++i) dst[i] = T(0);
+      }
+      return;
+    }
   }
   for (int64_t k = 0; k < m.cols; ++k) {
     T* dst = out + k * width;

@@ -22,7 +22,9 @@
 //        GEMM's output tile; a larger u would need each accumulator element
 //        at several output positions;
 //    (d) u is not in the chain of an earlier anchor (anchors are taken in
-//        topological order; a node is computed by one kernel).
+//        topological order; a node is computed by one kernel);
+//    (e) the epilogue stays within max_fused_ops non-view ops, counting each
+//        chain node and the ops of the side inputs it adds (see R9).
 //    u's other inputs ("side inputs": bias[n], scales, other tensors)
 //    broadcast into the result by (c); they are loaded, or computed at the
 //    output index under R5's limit. They cannot depend on the chain: by (a)
@@ -49,7 +51,12 @@
 //    element and per tile that reloads it (A once per N-tile), so an
 //    expression with more than max_prologue_ops non-view ops is
 //    materialized by a pointwise step instead. The same limit applies to an
-//    epilogue's side inputs.
+//    epilogue's side inputs. A prologue is a copy's value: one expression
+//    per element that cannot bind a value for reuse, so an input read twice
+//    (relu, `y * y`, a gather's index) is computed twice, and nested such
+//    reads multiply. An operand whose work counted that way
+//    (prologue_work) exceeds max_prologue_work is materialized too: its
+//    pointwise step binds every shared value once (lower/let_binding.h).
 //
 // R6 Shared producers. A non-GEMM node with several uses (distinct consumer
 //    nodes, plus one if it is a graph output) is recomputed by each consumer
@@ -74,10 +81,23 @@
 //    step from loaded values, with everything between them inlined
 //    (Inductor-style). Views are never written unless they are an output
 //    (then a pointwise copy writes them contiguously).
+//
+// R9 Kernel size. A pointwise step computes at most max_fused_ops non-view
+//    ops. Nodes are taken in topological order; where a node's expression
+//    (down to loaded values) grows past the limit, its largest inputs are
+//    materialized until it fits, so a chain of 100,000 statements becomes
+//    kernels of at most that many ops. The kernel's source, its compile
+//    time and the nesting of its IR stay bounded; the cost is one store and
+//    reload per cut, for chains far longer than any real prologue or
+//    epilogue.
+//
+// Costs are counted with a bounded walk (at most a limit's worth of nodes),
+// so deciding is linear in the graph at any size.
 #include "schedule/fusion.h"
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -100,11 +120,6 @@ bool is_recomputable(const Node& n) {
   return n.is_view() || n.kind == OpKind::Index || is_elementwise(n);
 }
 
-int non_view_ops(const Graph& g, const std::vector<ValueId>& nodes) {
-  return static_cast<int>(
-      std::count_if(nodes.begin(), nodes.end(), [&](ValueId v) { return !g.node(v).is_view(); }));
-}
-
 // The name of input slot `i` of a GEMM anchor.
 std::string slot_name(const Node& anchor, size_t i) {
   if (anchor.kind == OpKind::Addmm) return i == 0 ? "bias" : i == 1 ? "A" : "B";
@@ -121,6 +136,8 @@ class FusionAnalysis {
     d_.gemm_of.assign(n, -1);
     consumers_.assign(n, {});
     is_output_.assign(n, false);
+    mark_.assign(n, 0);
+    cost_cap_ = 1 + std::max({opt_.max_recompute_ops, opt_.max_prologue_ops, opt_.max_fused_ops});
   }
 
   FusionDecisions run() {
@@ -141,7 +158,38 @@ class FusionAnalysis {
     return static_cast<int>(consumers_[v].size()) + (is_output_[v] ? 1 : 0);
   }
 
-  int cost(ValueId v) const { return non_view_ops(g_, inline_expr(g_, d_.loaded, v).nodes); }
+  // The non-view ops of inline_expr(v), counted up to cost_cap_ (a value
+  // past every limit costs cost_cap_). A bounded depth-first walk.
+  int cost(ValueId v) {
+    const Node& root = g_.node(v);
+    if (d_.loaded[v] || root.kind == OpKind::Parameter || root.kind == OpKind::Scalar) return 0;
+    if (++stamp_ == 0) {  // the stamps wrapped: forget every mark
+      std::fill(mark_.begin(), mark_.end(), 0);
+      stamp_ = 1;
+    }
+    int ops = 0;
+    walk_.assign(1, v);
+    mark_[v] = stamp_;
+    while (!walk_.empty() && ops < cost_cap_) {
+      const ValueId u = walk_.back();
+      walk_.pop_back();
+      const Node& n = g_.node(u);
+      if (!n.is_view()) ++ops;
+      for (ValueId in : n.inputs) {
+        if (mark_[in] == stamp_) continue;
+        mark_[in] = stamp_;
+        const Node& inn = g_.node(in);
+        if (d_.loaded[in] || inn.kind == OpKind::Parameter || inn.kind == OpKind::Scalar) continue;
+        walk_.push_back(in);
+      }
+    }
+    return std::min(ops, cost_cap_);
+  }
+  // "17 ops" or, at the cap, "more than 256 ops".
+  std::string ops_text(int c) const {
+    return c >= cost_cap_ ? "more than " + std::to_string(cost_cap_ - 1) + " ops"
+                          : std::to_string(c) + " ops";
+  }
 
   void note(std::string line) { d_.reasons.push_back(std::move(line)); }
 
@@ -168,6 +216,7 @@ class FusionAnalysis {
       std::vector<ValueId> chain;
       ValueId c = a;
       std::string stop;
+      int ops = 0;  // the chain's ops and its side inputs' (R3 e)
       while (opt_.fuse_epilogues) {
         if (is_output_[c]) {
           stop = value_ref(g_, c) + " is a graph output";
@@ -193,6 +242,14 @@ class FusionAnalysis {
                  op_ref(g_, d_.gemm_of[u]);
           break;
         }
+        int add = 1;
+        for (ValueId j : un.inputs)
+          if (j != c) add += std::min(cost(j), opt_.max_prologue_ops);
+        if (ops + add > opt_.max_fused_ops) {
+          stop = "the epilogue has reached max_fused_ops " + std::to_string(opt_.max_fused_ops);
+          break;
+        }
+        ops += add;
         d_.gemm_of[u] = a;
         chain.push_back(u);
         c = u;
@@ -239,6 +296,26 @@ class FusionAnalysis {
     }
     if (n.kind == OpKind::Index) visit_gather_index(v);
     visit_shared(v);
+    visit_kernel_size(v);
+  }
+
+  // R9.
+  void visit_kernel_size(ValueId v) {
+    if (d_.loaded[v] || g_.node(v).is_view()) return;
+    int c = cost(v);
+    while (c > opt_.max_fused_ops) {
+      // The costliest input not yet in memory.
+      ValueId pick = -1;
+      int pick_cost = 0;
+      for (ValueId in : g_.node(v).inputs) {
+        const int ic = cost(in);
+        if (ic > pick_cost) pick = in, pick_cost = ic;
+      }
+      if (pick < 0) break;
+      materialize(pick, "a kernel computing " + value_ref(g_, v) + " would have " + ops_text(c) +
+                            " > max_fused_ops " + std::to_string(opt_.max_fused_ops));
+      c = cost(v);
+    }
   }
 
   // R5 (fused) or R7 (unfused) for each input of a GEMM anchor.
@@ -255,8 +332,16 @@ class FusionAnalysis {
       }
       const int c = cost(o);
       if (c > opt_.max_prologue_ops) {
-        materialize(o, what + " has " + std::to_string(c) + " ops > max_prologue_ops " +
+        materialize(o, what + " has " + ops_text(c) + " > max_prologue_ops " +
                            std::to_string(opt_.max_prologue_ops));
+        continue;
+      }
+      const int64_t work = prologue_work(g_, d_.loaded, o, opt_.max_prologue_work + 1);
+      if (work > opt_.max_prologue_work) {
+        materialize(o, what + " evaluates more than " + std::to_string(opt_.max_prologue_work) +
+                           " ops and loads per element (values read several times) > "
+                           "max_prologue_work " +
+                           std::to_string(opt_.max_prologue_work));
       }
     }
   }
@@ -269,7 +354,7 @@ class FusionAnalysis {
       const int c = cost(j);
       if (c > opt_.max_prologue_ops) {
         materialize(j, "epilogue input " + value_ref(g_, j) + " of " + op_ref(g_, u) + " has " +
-                           std::to_string(c) + " ops > max_prologue_ops " +
+                           ops_text(c) + " > max_prologue_ops " +
                            std::to_string(opt_.max_prologue_ops));
       }
     }
@@ -296,9 +381,8 @@ class FusionAnalysis {
     if (u < 2 || d_.loaded[v]) return;
     const int c = cost(v);
     if (c > opt_.max_recompute_ops) {
-      materialize(v, value_ref(g_, v) + " has " + std::to_string(u) + " uses and " +
-                         std::to_string(c) + " ops > max_recompute_ops " +
-                         std::to_string(opt_.max_recompute_ops));
+      materialize(v, value_ref(g_, v) + " has " + std::to_string(u) + " uses and " + ops_text(c) +
+                         " > max_recompute_ops " + std::to_string(opt_.max_recompute_ops));
     } else if (!n.is_view()) {
       note(op_ref(g_, v) + ": recomputed by each of its " + std::to_string(u) + " uses (" +
            std::to_string(c) + (c == 1 ? " op)" : " ops)"));
@@ -332,6 +416,12 @@ class FusionAnalysis {
   FusionDecisions d_;
   std::vector<std::vector<ValueId>> consumers_;  // distinct live consumers, increasing
   std::vector<bool> is_output_;
+  // cost(): the walk's stack and visit marks (a node is marked when
+  // mark_[node] == stamp_), reused across calls.
+  std::vector<ValueId> walk_;
+  std::vector<uint32_t> mark_;
+  uint32_t stamp_ = 0;
+  int cost_cap_ = 0;
 };
 
 }  // namespace
@@ -376,6 +466,68 @@ InlineExpr inline_expr(const Graph& graph, const std::vector<bool>& loaded, Valu
   std::sort(e.nodes.begin(), e.nodes.end());
   std::sort(e.reads.begin(), e.reads.end());
   return e;
+}
+
+int input_evaluations(const Node& n, size_t slot) {
+  if (n.kind == OpKind::Unary && slot == 0) {
+    switch (n.unary) {
+      case UnaryOp::Relu:  // select(x < 0, 0, x)
+      case UnaryOp::Gelu:  // x * 0.5 * (1 + erf(x * M_SQRT1_2))
+      case UnaryOp::Silu:  // x / (1 + exp(-x))
+        return 2;
+      default:
+        return 1;
+    }
+  }
+  if (n.kind == OpKind::Clamp && slot == 0)  // select(x < lo, lo, x), then the same for hi
+    return (n.clamp_min ? 2 : 1) * (n.clamp_max ? 2 : 1);
+  return 1;
+}
+
+int64_t prologue_work(const Graph& graph, const std::vector<bool>& loaded, ValueId root,
+                      int64_t cap) {
+  auto leaf = [&](ValueId v) {
+    const Node& n = graph.node(v);
+    return loaded[v] || n.kind == OpKind::Parameter || n.kind == OpKind::Scalar;
+  };
+  auto sat = [cap](int64_t a) { return std::min(a, cap); };
+  auto mul = [cap](int64_t a, int64_t b) {
+    return static_cast<int64_t>(std::min<__int128>(static_cast<__int128>(a) * b, cap));
+  };
+  // Per node: ops evaluated, and loads made, computing it once inline.
+  struct Work {
+    int64_t ops = 0, loads = 0;
+  };
+  auto leaf_work = [&](ValueId v) { return Work{0, graph.node(v).kind == OpKind::Scalar ? 0 : 1}; };
+  if (leaf(root)) return sat(leaf_work(root).loads);
+  std::unordered_map<ValueId, Work> work;
+  for (ValueId v : inline_expr(graph, loaded, root).nodes) {  // topological
+    const Node& n = graph.node(v);
+    auto of = [&](ValueId in) { return leaf(in) ? leaf_work(in) : work.at(in); };
+    Work w;
+    if (n.is_view()) {
+      w = of(n.inputs[0]);
+    } else if (n.kind == OpKind::Index) {
+      // The index is read for the address (3 times: the negative wrap) and
+      // the mask (twice: the bounds) of every load of the gathered value,
+      // and 4 times by the bounds check.
+      const Work x = of(n.inputs[0]), idx = of(n.inputs[1]);
+      const int64_t reads = sat(mul(5, std::max<int64_t>(1, x.loads)) + 4);
+      w.ops = sat(1 + x.ops + mul(reads, idx.ops));
+      w.loads = sat(x.loads + mul(reads, idx.loads));
+    } else {
+      w.ops = 1;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Work in = of(n.inputs[i]);
+        const int64_t k = input_evaluations(n, i);
+        w.ops = sat(w.ops + mul(k, in.ops));
+        w.loads = sat(w.loads + mul(k, in.loads));
+      }
+    }
+    work[v] = w;
+  }
+  const Work& r = work.at(root);
+  return sat(r.ops + r.loads);
 }
 
 }  // namespace tilefuse

@@ -31,6 +31,19 @@ struct FusionOptions {
   // while its expression has at most this many non-view ops (it runs once
   // per loaded element, per N-tile for A, per M-tile for B).
   int max_prologue_ops = 16;
+  // ... and while its work per loaded element, counted as the tree the
+  // kernel evaluates, is at most this (R5): a prologue is a copy's value,
+  // one expression that cannot bind a value for reuse, so an op whose
+  // input is read twice (relu, gelu, silu, clamp, `y * y`, a gather's index
+  // in the address and the mask of each load) doubles the work below it.
+  // prologue_work() gives the count.
+  int max_prologue_work = 64;
+  // A kernel computes at most this many non-view ops: an epilogue (its
+  // chain and side inputs, R3) or a pointwise step (R9); a longer chain is
+  // cut and the value at the cut materialized. Bounds a kernel's source,
+  // its compile time and the nesting of its IR (like Inductor's
+  // max_fusion_size).
+  int max_fused_ops = 256;
 };
 FusionOptions fusion_options(PlanKind kind);  // the defaults each plan kind uses
 
@@ -60,5 +73,20 @@ struct InlineExpr {
   std::vector<ValueId> reads;
 };
 InlineExpr inline_expr(const Graph& graph, const std::vector<bool>& loaded, ValueId root);
+
+// How many times the kernel evaluates input `slot` of `n` per element of n
+// when n is computed inline (lower/expr_lowering.cpp's formulas): 2 for the
+// input of relu, gelu, silu and a one-sided clamp, 4 for a two-sided clamp,
+// 1 otherwise. A gather (Index) reads its index (slot 1) once for the
+// address and once for the mask of each load of the gathered value, and in
+// its bounds check: prologue_work() counts that separately.
+int input_evaluations(const Node& n, size_t slot);
+
+// The work of computing `root` inline per element, as the tree the kernel
+// evaluates: every non-view op counted once per evaluation
+// (input_evaluations) and every load of a loaded value counted as one op.
+// Saturates at `cap`. Linear in the nodes of inline_expr(root).
+int64_t prologue_work(const Graph& graph, const std::vector<bool>& loaded, ValueId root,
+                      int64_t cap);
 
 }  // namespace tilefuse

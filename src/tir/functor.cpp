@@ -1,5 +1,6 @@
 #include "tir/functor.h"
 
+#include "core/stack_guard.h"
 #include "tir/structural.h"
 
 namespace tilefuse::tir {
@@ -7,6 +8,7 @@ namespace tilefuse::tir {
 // ---- IRVisitor ---------------------------------------------------------------
 
 void IRVisitor::visit_expr(const Expr& e) {
+  check_stack("a Tile IR expression");
   switch (e.kind()) {
 #define TF_TIR_CASE(name, ...)                      \
   case ExprKind::name:                              \
@@ -18,6 +20,7 @@ void IRVisitor::visit_expr(const Expr& e) {
 }
 
 void IRVisitor::visit_stmt(const Stmt& s) {
+  check_stack("a Tile IR statement");
   switch (s.kind()) {
 #define TF_TIR_CASE(name, ...)                      \
   case StmtKind::name:                              \
@@ -124,6 +127,7 @@ void IRVisitor::visit(const EvaluateNode* op) {
 // ---- IRMutator ---------------------------------------------------------------
 
 Expr IRMutator::mutate(const Expr& e) {
+  check_stack("a Tile IR expression");
   switch (e.kind()) {
 #define TF_TIR_CASE(name, ...) \
   case ExprKind::name:         \
@@ -135,6 +139,7 @@ Expr IRMutator::mutate(const Expr& e) {
 }
 
 Stmt IRMutator::mutate(const Stmt& s) {
+  check_stack("a Tile IR statement");
   switch (s.kind()) {
 #define TF_TIR_CASE(name, ...) \
   case StmtKind::name:         \

@@ -21,12 +21,13 @@
 // masked, not guarded by a select.
 //
 // Rounding. Narrowing happens only at explicit Cast nodes (float -> narrower
-// float: nearest even; float -> int: truncate toward zero, then wrap; any ->
-// bool: != 0). A store, copy or fill never converts: its value must already
-// have the buffer's dtype (verifier). Templates compute f16/bf16/f8 math in
-// f32 and cast back where PyTorch would store an intermediate, so the fused
-// and unfused kernels round at the same points. Gemm accumulates A@B into C
-// rounding each product-sum in C's dtype; the summation order is unspecified.
+// float: nearest even, to f16 / bf16 / f8 through f32 first as PyTorch does,
+// core/dtype.h round_to; int -> float: the same, from the exact integer;
+// float -> int: truncate toward zero, then wrap; any -> bool: != 0). A store, copy or fill never
+// converts: its value must already have the buffer's dtype (verifier). Templates compute
+// f16/bf16/f8 math in f32 and cast back where PyTorch would store an intermediate, so the fused and
+// unfused kernels round at the same points. Gemm accumulates A@B into C rounding each product-sum
+// in C's dtype; the summation order is unspecified.
 //
 // Masks. `load(B, idx, mask=m, other=o)`: where m is false the load yields o
 // (0 of the buffer's dtype when o is absent) and performs NO memory access, so

@@ -400,7 +400,9 @@ class Printer final : public IRVisitor {
     auto it = names_.find(key);
     if (it != names_.end()) return it->second;  // a var bound again (e.g. unrolled copies)
     std::string base = sanitize(hint), name = base;
-    for (int n = 1; used_.count(name); ++n) name = base + "_" + std::to_string(n);
+    // Suffixes continue from the last one given to this base (not from 1:
+    // hundreds of lets named `t` would make naming quadratic).
+    for (int& n = next_suffix_[base]; used_.count(name);) name = base + "_" + std::to_string(++n);
     used_.insert(name);
     names_[key] = name;
     return name;
@@ -415,6 +417,7 @@ class Printer final : public IRVisitor {
   int indent_ = 0;
   std::unordered_map<const void*, std::string> names_;
   std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, int> next_suffix_;  // the last suffix given to a base name
 };
 
 }  // namespace

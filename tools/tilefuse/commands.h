@@ -1,18 +1,26 @@
 // The CLI's subcommands, separate from argument parsing so each stays small.
 // Every command returns the process exit code: 0 ok, 1 user error (printed as
-// a diagnostic), 2 internal error or a failed --check.
+// a diagnostic), 2 internal error, 3 a failed --check.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace tilefuse::cli {
 
-enum ExitCode : int { kOk = 0, kUserError = 1, kInternalError = 2 };
+// 3 is apart from 2: a --check over tolerance is a finding about the program
+// (an ill-conditioned but correct one fails it too), not a tilefuse bug.
+enum ExitCode : int { kOk = 0, kUserError = 1, kInternalError = 2, kCheckFailed = 3 };
+
+// The most bytes of a program file read (frontend::LoadOptions); the
+// --max-program-size option of every command.
+inline constexpr int64_t kDefaultMaxProgramBytes = int64_t{16} << 20;
 
 struct RunOptions {
   std::string program;          // path of the .tfs file
+  int64_t max_program_bytes = kDefaultMaxProgramBytes;
   std::string device = "auto";  // auto (the GPU when one is usable) | cpu | cuda
   // auto: on the GPU the tuned choice (cached, else tuned now: driver/tune.h),
   // on the CPU the fused plan; fused | unfused: that plan (on the GPU with
@@ -22,7 +30,7 @@ struct RunOptions {
   std::string engine = "executor";  // executor (compiled kernels) | reference (graph evaluator)
   uint64_t seed = 0;                // random-input seed
   std::vector<std::string> inputs;  // "name=file.npy"
-  std::string save_output_dir;      // empty: don't save
+  std::optional<std::string> save_output_dir;  // unset: don't save; "" is a user error
   bool check = false;               // compare with the f64 oracle
   int threads = 0;                  // 0: all hardware threads
   bool verbose = false;             // per-kernel compile/cache/resource lines
@@ -40,6 +48,7 @@ int run_command(const RunOptions& options);
 
 struct BenchOptions {
   std::string program;
+  int64_t max_program_bytes = kDefaultMaxProgramBytes;
   std::string device = "auto";  // auto | cpu | cuda
   bool json = false;
   uint64_t seed = 0;
@@ -64,6 +73,7 @@ int bench_command(const BenchOptions& options);
 
 struct EmitOptions {
   std::string program;
+  int64_t max_program_bytes = kDefaultMaxProgramBytes;
   std::string stage = "graph";  // graph | plan | tir | tir-opt | cuda
   std::string plan = "fused";
   std::string target = "cpu";
@@ -80,6 +90,7 @@ int emit_command(const EmitOptions& options);
 
 struct ExplainOptions {
   std::string program;
+  int64_t max_program_bytes = kDefaultMaxProgramBytes;
   std::string target = "cpu";
   std::string plan = "fused";
   bool json = false;

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <new>
 
 #include "commands.h"
 #include "driver/compile.h"
+#include "runtime/cuda/timing.h"
 #include "tir/target.h"
 
 int main(int argc, char** argv) {
@@ -17,8 +19,8 @@ int main(int argc, char** argv) {
       "tilefuse: compiles small PyTorch-style tensor programs built around a matrix\n"
       "multiply into fused kernels, and runs them (run), shows them (emit) and\n"
       "explains them (explain).\n"
-      "Exit codes: 0 ok, 1 user error (bad program, input or index), 2 internal error\n"
-      "or a failed --check.",
+      "Exit codes: 0 ok, 1 user error (bad program, input, option or index; a program\n"
+      "too large), 2 internal error, 3 a --check over tolerance.",
       "tilefuse"};
   app.set_version_flag("--version", std::string("tilefuse ") + TILEFUSE_VERSION);
   app.require_subcommand(1);
@@ -34,19 +36,48 @@ int main(int argc, char** argv) {
       "TARGET", "target");
   const std::vector<std::string> plans = {"fused", "unfused"};
 
-  // Number checks with a plain message ("--repeats: must be >= 1, got 0").
-  auto at_least = [](double lo) {
+  // An integer in [lo, hi] ("--repeats: must be 1 to 100000, got 0").
+  auto int_range = [](long long lo, long long hi) {
     return CLI::Validator(
-        [lo](std::string& v) -> std::string {
+        [lo, hi](std::string& v) -> std::string {
           char* end = nullptr;
-          const double x = std::strtod(v.c_str(), &end);
-          if (end == v.c_str() || *end != '\0') return "not a number: " + v;
-          return x < lo ? "must be >= " + std::to_string(static_cast<long long>(lo)) + ", got " + v
-                        : std::string();
+          errno = 0;
+          const long long x = std::strtoll(v.c_str(), &end, 10);
+          if (end == v.c_str() || *end != '\0') return "not an integer: " + v;
+          if (errno == ERANGE || x < lo || x > hi)
+            return "must be " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + v;
+          return std::string();
         },
-        ">= " + std::to_string(static_cast<long long>(lo)));
+        std::to_string(lo) + ".." + std::to_string(hi));
   };
-  const CLI::Validator non_negative = at_least(0), positive = at_least(1);
+  // --max-program-size: bytes, or with a K/M/G suffix (binary: 16M is 16 MiB).
+  int64_t max_program_bytes = kDefaultMaxProgramBytes;
+  const CLI::Validator byte_size = CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long x = std::strtoll(v.c_str(), &end, 10);
+        if (end == v.c_str() || x < 1 || errno == ERANGE) return "not a positive size: " + v;
+        const std::string unit(end);
+        int shift = 0;
+        if (unit == "K" || unit == "KiB")
+          shift = 10;
+        else if (unit == "M" || unit == "MiB")
+          shift = 20;
+        else if (unit == "G" || unit == "GiB")
+          shift = 30;
+        else if (!unit.empty())
+          return "unknown unit in " + v + " (bytes, K, M or G)";
+        if (x > (std::numeric_limits<long long>::max() >> shift)) return "too large: " + v;
+        v = std::to_string(x << shift);
+        return std::string();
+      },
+      "BYTES[K|M|G]");
+  auto add_max_program_size = [&](CLI::App* cmd) {
+    cmd->add_option("--max-program-size", max_program_bytes,
+                    "The longest program file read, in bytes or with K, M, G (default 16M)")
+        ->transform(byte_size);
+  };
   // --threads: 0 (all) .. kMaxThreads; a thread each, so an absurd count
   // would exhaust the machine's thread limit.
   constexpr int kMaxThreads = 1024;
@@ -126,12 +157,13 @@ int main(int argc, char** argv) {
                       "bf16/f8 parameters read any floating file, rounded). Repeatable.");
   run_cmd->add_option("--save-output", run.save_output_dir,
                       "Write each output to DIR/NAME.npy (bf16/f8 as f32, exactly)");
-  run_cmd->add_flag("--check", run.check,
-                    "Also evaluate the f64 oracle, round it to each output's dtype and print "
-                    "the relative error ||out-ref||/||ref||; exit 2 if it exceeds the dtype's "
-                    "tolerance "
-                    "(1e-2 for f16/bf16, 0.15 for f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
-                    "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
+  run_cmd->add_flag(
+      "--check", run.check,
+      "Also evaluate the f64 oracle, round it to each output's dtype and print "
+      "the relative error ||out-ref||/||ref||; exit 3 if it exceeds the dtype's "
+      "tolerance "
+      "(1e-2 for f16/bf16, 0.15 for f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
+      "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: all; at most 1024)")
       ->check(thread_count)
       ->capture_default_str();
@@ -158,10 +190,16 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--seed", bench.seed, "Random-input seed")
       ->check(seed_value)
       ->capture_default_str();
-  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs (default 10 GPU, 1 CPU)")
-      ->check(non_negative);
-  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs (default 100 GPU, 5 CPU)")
-      ->check(positive);
+  bench_cmd
+      ->add_option("--warmup", bench.warmup,
+                   "Untimed runs (default 10 GPU, 1 CPU; at most " +
+                       std::to_string(tilefuse::cuda::kMaxWarmup) + ")")
+      ->check(int_range(0, tilefuse::cuda::kMaxWarmup));
+  bench_cmd
+      ->add_option("--repeats", bench.repeats,
+                   "Timed runs (default 100 GPU, 5 CPU; at most " +
+                       std::to_string(tilefuse::cuda::kMaxRepeats) + ")")
+      ->check(int_range(1, tilefuse::cuda::kMaxRepeats));
   bench_cmd->add_flag("!--no-baselines", bench.baselines, "Skip the cuBLASLt rows");
   bench_cmd->add_flag("!--no-check", bench.check, "Skip the comparison with the f64 oracle");
   bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all; at most 1024)")
@@ -237,6 +275,21 @@ int main(int argc, char** argv) {
                           "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
                           "num_warps (default: the template's heuristic)");
 
+  for (CLI::App* cmd : {run_cmd, bench_cmd, emit_cmd, explain_cmd}) add_max_program_size(cmd);
+
+  // A first word that is no option and no command: say so (CLI11 would
+  // report "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    if (first != "run" && first != "bench" && first != "emit" && first != "explain") {
+      std::fprintf(stderr,
+                   "tilefuse: unknown command '%s'; the commands are run, bench, emit and "
+                   "explain (tilefuse --help)\n",
+                   first.c_str());
+      return kUserError;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -246,13 +299,19 @@ int main(int argc, char** argv) {
     return kUserError;
   }
 
+  run.max_program_bytes = bench.max_program_bytes = emit.max_program_bytes =
+      explain.max_program_bytes = max_program_bytes;
   try {
     if (*run_cmd) return run_command(run);
     if (*bench_cmd) return bench_command(bench);
     if (*emit_cmd) return emit_command(emit);
     if (*explain_cmd) return explain_command(explain);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tilefuse: error: out of host memory\n");
+    // Tensor storage says how much and what for (core/memory.h); this is
+    // any other allocation, whose size the standard library does not tell.
+    std::fprintf(stderr,
+                 "tilefuse: error: out of host memory (an allocation outside tensor storage "
+                 "failed: the program or its shapes are too large for this machine)\n");
     return kUserError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tilefuse: internal error: %s\n", e.what());

@@ -7,6 +7,7 @@
 
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "tir/printer.h"
 #include "tir/structural.h"
 
@@ -152,6 +153,7 @@ std::string Printer::binary(const Expr& e) {
 }
 
 std::string Printer::expr(const Expr& e) {
+  check_stack("a Tile IR expression (CUDA emitter)");
   switch (e.kind()) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:

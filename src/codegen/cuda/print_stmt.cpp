@@ -8,6 +8,7 @@
 #include "codegen/cuda/passes/epilogue.h"
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "tir/functor.h"
 
 namespace tilefuse::codegen {
@@ -366,6 +367,7 @@ void Printer::emit_for(const ForNode* op) {
 
 void Printer::stmt(const Stmt& s) {
   if (!s.defined()) return;
+  check_stack("a Tile IR statement (CUDA emitter)");
   switch (s.kind()) {
     case StmtKind::For:
       emit_for(s.as<ForNode>());

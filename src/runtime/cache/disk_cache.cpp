@@ -201,8 +201,11 @@ std::optional<std::string> DiskCache::get(std::string_view key_hex, Lookup* why)
   const std::string path = entry_path(key_hex);
 
   Fd file;
+  // Only a regular file inside the cache is an entry: O_NOFOLLOW refuses a
+  // symlink (which could point anywhere), O_NONBLOCK keeps a FIFO named like
+  // an entry from blocking the open (fstat then refuses it, and a device).
   do {
-    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   } while (file.fd < 0 && errno == EINTR);
   if (file.fd < 0) {
     reason = (errno == ENOENT || errno == ENOTDIR) ? Lookup::kAbsent : Lookup::kUnreadable;
@@ -214,6 +217,10 @@ std::optional<std::string> DiskCache::get(std::string_view key_hex, Lookup* why)
     return std::nullopt;
   }
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  if (file_size > kMaxEntryBytes) {  // no entry is this big: not read into memory
+    reason = Lookup::kCorrupt;
+    return std::nullopt;
+  }
   if (file_size < kHeaderBytes) {
     reason = Lookup::kCorrupt;
     return std::nullopt;

@@ -23,8 +23,10 @@
 //    fine: the last rename wins and every entry is valid.
 //  * get() validates the whole file (size, magic, version, key hash, payload
 //    hash). Anything wrong — truncated, garbage, a flipped byte, a directory
-//    or unreadable file where the entry should be — is a miss; the next put()
-//    of that key replaces the bad entry.
+//    or unreadable file where the entry should be, a file over
+//    kMaxEntryBytes, anything but a regular file (a FIFO, a device, a
+//    symlink, which could point out of the cache: none is opened to read) —
+//    is a miss; the next put() of that key replaces the bad entry.
 //  * I/O problems never throw: an unwritable cache makes put() return false
 //    (and call the warning sink), an unreadable one makes get() miss. A
 //    compile with a broken cache is only slower.
@@ -78,6 +80,9 @@ const char* lookup_name(Lookup lookup);
 class DiskCache {
  public:
   static constexpr std::uint32_t kFormatVersion = 1;
+  // The largest entry file get() reads (a cubin or a tuning record is far
+  // smaller); a larger file is corrupt, never loaded into memory.
+  static constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{256} << 20;
   static constexpr std::size_t kHeaderBytes = 40;
   static constexpr std::size_t kMaxKeyLength = 128;
 

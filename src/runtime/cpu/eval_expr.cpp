@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "runtime/cpu/eval.h"
 
 namespace tilefuse::runtime::cpu {
@@ -86,6 +87,9 @@ bool ExprCode::prefix_mask(Frame& f, int n, int* count) const {
 }
 
 namespace {
+
+// What check_stack names when an evaluation nests too deeply.
+constexpr const char* kEvalWhat = "an expression evaluated by the CPU executor";
 
 int64_t floor_div(int64_t a, int64_t b) {
   if (b == 0) return 0;  // no trap: see executor.h
@@ -321,6 +325,7 @@ struct BinaryCode final : ExprCode {
   }
 
   bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
+    check_stack(kEvalWhat);
     Lane y[kMaxLanes];
     const bool ua = a->eval_u(f, n, active, out);
     const bool ub = b->eval_u(f, n, active, y);
@@ -379,6 +384,7 @@ struct NotCode final : ExprCode {
   ExprPtr a;
   explicit NotCode(ExprPtr a_) : ExprCode(DType::Bool), a(std::move(a_)) {}
   bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
+    check_stack(kEvalWhat);
     const bool u = a->eval_u(f, n, active, out);
     for (int l = 0; l < (u ? 1 : n); ++l) out[l].i = out[l].i == 0;
     return u;
@@ -390,6 +396,7 @@ struct SelectCode final : ExprCode {
   SelectCode(DType dt, ExprPtr c_, ExprPtr t_, ExprPtr e_)
       : ExprCode(dt), c(std::move(c_)), t(std::move(t_)), e(std::move(e_)) {}
   bool eval_u(Frame& f, int n, const Lane* active, Lane* out) const override {
+    check_stack(kEvalWhat);
     Lane cond[kMaxLanes], other[kMaxLanes];
     const bool uc = c->eval_u(f, n, active, cond);
     // Both values are evaluated (nothing is short-circuit in the IR).
@@ -453,6 +460,7 @@ struct LoadCode final : ExprCode {
     return &view;
   }
   bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
+    check_stack(kEvalWhat);
     // The lanes that access memory: active ones where the mask holds. Index
     // expressions (gathers) only need to be valid there.
     Lane m[kMaxLanes];
@@ -560,6 +568,7 @@ struct Compiler {
 }  // namespace
 
 ExprPtr compile_expr(const tir::Expr& e, SlotMap& slots) {
+  check_stack("a Tile IR expression (CPU executor)");
   TF_CHECK(e.defined(), "cpu executor: undefined expression");
   Compiler c{slots};
   switch (e.kind()) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "runtime/cpu/eval.h"
 
 namespace tilefuse::runtime::cpu {
@@ -30,6 +31,7 @@ struct CastCode final : ExprCode {
   ExprPtr v;
   CastCode(DType dt, ExprPtr v_) : ExprCode(dt), v(std::move(v_)) {}
   bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
+    check_stack("an expression evaluated by the CPU executor");
     const bool u = v->eval_u(f, n_all, active, out);
     const int n = u ? 1 : n_all;
     const DType from = v->dtype, to = dtype;
@@ -43,10 +45,13 @@ struct CastCode final : ExprCode {
       for (int l = 0; l < n; ++l) out[l].i = float_to_int(out[l].f);
       wrap_lanes(to, n, out);
     } else if (tf) {
-      // int64 -> float directly: going through double first could round twice.
+      // int64 -> f64 in one rounding; to f32 and narrower through f32
+      // (round_to's rule): int64 -> float directly, since going through
+      // double first could round twice.
       for (int l = 0; l < n; ++l)
-        out[l].f = to == DType::F32 ? static_cast<double>(static_cast<float>(out[l].i))
-                                    : round_float(to, static_cast<double>(out[l].i));
+        out[l].f = to == DType::F64
+                       ? static_cast<double>(out[l].i)
+                       : round_float(to, static_cast<double>(static_cast<float>(out[l].i)));
     } else {
       wrap_lanes(to, n, out);
     }
@@ -121,6 +126,7 @@ struct CallCode final : ExprCode {
   CallCode(DType dt, Intrinsic o, std::vector<ExprPtr> a)
       : ExprCode(dt), op(o), args(std::move(a)) {}
   bool eval_u(Frame& f, int n_all, const Lane* active, Lane* out) const override {
+    check_stack("an expression evaluated by the CPU executor");
     Lane y[kMaxLanes], z[kMaxLanes];
     Lane* dst[3] = {out, y, z};
     bool uniform[3] = {true, true, true};

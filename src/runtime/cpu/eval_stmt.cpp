@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/stack_guard.h"
 #include "runtime/cpu/eval.h"
 #include "runtime/cpu/nest.h"
 #include "tir/functor.h"
@@ -333,6 +334,7 @@ struct StmtCompiler {
 
 StmtPtr compile_stmt(const tir::Stmt& s, SlotMap& slots) {
   TF_CHECK(s.defined(), "cpu executor: undefined statement");
+  check_stack("a Tile IR statement (CPU executor)");
   StmtCompiler c{slots};
   switch (s.kind()) {
 #define TF_CASE(name, ...) \

@@ -330,8 +330,10 @@ void* open_library_handle(Library lib, const EnvGetter& env, std::string* path,
 std::unique_ptr<CudaLibraries> open_cuda_libraries(const EnvGetter& env, std::string* why_not) {
   auto libs = std::make_unique<CudaLibraries>();
   std::vector<std::string> problems;
-  bool ok = load_one(Library::kCuda, env, *libs, &problems);
-  ok = load_one(Library::kNvrtc, env, *libs, &problems) && ok;
+  // libnvrtc only where libcuda loads: without a driver there is no GPU to
+  // compile for, and a machine without one should not map the compiler.
+  const bool ok = load_one(Library::kCuda, env, *libs, &problems) &&
+                  load_one(Library::kNvrtc, env, *libs, &problems);
   if (!ok) {
     if (why_not) *why_not = join_sentences(problems);
     return nullptr;

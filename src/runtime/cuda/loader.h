@@ -220,9 +220,11 @@ bool resolve_nvrtc(void* handle, const std::string& path, CudaLibraries& libs,
                    std::string* why_not);
 
 // Opens both libraries and resolves every entry point, searching with the
-// given environment, without caching. Returns nullptr when a library is
-// missing or broken, with `why_not` (if given) a sentence per library saying
-// every path tried and why each failed.
+// given environment, without caching: libcuda first, and libnvrtc only when
+// libcuda loaded (no driver, no GPU: the compiler is not mapped for
+// nothing). Returns nullptr when a library is missing or broken, with
+// `why_not` (if given) a sentence saying every path tried and why each
+// failed.
 std::unique_ptr<CudaLibraries> open_cuda_libraries(const EnvGetter& env, std::string* why_not);
 
 // The process-wide tables: loaded on the first call with the process

@@ -20,14 +20,16 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
+constexpr int kEventBatch = 1024;  // start/stop event pairs alive at once
+
 void check_options(const TimingOptions& options) {
-  if (options.warmup < 0) {
-    throw UserError("timing: the warm-up count must be >= 0 (got " +
-                    std::to_string(options.warmup) + ")");
+  if (options.warmup < 0 || options.warmup > kMaxWarmup) {
+    throw UserError("timing: the warm-up count must be 0 to " + std::to_string(kMaxWarmup) +
+                    " (got " + std::to_string(options.warmup) + ")");
   }
-  if (options.repeats < 1) {
-    throw UserError("timing: the repeat count must be >= 1 (got " +
-                    std::to_string(options.repeats) + ")");
+  if (options.repeats < 1 || options.repeats > kMaxRepeats) {
+    throw UserError("timing: the repeat count must be 1 to " + std::to_string(kMaxRepeats) +
+                    " (got " + std::to_string(options.repeats) + ")");
   }
 }
 
@@ -106,27 +108,31 @@ Timing time_on_device(const Device& device, const std::function<void()>& launch,
     device.synchronize();
   }
 
-  // All events first, so that creating them does not sit between launches.
+  // The events of a batch first, so that creating them does not sit between
+  // launches; a batch is read before the next reuses its events.
+  const int batch = std::min(options.repeats, kEventBatch);
   std::vector<std::unique_ptr<Event>> start, stop;
-  start.reserve(options.repeats);
-  stop.reserve(options.repeats);
-  for (int i = 0; i < options.repeats; ++i) {
+  start.reserve(batch);
+  stop.reserve(batch);
+  for (int i = 0; i < batch; ++i) {
     start.push_back(std::make_unique<Event>(device));
     stop.push_back(std::make_unique<Event>(device));
   }
-  for (int i = 0; i < options.repeats; ++i) {
-    // The flush is stream-ordered before the start event: not timed. The
-    // value changes per repeat so that no layer can skip the write.
-    if (options.flush_l2) flush_cache(device, flush, i);
-    start[i]->record();
-    launch();
-    stop[i]->record();
-  }
   std::vector<double> samples(options.repeats);
-  // elapsed_ms_since waits for its stop event; the first wait covers them all
-  // but the later ones, which are complete by then in stream order.
-  for (int i = options.repeats - 1; i >= 0; --i) {
-    samples[i] = static_cast<double>(stop[i]->elapsed_ms_since(*start[i]));
+  for (int first = 0; first < options.repeats; first += batch) {
+    const int count = std::min(batch, options.repeats - first);
+    for (int i = 0; i < count; ++i) {
+      // The flush is stream-ordered before the start event: not timed. The
+      // value changes per repeat so that no layer can skip the write.
+      if (options.flush_l2) flush_cache(device, flush, first + i);
+      start[i]->record();
+      launch();
+      stop[i]->record();
+    }
+    // elapsed_ms_since waits for its stop event; the first wait covers them
+    // all but the later ones, which are complete by then in stream order.
+    for (int i = count - 1; i >= 0; --i)
+      samples[first + i] = static_cast<double>(stop[i]->elapsed_ms_since(*start[i]));
   }
   device.synchronize();  // a fault in the timed work throws here
   return summarize_samples(std::move(samples));

@@ -16,9 +16,15 @@
 
 namespace tilefuse::cuda {
 
+// The most timed and untimed runs one measurement takes: each sample is
+// kept (8 bytes), and a count beyond this measures nothing a median of
+// 100,000 runs does not, while it could hold the machine for hours.
+inline constexpr int kMaxRepeats = 100000;
+inline constexpr int kMaxWarmup = 100000;
+
 struct TimingOptions {
-  int warmup = 10;       // untimed runs first (>= 0)
-  int repeats = 100;     // timed runs (>= 1)
+  int warmup = 10;       // untimed runs first (0 .. kMaxWarmup)
+  int repeats = 100;     // timed runs (1 .. kMaxRepeats)
   bool flush_l2 = true;  // flush the cache before each timed run (untimed)
   // On the device, after `warmup` runs, more untimed runs until about this
   // much GPU time has passed (at most 10000 runs): an idle GPU clocks down
@@ -55,9 +61,11 @@ std::size_t l2_flush_bytes(const Device& device);
 // timed, while the host runs ahead to queue the launch; then a start
 // event, `launch`, a stop event (cuEventRecord; CUDA Driver API reference,
 // "Event Management"). After the last repeat it waits for the last event and
-// reads each pair with cuEventElapsedTime (resolution about 0.5 us).
-// Throws UserError for warmup < 0 or repeats < 1 and for a failing driver
-// call (check_cuda), and whatever `launch` throws.
+// reads each pair with cuEventElapsedTime (resolution about 0.5 us); the
+// events are reused in batches of kEventBatch repeats, so only the samples
+// grow with `repeats`. Throws UserError for a warmup or repeats count out
+// of range and for a failing driver call (check_cuda), and whatever
+// `launch` throws.
 Timing time_on_device(const Device& device, const std::function<void()>& launch,
                       const TimingOptions& options = {});
 
@@ -65,7 +73,7 @@ Timing time_on_device(const Device& device, const std::function<void()>& launch,
 // call of `fn`: options.warmup untimed calls, then options.repeats timed
 // ones. With options.flush_l2 the host's caches are flushed before each timed
 // call, untimed, by writing a buffer of host_flush_bytes(). Throws UserError
-// for warmup < 0 or repeats < 1, and whatever `fn` throws.
+// for a warmup or repeats count out of range, and whatever `fn` throws.
 Timing time_on_host(const std::function<void()>& fn, const TimingOptions& options = {});
 
 // Twice the last-level cache the C library reports (sysconf

@@ -15,16 +15,19 @@
 // f8e5m2 (torch.float8_e5m2) are structs holding the encoding: trivially
 // copyable, sizes 2, 2, 1, 1, the same bytes as in a tensor.
 //
-// cast<To>(v), float -> narrower float: one rounding to nearest even, from
-// the exact value of v (an f64 is never rounded through f32 first).
+// cast<To>(v) to f16 / bf16 / f8 goes through f32, as PyTorch's c10 types
+// convert (they have only a float constructor) and as core/dtype.h's
+// round_to: an f64 or an integer first rounds to f32 (cvt.rn.f32.f64 /
+// cvt.rn.f32.s64), then to the format; so 1 + 2^-11 + 2^-40 becomes f16 1.0
+// as on the CPU. Each step rounds to nearest even:
 // - f32 -> f16: PTX `cvt.rn.f16.f32` (PTX ISA, "Data Movement and Conversion
 //   Instructions: cvt": .rn is round to nearest even; overflow gives inf;
 //   f16 subnormals are produced); f32 -> bf16: `cvt.rn.bf16.f32` (same
 //   section, sm_80+). A NaN is re-encoded as the host does (below).
-// - f64 -> f16 / bf16 / f8 and f32 -> f8, and int -> f16 / bf16 / f8: exact
-//   integer rounding of the significand (detail::encode_magnitude), with
-//   c10's overflow behaviour per format. (PTX has no f8 cvt before sm_89,
-//   and its .satfinite form saturates where c10 does not.)
+// - f32 -> f8: exact integer rounding of the significand
+//   (detail::encode_magnitude), with c10's overflow behaviour per format.
+//   (PTX has no f8 cvt before sm_89, and its .satfinite form saturates
+//   where c10 does not.)
 // - formats, NaN and overflow as core/dtype.h (ported from c10/util/Half.h,
 //   BFloat16.h, Float8_e4m3fn.h, Float8_e5m2.h): f16 NaN is 0x7E00 | sign;
 //   bf16 NaN is 0x7FC0 (sign dropped); f8e4m3 has no infinity: inf, NaN and
@@ -36,8 +39,8 @@
 // complement and then to the width; NaN and +-inf give 0 (dtype.h,
 // eval_math.cpp float_to_int). Done on the bits: no PTX cvt.rzi, which
 // saturates.
-// int -> float: round to nearest even in one step (cvt.rn.f32.s64 /
-// cvt.rn.f64.s64 for f32 / f64, the integer rounding above for narrower).
+// int -> float: round to nearest even in one step for f32 / f64
+// (cvt.rn.f32.s64 / cvt.rn.f64.s64), through f32 for narrower.
 // any -> bool: != 0 (NaN is true, -0 is false); bool -> number: 0 / 1;
 // int -> int: wrap (two's complement).
 //
@@ -232,38 +235,6 @@ TF_DEVICE unsigned encode_f32_soft(float x) {
   return encode_magnitude<F>(m, e) | sign;
 }
 
-// f64 -> format F, one rounding.
-template <class F>
-TF_DEVICE unsigned encode_f64(double x) {
-  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(x));
-  const unsigned sign = (u >> 63) ? F::kSign : 0u;
-  const unsigned long long a = u & 0x7FFFFFFFFFFFFFFFull;
-  if (a > 0x7FF0000000000000ull) return F::nan(sign);
-  if (a == 0x7FF0000000000000ull) return F::kOverflow | sign;
-  if (a == 0) return sign;
-  const unsigned be = static_cast<unsigned>(a >> 52);
-  const unsigned long long frac = a & 0xFFFFFFFFFFFFFull;
-  const unsigned long long m = be ? (frac | 0x10000000000000ull) : frac;
-  const int e = be ? static_cast<int>(be) - 1075 : -1074;
-  return encode_magnitude<F>(m, e) | sign;
-}
-
-// integer -> format F, one rounding.
-template <class F, class I>
-TF_DEVICE unsigned encode_int(I v) {
-  bool neg = false;
-  unsigned long long m;
-  if constexpr (static_cast<I>(-1) < static_cast<I>(0)) {
-    neg = v < 0;
-    m = neg ? 0ull - static_cast<unsigned long long>(static_cast<long long>(v))
-            : static_cast<unsigned long long>(v);
-  } else {
-    m = static_cast<unsigned long long>(v);
-  }
-  if (m == 0) return 0u;
-  return encode_magnitude<F>(m, 0) | (neg ? F::kSign : 0u);
-}
-
 // f32 -> format F: the PTX cvt where it rounds exactly as required, else
 // the integer path.
 template <class F>
@@ -348,16 +319,6 @@ template <class T>
 TF_DEVICE T from_f32(float x) {
   using S = decltype(T{}.bits);
   return T{static_cast<S>(encode_f32<format<T>>(x))};
-}
-template <class T>
-TF_DEVICE T from_f64(double x) {
-  using S = decltype(T{}.bits);
-  return T{static_cast<S>(encode_f64<format<T>>(x))};
-}
-template <class T, class I>
-TF_DEVICE T from_int(I v) {
-  using S = decltype(T{}.bits);
-  return T{static_cast<S>(encode_int<format<T>>(v))};
 }
 
 TF_DEVICE float f64_to_f32(double x) {
@@ -450,11 +411,11 @@ TF_DEVICE To cast(From v) {
     } else {
       return static_cast<double>(to_f32(v));
     }
-  } else {  // narrow float
+  } else {  // narrow float: through f32 (see the top of this file)
     if constexpr (kf == kInt) {
-      return from_int<To>(v);
+      return from_f32<To>(static_cast<float>(v));  // cvt.rn.f32.s64 / .s32 / ...
     } else if constexpr (kf == kF64) {
-      return from_f64<To>(v);
+      return from_f32<To>(f64_to_f32(v));
     } else {
       return from_f32<To>(to_f32(v));
     }

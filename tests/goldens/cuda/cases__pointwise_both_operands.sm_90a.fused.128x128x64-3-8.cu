@@ -8,7 +8,7 @@
 extern "C" __global__ void __launch_bounds__(256) gemm0(
     const float* __restrict__ x,
     const float* __restrict__ y,
-    float* __restrict__ t10,
+    float* __restrict__ t8,
     tf::Status* __restrict__ tf_status) {
   constexpr int kThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
@@ -117,6 +117,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const int i_2 = C_f.row(tf_e19);
     const int j_2 = C_f.col(tf_e19);
     const int m = ((pid * 128) + i_2);
-    if (((m < 200) && (j_2 < 64))) t10[m * 64 + j_2] = (C_f.c[tf_e19] * 0x1.19999ap+0f);
+    if (((m < 200) && (j_2 < 64))) t8[m * 64 + j_2] = (C_f.c[tf_e19] * 0x1.19999ap+0f);
   }
 }

@@ -106,8 +106,57 @@ TEST(DTypeF8E5M2, AllBitPatternsRoundTrip) {
 }
 
 // ---------------------------------------------------------------------------
-// The c10 bit-trick encoders and the generic round_to agree on f32 inputs;
-// for f16 the compiler's _Float16 (IEEE RNE) is a third opinion.
+// The c10 bit-trick encoders (what round_to and store_element use) and an
+// independent generic rounding agree on f32 inputs; for f16 the compiler's
+// _Float16 (IEEE RNE) is a third opinion.
+
+// An independent, exact rounding to a narrow format (frexp / ldexp
+// arithmetic in double; the library's round_to uses the c10 bit tricks), the
+// second opinion the encoders are checked against.
+struct FloatFormat {
+  int mantissa_bits;     // explicit fraction bits
+  int min_exponent;      // unbiased exponent of the smallest normal number
+  double max_finite;     // largest finite magnitude
+  bool overflow_is_nan;  // float8_e4m3fn has no infinity: overflow and inf give NaN
+};
+
+constexpr FloatFormat kF16{10, -14, 65504.0, false};
+constexpr FloatFormat kBF16{7, -126, 0x1.FEp127, false};
+constexpr FloatFormat kF8E4M3{3, -6, 448.0, true};
+constexpr FloatFormat kF8E5M2{2, -14, 57344.0, false};
+
+// Rounds `v` to `fmt` with round-to-nearest-even in a single step.
+//
+// Why this is exact: with |v| = f * 2^e (frexp, f in [0.5, 1)), the spacing
+// of `fmt` near |v| is 2^q with q = max(e - 1, min_exponent) - mantissa_bits
+// (below the smallest normal the spacing stays that of the subnormals).
+// Scaling by a power of two is exact in double (the result stays far from
+// double's own overflow and underflow: |v| * 2^-q < 2^(mantissa_bits + 1)),
+// so x = |v| * 2^-q carries every bit of v; floor(x) and x - floor(x) are
+// exact too, and the tie test is exact. The rounded integer times 2^q is
+// exact again. Overflow is decided on the rounded value, which is what IEEE
+// (and c10's bit tricks) do: e.g. f16 65519.99 -> 65504 but 65520 -> inf.
+double round_to_format(double v, const FloatFormat& fmt) {
+  // A NaN keeps its sign (c10 encodes it: f16 0x7E00 | sign), as does an
+  // infinity turned NaN (f8e4m3 has no infinities).
+  if (std::isnan(v)) return std::copysign(std::numeric_limits<double>::quiet_NaN(), v);
+  if (std::isinf(v))
+    return fmt.overflow_is_nan ? std::copysign(std::numeric_limits<double>::quiet_NaN(), v) : v;
+  if (v == 0) return v;  // keeps the sign of zero
+  const double a = std::fabs(v);
+  int e = 0;
+  std::frexp(a, &e);
+  const int q = std::max(e - 1, fmt.min_exponent) - fmt.mantissa_bits;
+  const double x = std::ldexp(a, -q);
+  double r = std::floor(x);
+  const double frac = x - r;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  double result = std::ldexp(r, q);
+  if (result > fmt.max_finite)
+    result = fmt.overflow_is_nan ? std::numeric_limits<double>::quiet_NaN()
+                                 : std::numeric_limits<double>::infinity();
+  return std::copysign(result, v);
+}
 
 void expect_same_value(double want, float got_f, const char* what, float in) {
   if (std::isnan(want)) {
@@ -118,11 +167,13 @@ void expect_same_value(double want, float got_f, const char* what, float in) {
 }
 
 void check_encoders_on(float x) {
-  expect_same_value(round_to(DType::F16, x), f16_bits_to_f32(f32_to_f16_bits(x)), "f16", x);
-  expect_same_value(round_to(DType::BF16, x), bf16_bits_to_f32(f32_to_bf16_bits(x)), "bf16", x);
-  expect_same_value(round_to(DType::F8E4M3, x), f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(x)), "f8e4m3",
-                    x);
-  expect_same_value(round_to(DType::F8E5M2, x), f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(x)), "f8e5m2",
+  expect_same_value(round_to_format(x, kF16), f16_bits_to_f32(f32_to_f16_bits(x)), "f16", x);
+  expect_same_value(round_to_format(x, kBF16), bf16_bits_to_f32(f32_to_bf16_bits(x)), "bf16", x);
+  expect_same_value(round_to_format(x, kF8E4M3), f8e4m3_bits_to_f32(f32_to_f8e4m3_bits(x)),
+                    "f8e4m3", x);
+  expect_same_value(round_to_format(x, kF8E5M2), f8e5m2_bits_to_f32(f32_to_f8e5m2_bits(x)),
+                    "f8e5m2", x);
+  expect_same_value(round_to(DType::F16, x), f16_bits_to_f32(f32_to_f16_bits(x)), "round_to f16",
                     x);
 #ifdef __FLT16_MAX__
   if (!std::isnan(x)) {
@@ -132,7 +183,7 @@ void check_encoders_on(float x) {
 #endif
 }
 
-TEST(DTypeEncoders, AgreeWithRoundToOnSampledF32) {
+TEST(DTypeEncoders, AgreeWithAnIndependentRoundingOnSampledF32) {
   // Every f32 whose exponent lies in the ranges that matter (f8 subnormals
   // through bf16 overflow) is too many; walk each binade of f32 from 2^-30
   // to 2^20 with a stride that hits every low-bit pattern class, plus random
@@ -168,7 +219,10 @@ TEST(DTypeRounding, TiesGoToEven) {
   // f16 near 1: ulp 2^-10.
   EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11), 1.0);               // tie, 1.0 is even
   EXPECT_EQ(round_to(DType::F16, 1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);  // tie, up to even
-  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-30), 1.0 + 0x1p-10);
+  // Through f32 (PyTorch's rule): 2^-30 is below f32's ulp at 1, so the
+  // value reaches the f16 rounding as the tie, which goes to even.
+  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-30), 1.0);
+  EXPECT_EQ(round_to(DType::F16, 1.0 + 0x1p-11 + 0x1p-20), 1.0 + 0x1p-10);  // kept by f32
   EXPECT_EQ(f32_to_f16_bits(1.0f + 0x1p-11f), 0x3C00);
   EXPECT_EQ(f32_to_f16_bits(1.0f + 3 * 0x1p-11f), 0x3C02);
   // f16 subnormal ties: step 2^-24.
@@ -208,27 +262,36 @@ TEST(DTypeRounding, TiesGoToEven) {
 // above the f16 tie between 1 and 1 + 2^-10, so the direct rounding goes up;
 // rounding to f32 first drops the 2^-40 (below f32's half ulp 2^-24) and lands
 // exactly on the tie, which then goes to even (1.0).
-TEST(DTypeRounding, RoundToIsASingleRounding) {
+// round_to rounds to f16, bf16 and f8 through f32, as PyTorch does
+// (c10::Half, BFloat16 and Float8_* have only a float constructor): a double
+// just above a tie rounds to the tie in f32, which then goes to even; one
+// direct IEEE rounding would go up. The issue-14 value 1 + 2^-11 + 2^-40.
+TEST(DTypeRounding, RoundToFollowsPyTorchThroughF32) {
   const double v = 1.0 + 0x1p-11 + 0x1p-40;
   const double via_f32 = f16_bits_to_f32(f32_to_f16_bits(static_cast<float>(v)));
   EXPECT_EQ(via_f32, 1.0);
-  EXPECT_EQ(round_to(DType::F16, v), 1.0 + 0x1p-10);
+  EXPECT_EQ(round_to(DType::F16, v), 1.0);
 #ifdef __FLT16_MAX__
-  EXPECT_EQ(static_cast<double>(static_cast<_Float16>(v)), 1.0 + 0x1p-10);  // libgcc agrees
+  // A single rounding (libgcc's double -> _Float16) differs: that is not
+  // what PyTorch computes.
+  EXPECT_EQ(static_cast<double>(static_cast<_Float16>(v)), 1.0 + 0x1p-10);
 #endif
-  // The same for bf16, f8 and below the tie.
-  EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 + 0x1p-40), 1.0 + 0x1p-7);
+  // The same for bf16 and f8, and below the tie.
+  EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 + 0x1p-40), 1.0);
+  EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 + 0x1p-20), 1.0 + 0x1p-7);
   EXPECT_EQ(round_to(DType::BF16, 1.0 + 0x1p-8 - 0x1p-40), 1.0);
-  EXPECT_EQ(round_to(DType::F8E4M3, 1.0625 + 0x1p-40), 1.125);
-  EXPECT_EQ(round_to(DType::F8E5M2, 1.125 + 0x1p-40), 1.25);
-  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-60), 0x1p-24);  // subnormal tie, nudged up
-  EXPECT_EQ(round_to(DType::F32, 1.0 + 0x1p-24 + 0x1p-50), 1.0 + 0x1p-23);
+  EXPECT_EQ(round_to(DType::F8E4M3, 1.0625 + 0x1p-40), 1.0);
+  EXPECT_EQ(round_to(DType::F8E5M2, 1.125 + 0x1p-40), 1.0);
+  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-60), 0.0);  // subnormal tie: f32 loses the nudge
+  EXPECT_EQ(round_to(DType::F16, 0x1p-25 + 0x1p-40), 0x1p-24);              // f32 keeps it
+  EXPECT_EQ(round_to(DType::F32, 1.0 + 0x1p-24 + 0x1p-50), 1.0 + 0x1p-23);  // f32: one rounding
 }
 
 #ifdef __FLT16_MAX__
-// libgcc's double -> _Float16 conversion is a single IEEE rounding: compare
-// round_to(F16) with it on random doubles spread over the f16 range.
-TEST(DTypeRounding, F16FromDoubleMatchesCompiler) {
+// The compiler's float -> _Float16 conversion is one IEEE rounding, so
+// round_to(F16, v) must equal (_Float16)(float)v: compare on random doubles
+// spread over the f16 range.
+TEST(DTypeRounding, F16FromDoubleMatchesTheCompilerThroughFloat) {
   uint64_t s = 7;
   for (int i = 0; i < 1000000; ++i) {
     const uint64_t r = next_u64(s);
@@ -236,7 +299,8 @@ TEST(DTypeRounding, F16FromDoubleMatchesCompiler) {
     const int e = static_cast<int>(r % 48) - 30;
     const double v = std::ldexp(1.0 + static_cast<double>(next_u64(s) >> 12) * 0x1p-52, e) *
                      ((r >> 63) ? -1.0 : 1.0);
-    ASSERT_EQ(round_to(DType::F16, v), static_cast<double>(static_cast<_Float16>(v)))
+    ASSERT_EQ(round_to(DType::F16, v),
+              static_cast<double>(static_cast<_Float16>(static_cast<float>(v))))
         << std::hexfloat << v;
   }
 }
@@ -264,7 +328,8 @@ TEST(DTypeF8E4M3, Edges) {
   EXPECT_TRUE(std::isnan(round_to(DType::F8E4M3, kNaN)));
   EXPECT_EQ(f32_to_f8e4m3_bits(std::numeric_limits<float>::quiet_NaN()), 0x7F);
   EXPECT_EQ(round_to(DType::F8E4M3, -448.0), -448.0);
-  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-40), 0x1p-9);  // smallest subnormal
+  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-40), 0.0);     // the tie, after f32
+  EXPECT_EQ(round_to(DType::F8E4M3, 0x1p-10 + 0x1p-20), 0x1p-9);  // smallest subnormal
   uint8_t b = 0;
   store_element(DType::F8E4M3, &b, 479.9);
   EXPECT_EQ(b & 0x7F, 0x7F);

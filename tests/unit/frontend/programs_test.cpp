@@ -14,14 +14,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path shared_dir() {
-  return fs::path(TILEFUSE_SOURCE_DIR) / ".." / "shared";
+// The shared programs as the repository holds them (a fresh clone has no
+// ../shared): ../shared/cases is copied to tests/cases, ../shared/bench to
+// bench/programs. "cases/x.tfs" and "bench/x.tfs" name them as the shared
+// set does.
+fs::path shared_program(const std::string& name) {
+  const fs::path root(TILEFUSE_SOURCE_DIR);
+  if (name.rfind("cases/", 0) == 0) return root / "tests" / name;
+  return root / "bench" / "programs" / name.substr(std::string("bench/").size());
 }
 
 std::vector<fs::path> shared_programs() {
   std::vector<fs::path> out;
-  for (const char* sub : {"cases", "bench"}) {
-    fs::path dir = shared_dir() / sub;
+  for (const fs::path dir :
+       {shared_program("cases/x").parent_path(), shared_program("bench/x").parent_path()}) {
     if (!fs::is_directory(dir)) continue;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".tfs") out.push_back(e.path());
@@ -30,9 +36,12 @@ std::vector<fs::path> shared_programs() {
   return out;
 }
 
+// The copies are part of the repository: missing ones are a failure, never
+// a skip.
 TEST(SharedPrograms, EveryProgramParses) {
   std::vector<fs::path> programs = shared_programs();
-  if (programs.empty()) GTEST_SKIP() << "no shared programs under " << shared_dir();
+  ASSERT_GE(programs.size(), 10u) << "the shared programs are missing from tests/cases and "
+                                     "bench/programs";
   for (const fs::path& path : programs) {
     SCOPED_TRACE(path.string());
     try {
@@ -55,7 +64,6 @@ struct Expected {
 };
 
 TEST(SharedPrograms, OutputTypes) {
-  if (shared_programs().empty()) GTEST_SKIP() << "no shared programs under " << shared_dir();
   const Expected expected[] = {
       {"cases/seed_gather_mm_f16.tfs", "gather_mm", DType::F16, {2048, 2048}},
       {"cases/batched_gather.tfs", "bgather", DType::F16, {4, 96, 80}},
@@ -70,8 +78,8 @@ TEST(SharedPrograms, OutputTypes) {
   };
   for (const Expected& e : expected) {
     SCOPED_TRACE(e.file);
-    fs::path path = shared_dir() / e.file;
-    if (!fs::exists(path)) continue;  // the shared set may change; the others still count
+    fs::path path = shared_program(e.file);
+    ASSERT_TRUE(fs::exists(path)) << path;
     Program p = load_program(path.string());
     EXPECT_EQ(p.name, e.name);
     EXPECT_EQ(output(p).dtype, e.dtype);
@@ -80,8 +88,8 @@ TEST(SharedPrograms, OutputTypes) {
 }
 
 TEST(SharedPrograms, SeedIsGatherThenMatmul) {
-  fs::path path = shared_dir() / "cases" / "seed_gather_mm_f16.tfs";
-  if (!fs::exists(path)) GTEST_SKIP() << "missing " << path;
+  fs::path path = shared_program("cases/seed_gather_mm_f16.tfs");
+  ASSERT_TRUE(fs::exists(path)) << path;
   Program p = load_program(path.string());
   const Node& mm = output(p);
   ASSERT_EQ(mm.kind, OpKind::Matmul);
@@ -97,8 +105,8 @@ TEST(SharedPrograms, SeedIsGatherThenMatmul) {
 }
 
 TEST(SharedPrograms, RangesAndBatchedGather) {
-  fs::path path = shared_dir() / "cases" / "batched_gather.tfs";
-  if (!fs::exists(path)) GTEST_SKIP() << "missing " << path;
+  fs::path path = shared_program("cases/batched_gather.tfs");
+  ASSERT_TRUE(fs::exists(path)) << path;
   Program p = load_program(path.string());
   const Node& idx = p.graph.node(p.graph.parameters()[1]);
   ASSERT_TRUE(idx.range.has_value());

@@ -117,8 +117,9 @@ TEST(CudaLoader, NonCudaLibraryNamesTheMissingSymbol) {
   EXPECT_EQ(libs, nullptr);
   EXPECT_TRUE(contains(why, "libcuda at " + libm)) << why;
   EXPECT_TRUE(contains(why, "lacks the symbol cuInit")) << why;
-  EXPECT_TRUE(contains(why, "libnvrtc at " + libm)) << why;
-  EXPECT_TRUE(contains(why, "lacks the symbol nvrtcVersion")) << why;
+  // Without a driver, libnvrtc is not even opened (issue 14: no GPU
+  // library loaded where no GPU is usable).
+  EXPECT_FALSE(contains(why, "libnvrtc")) << why;
 }
 
 TEST(CudaLoader, ProcessWideLoadIsCleanWithOrWithoutCuda) {

@@ -480,21 +480,6 @@ HostValue load_value(DType dt, const uint8_t* p) {
   }
 }
 
-// int64 -> double rounded to odd at bit 0 of the double's significand: for
-// every format of at most 51 fraction bits, rounding this double gives what
-// rounding the integer in one step gives (the dropped bits are kept as a
-// sticky bit far below the rounding position).
-double sticky_double(int64_t i) {
-  const bool neg = i < 0;
-  uint64_t m = neg ? 0 - static_cast<uint64_t>(i) : static_cast<uint64_t>(i);
-  const int width = 64 - std::countl_zero(m);
-  if (width <= 53) return neg ? -static_cast<double>(m) : static_cast<double>(m);
-  const int s = width - 53;
-  const uint64_t kept = (m >> s) | ((m & ((uint64_t{1} << s) - 1)) != 0 ? 1 : 0);
-  const double d = std::ldexp(static_cast<double>(kept), s);
-  return neg ? -d : d;
-}
-
 // The element of dtype `to` that casting `v` gives (tir/ir.h "Rounding",
 // core/dtype.h), written to q.
 void store_reference(DType to, const HostValue& v, uint8_t* q) {
@@ -531,8 +516,8 @@ void store_reference(DType to, const HostValue& v, uint8_t* q) {
       std::memcpy(q, &x, 8);
       return;
     }
-    default:
-      store_element(to, q, sticky_double(v.i));
+    default:  // f16, bf16, f8: through f32 (core/dtype.h's rule, PyTorch's)
+      store_element(to, q, static_cast<double>(static_cast<float>(v.i)));
       return;
   }
 }

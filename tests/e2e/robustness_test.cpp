@@ -1,0 +1,215 @@
+// Issue 14's reproductions, each a test: no input crashes, hangs or blows up
+// tilefuse. Every command exits 0 or 1 within 20 s and 2 GiB of resident
+// memory (measured: wait4's peak RSS), and where a program runs, the CPU
+// executor's outputs are the reference evaluator's bit for bit (same xxh64).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/cli.h"
+#include "common/stress_programs.h"
+#include "runtime/cuda/loader.h"
+
+namespace fs = std::filesystem;
+namespace tilefuse {
+namespace {
+
+using testing::MeasuredCliResult;
+using testing::run_cli_measured;
+
+constexpr double kSeconds = 20;
+constexpr long kMaxRssKb = 2L << 20;  // 2 GiB
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("tilefuse_robust_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string write_program(const std::string& name, const std::string& source) {
+  const fs::path p = temp_dir() / (name + ".tfs");
+  std::ofstream(p) << source;
+  return p.string();
+}
+
+// Runs `args` within the budget and returns the result; the exit code must
+// be one of `allowed`.
+MeasuredCliResult within_budget(const std::string& args, std::initializer_list<int> allowed = {0},
+                                const testing::CliOptions& options = {}) {
+  MeasuredCliResult r = run_cli_measured(args, kSeconds, options);
+  EXPECT_FALSE(r.timed_out) << args << " ran past " << kSeconds << " s";
+  EXPECT_LE(r.max_rss_kb, kMaxRssKb) << args << " used " << r.max_rss_kb / 1024 << " MiB";
+  EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), r.exit_code) != allowed.end())
+      << args << " exited " << r.exit_code << "\n"
+      << r.output.substr(0, 2000);
+  return r;
+}
+
+// run (compared with the reference), emit --stage=tir-opt and explain
+// --target sm_90a, each within the budget; for both plans unless
+// `fused_only` (the largest programs, to keep CI short: the unfused plan
+// only has more, smaller kernels).
+void survives(const std::string& name, const std::string& source, bool fused_only = false) {
+  SCOPED_TRACE(name);
+  const std::string path = write_program(name, source);
+  const MeasuredCliResult ref = within_budget("run --engine reference --threads 2 " + path);
+  for (const char* plan : {"fused", "unfused"}) {
+    if (fused_only && std::string(plan) == "unfused") continue;
+    const MeasuredCliResult run =
+        within_budget(std::string("run --device cpu --threads 2 --plan ") + plan + " " + path);
+    EXPECT_FALSE(testing::output_hashes(run.output).empty()) << run.output.substr(0, 2000);
+    EXPECT_EQ(testing::output_hashes(run.output), testing::output_hashes(ref.output))
+        << plan << " plan vs the reference";
+    within_budget(std::string("emit --stage=tir-opt --plan ") + plan + " " + path + " > /dev/null");
+  }
+  within_budget("explain --target sm_90a " + path + " > /dev/null");
+}
+
+TEST(Robustness, TwoThousandChainedStatements) {
+  survives("chain2000", testing::chain_program(2000));
+}
+
+TEST(Robustness, FiveThousandChainedStatements) {
+  survives("chain5000", testing::chain_program(5000));
+}
+
+TEST(Robustness, HundredThousandStatements) {
+  survives("chain100000", testing::chain_program(100000), /*fused_only=*/true);
+}
+
+TEST(Robustness, TwoHundredThousandTermLine) {
+  survives("line200000", testing::long_line_program(200000), /*fused_only=*/true);
+}
+
+TEST(Robustness, TwentyThousandRepeatedGemms) {
+  survives("repeated20000", testing::repeated_gemm_program(20000));
+}
+
+TEST(Robustness, FiveThousandParametersWithTheirGemmsSummed) {
+  survives("params5000", testing::many_params_program(5000), /*fused_only=*/true);
+}
+
+TEST(Robustness, ChainedGathers) {
+  survives("gathers8", testing::gather_chain_program(8));
+  survives("gathers9", testing::gather_chain_program(9));
+}
+
+TEST(Robustness, RepeatedSquaresInTheEpilogue) {
+  survives("squares20", testing::square_chain_program(20));
+  survives("squares25", testing::square_chain_program(25));
+}
+
+// Reading /dev/zero stops at the program size limit.
+TEST(Robustness, DevZeroIsAProgramTooLong) {
+  const MeasuredCliResult r = within_budget("run /dev/zero", {1});
+  EXPECT_NE(r.output.find("longer than 16 MiB"), std::string::npos) << r.output;
+  EXPECT_LE(r.max_rss_kb, 256L << 10);
+  const MeasuredCliResult small = within_budget(
+      "run --max-program-size 1K " + write_program("chain100", testing::chain_program(100)), {1});
+  EXPECT_NE(small.output.find("longer than 1 KiB"), std::string::npos) << small.output;
+}
+
+// A billion repeats is an option error, not 8 GB of timing samples.
+TEST(Robustness, BenchRepeatsAreBounded) {
+  const std::string prog = write_program("small", testing::chain_program(3));
+  const MeasuredCliResult r = within_budget("bench --device cpu --repeats 1000000000 " + prog, {1});
+  EXPECT_NE(r.output.find("--repeats: must be 1 to 100000"), std::string::npos) << r.output;
+  EXPECT_LE(r.max_rss_kb, 256L << 10);
+  within_budget("bench --device cpu --warmup 1000000000 " + prog, {1});
+}
+
+// A FIFO named like a tuning-cache entry (or a symlink) is not an entry:
+// explain reads every entry of the tuning folder and must not block on it.
+TEST(Robustness, AFifoInTheTuningCacheDoesNotBlock) {
+  const fs::path cache = temp_dir() / "cache";
+  fs::create_directories(cache / "tuning");
+  const fs::path fifo = cache / "tuning" / "0123456789abcdef0123456789abcdef.tfc";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  fs::create_symlink("/dev/zero", cache / "tuning" / "fedcba9876543210fedcba9876543210.tfc");
+  testing::CliOptions env;
+  env.env = "TILEFUSE_CACHE_DIR=" + cache.string() + " ";
+  const std::string seed = testing::case_path("seed_gather_mm_f16.tfs");
+  const MeasuredCliResult r = within_budget("explain --target sm_90a " + seed, {0}, env);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_NE(r.output.find("tuning"), std::string::npos) << r.output.substr(0, 2000);
+}
+
+// A failed --check is exit 3 (not 2, an internal error): catastrophic
+// cancellation in f32 is far from the f64 oracle, correctly.
+TEST(Robustness, AFailedCheckExitsThree) {
+  const std::string prog = write_program(
+      "cancel", "def cancel(x: f32[64]):\n    return (x + 100000000.0) - 100000000.0\n");
+  const MeasuredCliResult r = within_budget("run --device cpu --check " + prog, {3});
+  EXPECT_NE(r.output.find("FAILED"), std::string::npos) << r.output;
+  const MeasuredCliResult ok = within_budget(
+      "run --device cpu --check " + write_program("fine", testing::chain_program(3)), {0});
+  EXPECT_EQ(ok.output.find("FAILED"), std::string::npos) << ok.output;
+}
+
+TEST(Robustness, SmallMessages) {
+  // f8's tolerance prints as itself.
+  const MeasuredCliResult f8 = within_budget(
+      "run --device cpu --check " + write_program("f8",
+                                                  "def f8(x: f32[4, 8], w: f32[8, 3]):\n"
+                                                  "    return (x @ w).to(torch.float8_e4m3fn)\n"));
+  EXPECT_NE(f8.output.find("tol=0.15"), std::string::npos) << f8.output;
+  // A rank above 8 is an error at its place in the program.
+  const MeasuredCliResult rank = within_budget(
+      "run --device cpu " + write_program("rank",
+                                          "def rank(x: f32[1, 1, 1, 1, 1, 1, 1, 1, 1]):\n"
+                                          "    return x\n"),
+      {1});
+  EXPECT_NE(rank.output.find("rank.tfs:1:"), std::string::npos) << rank.output;
+  EXPECT_NE(rank.output.find("at most 8 dims"), std::string::npos) << rank.output;
+  const MeasuredCliResult rank2 = within_budget(
+      "run --device cpu " +
+          write_program(
+              "rank2",
+              "def rank2(x: f32[2, 2]):\n    return x.expand(1, 1, 1, 1, 1, 1, 1, 2, 2)\n"),
+      {1});
+  EXPECT_NE(rank2.output.find("rank2.tfs:2:"), std::string::npos) << rank2.output;
+  // -x on a bool names an operation that exists, and it works.
+  const MeasuredCliResult neg = within_budget(
+      "run --device cpu " + write_program("neg", "def neg(x: f32[4]):\n    return -(x > 0)\n"),
+      {1});
+  EXPECT_NE(neg.output.find("torch.logical_not"), std::string::npos) << neg.output;
+  const MeasuredCliResult lnot =
+      within_budget("run --device cpu --check " +
+                    write_program("lnot",
+                                  "def lnot(x: f32[4]):\n"
+                                  "    return torch.logical_not(x > 0), (x > 0).logical_not(), "
+                                  "torch.logical_not(x)\n"));
+  EXPECT_NE(lnot.output.find("out2: bool[4]"), std::string::npos) << lnot.output;
+  // An unknown command says so.
+  const MeasuredCliResult cmd = within_budget("runn x.tfs", {1});
+  EXPECT_NE(cmd.output.find("unknown command 'runn'"), std::string::npos) << cmd.output;
+  // --save-output "" is an error, not silently ignored.
+  const MeasuredCliResult save = within_budget(
+      "run --device cpu --save-output '' " + write_program("save", testing::chain_program(1)), {1});
+  EXPECT_NE(save.output.find("--save-output needs a directory"), std::string::npos) << save.output;
+}
+
+// Where no GPU is usable, `run --device auto` opens no GPU library but the
+// driver it probes for: no libnvrtc, no libcublasLt (541 MB). glibc's
+// LD_DEBUG=files lists every library the process opens or tries to open.
+TEST(Robustness, NoGpuLibrariesWithoutAGpu) {
+  if (cuda::cuda_available()) GTEST_SKIP() << "a GPU is usable here";
+  testing::CliOptions env;
+  env.env = "LD_DEBUG=files ";
+  const MeasuredCliResult r = within_budget(
+      "run --device auto " + write_program("tiny", testing::chain_program(2)), {0}, env);
+  EXPECT_NE(r.output.find("on cpu"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_EQ(r.output.find("cublasLt"), std::string::npos) << r.output.substr(0, 4000);
+  EXPECT_EQ(r.output.find("nvrtc"), std::string::npos) << r.output.substr(0, 4000);
+}
+
+}  // namespace
+}  // namespace tilefuse
