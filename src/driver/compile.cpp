@@ -58,6 +58,7 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   program.graph = graph;
   program.target = options.target;
   program.allow_tf32 = options.allow_tf32;
+  program.specialization = options.lower.specialization;
   program.plan = build_plan(graph, options.plan);
   LowerOptions lower_options = options.lower;
   lower_options.wgmma = options.target.has_wgmma();

@@ -56,7 +56,12 @@ struct CompiledKernel {
 };
 
 struct CompiledProgram {
-  Graph graph;  // a copy, so that a compiled program stands alone
+  // A copy, so that a compiled program stands alone. With symbolic dims it
+  // is built at some binding; the kernels serve every binding their
+  // specialization covers (lower.specialization), and a run binds the
+  // symbols from its inputs (driver/specialize.h).
+  Graph graph;
+  Specialization specialization;  // CompileOptions::lower.specialization
   Plan plan;
   tir::Target target;
   bool allow_tf32 = false;              // CompileOptions::allow_tf32

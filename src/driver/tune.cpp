@@ -281,9 +281,16 @@ const KernelStep* largest_gemm_step(const Plan& plan) {
   return best;
 }
 
-std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
-                                          const tir::Target& target, int64_t max_shared_bytes) {
-  const GemmConfig def = default_gemm_config(graph, step, target.has_wgmma());
+std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step_in,
+                                          const tir::Target& target, int64_t max_shared_bytes,
+                                          const Specialization* specialization) {
+  const DimEnv env(graph, specialization ? *specialization : Specialization{});
+  const GemmConfig def = default_gemm_config(env, step_in, target.has_wgmma());
+  // The sizes the space is capped at: symbolic dims at their hints.
+  KernelStep step = step_in;
+  step.gemm.m = env.hint(step.gemm.m, step.gemm.m_symbol);
+  step.gemm.n = env.hint(step.gemm.n, step.gemm.n_symbol);
+  step.gemm.k = env.hint(step.gemm.k, step.gemm.k_symbol);
   std::vector<GemmConfig> out{def};
   auto add = [&](const GemmConfig& c) {
     for (const GemmConfig& o : out)
@@ -413,7 +420,8 @@ std::string TunedChoice::summary() const {
   return s + others + missing;
 }
 
-cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32) {
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32,
+                            const std::vector<int64_t>& buckets) {
   cache::TuningKey key;
   key.program = graph.to_string();
   for (ValueId p : graph.parameters()) {
@@ -422,6 +430,22 @@ cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool a
   }
   key.device = device.key();
   key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "");
+  if (!graph.symbols().empty()) {
+    // Per size bucket: the program's text is its generic graph's (the same
+    // for every binding but for the values in its `symbols` line and what
+    // derives from them), so the bucket is the key, not the graph's values.
+    TF_CHECK(buckets.size() == graph.symbols().size(),
+             "a tuning key of a program with symbolic dims needs a bucket per symbol");
+    key.program = key.program.substr(key.program.find('\n') + 1);  // drop "symbols ..."
+    key.extra += " buckets";
+    for (size_t s = 0; s < buckets.size(); ++s)
+      key.extra += fmt::format(" {}={}", graph.symbols()[s].name, buckets[s]);
+    for (size_t i = 0; i < graph.parameters().size(); ++i) {
+      const Node& n = graph.node(graph.parameters()[i]);
+      for (size_t d = 0; d < n.shape.size(); ++d)
+        if (n.symbol(d) != kFixedDim) key.shapes[i][d] = buckets[n.symbol(d)];
+    }
+  }
   return key;
 }
 
@@ -513,10 +537,11 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
 }
 
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
-                                         bool allow_tf32) {
-  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+                                         bool allow_tf32, const std::vector<int64_t>& buckets,
+                                         const std::string& cache_root) {
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache({}, cache_root);
   if (!tc) return std::nullopt;
-  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32).material());
+  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, buckets).material());
   if (!v) return std::nullopt;
   return choice_from_json(*v);
 }
@@ -527,11 +552,14 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   TuneResult result;
   std::optional<cache::TuningCache> tc;
   if (options.use_cache)
-    tc = cache::default_tuning_cache([](const std::string& message) {
-      std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
-                   message.c_str());
-    });
-  const std::string material = tuning_key(graph, device, options.allow_tf32).material();
+    tc = cache::default_tuning_cache(
+        [](const std::string& message) {
+          std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
+                       message.c_str());
+        },
+        options.cache_root);
+  const std::string material =
+      tuning_key(graph, device, options.allow_tf32, options.specialization.size_hints).material();
   if (tc && !options.retune) {
     if (std::optional<json> v = tc->get(material)) {
       if (std::optional<TunedChoice> c = choice_from_json(*v)) {
@@ -563,7 +591,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     }
     const int64_t smem = device.max_shared_bytes > 0 ? device.max_shared_bytes
                                                      : default_max_shared_bytes(device.target);
-    for (const GemmConfig& c : gemm_config_space(graph, *step, device.target, smem)) {
+    for (const GemmConfig& c :
+         gemm_config_space(graph, *step, device.target, smem, &options.specialization)) {
       Slot s;
       s.cand.plan = kind;
       s.cand.config = c;
@@ -583,6 +612,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.plan = s.cand.plan;
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
+      co.lower.specialization = options.specialization;
       co.allow_tf32 = options.allow_tf32;
       s.compiled = std::make_shared<CompiledProgram>(compile(graph, co));
       // The emitter's exact shared memory, before NVRTC spends time on it.
@@ -622,7 +652,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     parallel_for(sources.size(), threads, [&](size_t i) {
       Source& src = sources[i];
       try {
-        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache);
+        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache,
+                                   options.cache_root);
       } catch (const std::exception& e) {
         src.error = std::string("NVRTC: ") + e.what();
       }
@@ -658,7 +689,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // The same for a candidate of our kernels (GPU or CPU).
   auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs) {
     if (gpu) {
-      CudaProgram prog(*s.compiled, *dev);
+      CudaProgramOptions po;
+      po.cache_root = options.cache_root;
+      CudaProgram prog(*s.compiled, *dev, po);
       time_program(prog, s.cand, repeats, outputs);
     } else {
       ExecuteOptions xo;
@@ -770,6 +803,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     choice.cublaslt_note = "not a candidate: cuBLASLt unavailable: " + why;
   } else {
     CudaProgramOptions po;
+    po.cache_root = options.cache_root;
     po.cublaslt_gemms = true;  // f32 on TF32 only when compiled with allow_tf32
     std::unique_ptr<CudaProgram> prog;
     try {
@@ -832,11 +866,16 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   return result;
 }
 
-json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32) {
+json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32,
+                    const std::vector<int64_t>& buckets) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
   json none = {{"tuned", false}};
+  if (!graph.symbols().empty() && buckets.size() != graph.symbols().size())
+    return {{"tuned", false},
+            {"note", "the program has symbolic dims: tunings are kept per size bucket (give "
+                     "the sizes to see one)"}};
   if (!tc) return none;
-  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32);
+  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32, buckets);
   std::optional<TunedChoice> found;
   const std::optional<tir::Target> target = tir::Target::parse(device);
   const bool exact = !device.empty() && (!target || !target->is_cuda());

@@ -173,7 +173,7 @@ LoweredKernel lower_gemm_step(const DimEnv& env, const KernelStep& step, const L
   const tir::Kernel templ = build_gemm(env, step, sig, config);
 
   ExprLowering lowering(env, input_buffers(templ, lk.bindings));
-  const tir::Buffer out = templ.params.back().buffer;
+  const tir::Buffer out = templ.params[lk.bindings.size() - 1].buffer;
   const Node& anchor = g.node(step.anchor);
   const Node& out_node = g.node(step.output);
   const GemmGeometry& geo = step.gemm;
@@ -237,7 +237,7 @@ LoweredKernel lower_pointwise_step(const DimEnv& env, const KernelStep& step,
   const tir::Kernel templ = build_pointwise(env, step.name, sig, out_node, config);
 
   const ExprLowering lowering(env, input_buffers(templ, lk.bindings));
-  const tir::Buffer out = templ.params.back().buffer;
+  const tir::Buffer out = templ.params[lk.bindings.size() - 1].buffer;
   HookTable table;
   table.inputs["in"] = [&](const std::vector<Expr>& coords, const Expr& mask) {
     LoweredExpr e = lowering.lower(step.output, coords, mask);
