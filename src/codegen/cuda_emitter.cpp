@@ -139,6 +139,11 @@ class Prescan : public IRVisitor {
   int stages_ = 1;
 };
 
+// The copy's mechanism as lower_copies named it ("register" when undecided).
+std::string copy_mode(const CopyNode* c) {
+  return c->plan ? std::string(copy_mechanism_name(c->plan->mechanism)) : "register";
+}
+
 // Does `e` read memory (a load)?
 bool reads_memory(const Expr& e) {
   struct Reads : IRVisitor {
@@ -838,15 +843,11 @@ int64_t Emitter::copy_trips(const CopyNode* op) const {
 // TILEFUSE_VECTOR_LOADS=0 turns it off, to compare or to rule it out.
 const LoadNode* Emitter::vector_source(const CopyNode* op, int64_t* vec) const {
   *vec = 1;
-  auto it = op->annotations.find("vector_load");
-  auto w = op->annotations.find("width");
   const char* on = std::getenv("TILEFUSE_VECTOR_LOADS");
-  if (it == op->annotations.end() || w == op->annotations.end() || (on && std::string(on) == "0"))
+  if (!op->plan || !op->plan->vector_load.defined() || (on && std::string(on) == "0"))
     return nullptr;
-  const std::vector<const LoadNode*> loads = loads_in(op->value);
-  const int64_t k = std::get<int64_t>(it->second), width = std::get<int64_t>(w->second);
-  if (k < 0 || k >= static_cast<int64_t>(loads.size())) return nullptr;
-  const LoadNode* l = loads[k];
+  const int64_t width = op->plan->width;
+  const LoadNode* l = op->plan->vector_load.as<LoadNode>();
   const int64_t esz = dtype_size(l->buffer.dtype());
   const int64_t* inner = op->extents.empty() ? nullptr : as_const_int(op->extents.back());
   const int64_t n = width / esz;
@@ -862,12 +863,8 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   const Buffer& dst = op->dst;
   TF_CHECK(dst.scope() == MemScope::Shared || dst.scope() == MemScope::Local,
            "cuda emitter: a copy into " + std::string(mem_scope_name(dst.scope())) + " memory");
-  std::string mode = "register";
-  int64_t width = dtype_size(dst.dtype());
-  if (auto it = op->annotations.find("mode"); it != op->annotations.end())
-    mode = std::get<std::string>(it->second);
-  if (auto it = op->annotations.find("width"); it != op->annotations.end())
-    width = std::get<int64_t>(it->second);
+  std::string mode = copy_mode(op);
+  int64_t width = op->plan ? op->plan->width : dtype_size(dst.dtype());
   std::vector<int64_t> ext;
   for (const Expr& e : op->extents) ext.push_back(const_of(e, "a copy extent"));
   const int64_t elem = dtype_size(dst.dtype());
@@ -905,16 +902,10 @@ void Emitter::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
       // width (an i32 index hoisted into an i64 tile reads 4 bytes, not the
       // 8 it stores); without either, the destination's element.
       width = elem;
-      const std::vector<const LoadNode*> loads = loads_in(op->value);
-      auto vl = op->annotations.find("vector_load");
-      auto w = op->annotations.find("width");
-      if (vl != op->annotations.end()) {
-        const int64_t k = std::get<int64_t>(vl->second);
-        if (k >= 0 && k < static_cast<int64_t>(loads.size()))
-          width = dtype_size(loads[k]->buffer.dtype());
-      } else if (w != op->annotations.end()) {
-        width = std::get<int64_t>(w->second);
-      }
+      if (op->plan && op->plan->vector_load.defined())
+        width = dtype_size(op->plan->vector_load.as<LoadNode>()->buffer.dtype());
+      else if (op->plan)
+        width = op->plan->width;
     }
   }
   TF_CHECK(phase == RegPhase::kWhole || mode == "register",
@@ -1299,8 +1290,7 @@ void Emitter::emit_warp_specialized(const ForNode* op,
       tma_bytes += tma_.at(c).bytes;
       continue;
     }
-    auto m = c->annotations.find("mode");
-    const std::string mode = m == c->annotations.end() ? "register" : std::get<std::string>(m->second);
+    const std::string mode = copy_mode(c);
     (mode == "cp_async" || mode == "tma" ? async_copies : sync_copies) = true;
   }
   const int full_count = (async_copies ? kProducerThreads : 0) +
@@ -1449,9 +1439,7 @@ void Emitter::emit_pipelined(const ForNode* op) {
   bool split = false;
   for (size_t c = 0; c < copies.size() && !wgmma_async; ++c) {
     const CopyNode* cp = copies[c];
-    auto mode = cp->annotations.find("mode");
-    const bool reg =
-        mode == cp->annotations.end() || std::get<std::string>(mode->second) == "register";
+    const bool reg = copy_mode(cp) == "register";
     if (!reg || copy_trips(cp) == 0) continue;
     regs[c] = "tf_rb" + std::to_string(tmp_++);
     line(fmt::format("{} {}[{}];  // register double buffer of {}", cuda_type(cp->dst.dtype()),
@@ -2264,9 +2252,7 @@ CudaKernel Emitter::run() {
     std::vector<Stmt> consumer;
     split_pipelined_body(ws_candidate, &lets, &copies, &consumer);
     for (const CopyNode* c : copies) {
-      auto m = c->annotations.find("mode");
-      const std::string mode =
-          m == c->annotations.end() ? "register" : std::get<std::string>(m->second);
+      const std::string mode = copy_mode(c);
       if (mode != "cp_async" && mode != "tma")
         no_ws = "copy " + c->dst.name() + " is register-staged (its producer would spill)";
     }
@@ -2292,9 +2278,8 @@ CudaKernel Emitter::run() {
     // Gathered rows (cp.async by lower_copies: TMA has no gather on sm_90)
     // go by TMA too, one box per row, where the tensor map can.
     for (const CopyNode* c : copies) {
-      auto m = c->annotations.find("mode");
-      if (m == c->annotations.end()) continue;
-      const std::string mode = std::get<std::string>(m->second);
+      if (!c->plan) continue;
+      const std::string mode = copy_mode(c);
       std::string why = "TILEFUSE_NO_TMA is set";
       const bool off = std::getenv("TILEFUSE_NO_TMA") != nullptr;
       if (mode == "tma" && (off || !plan_tma(c, &why)))

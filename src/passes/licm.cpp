@@ -797,7 +797,7 @@ class Licm : public IRMutator {
       for (const Expr& e : op->extents) ext.push_back(x(e));
       for (const Expr& i : op->dst_indices) idx.push_back(xc(i));
       Expr value = xc(op->value);
-      return CopyNode::make(op->vars, ext, op->dst, idx, value, op->annotations);
+      return CopyNode::make(op->vars, ext, op->dst, idx, value, rebased_plan(op, value));
     }
     if (const CheckNode* op = s.as<CheckNode>()) {
       std::vector<Expr> args;

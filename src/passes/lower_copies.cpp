@@ -91,32 +91,39 @@ class Decider : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const CopyNode* op) override {
-    CopyDecision d = decide(op);
-    if (report_) report_->copies.push_back(d);
-    Attrs ann = op->annotations;
-    ann["mode"] = d.mode;
-    ann["width"] = d.width;
-    ann["reason"] = d.reason;
-    if (d.vector_load >= 0) ann["vector_load"] = d.vector_load;
+    CopyPlan plan = decide(op);
+    if (report_)
+      report_->copies.push_back(
+          {op->dst.name(), std::string(copy_mechanism_name(plan.mechanism)), plan.width, plan.reason});
     return CopyNode::make(op->vars, op->extents, op->dst, op->dst_indices, op->value,
-                          std::move(ann));
+                          std::move(plan));
   }
 
  private:
-  CopyDecision decide(const CopyNode* op) {
-    CopyDecision d;
-    d.dst = op->dst.name();
+  static CopyPlan make_plan(CopyMechanism m, int64_t width, std::string reason,
+                            Expr vector_load = Expr()) {
+    CopyPlan p;
+    p.mechanism = m;
+    p.width = width;
+    p.reason = std::move(reason);
+    p.vector_load = std::move(vector_load);
+    return p;
+  }
+
+  CopyPlan decide(const CopyNode* op) {
     const int64_t elem = dtype_size(op->dst.dtype());
-    if (!target_.is_cuda()) {
-      return {d.dst, "direct", elem, "cpu target: the executor copies element by element"};
-    }
+    if (!target_.is_cuda())
+      return make_plan(CopyMechanism::Direct, elem,
+                       "cpu target: the executor copies element by element");
     std::vector<int64_t> ext;
     for (const Expr& e : op->extents) {
       const int64_t* c = as_const_int(e);
-      if (!c) return {d.dst, "register", elem, "extents are not constants: nothing is known"};
+      if (!c)
+        return make_plan(CopyMechanism::Register, elem,
+                         "extents are not constants: nothing is known");
       ext.push_back(*c);
     }
-    if (ext.empty()) return {d.dst, "register", elem, "a single element"};
+    if (ext.empty()) return make_plan(CopyMechanism::Register, elem, "a single element");
     const size_t inner = ext.size() - 1;
     const std::string inner_name = op->vars[inner].name();
     AxisInfo info(kernel_, op->vars, ext);
@@ -143,9 +150,9 @@ class Decider : public IRMutator {
           std::string box;
           for (size_t i = 0; i < ext.size(); ++i) box += (i ? "x" : "") + std::to_string(ext[i]);
           if (target_.tma_copies)
-            return {d.dst, "tma", 16,
-                    "affine " + box + " tile of " + plain->buffer.name() +
-                        ", 16-byte aligned base and strides: TMA"};
+            return make_plan(CopyMechanism::Tma, 16,
+                             "affine " + box + " tile of " + plain->buffer.name() +
+                                 ", 16-byte aligned base and strides: TMA");
           tma_reason = "TMA-eligible (affine " + box +
                        " tile), issued as cp.async: TMA is lowered only on sm_90a, by the "
                        "producer of the warp-specialized wgmma loop (Target::tma_copies)";
@@ -171,7 +178,7 @@ class Decider : public IRMutator {
                         "-byte aligned: cp.async " + std::to_string(w) + " B" +
                         (w == 16 ? " (.cg)" : " (.ca)");
         if (!tma_reason.empty()) r += "; not TMA: " + tma_reason;
-        return {d.dst, "cp_async", w, r};
+        return make_plan(CopyMechanism::CpAsync, w, r);
       }
       why_not = narrow_reason(sl, src, inner_name);
     } else if (!plain) {
@@ -184,9 +191,9 @@ class Decider : public IRMutator {
     }
 
     // Register-staged: the widest legal vector load of the main source.
-    int64_t w = elem, vector_load = -1;
-    int main_index = -1;
-    if (const LoadNode* src = main_load(op, info, ext, inner, &main_index)) {
+    int64_t w = elem;
+    Expr vector_load;
+    if (const LoadNode* src = main_load(op, info, ext, inner)) {
       AccessFacts a = info.access(src);
       int64_t rw = widest(limits(a, inner), {16, 8, 4, 2, 1});
       if (rw > 0) w = rw;
@@ -194,11 +201,11 @@ class Decider : public IRMutator {
       // source `w` bytes at a time (contiguous, aligned and uniformly masked
       // along the inner dim, per the limits above).
       if (w > dtype_size(src->buffer.dtype()) && src->buffer.scope() == MemScope::Global)
-        vector_load = main_index;
+        vector_load = Expr(src);
     }
     std::string r = "register-staged (ld.global " + std::to_string(w) + " B): " + why_not;
     if (!tma_reason.empty()) r += "; not TMA: " + tma_reason;
-    return {d.dst, "register", w, r, vector_load};
+    return make_plan(CopyMechanism::Register, w, r, vector_load);
   }
 
   // The binding limit of a copy whose cp.async would be narrower than 4 bytes.
@@ -223,10 +230,8 @@ class Decider : public IRMutator {
   // not a gathered index), else the first load. Among several (x[i, j] *
   // scale[j]), the one broadcast along the fewest tile dims: it carries the
   // most distinct elements; ties go to the last.
-  // *index: its position among the value's loads in IRVisitor order
-  // (children first), the `vector_load` annotation.
   static const LoadNode* main_load(const CopyNode* op, AxisInfo& info,
-                                   const std::vector<int64_t>& ext, size_t inner, int* index) {
+                                   const std::vector<int64_t>& ext, size_t inner) {
     const std::vector<const LoadNode*> loads = loads_in(op->value);
     int best = -1;
     size_t best_broadcast = 0;
@@ -240,11 +245,7 @@ class Decider : public IRMutator {
         best_broadcast = broadcast;
       }
     }
-    if (best >= 0) {
-      *index = best;
-      return loads[best];
-    }
-    *index = loads.empty() ? -1 : 0;
+    if (best >= 0) return loads[best];
     return loads.empty() ? nullptr : loads.front();
   }
 

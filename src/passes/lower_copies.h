@@ -37,16 +37,13 @@
 
 namespace tilefuse::passes {
 
+// What lower_copies decided for one copy, for explain (the decision itself
+// is the copy's CopyPlan).
 struct CopyDecision {
   std::string dst;     // destination buffer name
-  std::string mode;    // "tma", "cp_async", "register", "direct"
+  std::string mode;    // copy_mechanism_name: "tma", "cp_async", "register", "direct"
   int64_t width = 0;   // bytes per vector access
   std::string reason;  // human-readable, for `explain`
-  // "register" only: which load of the value (its index among the value's
-  // loads in IRVisitor order, children first) the width applies to, when a
-  // vector holds more than one element of it; -1 otherwise. Recorded as the
-  // copy's `vector_load` annotation for the code generator.
-  int64_t vector_load = -1;
 };
 struct CopyReport {
   std::vector<CopyDecision> copies;  // in program order

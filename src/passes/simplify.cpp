@@ -991,7 +991,7 @@ class Simplifier : public IRMutator {
     for (const Var& v : op->vars) unbind(v);
     if (!changed && value.same_as(op->value)) return op;
     return CopyNode::make(op->vars, std::move(extents), op->dst, std::move(dst_idx), value,
-                          op->annotations);
+                          rebased_plan(op, value));
   }
 
   Stmt visit(const CheckNode* op) override {

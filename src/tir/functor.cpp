@@ -1,5 +1,7 @@
 #include "tir/functor.h"
 
+#include "tir/structural.h"
+
 namespace tilefuse::tir {
 
 // ---- IRVisitor ---------------------------------------------------------------
@@ -232,7 +234,7 @@ Stmt IRMutator::visit(const ForNode* op) {
   Stmt body = mutate(op->body);
   if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
   return ForNode::make(op->var, std::move(min), std::move(extent), op->for_kind, op->num_stages,
-                       std::move(body));
+                       std::move(body), op->plan);
 }
 
 Stmt IRMutator::visit(const IfThenElseNode* op) {
@@ -269,6 +271,21 @@ Stmt IRMutator::visit(const HookStoreNode* op) {
   return HookStoreNode::make(op->name, std::move(idx), std::move(value), std::move(mask));
 }
 
+std::optional<CopyPlan> rebased_plan(const CopyNode* op, const Expr& value) {
+  if (!op->plan || !op->plan->vector_load.defined() || value.same_as(op->value)) return op->plan;
+  CopyPlan plan = *op->plan;
+  plan.vector_load = Expr();
+  for (const LoadNode* l : loads_in(value))
+    if (structural_equal(Expr(l), op->plan->vector_load)) {
+      plan.vector_load = Expr(l);
+      break;
+    }
+  TF_CHECK(plan.vector_load.defined(),
+           "tir: a pass rewrote the vector load of the copy into " + op->dst.name() +
+               " after lower_copies decided it");
+  return plan;
+}
+
 Stmt IRMutator::visit(const CopyNode* op) {
   std::vector<Expr> extents, dst_idx;
   bool changed = mutate_all(op->extents, &extents);
@@ -277,7 +294,7 @@ Stmt IRMutator::visit(const CopyNode* op) {
   Expr value = mutate(op->value);
   if (!changed && dst.same_as(op->dst) && value.same_as(op->value)) return op;
   return CopyNode::make(op->vars, std::move(extents), std::move(dst), std::move(dst_idx),
-                        std::move(value), op->annotations);
+                        std::move(value), rebased_plan(op, value));
 }
 
 Stmt IRMutator::visit(const GemmNode* op) {
@@ -325,7 +342,7 @@ Stmt IRMutator::visit(const AllocateNode* op) {
   Buffer buf = mutate_buffer(op->buffer);
   Stmt body = mutate(op->body);
   if (buf.same_as(op->buffer) && body.same_as(op->body)) return op;
-  return AllocateNode::make(std::move(buf), std::move(body));
+  return AllocateNode::make(std::move(buf), std::move(body), op->plan);
 }
 
 Stmt IRMutator::visit(const EvaluateNode* op) {

@@ -64,8 +64,13 @@ class IRMutator {
 };
 
 // Every Load in `e`, in IRVisitor order with a load's own operands (its
-// indices, mask, other) before it. lower_copies' `vector_load` annotation is
-// an index into this list, and the code generator reads it back with it.
+// indices, mask, other) before it.
 std::vector<const LoadNode*> loads_in(const Expr& e);
+
+// The plan of `op` for the copy rebuilt with `value`: the same, with its
+// vector load (CopyPlan::vector_load, a node of the value) moved to the
+// structurally equal load of the new value. InternalError when there is
+// none (a pass changed the load after lower_copies decided it).
+std::optional<CopyPlan> rebased_plan(const CopyNode* op, const Expr& value);
 
 }  // namespace tilefuse::tir

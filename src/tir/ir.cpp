@@ -228,7 +228,8 @@ Expr HookLoadNode::make(DType dtype, std::string name, std::vector<Expr> indices
   return Expr(new HookLoadNode(dtype, std::move(name), std::move(indices), std::move(mask)));
 }
 
-Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, int num_stages, Stmt body) {
+Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, int num_stages, Stmt body,
+                   LoopPlan plan) {
   require(var, "loop var");
   require(min, "loop min");
   require(extent, "loop extent");
@@ -240,6 +241,7 @@ Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, int num_stages,
   n->for_kind = kind;
   n->num_stages = num_stages;
   n->body = std::move(body);
+  n->plan = std::move(plan);
   return Stmt(n);
 }
 
@@ -288,7 +290,8 @@ Stmt HookStoreNode::make(std::string name, std::vector<Expr> indices, Expr value
 }
 
 Stmt CopyNode::make(std::vector<Var> vars, std::vector<Expr> extents, Buffer dst,
-                    std::vector<Expr> dst_indices, Expr value, Attrs annotations) {
+                    std::vector<Expr> dst_indices, Expr value,
+                     std::optional<CopyPlan> plan) {
   TF_CHECK(vars.size() == extents.size(), "tir: copy needs one extent per var");
   TF_CHECK(dst.defined(), "tir: copy to an undefined buffer");
   for (const Var& v : vars) require(v, "copy var");
@@ -301,7 +304,7 @@ Stmt CopyNode::make(std::vector<Var> vars, std::vector<Expr> extents, Buffer dst
   n->dst = std::move(dst);
   n->dst_indices = std::move(dst_indices);
   n->value = std::move(value);
-  n->annotations = std::move(annotations);
+  n->plan = std::move(plan);
   return Stmt(n);
 }
 
@@ -339,8 +342,10 @@ Stmt CheckNode::make(Expr cond, int64_t code, std::string message, std::vector<E
   return Stmt(n);
 }
 
-Stmt BarrierNode::make() {
-  return Stmt(new BarrierNode);
+Stmt BarrierNode::make(BarrierKind kind) {
+  auto* n = new BarrierNode;
+  n->barrier_kind = kind;
+  return Stmt(n);
 }
 
 Stmt SeqNode::make(std::vector<Stmt> stmts) {
@@ -350,12 +355,13 @@ Stmt SeqNode::make(std::vector<Stmt> stmts) {
   return Stmt(n);
 }
 
-Stmt AllocateNode::make(Buffer buffer, Stmt body) {
+Stmt AllocateNode::make(Buffer buffer, Stmt body, BufferPlan plan) {
   TF_CHECK(buffer.defined(), "tir: alloc of an undefined buffer");
   require(body, "alloc body");
   auto* n = new AllocateNode;
   n->buffer = std::move(buffer);
   n->body = std::move(body);
+  n->plan = std::move(plan);
   return Stmt(n);
 }
 

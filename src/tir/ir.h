@@ -73,6 +73,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -81,6 +82,8 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "tir/handle.h"
+#include "tir/plan.h"
 
 namespace tilefuse::tir {
 
@@ -196,113 +199,6 @@ std::string_view for_kind_name(ForKind kind);  // "serial", "unrolled", ...
 // printing is deterministic.
 using AttrValue = std::variant<int64_t, double, std::string>;
 using Attrs = std::map<std::string, AttrValue>;
-
-// ---- intrusive reference counting ----------------------------------------
-
-struct IRNode {
-  mutable std::atomic<int32_t> ref_count{0};
-  IRNode() = default;
-  IRNode(const IRNode&) = delete;
-  IRNode& operator=(const IRNode&) = delete;
-  virtual ~IRNode() = default;
-};
-
-// A counted pointer to an immutable node (T is const-qualified).
-template <class T>
-class NodePtr {
- public:
-  NodePtr() = default;
-  NodePtr(T* p) : p_(p) { inc(); }  // NOLINT: implicit by design
-  NodePtr(const NodePtr& o) : p_(o.p_) { inc(); }
-  NodePtr(NodePtr&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  NodePtr& operator=(NodePtr o) noexcept {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  ~NodePtr() { dec(); }
-  T* get() const { return p_; }
-
- private:
-  void inc() {
-    if (p_) p_->ref_count.fetch_add(1, std::memory_order_relaxed);
-  }
-  void dec() {
-    if (p_ && p_->ref_count.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
-  }
-  T* p_ = nullptr;
-};
-
-// ---- handles ---------------------------------------------------------------
-
-struct ExprNode;
-struct StmtNode;
-struct VarNode;
-struct BufferNode;
-
-class Expr {
- public:
-  Expr() = default;
-  Expr(const ExprNode* node) : ptr_(node) {}  // NOLINT: lets visit() return `op`
-  // A C++ int is an i32 constant, so shapes read `{128, 32}` (as in Halide).
-  Expr(int value);      // NOLINT
-  Expr(bool) = delete;  // say make_bool(b): an int would be an i32
-  bool defined() const { return ptr_.get() != nullptr; }
-  const ExprNode* get() const { return ptr_.get(); }
-  const ExprNode* operator->() const { return ptr_.get(); }
-  bool same_as(const Expr& o) const { return ptr_.get() == o.ptr_.get(); }
-  inline ExprKind kind() const;
-  inline DType dtype() const;
-  // The node as T when it is one, else nullptr.
-  template <class T>
-  const T* as() const;
-
- private:
-  NodePtr<const ExprNode> ptr_;
-};
-
-class Var : public Expr {
- public:
-  Var() = default;
-  explicit Var(const VarNode* node);
-  // A fresh variable; `name` is a hint for printing.
-  explicit Var(std::string name, DType dtype = DType::I32);
-  const VarNode* get() const;
-  const VarNode* operator->() const { return get(); }
-  const std::string& name() const;
-};
-
-class Stmt {
- public:
-  Stmt() = default;
-  Stmt(const StmtNode* node) : ptr_(node) {}  // NOLINT
-  bool defined() const { return ptr_.get() != nullptr; }
-  const StmtNode* get() const { return ptr_.get(); }
-  const StmtNode* operator->() const { return ptr_.get(); }
-  bool same_as(const Stmt& o) const { return ptr_.get() == o.ptr_.get(); }
-  inline StmtKind kind() const;
-  template <class T>
-  const T* as() const;
-
- private:
-  NodePtr<const StmtNode> ptr_;
-};
-
-class Buffer {
- public:
-  Buffer() = default;
-  explicit Buffer(const BufferNode* node) : ptr_(node) {}
-  bool defined() const { return ptr_.get() != nullptr; }
-  const BufferNode* get() const { return ptr_.get(); }
-  const BufferNode* operator->() const { return ptr_.get(); }
-  bool same_as(const Buffer& o) const { return ptr_.get() == o.ptr_.get(); }
-  const std::string& name() const;
-  DType dtype() const;
-  MemScope scope() const;
-  int rank() const;
-
- private:
-  NodePtr<const BufferNode> ptr_;
-};
 
 // ---- buffers -----------------------------------------------------------------
 
@@ -445,8 +341,13 @@ struct ForNode final : StmtNode {
   ForKind for_kind = ForKind::Serial;
   int num_stages = 0;  // Pipelined only (>= 1)
   Stmt body;
+  // Pipelined: how it runs (PipelinePlan); a parallel nest over an
+  // accumulator: how it stores it (EpiloguePlan). Empty before the backend
+  // passes (tir/plan.h).
+  LoopPlan plan;
   ForNode() : StmtNode(kKind) {}
-  static Stmt make(Var var, Expr min, Expr extent, ForKind kind, int num_stages, Stmt body);
+  static Stmt make(Var var, Expr min, Expr extent, ForKind kind, int num_stages, Stmt body,
+                   LoopPlan plan = {});
 };
 
 struct IfThenElseNode final : StmtNode {
@@ -490,8 +391,8 @@ struct HookStoreNode final : StmtNode {
 
 // A tile copy: for every point of vars in [0, extents): dst[dst_indices] =
 // value, in any order and in parallel (value must not read dst). The vars
-// are bound by the copy. `annotations` records the lowering decision
-// (lower_copies: mode, width, reason) and is empty before it.
+// are bound by the copy. `plan` records how it is done (lower_copies;
+// tir/plan.h) and is empty before.
 struct CopyNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Copy;
   std::vector<Var> vars;
@@ -499,10 +400,11 @@ struct CopyNode final : StmtNode {
   Buffer dst;
   std::vector<Expr> dst_indices;
   Expr value;
-  Attrs annotations;
+  std::optional<CopyPlan> plan;
   CopyNode() : StmtNode(kKind) {}
   static Stmt make(std::vector<Var> vars, std::vector<Expr> extents, Buffer dst,
-                   std::vector<Expr> dst_indices, Expr value, Attrs annotations = {});
+                   std::vector<Expr> dst_indices, Expr value,
+                   std::optional<CopyPlan> plan = std::nullopt);
 };
 
 // A 2-D tile of a buffer: its last two dims at the leading `prefix` indices
@@ -546,11 +448,14 @@ struct CheckNode final : StmtNode {
   static Stmt make(Expr cond, int64_t code, std::string message, std::vector<Expr> args = {});
 };
 
-// Synchronizes the threads of one program instance (and its shared memory).
+// Synchronizes the threads of one program instance (and its shared memory);
+// `kind` says which threads and whether the async proxy is fenced (sync;
+// tir/plan.h).
 struct BarrierNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Barrier;
+  BarrierKind barrier_kind = BarrierKind::Block;
   BarrierNode() : StmtNode(kKind) {}
-  static Stmt make();
+  static Stmt make(BarrierKind kind = BarrierKind::Block);
 };
 
 struct SeqNode final : StmtNode {
@@ -560,13 +465,16 @@ struct SeqNode final : StmtNode {
   static Stmt make(std::vector<Stmt> stmts);
 };
 
-// Declares a non-global buffer over body.
+// Declares a non-global buffer over body. `plan`: a shared buffer's layout,
+// ring depth and offset (SharedPlan), an accumulator's MMA tile
+// (FragmentPlan); empty before the backend passes (tir/plan.h).
 struct AllocateNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Allocate;
   Buffer buffer;
   Stmt body;
+  BufferPlan plan;
   AllocateNode() : StmtNode(kKind) {}
-  static Stmt make(Buffer buffer, Stmt body);
+  static Stmt make(Buffer buffer, Stmt body, BufferPlan plan = {});
 };
 
 // Evaluates value for its effects (none today; a placeholder passes use).
@@ -604,6 +512,7 @@ struct Kernel {
   std::vector<GridDim> grid;
   Stmt body;
   Attrs attrs;  // config: BLOCK_M, num_stages, ...
+  LaunchPlan launch;  // the backend passes' launch (tir/plan.h); undefined before
 };
 
 // ---- constants -----------------------------------------------------------------

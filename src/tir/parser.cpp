@@ -8,9 +8,13 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 #include "tir/lexer.h"
+#include "tir/plan_text.h"
+#include "tir/structural.h"
+#include "tir/functor.h"
 #include "tir/printer.h"
 
 namespace tilefuse::tir {
@@ -81,6 +85,7 @@ struct Entry {
   Var let_var;
   Expr let_value;
   Buffer alloc;
+  BufferPlan alloc_plan;
 };
 
 class Parser {
@@ -115,6 +120,11 @@ class Parser {
       }
     }
     if (accept_word("attrs")) k.attrs = attrs();
+    if (is_word("plan")) {
+      const Token& at = peek();
+      next();
+      k.launch = from_clause(at, [](const PlanClause& c) { return launch_plan_from(c); });
+    }
     expect("{");
     k.body = block();
     expect_end();
@@ -312,6 +322,51 @@ class Parser {
     return out;
   }
 
+  // ---- plans (tir/plan_text.h) ----
+  // `(item, ...)` after the word `plan`, converted by `convert`; a
+  // malformed clause is an error at the `plan` keyword.
+  template <class F>
+  std::invoke_result_t<F, const PlanClause&> from_clause(const Token& at, F&& convert) {
+    PlanClause c = plan_items(")");
+    try {
+      return convert(c);
+    } catch (const PlanTextError& e) {
+      fail(at, std::string("bad plan: ") + e.what());
+    }
+  }
+  // Items up to `close` (consumed), after the opening bracket.
+  std::vector<PlanItem> plan_items(const char* close) {
+    if (std::string(close) == ")") expect("(");
+    std::vector<PlanItem> items;
+    while (!accept(close)) {
+      PlanItem it;
+      if (peek().kind == TokenKind::Ident && is("=", 1)) {
+        it.key = next().text;
+        next();
+      }
+      it.value = plan_value();
+      items.push_back(std::move(it));
+      if (!accept(",")) {
+        expect(close);
+        break;
+      }
+    }
+    return items;
+  }
+  PlanValue plan_value() {
+    const Token& t = peek();
+    if (t.kind == TokenKind::String) return PlanValue::string(next().text);
+    if (t.kind == TokenKind::Ident) return PlanValue::word(next().text);
+    if (accept("{")) {
+      Expr e = expr();
+      expect("}");
+      return PlanValue::expr(e);
+    }
+    if (accept("[")) return PlanValue::list(plan_items("]"));
+    if (is("(")) return PlanValue::clause(plan_items(")"));
+    return PlanValue::integer(int_lit("a plan value"));
+  }
+
   // ---- statements ----
   // Statements up to the closing '}' (consumed), in a new scope.
   Stmt block() {
@@ -330,7 +385,7 @@ class Parser {
       } else if (it->let_var.defined()) {
         tail = {LetStmtNode::make(it->let_var, it->let_value, make_seq(std::move(tail)))};
       } else {
-        tail = {AllocateNode::make(it->alloc, make_seq(std::move(tail)))};
+        tail = {AllocateNode::make(it->alloc, make_seq(std::move(tail)), it->alloc_plan)};
       }
     }
     return make_seq(std::move(tail));
@@ -372,13 +427,19 @@ class Parser {
       stages = static_cast<int>(int_lit("a number of stages"));
     }
     expect(")");
+    LoopPlan plan;
+    if (is_word("plan")) {
+      const Token& at = peek();
+      next();
+      plan = from_clause(at, [](const PlanClause& c) { return loop_plan_from(c); });
+    }
     expect("{");
     Var v(name, min.dtype());
     scopes_.emplace_back();
     define(var_tok, name, {v, {}});
     Stmt body = block();
     scopes_.pop_back();
-    return stmt(ForNode::make(v, min, extent, *kind, stages, body));
+    return stmt(ForNode::make(v, min, extent, *kind, stages, body, std::move(plan)));
   }
   Entry parse_IfThenElse() {
     expect_word("if");
@@ -406,7 +467,15 @@ class Parser {
     const Token& name_tok = peek();
     std::string name = ident("a buffer name");
     expect(":");
-    return {{}, {}, {}, buffer_decl(name_tok, name)};
+    Buffer b = buffer_decl(name_tok, name);
+    BufferPlan plan;
+    if (is_word("plan")) {
+      const Token& at = peek();
+      next();
+      const MemScope scope = b.scope();
+      plan = from_clause(at, [scope](const PlanClause& c) { return buffer_plan_from(c, scope); });
+    }
+    return {{}, {}, {}, b, std::move(plan)};
   }
   Entry parse_Store() {
     Buffer b = buffer_ref();
@@ -455,10 +524,21 @@ class Parser {
     std::vector<Expr> idx = expr_list("]");
     expect("=");
     Expr value = expr();
+    std::optional<CopyPlan> plan;
+    if (is_word("plan")) {  // (in the copy's scope: a vector load reads its vars)
+      const Token& at = peek();
+      next();
+      plan = from_clause(at, [](const PlanClause& c) { return copy_plan_from(c); });
+      if (plan->vector_load.defined()) {
+        Expr found;
+        for (const LoadNode* l : loads_in(value))
+          if (structural_equal(Expr(l), plan->vector_load)) found = Expr(l);
+        if (!found.defined()) fail(at, "the plan's vector_load is no load of the copy's value");
+        plan->vector_load = found;
+      }
+    }
     scopes_.pop_back();
-    Attrs annotations;
-    if (accept_word("attrs")) annotations = attrs();
-    return stmt(CopyNode::make(vars, extents, dst, idx, value, annotations));
+    return stmt(CopyNode::make(vars, extents, dst, idx, value, std::move(plan)));
   }
   TileRef tile() {
     TileRef t(buffer_ref());
@@ -515,8 +595,17 @@ class Parser {
   Entry parse_Barrier() {
     expect_word("barrier");
     expect("(");
+    BarrierKind kind = BarrierKind::Block;
+    if (!is(")")) {
+      const Token& t = peek();
+      const std::string w = ident("a barrier kind");
+      bool known = false;
+      for (BarrierKind k : {BarrierKind::Block, BarrierKind::BlockAsync, BarrierKind::Consumers})
+        if (w == barrier_kind_name(k)) kind = k, known = true;
+      if (!known) fail(t, "unknown barrier kind '" + w + "'");
+    }
     expect(")");
-    return stmt(BarrierNode::make());
+    return stmt(BarrierNode::make(kind));
   }
   Entry parse_Evaluate() {
     expect_word("evaluate");

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "tir/functor.h"
+#include "tir/plan_text.h"
 
 namespace tilefuse::tir {
 
@@ -22,7 +23,7 @@ const char* const kKeywords[] = {
     "true",     "false",        "inf",        "nan",      "serial",  "unrolled", "pipelined",
     "parallel", "global",       "shared",     "fragment", "local",   "readonly", "strides",
     "align",    "mask",         "other",      "trans_a",  "trans_b", "code",     "msg",
-    "args",     "stages"};
+    "args",     "stages",       "plan"};
 
 int precedence(const Expr& e) {
   switch (e.kind()) {
@@ -105,6 +106,7 @@ class Printer final : public IRVisitor {
     }
     os << ")";
     if (!k.attrs.empty()) os << " " << attrs(k.attrs);
+    if (k.launch.defined) os << " " << plan(to_clause(k.launch));
     os << " {\n";
     indent_ = 1;
     block(k.body);
@@ -206,7 +208,9 @@ class Printer final : public IRVisitor {
     line() << "for " << define(op->var.get(), op->var.name()) << " in "
            << for_kind_name(op->for_kind) << "(" << min << ", " << extent;
     if (op->for_kind == ForKind::Pipelined) os << ", stages=" << op->num_stages;
-    os << ") {\n";
+    os << ")";
+    if (op->plan.index() != 0) os << " " << plan(to_clause(op->plan));
+    os << " {\n";
     nested(op->body);
     line() << "}\n";
   }
@@ -253,7 +257,7 @@ class Printer final : public IRVisitor {
     list(op->dst_indices);
     os << "] = ";
     expr(op->value, 0);
-    if (!op->annotations.empty()) os << " " << attrs(op->annotations);
+    if (op->plan) os << " " << plan(to_clause(*op->plan));
     os << "\n";
   }
   void visit(const GemmNode* op) override {
@@ -283,8 +287,10 @@ class Printer final : public IRVisitor {
     }
     os << ")\n";
   }
-  void visit(const BarrierNode*) override {
-    line() << "barrier()\n";
+  void visit(const BarrierNode* op) override {
+    line() << "barrier(";
+    if (op->barrier_kind != BarrierKind::Block) os << barrier_kind_name(op->barrier_kind);
+    os << ")\n";
   }
   void visit(const SeqNode* op) override {
     for (const Stmt& s : op->stmts) visit_stmt(s);
@@ -292,6 +298,7 @@ class Printer final : public IRVisitor {
   void visit(const AllocateNode* op) override {
     line() << "alloc ";
     buffer_decl(op->buffer);
+    if (op->plan.index() != 0) os << " " << plan(to_clause(op->plan));
     os << "\n";
     block(op->body);
   }
@@ -361,6 +368,9 @@ class Printer final : public IRVisitor {
     os << dtype_name(b.dtype()) << "[" << shape << "]";
     if (!b->strides.empty()) os << " strides [" << strides << "]";
     if (b->alignment) os << " align " << b->alignment;
+  }
+  std::string plan(const PlanClause& c) {
+    return print_clause(c, [this](const Expr& e) { return expr_str(e, 0); });
   }
   std::string attrs(const Attrs& a) {
     std::string out = "attrs(";

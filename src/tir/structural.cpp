@@ -77,6 +77,60 @@ class Serializer final : public IRVisitor {
       if (const auto* s = std::get_if<std::string>(&value)) str(*s);
     }
   }
+  // The kernel plan (tir/plan.h): every field, expressions structurally.
+  void ints(std::initializer_list<int64_t> v) {
+    for (int64_t x : v) out.push_back(static_cast<uint64_t>(x));
+  }
+  void copy_plan(const std::optional<CopyPlan>& p) {
+    out.push_back(p.has_value());
+    if (!p) return;
+    ints({static_cast<int64_t>(p->mechanism), p->width, p->register_slots, p->tensor_map,
+          p->tma_bytes, p->row_gather, p->rows, p->row_pitch});
+    expr(p->vector_load);
+    expr(p->row_mask);
+    str(p->reason);
+    out.push_back(p->boxes.size());
+    for (const TmaBox& b : p->boxes) {
+      exprs(b.coords);
+      ints({b.smem_offset});
+    }
+  }
+  void loop_plan(const LoopPlan& p) {
+    out.push_back(p.index());
+    if (const auto* q = std::get_if<PipelinePlan>(&p)) {
+      ints({static_cast<int64_t>(q->form), q->stages, q->issue_ahead, q->wgmma_in_flight,
+            q->producer_threads, q->consumer_threads, q->mbarrier_offset});
+      str(q->why);
+    } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
+      ints({static_cast<int64_t>(e->form), e->pitch});
+      str(e->why);
+    }
+  }
+  void buffer_plan(const BufferPlan& p) {
+    out.push_back(p.index());
+    if (const auto* q = std::get_if<SharedPlan>(&p)) {
+      ints({static_cast<int64_t>(q->layout), q->stages, q->offset, q->bytes});
+    } else if (const auto* f = std::get_if<FragmentPlan>(&p)) {
+      ints({static_cast<int64_t>(f->family), static_cast<int64_t>(f->operand), f->block_m,
+            f->block_n, f->block_k, f->warps_m, f->warps_n, f->threads});
+    }
+  }
+  void launch_plan(const LaunchPlan& l) {
+    ints({l.defined, l.num_threads, l.consumer_threads, l.dynamic_shared_bytes, l.shared_align,
+          l.async_barriers});
+    out.push_back(l.tensor_maps.size());
+    for (const TensorMapPlan& m : l.tensor_maps) {
+      ints({m.param, m.elem_bytes, m.swizzle_bytes});
+      out.push_back(m.dims.size());
+      for (int64_t d : m.dims) out.push_back(static_cast<uint64_t>(d));
+      out.push_back(m.strides.size());
+      for (int64_t d : m.strides) out.push_back(static_cast<uint64_t>(d));
+      out.push_back(m.box.size());
+      for (int d : m.box) out.push_back(static_cast<uint64_t>(d));
+    }
+    out.push_back(l.notes.size());
+    for (const std::string& n : l.notes) str(n);
+  }
   void bind(const Var& v) {
     out.push_back(static_cast<uint64_t>(v.dtype()));
     vars_[v.get()] = next_binding_++;
@@ -163,6 +217,7 @@ class Serializer final : public IRVisitor {
     expr(op->min);
     expr(op->extent);
     bind(op->var);
+    loop_plan(op->plan);
     stmt(op->body);
   }
   void visit(const IfThenElseNode* op) override {
@@ -194,7 +249,7 @@ class Serializer final : public IRVisitor {
     buffer(op->dst);
     exprs(op->dst_indices);
     expr(op->value);
-    attrs(op->annotations);
+    copy_plan(op->plan);
   }
   void visit(const GemmNode* op) override {
     tile(op->a);
@@ -219,7 +274,11 @@ class Serializer final : public IRVisitor {
   }
   void visit(const AllocateNode* op) override {
     declare(op->buffer);
+    buffer_plan(op->plan);
     stmt(op->body);
+  }
+  void visit(const BarrierNode* op) override {
+    out.push_back(static_cast<uint64_t>(op->barrier_kind));
   }
   void visit(const EvaluateNode* op) override {
     expr(op->value);
@@ -248,6 +307,7 @@ std::vector<uint64_t> serialize(const Kernel& k) {
     s.bind(g.var);
   }
   s.attrs(k.attrs);
+  s.launch_plan(k.launch);
   s.stmt(k.body);
   return std::move(s.out);
 }
@@ -273,7 +333,7 @@ class Substituter final : public IRMutator {
     Stmt body = scoped({op->var}, [&] { return mutate(op->body); });
     if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
     return ForNode::make(op->var, std::move(min), std::move(extent), op->for_kind, op->num_stages,
-                         std::move(body));
+                         std::move(body), op->plan);
   }
   Stmt visit(const LetStmtNode* op) override {
     // The value is outside the binding's scope.
@@ -289,8 +349,7 @@ class Substituter final : public IRMutator {
     Stmt inner = scoped(op->vars, [&] { return IRMutator::visit(op); });
     if (!changed) return inner;
     const auto* c = inner.as<CopyNode>();
-    return CopyNode::make(c->vars, std::move(extents), c->dst, c->dst_indices, c->value,
-                          c->annotations);
+    return CopyNode::make(c->vars, std::move(extents), c->dst, c->dst_indices, c->value, c->plan);
   }
 
  private:

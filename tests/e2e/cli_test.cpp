@@ -385,8 +385,8 @@ TEST(Emit, EveryStageProducesItsForm) {
       {"--stage=plan --plan unfused", "plan unfused:"},
       {"--stage=tir", "for k in pipelined("},
       {"--stage=tir --plan unfused", "kernel pointwise"},
-      {"--stage=tir-opt", "mode = \"direct\""},
-      {"--stage=tir-opt --target sm_80", "mode = \"cp_async\""},
+      {"--stage=tir-opt", "plan(direct, width="},
+      {"--stage=tir-opt --target sm_80", "plan(cp_async, width="},
       {"--stage=tir-opt --dump-after=licm", "# after licm\nkernel gemm0("},
       {"--stage=tir --dump-after=all", "# after dce\n"},
   };
@@ -397,7 +397,7 @@ TEST(Emit, EveryStageProducesItsForm) {
   }
   // tir is the kernel before the passes: no copy decisions yet.
   Result tir = run_cli("emit " + prog + " --stage=tir --target sm_80");
-  EXPECT_EQ(tir.output.find("mode ="), std::string::npos) << tir.output;
+  EXPECT_EQ(tir.output.find("plan("), std::string::npos) << tir.output;
 }
 
 TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {

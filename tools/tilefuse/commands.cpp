@@ -53,6 +53,28 @@ int report(const UserError& e, const Program* program, const std::string& file) 
   return kUserError;
 }
 
+// A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with power-of-two
+// tiles (16..256, BLOCK_K 16..128), 1..8 stages and 1..16 warps (a power of
+// two). A UserError names the flag and the value otherwise.
+GemmConfig parse_gemm_config(const std::string& text) {
+  GemmConfig c;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n, &c.block_k,
+                  &c.num_stages, &c.num_warps, &tail) != 5)
+    throw UserError(
+        "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
+        "num_stages/num_warps), got `" +
+        text + "`");
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
+      c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 || c.block_k > 128 ||
+      c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) || c.num_warps > 16)
+    throw UserError(
+        "--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
+        "1..8 stages, 1..16 warps (a power of two)");
+  return c;
+}
+
 // Tunes `g` on the GPU for run and bench (the cached choice unless retune).
 driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
                                const std::string& name, bool retune, int cpu_threads,
@@ -434,6 +456,7 @@ int emit_command(const EmitOptions& options) {
         co.plan = parse_plan(options.plan);
         co.target = parse_target(options.target);
         co.allow_tf32 = options.allow_tf32;
+        if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;
@@ -463,6 +486,7 @@ int explain_command(const ExplainOptions& options) {
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
     co.allow_tf32 = options.allow_tf32;
+    if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
@@ -487,25 +511,7 @@ int bench_command(const BenchOptions& options) {
     bo.check = options.check;
     bo.cpu_threads = options.threads;
     bo.allow_tf32 = options.allow_tf32;
-    if (!options.gemm_config.empty()) {
-      GemmConfig c;
-      char tail = 0;
-      if (std::sscanf(options.gemm_config.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n,
-                      &c.block_k, &c.num_stages, &c.num_warps, &tail) != 5)
-        throw UserError(
-            "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
-            "num_stages/num_warps), got `" +
-            options.gemm_config + "`");
-      auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
-      if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
-          c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 ||
-          c.block_k > 128 || c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) ||
-          c.num_warps > 16)
-        throw UserError(
-            "--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
-            "1..8 stages, 1..16 warps (a power of two)");
-      bo.lower.gemm_config = c;
-    }
+    if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     if (!options.save_inputs_dir.empty()) {
       std::error_code ec;

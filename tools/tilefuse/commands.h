@@ -67,6 +67,7 @@ struct EmitOptions {
   std::string target = "cpu";
   std::string dump_after;  // a pass name or "all": the kernels after it, before the stage
   bool allow_tf32 = false;  // CUDA: f32 GEMMs on TF32 tensor cores
+  std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the template's default
 };
 
 // `tilefuse emit`: prints the program at a compilation stage: the graph IR,
@@ -80,6 +81,7 @@ struct ExplainOptions {
   std::string plan = "fused";
   bool json = false;
   bool allow_tf32 = false;  // CUDA: f32 GEMMs on TF32 tensor cores
+  std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the template's default
 };
 
 // `tilefuse explain`: the kernels of the plan and every decision made for

@@ -194,6 +194,9 @@ int main(int argc, char** argv) {
                            "or all: after each), before the stage's output; with "
                            "--stage=tir or tir-opt");
   emit_cmd->add_flag("--allow-tf32", emit.allow_tf32, tf32_help + " (--stage=cuda)");
+  emit_cmd->add_option("--gemm-config", emit.gemm_config,
+                       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+                       "num_warps, e.g. 128x256x64/4/8 (default: the template's heuristic)");
 
   ExplainOptions explain;
   CLI::App* explain_cmd = app.add_subcommand(
@@ -212,6 +215,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   explain_cmd->add_flag("--allow-tf32", explain.allow_tf32,
                         tf32_help + " (a CUDA --target; the gemm family says which ran)");
+  explain_cmd->add_option("--gemm-config", explain.gemm_config,
+                          "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+                          "num_warps (default: the template's heuristic)");
 
   try {
     app.parse(argc, argv);

@@ -48,8 +48,8 @@ TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
   ASSERT_GE(k.copies.copies.size(), 2u);
   // The optimized kernel carries the decisions the report lists.
   const std::string text = tir::print(k.kernel);
-  EXPECT_NE(text.find("mode = \"cp_async\""), std::string::npos) << text;
-  EXPECT_EQ(tir::print(k.lowered.kernel).find("mode ="), std::string::npos);
+  EXPECT_NE(text.find("plan(cp_async, width="), std::string::npos) << text;
+  EXPECT_EQ(tir::print(k.lowered.kernel).find("plan("), std::string::npos);
 
   o.optimize = false;
   const driver::CompiledProgram raw = driver::compile(p.graph, o);

@@ -135,8 +135,10 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
                 if (!convert && !best) {
                   EXPECT_EQ(d.mode, "register");
                 }
-                // The decision is in the copy's annotations too.
-                EXPECT_NE(tir::print(out).find("mode = \"" + d.mode + "\""), std::string::npos);
+                // The decision is the copy's plan.
+                EXPECT_NE(tir::print(out).find("plan(" + d.mode + ", width=" +
+                                               std::to_string(d.width)),
+                          std::string::npos);
               }
   EXPECT_GT(cp_async, 0);
   EXPECT_GT(tma, 0);
@@ -251,10 +253,10 @@ TEST(LowerCopies, CpuIsDirectAndAnnotated) {
   std::string text = tir::print(out);
   EXPECT_NE(
       text.find(
-          R"(attrs(mode = "direct", reason = "cpu target: the executor copies element by element", width = 2))"),
+          R"(plan(direct, width=2, reason="cpu target: the executor copies element by element"))"),
       std::string::npos)
       << text;
-  // Round trip: the annotations are part of the text form.
+  // Round trip: the plan is part of the text form.
   EXPECT_EQ(tir::print(tir::parse_kernel(text)), text);
 }
 

@@ -40,14 +40,19 @@ TEST(TirText, EveryStatementKindRoundTrips) {
   flag: bool,
   src: global readonly f16[n, 8] strides [8, 1] align 16,
   dst: global f64[n],
-) grid(p: 4, q: 2) attrs(mode = "x \"y\"", neg = -3, ratio = 0.1) {
-  alloc buf: shared f16[2, 8, 8]
-  alloc acc: fragment f32[8, 8]
+) grid(p: 4, q: 2) attrs(mode = "x \"y\"", neg = -3, ratio = 0.1) plan(threads=384, consumer_threads=256, shared_bytes=99504, shared_align=1024, async_barriers=1, tensor_maps=[(param=2, elem=2, dims=[8, 100], strides=[16], box=[8, 8], swizzle=128)], notes=["a \"note\"", "b"]) {
+  alloc buf: shared f16[2, 8, 8] plan(swizzled, stages=2, offset=1024, bytes=256)
+  alloc acc: fragment f32[8, 8] plan(mma_sync, operand=f16, block=[8, 8, 16], warps=[1, 1])
   alloc tmp: local i8[4] strides [1] align 4
   fill(acc, 0.0)
   barrier()
+  barrier(block_async)
+  barrier(consumers)
   for s in serial(0, 2) {
-    copy (r: 8, c: 8) buf[s, r, c] = load(src, [i64(r), c], mask=(r < 4), other=1.5_f16) attrs(mode = "cp_async", reason = "16-byte aligned", width = 16)
+    copy (r: 8, c: 8) buf[s, r, c] = load(src, [i64(r), c], mask=(r < 4), other=1.5_f16) plan(cp_async, width=16, reason="16-byte \"aligned\"")
+    copy (r_1: 8, c_1: 8) buf[s, r_1, c_1] = f16(f32(src[i64(r_1), c_1])*2.0) plan(register, width=16, vector_load={src[i64(r_1), c_1]}, slots=4)
+    copy (r_2: 8, c_2: 8) buf[s, r_2, c_2] = src[i64(s), c_2 + r_2*8] plan(tma, width=16, map=0, boxes=[({s*8}, {i64(r_2)}, smem=0), ({s*8 + 64}, {0}, smem=4096)], bytes=256, reason="affine")
+    copy (r_3: 8, c_3: 8) buf[s, r_3, c_3] = load(src, [i64(c_3), r_3], mask=(c_3 < 4)) plan(tma, width=16, map=0, boxes=[({i64(c_3)}, {0}, smem=0)], bytes=128, rows=8, row_pitch=8, row_mask={c_3 < 4})
   }
   gemm(buf[0], buf[1], acc, trans_a)
   gemm(buf[0], buf[1], acc, trans_a, trans_b)
@@ -63,8 +68,8 @@ TEST(TirText, EveryStatementKindRoundTrips) {
     dst[i] = f64(load_input<f32>("x", [i], mask=b)), mask=(a != 7_i64)
     store_output("y", [i/2_i64, a], select(b, 1e+20_f64, -0.0_f64))
   }
-  for j in parallel(0, 8) {
-    for k in pipelined(0, 8, stages=2) {
+  for j in parallel(0, 8) plan(staged, pitch=136, why="x") {
+    for k in pipelined(0, 8, stages=2) plan(warp_specialized, stages=2, issue_ahead=2, wgmma_in_flight=1, producer_threads=128, consumer_threads=256, mbarriers=99456) {
       acc[j, k] = fma(acc[j, k], 2.0, exp(-inf)) + hypot(sigmoid(0.1), nan)*f32(3.0_bf16)
       acc[j, k] = f32(255_u8)/(f32(-128_i8) - 1.0) - f32((j < k) == (k < j))
     }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Golden CUDA kernels: `tilefuse emit --stage=cuda` of every case, example
+# and bench program, for sm_80 and sm_90a, both plans, at the template's
+# default config and at the configs the bench tunes to, compared with the
+# committed files under tests/goldens/cuda/.
+#
+#   scripts/goldens.sh [--check] [TILEFUSE]   # compare (the ctest `goldens_cuda`)
+#   scripts/goldens.sh --update [TILEFUSE]    # regenerate (the only way they change)
+#
+# TILEFUSE defaults to build/tilefuse. One file per (program, target, plan,
+# config): the emitted translation units, or the emitter's error and exit
+# code where a config does not apply. --check prints a unified diff of every
+# kernel that changed and exits 1; the goldens are never edited by hand.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+mode=check
+case "${1:-}" in
+  --check) shift ;;
+  --update) mode=update; shift ;;
+esac
+BIN="${1:-$ROOT/build/tilefuse}"
+GOLD="$ROOT/tests/goldens/cuda"
+[[ -x "$BIN" ]] || { echo "goldens: no tilefuse binary at $BIN" >&2; exit 2; }
+
+# Configs: the heuristic default, the seed's tuned winner (128x256x64/4/8),
+# the tuned choices of gather_heavy and moe_up_proj (128x128x64/3/8,
+# 256x128x64/4/8) and of skinny (64x64x64/4/4).
+configs=(default 128x256x64/4/8 128x128x64/3/8 256x128x64/4/8 64x64x64/4/4)
+targets=(sm_80 sm_90a)
+plans=(fused unfused)
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/out"
+programs=("$ROOT"/tests/cases/*.tfs "$ROOT"/examples/*.tfs "$ROOT"/bench/programs/*.tfs)
+for f in "${programs[@]}"; do
+  case "$f" in
+    "$ROOT"/bench/*) dir=bench ;;
+    *) dir=$(basename "$(dirname "$f")") ;;
+  esac
+  b="${dir}__$(basename "$f" .tfs)"
+  for t in "${targets[@]}"; do
+    for p in "${plans[@]}"; do
+      for c in "${configs[@]}"; do
+        args=(emit "$f" --stage=cuda --target "$t" --plan "$p")
+        [[ "$c" != default ]] && args+=(--gemm-config "$c")
+        name="$b.$t.$p.${c//\//-}.cu"
+        # The program's path is printed relative to the repository.
+        (cd "$ROOT" && "$BIN" "${args[@]/#$ROOT\//}" > "$work/out/$name" 2> "$work/err")
+        rc=$?
+        if [[ $rc != 0 ]]; then
+          { echo "// exit $rc"; sed 's/^/\/\/ /' "$work/err"; } > "$work/out/$name"
+        fi
+      done
+      # The f32 GEMM on TF32 tensor cores (--allow-tf32), default config.
+      if [[ "$b" == *gemm_f32 ]]; then
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --allow-tf32 > "$work/out/$b.$t.$p.tf32.cu" 2>&1)
+      fi
+    done
+  done
+done
+
+if [[ $mode == update ]]; then
+  rm -rf "$GOLD"
+  mkdir -p "$GOLD"
+  cp "$work"/out/*.cu "$GOLD"/
+  echo "goldens: wrote $(ls "$GOLD" | wc -l) files to tests/goldens/cuda"
+  exit 0
+fi
+status=0
+(cd "$work" && ln -s "$GOLD" expected && mv out emitted && diff -ru expected emitted) > "$work/diff" 2>&1 || status=1
+if [[ $status != 0 ]]; then
+  echo "goldens: the emitted CUDA differs from tests/goldens/cuda (if intended, run" \
+       "scripts/goldens.sh --update and commit the change with its reason):"
+  head -c 200000 "$work/diff"
+  exit 1
+fi
+echo "goldens: $(ls "$GOLD" | wc -l) kernels files match"

@@ -1,0 +1,275 @@
+// The kernel plan: the lowering decisions of the backend passes, recorded on
+// the Tile IR as typed data (DESIGN.md, "Passes": lower_copies, pipeline,
+// layout, lower_gemm; docs/architecture.md for the CUDA pass table).
+//
+// A backend pass reads the kernel and the plan the passes before it wrote,
+// decides, and writes its part of the plan; the code generator only prints
+// what the plan says. Each part sits on the node it is about:
+//
+//   Copy      CopyPlan      how the tile moves (lower_copies; pipeline adds
+//                           register double-buffering)
+//   Allocate  SharedPlan    a shared tile's swizzle (lower_gemm), ring depth
+//                           and offset (layout)
+//             FragmentPlan  an accumulator's MMA family and warp grid (lower_gemm)
+//   For       PipelinePlan  a pipelined loop's form, stages, issue-ahead
+//                           distance, MMA wait depth, warp roles
+//                           (warp_specialize, pipeline, layout)
+//             EpiloguePlan  how a parallel nest over an accumulator stores
+//                           it (epilogue)
+//   Barrier   BarrierKind   which threads and which proxy it orders (sync)
+//   Kernel    LaunchPlan    threads, shared memory, tensor maps, grid, notes
+//
+// The text form (tir/printer.h) prints each part as a `plan(...)` clause
+// after its node, and the parser reads it back, so a pass test can start
+// from any point of the backend pipeline. The verifier checks the plan's
+// invariants (tir/verifier.h, "Plan").
+//
+// Included by tir/ir.h; include that, not this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+#include "tir/handle.h"
+
+namespace tilefuse::tir {
+
+// ---- copies ----------------------------------------------------------------
+
+// How a copy moves its tile; the first three are the DESIGN.md order of
+// preference (TMA, cp.async, register-staged), "direct" is the CPU
+// executor's element-by-element copy.
+#define TILEFUSE_FOR_EACH_COPY_MECHANISM(X) \
+  X(Tma, "tma")                             \
+  X(CpAsync, "cp_async")                    \
+  X(Register, "register")                   \
+  X(Direct, "direct")
+
+enum class CopyMechanism : uint8_t {
+#define TF_TIR_ENUM(name, ...) name,
+  TILEFUSE_FOR_EACH_COPY_MECHANISM(TF_TIR_ENUM)
+#undef TF_TIR_ENUM
+};
+std::string_view copy_mechanism_name(CopyMechanism m);  // "tma", "cp_async", ...
+
+// One TMA box of a stage: its origin in tensor coordinates (innermost
+// first, as cuTensorMapEncodeTiled numbers dims) and where it lands, in
+// elements from the start of the stage's tile.
+struct TmaBox {
+  std::vector<Expr> coords;
+  int64_t smem_offset = 0;
+};
+
+// How one copy is done (lower_copies). Widths are bytes per access:
+//  - Tma: 16 (the copy engine's granule); `boxes` per stage, `tensor_map`
+//    indexes LaunchPlan::tensor_maps. A row gather (`row_gather`) has one
+//    box per gathered row: boxes[0] with the copy's row var free, `rows`
+//    of them, each `row_pitch` elements apart; rows where `row_mask` is
+//    false read row -1 (wholly out of bounds: zero-filled).
+//  - CpAsync: 4, 8 or 16 (PTX ISA, "cp.async": cp-size).
+//  - Register: the bytes of the main source read per access: `vector_load`
+//    (a Load node of the copy's value, by identity) is read `width` bytes at
+//    a time (two or more elements), else every load element by element and
+//    `width` is the main load's element size.
+//  - Direct: the destination's element size.
+struct CopyPlan {
+  CopyMechanism mechanism = CopyMechanism::Register;
+  int64_t width = 0;
+  Expr vector_load;
+  std::string reason;  // for explain: why this mechanism, why not the others
+  // Register only: pipeline's register double-buffering inside a
+  // pipelined loop (values loaded into `register_slots` registers per
+  // thread before the consumer, stored to the stage after it); 0: off.
+  int register_slots = 0;
+  // Tma only.
+  int tensor_map = -1;
+  std::vector<TmaBox> boxes;
+  int64_t tma_bytes = 0;  // per stage
+  bool row_gather = false;
+  int64_t rows = 0, row_pitch = 0;
+  Expr row_mask;  // undefined: every row
+};
+
+// ---- shared tiles and accumulators ----------------------------------------
+
+// How a shared tile is laid out (src/runtime/device/tf_copy.cuh):
+// row-major; `swizzled`: 16-byte chunks XOR row (ldmatrix without bank
+// conflicts; with 128-byte rows the wgmma 128-byte swizzle of a K-major
+// operand); `swizzled32`: 32-byte units (the B tile of a TF32 gemm);
+// `mn_swizzled`: a wgmma MN-major operand (128-byte column strips).
+#define TILEFUSE_FOR_EACH_SHARED_LAYOUT(X) \
+  X(RowMajor, "row_major")                 \
+  X(Swizzled, "swizzled")                  \
+  X(Swizzled32, "swizzled32")              \
+  X(MnSwizzled, "mn_swizzled")
+
+enum class SharedLayout : uint8_t {
+#define TF_TIR_ENUM(name, ...) name,
+  TILEFUSE_FOR_EACH_SHARED_LAYOUT(TF_TIR_ENUM)
+#undef TF_TIR_ENUM
+};
+std::string_view shared_layout_name(SharedLayout l);
+
+// A shared buffer: its layout (lower_gemm, for MMA operands), its ring
+// depth (the stages of the pipelined loop that fills it) and its offset in
+// the block's dynamic shared memory, in bytes (layout; -1 before).
+struct SharedPlan {
+  SharedLayout layout = SharedLayout::RowMajor;
+  int stages = 1;
+  int64_t offset = -1;
+  int64_t bytes = 0;  // all stages
+};
+
+// The instruction family of an accumulator tile (lower_gemm):
+// `simt_fma` one FMA per product (exact f32/f64); `mma_sync` ldmatrix +
+// mma.sync.m16n8k16 (f16/bf16, f32 accumulators); `mma_sync_tf32`
+// mma.sync.m16n8k8 .tf32 (f32 operands rounded to TF32, --allow-tf32);
+// `wgmma` wgmma.mma_async from shared memory (sm_90a; PTX ISA 9.7.15).
+#define TILEFUSE_FOR_EACH_MMA_FAMILY(X) \
+  X(SimtFma, "simt_fma")                \
+  X(MmaSync, "mma_sync")                \
+  X(MmaSyncTf32, "mma_sync_tf32")       \
+  X(Wgmma, "wgmma")
+
+enum class MmaFamily : uint8_t {
+#define TF_TIR_ENUM(name, ...) name,
+  TILEFUSE_FOR_EACH_MMA_FAMILY(TF_TIR_ENUM)
+#undef TF_TIR_ENUM
+};
+std::string_view mma_family_name(MmaFamily f);
+
+// An accumulator (fragment) and the gemm into it: the family, the block
+// tile, and the grid of warps (mma_sync) or warpgroups (wgmma) over it;
+// simt_fma spreads the tile over `threads`. `operand` is the operands'
+// dtype (the accumulator's own for a fragment no gemm writes).
+struct FragmentPlan {
+  MmaFamily family = MmaFamily::SimtFma;
+  DType operand = DType::F32;
+  int block_m = 0, block_n = 0, block_k = 0;
+  int warps_m = 1, warps_n = 1;
+  int threads = 0;
+};
+
+using BufferPlan = std::variant<std::monostate, SharedPlan, FragmentPlan>;
+
+// ---- loops -------------------------------------------------------------------
+
+// How a pipelined loop runs (pipeline, warp_specialize):
+//  - in_order: one iteration after another with block barriers (an
+//    irregular body, no copies, or one stage); `why` says which.
+//  - ring: the copies of iteration i + issue_ahead are issued while
+//    iteration i computes (cp.async groups, one block barrier a step).
+//  - fragment_pipelined: a ring whose MMA fragments are double-buffered
+//    across k16 steps and tiles (the CUTLASS multistage main loop).
+//  - wgmma_async: a ring whose one gemm runs asynchronously on wgmma,
+//    `wgmma_in_flight` groups left in flight across the barrier.
+//  - warp_specialized: a producer warpgroup (`producer_threads`, after the
+//    `consumer_threads`) issues each stage's copies and signals a `full`
+//    mbarrier per stage; the consumers wait on it, run the stage's wgmma
+//    and release it through an `empty` mbarrier. The 2 * stages mbarriers
+//    sit at `mbarrier_offset` bytes in shared memory (layout). After the
+//    loop only the consumers run.
+#define TILEFUSE_FOR_EACH_PIPELINE_FORM(X)      \
+  X(InOrder, "in_order")                        \
+  X(Ring, "ring")                               \
+  X(FragmentPipelined, "fragment_pipelined")    \
+  X(WgmmaAsync, "wgmma_async")                  \
+  X(WarpSpecialized, "warp_specialized")
+
+enum class PipelineForm : uint8_t {
+#define TF_TIR_ENUM(name, ...) name,
+  TILEFUSE_FOR_EACH_PIPELINE_FORM(TF_TIR_ENUM)
+#undef TF_TIR_ENUM
+};
+std::string_view pipeline_form_name(PipelineForm f);
+
+struct PipelinePlan {
+  PipelineForm form = PipelineForm::InOrder;
+  int stages = 1;           // ring depth of the loop's shared tiles
+  int issue_ahead = 0;      // iterations whose copies are in flight
+  int wgmma_in_flight = 0;  // wgmma groups left pending at the loop's wait
+  int producer_threads = 0, consumer_threads = 0;  // warp_specialized
+  int64_t mbarrier_offset = -1;                    // warp_specialized (layout)
+  std::string why;                                 // in_order: why
+};
+
+// How a parallel nest over an accumulator stores it (epilogue):
+//  - per_element: each accumulator element the thread owns, one by one;
+//  - paired: the thread's column pairs (e, e + 1) computed together and
+//    stored with one access of twice the width where adjacent and aligned;
+//  - staged: the pairs go to a padded [BLOCK_M][pitch] tile in shared
+//    memory at offset 0, then whole 16-byte row chunks go to global memory.
+#define TILEFUSE_FOR_EACH_EPILOGUE_FORM(X) \
+  X(PerElement, "per_element")             \
+  X(Paired, "paired")                      \
+  X(Staged, "staged")
+
+enum class EpilogueForm : uint8_t {
+#define TF_TIR_ENUM(name, ...) name,
+  TILEFUSE_FOR_EACH_EPILOGUE_FORM(TF_TIR_ENUM)
+#undef TF_TIR_ENUM
+};
+std::string_view epilogue_form_name(EpilogueForm f);
+
+struct EpiloguePlan {
+  EpilogueForm form = EpilogueForm::PerElement;
+  int64_t pitch = 0;   // staged: elements per row of the shared tile
+  std::string why;     // why not staged (paired), for explain
+};
+
+using LoopPlan = std::variant<std::monostate, PipelinePlan, EpiloguePlan>;
+
+// ---- barriers ----------------------------------------------------------------
+
+// What a barrier orders (sync): every thread of the block (`block`); the
+// same, with each thread's generic-proxy shared-memory writes fenced for
+// the async proxy first (`block_async`: wgmma or TMA reads them next; PTX
+// ISA 9.7.12.15 fence.proxy.async); the consumer warpgroups of a
+// warp-specialized loop only, after it (`consumers`: a named barrier over
+// LaunchPlan::consumer_threads, async-fenced).
+#define TILEFUSE_FOR_EACH_BARRIER_KIND(X) \
+  X(Block, "block")                       \
+  X(BlockAsync, "block_async")            \
+  X(Consumers, "consumers")
+
+enum class BarrierKind : uint8_t {
+#define TF_TIR_ENUM(name, ...) name,
+  TILEFUSE_FOR_EACH_BARRIER_KIND(TF_TIR_ENUM)
+#undef TF_TIR_ENUM
+};
+std::string_view barrier_kind_name(BarrierKind k);
+
+// ---- the kernel ----------------------------------------------------------------
+
+// A TMA tensor map the kernel takes (after tf_status, in this order): the
+// runtime encodes it with cuTensorMapEncodeTiled (CUDA Driver API, "Tensor
+// Map Object Management") for the buffer of the kernel's `param`-th
+// parameter.
+struct TensorMapPlan {
+  int param = 0;                 // index into the kernel's params (a global buffer)
+  int elem_bytes = 0;            // element size (the map copies bytes)
+  std::vector<int64_t> dims;     // elements per dim, innermost first
+  std::vector<int64_t> strides;  // bytes, of dims 1 .. rank - 1
+  std::vector<int> box;          // box extent per dim, innermost first
+  int swizzle_bytes = 0;         // 0 (none) or 128 (CU_TENSOR_MAP_SWIZZLE_128B)
+};
+
+// The launch and the kernel-wide facts (lower_gemm, warp_specialize,
+// lower_copies, layout). `defined` is false until lower_gemm runs (and on
+// the CPU).
+struct LaunchPlan {
+  bool defined = false;
+  int num_threads = 0;       // per block
+  int consumer_threads = 0;  // the MMA warpgroups of a warp-specialized loop; 0: none
+  int64_t dynamic_shared_bytes = 0;
+  int shared_align = 128;        // bytes, of the dynamic shared memory's base
+  bool async_barriers = false;   // a wgmma tile: block barriers fence the async proxy
+  std::vector<TensorMapPlan> tensor_maps;
+  std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
+};
+
+}  // namespace tilefuse::tir
