@@ -75,6 +75,10 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
     ck.kernel = options.optimize
                     ? passes::run_passes(ck.lowered.kernel, compile_passes(&ck), context, pipeline)
                     : ck.lowered.kernel;
+    if (options.optimize && options.target.is_cuda() && !ck.lowered.scalars.empty())
+      throw UserError(
+          "symbolic dims on a CUDA target are not supported yet (the CUDA emitter takes "
+          "constant shapes); run them on the CPU, or give the dims fixed sizes");
     if (options.optimize && options.target.is_cuda())
       ck.cuda = codegen::emit_cuda(ck.kernel, options.target,
                                    codegen::EmitOptions{.allow_tf32 = options.allow_tf32});

@@ -145,6 +145,12 @@ int64_t DimEnv::bound(const tir::Expr& e) const {
   if (e.as<tir::VarNode>()) return spec_.index64 ? kI32Limit : 1;
   if (const auto* m = e.as<tir::MulNode>()) return sat_mul(bound(m->a), bound(m->b));
   if (const auto* a = e.as<tir::AddNode>()) return sat_add(bound(a->a), bound(a->b));
+  if (const auto* a = e.as<tir::SubNode>()) return sat_add(bound(a->a), bound(a->b));
+  // |a / b| <= |a| and |a % b| < |b| for the positive divisors sizes have.
+  if (const auto* d = e.as<tir::DivNode>()) return bound(d->a);
+  if (const auto* d = e.as<tir::ModNode>()) return bound(d->b);
+  if (const auto* m = e.as<tir::MinNode>()) return std::max(bound(m->a), bound(m->b));
+  if (const auto* m = e.as<tir::MaxNode>()) return std::max(bound(m->a), bound(m->b));
   if (const auto* c = e.as<tir::CastNode>()) return bound(c->value);
   return kI32Limit;
 }

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <cmath>
@@ -23,6 +24,7 @@
 #include "driver/cuda_program.h"
 #include "driver/execute.h"
 #include "driver/explain.h"
+#include "driver/specialize.h"
 #include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "io/npy.h"
@@ -75,16 +77,18 @@ GemmConfig parse_gemm_config(const std::string& text) {
   return c;
 }
 
-// Tunes `g` on the GPU for run and bench (the cached choice unless retune).
+// Tunes `g` on the GPU for run, bench and tune (the cached choice unless
+// retune), for `spec` (symbolic dims: the inputs' size bucket).
 driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
                                const std::string& name, bool retune, int cpu_threads,
-                               bool allow_tf32) {
+                               bool allow_tf32, const Specialization& spec = {}) {
   driver::TuneOptions to;
   to.device = driver::cuda_tune_device();
   to.retune = retune;
   to.allow_tf32 = allow_tf32;
   to.name = name;
   to.cpu_threads = cpu_threads;
+  to.specialization = spec;
   return driver::tune(g, inputs, to);
 }
 
@@ -197,11 +201,98 @@ int with_program(const std::string& path, Body body, void (*before_report)() = n
   }
 }
 
+// `--shape` values: "NAME=SIZE", several per flag comma-separated.
+SymbolValues parse_shapes(const std::vector<std::string>& specs) {
+  SymbolValues v;
+  for (const std::string& spec : specs) {
+    size_t start = 0;
+    while (start <= spec.size()) {
+      const size_t end = std::min(spec.find(',', start), spec.size());
+      const std::string item = spec.substr(start, end - start);
+      const size_t eq = item.find('=');
+      char* tail = nullptr;
+      errno = 0;
+      const long long size =
+          eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &tail, 10);
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || *tail != '\0' ||
+          errno == ERANGE || size < 0)
+        throw UserError(fmt::format("--shape expects NAME=SIZE (a non-negative integer), got `{}`",
+                                    item));
+      if (!v.emplace(item.substr(0, eq), size).second)
+        throw UserError(fmt::format("--shape gives `{}` twice", item.substr(0, eq)));
+      start = end + 1;
+    }
+  }
+  return v;
+}
+
+// A program as a command sees it: the generic graph the kernels are
+// compiled from (and tuned for) and, with symbolic dims, the program bound
+// to --shape (its inputs, its reference). Without symbols both are the one
+// program.
+struct Loaded {
+  const Program& generic;
+  const Program& bound;
+  driver::Binding binding;  // the --shape sizes (empty without symbols)
+  bool symbolic() const { return !generic.graph.symbols().empty(); }
+};
+
+// with_program, then binds the symbolic dims to `shapes`. With
+// `need_shapes`, a symbolic program without every size is a user error;
+// otherwise the bound program is the generic one when no --shape is given.
+template <class Body>
+int with_shapes(const std::string& path, const std::vector<std::string>& shapes, bool need_shapes,
+                Body body, void (*before_report)() = nullptr) {
+  return with_program(
+      path,
+      [&](const Program& generic) -> int {
+        const SymbolValues values = parse_shapes(shapes);
+        if (generic.graph.symbols().empty()) {
+          if (!values.empty())
+            throw UserError(fmt::format("--shape: '{}' has no symbolic dims (every dim is fixed)",
+                                        generic.name));
+          return body(Loaded{generic, generic, {}});
+        }
+        if (values.empty() && !need_shapes) return body(Loaded{generic, generic, {}});
+        std::string how = "give";
+        for (const Symbol& sym : generic.graph.symbols()) how += " --shape " + sym.name + "=...";
+        const driver::Binding binding = driver::binding_of(generic.graph, values, how);
+        const Program bound = parse_program(generic.source, generic.file, &values);
+        return body(Loaded{generic, bound, binding});
+      },
+      before_report);
+}
+
+// The specialization a run at `loaded`'s binding compiles for (the inputs
+// are the CLI's own: contiguous); without a binding, the generic one.
+Specialization cli_specialization(const Loaded& loaded, const std::vector<Tensor>& inputs) {
+  if (!loaded.symbolic()) return {};
+  std::vector<driver::ArgDesc> args;
+  for (const Tensor& t : inputs) args.push_back(driver::ArgDesc::of(t));
+  return driver::specialize(loaded.generic.graph, loaded.binding, args);
+}
+
+// The specialization emit and explain show: --shape's, with contiguous
+// inputs; none without.
+Specialization shown_specialization(const Loaded& loaded) {
+  if (!loaded.symbolic() || loaded.binding.empty()) return {};
+  std::vector<driver::ArgDesc> args;
+  for (ValueId p : loaded.bound.graph.parameters()) {
+    const Node& n = loaded.bound.graph.node(p);
+    args.push_back({n.dtype, n.shape, contiguous_strides(n.shape), 0});
+  }
+  return driver::specialize(loaded.generic.graph, loaded.binding, args);
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  return with_program(options.program, [&](const Program& program) -> int {
-    const Graph& g = program.graph;
+  return with_shapes(options.program, options.shapes, true, [&](const Loaded& loaded) -> int {
+    const Program& program = loaded.generic;
+    // The program at --shape's sizes makes the inputs and the reference; the
+    // kernels are compiled from the generic graph (the same for every size).
+    const Graph& g = loaded.bound.graph;
+    const Graph& cg = loaded.generic.graph;
     if (options.threads < 0) throw UserError("--threads must be >= 0");
     const bool reference = options.engine == "reference";
     if (reference && options.device == "cuda")
@@ -226,6 +317,7 @@ int run_command(const RunOptions& options) {
     // On --threads threads (the same values with any count).
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     load_inputs(g, options.inputs, inputs);
+    const Specialization spec = cli_specialization(loaded, inputs);
     const double inputs_ms = ms_since(kProcessStart);
     bool gpu = false;
     std::string why_cpu;
@@ -276,8 +368,8 @@ int run_command(const RunOptions& options) {
         // config when a tuning is cached, else the heuristic's.
         std::optional<driver::TunedChoice> choice;
         if (options.plan == "auto" || options.retune) {
-          driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
-                                              options.threads, options.allow_tf32);
+          driver::TuneResult tr = tune_on_gpu(cg, inputs, program.name, options.retune,
+                                              options.threads, options.allow_tf32, spec);
           choice = tr.choice;
           tuning_line = tr.from_cache
                             ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
@@ -287,7 +379,8 @@ int run_command(const RunOptions& options) {
                                   tr.candidates, tr.seconds, tr.failed, tr.nvrtc_kernels,
                                   tr.nvrtc_cache_hits, tr.choice.summary());
         } else {
-          choice = driver::cached_choice(g, driver::cuda_tune_device(), options.allow_tf32);
+          choice = driver::cached_choice(cg, driver::cuda_tune_device(), options.allow_tf32,
+                                         spec.size_hints);
           if (choice) {
             const std::optional<GemmConfig> c =
                 choice->lower_for(parse_plan(options.plan)).gemm_config;
@@ -319,13 +412,15 @@ int run_command(const RunOptions& options) {
       auto t0 = std::chrono::steady_clock::now();
       if (gpu) {
         cuda::Device& dev = driver::default_device();
-        compiled = driver::compile(g, co);
+        co.lower.specialization = spec;
+        compiled = driver::compile(cg, co);
         driver::CudaProgramOptions po;
         po.cublaslt_gemms = cublaslt;
         cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev, po);
         where = fmt::format("{} ({})", dev.name(), dev.arch());
       } else {
-        compiled = driver::compile(g, co);
+        co.lower.specialization = spec;
+        compiled = driver::compile(cg, co);
       }
       compile_s = seconds_since(t0);
       loaded_ms = ms_since(kProcessStart);
@@ -440,10 +535,12 @@ int run_command(const RunOptions& options) {
 }
 
 int emit_command(const EmitOptions& options) {
-  return with_program(
-      options.program,
-      [&](const Program& program) -> int {
-        const Graph& g = program.graph;
+  return with_shapes(
+      options.program, options.shapes, false,
+      [&](const Loaded& loaded) -> int {
+        // The graph and plan at --shape's sizes (else generic); the kernels
+        // from the generic graph, specialized for --shape when given.
+        const Graph& g = loaded.bound.graph;
         const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
         if (!options.dump_after.empty() && !kernels)
           throw UserError(
@@ -467,7 +564,8 @@ int emit_command(const EmitOptions& options) {
         co.optimize = options.stage != "tir" || !options.dump_after.empty();
         co.dump_after = options.dump_after;
         co.dump = &std::cout;
-        const driver::CompiledProgram compiled = driver::compile(g, co);
+        co.lower.specialization = shown_specialization(loaded);
+        const driver::CompiledProgram compiled = driver::compile(loaded.generic.graph, co);
         if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
         for (const driver::CompiledKernel& ck : compiled.kernels) {
           if (options.stage == "cuda")
@@ -481,12 +579,14 @@ int emit_command(const EmitOptions& options) {
 }
 
 int explain_command(const ExplainOptions& options) {
-  return with_program(options.program, [&](const Program& program) -> int {
+  return with_shapes(options.program, options.shapes, false, [&](const Loaded& loaded) -> int {
+    const Program& program = loaded.generic;
     driver::CompileOptions co;
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
     co.allow_tf32 = options.allow_tf32;
     if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+    co.lower.specialization = shown_specialization(loaded);
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
@@ -495,8 +595,9 @@ int explain_command(const ExplainOptions& options) {
 }
 
 int bench_command(const BenchOptions& options) {
-  return with_program(options.program, [&](const Program& program) -> int {
-    const Graph& g = program.graph;
+  return with_shapes(options.program, options.shapes, true, [&](const Loaded& loaded) -> int {
+    const Program& program = loaded.generic;
+    const Graph& g = loaded.bound.graph;  // inputs, oracle, FLOPs (kernels: the generic graph)
     bool gpu = false;
     std::string why_cpu;
     if (options.device != "cpu") {
@@ -513,6 +614,8 @@ int bench_command(const BenchOptions& options) {
     bo.allow_tf32 = options.allow_tf32;
     if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    bo.compile_graph = &loaded.generic.graph;
+    bo.specialization = cli_specialization(loaded, inputs);
     if (!options.save_inputs_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(options.save_inputs_dir, ec);
@@ -530,8 +633,9 @@ int bench_command(const BenchOptions& options) {
     if (!options.gemm_config.empty()) {
       chosen_missing = "not tuned: --gemm-config sets every row's config";
     } else if (gpu) {
-      driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
-                                          options.threads, options.allow_tf32);
+      driver::TuneResult tr = tune_on_gpu(loaded.generic.graph, inputs, program.name,
+                                          options.retune, options.threads, options.allow_tf32,
+                                          bo.specialization);
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;
@@ -618,6 +722,99 @@ int bench_command(const BenchOptions& options) {
                 row.name.c_str(), k.name.c_str(), k.registers,
                 static_cast<long long>(k.dynamic_shared_bytes), k.threads,
                 static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
+    return kOk;
+  });
+}
+
+}  // namespace tilefuse::cli
+
+namespace tilefuse::cli {
+
+int tune_command(const TuneCommandOptions& options) {
+  return with_program(options.program, [&](const Program& generic) -> int {
+    const Graph& cg = generic.graph;
+    // --shapes NAME=S1,S2,...: the sizes of each symbol.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> lists;
+    for (const std::string& spec : options.shapes) {
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+        throw UserError(fmt::format("--shapes expects NAME=SIZE[,SIZE...], got `{}`", spec));
+      const std::string name = spec.substr(0, eq);
+      if (cg.find_symbol(name) == kFixedDim)
+        throw UserError(fmt::format("--shapes names `{}`, which is not a symbolic dim of '{}'",
+                                    name, generic.name));
+      for (const auto& [n, v] : lists)
+        if (n == name) throw UserError(fmt::format("--shapes gives `{}` twice", name));
+      // Each size as parse_shapes reads one ("M=16"), in the order given.
+      lists.emplace_back(name, std::vector<int64_t>{});
+      size_t start = eq + 1;
+      while (start <= spec.size()) {
+        const size_t end = std::min(spec.find(',', start), spec.size());
+        lists.back().second.push_back(
+            parse_shapes({name + "=" + spec.substr(start, end - start)}).at(name));
+        start = end + 1;
+      }
+    }
+    std::string missing;
+    for (const Symbol& s : cg.symbols()) {
+      bool given = false;
+      for (const auto& [n, v] : lists) given = given || n == s.name;
+      if (!given) missing += " --shapes " + s.name + "=...";
+    }
+    if (!missing.empty())
+      throw UserError("the program's symbolic dims need the sizes to tune at:" + missing);
+    bool gpu = false;
+    std::string why_cpu;
+    if (options.device != "cpu") {
+      gpu = cuda::cuda_available(&why_cpu);
+      if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
+    }
+    // Every combination of the sizes, in the order given.
+    std::vector<SymbolValues> combos(1);
+    for (const auto& [name, sizes] : lists) {
+      std::vector<SymbolValues> next;
+      for (const SymbolValues& c : combos)
+        for (int64_t v : sizes) {
+          SymbolValues d = c;
+          d[name] = v;
+          next.push_back(std::move(d));
+        }
+      combos = std::move(next);
+    }
+    for (const SymbolValues& values : combos) {
+      const Program bound = cg.symbols().empty() ? generic
+                                                 : parse_program(generic.source, generic.file,
+                                                                 &values);
+      const driver::Binding binding =
+          cg.symbols().empty() ? driver::Binding{} : driver::binding_of(cg, values, "");
+      std::string where = cg.symbols().empty() ? std::string("its shape")
+                                               : driver::binding_string(cg, binding);
+      if (!cg.symbols().empty()) {
+        std::string buckets;
+        for (size_t s = 0; s < binding.size(); ++s)
+          buckets += fmt::format("{}{}={}", s ? ", " : "", cg.symbols()[s].name,
+                                 driver::size_bucket(binding[s]));
+        where += " (bucket " + buckets + ")";
+      }
+      if (!gpu) {
+        std::printf("%s: %s: not tuned: the CPU executor runs the fused plan at its heuristic "
+                    "config (%s)\n",
+                    generic.name.c_str(), where.c_str(), why_cpu.c_str());
+        continue;
+      }
+      const std::vector<Tensor> inputs = make_random_inputs(bound.graph, options.seed,
+                                                            options.threads);
+      const Loaded loaded{generic, bound, binding};
+      const driver::TuneResult tr =
+          tune_on_gpu(cg, inputs, generic.name, options.retune, options.threads,
+                      options.allow_tf32, cli_specialization(loaded, inputs));
+      std::printf("%s: %s: %s (%s)\n", generic.name.c_str(), where.c_str(),
+                  tr.choice.summary().c_str(),
+                  tr.from_cache ? "cached"
+                                : fmt::format("searched {} candidates in {:.1f} s", tr.candidates,
+                                              tr.seconds)
+                                      .c_str());
+    }
     return kOk;
   });
 }
