@@ -48,29 +48,31 @@ ArgDesc ArgDesc::of(const Tensor& t) {
 Binding bind_symbols(const Graph& g, const std::vector<ArgDesc>& inputs) {
   const std::vector<ValueId>& params = g.parameters();
   if (inputs.size() != params.size())
-    throw UserError(
-        fmt::format("the program takes {} inputs, got {}", params.size(), inputs.size()));
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("the program takes {} inputs, got {}", params.size(), inputs.size()));
   Binding b(g.symbols().size(), -1);
   std::vector<std::pair<size_t, size_t>> first(g.symbols().size());  // (param, dim) that bound it
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Node& p = g.node(params[i]);
     const ArgDesc& a = inputs[i];
     if (a.dtype != p.dtype)
-      throw UserError(fmt::format("input `{}` must be {}, got {}", p.name, dtype_name(p.dtype),
-                                  dtype_name(a.dtype)));
+      throw UserError(ErrorKind::kType, fmt::format("input `{}` must be {}, got {}", p.name,
+                                                    dtype_name(p.dtype), dtype_name(a.dtype)));
     if (a.shape.size() != p.shape.size())
-      throw UserError(fmt::format("input `{}` must have {} dim{} ({}), got {} ({})", p.name,
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("input `{}` must have {} dim{} ({}), got {} ({})", p.name,
                                   p.shape.size(), p.shape.size() == 1 ? "" : "s",
                                   param_type(g, p), a.shape.size(), shape_to_string(a.shape)));
     TF_CHECK(a.strides.size() == a.shape.size(), "an argument with a stride per dim expected");
     for (size_t d = 0; d < a.shape.size(); ++d) {
       const SymbolId s = p.symbol(d);
       if (a.shape[d] < 0)
-        throw UserError(fmt::format("input `{}`: dim {} has the negative size {}", p.name, d,
-                                    a.shape[d]));
+        throw UserError(ErrorKind::kValue, fmt::format("input `{}`: dim {} has the negative size {}",
+                                                       p.name, d, a.shape[d]));
       if (s == kFixedDim) {
         if (a.shape[d] != p.shape[d])
-          throw UserError(fmt::format("input `{}` ({}): dim {} must be {}, got {} (shape {})",
+          throw UserError(ErrorKind::kValue,
+                          fmt::format("input `{}` ({}): dim {} must be {}, got {} (shape {})",
                                       p.name, param_type(g, p), d, p.shape[d], a.shape[d],
                                       shape_to_string(a.shape)));
         continue;
@@ -80,7 +82,8 @@ Binding bind_symbols(const Graph& g, const std::vector<ArgDesc>& inputs) {
         first[s] = {i, d};
       } else if (b[s] != a.shape[d]) {
         const Node& q = g.node(params[first[s].first]);
-        throw UserError(fmt::format("symbolic dim `{}` is {} in `{}` (dim {}) but {} in `{}` (dim {})",
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("symbolic dim `{}` is {} in `{}` (dim {}) but {} in `{}` (dim {})",
                                     g.symbols()[s].name, b[s], q.name, first[s].second,
                                     a.shape[d], p.name, d));
       }
@@ -96,7 +99,8 @@ Binding bind_symbols(const Graph& g, const std::vector<ArgDesc>& inputs) {
     for (size_t d = 0; d < n.shape.size(); ++d) {
       const int64_t e = std::max<int64_t>(bound_shape(n, b)[d], 1);
       if (e > kMaxNumel || extent > kMaxNumel / e)
-        throw UserError(fmt::format("at {} the program has a tensor of more than 2^40 elements "
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("at {} the program has a tensor of more than 2^40 elements "
                                     "({}{})",
                                     binding_string(g, b), dtype_name(n.dtype),
                                     shape_to_string(bound_shape(n, b))));
@@ -197,13 +201,15 @@ Specialization specialize(const Graph& g, const Binding& b, const std::vector<Ar
     ParamLayout layout;
     const size_t elem = dtype_size(a.dtype);
     if (a.address % elem != 0)
-      throw UserError(fmt::format("input `{}` is at address 0x{:x}, not a multiple of its element "
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("input `{}` is at address 0x{:x}, not a multiple of its element "
                                   "size ({} bytes)",
                                   p.name, a.address, elem));
     layout.alignment = std::max<int>(alignment_of(a.address), static_cast<int>(elem));
     for (size_t d = 0; d < a.strides.size(); ++d)
       if (a.strides[d] < 0 && a.shape[d] > 1)
-        throw UserError(fmt::format("input `{}` has the negative stride {} in dim {}; pass a "
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("input `{}` has the negative stride {} in dim {}; pass a "
                                     "contiguous copy",
                                     p.name, a.strides[d], d));
     if (!is_contiguous(a.shape, a.strides)) {

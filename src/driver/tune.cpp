@@ -219,7 +219,11 @@ TuneDevice cpu_tune_device() {
 }
 
 TuneDevice cuda_tune_device() {
-  cuda::Device& dev = default_device();
+  return cuda_tune_device(0);
+}
+
+TuneDevice cuda_tune_device(int ordinal) {
+  cuda::Device& dev = cuda_device(ordinal);
   std::optional<tir::Target> t = tir::Target::parse(dev.arch());
   if (!t)
     throw UserError(

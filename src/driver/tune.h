@@ -81,6 +81,9 @@ TuneDevice cpu_tune_device();
 // The GPU (default_device(): its name, its target, its opt-in shared memory
 // limit). Throws UserError without a usable GPU or for one older than sm_80.
 TuneDevice cuda_tune_device();
+// The same for GPU `ordinal` (a tuning made on device 0 serves another of
+// the same model: the key names the GPU and its target, not the ordinal).
+TuneDevice cuda_tune_device(int ordinal);
 
 // The opt-in shared memory per block of a CUDA target when no device can be
 // asked: 227 KiB for sm_90+, 163 KiB for sm_80 / sm_87, 99 KiB for the other

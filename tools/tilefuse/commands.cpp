@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "driver/bench.h"
+#include "driver/callable.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/execute.h"
@@ -92,19 +93,7 @@ driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs
   return driver::tune(g, inputs, to);
 }
 
-// The name an output is printed and saved under: the variable it was bound
-// to, else out<i>.
-std::vector<std::string> output_names(const Graph& g) {
-  std::vector<std::string> names;
-  std::map<std::string, int> seen;
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    std::string name = g.node(g.outputs()[i]).name;
-    if (name.empty()) name = fmt::format("out{}", i);
-    if (seen[name]++) name = fmt::format("{}_{}", name, i);
-    names.push_back(name);
-  }
-  return names;
-}
+using driver::output_names;
 
 // Replaces the random input of each `name=file.npy` parameter. A file's dtype
 // must equal the parameter's, except that bf16/f8 parameters (which .npy
@@ -782,38 +771,15 @@ int tune_command(const TuneCommandOptions& options) {
       combos = std::move(next);
     }
     for (const SymbolValues& values : combos) {
-      const Program bound = cg.symbols().empty() ? generic
-                                                 : parse_program(generic.source, generic.file,
-                                                                 &values);
-      const driver::Binding binding =
-          cg.symbols().empty() ? driver::Binding{} : driver::binding_of(cg, values, "");
-      std::string where = cg.symbols().empty() ? std::string("its shape")
-                                               : driver::binding_string(cg, binding);
-      if (!cg.symbols().empty()) {
-        std::string buckets;
-        for (size_t s = 0; s < binding.size(); ++s)
-          buckets += fmt::format("{}{}={}", s ? ", " : "", cg.symbols()[s].name,
-                                 driver::size_bucket(binding[s]));
-        where += " (bucket " + buckets + ")";
-      }
-      if (!gpu) {
-        std::printf("%s: %s: not tuned: the CPU executor runs the fused plan at its heuristic "
-                    "config (%s)\n",
-                    generic.name.c_str(), where.c_str(), why_cpu.c_str());
-        continue;
-      }
-      const std::vector<Tensor> inputs = make_random_inputs(bound.graph, options.seed,
-                                                            options.threads);
-      const Loaded loaded{generic, bound, binding};
-      const driver::TuneResult tr =
-          tune_on_gpu(cg, inputs, generic.name, options.retune, options.threads,
-                      options.allow_tf32, cli_specialization(loaded, inputs));
-      std::printf("%s: %s: %s (%s)\n", generic.name.c_str(), where.c_str(),
-                  tr.choice.summary().c_str(),
-                  tr.from_cache ? "cached"
-                                : fmt::format("searched {} candidates in {:.1f} s", tr.candidates,
-                                              tr.seconds)
-                                      .c_str());
+      driver::TuneOptions to;
+      if (gpu) to.device = driver::cuda_tune_device();
+      to.retune = options.retune;
+      to.allow_tf32 = options.allow_tf32;
+      to.name = generic.name;
+      to.cpu_threads = options.threads;
+      std::string line = driver::tune_at(generic, values, to, gpu, options.seed);
+      if (!gpu) line += " (" + why_cpu + ")";
+      std::printf("%s\n", line.c_str());
     }
     return kOk;
   });
