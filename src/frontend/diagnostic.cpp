@@ -54,7 +54,7 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
   return out;
 }
 
-Program load_program(const std::string& path) {
+std::string read_program_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError(fmt::format("cannot read '{}': it is a directory", path));
@@ -63,7 +63,11 @@ Program load_program(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw UserError(fmt::format("cannot read '{}': read error", path));
-  return parse_program(text.str(), path);
+  return text.str();
+}
+
+Program load_program(const std::string& path) {
+  return parse_program(read_program_file(path), path);
 }
 
 }  // namespace tilefuse

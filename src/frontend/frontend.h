@@ -41,6 +41,8 @@ Program parse_program(std::string_view source, const std::string& file,
 
 // Reads `path` and parses it; an unreadable file is a UserError.
 Program load_program(const std::string& path);
+// The text of the program file at `path`; an unreadable file is a UserError.
+std::string read_program_file(const std::string& path);
 
 // Renders an error as the CLI prints it:
 //   file:line:col: error: message
