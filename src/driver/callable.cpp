@@ -46,6 +46,7 @@ json bound_json(const Graph& g, int64_t value, SymbolId s, bool negated) {
 // Whether a tensor of `shape` with `strides` is row-major contiguous
 // (size-1 dims aside).
 bool contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
+  if (shape_numel(shape) == 0) return true;  // an empty tensor has no layout
   int64_t expected = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] == 1) continue;
