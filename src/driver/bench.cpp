@@ -125,6 +125,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     co.lower = lower_for(options, plan);
     co.lower.specialization = options.specialization;
     co.allow_tf32 = options.allow_tf32;  // CudaProgram passes it on to cuBLASLt
+    co.cuda = options.cuda;
     CompiledProgram compiled = compile(options.compile_graph ? *options.compile_graph : graph, co);
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;

@@ -59,6 +59,7 @@ struct BenchOptions {
   // sizes) gives the oracle, the FLOPs and the bytes. nullptr: `graph`.
   const Graph* compile_graph = nullptr;
   Specialization specialization;
+  tir::CudaOptions cuda;  // the CUDA backend's switches for our plans
 };
 
 struct BenchRow {

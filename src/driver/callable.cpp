@@ -293,8 +293,9 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
     if (dev && options_.tuning) {
       const std::vector<int64_t> buckets = g.symbols().empty() ? std::vector<int64_t>{}
                                                                 : spec.size_hints;
-      if (std::optional<TunedChoice> choice = cached_choice(
-              g, cuda_tune_device(device_id), options_.allow_tf32, buckets, options_.cache_root)) {
+      if (std::optional<TunedChoice> choice =
+              cached_choice(g, cuda_tune_device(device_id), options_.allow_tf32, {}, buckets,
+                            options_.cache_root)) {
         if (options_.plan == "auto") {
           r.plan = choice->plan;
           r.cublaslt = choice->cublaslt && cuda::cublaslt_available();

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_emitter.h"
+#include "codegen/cuda/emit.h"
 #include "graph/graph.h"
 #include "lower/lower.h"
 #include "passes/licm.h"
@@ -40,9 +40,11 @@ struct CompileOptions {
   // false: stop after lowering (kernels after inline_hooks only; the reports
   // stay empty). The lowering tests run those kernels as they are.
   bool optimize = true;
-  // CUDA: f32 GEMMs may run on TF32 tensor cores (codegen::EmitOptions;
-  // `--allow-tf32`). The CPU executor is exact either way.
+  // CUDA: f32 GEMMs may run on TF32 tensor cores (`--allow-tf32`; copied
+  // into cuda.allow_tf32). The CPU executor is exact either way.
   bool allow_tf32 = false;
+  // The CUDA backend's switches (`--cuda-option`; tir/target.h).
+  tir::CudaOptions cuda;
 };
 
 struct CompiledKernel {
@@ -65,16 +67,17 @@ struct CompiledProgram {
   Plan plan;
   tir::Target target;
   bool allow_tf32 = false;              // CompileOptions::allow_tf32
+  tir::CudaOptions cuda;                // CompileOptions::cuda
   std::vector<CompiledKernel> kernels;  // one per plan step, in step order
 };
 
-// The passes compile runs, in order (the pass table of passes/pipeline.h,
-// with licm and lower_copies reporting into `kernel`). With a null `kernel`
-// the reports are dropped (for listing names).
-std::vector<passes::PassEntry> compile_passes(CompiledKernel* kernel);
+// The passes compile runs for `target`, in order: the target-independent
+// table of passes/pipeline.h, then the CPU's or the CUDA backend's
+// (codegen/cuda/passes/passes.h).
+std::vector<passes::PassEntry> compile_passes(const tir::Target& target);
 
-// The names --dump-after accepts, in pipeline order (then "all").
-std::vector<std::string> pass_names();
+// The names --dump-after accepts for `target`, in pipeline order (then "all").
+std::vector<std::string> pass_names(const tir::Target& target);
 
 // Plans, lowers and optimizes `graph` for options.target. Throws UserError
 // for a bad dump_after, InternalError when a module fails on a well-formed

@@ -425,7 +425,7 @@ std::string TunedChoice::summary() const {
 }
 
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32,
-                            const std::vector<int64_t>& buckets) {
+                            const tir::CudaOptions& cuda, const std::vector<int64_t>& buckets) {
   cache::TuningKey key;
   key.program = graph.to_string();
   for (ValueId p : graph.parameters()) {
@@ -433,7 +433,11 @@ cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool a
     key.dtypes.emplace_back(dtype_name(graph.node(p).dtype));
   }
   key.device = device.key();
-  key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "");
+  tir::CudaOptions codegen = cuda;
+  codegen.allow_tf32 = false;  // (said by the flag above)
+  const std::string options = codegen.key();
+  key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "") +
+              (options.empty() ? "" : " cuda:" + options);
   if (!graph.symbols().empty()) {
     // Per size bucket: the program's text is its generic graph's (the same
     // for every binding but for the values in its `symbols` line and what
@@ -541,11 +545,12 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
 }
 
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
-                                         bool allow_tf32, const std::vector<int64_t>& buckets,
+                                         bool allow_tf32, const tir::CudaOptions& cuda,
+                                         const std::vector<int64_t>& buckets,
                                          const std::string& cache_root) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache({}, cache_root);
   if (!tc) return std::nullopt;
-  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, buckets).material());
+  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, cuda, buckets).material());
   if (!v) return std::nullopt;
   return choice_from_json(*v);
 }
@@ -563,7 +568,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         },
         options.cache_root);
   const std::string material =
-      tuning_key(graph, device, options.allow_tf32, options.specialization.size_hints).material();
+      tuning_key(graph, device, options.allow_tf32, options.cuda,
+                 options.specialization.size_hints).material();
   if (tc && !options.retune) {
     if (std::optional<json> v = tc->get(material)) {
       if (std::optional<TunedChoice> c = choice_from_json(*v)) {
@@ -618,6 +624,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.lower.gemm_config = s.cand.config;
       co.lower.specialization = options.specialization;
       co.allow_tf32 = options.allow_tf32;
+      co.cuda = options.cuda;
       s.compiled = std::make_shared<CompiledProgram>(compile(graph, co));
       // The emitter's exact shared memory, before NVRTC spends time on it.
       const int64_t smem_limit = device.max_shared_bytes > 0
@@ -879,7 +886,7 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
             {"note", "the program has symbolic dims: tunings are kept per size bucket (give "
                      "the sizes to see one)"}};
   if (!tc) return none;
-  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32, buckets);
+  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32, {}, buckets);
   std::optional<TunedChoice> found;
   const std::optional<tir::Target> target = tir::Target::parse(device);
   const bool exact = !device.empty() && (!target || !target->is_cuda());

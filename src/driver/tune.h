@@ -139,6 +139,9 @@ struct TuneOptions {
   // (CompileOptions::allow_tf32). A tuning of its own: part of the cache key,
   // and outputs of f32 GEMMs agree within twice kTf32Tolerance.
   bool allow_tf32 = false;
+  // The CUDA backend's switches every candidate compiles with (a tuning of
+  // its own when they differ from the defaults: part of the cache key).
+  tir::CudaOptions cuda;
   // Read and write the tuning cache (default_tuning_cache(); with caching
   // disabled by TILEFUSE_NO_CACHE there is none, and every call searches).
   bool use_cache = true;
@@ -226,10 +229,12 @@ struct TuneResult {
 // The tuning cache key of `graph` on `device`: the canonical program text
 // (Graph::to_string), the parameters' shapes and dtypes, device.key(), the
 // tilefuse version and the entry format (followed by " allow_tf32" for a
-// tuning with TuneOptions::allow_tf32). With symbolic dims, a tuning is per
-// size bucket: `buckets` (one per symbol, size_bucket of its value) stand
-// for the symbols in the shapes and follow in `extra` (" buckets T=2048").
-cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32 = false,
+// tuning with TuneOptions::allow_tf32, and by the CUDA options that differ
+// from the defaults, tir::CudaOptions::key()). With symbolic dims, a tuning
+// is per size bucket: `buckets` (one per symbol, size_bucket of its value)
+// stand for the symbols in the shapes and follow in `extra` (" buckets T=2048").
+cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device,
+                            bool allow_tf32 = false, const tir::CudaOptions& cuda = {},
                             const std::vector<int64_t>& buckets = {});
 
 // Parses a cached value; nullopt when anything is missing or malformed.
@@ -240,6 +245,7 @@ nlohmann::json choice_to_json(const TunedChoice& choice);
 // one, or caching disabled).
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
                                          bool allow_tf32 = false,
+                                         const tir::CudaOptions& cuda = {},
                                          const std::vector<int64_t>& buckets = {},
                                          const std::string& cache_root = "");
 

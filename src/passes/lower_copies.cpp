@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "analysis/axis_info.h"
+#include "passes/simplify.h"
 #include "tir/functor.h"
 #include "tir/printer.h"
 #include "tir/structural.h"
@@ -19,17 +21,6 @@ std::string one_line(const std::string& s) {
   std::string r = s;
   while (!r.empty() && r.back() == '\n') r.pop_back();
   return r;
-}
-
-bool has_load(const Expr& e) {
-  struct V : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const LoadNode*) override { found = true; }
-    void visit(const HookLoadNode*) override { found = true; }
-  } v;
-  v.visit_expr(e);
-  return v.found;
 }
 
 // The copy's value when it is a plain load of the destination dtype from a
@@ -86,10 +77,32 @@ int64_t largest_pow2_dividing(int64_t v) {
 
 class Decider : public IRMutator {
  public:
-  Decider(const Kernel& k, const Target& t, CopyReport* r) : kernel_(k), target_(t), report_(r) {}
+  Decider(const Kernel& k, const Target& t, const CudaOptions& o, CopyReport* r)
+      : kernel_(k), target_(t), options_(o), report_(r) {
+    struct Allocs : IRVisitor {
+      std::unordered_map<const BufferNode*, const AllocateNode*> out;
+      using IRVisitor::visit;
+      void visit(const AllocateNode* op) override {
+        out[op->buffer.get()] = op;
+        IRVisitor::visit(op);
+      }
+    } a;
+    a.visit_stmt(k.body);
+    allocs_ = std::move(a.out);
+    launch_ = k.launch;
+  }
+  LaunchPlan launch_;  // the kernel's, with the tensor maps and notes added
 
  protected:
   using IRMutator::visit;
+  Stmt visit(const ForNode* op) override {
+    const bool saved = in_producer_;
+    if (const auto* p = std::get_if<PipelinePlan>(&op->plan))
+      in_producer_ = p->form == PipelineForm::WarpSpecialized;
+    Stmt s = IRMutator::visit(op);
+    in_producer_ = saved;
+    return s;
+  }
   Stmt visit(const CopyNode* op) override {
     CopyPlan plan = decide(op);
     if (report_)
@@ -97,6 +110,16 @@ class Decider : public IRMutator {
           {op->dst.name(), std::string(copy_mechanism_name(plan.mechanism)), plan.width, plan.reason});
     return CopyNode::make(op->vars, op->extents, op->dst, op->dst_indices, op->value,
                           std::move(plan));
+  }
+
+ public:
+  // The mechanism `copy` would get inside a warp-specialized producer.
+  CopyMechanism decide_for_producer(const CopyNode* copy) {
+    const bool saved = in_producer_;
+    in_producer_ = true;
+    const CopyMechanism m = decide(copy).mechanism;
+    in_producer_ = saved;
+    return m;
   }
 
  private:
@@ -149,13 +172,20 @@ class Decider : public IRMutator {
         if (tma_reason.empty()) {
           std::string box;
           for (size_t i = 0; i < ext.size(); ++i) box += (i ? "x" : "") + std::to_string(ext[i]);
-          if (target_.tma_copies)
-            return make_plan(CopyMechanism::Tma, 16,
-                             "affine " + box + " tile of " + plain->buffer.name() +
-                                 ", 16-byte aligned base and strides: TMA");
-          tma_reason = "TMA-eligible (affine " + box +
-                       " tile), issued as cp.async: TMA is lowered only on sm_90a, by the "
-                       "producer of the warp-specialized wgmma loop (Target::tma_copies)";
+          if (in_producer_ && options_.tma) {
+            CopyPlan p = make_plan(CopyMechanism::Tma, 16,
+                                   "affine " + box + " tile of " + plain->buffer.name() +
+                                       ", 16-byte aligned base and strides: TMA");
+            std::string why;
+            if (plan_tma(op, /*gather_only=*/false, &p, &why)) return p;
+            launch_.notes.push_back("copy " + op->dst.name() + ": cp.async, not TMA: " + why);
+            tma_reason = why;
+          } else {
+            tma_reason = "TMA-eligible (affine " + box + " tile), issued as cp.async: " +
+                         (in_producer_ ? std::string("the tma option is off")
+                                       : "only the producer warpgroup of a warp-specialized "
+                                         "wgmma loop issues TMA");
+          }
         }
       }
     }
@@ -178,6 +208,22 @@ class Decider : public IRMutator {
                         "-byte aligned: cp.async " + std::to_string(w) + " B" +
                         (w == 16 ? " (.cg)" : " (.ca)");
         if (!tma_reason.empty()) r += "; not TMA: " + tma_reason;
+        // Gathered rows by TMA, one box per row (CudaOptions::tma_row_gather:
+        // measured slower than cp.async on the H200, bench/RESULTS.md).
+        if (in_producer_ && options_.tma && options_.tma_row_gather) {
+          CopyPlan p = make_plan(CopyMechanism::Tma, 16,
+                                 "gathered rows of " + plain->buffer.name() +
+                                     ": TMA, one 1-row box per row (tma_row_gather)");
+          std::string why;
+          if (plan_tma(op, /*gather_only=*/true, &p, &why)) {
+            launch_.notes.push_back("copy " + op->dst.name() +
+                                    ": TMA, one box per gathered row (tma_row_gather)");
+            return p;
+          }
+          if (why != "not a row gather")
+            launch_.notes.push_back("copy " + op->dst.name() +
+                                    ": cp.async, not a TMA row gather: " + why);
+        }
         return make_plan(CopyMechanism::CpAsync, w, r);
       }
       why_not = narrow_reason(sl, src, inner_name);
@@ -199,13 +245,193 @@ class Decider : public IRMutator {
       if (rw > 0) w = rw;
       // More than one element per access: the code generator loads the main
       // source `w` bytes at a time (contiguous, aligned and uniformly masked
-      // along the inner dim, per the limits above).
-      if (w > dtype_size(src->buffer.dtype()) && src->buffer.scope() == MemScope::Global)
-        vector_load = Expr(src);
+      // along the inner dim, per the limits above) where the inner extent
+      // holds whole vectors; else (and with vector loads off) it reads every
+      // element alone.
+      const int64_t esz = dtype_size(src->buffer.dtype());
+      if (w > esz && src->buffer.scope() == MemScope::Global) {
+        if (options_.vector_loads && ext[inner] % (w / esz) == 0)
+          vector_load = Expr(src);
+        else
+          w = esz;
+      }
     }
     std::string r = "register-staged (ld.global " + std::to_string(w) + " B): " + why_not;
     if (!tma_reason.empty()) r += "; not TMA: " + tma_reason;
     return make_plan(CopyMechanism::Register, w, r, vector_load);
+  }
+
+  // Plans `op` as TMA boxes into *p (boxes, tensor map, bytes) against its
+  // destination's shared layout; false, with *why, where a tensor map
+  // cannot write that tile. gather_only: only as a row gather (one 1-row
+  // box per gathered row: A[i, j] = x[idx[i], k0 + j]).
+  bool plan_tma(const CopyNode* op, bool gather_only, CopyPlan* p, std::string* why) {
+    const LoadNode* l = op->value.as<LoadNode>();
+    if (!l || l->buffer.scope() != MemScope::Global) return *why = "not a plain global load", false;
+    const Buffer& b = l->buffer;
+    const int rank = static_cast<int>(l->indices.size());
+    const int elem = static_cast<int>(dtype_size(b.dtype()));
+    if (rank < 1 || rank > 5 || op->vars.empty() || op->vars.size() > 2)
+      return *why = "rank", false;
+    // The tensor: constant shape and strides (bytes), innermost contiguous.
+    std::vector<int64_t> shape, strides;
+    for (const Expr& e : b->shape) {
+      const int64_t* c = as_const_int(e);
+      if (!c) return *why = "a symbolic shape", false;
+      shape.push_back(*c);
+    }
+    if (b->strides.empty()) {
+      int64_t st = 1;
+      strides.assign(rank, 0);
+      for (int k = rank; k-- > 0;) strides[k] = st, st *= shape[k];
+    } else {
+      for (const Expr& e : b->strides) {
+        const int64_t* c = as_const_int(e);
+        if (!c) return *why = "a symbolic stride", false;
+        strides.push_back(*c);
+      }
+    }
+    if (strides.back() != 1) return *why = "the innermost dim is not contiguous", false;
+    // Each copy dim reads one tensor dim, in order, the innermost copy dim
+    // the innermost tensor dim; the destination is indexed by the copy vars.
+    std::vector<int> dim_of(op->vars.size(), -1);
+    for (int k = 0; k < rank; ++k)
+      for (size_t d = 0; d < op->vars.size(); ++d)
+        if (uses_var(l->indices[k], op->vars[d])) {
+          if (dim_of[d] != -1) return *why = "a copy dim feeds two tensor dims", false;
+          dim_of[d] = k;
+        }
+    for (size_t d = 0; d < dim_of.size(); ++d)
+      if (dim_of[d] < 0 || (d > 0 && dim_of[d] <= dim_of[d - 1]))
+        return *why = "the copy dims are not the tensor dims in order", false;
+    if (dim_of.back() != rank - 1)
+      return *why = "the inner copy dim is not the inner tensor dim", false;
+    // A row gather: the outer copy var reaches its tensor index only
+    // through a loaded value.
+    const bool gather = op->vars.size() == 2 && has_load(l->indices[dim_of[0]]);
+    if (gather_only && !gather) return *why = "not a row gather", false;
+    if (!gather_only && gather) return *why = "a gather", false;
+    Expr row_mask;  // a gather's mask of whole rows
+    if (gather) {
+      const Var& inner_var = op->vars.back();
+      if (uses_var(simplify(SubNode::make(l->indices.back(), inner_var)), inner_var))
+        return *why = "the gathered rows are not contiguous", false;
+      // The mask: bounds of the tensor itself are the tensor map's (zero
+      // fill out of bounds); what is left must select whole rows.
+      if (l->mask.defined()) {
+        std::vector<Expr> terms;
+        conjuncts(l->mask, &terms);
+        for (const Expr& t : terms) {
+          if (is_own_bounds_check(t, l)) continue;
+          if (uses_var(t, inner_var)) return *why = "a mask within the gathered rows", false;
+          row_mask = row_mask.defined() ? AndNode::make(row_mask, t) : t;
+        }
+      }
+    } else if (l->mask.defined() && has_load(l->mask)) {
+      return *why = "a mask that reads memory", false;
+    }
+    if (op->dst_indices.size() != op->vars.size()) return *why = "destination rank", false;
+    for (size_t d = 0; d < op->vars.size(); ++d) {
+      const VarNode* v = op->dst_indices[d].as<VarNode>();
+      if (v != op->vars[d].get())
+        return *why = "the destination is not indexed by the copy vars", false;
+    }
+    std::vector<int64_t> ext;
+    for (const Expr& e : op->extents) ext.push_back(*as_const_int(e));
+    // The box origin: the source indices with every copy var at 0.
+    std::vector<Expr> origin;
+    for (int k = 0; k < rank; ++k) {
+      Expr e = l->indices[k];
+      for (const Var& v : op->vars) e = substitute(e, v, make_const(v.dtype(), 0));
+      origin.push_back(simplify(e));
+    }
+    // The shared layout decides the boxes: row-major (one box, no swizzle),
+    // `swizzled` with 128-byte rows (one box, the 128-byte swizzle), or
+    // `mn_swizzled` (one box per 128-byte column strip, each 128-byte
+    // swizzled). A gathered row is one box of one row: its row starts at any
+    // multiple of 128 bytes, the 128-byte swizzle being a function of the
+    // address (PTX ISA 9.7.9.27, the tensor map's swizzle modes).
+    SharedLayout layout = SharedLayout::RowMajor;
+    if (auto it = allocs_.find(op->dst.get()); it != allocs_.end())
+      if (const auto* sp = std::get_if<SharedPlan>(&it->second->plan)) layout = sp->layout;
+    int64_t tile_elems = 1;
+    for (const Expr& e : op->dst->shape) {
+      const int64_t* c = as_const_int(e);
+      if (!c) return *why = "a shared tile of symbolic size", false;
+      tile_elems *= *c;
+    }
+    const int64_t inner = ext.back(), rows = op->vars.size() == 2 ? ext[0] : 1;
+    int64_t box_inner = inner, strips = 1;
+    int swizzle = 0;
+    switch (layout) {
+      case SharedLayout::RowMajor:
+        if (inner * elem % 16 != 0)
+          return *why = "the inner box is not a multiple of 16 bytes", false;
+        break;
+      case SharedLayout::Swizzled:
+        if (inner * elem != 128) return *why = "swizzled rows of other than 128 bytes", false;
+        swizzle = 128;
+        break;
+      case SharedLayout::MnSwizzled:
+        if (inner * elem % 128 != 0) return *why = "mn_swizzled strips", false;
+        box_inner = 128 / elem, strips = inner * elem / 128, swizzle = 128;
+        break;
+      default:
+        return *why = "a layout TMA does not write", false;
+    }
+    // A swizzled box starts on its pattern (1024 bytes), others on 128;
+    // layout aligns every stage of the tile so.
+    const int64_t align = swizzle ? 1024 : 128;
+    if ((tile_elems * elem) % align != 0 ||
+        (gather ? (box_inner * elem) % 128 != 0 || strips != 1
+                : (rows * box_inner * elem) % align != 0 || rows > 256) ||
+        box_inner > 256)
+      return *why = "alignment of the stage tiles", false;
+    TensorMapPlan m;
+    int param = 0;
+    for (const KernelParam& kp : kernel_.params) {
+      if (kp.is_buffer() && kp.buffer.same_as(b)) break;
+      ++param;
+    }
+    if (param == static_cast<int>(kernel_.params.size()))
+      return *why = "not a kernel parameter", false;
+    m.param = param;
+    m.elem_bytes = elem;
+    for (int k = rank; k-- > 0;) m.dims.push_back(shape[k]);
+    for (int k = rank - 1; k-- > 0;) m.strides.push_back(strides[k] * elem);
+    for (int k = rank; k-- > 0;) {
+      int64_t bx = 1;
+      if (k == rank - 1)
+        bx = box_inner;
+      else if (op->vars.size() == 2 && k == dim_of[0] && !gather)
+        bx = rows;
+      m.box.push_back(static_cast<int>(bx));
+    }
+    m.swizzle_bytes = swizzle;
+    for (int64_t st : m.strides)
+      if (st % 16 != 0) return *why = "a stride is not a multiple of 16 bytes", false;
+    p->tensor_map = static_cast<int>(launch_.tensor_maps.size());
+    p->boxes.clear();
+    for (int64_t st = 0; st < strips; ++st) {
+      TmaBox box;
+      for (int k = rank; k-- > 0;) {
+        Expr c = gather && k == dim_of[0] ? l->indices[k] : origin[k];
+        if (k == rank - 1 && st > 0)
+          c = simplify(AddNode::make(c, make_const(c.dtype(), static_cast<double>(st * box_inner))));
+        box.coords.push_back(c);
+      }
+      box.smem_offset = gather ? 0 : st * rows * box_inner;
+      p->boxes.push_back(std::move(box));
+    }
+    p->tma_bytes = rows * inner * elem;
+    p->row_gather = gather;
+    if (gather) {
+      p->rows = rows;
+      p->row_pitch = box_inner;
+      p->row_mask = row_mask;
+    }
+    launch_.tensor_maps.push_back(std::move(m));
+    return true;
   }
 
   // The binding limit of a copy whose cp.async would be narrower than 4 bytes.
@@ -320,15 +546,28 @@ class Decider : public IRMutator {
 
   const Kernel& kernel_;
   Target target_;
+  CudaOptions options_;
   CopyReport* report_;
+  std::unordered_map<const BufferNode*, const AllocateNode*> allocs_;
+  // Inside a warp-specialized pipelined loop, whose producer issues TMA.
+  bool in_producer_ = false;
 };
 
 }  // namespace
 
 tir::Kernel decide_copies(const tir::Kernel& kernel, const tir::Target& target,
-                          CopyReport* report) {
-  Decider d(kernel, target, report);
-  return d.mutate_kernel(kernel);
+                          const tir::CudaOptions& options, CopyReport* report) {
+  Decider d(kernel, target, options, report);
+  tir::Kernel out = d.mutate_kernel(kernel);
+  out.launch = d.launch_;
+  return out;
+}
+
+bool copy_can_be_async(const tir::Kernel& kernel, const tir::CopyNode* copy,
+                       const tir::Target& target, const tir::CudaOptions& options) {
+  Decider d(kernel, target, options, nullptr);
+  const CopyMechanism m = d.decide_for_producer(copy);
+  return m == CopyMechanism::CpAsync || m == CopyMechanism::Tma;
 }
 
 }  // namespace tilefuse::passes

@@ -30,15 +30,32 @@ const std::vector<PassEntry>& target_independent_passes() {
        [](const tir::Kernel& k, const PassContext&) { return eliminate_common_subexpressions(k); },
        "binds each repeated index or loaded value once, after simplify made equal "
        "expressions look equal"},
-      {"licm", [](const tir::Kernel& k, const PassContext&) { return hoist_loop_invariants(k); },
+      {"licm",
+       [](const tir::Kernel& k, const PassContext& c) {
+         if (!c.reports) return hoist_loop_invariants(k);
+         c.reports->licm = {};
+         return hoist_loop_invariants(k, &c.reports->licm);
+       },
        "after cse: each repeated value is bound once, so licm hoists one let instead of several "
        "copies, and simplify has already decided the loop extents it guards with"},
-      {"lower_copies",
-       [](const tir::Kernel& k, const PassContext& c) { return decide_copies(k, c.target); },
-       "after licm: contiguity and alignment (axis_info) are judged on the final, hoisted index "
-       "expressions; the decision is target-aware (PassContext)"},
       {"dce", [](const tir::Kernel& k, const PassContext&) { return eliminate_dead_code(k); },
-       "last: removes the lets, empty loops and branches the passes before it left behind"},
+       "last of the target-independent passes: removes the lets, empty loops and branches the "
+       "passes before it left behind, so the backend sees the final statements"},
+  };
+  return kPasses;
+}
+
+tir::Kernel lower_copies_pass(const tir::Kernel& k, const PassContext& c) {
+  if (!c.reports) return decide_copies(k, c.target, c.cuda);
+  c.reports->copies = {};
+  return decide_copies(k, c.target, c.cuda, &c.reports->copies);
+}
+
+const std::vector<PassEntry>& cpu_passes() {
+  static const std::vector<PassEntry> kPasses = {
+      {"lower_copies", lower_copies_pass,
+       "after licm and dce: the copies the executor runs are final; on the CPU every copy is "
+       "`direct`"},
   };
   return kPasses;
 }

@@ -15,15 +15,26 @@
 #include <string_view>
 #include <vector>
 
+#include "passes/licm.h"
+#include "passes/lower_copies.h"
 #include "tir/ir.h"
 #include "tir/target.h"
 
 namespace tilefuse::passes {
 
+// What passes report beyond the kernel, for explain: what licm hoisted and
+// what lower_copies decided (in the order they ran).
+struct PassReports {
+  LicmReport licm;
+  CopyReport copies;
+};
+
 // What a pass may need beyond the kernel. (inline_hooks' HookTable joins
 // here when its entry is added.)
 struct PassContext {
   tir::Target target;
+  tir::CudaOptions cuda;           // the CUDA backend's switches
+  PassReports* reports = nullptr;  // where reporting passes write; null: dropped
 };
 
 struct PassEntry {
@@ -42,9 +53,17 @@ struct PipelineOptions {
   std::ostream* dump = nullptr;
 };
 
-// The passes every target runs, in order (see pipeline.cpp for why each
-// sits where it does).
+// The passes every target runs first, in order (see pipeline.cpp for why
+// each sits where it does).
 const std::vector<PassEntry>& target_independent_passes();
+
+// The CPU executor's passes, after those (lower_copies: `direct` copies).
+// The CUDA backend's are codegen::cuda_passes() (codegen/cuda/passes.h).
+const std::vector<PassEntry>& cpu_passes();
+
+// The lower_copies entry (with its report into PassContext::reports), for
+// the CPU table and the CUDA backend's.
+tir::Kernel lower_copies_pass(const tir::Kernel& k, const PassContext& c);
 
 // Runs `passes` in order. Each dump is a line `# after <name>` followed by
 // the printed kernel. An unknown dump_after is a UserError that lists the

@@ -848,17 +848,6 @@ class Simplifier : public IRMutator {
     }
   }
 
-  static bool reads_memory(const Expr& e) {
-    struct Finder : IRVisitor {
-      using IRVisitor::visit;
-      bool found = false;
-      void visit(const LoadNode*) override { found = true; }
-      void visit(const HookLoadNode*) override { found = true; }
-    } f;
-    f.visit_expr(e);
-    return f.found;
-  }
-
   // Known truths of the enclosing branches, undone when the branch ends. A
   // known `v < c` (v an integer var, c a constant) also narrows v's range.
   class Facts {
@@ -877,7 +866,7 @@ class Simplifier : public IRMutator {
     void assume(const Expr& cond, bool value) {
       // A condition that reads memory may change inside the branch (a store
       // to that buffer); vars never do.
-      if (reads_memory(cond)) return;
+      if (has_load(cond)) return;
       s_->facts_.emplace_back(cond, value);
       const VarNode* v = nullptr;
       const int64_t* c = nullptr;

@@ -450,4 +450,27 @@ bool is_own_bounds_check(const Expr& term, const LoadNode* load) {
   return false;
 }
 
+bool has_load(const Expr& e) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const LoadNode*) override { found = true; }
+    void visit(const HookLoadNode*) override { found = true; }
+  } f;
+  f.visit_expr(e);
+  return f.found;
+}
+
+bool uses_var(const Expr& e, const Var& v) {
+  struct Finder : IRVisitor {
+    const VarNode* var = nullptr;
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const VarNode* x) override { found = found || x == var; }
+  } f;
+  f.var = v.get();
+  f.visit_expr(e);
+  return f.found;
+}
+
 }  // namespace tilefuse::tir

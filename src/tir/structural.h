@@ -52,6 +52,12 @@ void conjuncts(const Expr& e, std::vector<Expr>* out);
 // for one of its dims), which a TMA tensor map's out-of-bounds fill does?
 bool is_own_bounds_check(const Expr& term, const LoadNode* load);
 
+// Does `e` read memory (a Load, or a HookLoad before inline_hooks)?
+bool has_load(const Expr& e);
+
+// Does `e` use the var `v`?
+bool uses_var(const Expr& e, const Var& v);
+
 // a and b are the same value up to casts between integer types (an i32
 // index bound by an i32 shape and used as i64): equal constants, or
 // structurally equal once the casts are stripped.

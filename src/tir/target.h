@@ -2,9 +2,10 @@
 // the hardware (lower_copies, pipeline, lower_gemm) take one.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
-#include <optional>
+#include <vector>
 
 namespace tilefuse::tir {
 
@@ -52,6 +53,49 @@ struct Target {
   std::string name() const {
     return is_cuda() ? "sm_" + std::to_string(sm) + (arch_specific ? "a" : "") : "cpu";
   }
+};
+
+// The CUDA code generator's switches: every choice of the backend passes
+// that a user, a test or the tuner may turn (docs/architecture.md). The
+// defaults are the fastest measured on the H200 (bench/RESULTS.md); the
+// others exist to compare. The CLI sets them with `--cuda-option
+// NAME=0|1`, the tuner searches some of them, and the kernel and tuning
+// caches key on key().
+#define TILEFUSE_FOR_EACH_CUDA_OPTION(X)                                                       \
+  X(allow_tf32, false,                                                                         \
+    "f32 GEMMs on TF32 tensor cores (mma.sync m16n8k8: operands rounded to 10 mantissa bits)") \
+  X(wgmma, true, "sm_90a: f16/bf16 GEMMs on wgmma (else mma.sync)")                            \
+  X(warp_specialize, true,                                                                     \
+    "sm_90a: a producer warpgroup issues the wgmma main loop's copies through mbarriers")      \
+  X(tma, true, "sm_90a: a warp-specialized producer issues affine tiles by TMA")               \
+  X(tma_row_gather, false,                                                                     \
+    "sm_90a: gathered rows by TMA too, one 1-row box per row (measured slower)")               \
+  X(vector_loads, true, "register-staged copies read their main source 2-16 bytes at a time")  \
+  X(wgmma_keep_one, true,                                                                      \
+    "a wgmma ring of 4+ stages keeps one MMA group in flight across the barrier")              \
+  X(fragment_pipeline, true,                                                                   \
+    "mma.sync: MMA fragments double-buffered across k16 steps (128+ accumulators a thread)")   \
+  X(staged_epilogue, true,                                                                     \
+    "MMA epilogues staged through shared memory and stored in 16-byte row chunks")
+
+struct CudaOptions {
+#define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;
+  TILEFUSE_FOR_EACH_CUDA_OPTION(TF_CUDA_OPTION_FIELD)
+#undef TF_CUDA_OPTION_FIELD
+
+  // "name=0,name=1,..." of the options that differ from the defaults ("" for
+  // none): what the caches key on and explain prints.
+  std::string key() const;
+  // Sets one option from "NAME=VALUE" (VALUE 0/1/true/false/on/off); false
+  // with *error set for an unknown name or value.
+  bool set(std::string_view assignment, std::string* error);
+  // Every option: name, default and help, for --help.
+  struct Info {
+    const char* name;
+    bool default_value;
+    const char* help;
+  };
+  static std::vector<Info> all();
 };
 
 }  // namespace tilefuse::tir

@@ -7,7 +7,10 @@
 
 #include <vector>
 
+#include <string>
+
 #include "lower/gemm_template.h"
+#include "tir/target.h"
 
 namespace tilefuse::testing {
 
@@ -33,19 +36,26 @@ inline const std::vector<WsProgram>& ws_programs() {
   return p;
 }
 
-// The switches (environment variable, value; nullptr: the default build).
+// The switches (a CUDA option "NAME=0|1"; nullptr: the defaults).
 struct WsVariant {
-  const char* var;
+  const char* option;
   bool warp_specialized;
+  tir::CudaOptions options() const {
+    tir::CudaOptions o;
+    std::string error;
+    if (option) o.set(option, &error);
+    return o;
+  }
+  const char* name() const { return option ? option : "default"; }
 };
 
 inline const std::vector<WsVariant>& ws_variants() {
   static const std::vector<WsVariant> v = {
       {nullptr, true},
-      {"TILEFUSE_NO_TMA", true},
-      {"TILEFUSE_TMA_GATHER", true},
-      {"TILEFUSE_NO_STAGED_EPILOGUE", true},
-      {"TILEFUSE_NO_WARP_SPECIALIZE", false},
+      {"tma=0", true},
+      {"tma_row_gather=1", true},
+      {"staged_epilogue=0", true},
+      {"warp_specialize=0", false},
   };
   return v;
 }

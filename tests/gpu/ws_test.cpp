@@ -44,12 +44,10 @@ TEST(GpuWarpSpecialized, EdgeProgramsEveryVariantMatchTheOracle) {
     const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
     for (const testing::WsVariant& v : testing::ws_variants())
       for (const GemmConfig& cfg : testing::ws_configs()) {
-        std::optional<testing::ScopedEnv> env;
-        if (v.var) env.emplace(v.var, "1");
-        SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{} seed {}", wp.name,
-                                 v.var ? v.var : "default", cfg.block_m, cfg.block_n,
-                                 cfg.block_k, cfg.num_stages, cfg.num_warps, seed));
+        SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{} seed {}", wp.name, v.name(), cfg.block_m,
+                                 cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, seed));
         driver::CompileOptions co;
+        co.cuda = v.options();
         co.plan = PlanKind::kFused;
         co.target = *target;
         co.lower.gemm_config = cfg;

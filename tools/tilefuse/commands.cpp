@@ -78,15 +78,28 @@ GemmConfig parse_gemm_config(const std::string& text) {
   return c;
 }
 
-// Tunes `g` on the GPU for run, bench and tune (the cached choice unless
-// retune), for `spec` (symbolic dims: the inputs' size bucket).
+// The `--cuda-option NAME=0|1` values (tir::CudaOptions); a UserError names
+// a bad one and lists the options.
+tir::CudaOptions parse_cuda_options(const std::vector<std::string>& given) {
+  tir::CudaOptions o;
+  for (const std::string& a : given) {
+    std::string error;
+    if (!o.set(a, &error)) throw UserError("--cuda-option: " + error);
+  }
+  return o;
+}
+
+// Tunes `g` on the GPU for run and bench (the cached choice unless retune),
+// for `spec` (symbolic dims: the inputs' size bucket).
 driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
                                const std::string& name, bool retune, int cpu_threads,
-                               bool allow_tf32, const Specialization& spec = {}) {
+                               bool allow_tf32, const tir::CudaOptions& cuda,
+                               const Specialization& spec = {}) {
   driver::TuneOptions to;
   to.device = driver::cuda_tune_device();
   to.retune = retune;
   to.allow_tf32 = allow_tf32;
+  to.cuda = cuda;
   to.name = name;
   to.cpu_threads = cpu_threads;
   to.specialization = spec;
@@ -352,13 +365,14 @@ int run_command(const RunOptions& options) {
                                       dev.arch()));
         co.target = *t;
         co.allow_tf32 = options.allow_tf32;
+        co.cuda = parse_cuda_options(options.cuda_options);
         // The plan and its config: the tuned choice (cached, else tuned now)
         // for --plan auto or --retune; an explicit plan takes its tuned
         // config when a tuning is cached, else the heuristic's.
         std::optional<driver::TunedChoice> choice;
         if (options.plan == "auto" || options.retune) {
           driver::TuneResult tr = tune_on_gpu(cg, inputs, program.name, options.retune,
-                                              options.threads, options.allow_tf32, spec);
+                                              options.threads, options.allow_tf32, co.cuda, spec);
           choice = tr.choice;
           tuning_line = tr.from_cache
                             ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
@@ -369,7 +383,7 @@ int run_command(const RunOptions& options) {
                                   tr.nvrtc_cache_hits, tr.choice.summary());
         } else {
           choice = driver::cached_choice(cg, driver::cuda_tune_device(), options.allow_tf32,
-                                         spec.size_hints);
+                                         co.cuda, spec.size_hints);
           if (choice) {
             const std::optional<GemmConfig> c =
                 choice->lower_for(parse_plan(options.plan)).gemm_config;
@@ -542,6 +556,7 @@ int emit_command(const EmitOptions& options) {
         co.plan = parse_plan(options.plan);
         co.target = parse_target(options.target);
         co.allow_tf32 = options.allow_tf32;
+        co.cuda = parse_cuda_options(options.cuda_options);
         if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
@@ -574,6 +589,7 @@ int explain_command(const ExplainOptions& options) {
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
     co.allow_tf32 = options.allow_tf32;
+    co.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
     co.lower.specialization = shown_specialization(loaded);
     const nlohmann::json account =
@@ -601,6 +617,7 @@ int bench_command(const BenchOptions& options) {
     bo.check = options.check;
     bo.cpu_threads = options.threads;
     bo.allow_tf32 = options.allow_tf32;
+    bo.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     bo.compile_graph = &loaded.generic.graph;
@@ -624,7 +641,7 @@ int bench_command(const BenchOptions& options) {
     } else if (gpu) {
       driver::TuneResult tr = tune_on_gpu(loaded.generic.graph, inputs, program.name,
                                           options.retune, options.threads, options.allow_tf32,
-                                          bo.specialization);
+                                          bo.cuda, bo.specialization);
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;

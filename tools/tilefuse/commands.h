@@ -31,6 +31,7 @@ struct RunOptions {
   int threads = 0;                  // 0: all hardware threads
   bool verbose = false;             // per-kernel compile/cache/resource lines
   bool allow_tf32 = false;          // GPU: f32 GEMMs on TF32 tensor cores
+  std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
 };
 
 // `tilefuse run`: parses the program, makes or loads its inputs, compiles it
@@ -56,6 +57,7 @@ struct BenchOptions {
   bool retune = false;          // tune again even when a choice is cached (GPU)
   std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
   bool allow_tf32 = false;      // GPU: f32 GEMMs (ours and cuBLASLt's) on TF32 tensor cores
+  std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
 };
 
 // `tilefuse bench`: times the fused and unfused plans and the cuBLASLt
@@ -74,6 +76,7 @@ struct EmitOptions {
   std::string dump_after;  // a pass name or "all": the kernels after it, before the stage
   bool allow_tf32 = false;  // CUDA: f32 GEMMs on TF32 tensor cores
   std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the template's default
+  std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
 };
 
 // `tilefuse emit`: prints the program at a compilation stage: the graph IR,
@@ -89,6 +92,7 @@ struct ExplainOptions {
   bool json = false;
   bool allow_tf32 = false;  // CUDA: f32 GEMMs on TF32 tensor cores
   std::string gemm_config;  // "BMxBNxBK/stages/warps", empty: the template's default
+  std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
 };
 
 // `tilefuse explain`: the kernels of the plan and every decision made for

@@ -81,6 +81,14 @@ int main(int argc, char** argv) {
   const std::string shape_help =
       "NAME=SIZE: the size of the program's symbolic dim NAME (a name in its signature, "
       "e.g. x: f16[T, 4096]); several comma-separated or repeated";
+  // --cuda-option, the same on every command that compiles for the GPU.
+  std::string cuda_option_help =
+      "A switch of the CUDA code generator, NAME=0 or NAME=1 (repeatable); to compare forms. "
+      "Options (default):";
+  for (const auto& o : tilefuse::tir::CudaOptions::all())
+    if (std::string(o.name) != "allow_tf32")
+      cuda_option_help += std::string(" ") + o.name + " (" + (o.default_value ? "1" : "0") +
+                          "): " + o.help + ";";
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
@@ -134,6 +142,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
                     tf32_help + " (on the GPU; the CPU executor is exact either way)");
+  run_cmd->add_option("--cuda-option", run.cuda_options, cuda_option_help);
   run_cmd->add_flag("--verbose,-v", run.verbose,
                     "Say where each kernel came from (compiled or the kernel cache), its "
                     "registers, shared memory and occupancy");
@@ -175,6 +184,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
                       tf32_help + "; the cuBLASLt rows then use CUBLAS_COMPUTE_32F_FAST_TF32 "
                                   "(GPU only)");
+  bench_cmd->add_option("--cuda-option", bench.cuda_options, cuda_option_help);
 
   EmitOptions emit;
   CLI::App* emit_cmd = app.add_subcommand(
@@ -198,12 +208,18 @@ int main(int argc, char** argv) {
       ->check(target_check)
       ->capture_default_str();
   std::string pass_list;
-  for (const std::string& p : tilefuse::driver::pass_names()) pass_list += p + ", ";
+  for (const std::string& p : tilefuse::driver::pass_names(tilefuse::tir::Target::cpu()))
+    pass_list += p + ", ";
+  std::string cuda_pass_list;
+  for (const std::string& p : tilefuse::driver::pass_names(*tilefuse::tir::Target::parse("sm_90a")))
+    if (pass_list.find(p + ", ") == std::string::npos) cuda_pass_list += p + ", ";
   emit_cmd->add_option("--dump-after", emit.dump_after,
                        "Also print every kernel after this pass (" + pass_list +
+                           "and for a CUDA target " + cuda_pass_list +
                            "or all: after each), before the stage's output; with "
                            "--stage=tir or tir-opt");
   emit_cmd->add_flag("--allow-tf32", emit.allow_tf32, tf32_help + " (--stage=cuda)");
+  emit_cmd->add_option("--cuda-option", emit.cuda_options, cuda_option_help);
   emit_cmd->add_option("--gemm-config", emit.gemm_config,
                        "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
                        "num_warps, e.g. 128x256x64/4/8 (default: the template's heuristic)");
@@ -228,6 +244,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   explain_cmd->add_flag("--allow-tf32", explain.allow_tf32,
                         tf32_help + " (a CUDA --target; the gemm family says which ran)");
+  explain_cmd->add_option("--cuda-option", explain.cuda_options, cuda_option_help);
   explain_cmd->add_option("--gemm-config", explain.gemm_config,
                           "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
                           "num_warps (default: the template's heuristic)");

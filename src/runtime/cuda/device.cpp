@@ -344,8 +344,8 @@ TensorMap encode_tensor_map(const Device& device, CUdeviceptr base, int elem_byt
   const ExtraEntryPoints& x = extra(libs);
   if (x.cuTensorMapEncodeTiled == nullptr)
     throw UserError(
-        "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs driver 525 or newer); set "
-        "TILEFUSE_NO_TMA=1 to issue cp.async instead");
+        "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs driver 525 or newer); pass "
+        "--cuda-option tma=0 to issue cp.async instead");
   const std::size_t rank = dims.size();
   TF_CHECK(rank >= 1 && rank <= 5 && strides.size() + 1 == rank && box.size() == rank,
            "encode_tensor_map: rank");

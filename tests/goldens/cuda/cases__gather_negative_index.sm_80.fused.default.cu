@@ -65,7 +65,6 @@ extern "C" __global__ void __launch_bounds__(128) gemm0(
   }
   __syncthreads();
   const int cse_1 = (pid * 128);
-  __syncthreads();
   // software pipeline: 3 stages; iteration i computes tile i while the copies of tile i + 2 are in flight
   auto tf_issue = [&](int k, int tf_stage) {
     const int cse_2 = (k * 32);

@@ -65,7 +65,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   __syncthreads();
   const int cse_1 = (pid * 256);
-  __syncthreads();
   // software pipeline: 4 stages; iteration i computes tile i while the copies of tile i + 3 are in flight
   auto tf_issue = [&](int k, int tf_stage) {
     const int cse_2 = (k * 64);

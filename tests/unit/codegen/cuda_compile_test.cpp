@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "codegen/cuda_emitter.h"
+#include "codegen/cuda/emit.h"
 #include "common/cases.h"
 #include "common/random_program.h"
 #include "common/scoped_env.h"
@@ -27,11 +27,13 @@
 namespace tilefuse {
 namespace {
 
-driver::CompiledProgram compile_for(const std::string& path, const char* target, PlanKind plan) {
+driver::CompiledProgram compile_for(const std::string& path, const char* target, PlanKind plan,
+                                    const tir::CudaOptions& cuda = {}) {
   const Program p = load_program(path);
   driver::CompileOptions co;
   co.plan = plan;
   co.target = *tir::Target::parse(target);
+  co.cuda = cuda;
   return driver::compile(p.graph, co);
 }
 
@@ -82,7 +84,7 @@ TEST_F(CudaCompile, EveryCaseBothPlansBothArchsWithoutSpills) {
 // The sm_90a wgmma main loop in its three forms. By default it is
 // warp-specialized: a producer warpgroup after the MMA warpgroups issues the
 // copies, and mbarriers hand the stages over (one wgmma group in flight).
-// Under TILEFUSE_NO_WARP_SPECIALIZE every warp copies and multiplies: 3
+// With the warp_specialize option off every warp copies and multiplies: 3
 // stages wait for the MMAs of tile i at the end of the iteration; 4 stages
 // keep one group in flight across the barrier (wait_group 1) and issue tiles
 // S - 2 ahead. All compile without spills, within the register file, and
@@ -94,9 +96,9 @@ TEST_F(CudaCompile, WgmmaMainLoopForms) {
   for (const char* prog_path : {"/tests/cases/seed_gather_mm_f16.tfs", "/bench/programs/moe_up_proj_bf16.tfs"})
     for (const GemmConfig& cfg : {GemmConfig{128, 128, 64, 3, 8, 8}, GemmConfig{128, 256, 64, 4, 8, 8},
                                   GemmConfig{64, 128, 64, 4, 4, 8}}) {
-      testing::ScopedEnv env("TILEFUSE_NO_WARP_SPECIALIZE", ws ? nullptr : "1");
       const Program p = load_program(std::string(TILEFUSE_SOURCE_DIR) + prog_path);
       driver::CompileOptions co;
+      co.cuda.warp_specialize = ws;
       co.plan = PlanKind::kFused;
       co.target = *tir::Target::parse("sm_90a");
       co.lower.gemm_config = cfg;
@@ -201,7 +203,7 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
 
 // The warp-specialized producer's TMA copies. A plain GEMM: both tiles by
 // TMA (A K-major: one 128-byte-swizzled box; B MN-major: one box per 64-column
-// strip). The seed under TILEFUSE_TMA_GATHER=1: one 1-row box per gathered
+// strip). The seed with the tma_row_gather option: one 1-row box per gathered
 // row, masked rows at row -1 (zero-filled); without it cp.async.
 TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
   const std::string plain = std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/gemm_f16.tfs";
@@ -221,10 +223,11 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
 
   const std::string seed = std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
   for (const bool gather : {false, true}) {
-    testing::ScopedEnv env("TILEFUSE_TMA_GATHER", gather ? "1" : nullptr);
-    driver::CompiledProgram s = compile_for(seed, "sm_90a", PlanKind::kFused);
+    tir::CudaOptions o;
+    o.tma_row_gather = gather;
+    driver::CompiledProgram s = compile_for(seed, "sm_90a", PlanKind::kFused, o);
     const codegen::CudaKernel& sc = *s.kernels[0].cuda;
-    SCOPED_TRACE(gather ? "TILEFUSE_TMA_GATHER=1" : "default");
+    SCOPED_TRACE(gather ? "tma_row_gather=1" : "default");
     for (const codegen::CudaCopy& cp : sc.copies)
       if (cp.dst == "A_s") EXPECT_EQ(cp.mode, gather ? "tma" : "cp_async");
     EXPECT_EQ(sc.tensor_maps.size(), gather ? 2u : 1u);
@@ -247,10 +250,9 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
   for (const testing::WsProgram& wp : testing::ws_programs())
     for (const testing::WsVariant& v : testing::ws_variants())
       for (const GemmConfig& cfg : testing::ws_configs()) {
-        std::optional<testing::ScopedEnv> env;
-        if (v.var) env.emplace(v.var, "1");
         const Program p = parse_program(wp.source, std::string(wp.name) + ".tfs");
         driver::CompileOptions co;
+        co.cuda = v.options();
         co.plan = PlanKind::kFused;
         co.target = *tir::Target::parse("sm_90a");
         co.lower.gemm_config = cfg;
@@ -258,13 +260,12 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
         for (const driver::CompiledKernel& ck : prog.kernels) {
           if (ck.cuda->gemms.empty()) continue;
           const codegen::CudaKernel& c = *ck.cuda;
-          SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{}", wp.name, v.var ? v.var : "default",
+          SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{}", wp.name, v.name(),
                                    cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages,
                                    cfg.num_warps));
           EXPECT_EQ(c.producer_threads, v.warp_specialized ? 128 : 0) << c.source;
-          const bool gather_tma = v.var && std::string(v.var) == "TILEFUSE_TMA_GATHER" &&
-                                  std::string(wp.name) == "gather_f16";
-          const int maps = !v.warp_specialized || (v.var && std::string(v.var) == "TILEFUSE_NO_TMA")
+          const bool gather_tma = v.options().tma_row_gather && std::string(wp.name) == "gather_f16";
+          const int maps = !v.warp_specialized || !v.options().tma
                                ? 0
                                : wp.tma_maps + (gather_tma ? 1 : 0);
           EXPECT_EQ(static_cast<int>(c.tensor_maps.size()), maps) << c.source;
@@ -521,9 +522,8 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
   int nvrtc = 0;
   for (uint64_t i = 0; i < 300; ++i) {
     const uint64_t seed = base + i;
-    // The second half with element-wise register-staged copies
-    // (TILEFUSE_VECTOR_LOADS=0; vector loads are the default).
-    if (i == 150) ::setenv("TILEFUSE_VECTOR_LOADS", "0", 1);
+    // The second half with element-wise register-staged copies (the
+    // vector_loads option off; vector loads are the default).
     testing::RandomProgramOptions opts;
     opts.max_dim = 300;
     opts.edge_dim_chance = 0.2;
@@ -542,6 +542,7 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
       // Every other block of ten with f32 GEMMs on TF32 (half the NVRTC
       // compiles below).
       co.allow_tf32 = i % 20 >= 10;
+      co.cuda.vector_loads = i < 150;
       driver::CompiledProgram prog;
       try {
         prog = driver::compile(*g, co);
@@ -564,7 +565,6 @@ TEST_F(CudaCompile, RandomProgramsEmitAndCompile) {
       }
     }
   }
-  ::unsetenv("TILEFUSE_VECTOR_LOADS");
   EXPECT_GT(nvrtc, 0);
 }
 
@@ -605,11 +605,10 @@ TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
 namespace tilefuse {
 namespace {
 
-// Vectorized register-staged copies (the default; TILEFUSE_VECTOR_LOADS=0
+// Vectorized register-staged copies (the default; the vector_loads option
 // turns them off): every case emits and compiles without spills, and the
 // dequant case's B copy reads its main source 16 bytes at a time.
 TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
-  ::unsetenv("TILEFUSE_VECTOR_LOADS");
   int vectorized = 0, n = 0;
   for (const std::string& path : testing::shared_cases())
     for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
@@ -634,9 +633,9 @@ TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
                 .kernels[0]
                 .cuda->source.find("tf::load_vector<16>("),
             std::string::npos);
-  ::setenv("TILEFUSE_VECTOR_LOADS", "0", 1);
-  driver::CompiledProgram dq = compile_for(dequant, "sm_90a", PlanKind::kFused);
-  ::unsetenv("TILEFUSE_VECTOR_LOADS");
+  tir::CudaOptions off;
+  off.vector_loads = false;
+  driver::CompiledProgram dq = compile_for(dequant, "sm_90a", PlanKind::kFused, off);
   // Off: element by element.
   EXPECT_EQ(dq.kernels[0].cuda->source.find("tf::load_vector<"), std::string::npos);
 }

@@ -23,15 +23,23 @@ Program parse(const std::string& source) {
 }
 
 TEST(DriverCompile, PassOrderPutsLicmAfterCseAndCopiesAfterLicm) {
-  const std::vector<std::string> names = driver::pass_names();
+  const std::vector<std::string> names = driver::pass_names(tir::Target::cpu());
   auto at = [&](const std::string& n) {
     return std::find(names.begin(), names.end(), n) - names.begin();
   };
   ASSERT_LT(at("simplify"), static_cast<long>(names.size()));
   EXPECT_LT(at("simplify"), at("cse"));
   EXPECT_EQ(at("licm"), at("cse") + 1);
-  EXPECT_EQ(at("lower_copies"), at("licm") + 1);
-  EXPECT_EQ(at("dce"), static_cast<long>(names.size()) - 1);
+  EXPECT_EQ(at("dce"), at("licm") + 1);
+  EXPECT_EQ(at("lower_copies"), static_cast<long>(names.size()) - 1);
+}
+
+TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
+  const std::vector<std::string> names = driver::pass_names(*tir::Target::parse("sm_90a"));
+  const std::vector<std::string> want = {"simplify", "cse", "licm", "dce",
+                                         "lower_gemm", "warp_specialize", "lower_copies",
+                                         "pipeline", "layout", "epilogue", "sync"};
+  EXPECT_EQ(names, want);
 }
 
 TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
@@ -83,7 +91,7 @@ TEST(DriverCompile, DumpAfterPrintsThatPassAndRejectsUnknownNames) {
   } catch (const UserError& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("'licn'"), std::string::npos) << msg;
-    for (const std::string& n : driver::pass_names())
+    for (const std::string& n : driver::pass_names(o.target))
       EXPECT_NE(msg.find(n), std::string::npos) << msg;
   }
 }

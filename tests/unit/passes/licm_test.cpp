@@ -613,7 +613,7 @@ TEST(Licm, SeedFusedGemmGoldenLeavesKLoopIndexFree) {
   // What the K loop copies is then a plain f16 load at a materialized row:
   // 16-byte cp.async on sm_80 (row pitch 48 f16 = 96 bytes).
   CopyReport copies;
-  decide_copies(out, *tir::Target::parse("sm_80"), &copies);
+  decide_copies(out, *tir::Target::parse("sm_80"), {}, &copies);
   bool a_cp_async_16 = false;
   for (const CopyDecision& d : copies.copies)
     a_cp_async_16 |= d.dst == "A_s" && d.mode == "cp_async" && d.width == 16;

@@ -4,7 +4,9 @@
 #include <map>
 #include <string>
 
+#include "driver/compile.h"
 #include "frontend/frontend.h"
+#include "tir/functor.h"
 #include "lower/lower.h"
 #include "passes/licm.h"
 #include "passes/lower_copies.h"
@@ -21,6 +23,25 @@ using tir::Target;
 
 int64_t pow2_of(int64_t v) {
   return v & -v;
+}
+
+// The kernel with its K loop (the loop named k) warp-specialized, as
+// warp_specialize marks the wgmma main loop on sm_90a: only there does
+// lower_copies issue TMA.
+tir::Kernel in_producer(const tir::Kernel& k) {
+  struct Mark : tir::IRMutator {
+    using IRMutator::visit;
+    tir::Stmt visit(const tir::ForNode* op) override {
+      tir::Stmt s = IRMutator::visit(op);
+      if (op->var.name() != "k") return s;
+      const auto* f = s.as<tir::ForNode>();
+      tir::PipelinePlan p;
+      p.form = tir::PipelineForm::WarpSpecialized;
+      p.stages = std::max(f->num_stages, 1);
+      return tir::ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->body, p);
+    }
+  } mark;
+  return mark.mutate_kernel(k);
 }
 
 // One copy dst[i, j] (32 x 64) from x[row, k*32*step... ] built for the
@@ -70,14 +91,14 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
                 const int64_t elem = dtype_size(dt);
                 if (align < elem) continue;
                 Case c{dt, step, S, align, gather, convert};
-                // "+tma": a backend that lowers TMA copies (the wgmma path).
+                // "+tma": in a warp-specialized producer (the wgmma path).
                 const bool with_tma = std::string(tn) == "sm_90a+tma";
                 Target t = *Target::parse(with_tma ? "sm_90a" : tn);
-                t.tma_copies = with_tma;
                 tir::Kernel k = case_kernel(c);
                 tir::verify(k, "case");
+                if (with_tma) k = in_producer(k);
                 CopyReport report;
-                tir::Kernel out = decide_copies(k, t, &report);
+                tir::Kernel out = decide_copies(k, t, {}, &report);
                 tir::verify(out, "after decide_copies");
                 ASSERT_EQ(report.copies.size(), 1u);
                 const CopyDecision& d = report.copies[0];
@@ -108,7 +129,7 @@ TEST(LowerCopies, NoNarrowCpAsyncOverDtypeContiguityDivisibilityTarget) {
                 } else if (d.mode == "tma") {
                   ++tma;
                   EXPECT_TRUE(t.has_tma());
-                  EXPECT_TRUE(t.tma_copies);
+                  EXPECT_TRUE(with_tma);
                   EXPECT_FALSE(gather);
                   EXPECT_FALSE(convert);
                   EXPECT_EQ(step, 1);
@@ -179,11 +200,14 @@ std::string seed(const std::string& dt, int64_t K) {
 )";
 }
 
-CopyReport decide(const std::string& text, const char* target) {
+// On sm_90a the K loop is taken as warp-specialized (TMA allowed) unless
+// `producer` is false.
+CopyReport decide(const std::string& text, const char* target, bool producer = true) {
   tir::Kernel k = tir::parse_kernel(text);
   tir::verify(k, "input");
+  if (producer && std::string(target) == "sm_90a") k = in_producer(k);
   CopyReport report;
-  tir::Kernel out = decide_copies(k, *Target::parse(target), &report);
+  tir::Kernel out = decide_copies(k, *Target::parse(target), {}, &report);
   tir::verify(out, "after decide_copies");
   EXPECT_EQ(report.copies.size(), 3u) << tir::print(out);
   return report;
@@ -203,14 +227,10 @@ TEST(LowerCopies, SeedF16GatheredAIsCpAsync16) {
       EXPECT_NE(r.copies[1].reason.find("gather: address depends on a loaded value"),
                 std::string::npos)
           << r.copies[1].reason;
-      // sm_90a's code generator lowers TMA (Target::tma_copies): B is a TMA
-      // tile. A target without it (sm_90) reports it TMA-eligible, issued
-      // as cp.async.
+      // In a warp-specialized producer B is a TMA tile; elsewhere lower_copies
+      // reports it TMA-eligible, issued as cp.async.
       EXPECT_EQ(r.copies[2].mode, "tma") << r.copies[2].reason;
-      Target no_tma = *Target::parse(t);
-      no_tma.tma_copies = false;
-      CopyReport rt;
-      decide_copies(tir::parse_kernel(seed("f16", 2048)), no_tma, &rt);
+      CopyReport rt = decide(seed("f16", 2048), t, /*producer=*/false);
       ASSERT_EQ(rt.copies.size(), 3u);
       EXPECT_EQ(rt.copies[2].mode, "cp_async") << rt.copies[2].reason;
       EXPECT_NE(rt.copies[2].reason.find("TMA-eligible"), std::string::npos)
@@ -260,18 +280,17 @@ TEST(LowerCopies, CpuIsDirectAndAnnotated) {
   EXPECT_EQ(tir::print(tir::parse_kernel(text)), text);
 }
 
-// The whole front half on the real programs: parse, fuse, lower, licm,
-// decide. Returns the decision per destination buffer name.
+// The whole compiler on the real programs (driver::compile, the target's
+// pass table: on sm_90a lower_copies runs after warp_specialize). Returns
+// the decision per destination buffer name.
 std::map<std::string, CopyDecision> decide_program(const std::string& src, const char* target) {
   const Graph g = parse_program(src, "case.tfs").graph;
-  std::vector<LoweredKernel> ks = lower_plan(g, build_plan(g, PlanKind::kFused));
-  EXPECT_EQ(ks.size(), 1u);
-  tir::Kernel k = hoist_loop_invariants(ks[0].kernel);
-  CopyReport report;
-  tir::verify(decide_copies(k, *Target::parse(target), &report), "after decide_copies",
-              {.allow_hooks = false});
+  driver::CompileOptions o;
+  o.target = *Target::parse(target);
+  const driver::CompiledProgram p = driver::compile(g, o);
+  EXPECT_EQ(p.kernels.size(), 1u);
   std::map<std::string, CopyDecision> out;
-  for (const CopyDecision& d : report.copies) out[d.dst] = d;
+  for (const CopyDecision& d : p.kernels.at(0).copies.copies) out[d.dst] = d;
   return out;
 }
 
@@ -284,7 +303,10 @@ TEST(LowerCopies, SeedProgramEndToEnd) {
       SCOPED_TRACE(std::string(dt) + " " + t);
       EXPECT_EQ(d["A_s"].mode, "cp_async") << d["A_s"].reason;
       EXPECT_EQ(d["A_s"].width, 16);
-      EXPECT_EQ(d["B_s"].mode, std::string(t) == "sm_90a" ? "tma" : "cp_async")
+      // TMA only where a warp-specialized producer issues it: the f16 wgmma
+      // loop on sm_90a (the f32 GEMM is exact FMA there, no producer).
+      EXPECT_EQ(d["B_s"].mode,
+                std::string(t) == "sm_90a" && std::string(dt) == "f16" ? "tma" : "cp_async")
           << d["B_s"].reason;
       EXPECT_EQ(d["B_s"].width, 16);
     }

@@ -1,0 +1,103 @@
+// The CUDA backend's printer: one Tile IR kernel after the CUDA pass table
+// (codegen/cuda/passes/passes.h), whose kernel plan (tir/plan.h) holds every
+// decision, to one readable CUDA C++ translation unit with one
+// `extern "C" __global__` entry (DESIGN.md, "Backends and runtime";
+// docs/architecture.md).
+//
+// The printer decides nothing: the block size, the shared layout and
+// offsets, each copy's mechanism and width, each loop's form, the MMA
+// tiles, the epilogues and the barriers are the plan's. It spells them:
+//  - threads: the grid flattened into blockIdx.x (each program id recovered
+//    by div/mod of constants); a thread-distributed nest strided over the
+//    block's threads (a fixed-trip unrolled loop where the work is a whole
+//    number of rounds of at most 64);
+//  - copies: `cp_async` as cp.async of their width with the zero-fill form
+//    for masked vectors, `register` computed in registers (the vector load
+//    a vector at a time) and stored to shared memory, `tma` as
+//    cp.async.bulk.tensor boxes on the stage's `full` mbarrier;
+//  - loops: each PipelineForm with its own waits and barriers;
+//  - accumulators: MmaTile / Tf32MmaTile / WgmmaTile / SimtTile of
+//    src/runtime/device/tf_gemm.cuh and tf_wgmma.cuh; an epilogue nest over
+//    the thread's own accumulator elements (row(e), col(e));
+//  - checks: `check` reports into the status word (tf_status.cuh); the host
+//    formats the message from CudaKernel::checks.
+// Kernels use only the embedded device headers (src/runtime/device/*.cuh)
+// and no CUDA toolkit header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tir/ir.h"
+#include "tir/target.h"
+
+namespace tilefuse::codegen {
+
+// A `check` of the kernel, by its code: the host turns a reported status
+// into `message` with the reported args.
+struct CudaCheck {
+  int id = 0;  // what the kernel reports in the status word (1, 2, ...)
+  int64_t code = 0;  // the check's code (a category; checks may share one)
+  std::string message;  // one "{}" per arg
+  int num_args = 0;
+};
+
+struct CudaSharedBuffer {
+  std::string name;
+  std::string layout;   // "swizzled", "swizzled32" (32-byte units) or "row_major"
+  int stages = 1;       // ring depth (num_stages of its pipelined loop)
+  int64_t offset = 0;   // bytes from the start of dynamic shared memory
+  int64_t bytes = 0;    // all stages
+};
+
+struct CudaCopy {
+  std::string dst;
+  std::string mode;  // "tma", "cp_async" or "register"
+  int64_t width = 0; // bytes per access
+  int stages = 1;    // > 1 when issued ahead in a pipelined loop
+};
+
+// A TMA tensor map the kernel takes (after tf_status, in this order, as
+// `const __grid_constant__ tf::TmaDesc`): lower_copies' TensorMapPlan.
+using CudaTensorMap = tir::TensorMapPlan;
+
+struct CudaGemm {
+  std::string family;  // "mma.sync.m16n8k16", "mma.sync.m16n8k8.tf32" or "simt.fma"
+  std::string dtype;   // operand dtype
+  int block_m = 0, block_n = 0, block_k = 0;
+  int warps_m = 0, warps_n = 0;  // MMA only
+  int elems_per_thread = 0;      // accumulator registers per thread
+};
+
+struct CudaKernel {
+  std::string name;    // the extern "C" entry point
+  std::string source;  // the translation unit
+  tir::Target target;
+  int num_threads = 0;               // per block
+  // A warp-specialized main loop's producer warpgroup: the last
+  // producer_threads of the block issue the copies, the others run the MMAs
+  // (0: no warp specialization).
+  int producer_threads = 0;
+  int64_t grid = 0;                  // blocks (blockIdx.x)
+  int64_t dynamic_shared_bytes = 0;  // launch's dynamic shared memory
+  std::vector<CudaSharedBuffer> shared;
+  std::vector<CudaCopy> copies;  // in program order
+  std::vector<CudaGemm> gemms;
+  std::vector<CudaCheck> checks;
+  std::vector<CudaTensorMap> tensor_maps;
+  std::vector<std::string> headers;  // device headers it includes
+  std::vector<std::string> notes;    // decisions worth telling (e.g. fewer warps)
+};
+
+// Prints `kernel` (after the CUDA pass table: its LaunchPlan is defined;
+// params: global buffers, then scalar vars; the entry takes them in that
+// order followed by `tf::Status* tf_status` and the tensor maps) for a CUDA
+// `target`. Throws InternalError for IR the CUDA backend cannot lower (no
+// plan, hooks left, a fragment used outside a gemm / parallel nest, ...).
+CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target);
+
+// The C++ spelling of a dtype in emitted code ("tf::f16", "long long", ...).
+std::string cuda_type(DType dtype);
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,41 @@
+// epilogue: how each parallel nest over an accumulator (the GEMM epilogue)
+// stores it (EpiloguePlan, tir/plan.h).
+//
+//  - `per_element` for a SIMT tile, or a nest that is not one global store
+//    per element (plus lets and checks);
+//  - `staged` for a tensor-core tile (CudaOptions::staged_epilogue): the
+//    thread's column pairs go to a padded [BLOCK_M][BLOCK_N + 16 B] tile of
+//    the output dtype at shared offset 0 (rows 4 banks apart: the 8 rows of
+//    a fragment store hit 32 banks), then every thread stores whole 16-byte
+//    row chunks, coalesced, where the chunk's addresses are contiguous,
+//    aligned and unmasked (else element by element). Only where the store's
+//    address and mask read no memory, no value of the nest loads memory (a
+//    bias: at 128x256 under a warp-specialized kernel's 168 registers such
+//    epilogues spilled 40-296 bytes), and the tile fits the shared memory
+//    below the mbarriers (the operand stages are dead by then: nothing
+//    reads them after the main loop);
+//  - `paired` otherwise for a tensor-core tile: each thread's column pairs
+//    (e, e + 1) computed together and stored with one access of twice the
+//    width where the addresses are adjacent, aligned and both unmasked.
+// A note says which and why not staged.
+#pragma once
+
+#include "passes/pipeline.h"
+#include "tir/ir.h"
+
+namespace tilefuse::codegen {
+
+tir::Kernel plan_epilogues(const tir::Kernel& kernel, const passes::PassContext& context);
+
+// The parts of an epilogue nest `for i in parallel { lets; for j in
+// parallel { body } }` over an accumulator: the inner loop, and the nest's
+// one global store when its statements are lets, checks and that store
+// (null otherwise). InternalError when the nest does not cover the
+// accumulator in 2-D.
+struct EpilogueNest {
+  const tir::ForNode* inner = nullptr;
+  const tir::StoreNode* store = nullptr;
+};
+EpilogueNest epilogue_nest(const tir::ForNode* outer, const tir::BufferNode* fragment);
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,104 @@
+#include "codegen/cuda/passes/layout.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+#include "tir/functor.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+namespace {
+
+// The ring depth of every shared buffer a pipelined loop's copies fill (at
+// any depth inside it), and the allocations in program order.
+class Scan : public IRVisitor {
+ public:
+  std::unordered_map<const BufferNode*, int> stages;
+  std::vector<const AllocateNode*> shared;
+  std::vector<const ForNode*> ws_loops;
+  std::unordered_set<const BufferNode*> swizzled_tma;
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const AllocateNode* op) override {
+    if (op->buffer.scope() == MemScope::Shared) shared.push_back(op);
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    if (stages_ > 1) stages[op->dst.get()] = stages_;
+    if (op->plan && op->plan->mechanism == CopyMechanism::Tma)
+      swizzled_tma.insert(op->dst.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const ForNode* op) override {
+    const int saved = stages_;
+    if (const auto* p = std::get_if<PipelinePlan>(&op->plan)) {
+      stages_ = p->stages;
+      if (p->form == PipelineForm::WarpSpecialized) ws_loops.push_back(op);
+    } else {
+      TF_CHECK(op->for_kind != ForKind::Pipelined,
+               "layout: pipelined loop " + op->var.name() + " has no PipelinePlan");
+    }
+    IRVisitor::visit(op);
+    stages_ = saved;
+  }
+
+ private:
+  int stages_ = 1;
+};
+
+}  // namespace
+
+Kernel layout(const Kernel& kernel, const passes::PassContext&) {
+  TF_CHECK(kernel.launch.defined, "layout runs after lower_gemm");
+  const auto allocs = allocations(kernel.body);
+  std::unordered_set<const BufferNode*> wgmma_operands;
+  for (const GemmNode* g : gemms(kernel.body)) {
+    auto it = allocs.find(g->c.buffer.get());
+    const FragmentPlan* f = it == allocs.end() ? nullptr : fragment_plan(it->second);
+    if (f && f->family == MmaFamily::Wgmma) {
+      wgmma_operands.insert(g->a.buffer.get());
+      wgmma_operands.insert(g->b.buffer.get());
+    }
+  }
+  Scan scan;
+  scan.visit_stmt(kernel.body);
+  PlanEdits edits;
+  int64_t offset = 0;
+  for (const AllocateNode* al : scan.shared) {
+    const Buffer& b = al->buffer;
+    SharedPlan p;
+    if (const SharedPlan* given = shared_plan(al)) p.layout = given->layout;
+    if (auto st = scan.stages.find(b.get()); st != scan.stages.end()) p.stages = st->second;
+    const bool swizzled = p.layout == SharedLayout::Swizzled || p.layout == SharedLayout::MnSwizzled;
+    const bool wgmma_operand = wgmma_operands.count(b.get()) > 0;
+    const int64_t tile_bytes = const_numel(b) * dtype_size(b.dtype());
+    const int64_t align =
+        wgmma_operand || (swizzled && scan.swizzled_tma.count(b.get())) ? 1024 : 128;
+    TF_CHECK(align != 1024 || tile_bytes % 1024 == 0,
+             "layout: a wgmma or swizzled TMA tile " + b.name() +
+                 " that is not a multiple of 1024 bytes");
+    offset = (offset + align - 1) / align * align;
+    p.offset = offset;
+    p.bytes = tile_bytes * p.stages;
+    offset += (p.bytes + 127) / 128 * 128;
+    edits.buffers[b.get()] = p;
+  }
+  for (const ForNode* loop : scan.ws_loops) {
+    PipelinePlan p = std::get<PipelinePlan>(loop->plan);
+    offset = (offset + 7) / 8 * 8;
+    p.mbarrier_offset = offset;
+    offset += 2 * 8 * int64_t{p.stages};
+    edits.loops[loop] = p;
+  }
+  Kernel out = with_plans(kernel, edits);
+  out.launch.dynamic_shared_bytes = offset;
+  out.launch.shared_align = wgmma_operands.empty() ? 128 : 1024;
+  return out;
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,38 @@
+// The CUDA pass table. Order matters; each entry says why it is where it is.
+#include "codegen/cuda/passes/passes.h"
+
+#include "codegen/cuda/passes/epilogue.h"
+#include "codegen/cuda/passes/layout.h"
+#include "codegen/cuda/passes/lower_gemm.h"
+#include "codegen/cuda/passes/software_pipeline.h"
+#include "codegen/cuda/passes/sync.h"
+#include "codegen/cuda/passes/warp_specialize.h"
+
+namespace tilefuse::codegen {
+
+const std::vector<passes::PassEntry>& cuda_passes() {
+  static const std::vector<passes::PassEntry> kPasses = {
+      {"lower_gemm", lower_gemm,
+       "first: the MMA family decides the block size, the operand swizzles and whether the "
+       "kernel has wgmma tiles, which every later pass reads"},
+      {"warp_specialize", warp_specialize,
+       "after lower_gemm (it needs the wgmma main loop) and before lower_copies: TMA is issued "
+       "only by a warp-specialized producer, so the copies are decided once that is known"},
+      {"lower_copies", passes::lower_copies_pass,
+       "after warp_specialize: TMA (with its boxes, against the swizzles lower_gemm chose), "
+       "cp.async or register-staged, decided once, where the copy is issued"},
+      {"pipeline", software_pipeline,
+       "after lower_copies: the loop forms depend on which copies are asynchronous and which "
+       "are register-staged (register double-buffering)"},
+      {"layout", layout,
+       "after pipeline: the ring depths are the loops' stages; offsets and the mbarriers of a "
+       "warp-specialized loop follow"},
+      {"epilogue", plan_epilogues,
+       "after layout: a staged epilogue must fit the shared memory below the mbarriers"},
+      {"sync", place_barriers,
+       "last: barriers depend on every form and on which epilogues reuse shared memory"},
+  };
+  return kPasses;
+}
+
+}  // namespace tilefuse::codegen

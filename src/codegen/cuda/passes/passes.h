@@ -1,0 +1,16 @@
+// The CUDA backend's pass table (docs/architecture.md): after the
+// target-independent passes, each pass decides one part of the kernel plan
+// (tir/plan.h) and the printer (codegen/cuda_emitter.h) only prints it.
+#pragma once
+
+#include <vector>
+
+#include "passes/pipeline.h"
+
+namespace tilefuse::codegen {
+
+// lower_gemm, warp_specialize, lower_copies, pipeline, layout, epilogue,
+// sync, in that order (cuda_passes.cpp says why each sits where it does).
+const std::vector<passes::PassEntry>& cuda_passes();
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,251 @@
+#include "codegen/cuda/passes/sync.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+#include "tir/functor.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+namespace {
+
+const PipelinePlan* pipeline_plan(const ForNode* f) {
+  return std::get_if<PipelinePlan>(&f->plan);
+}
+bool staged_epilogue(const ForNode* f) {
+  const auto* e = std::get_if<EpiloguePlan>(&f->plan);
+  return e && e->form == EpilogueForm::Staged;
+}
+
+// The shared buffers a statement or expression touches (loads, stores,
+// copies, gemm operands, fills), and whether it touches shared memory the IR
+// does not show (a staged epilogue's tile, a pipelined loop's rings).
+class SharedAccess : public IRVisitor {
+ public:
+  std::unordered_set<const BufferNode*> buffers;
+  bool hidden = false;
+  bool any() const { return hidden || !buffers.empty(); }
+
+ protected:
+  using IRVisitor::visit;
+  void note(const Buffer& b) {
+    if (b.scope() == MemScope::Shared) buffers.insert(b.get());
+  }
+  void visit(const LoadNode* op) override {
+    note(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const StoreNode* op) override {
+    note(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    note(op->dst);
+    IRVisitor::visit(op);
+  }
+  void visit(const GemmNode* op) override {
+    note(op->a.buffer);
+    note(op->b.buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const FillNode* op) override {
+    note(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ForNode* op) override {
+    hidden = hidden || staged_epilogue(op) || op->for_kind == ForKind::Pipelined;
+    IRVisitor::visit(op);
+  }
+};
+
+SharedAccess accesses(const Stmt& s) {
+  SharedAccess a;
+  a.visit_stmt(s);
+  return a;
+}
+
+// Inserts the barriers around synchronous copies and before staged
+// epilogues, in program order (`touched`: shared buffers earlier code used).
+class Insert final : public IRMutator {
+ public:
+  explicit Insert(const Stmt& body) {
+    struct Producer : IRVisitor {
+      std::unordered_set<const CopyNode*> copies;
+      using IRVisitor::visit;
+      void visit(const ForNode* op) override {
+        if (op->for_kind == ForKind::Pipelined)
+          for (const CopyNode* c : split_pipelined_body(op).copies) copies.insert(c);
+        IRVisitor::visit(op);
+      }
+    } p;
+    p.visit_stmt(body);
+    producer_ = std::move(p.copies);
+  }
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const SeqNode* op) override {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const Stmt& s : op->stmts) {
+      Stmt t = mutate(s);
+      changed |= !t.same_as(s);
+      out.push_back(t);
+    }
+    return changed ? make_seq(std::move(out)) : Stmt(op);
+  }
+  Stmt visit(const LetStmtNode* op) override {
+    touch(accesses(EvaluateNode::make(op->value)));
+    return IRMutator::visit(op);
+  }
+  Stmt visit(const ForNode* op) override {
+    if (staged_epilogue(op)) {
+      touch(accesses(Stmt(op)));
+      return make_seq({BarrierNode::make(), Stmt(op)});
+    }
+    if (op->for_kind == ForKind::Pipelined) {
+      // The loop's own copies are its form's; deeper statements are not.
+      touch(accesses(Stmt(op)));
+      return IRMutator::visit(op);
+    }
+    const bool counted = op->for_kind == ForKind::Serial || op->for_kind == ForKind::Unrolled;
+    depth_ += counted;
+    Stmt s = IRMutator::visit(op);
+    depth_ -= counted;
+    return s;
+  }
+  Stmt visit(const CopyNode* op) override {
+    if (producer_.count(op) || op->dst.scope() != MemScope::Shared) {
+      touch(accesses(Stmt(op)));
+      return op;
+    }
+    const bool before = depth_ > 0 || touched_.count(op->dst.get());
+    touch(accesses(Stmt(op)));
+    std::vector<Stmt> seq;
+    if (before) seq.push_back(BarrierNode::make());
+    seq.push_back(Stmt(op));
+    seq.push_back(BarrierNode::make());
+    return make_seq(std::move(seq));
+  }
+#define TF_TOUCH(Kind)                     \
+  Stmt visit(const Kind##Node* op) override { \
+    touch(accesses(Stmt(op)));             \
+    return op;                             \
+  }
+  TF_TOUCH(Store)
+  TF_TOUCH(Gemm)
+  TF_TOUCH(Fill)
+  TF_TOUCH(Check)
+  TF_TOUCH(Evaluate)
+#undef TF_TOUCH
+
+ private:
+  void touch(const SharedAccess& a) { touched_.insert(a.buffers.begin(), a.buffers.end()); }
+  std::unordered_set<const CopyNode*> producer_;
+  std::unordered_set<const BufferNode*> touched_;
+  int depth_ = 0;
+};
+
+// Finds the redundant barriers and each kept barrier's kind, walking
+// straight-line code in program order.
+class Dedupe {
+ public:
+  explicit Dedupe(bool async) : async_(async) {}
+  std::unordered_set<const BarrierNode*> remove;
+  std::unordered_map<const BarrierNode*, BarrierKind> kinds;
+
+  void walk(const Stmt& s) {
+    if (!s.defined()) return;
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      if (accesses(EvaluateNode::make(l->value)).any()) unsync();
+      walk(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      walk(a->body);
+    } else if (const BarrierNode* b = s.as<BarrierNode>()) {
+      if (synced_) {
+        remove.insert(b);
+        return;
+      }
+      kinds[b] = after_ws_ ? BarrierKind::Consumers
+                 : async_  ? BarrierKind::BlockAsync
+                           : BarrierKind::Block;
+      synced_ = true;
+      pending_ = b;
+    } else if (const ForNode* f = s.as<ForNode>(); f && pipeline_plan(f)) {
+      if (pipeline_plan(f)->form == PipelineForm::WarpSpecialized) {
+        if (pending_) remove.insert(pending_);  // the loop opens with a barrier of its own
+        after_ws_ = true;
+      }
+      nested(f->body);
+      synced_ = true;  // every form ends with a barrier
+      pending_ = nullptr;
+    } else if (const ForNode* f = s.as<ForNode>()) {
+      nested(f->body);
+      if (accesses(s).any()) unsync();
+    } else if (const IfThenElseNode* i = s.as<IfThenElseNode>()) {
+      nested(i->then_case);
+      nested(i->else_case);
+      if (accesses(s).any()) unsync();
+    } else if (accesses(s).any()) {
+      unsync();
+    }
+  }
+
+ private:
+  void unsync() {
+    synced_ = false;
+    pending_ = nullptr;
+  }
+  // A body entered again or conditionally: on its own.
+  void nested(const Stmt& s) {
+    const bool synced = synced_;
+    const BarrierNode* pending = pending_;
+    synced_ = false;
+    pending_ = nullptr;
+    walk(s);
+    synced_ = synced;
+    pending_ = pending;
+  }
+  bool async_;
+  bool synced_ = false, after_ws_ = false;
+  const BarrierNode* pending_ = nullptr;
+};
+
+class Apply final : public IRMutator {
+ public:
+  explicit Apply(const Dedupe& d) : d_(d) {}
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const BarrierNode* op) override {
+    if (d_.remove.count(op)) return SeqNode::make({});
+    auto it = d_.kinds.find(op);
+    const BarrierKind k = it == d_.kinds.end() ? op->barrier_kind : it->second;
+    return k == op->barrier_kind ? Stmt(op) : BarrierNode::make(k);
+  }
+
+ private:
+  const Dedupe& d_;
+};
+
+}  // namespace
+
+Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
+  TF_CHECK(kernel.launch.defined, "sync runs after lower_gemm");
+  Kernel out = kernel;
+  Insert insert(kernel.body);
+  out.body = insert.mutate(kernel.body);
+  Dedupe dedupe(kernel.launch.async_barriers);
+  dedupe.walk(out.body);
+  Apply apply(dedupe);
+  out.body = apply.mutate(out.body);
+  return out;
+}
+
+}  // namespace tilefuse::codegen

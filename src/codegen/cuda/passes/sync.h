@@ -1,0 +1,27 @@
+// sync: the block barriers outside the pipelined loops' own (BarrierKind,
+// tir/plan.h). The forms of PipelinePlan carry their barriers themselves
+// (every form ends with one; a warp-specialized loop starts with the one
+// after its mbarrier initialization); this pass places the others:
+//  - around a synchronous copy into shared memory (a copy that is not one
+//    of a pipelined loop's producer copies): one before it when earlier
+//    code touched its tile or a loop runs it again (readers of the old
+//    tile are done), one after it (its data is visible);
+//  - before a staged epilogue (it reuses the shared memory from offset 0);
+// then gives every barrier its kind (`consumers` after a warp-specialized
+// loop, where only the MMA warpgroups run; `block_async` where the kernel
+// has a wgmma tile, whose async-proxy reads must follow generic-proxy
+// writes, PTX ISA 9.7.12.15; `block` otherwise) and removes the redundant
+// ones: a barrier with no shared-memory access since the previous barrier
+// (or since a loop form that ended with one), and a barrier followed, with
+// no shared-memory access between, by a warp-specialized loop (whose
+// opening barrier orders the same accesses).
+#pragma once
+
+#include "passes/pipeline.h"
+#include "tir/ir.h"
+
+namespace tilefuse::codegen {
+
+tir::Kernel place_barriers(const tir::Kernel& kernel, const passes::PassContext& context);
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,500 @@
+// The printer's copies (cp.async, register-staged, TMA) and the pipelined
+// loop forms (printer.h; PipelineForm in tir/plan.h).
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "codegen/cuda/printer.h"
+#include "core/error.h"
+#include "tir/functor.h"
+#include "tir/structural.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: the printer reads the Tile IR
+
+void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
+                        const std::string& regs) {
+  const Buffer& dst = op->dst;
+  TF_CHECK(dst.scope() == MemScope::Shared || dst.scope() == MemScope::Local,
+           "cuda printer: a copy into " + std::string(mem_scope_name(dst.scope())) + " memory");
+  TF_CHECK(op->plan.has_value(), "cuda printer: copy into " + dst.name() + " has no CopyPlan");
+  const CopyPlan& plan = *op->plan;
+  TF_CHECK(plan.mechanism == CopyMechanism::CpAsync || plan.mechanism == CopyMechanism::Register,
+           "cuda printer: a " + std::string(copy_mechanism_name(plan.mechanism)) +
+               " copy into " + dst.name() + " outside a warp-specialized producer");
+  const std::string mode(copy_mechanism_name(plan.mechanism));
+  int64_t width = plan.width;
+  std::vector<int64_t> ext;
+  for (const Expr& e : op->extents) ext.push_back(const_of(e, "a copy extent"));
+  const int64_t elem = dtype_size(dst.dtype());
+  const LoadNode* src = op->value.as<LoadNode>();
+  int64_t vec = 1;
+  if (mode == "cp_async") {
+    vec = width / elem;
+    bool ok =
+        src && dst.scope() == MemScope::Shared && vec >= 1 && width % elem == 0 && !ext.empty() &&
+        ext.back() % vec == 0 && (width == 4 || width == 8 || width == 16) &&
+        (!src->other.defined() || (as_const_int(src->other) && *as_const_int(src->other) == 0));
+    TF_CHECK(ok, "cuda printer: copy into " + dst.name() + " cannot be issued as cp.async");
+  }
+  // A register-staged copy may read its main source a vector at a time.
+  const bool vectorized = mode == "register" && plan.vector_load.defined();
+  if (vectorized) vec = width / dtype_size(plan.vector_load.dtype());
+  TF_CHECK(phase == RegPhase::kWhole || mode == "register",
+           "cuda printer: only register-staged copies are split");
+  if (phase != RegPhase::kStore)
+    result_.copies.push_back(
+        {dst.name(), mode, width, pipelined ? shared(dst).stages : 1});
+
+  int64_t total = 1;
+  for (int64_t e : ext) total *= e;
+  total /= vec;
+  line(fmt::format("// copy {} <- {} ({}{} B){}", dst.name(), src ? src->buffer.name() : "prologue",
+                   mode == "cp_async" ? "cp.async " : "register-staged, ", width,
+                   phase == RegPhase::kLoad    ? ": loads into registers"
+                   : phase == RegPhase::kStore ? ": registers to shared memory"
+                                               : ""));
+  std::string v = "tf_v" + std::to_string(tmp_++);
+  for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
+  thread_loop(total, v, [&] {
+    // Decompose the flat vector index; the innermost var steps by vec.
+    int64_t stride = 1;
+    std::vector<std::string> decl(ext.size());
+    for (size_t d = ext.size(); d-- > 0;) {
+      const int64_t e = d + 1 == ext.size() ? ext[d] / vec : ext[d];
+      std::string x = stride == 1 ? v : "(" + v + " / " + std::to_string(stride) + ")";
+      if (d > 0) x += " % " + std::to_string(e);
+      if (d + 1 == ext.size() && vec > 1) x = "(" + x + ") * " + std::to_string(vec);
+      decl[d] = fmt::format("const int {} = {};", var(op->vars[d]), x);
+      stride *= e;
+    }
+    if (vectorized) {
+      emit_vector_lanes(op, vec, decl, phase, regs);
+      return;
+    }
+    for (const std::string& s : decl) line(s);
+    if (mode == "cp_async") {
+      std::string pred = src->mask.defined() ? expr(src->mask) : "true";
+      line("const bool tf_pred = " + pred + ";");
+      line(fmt::format("tf::cp_async_{}({}, tf_pred ? static_cast<const void*>({}) : {}, tf_pred);",
+                       width, address(dst, op->dst_indices), address(src->buffer, src->indices),
+                       buf(src->buffer)));
+    } else if (phase == RegPhase::kLoad) {
+      line(fmt::format("{}[{}] = {};", regs, trip_var_, expr(op->value)));
+    } else if (phase == RegPhase::kStore) {
+      line(fmt::format("{} = {}[{}];", element(dst, op->dst_indices), regs, trip_var_));
+    } else {
+      line(element(dst, op->dst_indices) + " = " + expr(op->value) + ";");
+    }
+  });
+}
+
+// One vector of a vectorized register copy: the main load `vload` read
+// `vec` elements at a time into tf_vl (masked off: `other` in every lane),
+// then each lane's element computed and stored (or kept in `regs`).
+// `decl` declares the copy vars; the inner one becomes lane 0 (tf_j0).
+void Printer::emit_vector_lanes(const CopyNode* op, int64_t vec, std::vector<std::string> decl,
+                                RegPhase phase, const std::string& regs) {
+  const LoadNode* vload = op->plan->vector_load.as<LoadNode>();
+  const std::string jname = var(op->vars.back());
+  const std::string inner = decl.back();
+  const size_t eq = inner.find(" = ");
+  decl.back() = "const int tf_j0 = " + inner.substr(eq + 3);
+  for (const std::string& s : decl) line(s);
+  const std::string lane = "tf_l" + std::to_string(tmp_++);
+  const std::string vl = "tf_vl" + std::to_string(tmp_++);
+  if (phase != RegPhase::kStore) {
+    line(fmt::format("{} {}[{}];", cuda_type(vload->buffer.dtype()), vl, vec));
+    open("");
+    line(fmt::format("const int {} = tf_j0;", jname));
+    const std::string other =
+        vload->other.defined() ? expr(vload->other) : literal(make_const(vload->buffer.dtype(), 0));
+    const std::string ld = fmt::format("tf::load_vector<{}>({}, {});", vec, vl,
+                                       address(vload->buffer, vload->indices));
+    if (vload->mask.defined()) {
+      line(fmt::format("if ({}) {{", expr(vload->mask)));
+      line("  " + ld);
+      line("} else {");
+      line(fmt::format("  for (int tf_k = 0; tf_k < {}; ++tf_k) {}[tf_k] = {};", vec, vl, other));
+      line("}");
+    } else {
+      line(ld);
+    }
+    close();
+  }
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", lane, vec));
+  line(fmt::format("const int {} = tf_j0 + {};", jname, lane));
+  vector_load_ = op->plan->vector_load;
+  vector_lane_ = vl + "[" + lane + "]";
+  const std::string slot = fmt::format("{} * {} + {}", trip_var_, vec, lane);
+  if (phase == RegPhase::kLoad) {
+    line(fmt::format("{}[{}] = {};", regs, slot, expr(op->value)));
+  } else if (phase == RegPhase::kStore) {
+    line(fmt::format("{} = {}[{}];", element(op->dst, op->dst_indices), regs, slot));
+  } else {
+    line(element(op->dst, op->dst_indices) + " = " + expr(op->value) + ";");
+  }
+  vector_load_ = Expr();
+  close();
+}
+
+void Printer::emit_tma_copy(const CopyNode* op) {
+  const CopyPlan& t = *op->plan;
+  const SharedPlan& si = shared(op->dst);
+  const int64_t stage_elems = tile_elems(op->dst);
+  result_.copies.push_back({op->dst.name(), "tma", 16, si.stages});
+  if (t.row_gather) {
+    const TmaBox& o = t.boxes.at(0);
+    line(fmt::format("// copy {} <- {} (TMA: one {}-byte box per gathered row, tf_map{})",
+                     op->dst.name(), op->value.as<LoadNode>()->buffer.name(),
+                     t.tma_bytes / t.rows, t.tensor_map));
+    const std::string r = tmp("tf_g");
+    open(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3})", r, tid_sym_, t.rows,
+                     threads_sym_));
+    const Var& row = op->vars[0];
+    nonneg_vars_.insert(row.get());
+    line(fmt::format("const int {} = {};", var(row), r));
+    // The row coordinate (the gathered one) is the only one reading memory;
+    // a masked row reads row -1: out of bounds, zero-filled.
+    std::string coords;
+    for (const Expr& c : o.coords)
+      coords += t.row_mask.defined() && has_load(c)
+                    ? fmt::format(", ({}) ? static_cast<int>({}) : -1", expr(t.row_mask), expr(c))
+                    : ", static_cast<int>(" + expr(c) + ")";
+    line(fmt::format(
+        "tf::tma_load<{}>(&{}[(tf_stage) * {} + {} * {}], &tf_map{}{}, &tf_full[tf_stage]);",
+        o.coords.size(), buf(op->dst), stage_elems, var(row), t.row_pitch, t.tensor_map, coords));
+    close();
+    return;
+  }
+  line(fmt::format("// copy {} <- {} (TMA: {} box{} of {} bytes, tf_map{})", op->dst.name(),
+                   op->value.as<LoadNode>()->buffer.name(), t.boxes.size(),
+                   t.boxes.size() > 1 ? "es" : "",
+                   t.tma_bytes / static_cast<int64_t>(t.boxes.size()), t.tensor_map));
+  for (const TmaBox& o : t.boxes) {
+    std::string coords;
+    for (const Expr& c : o.coords) coords += ", static_cast<int>(" + expr(c) + ")";
+    line(fmt::format(
+        "tf::tma_load<{}>(&{}[(tf_stage) * {} + {}], &tf_map{}{}, &tf_full[tf_stage]);",
+        o.coords.size(), buf(op->dst), stage_elems, o.smem_offset, t.tensor_map, coords));
+  }
+}
+
+void Printer::emit_loop_lets(const ForNode* op, const std::vector<std::pair<Var, Expr>>& lets,
+                             const std::vector<Stmt>& users, const std::string& k_decl) {
+  struct Uses : IRVisitor {
+    std::unordered_set<const VarNode*> vars;
+    using IRVisitor::visit;
+    void visit(const VarNode* v) override { vars.insert(v); }
+  } u;
+  for (const Stmt& st : users) u.visit_stmt(st);
+  std::vector<bool> keep(lets.size(), false);
+  for (size_t i = lets.size(); i-- > 0;)
+    if (u.vars.count(lets[i].first.get())) {
+      keep[i] = true;
+      u.visit_expr(lets[i].second);
+    }
+  if (!k_decl.empty() && u.vars.count(op->var.get())) line(k_decl);
+  for (size_t i = 0; i < lets.size(); ++i)
+    if (keep[i])
+      line(fmt::format("const {} {} = {};", cuda_type(lets[i].first.dtype()), var(lets[i].first),
+                       expr(lets[i].second)));
+}
+
+void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body,
+                                    const PipelinePlan& plan) {
+  const std::vector<std::pair<Var, Expr>>& lets = body.lets;
+  const std::vector<const CopyNode*>& copies = body.copies;
+  const GemmNode* g = body.consumer.at(0).as<GemmNode>();
+  TF_CHECK(g != nullptr, "cuda printer: a warp-specialized loop whose consumer is no gemm");
+  const int stages = plan.stages;
+  const int kProducerThreads = plan.producer_threads;
+  const int mma_threads = plan.consumer_threads;
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string k = var(op->var);
+  const std::string lo = expr(op->min), n = expr(op->extent);
+  if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+  // cp.async copies arrive on the stage's `full` mbarrier when they land
+  // (one .noinc arrival per producer thread); register-staged ones store to
+  // shared memory, fence for the async proxy and arrive (release) after.
+  // TMA copies: producer thread 0 announces the stage's bytes
+  // (mbarrier.arrive.expect_tx, one arrival) and issues them; they complete
+  // the transaction count as they land.
+  bool async_copies = false, sync_copies = false;
+  int64_t tma_bytes = 0;
+  for (const CopyNode* c : copies) {
+    if (c->plan->mechanism == CopyMechanism::Tma) {
+      tma_bytes += c->plan->tma_bytes;
+      continue;
+    }
+    (c->plan->mechanism == CopyMechanism::CpAsync ? async_copies : sync_copies) = true;
+  }
+  const int full_count = (async_copies ? kProducerThreads : 0) +
+                         (sync_copies ? kProducerThreads : 0) + (tma_bytes > 0 ? 1 : 0);
+  line(fmt::format(
+      "// warp specialization: warpgroup {} (threads {}..{}) issues each stage's copies and "
+      "signals the stage's `full` mbarrier; warpgroups 0..{} wait on it, run the stage's wgmma "
+      "and release the stage through its `empty` mbarrier ({} stages)",
+      mma_threads / 128, mma_threads, mma_threads + kProducerThreads - 1,
+      mma_threads / 128 - 1, stages));
+  line(fmt::format("unsigned long long* tf_full = reinterpret_cast<unsigned long long*>(tf_smem + {});",
+                   plan.mbarrier_offset));
+  line(fmt::format("unsigned long long* tf_empty = tf_full + {};", stages));
+  open("if (tf_tid == 0)");
+  open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages));
+  line(fmt::format("tf::mbar_init(&tf_full[tf_s], {});", full_count));
+  line("tf::mbar_init(&tf_empty[tf_s], kMmaThreads);");
+  close();
+  close();
+  line(block_barrier_);
+  const std::string it = "tf_it" + std::to_string(tmp_++);
+  // The producer warpgroup.
+  {
+    open("if (tf_tid >= kMmaThreads)");
+    line(fmt::format("constexpr int kProducerThreads = {};", kProducerThreads));
+    line("const int tf_ptid = tf_tid - kMmaThreads;");
+    const int saved_threads = threads_;
+    const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
+    threads_ = kProducerThreads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+    std::vector<Stmt> copy_stmts;
+    for (const CopyNode* c : copies) copy_stmts.push_back(Stmt(c));
+    open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
+    for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+    auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
+    emit_loop_lets(op, lets, copy_stmts);
+    if (tma_bytes > 0) {
+      open("if (tf_ptid == 0)");
+      line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", tma_bytes));
+      for (const CopyNode* c : copies)
+        if (is_tma(c) && !c->plan->row_gather) emit_tma_copy(c);
+      close();
+      for (const CopyNode* c : copies)
+        if (is_tma(c) && c->plan->row_gather) emit_tma_copy(c);
+    }
+    for (const CopyNode* c : copies)
+      if (!is_tma(c)) emit_copy(c, true);
+    --indent_;
+    line("};");
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    line(fmt::format(
+        "if ({0} >= {1}) tf::mbar_wait(&tf_empty[tf_stage], ({0} / {1} + 1) & 1);  // tile i - {1} "
+        "released",
+        it, stages));
+    line(fmt::format("tf_issue({} + {}, tf_stage);", lo, it));
+    if (sync_copies) {
+      line("tf::fence_async_proxy();");
+      line("tf::mbar_arrive(&tf_full[tf_stage]);");
+    }
+    if (async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
+    close();
+    line("tf::cp_async_wait_all();  // its copies land before it exits");
+    line("return;");
+    close();
+    threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
+  }
+  // The MMA warpgroups: tile i's wgmma stays in flight while tile i - 1's
+  // are waited for and its stage released.
+  const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+  line(fmt::format("const int tf_stage = {} % {};", it, stages));
+  line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", it, stages));
+  line("tf::fence_async_proxy();");
+  line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
+                   tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
+  line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
+  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({0} + {1}) % {2}]);", it, stages - 1,
+                   stages));
+  close();
+  line(fmt::format("{}.wait();", c));
+  // From here on only the MMA warpgroups run.
+  threads_ = mma_threads, threads_sym_ = "kMmaThreads";
+  block_barrier_ = barrier_for(BarrierKind::Consumers);
+  line(block_barrier_);
+  for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
+}
+
+void Printer::emit_pipelined(const ForNode* op) {
+  const auto* planp = std::get_if<PipelinePlan>(&op->plan);
+  TF_CHECK(planp != nullptr, "cuda printer: pipelined loop " + op->var.name() +
+                                 " has no PipelinePlan");
+  const PipelinePlan& plan = *planp;
+  const PipelinedBody body = split_pipelined_body(op);
+  const std::vector<std::pair<Var, Expr>>& lets = body.lets;
+  const std::vector<const CopyNode*>& copies = body.copies;
+  const std::vector<Stmt>& consumer = body.consumer;
+  const int stages = plan.stages;
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string k = var(op->var);
+  const std::string lo = expr(op->min), n = expr(op->extent);
+  if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+  if (plan.form == PipelineForm::InOrder) {
+    line(fmt::format("// pipelined loop run in order ({})", plan.why));
+    for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "0";
+    open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, k, lo, k, lo, n, k));
+    line(block_barrier_);
+    for (auto& [v, val] : lets)
+      line(fmt::format("const {} {} = {};", cuda_type(v.dtype()), var(v), expr(val)));
+    for (const CopyNode* c : copies) emit_copy(c, false);
+    line("tf::cp_async_commit();");
+    line("tf::cp_async_wait<0>();");
+    line(block_barrier_);
+    for (const Stmt& s : consumer) stmt(s);
+    close();
+    line(block_barrier_);
+    return;
+  }
+  const GemmNode* g = consumer.size() == 1 ? consumer[0].as<GemmNode>() : nullptr;
+  if (plan.form == PipelineForm::WarpSpecialized) {
+    emit_warp_specialized(op, body, plan);
+    return;
+  }
+  line(
+      fmt::format("// software pipeline: {} stages; iteration i computes tile i while the "
+                  "copies of tile i + {} are in flight",
+                  stages, stages - 1));
+  // wgmma asynchronous to the copies: tile i's MMAs are issued, then tile
+  // i + S - 1's copies into the stage tile i - 1 used; each warpgroup waits
+  // for its MMAs at the end of the iteration, so after the next barrier
+  // every warpgroup is done with tile i's stage.
+  const bool wgmma_async = plan.form == PipelineForm::WgmmaAsync;
+  // Register-staged copies with a fixed slot count are double-buffered in
+  // registers: loaded before the consumer runs, stored to their stage after.
+  // Not under an asynchronous wgmma: the copies already overlap the MMAs,
+  // and the registers are the accumulators'.
+  std::vector<std::string> regs(copies.size());
+  bool split = false;
+  for (size_t c = 0; c < copies.size(); ++c) {
+    const CopyNode* cp = copies[c];
+    if (cp->plan->register_slots == 0) continue;
+    regs[c] = "tf_rb" + std::to_string(tmp_++);
+    line(fmt::format("{} {}[{}];  // register double buffer of {}", cuda_type(cp->dst.dtype()),
+                     regs[c], cp->plan->register_slots, cp->dst.name()));
+    split = true;
+  }
+  auto emit_lets_for = [&](const std::vector<Stmt>& users, const std::string& k_decl = "") {
+    emit_loop_lets(op, lets, users, k_decl);
+  };
+  std::vector<Stmt> copy_stmts, split_stmts;
+  for (size_t c = 0; c < copies.size(); ++c) {
+    copy_stmts.push_back(Stmt(copies[c]));
+    if (!regs[c].empty())  // the store phase reads only the destination indices
+      for (const Expr& e : copies[c]->dst_indices) split_stmts.push_back(EvaluateNode::make(e));
+  }
+  // The producer: the copies of one iteration into one stage.
+  open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
+  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  emit_lets_for(copy_stmts);
+  for (size_t c = 0; c < copies.size(); ++c)
+    emit_copy(copies[c], true, regs[c].empty() ? RegPhase::kWhole : RegPhase::kLoad, regs[c]);
+  --indent_;
+  line("};");
+  if (split) {
+    open(fmt::format("auto tf_store = [&]({} {}, int tf_stage)", t, k));
+    emit_lets_for(split_stmts);
+    for (size_t c = 0; c < copies.size(); ++c)
+      if (!regs[c].empty()) emit_copy(copies[c], true, RegPhase::kStore, regs[c]);
+    --indent_;
+    line("};");
+  }
+  const std::string it = "tf_it" + std::to_string(tmp_++);
+  // With 4 or more stages the wgmma loop keeps one MMA group in flight
+  // across the barrier (wgmma.wait_group 1): the tensor cores do not wait
+  // for the barrier and the copy issue. The stage the copies overwrite is
+  // then the one of tile i - 2 (done by every warpgroup: each waited for it
+  // before the barrier), so tiles are issued S - 2 ahead instead of S - 1.
+  const bool keep_one = wgmma_async && plan.wgmma_in_flight > 0;
+  const int ahead = plan.issue_ahead;
+  open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", ahead));
+  open(fmt::format("if (tf_s < {})", n));
+  line(fmt::format("tf_issue({} + tf_s, tf_s);", lo));
+  if (split) line(fmt::format("tf_store({} + tf_s, tf_s);", lo));
+  close();
+  line("tf::cp_async_commit();");
+  close();
+  const std::string next = fmt::format("{} + {}", it, ahead);
+  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  // The MMA consumer with its fragments software-pipelined (the CUTLASS
+  // multistage main loop): while step s is multiplied, step s + 1's
+  // fragments load; at the last step of a tile the loop waits for the next
+  // tile and loads its first fragments before the last MMAs of this one.
+  // The next tile's copies are issued after the first step.
+  const bool frag_pipeline = plan.form == PipelineForm::FragmentPipelined;
+  if (wgmma_async) {
+    const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+    line("// wgmma: tile i's MMAs run while tile i + " + std::to_string(ahead) +
+         "'s copies are issued" +
+         (keep_one ? "; one MMA group stays in flight across the barrier" : ""));
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("tf::cp_async_wait<{}>();", ahead - 1));
+    line(block_barrier_);
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    line(fmt::format("const bool tf_more = {} < {};", next, n));
+    line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
+                     tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
+    if (keep_one)
+      line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
+    line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
+    line("tf::cp_async_commit();");
+    if (split)
+      line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    // (At the end of the iteration, not the start of the next: a wait at
+    // the loop head makes ptxas serialize the wgmma, C7514.)
+    if (!keep_one) line(fmt::format("{}.wait();  // this warpgroup's MMAs of tile i", c));
+    close();
+    line(fmt::format("{}.wait();", c));
+  } else if (frag_pipeline) {
+    const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+    const int64_t ta = tile_elems(g->a.buffer);
+    const int64_t tb = tile_elems(g->b.buffer);
+    line(fmt::format("// MMA fragments double-buffered across k16 steps and tiles"));
+    line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+    line(block_barrier_);
+    line(fmt::format("typename decltype({})::Frags tf_fr[2];", c));
+    line(fmt::format("{}.load_frags({}, {}, 0, tf_fr[0]);", c, a, b));
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    line(fmt::format("const bool tf_more = {} < {};", next, n));
+    line("#pragma unroll");
+    open(fmt::format("for (int tf_kk = 0; tf_kk < decltype({})::kSteps; ++tf_kk)", c));
+    line("int tf_rs = tf_stage, tf_rk = tf_kk + 1;");
+    open(fmt::format("if (tf_kk == decltype({})::kSteps - 1)", c));
+    if (split)
+      line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+    line(block_barrier_);
+    line(fmt::format("tf_rs = ({} + 1) % {};", it, stages));
+    line("tf_rk = 0;");
+    close();
+    line(fmt::format(
+        "{}.load_frags({} + tf_rs * {}, {} + tf_rs * {}, tf_rk, tf_fr[(tf_kk + 1) % 2]);", c, a, ta,
+        b, tb));
+    open("if (tf_kk == 0)");
+    line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
+    line("tf::cp_async_commit();");
+    close();
+    line(fmt::format("{}.mma_frags(tf_fr[tf_kk % 2]);", c));
+    close();
+    close();
+  } else {
+    open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
+    line(fmt::format("tf::cp_async_wait<{}>();", stages - 2));
+    line(block_barrier_);
+    line(fmt::format("const bool tf_more = {} < {};", next, n));
+    line(fmt::format("if (tf_more) tf_issue({} + {}, ({}) % {});", lo, next, next, stages));
+    line("tf::cp_async_commit();");
+    line(fmt::format("const int tf_stage = {} % {};", it, stages));
+    emit_lets_for(consumer, fmt::format("const {} {} = {} + {};", t, k, lo, it));
+    for (const Stmt& s : consumer) stmt(s);
+    if (split)
+      line(fmt::format("if (tf_more) tf_store({} + {}, ({}) % {});", lo, next, next, stages));
+    close();
+  }
+  line("tf::cp_async_wait<0>();");
+  line(block_barrier_);
+  for (const CopyNode* c : copies) stage_expr_.erase(c->dst.get());
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,461 @@
+// The printer's statements, thread-distributed nests and epilogues
+// (printer.h).
+#include <fmt/format.h>
+
+#include <functional>
+#include <unordered_set>
+
+#include "codegen/cuda/passes/epilogue.h"
+#include "codegen/cuda/printer.h"
+#include "core/error.h"
+#include "tir/functor.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: the printer reads the Tile IR
+
+std::string Printer::barrier_for(BarrierKind kind) const {
+  switch (kind) {
+    case BarrierKind::Block:
+      return "__syncthreads();";
+    case BarrierKind::BlockAsync:
+      return "tf::async_barrier();";
+    case BarrierKind::Consumers:
+      return fmt::format("tf::mma_barrier<{}>();", consumer_threads_);
+  }
+  return "";
+}
+
+// `for (v = tid; v < total; v += threads)`, or a fixed-trip unrolled loop
+// when total is a multiple of the block.
+void Printer::thread_loop(int64_t total, const std::string& v, const std::function<void()>& body) {
+  const bool saved = in_threads_;
+  in_threads_ = true;
+  if (total % threads_ == 0 && total / threads_ <= 64) {
+    line("#pragma unroll");
+    std::string r = "tf_r" + std::to_string(tmp_++);
+    trip_var_ = r;
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", r, r, total / threads_, r));
+    line(fmt::format("const int {} = {} * {} + {};", v, r, threads_sym_, tid_sym_));
+  } else {
+    open(fmt::format("for (int {} = {}; {} < {}; {} += {})", v, tid_sym_, v, total, v,
+                     threads_sym_));
+  }
+  body();
+  close();
+  in_threads_ = saved;
+}
+
+void Printer::emit_check(const CheckNode* op) {
+  // Each distinct check (code and message) gets its own id in the status
+  // word; codes are categories, and two checks may share one.
+  int id = 0;
+  for (const CudaCheck& c : result_.checks)
+    if (c.code == op->code && c.message == op->message) id = c.id;
+  if (id == 0) {
+    id = static_cast<int>(result_.checks.size()) + 1;
+    result_.checks.push_back({id, op->code, op->message, static_cast<int>(op->args.size())});
+  }
+  TF_CHECK(op->args.size() <= 4, "cuda emitter: a check with more than 4 args");
+  std::string args;
+  for (const Expr& a : op->args) args += ", static_cast<long long>(" + expr(a) + ")";
+  line(fmt::format("if (!{}) tf::report(tf_status, {}{});", expr(op->cond), id, args));
+}
+
+void Printer::emit_alloc(const AllocateNode* op) {
+  const Buffer& b = op->buffer;
+  const std::string n = buf(b), t = cuda_type(b.dtype());
+  switch (b.scope()) {
+    case MemScope::Shared: {
+      const SharedPlan& info = shared(b);
+      line(fmt::format("{}* {} = reinterpret_cast<{}*>(tf_smem + {});  // {}{}", t, n, t,
+                       info.offset, shared_layout_name(info.layout),
+                       info.stages > 1 ? ", " + std::to_string(info.stages) + " stages" : ""));
+      break;
+    }
+    case MemScope::Fragment: {
+      const FragmentPlan* f = fragment_plan(op);
+      TF_CHECK(f != nullptr, "cuda printer: fragment " + b.name() + " has no FragmentPlan");
+      line(fragment_tile_type(*f, b.dtype()) + " " + n + ";");
+      break;
+    }
+    case MemScope::Local:
+      line(fmt::format("{} {}[{}];", t, n, const_numel(b)));
+      break;
+    case MemScope::Global:
+      TF_CHECK(false, "cuda emitter: alloc of a global buffer");
+  }
+  stmt(op->body);
+}
+
+
+
+void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
+  // for i in parallel { lets; for j in parallel { body } } over frag[i, j]:
+  // one iteration per accumulator element the thread owns.
+  const auto* plan = std::get_if<EpiloguePlan>(&op->plan);
+  TF_CHECK(plan != nullptr, "cuda printer: an epilogue nest without an EpiloguePlan");
+  const EpilogueNest nest = epilogue_nest(op, frag);
+  const ForNode* inner = nest.inner;
+  const std::string f = buf(Buffer(frag));
+  frag_ = frag;
+  frag_vars_ = {op->var.get(), inner->var.get()};
+  frag_e_ = "tf_e" + std::to_string(tmp_++);
+  nonneg_vars_.insert(op->var.get());
+  nonneg_vars_.insert(inner->var.get());
+  const bool saved = in_threads_;
+  in_threads_ = true;
+  // The statements around the inner loop run once per element (lets and
+  // checks are pure).
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
+      line(
+          fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
+      walk(l->body);
+    } else if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (s.get() == inner) {
+      walk(inner->body);
+    } else {
+      stmt(s);
+    }
+  };
+  const StoreNode* store = nest.store;
+  // Opens the loop over the thread's element pairs (e, e + 1) and captures
+  // both elements' mask, address and value into tf_ok<k>, tf_p<k>, tf_v<k>;
+  // returns the pair's first element index. The caller stores and closes.
+  auto open_pair_loop = [&](const std::string& t) {
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
+                     frag_e_));
+    const std::string e0 = frag_e_;
+    line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
+    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
+    for (int half = 0; half < 2; ++half) {
+      frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
+      open("");
+      line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+      line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+      capture_store_ = half;
+      walk(op->body);
+      capture_store_ = -1;
+      close();
+    }
+    frag_e_ = e0;
+    return e0;
+  };
+  // The copy-out of a staged epilogue recomputes the store's address and
+  // mask: the nest's lets they read (directly or through other lets).
+  std::vector<const LetStmtNode*> nest_lets;
+  std::vector<bool> address_let;
+  if (plan->form == EpilogueForm::Staged) {
+    std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
+      if (const LetStmtNode* l = st.as<LetStmtNode>()) {
+        nest_lets.push_back(l);
+        collect(l->body);
+      } else if (const SeqNode* q = st.as<SeqNode>()) {
+        for (const Stmt& t : q->stmts) collect(t);
+      } else if (st.get() == inner) {
+        collect(inner->body);
+      }
+    };
+    collect(op->body);
+    struct Uses : IRVisitor {
+      std::unordered_set<const VarNode*> vars;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override { vars.insert(v); }
+    } u;
+    for (const Expr& e : store->indices) u.visit_expr(e);
+    if (store->mask.defined()) u.visit_expr(store->mask);
+    address_let.assign(nest_lets.size(), false);
+    for (size_t i = nest_lets.size(); i-- > 0;)
+      if (u.vars.count(nest_lets[i]->var.get())) {
+        address_let[i] = true;
+        u.visit_expr(nest_lets[i]->value);
+      }
+  }
+  if (plan->form == EpilogueForm::Staged) {
+    const std::string t = cuda_type(store->buffer.dtype());
+    const int64_t out_bytes = dtype_size(store->buffer.dtype());
+    const int64_t pitch = plan->pitch;
+    const int64_t vec = 16 / out_bytes;
+    const int64_t rows = const_of(frag->shape[0], "a fragment extent");
+    const int64_t cols = const_of(frag->shape[1], "a fragment extent");
+    line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
+                     "{}-byte row chunks",
+                     rows, cols, t, pitch, 16));
+    line(fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
+    const std::string e0 = open_pair_loop(t);
+    line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
+    line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);", f,
+                     e0, pitch));
+    close();
+    line(block_barrier_);
+    // The copy-out: chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
+    frag_ = nullptr;  // (the fragment is not read here)
+    const std::string c = "tf_c" + std::to_string(tmp_++);
+    thread_loop(rows * cols / vec, c, [&] {
+      line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
+      line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
+      line("bool tf_ok[" + std::to_string(vec) + "];");
+      line(fmt::format("{}* tf_p[{}];", t, vec));
+      for (int64_t l = 0; l < vec; ++l) {
+        open("");
+        line(fmt::format("const int {} = tf_row;", var(op->var)));
+        line(fmt::format("const int {} = tf_col + {};", var(inner->var), l));
+        for (size_t i = 0; i < nest_lets.size(); ++i)
+          if (address_let[i])
+            line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
+                             var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+        line(fmt::format("tf_ok[{}] = {};", l,
+                         store->mask.defined() ? expr(store->mask) : "true"));
+        line(fmt::format("tf_p[{}] = {};", l, address(store->buffer, store->indices)));
+        close();
+      }
+      std::string all = "tf_ok[0]";
+      for (int64_t l = 1; l < vec; ++l)
+        all += fmt::format(" && tf_ok[{0}] && tf_p[{0}] == tf_p[0] + {0}", l);
+      line(fmt::format("const {}* tf_src = &tf_es[tf_row * {} + tf_col];", t, pitch));
+      open(fmt::format("if ({} && tf::aligned16(tf_p[0]))", all));
+      line("tf::store16(tf_p[0], tf_src);");
+      --indent_;
+      line("} else {");
+      ++indent_;
+      line("#pragma unroll");
+      open(fmt::format("for (int tf_l = 0; tf_l < {}; ++tf_l)", vec));
+      line("if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];");
+      close();
+      close();
+    });
+    in_threads_ = saved;
+    frag_vars_.clear();
+    return;
+  }
+  if (plan->form == EpilogueForm::Paired) {
+    const std::string t = cuda_type(store->buffer.dtype());
+    const std::string e0 = open_pair_loop(t);
+    line("if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {");
+    line("  tf::store_pair(tf_p0, tf_v0, tf_v1);");
+    line("} else {");
+    line("  if (tf_ok0) *tf_p0 = tf_v0;");
+    line("  if (tf_ok1) *tf_p1 = tf_v1;");
+    line("}");
+  } else {
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f,
+                     frag_e_));
+    line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
+    line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
+    walk(op->body);
+  }
+  close();
+  in_threads_ = saved;
+  frag_ = nullptr;
+  frag_vars_.clear();
+}
+
+void Printer::emit_parallel(const ForNode* op) {
+  if (const BufferNode* frag = fragment_used(Stmt(op))) {
+    emit_fragment_nest(op, frag);
+    return;
+  }
+  if (in_threads_) {  // already distributed: every thread runs this loop itself
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", var(op->var), var(op->var),
+                     expr(op->extent), var(op->var)));
+    if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+    stmt(op->body);
+    close();
+    return;
+  }
+  // Flatten the chain of parallel loops whose bodies are lets / checks
+  // around exactly one inner parallel loop.
+  std::vector<const ForNode*> chain{op};
+  for (;;) {
+    Stmt s = chain.back()->body;
+    const ForNode* next = nullptr;
+    bool only_pure = true;
+    std::function<void(const Stmt&)> walk = [&](const Stmt& t) {
+      if (const LetStmtNode* l = t.as<LetStmtNode>()) {
+        walk(l->body);
+      } else if (const SeqNode* q = t.as<SeqNode>()) {
+        for (const Stmt& u : q->stmts) walk(u);
+      } else if (const ForNode* f = t.as<ForNode>(); f && f->for_kind == ForKind::Parallel) {
+        if (next) only_pure = false;
+        next = f;
+      } else if (t.as<CheckNode>()) {
+      } else {
+        only_pure = false;
+      }
+    };
+    walk(s);
+    if (!next || !only_pure) break;
+    chain.push_back(next);
+  }
+  std::vector<int64_t> ext;
+  int64_t total = 1;
+  for (const ForNode* f : chain) {
+    TF_CHECK(as_const_int(f->min) && *as_const_int(f->min) == 0,
+             "cuda emitter: a parallel loop that does not start at 0");
+    ext.push_back(const_of(f->extent, "a parallel extent"));
+    total *= ext.back();
+    nonneg_vars_.insert(f->var.get());
+  }
+  std::string v = "tf_v" + std::to_string(tmp_++);
+  std::unordered_map<const ForNode*, std::string> coord;
+  int64_t stride = total;
+  for (size_t d = 0; d < chain.size(); ++d) {
+    stride /= ext[d];
+    std::string x = stride == 1 ? v : "(" + v + " / " + std::to_string(stride) + ")";
+    if (d > 0) x += " % " + std::to_string(ext[d]);
+    coord[chain[d]] = x;
+  }
+  thread_loop(total, v, [&] {
+    std::function<void(const Stmt&)> walk = [&](const Stmt& t) {
+      if (const ForNode* f = t.as<ForNode>(); f && coord.count(f)) {
+        line(fmt::format("const int {} = {};", var(f->var), coord.at(f)));
+        walk(f->body);
+      } else if (const LetStmtNode* l = t.as<LetStmtNode>()) {
+        if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
+        line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var),
+                         expr(l->value)));
+        walk(l->body);
+      } else if (const SeqNode* q = t.as<SeqNode>()) {
+        for (const Stmt& u : q->stmts) walk(u);
+      } else {
+        stmt(t);
+      }
+    };
+    walk(Stmt(op));
+  });
+}
+
+void Printer::emit_for(const ForNode* op) {
+  switch (op->for_kind) {
+    case ForKind::Pipelined:
+      emit_pipelined(op);
+      return;
+    case ForKind::Parallel:
+      emit_parallel(op);
+      return;
+    case ForKind::Unrolled:
+      line("#pragma unroll");
+      [[fallthrough]];
+    case ForKind::Serial: {
+      const std::string t = cuda_type(op->var.dtype()), v = var(op->var);
+      if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+      open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, v, expr(op->min), v,
+                       expr(op->min), expr(op->extent), v));
+      ++loop_depth_;
+      stmt(op->body);
+      --loop_depth_;
+      close();
+      return;
+    }
+  }
+}
+
+void Printer::stmt(const Stmt& s) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case StmtKind::For:
+      emit_for(s.as<ForNode>());
+      return;
+    case StmtKind::IfThenElse: {
+      const IfThenElseNode* op = s.as<IfThenElseNode>();
+      open("if (" + expr(op->cond) + ")");
+      stmt(op->then_case);
+      if (op->else_case.defined()) {
+        --indent_;
+        line("} else {");
+        ++indent_;
+        stmt(op->else_case);
+      }
+      close();
+      return;
+    }
+    case StmtKind::LetStmt: {
+      const LetStmtNode* op = s.as<LetStmtNode>();
+      if (nonneg(op->value)) nonneg_vars_.insert(op->var.get());
+      line(fmt::format("const {} {} = {};", cuda_type(op->var.dtype()), var(op->var),
+                       expr(op->value)));
+      stmt(op->body);
+      return;
+    }
+    case StmtKind::Store: {
+      const StoreNode* op = s.as<StoreNode>();
+      if (capture_store_ >= 0) {
+        const int k = capture_store_;
+        line(fmt::format("tf_ok{} = {};", k, op->mask.defined() ? expr(op->mask) : "true"));
+        line(fmt::format("tf_p{} = {};", k, address(op->buffer, op->indices)));
+        line(fmt::format("tf_v{} = {};", k, expr(op->value)));
+        return;
+      }
+      std::string st = element(op->buffer, op->indices) + " = " + expr(op->value) + ";";
+      line(op->mask.defined() ? "if (" + expr(op->mask) + ") " + st : st);
+      return;
+    }
+    case StmtKind::HookStore:
+      TF_CHECK(false, "cuda emitter: a store_output hook was not inlined");
+      return;
+    case StmtKind::Copy: {
+      // A copy outside a pipelined loop's producer is synchronous (sync put
+      // the barriers around it).
+      const CopyNode* op = s.as<CopyNode>();
+      emit_copy(op, false);
+      if (result_.copies.back().mode == "cp_async") {
+        line("tf::cp_async_commit();");
+        line("tf::cp_async_wait<0>();");
+      }
+      return;
+    }
+    case StmtKind::Gemm: {
+      const GemmNode* op = s.as<GemmNode>();
+      TF_CHECK(!op->trans_a && !op->trans_b && op->a.prefix.empty() && op->b.prefix.empty() &&
+                   op->c.prefix.empty(),
+               "cuda emitter: a transposed or prefixed gemm operand");
+      auto tile = [&](const Buffer& b) {
+        return buf(b) + (shared(b).stages > 1 ? " + (" + stage_expr_.at(b.get()) + ") * " +
+                                                    std::to_string(tile_elems(b))
+                                              : "");
+      };
+      line(fmt::format("{}.mma({}, {});", buf(op->c.buffer), tile(op->a.buffer),
+                       tile(op->b.buffer)));
+      return;
+    }
+    case StmtKind::Fill: {
+      const FillNode* op = s.as<FillNode>();
+      if (op->buffer.scope() == MemScope::Fragment) {
+        line(fmt::format("{}.fill({});", buf(op->buffer), expr(op->value)));
+      } else if (op->buffer.scope() == MemScope::Local) {
+        line(fmt::format("for (int tf_f = 0; tf_f < {}; ++tf_f) {}[tf_f] = {};", const_numel(op->buffer),
+                         buf(op->buffer), expr(op->value)));
+      } else {
+        TF_CHECK(op->buffer.scope() == MemScope::Shared, "cuda emitter: fill of a global buffer");
+        const SharedPlan& info = shared(op->buffer);
+        std::string v = "tf_v" + std::to_string(tmp_++);
+        std::string val = expr(op->value);
+        thread_loop(tile_elems(op->buffer) * info.stages, v,
+                    [&] { line(fmt::format("{}[{}] = {};", buf(op->buffer), v, val)); });
+      }
+      return;
+    }
+    case StmtKind::Check:
+      emit_check(s.as<CheckNode>());
+      return;
+    case StmtKind::Barrier:
+      line(barrier_for(s.as<BarrierNode>()->barrier_kind));
+      return;
+    case StmtKind::Seq:
+      for (const Stmt& t : s.as<SeqNode>()->stmts) stmt(t);
+      return;
+    case StmtKind::Allocate:
+      emit_alloc(s.as<AllocateNode>());
+      return;
+    case StmtKind::Evaluate:
+      line("(void)(" + expr(s.as<EvaluateNode>()->value) + ");");
+      return;
+  }
+}
+
+}  // namespace tilefuse::codegen

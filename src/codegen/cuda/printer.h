@@ -1,0 +1,138 @@
+// The CUDA printer's state (internal to codegen/cuda; the entry is
+// emit_cuda in emit.h). One Printer prints one kernel; its methods are split
+// by what they print:
+//   print_expr.cpp     names, literals, expressions, element offsets
+//   print_stmt.cpp     statements, thread-distributed nests, epilogues
+//   print_copy.cpp     copies (cp.async, register-staged, TMA) and the
+//                      pipelined loop forms with their MMA calls
+//   print_kernel.cpp   the kernel's ABI: header, signature, grid, results
+// It reads the kernel plan (tir/plan.h) and decides nothing; the little
+// state it keeps is where it is in the text (indentation, names, the
+// threads that run the code being printed, the stage each ring is at).
+#pragma once
+
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "codegen/cuda/emit.h"
+#include "codegen/cuda/structure.h"
+#include "tir/ir.h"
+
+namespace tilefuse::codegen {
+
+class Printer {
+ public:
+  Printer(const tir::Kernel& k, const tir::Target& t) : k_(k), target_(t) {}
+  CudaKernel run();
+
+ private:
+  // ---- names and output (print_expr.cpp) ----
+  std::string name_of(const void* node, const std::string& hint);
+  std::string var(const tir::Var& v) { return name_of(v.get(), v.name()); }
+  std::string buf(const tir::Buffer& b) { return name_of(b.get(), b.name()); }
+  void line(const std::string& s) { out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  void open(const std::string& head) {
+    line(head.empty() ? "{" : head + " {");
+    ++indent_;
+  }
+  void close() {
+    --indent_;
+    line("}");
+  }
+  std::string tmp(const char* prefix) { return prefix + std::to_string(tmp_++); }
+
+  // ---- expressions (print_expr.cpp) ----
+  std::string expr(const tir::Expr& e);
+  std::string binary(const tir::Expr& e);
+  std::string literal(const tir::Expr& e);
+  std::string cast(DType to, const tir::Expr& v);
+  std::string load(const tir::LoadNode* op);
+  std::string address(const tir::Buffer& b, const std::vector<tir::Expr>& idx);  // "&x[off]"
+  std::string element(const tir::Buffer& b, const std::vector<tir::Expr>& idx);  // "x[off]"
+  std::string global_offset(const tir::Buffer& b, const std::vector<tir::Expr>& idx);
+  std::string shared_offset(const tir::Buffer& b, const std::vector<tir::Expr>& idx);
+  // Non-negative by construction (constants, thread and loop indices from
+  // 0, sums and products of such): `/` and `%` by a positive constant are
+  // then C++'s, else floor division.
+  bool nonneg(const tir::Expr& e);
+
+  // ---- statements (print_stmt.cpp) ----
+  void stmt(const tir::Stmt& s);
+  void emit_for(const tir::ForNode* op);
+  void emit_parallel(const tir::ForNode* op);
+  void emit_fragment_nest(const tir::ForNode* op, const tir::BufferNode* frag);
+  void emit_check(const tir::CheckNode* op);
+  void emit_alloc(const tir::AllocateNode* op);
+  // `for (v = tid; v < total; v += threads)`, or a fixed-trip unrolled loop
+  // (slot index in trip_var_) when total is a whole number of rounds of at
+  // most 64.
+  void thread_loop(int64_t total, const std::string& v, const std::function<void()>& body);
+  std::string barrier_for(tir::BarrierKind kind) const;
+
+  // ---- copies and loops (print_copy.cpp) ----
+  // How a register-staged copy is printed: load and store at once, or split
+  // for register double-buffering (values into `regs` before the consumer,
+  // to shared memory after it).
+  enum class RegPhase { kWhole, kLoad, kStore };
+  void emit_copy(const tir::CopyNode* op, bool pipelined, RegPhase phase = RegPhase::kWhole,
+                 const std::string& regs = "");
+  void emit_vector_lanes(const tir::CopyNode* op, int64_t vec, std::vector<std::string> decl,
+                         RegPhase phase, const std::string& regs);
+  void emit_tma_copy(const tir::CopyNode* op);
+  void emit_pipelined(const tir::ForNode* op);
+  void emit_in_order(const tir::ForNode* op, const PipelinedBody& body,
+                     const tir::PipelinePlan& plan);
+  void emit_warp_specialized(const tir::ForNode* op, const PipelinedBody& body,
+                             const tir::PipelinePlan& plan);
+  // Declares the loop's lets that `users` need (directly or through other
+  // lets), in order (and `k_decl`, the loop var, when they read it).
+  void emit_loop_lets(const tir::ForNode* op, const std::vector<std::pair<tir::Var, tir::Expr>>& lets,
+                      const std::vector<tir::Stmt>& users, const std::string& k_decl = "");
+  std::string tile_type(const tir::FragmentPlan& f) const;
+  int64_t tile_elems(const tir::Buffer& b) const { return const_numel(b); }
+  const tir::SharedPlan& shared(const tir::Buffer& b) const;
+
+  const tir::Kernel& k_;
+  tir::Target target_;
+  CudaKernel result_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  int tmp_ = 0;
+  // The threads running the code being printed: the block's, the
+  // producer warpgroup's inside it, the consumers' after a
+  // warp-specialized loop (their count, its symbol, the thread's index).
+  int threads_ = 128;
+  std::string threads_sym_ = "kThreads", tid_sym_ = "tf_tid";
+  std::string block_barrier_;  // the block barrier of the loop forms
+  int64_t consumer_threads_ = 0;
+  int loop_depth_ = 0;
+  std::string trip_var_;     // the slot index of the innermost fixed-trip thread loop
+  bool in_threads_ = false;  // inside a thread-distributed region
+  std::unordered_map<const void*, std::string> names_;
+  std::set<std::string> used_names_;
+  std::unordered_set<const tir::VarNode*> nonneg_vars_;
+  std::unordered_map<const tir::BufferNode*, const tir::AllocateNode*> allocs_;
+  std::unordered_map<const tir::BufferNode*, std::string> stage_expr_;  // ring -> its stage now
+  // Inside an epilogue nest: loads of frag[vars] read frag.c[e].
+  const tir::BufferNode* frag_ = nullptr;
+  std::vector<const tir::VarNode*> frag_vars_;
+  std::string frag_e_;
+  // >= 0 while printing one half of a paired epilogue store: the Store is
+  // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
+  int capture_store_ = -1;
+  // While printing one lane of a vectorized register copy: the vector load
+  // (every structurally equal load reads the lane) and the lane.
+  tir::Expr vector_load_;
+  std::string vector_lane_;
+};
+
+// The tile of an accumulator, as the device headers name it
+// ("tf::WgmmaTile<tf::f16, 128, 256, 64, 2, 1>", ...).
+std::string fragment_tile_type(const tir::FragmentPlan& f, DType accumulator);
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,191 @@
+#include "codegen/cuda/structure.h"
+
+#include <functional>
+
+#include "core/error.h"
+#include "tir/functor.h"
+#include "tir/printer.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: the backend works on the Tile IR
+
+int64_t const_of(const Expr& e, const char* what) {
+  const int64_t* c = as_const_int(e);
+  TF_CHECK(c != nullptr, std::string("cuda backend: ") + what + " is not a constant: " + print(e));
+  return *c;
+}
+
+int64_t const_numel(const Buffer& b) {
+  int64_t n = 1;
+  for (const Expr& e : b->shape) n *= const_of(e, "a buffer extent");
+  return n;
+}
+
+PipelinedBody split_pipelined_body(const ForNode* loop) {
+  PipelinedBody out;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      if (!out.consumer.empty()) out.regular = false;
+      out.lets.emplace_back(l->var, l->value);
+      walk(l->body);
+    } else if (const CopyNode* c = s.as<CopyNode>()) {
+      if (!out.consumer.empty() || c->dst.scope() != MemScope::Shared) out.regular = false;
+      out.copies.push_back(c);
+    } else if (s.defined()) {
+      out.consumer.push_back(s);
+    }
+  };
+  walk(loop->body);
+  return out;
+}
+
+const ForNode* top_level_pipelined(const Stmt& body, bool* nested) {
+  struct Count : IRVisitor {
+    int n = 0;
+    const ForNode* last = nullptr;
+    using IRVisitor::visit;
+    void visit(const ForNode* op) override {
+      if (op->for_kind == ForKind::Pipelined) ++n, last = op;
+      IRVisitor::visit(op);
+    }
+  } count;
+  count.visit_stmt(body);
+  if (nested) *nested = false;
+  if (count.n != 1) return nullptr;
+  std::function<const ForNode*(const Stmt&)> find = [&](const Stmt& s) -> const ForNode* {
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts)
+        if (const ForNode* f = find(t)) return f;
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      return find(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      return find(a->body);
+    } else if (const ForNode* f = s.as<ForNode>(); f && f->for_kind == ForKind::Pipelined) {
+      return f;
+    }
+    return nullptr;
+  };
+  const ForNode* f = find(body);
+  if (!f && nested) *nested = true;
+  return f;
+}
+
+bool whole_tile_gemm(const GemmNode* g) {
+  return g->a.prefix.empty() && g->b.prefix.empty() && g->c.prefix.empty() && !g->trans_a &&
+         !g->trans_b;
+}
+
+std::unordered_map<const BufferNode*, const AllocateNode*> allocations(const Stmt& body) {
+  struct Collect : IRVisitor {
+    std::unordered_map<const BufferNode*, const AllocateNode*> out;
+    using IRVisitor::visit;
+    void visit(const AllocateNode* op) override {
+      out[op->buffer.get()] = op;
+      IRVisitor::visit(op);
+    }
+  } c;
+  c.visit_stmt(body);
+  return c.out;
+}
+
+std::vector<const GemmNode*> gemms(const Stmt& body) {
+  struct Collect : IRVisitor {
+    std::vector<const GemmNode*> out;
+    using IRVisitor::visit;
+    void visit(const GemmNode* op) override { out.push_back(op); }
+  } c;
+  c.visit_stmt(body);
+  return c.out;
+}
+
+const SharedPlan* shared_plan(const AllocateNode* a) {
+  return a ? std::get_if<SharedPlan>(&a->plan) : nullptr;
+}
+const FragmentPlan* fragment_plan(const AllocateNode* a) {
+  return a ? std::get_if<FragmentPlan>(&a->plan) : nullptr;
+}
+
+const GemmNode* wgmma_async_gemm(
+    const ForNode* loop, const std::unordered_map<const BufferNode*, const AllocateNode*>& allocs) {
+  if (loop->for_kind != ForKind::Pipelined || loop->num_stages < 2) return nullptr;
+  const PipelinedBody body = split_pipelined_body(loop);
+  if (!body.regular || body.copies.empty() || body.consumer.size() != 1) return nullptr;
+  const GemmNode* g = body.consumer[0].as<GemmNode>();
+  if (!g || !whole_tile_gemm(g)) return nullptr;
+  auto it = allocs.find(g->c.buffer.get());
+  const FragmentPlan* f = it == allocs.end() ? nullptr : fragment_plan(it->second);
+  if (!f || f->family != MmaFamily::Wgmma) return nullptr;
+  bool a = false, b = false;
+  for (const CopyNode* c : body.copies) {
+    a = a || c->dst.same_as(g->a.buffer);
+    b = b || c->dst.same_as(g->b.buffer);
+  }
+  return a && b ? g : nullptr;
+}
+
+const BufferNode* fragment_used(const Stmt& s) {
+  struct Use : IRVisitor {
+    const BufferNode* fragment = nullptr;
+    using IRVisitor::visit;
+    void visit(const LoadNode* op) override {
+      if (op->buffer.scope() == MemScope::Fragment) fragment = op->buffer.get();
+      IRVisitor::visit(op);
+    }
+    void visit(const StoreNode* op) override {
+      if (op->buffer.scope() == MemScope::Fragment) fragment = op->buffer.get();
+      IRVisitor::visit(op);
+    }
+  } u;
+  u.visit_stmt(s);
+  return u.fragment;
+}
+
+namespace {
+
+class PlanWriter final : public IRMutator {
+ public:
+  explicit PlanWriter(const PlanEdits& e) : e_(e) {}
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const AllocateNode* op) override {
+    Stmt s = IRMutator::visit(op);
+    auto it = e_.buffers.find(op->buffer.get());
+    if (it == e_.buffers.end()) return s;
+    const AllocateNode* a = s.as<AllocateNode>();
+    return AllocateNode::make(a->buffer, a->body, it->second);
+  }
+  Stmt visit(const ForNode* op) override {
+    Stmt s = IRMutator::visit(op);
+    auto it = e_.loops.find(op);
+    if (it == e_.loops.end()) return s;
+    const ForNode* f = s.as<ForNode>();
+    return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->body,
+                         it->second);
+  }
+  Stmt visit(const CopyNode* op) override {
+    Stmt s = IRMutator::visit(op);
+    auto it = e_.copies.find(op);
+    if (it == e_.copies.end()) return s;
+    const CopyNode* c = s.as<CopyNode>();
+    return CopyNode::make(c->vars, c->extents, c->dst, c->dst_indices, c->value, it->second);
+  }
+
+ private:
+  const PlanEdits& e_;
+};
+
+}  // namespace
+
+Kernel with_plans(const Kernel& k, const PlanEdits& edits) {
+  if (edits.empty()) return k;
+  PlanWriter w(edits);
+  Kernel out = k;
+  out.body = w.mutate(k.body);
+  return out;
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,77 @@
+// Shapes of a kernel the CUDA backend passes and the printer agree on: how a
+// pipelined loop's body splits into a producer and a consumer, which
+// gemm it runs, where the buffers are declared. Facts about the IR, no
+// decisions.
+#pragma once
+
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tir/ir.h"
+
+namespace tilefuse::codegen {
+
+// A pipelined loop's body: a chain of lets, then the copies into shared
+// tiles (the producer), then the rest (the consumer). `regular` is false
+// when the body has another shape (a let or copy after a consumer
+// statement, a copy into non-shared memory): the loop then runs in order.
+struct PipelinedBody {
+  std::vector<std::pair<tir::Var, tir::Expr>> lets;
+  std::vector<const tir::CopyNode*> copies;
+  std::vector<tir::Stmt> consumer;
+  bool regular = true;
+};
+PipelinedBody split_pipelined_body(const tir::ForNode* loop);
+
+// The kernel's one pipelined loop when the body reaches it through
+// sequences, lets and allocations only (it runs once per block, in every
+// thread); null when there is none, more than one, or it sits inside
+// another loop or a branch (*nested is then set when not null).
+const tir::ForNode* top_level_pipelined(const tir::Stmt& body, bool* nested = nullptr);
+
+// A gemm of two whole shared tiles into a whole accumulator, untransposed:
+// it has no index expression, so it can be split into k16 steps.
+bool whole_tile_gemm(const tir::GemmNode* g);
+
+// Every Allocate of the kernel, by buffer.
+std::unordered_map<const tir::BufferNode*, const tir::AllocateNode*> allocations(
+    const tir::Stmt& body);
+
+// Every Gemm of the kernel, in program order.
+std::vector<const tir::GemmNode*> gemms(const tir::Stmt& body);
+
+// The gemm of a pipelined loop that wgmma runs asynchronously to the
+// copies: the loop's whole consumer is one whole-tile gemm whose A and B
+// are both filled by the loop's own copies and whose accumulator is a
+// wgmma tile (FragmentPlan on its Allocate); null otherwise (and for a
+// loop that is not regular, has no copies or fewer than 2 stages).
+const tir::GemmNode* wgmma_async_gemm(
+    const tir::ForNode* loop,
+    const std::unordered_map<const tir::BufferNode*, const tir::AllocateNode*>& allocs);
+
+// The plan part of an allocation (nullptr when it has none of that kind).
+const tir::SharedPlan* shared_plan(const tir::AllocateNode* a);
+const tir::FragmentPlan* fragment_plan(const tir::AllocateNode* a);
+
+// The first fragment buffer a statement loads or stores (the accumulator
+// an epilogue nest reads), or null.
+const tir::BufferNode* fragment_used(const tir::Stmt& s);
+
+// Plan parts to set, by the node they go on (nodes of the kernel given to
+// with_plans, by identity).
+struct PlanEdits {
+  std::unordered_map<const tir::BufferNode*, tir::BufferPlan> buffers;  // on their Allocate
+  std::unordered_map<const tir::ForNode*, tir::LoopPlan> loops;
+  std::unordered_map<const tir::CopyNode*, tir::CopyPlan> copies;
+  bool empty() const { return buffers.empty() && loops.empty() && copies.empty(); }
+};
+// The kernel with the edits applied (other plan parts unchanged).
+tir::Kernel with_plans(const tir::Kernel& k, const PlanEdits& edits);
+
+// The product of constant extents of a buffer (InternalError naming `what`
+// for a non-constant one).
+int64_t const_numel(const tir::Buffer& b);
+int64_t const_of(const tir::Expr& e, const char* what);
+
+}  // namespace tilefuse::codegen
