@@ -63,10 +63,6 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
                                  : ck.lowered.kernel;
     ck.licm = std::move(reports.licm);
     ck.copies = std::move(reports.copies);
-    if (options.optimize && options.target.is_cuda() && !ck.lowered.scalars.empty())
-      throw UserError(
-          "symbolic dims on a CUDA target are not supported yet (the CUDA emitter takes "
-          "constant shapes); run them on the CPU, or give the dims fixed sizes");
     if (options.optimize && options.target.is_cuda())
       ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
   }

@@ -142,24 +142,45 @@ CudaKernel Printer::run() {
   if (launch.dynamic_shared_bytes > 0)
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
                      launch.shared_align));
+  // Scalar params are sizes and strides (symbolic dims, run-time strides:
+  // lower/specialization.h), never negative.
+  for (const KernelParam& p : k_.params)
+    if (!p.is_buffer()) nonneg_vars_.insert(p.var.get());
+  // The grid, flattened into blockIdx.x: each program id is recovered by
+  // div/mod of the extents after it. Constant extents print as numbers; an
+  // extent over scalar params (a symbolic dim) is computed in the kernel,
+  // and the runtime computes the block count from the same extents
+  // (CudaKernel::grid is then -1).
   int64_t grid = 1;
-  std::vector<int64_t> gext;
+  bool constant_grid = true;
+  std::vector<std::string> gext;
   for (const GridDim& g : k_.grid) {
-    gext.push_back(const_of(g.extent, "a grid extent"));
-    grid *= gext.back();
+    if (const int64_t* c = as_const_int(g.extent)) {
+      gext.push_back(std::to_string(*c));
+      grid *= *c;
+    } else {
+      constant_grid = false;
+      gext.push_back("static_cast<int>(" + expr(g.extent) + ")");
+    }
   }
-  TF_CHECK(grid <= std::numeric_limits<int32_t>::max(),
+  TF_CHECK(!constant_grid || grid <= std::numeric_limits<int32_t>::max(),
            "cuda printer: more than 2^31 - 1 program instances");
-  result_.grid = grid;
-  int64_t stride = 1;
+  result_.grid = constant_grid ? grid : -1;
+  std::string stride = "1";
+  int64_t const_stride = 1;
   for (size_t d = k_.grid.size(); d-- > 0;) {
     const GridDim& g = k_.grid[d];
-    std::string x = stride == 1 ? "static_cast<int>(blockIdx.x)"
-                                : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
-    if (d > 0) x = "(" + x + ") % " + std::to_string(gext[d]);
+    std::string x = stride == "1" ? "static_cast<int>(blockIdx.x)"
+                                  : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
+    if (d > 0) x = "(" + x + ") % " + gext[d];
     nonneg_vars_.insert(g.var.get());
     line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
-    stride *= gext[d];
+    if (constant_grid) {
+      const_stride *= std::stoll(gext[d]);
+      stride = std::to_string(const_stride);
+    } else {
+      stride = stride == "1" ? gext[d] : "(" + stride + " * " + gext[d] + ")";
+    }
   }
   stmt(k_.body);
   indent_ = 0;
