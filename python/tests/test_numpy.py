@@ -204,6 +204,12 @@ def test_errors():
     out = k(x, y, bad)
     assert rel_err(out, gather_reference(x, y, bad)) < 1e-2
     tilefuse.synchronize()  # nothing pending on the CPU
+    # Outputs may not share memory with inputs (kernels read inputs as constant).
+    k3 = tilefuse.compile("def f(a: f32[8]):\n    return a * 2.0\n", device="cpu")
+    a = rand(rng, (8,), np.float32)
+    with raises(ValueError, match="output `out0` overlaps input `a`"):
+        k3(a, out=a)
+    assert np.array_equal(k3(a, out=np.empty(8, np.float32)), a * 2)
 
 
 def test_jit_runs_the_program_and_reports_errors_in_this_file():

@@ -100,12 +100,41 @@ struct Callable::Impl {
   std::map<std::string, Entry*> by_call;
   std::set<int> devices;  // CUDA devices calls ran on
   int compiles = 0;
+  std::vector<std::string> output_names;
+  // The last call's signature (every input's and output's dtype, device,
+  // shape, strides and alignment) and what it resolved to: a call with the
+  // same signature skips the checks and the specialization (they depend on
+  // nothing else), only the addresses change.
+  std::vector<int64_t> last_signature;
+  Binding last_binding;
+  Entry* last_entry = nullptr;
+  DeviceKind last_kind = DeviceKind::kCpu;
+  int last_device = 0;
 };
+
+namespace {
+
+// The call signature of the fast path (see Impl::last_signature).
+void signature_of(const std::vector<CallTensor>& ts, std::vector<int64_t>* out) {
+  for (const CallTensor& t : ts) {
+    const auto address = reinterpret_cast<uint64_t>(t.data);
+    int align = 1;
+    while (align < 16 && address % static_cast<uint64_t>(2 * align) == 0) align *= 2;
+    out->push_back(static_cast<int64_t>(t.dtype) | (static_cast<int64_t>(t.device) << 8) |
+                   (static_cast<int64_t>(t.device_id) << 16) | (int64_t{align} << 40) |
+                   (static_cast<int64_t>(t.shape.size()) << 48));
+    out->insert(out->end(), t.shape.begin(), t.shape.end());
+    out->insert(out->end(), t.strides.begin(), t.strides.end());
+  }
+}
+
+}  // namespace
 
 Callable::Callable(std::string source, std::string file, CallableOptions options)
     : program_(parse_program(source, file)),
       options_(std::move(options)),
       impl_(std::make_unique<Impl>()) {
+  impl_->output_names = output_names(program_.graph);
   if (options_.device != "auto" && options_.device != "cpu" && options_.device != "cuda")
     throw UserError("device must be \"auto\", \"cpu\" or \"cuda\", not \"" + options_.device + "\"");
   if (options_.plan != "auto" && options_.plan != "fused" && options_.plan != "unfused")
@@ -146,6 +175,16 @@ json Callable::signature() const {
 
 namespace {
 
+// [first byte, one past the last byte] a tensor's elements span.
+std::pair<uint64_t, uint64_t> byte_span(const CallTensor& t) {
+  const auto base = reinterpret_cast<uint64_t>(t.data);
+  if (shape_numel(t.shape) == 0) return {base, base};
+  uint64_t extent = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (t.shape[d] > 1) extent += static_cast<uint64_t>((t.shape[d] - 1) * t.strides[d]);
+  return {base, base + extent * dtype_size(t.dtype)};
+}
+
 std::vector<ArgDesc> descs_of(const std::vector<CallTensor>& ts) {
   std::vector<ArgDesc> out;
   out.reserve(ts.size());
@@ -156,10 +195,10 @@ std::vector<ArgDesc> descs_of(const std::vector<CallTensor>& ts) {
 
 // Where a call runs: the one device of all its tensors, checked against
 // the Callable's option.
-std::pair<DeviceKind, int> call_device(const Graph& g, const std::vector<CallTensor>& inputs,
+std::pair<DeviceKind, int> call_device(const Graph& g, const std::vector<std::string>& names,
+                                       const std::vector<CallTensor>& inputs,
                                        const std::vector<CallTensor>& outputs,
                                        const std::string& option) {
-  const std::vector<std::string> names = output_names(g);
   std::optional<std::pair<DeviceKind, int>> where;
   std::string first;
   auto visit = [&](const CallTensor& t, const std::string& what) {
@@ -193,9 +232,8 @@ std::pair<DeviceKind, int> call_device(const Graph& g, const std::vector<CallTen
 }
 
 // Checks the outputs against the graph's at `binding`.
-void check_outputs(const Graph& g, const Binding& binding, const std::vector<CallTensor>& outputs,
-                   bool cuda) {
-  const std::vector<std::string> names = output_names(g);
+void check_outputs(const Graph& g, const std::vector<std::string>& names, const Binding& binding,
+                   const std::vector<CallTensor>& outputs, bool cuda) {
   if (outputs.size() != g.outputs().size())
     throw UserError(ErrorKind::kValue, fmt::format("the program has {} outputs, got {}",
                                                    g.outputs().size(), outputs.size()));
@@ -263,7 +301,7 @@ std::string configs_key(const Graph& g, const Plan& plan, const LowerOptions& lo
 std::size_t Callable::workspace_bytes(const std::vector<CallTensor>& inputs) {
   const Graph& g = program_.graph;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  const auto [kind, device_id] = call_device(g, inputs, {}, options_.device);
+  const auto [kind, device_id] = call_device(g, impl_->output_names, inputs, {}, options_.device);
   if (kind == DeviceKind::kCpu) return 0;
   const std::vector<ArgDesc> args = descs_of(inputs);
   const Binding binding = bind_symbols(g, args);
@@ -339,14 +377,45 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
                     const CallContext& context) {
   const Graph& g = program_.graph;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  const auto [kind, device_id] = call_device(g, inputs, outputs, options_.device);
-  const bool cuda = kind == DeviceKind::kCuda;
-  const std::vector<ArgDesc> args = descs_of(inputs);
-  const Binding binding = bind_symbols(g, args);
-  check_outputs(g, binding, outputs, cuda);
-  const Specialization spec = specialize(g, binding, args);
+  std::vector<int64_t> signature;
+  signature.reserve(8 * (inputs.size() + outputs.size()));
+  signature_of(inputs, &signature);
+  signature.push_back(-1);
+  signature_of(outputs, &signature);
+  if (signature != impl_->last_signature || !impl_->last_entry) {
+    const auto [kind, device_id] =
+        call_device(g, impl_->output_names, inputs, outputs, options_.device);
+    const std::vector<ArgDesc> args = descs_of(inputs);
+    Binding binding = bind_symbols(g, args);
+    check_outputs(g, impl_->output_names, binding, outputs, kind == DeviceKind::kCuda);
+    const Specialization spec = specialize(g, binding, args);
+    Entry* entry = resolve(kind, device_id, spec, context.stream);
+    impl_->last_signature = std::move(signature);
+    impl_->last_binding = std::move(binding);
+    impl_->last_entry = entry;
+    impl_->last_kind = kind;
+    impl_->last_device = device_id;
+  }
+  Entry* entry = impl_->last_entry;
+  const Binding& binding = impl_->last_binding;
+  const bool cuda = impl_->last_kind == DeviceKind::kCuda;
+  const int device_id = impl_->last_device;
+  // Outputs never overlap inputs: the kernels read inputs that no write can
+  // change (tir/ir.h, "Hoisting").
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const auto [olo, ohi] = byte_span(outputs[j]);
+    if (olo == ohi) continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto [ilo, ihi] = byte_span(inputs[i]);
+      if (ilo < ohi && olo < ihi)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("output `{}` overlaps input `{}`; outputs must not share "
+                                    "memory with inputs",
+                                    impl_->output_names[j],
+                                    g.node(g.parameters()[i]).name));
+    }
+  }
 
-  Entry* entry = resolve(kind, device_id, spec, context.stream);
   if (!cuda) {
     // The CPU executor on views of the caller's memory; the results are
     // copied into the outputs.
@@ -434,6 +503,8 @@ std::vector<std::string> Callable::tune(const std::vector<SymbolValues>& sizes, 
   }
   // A new tuning changes what the next calls in its buckets resolve to.
   impl_->by_call.clear();
+  impl_->last_entry = nullptr;
+  impl_->last_signature.clear();
   return lines;
 }
 

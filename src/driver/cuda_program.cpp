@@ -105,7 +105,7 @@ struct CudaProgram::Impl {
   std::vector<Kernel> kernels;
   // The host path's memory (bind): every value's buffer, and the binding.
   std::map<ValueId, cuda::DeviceBuffer> memory;
-  std::map<ValueId, cuda::CUdeviceptr> where;
+  std::vector<cuda::CUdeviceptr> where;  // by ValueId
   std::vector<int64_t> binding;
   std::vector<std::vector<int64_t>> input_strides;
   bool bound = false;
@@ -326,7 +326,8 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
     if (poison) b.memset(0xFF);
     impl_->memory.insert_or_assign(ck.lowered.step.output, std::move(b));
   }
-  for (const auto& [v, buffer] : impl_->memory) impl_->where[v] = buffer.ptr();
+  impl_->where.assign(static_cast<size_t>(g.size()), 0);
+  for (const auto& [v, buffer] : impl_->memory) impl_->where[static_cast<size_t>(v)] = buffer.ptr();
   impl_->bound = true;
 }
 
@@ -338,9 +339,13 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
                call.outputs.size() == g.outputs().size() &&
                call.binding.size() == g.symbols().size(),
            "CudaProgram::launch: a call with the wrong number of tensors");
+  // Intermediates are laid out from the workspace at 256-byte offsets; the
+  // kernels assume 16-byte aligned buffers.
+  if (call.workspace % 16 != 0)
+    throw UserError(ErrorKind::kValue, "the workspace must be 16-byte aligned");
   // Where each value lives: parameters, then step outputs (a graph output in
   // the caller's memory, its first occurrence; the rest in the workspace).
-  std::map<ValueId, cuda::CUdeviceptr> where;
+  std::vector<cuda::CUdeviceptr> where(static_cast<size_t>(g.size()), 0);
   for (size_t i = 0; i < call.inputs.size(); ++i) where[g.parameters()[i]] = call.inputs[i];
   const auto& outs = g.outputs();
   std::size_t offset = 0;
@@ -373,7 +378,7 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
   }
 }
 
-void CudaProgram::launch_kernels(const std::map<ValueId, cuda::CUdeviceptr>& where,
+void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
                                  const std::vector<int64_t>& binding,
                                  const std::vector<std::vector<int64_t>>& input_strides,
                                  size_t begin, size_t end, cuda::CUstream stream) {
@@ -387,10 +392,10 @@ void CudaProgram::launch_kernels(const std::map<ValueId, cuda::CUdeviceptr>& whe
     const CompiledKernel& ck = *k.compiled;
     k.arg_values.clear();
     for (ValueId v : k.bindings) {
-      auto it = where.find(v);
-      TF_CHECK(it != where.end(),
+      const cuda::CUdeviceptr p = where.at(static_cast<size_t>(v));
+      TF_CHECK(p != 0 || value_bytes(program_.graph.node(v), binding) == 0,
                fmt::format("kernel {} reads %{} before any step wrote it", k.code->name, v));
-      k.arg_values.push_back(it->second);
+      k.arg_values.push_back(p);
     }
     k.scalar_values = scalar_args(program_, ck, binding, input_strides);
     k.status_arg = impl_->status->device();
@@ -418,10 +423,10 @@ void CudaProgram::launch_kernels(const std::map<ValueId, cuda::CUdeviceptr>& whe
     for (int64_t& v : k.scalar_values) k.args.push_back(&v);
     k.args.push_back(&k.status_arg);
     for (cuda::TensorMap& m : k.tensor_maps) k.args.push_back(&m);
-    // The grid: the emitter's constant, or (symbolic dims) the product of
-    // the kernel's grid extents at this call's scalars.
+    // The grid: the printer's constant, or (symbolic dims, grid -1) the
+    // product of the kernel's grid extents at this call's scalars.
     int64_t blocks = k.code->grid;
-    if (!ck.lowered.scalars.empty()) {
+    if (blocks < 0) {
       std::map<const tir::VarNode*, int64_t> vars;
       const size_t nb = k.bindings.size();
       for (size_t i = 0; i < k.scalar_values.size(); ++i)

@@ -144,8 +144,9 @@ class CudaProgram {
 
  private:
   struct Impl;
-  // Launches kernels [begin, end) with each value at `where`.
-  void launch_kernels(const std::map<ValueId, cuda::CUdeviceptr>& where,
+  // Launches kernels [begin, end) with each value at `where` (by ValueId; 0
+  // for values that are not in memory).
+  void launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
                       const std::vector<int64_t>& binding,
                       const std::vector<std::vector<int64_t>>& input_strides, size_t begin,
                       size_t end, cuda::CUstream stream);

@@ -103,10 +103,13 @@ TEST_F(CliShape, EmitAndExplain) {
   // M = 100 is in bucket 128: BLOCK_M is the heuristic's for 128 rows.
   EXPECT_EQ(j.at("kernels")[0].at("config").at("BLOCK_M"), 128);
   EXPECT_FALSE(j.at("kernels")[0].at("config").contains("index_bits"));
-  // On a CUDA target symbolic kernels are not emitted yet: a clear error.
+  // On a CUDA target the kernel takes the symbols as arguments and computes
+  // its program ids from them.
   auto cuda = run_cli("emit " + prog_ + " --stage=cuda --target sm_80");
-  EXPECT_EQ(cuda.exit_code, 1);
-  EXPECT_NE(cuda.output.find("symbolic dims on a CUDA target"), std::string::npos) << cuda.output;
+  EXPECT_EQ(cuda.exit_code, 0) << cuda.output;
+  EXPECT_NE(cuda.output.find("    int T,\n    int M,\n    tf::Status* __restrict__ tf_status"),
+            std::string::npos)
+      << cuda.output;
 }
 
 TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
