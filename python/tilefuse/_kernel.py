@@ -15,7 +15,9 @@ from . import _errors, _lib
 # dtype {code, bits, lanes}, shape*, strides*, byte_offset: 48 bytes.
 _HEADER = struct.Struct("<QiiiBBHQQQ")
 assert _HEADER.size == 48
-_DIMS = [struct.Struct(f"<{n}q") for n in range(65)]
+# A DLTensor with its shape and strides right after it (n dims each): one
+# pack_into per tensor.
+_PACKED = [struct.Struct(f"<QiiiBBHQQQ{2 * n}q") for n in range(65)]
 _KDLCPU, _KDLCUDA = 1, 2
 
 # tilefuse dtype name -> DLPack (code, bits); bool is DLPack 0.8's kDLBool,
@@ -182,10 +184,9 @@ class Kernel:
             if n > b.cap:
                 return None
             addr = b.base + off + 48
-            _HEADER.pack_into(b.buf, off, x.data_ptr(), _KDLCPU if dev < 0 else _KDLCUDA,
-                              max(dev, 0), n, code[0], code[1], 1, addr, addr + 8 * b.cap, 0)
-            _DIMS[n].pack_into(b.buf, off + 48, *shape)
-            _DIMS[n].pack_into(b.buf, off + 48 + 8 * b.cap, *x.stride())
+            _PACKED[n].pack_into(b.buf, off, x.data_ptr(), _KDLCPU if dev < 0 else _KDLCUDA,
+                                 dev if dev > 0 else 0, n, code[0], code[1], 1, addr, addr + 8 * n,
+                                 0, *shape, *x.stride())
             return dev, "torch"
         if _np is not None and isinstance(x, _np.ndarray):
             code = _numpy_codes.get(x.dtype)
@@ -194,17 +195,17 @@ class Kernel:
                                 "take" + (" (numpy has no bf16 or float8: pass a torch tensor)"
                                           if x.dtype.kind == "V" else ""))
             item = x.itemsize
-            if any(s < 0 or s % item for s in x.strides):
+            strides = x.strides
+            if any(st < 0 or st % item for st in strides):
                 x = _np.ascontiguousarray(x)
                 keep.append(x)
+                strides = x.strides
             n = x.ndim
             if n > b.cap:
                 return None
             addr = b.base + off + 48
-            _HEADER.pack_into(b.buf, off, x.__array_interface__["data"][0], _KDLCPU, 0, n,
-                              code[0], code[1], 1, addr, addr + 8 * b.cap, 0)
-            _DIMS[n].pack_into(b.buf, off + 48, *x.shape)
-            _DIMS[n].pack_into(b.buf, off + 48 + 8 * b.cap, *[s // item for s in x.strides])
+            _PACKED[n].pack_into(b.buf, off, x.ctypes.data, _KDLCPU, 0, n, code[0], code[1], 1,
+                                 addr, addr + 8 * n, 0, *x.shape, *[st // item for st in strides])
             return -1, "numpy"
         # torch or numpy not imported yet: import it, then as above.
         module = type(x).__module__.split(".")[0]
@@ -230,8 +231,8 @@ class Kernel:
             addr = b.base + off + 48
             ctypes.memmove(addr, shape_ptr, 8 * ndim)
             if strides_ptr:
-                ctypes.memmove(addr + 8 * b.cap, strides_ptr, 8 * ndim)
-                struct.pack_into("<QQ", b.buf, off + 24, addr, addr + 8 * b.cap)
+                ctypes.memmove(addr + 8 * ndim, strides_ptr, 8 * ndim)
+                struct.pack_into("<QQ", b.buf, off + 24, addr, addr + 8 * ndim)
             else:
                 struct.pack_into("<QQ", b.buf, off + 24, addr, 0)
             return (dev_id if dev_type in (2, 13) else -1), "dlpack"
@@ -317,15 +318,17 @@ class Kernel:
         try:
             shapes = self._output_shapes(args)
         except Exception:
-            shapes = None
-        if shapes is None:
-            # Let the library say what is wrong with the inputs.
+            # Inputs without a Python shape (a DLPack producer), or wrong ones:
+            # the library computes the shapes from the packed inputs, or says
+            # what is wrong with them.
             b = self._buffers(self._cap)
             shape = (ctypes.c_int64 * 64)()
             ndim = ctypes.c_int(0)
-            _errors.raise_for(_lib.lib().tf_output_shape(self._handle, b.inputs, self._n_in, 0,
-                                                         shape, 64, ctypes.byref(ndim)))
-            raise _errors.InternalError("output shapes could not be computed")
+            shapes = []
+            for j in range(self._n_out):
+                _errors.raise_for(_lib.lib().tf_output_shape(self._handle, b.inputs, self._n_in, j,
+                                                             shape, 64, ctypes.byref(ndim)))
+                shapes.append(tuple(shape[d] for d in range(ndim.value)))
         if kind == "torch" or (kind is None and self._device_option == "cuda"):
             torch = _torch_module()
             dev = args[0].device if args else torch.device("cuda")

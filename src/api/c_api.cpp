@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,11 +70,9 @@ tf_status guarded(Body body) {
   }
 }
 
-DType dtype_of(const DLDataType& t, const std::string& what) {
-  if (t.lanes != 1)
-    throw UserError(ErrorKind::kType,
-                    fmt::format("{} has {} lanes per element; tilefuse takes scalars", what,
-                                t.lanes));
+// The tilefuse dtype of a DLPack (code, bits) with one lane, or nullopt.
+std::optional<DType> dtype_of(const DLDataType& t) {
+  if (t.lanes != 1) return std::nullopt;
   switch (t.code) {
     case kDLFloat:
       if (t.bits == 16) return DType::F16;
@@ -103,13 +102,14 @@ DType dtype_of(const DLDataType& t, const std::string& what) {
     default:
       break;
   }
-  throw UserError(ErrorKind::kType,
-                  fmt::format("{} has a DLPack dtype tilefuse does not take (code {}, {} bits)",
-                              what, static_cast<int>(t.code), static_cast<int>(t.bits)));
+  return std::nullopt;
 }
 
-CallTensor call_tensor(const DLTensor* t, const std::string& what) {
-  if (!t) throw UserError(ErrorKind::kValue, what + " is NULL");
+// `role` ("input" / "output") and `name` name the tensor in errors (the
+// message is only formatted when there is one: this runs on every call).
+CallTensor call_tensor(const DLTensor* t, const char* role, const std::string& name) {
+  auto what = [&] { return fmt::format("{} `{}`", role, name); };
+  if (!t) throw UserError(ErrorKind::kValue, what() + " is NULL");
   CallTensor c;
   switch (t->device.device_type) {
     case kDLCPU:
@@ -125,12 +125,23 @@ CallTensor call_tensor(const DLTensor* t, const std::string& what) {
       throw UserError(ErrorKind::kValue,
                       fmt::format("{} is on DLPack device type {}; tilefuse runs on the CPU and "
                                   "CUDA GPUs",
-                                  what, static_cast<int>(t->device.device_type)));
+                                  what(), static_cast<int>(t->device.device_type)));
   }
-  c.dtype = dtype_of(t->dtype, what);
+  const std::optional<DType> dt = dtype_of(t->dtype);
+  if (!dt) {
+    if (t->dtype.lanes != 1)
+      throw UserError(ErrorKind::kType,
+                      fmt::format("{} has {} lanes per element; tilefuse takes scalars", what(),
+                                  t->dtype.lanes));
+    throw UserError(ErrorKind::kType,
+                    fmt::format("{} has a DLPack dtype tilefuse does not take (code {}, {} bits)",
+                                what(), static_cast<int>(t->dtype.code),
+                                static_cast<int>(t->dtype.bits)));
+  }
+  c.dtype = *dt;
   if (t->ndim < 0 || t->ndim > 64)
-    throw UserError(ErrorKind::kValue, fmt::format("{} has {} dims", what, t->ndim));
-  if (t->ndim > 0 && !t->shape) throw UserError(ErrorKind::kValue, what + " has no shape");
+    throw UserError(ErrorKind::kValue, fmt::format("{} has {} dims", what(), t->ndim));
+  if (t->ndim > 0 && !t->shape) throw UserError(ErrorKind::kValue, what() + " has no shape");
   c.shape.assign(t->shape, t->shape + t->ndim);
   if (t->strides) {
     c.strides.assign(t->strides, t->strides + t->ndim);
@@ -140,12 +151,12 @@ CallTensor call_tensor(const DLTensor* t, const std::string& what) {
   for (int d = 0; d < t->ndim; ++d) {
     if (c.shape[d] < 0)
       throw UserError(ErrorKind::kValue,
-                      fmt::format("{} has the negative size {} in dim {}", what, c.shape[d], d));
+                      fmt::format("{} has the negative size {} in dim {}", what(), c.shape[d], d));
     if (c.strides[d] < 0 && c.shape[d] > 1)
       throw UserError(ErrorKind::kValue,
                       fmt::format("{} has the negative stride {} in dim {}; pass a contiguous "
                                   "copy",
-                                  what, c.strides[d], d));
+                                  what(), c.strides[d], d));
   }
   c.data = static_cast<char*>(t->data) + t->byte_offset;
   return c;
@@ -169,8 +180,7 @@ struct tf_program {
     std::vector<CallTensor> out;
     out.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i)
-      out.push_back(call_tensor(ts[i], fmt::format("{} `{}`", inputs ? "input" : "output",
-                                                   names[static_cast<size_t>(i)])));
+      out.push_back(call_tensor(ts[i], inputs ? "input" : "output", names[static_cast<size_t>(i)]));
     return out;
   }
 };
