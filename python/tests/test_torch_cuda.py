@@ -44,6 +44,13 @@ def cache_dir():
     return d
 
 
+def tiny_inputs(torch, T=100, M=16):
+    x = torch.randn(T, 64, device="cuda").half()
+    w = torch.randn(64, 64, device="cuda").half()
+    idx = torch.randint(0, T, (M,), device="cuda")
+    return x, w, idx
+
+
 def rel_err(out, ref):
     out, ref = out.double(), ref.double()
     n = ref.norm().item()
@@ -101,9 +108,7 @@ def test_symbolic_m_compiles_once_per_specialization():
 def test_side_stream():
     torch = cuda_torch()
     k = tilefuse.compile(TINY)
-    x = torch.randn(100, 64, device="cuda").half()
-    w = torch.randn(64, 64, device="cuda").half()
-    idx = torch.randint(0, 100, (16,), device="cuda")
+    x, w, idx = tiny_inputs(torch)
     k(x, w, idx)  # compile first
     torch.cuda.synchronize()
     s = torch.cuda.Stream()
@@ -119,9 +124,7 @@ def test_side_stream():
 def test_cuda_graph_capture_and_replay():
     torch = cuda_torch()
     k = tilefuse.compile(TINY)
-    x = torch.randn(100, 64, device="cuda").half()
-    w = torch.randn(64, 64, device="cuda").half()
-    idx = torch.randint(0, 100, (16,), device="cuda")
+    x, w, idx = tiny_inputs(torch)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -143,9 +146,7 @@ def test_cuda_graph_capture_and_replay():
 def test_index_error_leaves_the_context_usable():
     torch = cuda_torch()
     k = tilefuse.compile(TINY)
-    x = torch.randn(100, 64, device="cuda").half()
-    w = torch.randn(64, 64, device="cuda").half()
-    idx = torch.randint(0, 100, (16,), device="cuda")
+    x, w, idx = tiny_inputs(torch)
     k(x, w, idx)
     bad = idx.clone()
     bad[5] = 1000
@@ -187,9 +188,8 @@ def test_jit_equals_eager():
 def test_wrong_device_and_dtype_name_the_parameter():
     torch = cuda_torch()
     k = tilefuse.compile(TINY)
-    x = torch.randn(100, 64, device="cuda").half()
-    w = torch.randn(64, 64).half()  # on the CPU
-    idx = torch.randint(0, 100, (16,), device="cuda")
+    x, w, idx = tiny_inputs(torch)
+    w = w.cpu()
     with raises(ValueError, match="input `w` is on cpu but input `x` is on cuda:0"):
         k(x, w, idx)
     with raises(TypeError, match="input `w` must be f16, got f32"):
@@ -202,9 +202,7 @@ def test_host_overhead_of_1000_calls():
     `x[idx] @ w` on the same tensors. The issue's bar: <= 20 us per call."""
     torch = cuda_torch()
     k = tilefuse.compile(TINY)
-    x = torch.randn(64, 64, device="cuda").half()
-    w = torch.randn(64, 64, device="cuda").half()
-    idx = torch.randint(0, 64, (16,), device="cuda")
+    x, w, idx = tiny_inputs(torch, T=64)
     for _ in range(50):
         k(x, w, idx)
         x[idx] @ w

@@ -13,7 +13,12 @@ def _source_of(fn):
     """The function's text as a .tfs program: dedented, the string annotations of
     its parameters unquoted (each quote replaced by a space, so columns hold), the
     first line where the function's is in its file (so diagnostics point there)."""
-    lines, first = inspect.getsourcelines(fn)
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        from ._errors import CompileError
+        raise CompileError(f"@tilefuse.jit needs the source of {fn.__qualname__} (defined in a "
+                           f"file, not typed at a prompt): {e}") from None
     text = textwrap.dedent("".join(lines))
     tree = ast.parse(text)
     func = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))

@@ -158,17 +158,19 @@ Tensor Tensor::full(DType dtype, const Shape& shape, double value) {
   return t;
 }
 
-bool Tensor::is_contiguous() const {
-  // PyTorch's rule: dims of size 1 may have any stride; an empty tensor is
-  // contiguous.
-  if (numel() == 0) return true;
+bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
+  if (shape_numel(shape) == 0) return true;
   int64_t expected = 1;
-  for (size_t i = shape_.size(); i-- > 0;) {
-    if (shape_[i] == 1) continue;
-    if (strides_[i] != expected) return false;
-    expected *= shape_[i];
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
   }
   return true;
+}
+
+bool Tensor::is_contiguous() const {
+  return tilefuse::is_contiguous(shape_, strides_);
 }
 
 std::byte* Tensor::data_ptr() const {

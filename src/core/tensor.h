@@ -18,6 +18,10 @@ using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& shape);       // product of dims; 1 for a 0-dim shape
 Shape contiguous_strides(const Shape& shape);  // row-major (C order), in elements
+// Whether `strides` (elements) lay out `shape` row-major with no gaps.
+// PyTorch's rule: dims of size 1 may have any stride; an empty tensor is
+// contiguous.
+bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides);
 std::string shape_to_string(const Shape& shape);  // "[2048, 2048]"
 
 // Byte storage, 64-byte aligned. Contents are uninitialised after creation.

@@ -43,18 +43,6 @@ json bound_json(const Graph& g, int64_t value, SymbolId s, bool negated) {
   return (negated ? "-" : "") + g.symbols()[s].name;
 }
 
-// Whether a tensor of `shape` with `strides` is row-major contiguous
-// (size-1 dims aside).
-bool contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
-  if (shape_numel(shape) == 0) return true;  // an empty tensor has no layout
-  int64_t expected = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    expected *= shape[d];
-  }
-  return true;
-}
 
 // The CUDA target of a device, or a UserError for one older than sm_80.
 tir::Target target_of(const cuda::Device& dev) {
@@ -248,7 +236,7 @@ void check_outputs(const Graph& g, const std::vector<std::string>& names, const 
       throw UserError(ErrorKind::kValue,
                       fmt::format("output `{}` must have shape {}, got {}", names[i],
                                   shape_to_string(want), shape_to_string(t.shape)));
-    if (!contiguous(t.shape, t.strides))
+    if (!is_contiguous(t.shape, t.strides))
       throw UserError(ErrorKind::kValue,
                       fmt::format("output `{}` must be contiguous (row-major), got strides {}",
                                   names[i], shape_to_string(t.strides)));

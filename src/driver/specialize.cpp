@@ -17,18 +17,6 @@ std::string param_type(const Graph& g, const Node& p) {
   return std::string(dtype_name(p.dtype)) + symbolic_shape_string(g, p);
 }
 
-// Contiguous (row-major) strides over `shape`, size-1 dims skipped (an
-// empty tensor is contiguous).
-bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
-  if (shape_numel(shape) == 0) return true;  // an empty tensor has no layout
-  int64_t expected = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    expected *= shape[d];
-  }
-  return true;
-}
 
 int alignment_of(uint64_t address) {
   if (address == 0) return 16;

@@ -33,6 +33,19 @@ constexpr const char* kMixed =
     "    h = torch.relu(x[idx] @ w + b)\n"
     "    return h, (h * 2.0).to(torch.float16)\n";
 
+// The message of the UserError `fn` throws ("" and a test failure when it
+// throws none).
+template <class Fn>
+std::string user_error(Fn fn) {
+  try {
+    fn();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a UserError";
+  return "";
+}
+
 std::vector<ArgDesc> descs(const std::vector<Tensor>& ts) {
   std::vector<ArgDesc> out;
   for (const Tensor& t : ts) out.push_back(ArgDesc::of(t));
@@ -216,31 +229,19 @@ TEST(Symbolic, MismatchedInputsNameBothTensors) {
   args[1] = {DType::F32, {9, 4}, {4, 1}, 0};
   args[2] = {DType::F32, {1, 4}, {4, 1}, 0};
   args[3] = {DType::I32, {3}, {1}, 0};
-  try {
-    driver::bind_symbols(generic.graph, args);
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "symbolic dim `K` is 8 in `x` (dim 1) but 9 in `w` (dim 0)");
-  }
+  EXPECT_EQ(user_error([&] { driver::bind_symbols(generic.graph, args); }),
+            "symbolic dim `K` is 8 in `x` (dim 1) but 9 in `w` (dim 0)");
   args[1].shape = {8, 4};
   args[2].shape = {2, 4};
-  try {
-    driver::bind_symbols(generic.graph, args);
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "input `b` (f32[1, N]): dim 0 must be 1, got 2 (shape [2, 4])");
-  }
+  EXPECT_EQ(user_error([&] { driver::bind_symbols(generic.graph, args); }),
+            "input `b` (f32[1, N]): dim 0 must be 1, got 2 (shape [2, 4])");
   args[2].shape = {1, 4};
   args[3].dtype = DType::I64;
   EXPECT_THROW(driver::bind_symbols(generic.graph, args), UserError);
   args[3].dtype = DType::I32;
   args[3].shape = {3, 1};
-  try {
-    driver::bind_symbols(generic.graph, args);
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "input `idx` must have 1 dim (i32[M]), got 2 ([3, 1])");
-  }
+  EXPECT_EQ(user_error([&] { driver::bind_symbols(generic.graph, args); }),
+            "input `idx` must have 1 dim (i32[M]), got 2 ([3, 1])");
 }
 
 TEST(Symbolic, OutOfRangeIndexReportsTheBoundSize) {
@@ -255,19 +256,11 @@ TEST(Symbolic, OutOfRangeIndexReportsTheBoundSize) {
   driver::CompileOptions co;
   co.lower.specialization = driver::specialize(generic.graph, b, descs(inputs));
   const driver::CompiledProgram c = driver::compile(generic.graph, co);
-  try {
-    driver::execute(c, inputs);
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
-  }
+  EXPECT_EQ(user_error([&] { driver::execute(c, inputs); }),
+            "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
   // The reference says the same.
-  try {
-    evaluate(bound.graph, inputs);
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
-  }
+  EXPECT_EQ(user_error([&] { evaluate(bound.graph, inputs); }),
+            "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
 }
 
 TEST(Symbolic, SizeBuckets) {
