@@ -265,3 +265,29 @@ def test_explain_and_tune_on_the_cpu():
     from _support import raises as r
     with r(TypeError, match="tune needs sizes for M"):
         k.tune(T=64)
+
+
+def test_torch_cpu_tensors():
+    """torch CPU tensors (skips without torch): outputs are torch tensors, bf16
+    (which numpy cannot hold) works, a transposed input is read in place."""
+    try:
+        import torch
+    except ImportError:
+        from _support import skip
+        skip("torch is not installed")
+    k = tilefuse.compile(
+        "def f(x: bf16[T, 16], w: bf16[16, N], idx: i64[M] in [-T, T)):\n"
+        "    return x[idx] @ w\n", device="cpu")
+    torch.manual_seed(fresh_seed())
+    x = (torch.rand(30, 16) * 2 - 1).bfloat16()
+    w = (torch.rand(8, 16) * 2 - 1).bfloat16().t()   # [16, 8], column-major
+    idx = torch.randint(-30, 30, (11,))
+    out = k(x, w, idx)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.shape == (11, 8)
+    ref = (x.double()[idx] @ w.double()).bfloat16()
+    assert (out.double() - ref.double()).norm() <= 1e-2 * ref.double().norm()
+    again = torch.full((11, 8), float("nan"), dtype=torch.bfloat16)
+    k(x, w.contiguous(), idx, out=again)
+    assert torch.equal(again, out)
+    with raises(TypeError, match="input `x` must be bf16, got f32"):
+        k(x.float(), w, idx)

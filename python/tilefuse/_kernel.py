@@ -54,6 +54,18 @@ def _torch_module():
     return _torch
 
 
+_torch_device_cache = {}
+
+
+def _torch_device(index):
+    """torch.device("cuda", index) (or "cpu" for -1), made once."""
+    d = _torch_device_cache.get(index)
+    if d is None:
+        d = _torch.device("cpu") if index < 0 else _torch.device("cuda", index)
+        _torch_device_cache[index] = d
+    return d
+
+
 def _numpy_module():
     global _np
     if _np is None:
@@ -148,6 +160,8 @@ class Kernel:
         lib.tf_run_options_init(probe)
         self._run_size = struct.unpack_from("<I", probe)[0]
         assert self._run_size == 40, self._run_size
+        self._out_recipes = [[(d, self._binds[d] if isinstance(d, str) else None) for d in o.shape]
+                             for o in self.outputs]
         self._ws_hint = 0
         self._device_option = "auto"
         _live.add(self)
@@ -240,11 +254,9 @@ class Kernel:
                         f"got {type(x).__name__}")
 
     def _output_shapes(self, args):
-        vals = {}
-        for s, (i, d) in self._binds.items():
-            vals[s] = args[i].shape[d]
-        return [tuple(vals[s] if isinstance(s, str) else s for s in o.shape)
-                for o in self.outputs]
+        # Each output dim: a number, or (parameter, dim) where its symbol is bound.
+        return [tuple(d if r is None else args[r[0]].shape[r[1]] for d, r in recipe)
+                for recipe in self._out_recipes]
 
     def __call__(self, *args, out=None, check=None):
         """Runs the program on args (one per parameter, in order). Returns the
@@ -290,7 +302,8 @@ class Kernel:
             stream = (_raw_stream(device) if _raw_stream is not None
                       else _torch.cuda.current_stream(device).cuda_stream)
             if self._ws_hint:
-                workspace = _torch.empty(self._ws_hint, dtype=_torch.uint8, device=args[0].device)
+                workspace = _torch.empty(self._ws_hint, dtype=_torch.uint8,
+                                         device=_torch_device(device))
         lib = _lib.lib()
         while True:
             ws_ptr = workspace.data_ptr() if workspace is not None else 0
@@ -304,7 +317,7 @@ class Kernel:
                 # torch's caching allocator, on the current stream.
                 self._ws_hint = b.needed.value
                 workspace = _torch.empty(self._ws_hint, dtype=_torch.uint8,
-                                         device=args[0].device)
+                                         device=_torch_device(device))
                 continue
             break
         if status:
@@ -331,7 +344,7 @@ class Kernel:
                 shapes.append(tuple(shape[d] for d in range(ndim.value)))
         if kind == "torch" or (kind is None and self._device_option == "cuda"):
             torch = _torch_module()
-            dev = args[0].device if args else torch.device("cuda")
+            dev = _torch_device(device if device is not None and device >= 0 else -1)
             return [torch.empty(s, dtype=_torch_dtypes[o.dtype], device=dev)
                     for s, o in zip(shapes, self.outputs)]
         if kind == "dlpack" and device is not None and device >= 0:
