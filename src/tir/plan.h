@@ -92,6 +92,20 @@ struct CopyPlan {
   bool row_gather = false;
   int64_t rows = 0, row_pitch = 0;
   Expr row_mask;  // undefined: every row
+  // CpAsync: `.ca` (cached in L1) rather than `.cg` for a 16-byte copy: a
+  // gather's duplicate rows are then served by L1 instead of queueing at
+  // one L2 slice (lower_copies, CudaOptions::gather_cache_all).
+  bool cache_all = false;
+  // CpAsync in a warp-specialized producer (hoist_copy_addresses): the
+  // source address of each of the thread's slots is computed once, before
+  // the loop, at `hoisted_indices` (the source indices at the loop's first
+  // iteration) where `hoisted_mask` holds (else zero-filled), and moves by
+  // `step` elements a loop iteration; `iteration_mask` (undefined: none) is
+  // the part of the mask that varies with the loop.
+  bool hoisted = false;
+  std::vector<Expr> hoisted_indices;
+  Expr hoisted_mask, iteration_mask;
+  int64_t step = 0;
 };
 
 // ---- shared tiles and accumulators ----------------------------------------
@@ -193,6 +207,9 @@ struct PipelinePlan {
   int issue_ahead = 0;      // iterations whose copies are in flight
   int wgmma_in_flight = 0;  // wgmma groups left pending at the loop's wait
   int producer_threads = 0, consumer_threads = 0;  // warp_specialized
+  // warp_specialized: registers per thread of each role by setmaxnreg (PTX
+  // ISA 9.7.17.3) under __launch_bounds__(threads, 1); 0: not set.
+  int producer_registers = 0, consumer_registers = 0;
   int64_t mbarrier_offset = -1;                    // warp_specialized (layout)
   std::string why;                                 // in_order: why
 };
@@ -218,6 +235,10 @@ std::string_view epilogue_form_name(EpilogueForm f);
 struct EpiloguePlan {
   EpilogueForm form = EpilogueForm::PerElement;
   int64_t pitch = 0;   // staged: elements per row of the shared tile
+  // staged, a wgmma accumulator into 16-bit outputs: the values go to the
+  // tile by stmatrix.x4, four pairs an instruction (the wgmma D fragment is
+  // stmatrix's), else a 2-element store a pair.
+  bool stmatrix = false;
   std::string why;     // why not staged (paired), for explain
 };
 

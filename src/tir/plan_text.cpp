@@ -184,19 +184,44 @@ PlanClause to_clause(const CopyPlan& p) {
       if (p.row_mask.defined()) c.push_back({"row_mask", PlanValue::expr(p.row_mask)});
     }
   }
+  if (p.cache_all) c.push_back(num("cache_all", 1));
+  if (p.hoisted) {
+    std::vector<PlanItem> idx;
+    for (const Expr& e : p.hoisted_indices) idx.push_back({"", PlanValue::expr(e)});
+    std::vector<PlanItem> h{{"indices", PlanValue::list(std::move(idx))}, num("step", p.step)};
+    if (p.hoisted_mask.defined()) h.push_back({"mask", PlanValue::expr(p.hoisted_mask)});
+    if (p.iteration_mask.defined())
+      h.push_back({"iteration_mask", PlanValue::expr(p.iteration_mask)});
+    c.push_back({"hoist", PlanValue::clause(std::move(h))});
+  }
   if (!p.reason.empty()) c.push_back(str("reason", p.reason));
   return c;
 }
 
 CopyPlan copy_plan_from(const PlanClause& c) {
   only(c, {"width", "vector_load", "slots", "map", "boxes", "bytes", "rows", "row_pitch",
-           "row_mask", "reason"});
+           "row_mask", "cache_all", "hoist", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
   p.width = get_int(c, "width");
   p.vector_load = get_expr(c, "vector_load");
   p.register_slots = static_cast<int>(get_int(c, "slots", 0));
   p.reason = get_str(c, "reason");
+  p.cache_all = get_int(c, "cache_all", 0) != 0;
+  if (const PlanValue* h = find(c, "hoist")) {
+    if (h->kind != PlanValue::Kind::Clause) bad("`hoist=(indices=[...], step=N, ...)`");
+    const PlanClause& hc = h->items;
+    p.hoisted = true;
+    p.step = get_int(hc, "step");
+    p.hoisted_mask = get_expr(hc, "mask");
+    p.iteration_mask = get_expr(hc, "iteration_mask");
+    const PlanValue* idx = find(hc, "indices");
+    if (!idx || idx->kind != PlanValue::Kind::List) bad("`hoist` needs `indices=[{...}, ...]`");
+    for (const PlanItem& it : idx->items) {
+      if (it.value.kind != PlanValue::Kind::Expr) bad("hoisted indices are {expressions}");
+      p.hoisted_indices.push_back(it.value.e);
+    }
+  }
   if (p.mechanism == CopyMechanism::Tma) {
     p.tensor_map = static_cast<int>(get_int(c, "map"));
     p.tma_bytes = get_int(c, "bytes");
@@ -288,6 +313,9 @@ PlanClause to_clause(const LoopPlan& p) {
     if (q->form == PipelineForm::WarpSpecialized) {
       c.push_back(num("producer_threads", q->producer_threads));
       c.push_back(num("consumer_threads", q->consumer_threads));
+      if (q->producer_registers > 0)
+        c.push_back(ints("registers",
+                         std::vector<int>{q->producer_registers, q->consumer_registers}));
     }
     if (q->mbarrier_offset >= 0) c.push_back(num("mbarriers", q->mbarrier_offset));
     if (!q->why.empty()) c.push_back(str("why", q->why));
@@ -296,6 +324,7 @@ PlanClause to_clause(const LoopPlan& p) {
   if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
     PlanClause c{word(epilogue_form_name(e->form))};
     if (e->pitch > 0) c.push_back(num("pitch", e->pitch));
+    if (e->stmatrix) c.push_back(num("stmatrix", 1));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
   }
@@ -306,7 +335,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   const std::string& k = kind_word(c, "loop");
   if (auto form = try_enum<PipelineForm>(k)) {
     only(c, {"stages", "issue_ahead", "wgmma_in_flight", "producer_threads", "consumer_threads",
-             "mbarriers", "why"});
+             "registers", "mbarriers", "why"});
     PipelinePlan q;
     q.form = *form;
     q.stages = static_cast<int>(get_int(c, "stages"));
@@ -315,14 +344,20 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     q.producer_threads = static_cast<int>(get_int(c, "producer_threads", 0));
     q.consumer_threads = static_cast<int>(get_int(c, "consumer_threads", 0));
     q.mbarrier_offset = get_int(c, "mbarriers", -1);
+    const std::vector<int> regs = get_ints<int>(c, "registers");
+    if (!regs.empty()) {
+      if (regs.size() != 2) bad("`registers=[PRODUCER, CONSUMER]`");
+      q.producer_registers = regs[0], q.consumer_registers = regs[1];
+    }
     q.why = get_str(c, "why");
     return q;
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
-    only(c, {"pitch", "why"});
+    only(c, {"pitch", "stmatrix", "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
+    e.stmatrix = get_int(c, "stmatrix", 0) != 0;
     e.why = get_str(c, "why");
     return e;
   }

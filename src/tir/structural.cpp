@@ -88,6 +88,10 @@ class Serializer final : public IRVisitor {
           p->tma_bytes, p->row_gather, p->rows, p->row_pitch});
     expr(p->vector_load);
     expr(p->row_mask);
+    ints({p->cache_all, p->hoisted, p->step});
+    exprs(p->hoisted_indices);
+    expr(p->hoisted_mask);
+    expr(p->iteration_mask);
     str(p->reason);
     out.push_back(p->boxes.size());
     for (const TmaBox& b : p->boxes) {
@@ -99,10 +103,11 @@ class Serializer final : public IRVisitor {
     out.push_back(p.index());
     if (const auto* q = std::get_if<PipelinePlan>(&p)) {
       ints({static_cast<int64_t>(q->form), q->stages, q->issue_ahead, q->wgmma_in_flight,
-            q->producer_threads, q->consumer_threads, q->mbarrier_offset});
+            q->producer_threads, q->consumer_threads, q->mbarrier_offset, q->producer_registers,
+            q->consumer_registers});
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
-      ints({static_cast<int64_t>(e->form), e->pitch});
+      ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix});
       str(e->why);
     }
   }

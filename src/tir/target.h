@@ -76,7 +76,15 @@ struct Target {
   X(fragment_pipeline, true,                                                                   \
     "mma.sync: MMA fragments double-buffered across k16 steps (128+ accumulators a thread)")   \
   X(staged_epilogue, true,                                                                     \
-    "MMA epilogues staged through shared memory and stored in 16-byte row chunks")
+    "MMA epilogues staged through shared memory and stored in 16-byte row chunks")             \
+  X(stmatrix_epilogue, true,                                                                   \
+    "sm_90a: a staged wgmma epilogue of 16-bit values stages by stmatrix.x4")                  \
+  X(setmaxnreg, true,                                                                          \
+    "sm_90a: warp-specialized roles get register budgets (producer 64, MMA warpgroups 216)")   \
+  X(hoist_copy_addresses, true,                                                                \
+    "a warp-specialized producer computes its cp.async source addresses once, before the loop") \
+  X(gather_cache_all, true,                                                                    \
+    "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

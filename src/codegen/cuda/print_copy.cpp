@@ -58,17 +58,7 @@ void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   std::string v = "tf_v" + std::to_string(tmp_++);
   for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
   thread_loop(total, v, [&] {
-    // Decompose the flat vector index; the innermost var steps by vec.
-    int64_t stride = 1;
-    std::vector<std::string> decl(ext.size());
-    for (size_t d = ext.size(); d-- > 0;) {
-      const int64_t e = d + 1 == ext.size() ? ext[d] / vec : ext[d];
-      std::string x = stride == 1 ? v : "(" + v + " / " + std::to_string(stride) + ")";
-      if (d > 0) x += " % " + std::to_string(e);
-      if (d + 1 == ext.size() && vec > 1) x = "(" + x + ") * " + std::to_string(vec);
-      decl[d] = fmt::format("const int {} = {};", var(op->vars[d]), x);
-      stride *= e;
-    }
+    std::vector<std::string> decl = copy_var_decls(op, ext, vec, v);
     if (vectorized) {
       emit_vector_lanes(op, vec, decl, phase, regs);
       return;
@@ -77,8 +67,9 @@ void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
     if (mode == "cp_async") {
       std::string pred = src->mask.defined() ? expr(src->mask) : "true";
       line("const bool tf_pred = " + pred + ";");
-      line(fmt::format("tf::cp_async_{}({}, tf_pred ? static_cast<const void*>({}) : {}, tf_pred);",
-                       width, address(dst, op->dst_indices), address(src->buffer, src->indices),
+      line(fmt::format("tf::cp_async_{}{}({}, tf_pred ? static_cast<const void*>({}) : {}, tf_pred);",
+                       width, plan.cache_all && width == 16 ? "_ca" : "",
+                       address(dst, op->dst_indices), address(src->buffer, src->indices),
                        buf(src->buffer)));
     } else if (phase == RegPhase::kLoad) {
       line(fmt::format("{}[{}] = {};", regs, trip_var_, expr(op->value)));
@@ -87,6 +78,83 @@ void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
     } else {
       line(element(dst, op->dst_indices) + " = " + expr(op->value) + ";");
     }
+  });
+}
+
+std::vector<std::string> Printer::copy_var_decls(const CopyNode* op,
+                                                 const std::vector<int64_t>& ext, int64_t vec,
+                                                 const std::string& v) {
+  // Decompose the flat vector index; the innermost var steps by vec.
+  int64_t stride = 1;
+  std::vector<std::string> decl(ext.size());
+  for (size_t d = ext.size(); d-- > 0;) {
+    const int64_t e = d + 1 == ext.size() ? ext[d] / vec : ext[d];
+    std::string x = stride == 1 ? v : "(" + v + " / " + std::to_string(stride) + ")";
+    if (d > 0) x += " % " + std::to_string(e);
+    if (d + 1 == ext.size() && vec > 1) x = "(" + x + ") * " + std::to_string(vec);
+    decl[d] = fmt::format("const int {} = {};", var(op->vars[d]), x);
+    stride *= e;
+  }
+  return decl;
+}
+
+void Printer::emit_hoisted_setup(const CopyNode* op, const std::string& id,
+                                 const std::string& loop_min) {
+  (void)loop_min;
+  const CopyPlan& plan = *op->plan;
+  const LoadNode* src = op->value.as<LoadNode>();
+  std::vector<int64_t> ext;
+  for (const Expr& e : op->extents) ext.push_back(const_of(e, "a copy extent"));
+  const int64_t vec = plan.width / dtype_size(op->dst.dtype());
+  int64_t total = 1;
+  for (int64_t e : ext) total *= e;
+  total /= vec;
+  const int64_t rounds = total / threads_;
+  line(fmt::format("// copy {} <- {}: each slot's source address and size once, before the loop "
+                   "(hoist_copy_addresses)",
+                   op->dst.name(), src->buffer.name()));
+  line(fmt::format("const char* tf_hs{}[{}];", id, rounds));
+  line(fmt::format("unsigned tf_hz{}[{}];", id, rounds));
+  for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
+  const std::string v = tmp("tf_v");
+  thread_loop(total, v, [&] {
+    for (const std::string& d : copy_var_decls(op, ext, vec, v)) line(d);
+    line("const bool tf_ok = " +
+         (plan.hoisted_mask.defined() ? expr(plan.hoisted_mask) : std::string("true")) + ";");
+    line(fmt::format("tf_hs{}[{}] = reinterpret_cast<const char*>(tf_ok ? {} : {});", id,
+                     trip_var_, address(src->buffer, plan.hoisted_indices), buf(src->buffer)));
+    line(fmt::format("tf_hz{}[{}] = tf_ok ? {}u : 0u;", id, trip_var_, plan.width));
+  });
+  line(fmt::format("const unsigned tf_hd{} = tf::smem_addr({});", id, buf(op->dst)));
+}
+
+void Printer::emit_hoisted_copy(const CopyNode* op, const std::string& id, const std::string& k,
+                                const std::string& loop_min) {
+  const CopyPlan& plan = *op->plan;
+  const LoadNode* src = op->value.as<LoadNode>();
+  std::vector<int64_t> ext;
+  for (const Expr& e : op->extents) ext.push_back(const_of(e, "a copy extent"));
+  const int64_t elem = dtype_size(op->dst.dtype());
+  const int64_t vec = plan.width / elem;
+  int64_t total = 1;
+  for (int64_t e : ext) total *= e;
+  total /= vec;
+  result_.copies.push_back({op->dst.name(), "cp_async", plan.width, shared(op->dst).stages});
+  line(fmt::format("// copy {} <- {} (cp.async{} {} B, hoisted addresses: +{} bytes an iteration)",
+                   op->dst.name(), src->buffer.name(), plan.cache_all ? ".ca" : "", plan.width,
+                   plan.step * dtype_size(src->buffer.dtype())));
+  const std::string v = tmp("tf_v");
+  thread_loop(total, v, [&] {
+    for (const std::string& d : copy_var_decls(op, ext, vec, v)) line(d);
+    const std::string size =
+        plan.iteration_mask.defined()
+            ? fmt::format("({}) ? tf_hz{}[{}] : 0u", expr(plan.iteration_mask), id, trip_var_)
+            : fmt::format("tf_hz{}[{}]", id, trip_var_);
+    line(fmt::format(
+        "tf::cp_async_sized<{}, {}>(tf_hd{} + ({}) * {}, tf_hs{}[{}] + (static_cast<long long>({}) "
+        "- ({})) * {}ll, {});",
+        plan.width, plan.cache_all ? "true" : "false", id, shared_offset(op->dst, op->dst_indices),
+        elem, id, trip_var_, k, loop_min, plan.step * dtype_size(src->buffer.dtype()), size));
   });
 }
 
@@ -210,7 +278,7 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
   const GemmNode* g = body.consumer.at(0).as<GemmNode>();
   TF_CHECK(g != nullptr, "cuda printer: a warp-specialized loop whose consumer is no gemm");
   const int stages = plan.stages;
-  const int kProducerThreads = plan.producer_threads;
+  const int producer = plan.producer_threads;
   const int mma_threads = plan.consumer_threads;
   const std::string t = cuda_type(op->var.dtype());
   const std::string k = var(op->var);
@@ -231,13 +299,13 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
     }
     (c->plan->mechanism == CopyMechanism::CpAsync ? async_copies : sync_copies) = true;
   }
-  const int full_count = (async_copies ? kProducerThreads : 0) +
-                         (sync_copies ? kProducerThreads : 0) + (tma_bytes > 0 ? 1 : 0);
+  const int full_count =
+      (async_copies ? producer : 0) + (sync_copies ? producer : 0) + (tma_bytes > 0 ? 1 : 0);
   line(fmt::format(
       "// warp specialization: warpgroup {} (threads {}..{}) issues each stage's copies and "
       "signals the stage's `full` mbarrier; warpgroups 0..{} wait on it, run the stage's wgmma "
       "and release the stage through its `empty` mbarrier ({} stages)",
-      mma_threads / 128, mma_threads, mma_threads + kProducerThreads - 1,
+      mma_threads / 128, mma_threads, mma_threads + producer - 1,
       mma_threads / 128 - 1, stages));
   line(fmt::format("unsigned long long* tf_full = reinterpret_cast<unsigned long long*>(tf_smem + {});",
                    plan.mbarrier_offset));
@@ -253,13 +321,24 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
   // The producer warpgroup.
   {
     open("if (tf_tid >= kMmaThreads)");
-    line(fmt::format("constexpr int kProducerThreads = {};", kProducerThreads));
+    if (plan.producer_registers > 0)
+      line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
+                       plan.producer_registers));
+    line(fmt::format("constexpr int kProducerThreads = {};", producer));
     line("const int tf_ptid = tf_tid - kMmaThreads;");
     const int saved_threads = threads_;
     const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
-    threads_ = kProducerThreads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+    threads_ = producer, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
     std::vector<Stmt> copy_stmts;
-    for (const CopyNode* c : copies) copy_stmts.push_back(Stmt(c));
+    std::unordered_map<const CopyNode*, std::string> hoisted;
+    for (const CopyNode* c : copies) {
+      if (c->plan->hoisted) {
+        hoisted[c] = std::to_string(tmp_++);
+        emit_hoisted_setup(c, hoisted[c], lo);
+        continue;  // (its own lets are inlined into the plan)
+      }
+      copy_stmts.push_back(Stmt(c));
+    }
     open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
     auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
@@ -273,8 +352,13 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
       for (const CopyNode* c : copies)
         if (is_tma(c) && c->plan->row_gather) emit_tma_copy(c);
     }
-    for (const CopyNode* c : copies)
-      if (!is_tma(c)) emit_copy(c, true);
+    for (const CopyNode* c : copies) {
+      if (is_tma(c)) continue;
+      if (hoisted.count(c))
+        emit_hoisted_copy(c, hoisted.at(c), k, lo);
+      else
+        emit_copy(c, true);
+    }
     --indent_;
     line("};");
     open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
@@ -295,6 +379,9 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
     close();
     threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
   }
+  if (plan.consumer_registers > 0)
+    line(fmt::format("tf::setmaxnreg_inc<{}>();  // the MMA warpgroups' register budget",
+                     plan.consumer_registers));
   // The MMA warpgroups: tile i's wgmma stays in flight while tile i - 1's
   // are waited for and its stage released.
   const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);

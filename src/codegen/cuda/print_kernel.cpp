@@ -55,8 +55,13 @@ CudaKernel Printer::run() {
   bool has_fragment = false, has_wgmma = false, has_copy = false;
   struct Scan : IRVisitor {
     std::vector<const AllocateNode*> allocs;
-    bool copy = false;
+    bool copy = false, registers = false;
     using IRVisitor::visit;
+    void visit(const ForNode* op) override {
+      if (const auto* p = std::get_if<PipelinePlan>(&op->plan))
+        registers = registers || p->producer_registers > 0;
+      IRVisitor::visit(op);
+    }
     void visit(const AllocateNode* op) override {
       allocs.push_back(op);
       IRVisitor::visit(op);
@@ -68,6 +73,7 @@ CudaKernel Printer::run() {
   } scan;
   scan.visit_stmt(k_.body);
   has_copy = scan.copy;
+  const bool register_budgets = scan.registers;
   for (const AllocateNode* al : scan.allocs) {
     if (const FragmentPlan* f = fragment_plan(al)) {
       has_fragment = true;
@@ -131,7 +137,10 @@ CudaKernel Printer::run() {
   params += "tf::Status* __restrict__ tf_status";
   for (size_t m = 0; m < result_.tensor_maps.size(); ++m)
     params += fmt::format(",\n    const __grid_constant__ tf::TmaDesc tf_map{}", m);
-  head << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << k_.name
+  // Register budgets by setmaxnreg need a register cap at entry: one block
+  // per SM (PTX ISA 9.7.17.3).
+  head << "extern \"C\" __global__ void __launch_bounds__(" << threads_
+       << (register_budgets ? ", 1" : "") << ") " << k_.name
        << "(\n    " << params << ") {\n";
 
   indent_ = 1;

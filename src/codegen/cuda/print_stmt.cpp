@@ -125,11 +125,9 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   // Opens the loop over the thread's element pairs (e, e + 1) and captures
   // both elements' mask, address and value into tf_ok<k>, tf_p<k>, tf_v<k>;
   // returns the pair's first element index. The caller stores and closes.
-  auto open_pair_loop = [&](const std::string& t) {
-    line("#pragma unroll");
-    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
-                     frag_e_));
-    const std::string e0 = frag_e_;
+  // Captures both elements of pair e0 (e0, e0 + 1) into tf_ok<k>, tf_p<k>,
+  // tf_v<k>.
+  auto capture_pair = [&](const std::string& t, const std::string& e0) {
     line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
     line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
     for (int half = 0; half < 2; ++half) {
@@ -143,6 +141,13 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       close();
     }
     frag_e_ = e0;
+  };
+  auto open_pair_loop = [&](const std::string& t) {
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; {} += 2)", frag_e_, frag_e_, f,
+                     frag_e_));
+    const std::string e0 = frag_e_;
+    capture_pair(t, e0);
     return e0;
   };
   // The copy-out of a staged epilogue recomputes the store's address and
@@ -186,11 +191,33 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                      "{}-byte row chunks",
                      rows, cols, t, pitch, 16));
     line(fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
-    const std::string e0 = open_pair_loop(t);
-    line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
-    line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);", f,
-                     e0, pitch));
-    close();
+    if (plan->stmatrix) {
+      // Four pairs an stmatrix.x4: elements e8 .. e8 + 7 (WgmmaTile::stsm_row/col).
+      const std::string e8 = frag_e_;
+      line("const unsigned tf_esa = tf::smem_addr(tf_es);");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; {0} += 8)", e8, f));
+      line("unsigned tf_q[4];");
+      line("#pragma unroll");
+      open("for (int tf_pp = 0; tf_pp < 4; ++tf_pp)");
+      const std::string e0 = tmp("tf_e");
+      line(fmt::format("const int {} = {} + 2 * tf_pp;", e0, e8));
+      capture_pair(t, e0);
+      line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
+      line("tf_q[tf_pp] = tf::pack_pair(tf_v0, tf_v1);");
+      close();
+      line(fmt::format(
+          "tf::stmatrix_x4(tf_esa + ({0}.stsm_row({1}) * {2} + {0}.stsm_col({1})) * {3}, tf_q[0], "
+          "tf_q[1], tf_q[2], tf_q[3]);",
+          f, e8, pitch, out_bytes));
+      close();
+    } else {
+      const std::string e0 = open_pair_loop(t);
+      line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
+      line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);",
+                       f, e0, pitch));
+      close();
+    }
     line(block_barrier_);
     // The copy-out: chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
     frag_ = nullptr;  // (the fragment is not read here)

@@ -84,6 +84,18 @@ class Printer {
   void emit_vector_lanes(const tir::CopyNode* op, int64_t vec, std::vector<std::string> decl,
                          RegPhase phase, const std::string& regs);
   void emit_tma_copy(const tir::CopyNode* op);
+  // A hoisted cp.async copy (CopyPlan::hoisted) of a warp-specialized
+  // producer: its slots' addresses once, before the loop (into arrays named
+  // after `id`), then the copy of one stage.
+  void emit_hoisted_setup(const tir::CopyNode* op, const std::string& id,
+                          const std::string& loop_min);
+  void emit_hoisted_copy(const tir::CopyNode* op, const std::string& id, const std::string& k,
+                         const std::string& loop_min);
+  // The declarations of a copy's vars at flat vector index `v` (the inner
+  // var steps by `vec`).
+  std::vector<std::string> copy_var_decls(const tir::CopyNode* op,
+                                          const std::vector<int64_t>& ext, int64_t vec,
+                                          const std::string& v);
   void emit_pipelined(const tir::ForNode* op);
   void emit_in_order(const tir::ForNode* op, const PipelinedBody& body,
                      const tir::PipelinePlan& plan);

@@ -85,6 +85,31 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool pred
                "r"(pred ? 4 : 0)
                : "memory");
 }
+// The hoisted form (a warp-specialized producer's per-thread row
+// addresses, CopyPlan::hoist): the shared destination as a 32-bit shared
+// address, the source size in bytes (0: zero-fill, nothing read), and the
+// cache level: `.ca` (CACHE_ALL, L1: duplicate rows of a gather are served
+// there instead of queueing at one L2 slice) or `.cg` (L2 only; PTX ISA
+// 9.7.9.25: .cg only with 16 bytes).
+template <int BYTES, bool CACHE_ALL>
+__device__ __forceinline__ void cp_async_sized(unsigned dst, const void* src, unsigned src_size) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  if constexpr (CACHE_ALL || BYTES != 16) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src),
+                 "n"(BYTES), "r"(src_size)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_size)
+                 : "memory");
+  }
+}
+// The per-access forms with the cache level of a plan (cp_async_16 is .cg).
+__device__ __forceinline__ void cp_async_16_ca(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 16 : 0)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -142,6 +167,30 @@ __device__ __forceinline__ void store_pair(T* p, T a, T b) {
   } else {
     *reinterpret_cast<Pair<T>*>(p) = Pair<T>{a, b};
   }
+}
+
+// Two 16-bit values as one 32-bit register, `a` in the low half (the
+// order of stmatrix's and mma's b16 pairs).
+template <class T>
+__device__ __forceinline__ unsigned pack_pair(T a, T b) {
+  static_assert(sizeof(T) == 2, "pack_pair packs 16-bit values");
+  union Bits {
+    T t;
+    unsigned short u;
+  } ua, ub;
+  ua.t = a;
+  ub.t = b;
+  return static_cast<unsigned>(ua.u) | (static_cast<unsigned>(ub.u) << 16);
+}
+// stmatrix.sync.aligned.m8n8.x4.shared.b16 (PTX ISA 9.7.9.17): four 8x8
+// matrices of b16 from the warp's registers (thread t holds row t / 4,
+// columns 2 (t % 4) and + 1 of each: the mma.m16n8 C fragment) to the rows
+// whose addresses threads 8i .. 8i + 7 give for matrix i (16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2,
+                                            unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
 }
 
 // 16 bytes from shared `src` to global `dst`, one access each (both

@@ -172,6 +172,20 @@ __device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, 
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
+// setmaxnreg (PTX ISA 9.7.17.3, sm_90a): the warpgroup's registers per
+// thread become N (a multiple of 8 in 24..256); every warp of the
+// warpgroup executes it. The kernel must have a register cap at entry
+// (__launch_bounds__(threads, 1)). A warp-specialized kernel's producer
+// gives registers back, its MMA warpgroups take them.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
 // The barrier of the MMA warpgroups alone (threads 0 .. THREADS - 1, named
 // barrier 1) after the producer warpgroup has left, with the proxy fence of
 // async_barrier().
@@ -213,6 +227,20 @@ struct WgmmaTile {
     const int tid = threadIdx.x, lane = tid % 32;
     const int j = e % kPerM;
     return (tid / 128 % WG_N) * WN + (j / 4) * 8 + (lane % 4) * 2 + (j & 1);
+  }
+  // The row and column this thread addresses for stmatrix.x4 of elements
+  // e0 .. e0 + 7 (e0 a multiple of 8: n8 blocks 2g and 2g + 1 of m64 tile
+  // mt, whose four 8x8 matrices are (2g, rows 0-7), (2g, rows 8-15),
+  // (2g + 1, rows 0-7), (2g + 1, rows 8-15) in the order of the elements'
+  // pairs).
+  __device__ __forceinline__ static int stsm_row(int e0) {
+    const int tid = threadIdx.x, lane = tid % 32;
+    return (tid / 128 / WG_N) * WM + (e0 / kPerM) * 64 + (tid / 32 % 4) * 16 + lane % 8 +
+           ((lane >> 3) & 1) * 8;
+  }
+  __device__ __forceinline__ static int stsm_col(int e0) {
+    const int tid = threadIdx.x, lane = tid % 32;
+    return (tid / 128 % WG_N) * WN + ((e0 % kPerM) / 8 * 2 + (lane >> 4)) * 8;
   }
   // Accumulator e, read for the epilogue: through an exact multiply by 1
   // (mul.rn keeps -0, infinities and subnormals; a NaN stays a NaN) rather

@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       const int i_3 = (tf_v8 / 8);
       const int j = (tf_v8 % 8) * 8;
       const bool tf_pred = idx_ok[i_3];
-      tf::cp_async_16(&A_s[(tf_stage) * 16384 + tf::swizzled<64, 2>(i_3, j)], tf_pred ? static_cast<const void*>(&x[idx_rows[i_3] * 4096ll + static_cast<long long>((cse_1 + j))]) : x, tf_pred);
+      tf::cp_async_16_ca(&A_s[(tf_stage) * 16384 + tf::swizzled<64, 2>(i_3, j)], tf_pred ? static_cast<const void*>(&x[idx_rows[i_3] * 4096ll + static_cast<long long>((cse_1 + j))]) : x, tf_pred);
     }
     // copy B_s <- w (cp.async 16 B)
     #pragma unroll

@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const int i_1 = (tf_v1 / 8);
     const int j = (tf_v1 % 8) * 8;
     const bool tf_pred = ((i_1 < 96) && ((((i_1 < 96) ? idx[i_1] : 0ll) >= -128ll) && (((i_1 < 96) ? idx[i_1] : 0ll) < 128ll)));
-    tf::cp_async_16(&A_s[tf::swizzled<64, 2>(i_1, j)], tf_pred ? static_cast<const void*>(&x[static_cast<long long>(pid_b) * 8192ll + ((((i_1 < 96) ? idx[i_1] : 0ll) < 0ll) ? (((i_1 < 96) ? idx[i_1] : 0ll) + 128ll) : ((i_1 < 96) ? idx[i_1] : 0ll)) * 64ll + static_cast<long long>(j)]) : x, tf_pred);
+    tf::cp_async_16_ca(&A_s[tf::swizzled<64, 2>(i_1, j)], tf_pred ? static_cast<const void*>(&x[static_cast<long long>(pid_b) * 8192ll + ((((i_1 < 96) ? idx[i_1] : 0ll) < 0ll) ? (((i_1 < 96) ? idx[i_1] : 0ll) + 128ll) : ((i_1 < 96) ? idx[i_1] : 0ll)) * 64ll + static_cast<long long>(j)]) : x, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();

@@ -41,7 +41,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       const int i_1 = (tf_v2 / 16);
       const int j_1 = (tf_v2 % 16) * 8;
       const bool tf_pred = (((cse + i_1) < 333) && ((static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0)) >= -5000ll) && (static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0)) < 5000ll)));
-      tf::cp_async_16(&B_s[tf::mn_swizzled<64, 128, 2>(i_1, j_1)], tf_pred ? static_cast<const void*>(&w[((static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0)) < 0ll) ? (static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0)) + 5000ll) : static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0))) * 256ll + static_cast<long long>(((pid * 128) + j_1))]) : w, tf_pred);
+      tf::cp_async_16_ca(&B_s[tf::mn_swizzled<64, 128, 2>(i_1, j_1)], tf_pred ? static_cast<const void*>(&w[((static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0)) < 0ll) ? (static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0)) + 5000ll) : static_cast<long long>((((cse + i_1) < 333) ? idx[(cse + i_1)] : 0))) * 256ll + static_cast<long long>(((pid * 128) + j_1))]) : w, tf_pred);
     }
     tf::cp_async_commit();
     tf::cp_async_wait<0>();

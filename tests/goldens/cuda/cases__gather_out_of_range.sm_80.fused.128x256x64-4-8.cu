@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       const int i_3 = (tf_v7 / 16);
       const int j = (tf_v7 % 16) * 4;
       const bool tf_pred = (((i_3 < 50) && ((cse_2 + j) < 96)) && idx_ok[i_3]);
-      tf::cp_async_16(&A_s[(tf_stage) * 8192 + tf::row_major<64>(i_3, j)], tf_pred ? static_cast<const void*>(&x[idx_rows[i_3] * 96ll + static_cast<long long>((cse_2 + j))]) : x, tf_pred);
+      tf::cp_async_16_ca(&A_s[(tf_stage) * 8192 + tf::row_major<64>(i_3, j)], tf_pred ? static_cast<const void*>(&x[idx_rows[i_3] * 96ll + static_cast<long long>((cse_2 + j))]) : x, tf_pred);
     }
     // copy B_s <- y (cp.async 16 B)
     #pragma unroll

@@ -38,7 +38,8 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
   const std::vector<std::string> names = driver::pass_names(*tir::Target::parse("sm_90a"));
   const std::vector<std::string> want = {"simplify", "cse", "licm", "dce",
                                          "lower_gemm", "warp_specialize", "lower_copies",
-                                         "pipeline", "layout", "epilogue", "sync"};
+                                         "pipeline", "hoist_copy_addresses", "register_budgets",
+                                         "layout", "epilogue", "sync"};
   EXPECT_EQ(names, want);
 }
 

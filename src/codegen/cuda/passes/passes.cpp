@@ -2,8 +2,10 @@
 #include "codegen/cuda/passes/passes.h"
 
 #include "codegen/cuda/passes/epilogue.h"
+#include "codegen/cuda/passes/hoist_copy_addresses.h"
 #include "codegen/cuda/passes/layout.h"
 #include "codegen/cuda/passes/lower_gemm.h"
+#include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/sync.h"
 #include "codegen/cuda/passes/warp_specialize.h"
@@ -24,6 +26,12 @@ const std::vector<passes::PassEntry>& cuda_passes() {
       {"pipeline", software_pipeline,
        "after lower_copies: the loop forms depend on which copies are asynchronous and which "
        "are register-staged (register double-buffering)"},
+      {"hoist_copy_addresses", hoist_copy_addresses,
+       "after pipeline: it needs the warp-specialized loops' producers and their fixed-slot "
+       "cp.async copies; the hoisted addresses are the producer's loop-invariant code"},
+      {"register_budgets", register_budgets,
+       "after hoist_copy_addresses: a producer's budget depends on whether its copies compute "
+       "addresses (TMA and hoisted copies do not)"},
       {"layout", layout,
        "after pipeline: the ring depths are the loops' stages; offsets and the mbarriers of a "
        "warp-specialized loop follow"},

@@ -9,8 +9,8 @@
 
 namespace tilefuse::codegen {
 
-// lower_gemm, warp_specialize, lower_copies, pipeline, layout, epilogue,
-// sync, in that order (cuda_passes.cpp says why each sits where it does).
+// lower_gemm, warp_specialize, lower_copies, pipeline, hoist_copy_addresses,
+// register_budgets, layout, epilogue, sync, in that order (cuda_passes.cpp says why each sits where it does).
 const std::vector<passes::PassEntry>& cuda_passes();
 
 }  // namespace tilefuse::codegen

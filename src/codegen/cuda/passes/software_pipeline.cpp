@@ -20,6 +20,8 @@ int64_t copy_slots(const CopyNode* op, int threads) {
   int64_t vec = 1;
   if (op->plan && op->plan->vector_load.defined())
     vec = op->plan->width / dtype_size(op->plan->vector_load.dtype());
+  else if (op->plan && op->plan->mechanism == CopyMechanism::CpAsync)
+    vec = op->plan->width / dtype_size(op->dst.dtype());
   total /= vec;  // the thread loop runs over vectors
   return total % threads == 0 && total / threads <= 64 ? total / threads * vec : 0;
 }

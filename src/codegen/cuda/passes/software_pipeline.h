@@ -36,7 +36,7 @@ tir::Kernel software_pipeline(const tir::Kernel& kernel, const passes::PassConte
 
 // Slots per thread of a copy spread over `threads` threads in a fixed-trip
 // loop (elements; a vector of a vectorized copy is `width` bytes of its
-// vector load); 0 when the copy is not a whole number of rounds of at most
+// vector load, of a cp.async copy `width` bytes of its tile); 0 when the copy is not a whole number of rounds of at most
 // 64 (then it cannot be split over registers).
 int64_t copy_slots(const tir::CopyNode* copy, int threads);
 

@@ -10,7 +10,8 @@
 // run the stage's wgmma and release the stage through its `empty`
 // mbarrier. LaunchPlan::num_threads grows by the producer, and
 // consumer_threads records the MMA warpgroups (after the loop only they
-// run). Not applied, with a note saying why, when:
+// run); register_budgets may then give the roles register budgets. Not
+// applied, with a note saying why, when:
 //  - a copy of the loop would be register-staged (lower_copies would not
 //    issue it as cp.async or TMA): held to the registers of a 384-thread
 //    block, such a producer spilled 400-3000 bytes (a conversion, dequant

@@ -1,0 +1,141 @@
+#include "codegen/cuda/passes/hoist_copy_addresses.h"
+
+#include <unordered_set>
+
+#include "codegen/cuda/passes/software_pipeline.h"
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+#include "passes/simplify.h"
+#include "tir/functor.h"
+#include "tir/structural.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+namespace {
+
+// Does `e` load a buffer of `written`?
+bool loads_any(const Expr& e, const std::unordered_set<const BufferNode*>& written) {
+  for (const LoadNode* l : loads_in(e))
+    if (written.count(l->buffer.get())) return true;
+  return false;
+}
+
+bool is_zero(const Expr& e) {
+  const int64_t* c = as_const_int(e);
+  return c && *c == 0;
+}
+
+// The plan of copy `c` of the warp-specialized `loop` with its source
+// address hoisted, or nullopt when the address is not affine in the loop
+// var or its invariant part reads what the loop writes.
+std::optional<CopyPlan> hoisted(const ForNode* loop, const CopyNode* c, const VarMap& lets,
+                                const std::unordered_set<const BufferNode*>& written) {
+  const LoadNode* src = c->value.as<LoadNode>();
+  if (!src || src->buffer.scope() != MemScope::Global) return std::nullopt;
+  const Var& k = loop->var;
+  const Expr k0 = loop->min;
+  CopyPlan plan = *c->plan;
+  plan.hoisted_indices.clear();
+  std::vector<int64_t> strides;
+  {
+    const Buffer& b = src->buffer;
+    const size_t rank = src->indices.size();
+    strides.assign(rank, 0);
+    if (!b->strides.empty()) {
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t* s = as_const_int(b->strides[d]);
+        if (!s) return std::nullopt;
+        strides[d] = *s;
+      }
+    } else {
+      int64_t s = 1;
+      for (size_t d = rank; d-- > 0;) {
+        strides[d] = s;
+        const int64_t* e = as_const_int(b->shape[d]);
+        if (!e) return std::nullopt;
+        s *= *e;
+      }
+    }
+  }
+  int64_t step = 0;
+  bool gathered = false;
+  for (size_t d = 0; d < src->indices.size(); ++d) {
+    const Expr idx = passes::simplify(substitute(src->indices[d], lets));
+    const DType dt = idx.dtype();
+    const Expr at0 = passes::simplify(substitute(idx, k, k0));
+    const Expr at1 =
+        passes::simplify(substitute(idx, k, AddNode::make(k0, make_int(k0.dtype(), 1))));
+    const Expr diff = passes::simplify(SubNode::make(at1, at0));  // (owns *dstep)
+    const int64_t* dstep = as_const_int(diff);
+    if (!dstep) return std::nullopt;
+    // Affine: idx == at0 + (k - k0) * dstep for every k.
+    const Expr kk = dt == k.dtype() ? Expr(SubNode::make(k, k0))
+                                    : CastNode::make(dt, SubNode::make(k, k0));
+    const Expr rest = passes::simplify(
+        SubNode::make(SubNode::make(idx, at0), MulNode::make(kk, make_int(dt, *dstep))));
+    if (!is_zero(rest) || uses_var(at0, k) || loads_any(at0, written)) return std::nullopt;
+    gathered = gathered || has_load(at0);
+    plan.hoisted_indices.push_back(at0);
+    step += *dstep * strides[d];
+  }
+  // Only addresses that load (a gathered row) gain: an affine address costs
+  // a few integer ops an iteration, and its slots' registers are the
+  // producer's (three a slot).
+  if (!gathered) return std::nullopt;
+  plan.hoisted_mask = Expr();
+  plan.iteration_mask = Expr();
+  if (src->mask.defined()) {
+    std::vector<Expr> terms;
+    conjuncts(passes::simplify(substitute(src->mask, lets)), &terms);
+    for (const Expr& t : terms) {
+      Expr& into = uses_var(t, k) || loads_any(t, written) ? plan.iteration_mask
+                                                            : plan.hoisted_mask;
+      into = into.defined() ? AndNode::make(into, t) : t;
+    }
+  }
+  plan.hoisted = true;
+  plan.step = step;
+  return plan;
+}
+
+}  // namespace
+
+Kernel hoist_copy_addresses(const Kernel& kernel, const passes::PassContext& context) {
+  if (!context.cuda.hoist_copy_addresses) return kernel;
+  struct Loops : IRVisitor {
+    std::vector<const ForNode*> out;
+    using IRVisitor::visit;
+    void visit(const ForNode* op) override {
+      if (const auto* p = std::get_if<PipelinePlan>(&op->plan);
+          p && p->form == PipelineForm::WarpSpecialized)
+        out.push_back(op);
+      IRVisitor::visit(op);
+    }
+  } loops;
+  loops.visit_stmt(kernel.body);
+  PlanEdits edits;
+  for (const ForNode* loop : loops.out) {
+    const PipelinePlan& p = std::get<PipelinePlan>(loop->plan);
+    const PipelinedBody body = split_pipelined_body(loop);
+    std::unordered_set<const BufferNode*> written;
+    for (const CopyNode* c : body.copies) written.insert(c->dst.get());
+    VarMap lets;
+    for (const auto& [v, e] : body.lets) lets[v.get()] = substitute(e, lets);
+    int64_t slots = 0;  // hoisted, a producer thread
+    for (const CopyNode* c : body.copies) {
+      if (!c->plan || c->plan->mechanism != CopyMechanism::CpAsync) continue;
+      const int64_t vec = c->plan->width / dtype_size(c->dst.dtype());
+      const int64_t n = copy_slots(c, p.producer_threads) / vec;  // 0: no fixed slots
+      if (n == 0 || slots + n > kMaxHoistedSlots) continue;
+      if (std::optional<CopyPlan> h = hoisted(loop, c, lets, written)) {
+        edits.copies[c] = *h;
+        slots += n;
+      }
+    }
+  }
+  return with_plans(kernel, edits);
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,53 @@
+#include "codegen/cuda/passes/register_budgets.h"
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+#include "tir/functor.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context) {
+  if (!context.cuda.setmaxnreg) return kernel;
+  struct Loops : IRVisitor {
+    std::vector<const ForNode*> out;
+    using IRVisitor::visit;
+    void visit(const ForNode* op) override {
+      if (const auto* p = std::get_if<PipelinePlan>(&op->plan);
+          p && p->form == PipelineForm::WarpSpecialized)
+        out.push_back(op);
+      IRVisitor::visit(op);
+    }
+  } loops;
+  loops.visit_stmt(kernel.body);
+  PlanEdits edits;
+  std::vector<std::string> notes;
+  for (const ForNode* loop : loops.out) {
+    PipelinePlan p = std::get<PipelinePlan>(loop->plan);
+    std::string why_not;
+    if (p.consumer_threads != 256 || p.producer_threads != 128)
+      why_not = fmt::format("a {}-thread block (budgets are set for two MMA warpgroups)",
+                            p.consumer_threads + p.producer_threads);
+    for (const CopyNode* c : split_pipelined_body(loop).copies)
+      if (c->plan->mechanism != CopyMechanism::Tma && !c->plan->hoisted)
+        why_not = "copy " + c->dst.name() + " computes its addresses in the producer";
+    if (!why_not.empty()) {
+      notes.push_back("no register budgets (setmaxnreg): " + why_not);
+      continue;
+    }
+    p.producer_registers = kProducerRegisters;
+    p.consumer_registers = kConsumerRegisters;
+    notes.push_back(fmt::format("register budgets (setmaxnreg): {} a producer thread, {} an MMA "
+                                "thread",
+                                p.producer_registers, p.consumer_registers));
+    edits.loops[loop] = p;
+  }
+  Kernel out = with_plans(kernel, edits);
+  for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
+  return out;
+}
+
+}  // namespace tilefuse::codegen
