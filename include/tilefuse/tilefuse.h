@@ -121,8 +121,9 @@ TF_API tf_status tf_compile_source(const char* source, const char* name, const t
                                    tf_program** out);
 /* The same for the program in the file at `path`. */
 TF_API tf_status tf_compile_file(const char* path, const tf_options* options, tf_program** out);
-/* Frees a program (NULL is fine). Kernels it launched may still be running:
- * synchronize the stream first if their outputs matter. */
+/* Frees a program (NULL is fine): waits for the GPUs it ran on (its kernels
+ * must finish before their code is unloaded), then frees it. A CUDA graph that
+ * captured its launches must not be replayed afterwards. */
 TF_API void tf_program_free(tf_program* program);
 
 /* The calling thread's message of its last failed call ("" when none).

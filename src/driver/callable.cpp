@@ -131,7 +131,17 @@ Callable::Callable(std::string source, std::string file, CallableOptions options
   if (options_.cpu_threads < 0) throw UserError("threads must be >= 0");
 }
 
-Callable::~Callable() = default;
+Callable::~Callable() {
+  // Kernels still running would read unloaded code and write a freed status
+  // word: wait for the devices first (errors are dropped: a destructor does
+  // not throw).
+  for (int id : impl_->devices) {
+    try {
+      cuda_device(id).synchronize();
+    } catch (...) {
+    }
+  }
+}
 
 json Callable::signature() const {
   const Graph& g = program_.graph;
