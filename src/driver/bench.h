@@ -60,6 +60,9 @@ struct BenchOptions {
   const Graph* compile_graph = nullptr;
   Specialization specialization;
   tir::CudaOptions cuda;  // the CUDA backend's switches for our plans
+  // The cuBLASLt rows: how many of the heuristic's algorithms are timed (20
+  // repeats each) before the row, the fastest kept.
+  int cublaslt_algorithms = 8;
 };
 
 struct BenchRow {

@@ -1,5 +1,8 @@
 #include "driver/compile.h"
 
+#include <fmt/format.h>
+#include <xxhash.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -67,6 +70,53 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
       ck.cuda = codegen::emit_cuda(ck.kernel, options.target);
   }
   return program;
+}
+
+ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& config,
+                       const tir::Target& target, const tir::CudaOptions& cuda,
+                       int64_t max_shared_bytes, int max_accumulators,
+                       const Specialization& specialization) {
+  ConfigCost cost;
+  CompileOptions co;
+  co.plan = plan;
+  co.target = target;
+  co.cuda = cuda;
+  co.allow_tf32 = cuda.allow_tf32;
+  co.lower.gemm_config = config;
+  co.lower.specialization = specialization;
+  CompiledProgram p;
+  try {
+    p = compile(graph, co);
+  } catch (const std::exception& e) {
+    cost.why = std::string("the compiler rejects it: ") + e.what();
+    return cost;
+  }
+  uint64_t h = 0;
+  for (const CompiledKernel& ck : p.kernels) {
+    if (!ck.cuda) continue;
+    const codegen::CudaKernel& c = *ck.cuda;
+    h = XXH64(c.source.data(), c.source.size(), h);
+    cost.shared_bytes = std::max(cost.shared_bytes, c.dynamic_shared_bytes);
+    for (const codegen::CudaGemm& g : c.gemms) {
+      const int regs = g.elems_per_thread * (g.dtype == "f64" ? 2 : 1);
+      if (regs >= cost.accumulators) {
+        cost.accumulators = regs;
+        cost.threads = c.num_threads;
+        cost.mma_threads = c.num_threads - c.producer_threads;
+      }
+    }
+  }
+  cost.fingerprint = h;
+  if (max_shared_bytes > 0 && cost.shared_bytes > max_shared_bytes) {
+    cost.why = fmt::format("{} bytes of shared memory (the limit is {})", cost.shared_bytes,
+                           max_shared_bytes);
+  } else if (cost.accumulators > max_accumulators) {
+    cost.why = fmt::format("{} accumulator registers a thread (the limit is {})",
+                           cost.accumulators, max_accumulators);
+  } else {
+    cost.feasible = true;
+  }
+  return cost;
 }
 
 }  // namespace tilefuse::driver

@@ -79,6 +79,29 @@ std::vector<passes::PassEntry> compile_passes(const tir::Target& target);
 // The names --dump-after accepts for `target`, in pipeline order (then "all").
 std::vector<std::string> pass_names(const tir::Target& target);
 
+// What the compiler makes of one GEMM config, without NVRTC: the tuner's one
+// question to the compiler (the nvFuser canSchedule / heuristics split), in
+// place of a copy of the code generator's rules. The plan's kernels are
+// compiled for the CUDA target with `config` on every GEMM step; the cost is
+// read off their kernel plans (tir/plan.h).
+struct ConfigCost {
+  bool feasible = false;
+  std::string why;               // when not feasible
+  int threads = 0;               // per block, of the kernel with the most accumulators
+  int mma_threads = 0;           // of those, the threads holding accumulators
+  int accumulators = 0;          // accumulator registers a thread (elements; f64 count twice)
+  int64_t shared_bytes = 0;      // the most dynamic shared memory of any kernel
+  uint64_t fingerprint = 0;      // a hash of the emitted CUDA: equal for equal kernels
+};
+// Not feasible (with why) when a kernel needs more than `max_shared_bytes` of
+// dynamic shared memory (0: no limit) or more than `max_accumulators`
+// accumulator registers a thread, or the compiler rejects the config.
+// `specialization`: what the kernels are compiled for (symbolic dims).
+ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& config,
+                       const tir::Target& target, const tir::CudaOptions& cuda,
+                       int64_t max_shared_bytes, int max_accumulators,
+                       const Specialization& specialization = {});
+
 // Plans, lowers and optimizes `graph` for options.target. Throws UserError
 // for a bad dump_after, InternalError when a module fails on a well-formed
 // graph; never runs a kernel.

@@ -176,6 +176,7 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
         // TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) only when the program allows it.
         cuda::CublasLtOptions blas_options;
         blas_options.allow_tf32 = program.allow_tf32;
+        blas_options.algorithms = std::max(1, options.cublaslt_algorithms);
         k.blas = std::make_unique<cuda::CublasLtGemm>(
             device, program.graph.node(ck.lowered.step.a.operand).dtype, *p, blas_options);
         k.blas_a = ck.lowered.step.a.operand;
@@ -442,6 +443,16 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
                       {static_cast<unsigned>(k.code->num_threads), 1, 1},
                       static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data(), stream);
   }
+}
+
+void CudaProgram::autotune_cublaslt(const cuda::TimingOptions& options) {
+  TF_CHECK(impl_->bound, "CudaProgram::autotune_cublaslt before bind");
+  for (Impl::Kernel& k : impl_->kernels)
+    if (k.blas && k.blas->algorithm_count() > 1)
+      k.blas->autotune(impl_->memory.at(k.blas_a).ptr(), impl_->memory.at(k.blas_b).ptr(),
+                       impl_->memory.at(k.blas_c).ptr(), options);
+  for (size_t i = 0; i < impl_->kernels.size(); ++i)
+    if (impl_->kernels[i].blas) stats_[i].name = impl_->kernels[i].blas->describe();
 }
 
 void CudaProgram::launch_step(size_t index) {

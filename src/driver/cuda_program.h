@@ -33,6 +33,7 @@
 #include "core/tensor.h"
 #include "driver/compile.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/timing.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace tilefuse::driver {
@@ -79,6 +80,10 @@ struct CudaProgramOptions {
   bool cublaslt_gemms = false;
   // The cache root of the kernel cache ("": default_cache_root()).
   std::string cache_root;
+  // How many of cublasLtMatmulAlgoGetHeuristic's algorithms each cuBLASLt
+  // step asks for; autotune_cublaslt() then times them and keeps the
+  // fastest (1: the heuristic's first, as PyTorch's default does).
+  int cublaslt_algorithms = 1;
 };
 
 // The kernels of `program` (indices into program.kernels, plan order) that
@@ -124,6 +129,10 @@ class CudaProgram {
   void launch_step(size_t index);
   // The steps run by cuBLASLt (with cublaslt_gemms), in plan order.
   std::vector<size_t> cublaslt_steps() const;
+  // Times each cuBLASLt step's algorithms (CudaProgramOptions::
+  // cublaslt_algorithms of them) on the bound buffers and keeps the fastest
+  // of each. Needs bind().
+  void autotune_cublaslt(const cuda::TimingOptions& options);
   // Waits for the device, reads the status word and throws UserError for a
   // failed check (then clears the word, so the program can run again).
   void check_status();

@@ -178,9 +178,37 @@ json cuda_account(const codegen::CudaKernel& ck) {
   c["gemms"] = gemms;
   json copies = json::array();
   for (const codegen::CudaCopy& cp : ck.copies)
-    copies.push_back(
-        {{"dst", cp.dst}, {"mode", cp.mode}, {"width_bytes", cp.width}, {"stages", cp.stages}});
+    copies.push_back({{"dst", cp.dst},
+                      {"mode", cp.mode},
+                      {"width_bytes", cp.width},
+                      {"stages", cp.stages},
+                      {"cache_all", cp.cache_all},
+                      {"hoisted", cp.hoisted}});
   c["copies"] = copies;
+  json loops = json::array();
+  for (const codegen::CudaLoop& l : ck.loops) {
+    json j = {{"loop", l.var},           {"form", l.form},
+              {"stages", l.stages},      {"issue_ahead", l.issue_ahead},
+              {"wgmma_in_flight", l.wgmma_in_flight}};
+    if (l.form == "warp_specialized") {
+      j["producer_threads"] = l.producer_threads;
+      j["consumer_threads"] = l.consumer_threads;
+      j["registers"] = l.producer_registers > 0
+                           ? json{{"producer", l.producer_registers},
+                                  {"consumer", l.consumer_registers}}
+                           : json(nullptr);
+    }
+    if (!l.why.empty()) j["why"] = l.why;
+    loops.push_back(j);
+  }
+  c["loops"] = loops;
+  json epilogues = json::array();
+  for (const codegen::CudaEpilogue& e : ck.epilogues) {
+    json j = {{"form", e.form}, {"stmatrix", e.stmatrix}};
+    if (!e.why.empty()) j["why"] = e.why;
+    epilogues.push_back(j);
+  }
+  c["epilogues"] = epilogues;
   c["notes"] = ck.notes;
   return c;
 }
@@ -268,9 +296,29 @@ void render_cuda(std::ostream& out, const json& c) {
     const std::string mode = cp.at("mode").get<std::string>();
     const int64_t stages = cp.at("stages").get<int64_t>();
     out << "    copy " << cp.at("dst").get<std::string>() << " "
-        << (mode == "cp_async" ? "cp.async" : mode) << " " << cp.at("width_bytes").get<int64_t>()
-        << " B";
+        << (mode == "cp_async" ? (cp.at("cache_all").get<bool>() ? "cp.async.ca" : "cp.async")
+                               : mode)
+        << " " << cp.at("width_bytes").get<int64_t>() << " B";
     if (stages > 1) out << " (" << stages << " stages)";
+    if (cp.at("hoisted").get<bool>()) out << ", addresses hoisted out of the loop";
+    out << "\n";
+  }
+  for (const json& l : c.at("loops")) {
+    out << "    loop " << l.at("loop").get<std::string>() << " " << l.at("form").get<std::string>()
+        << ", " << l.at("stages").get<int64_t>() << " stages";
+    if (l.contains("producer_threads"))
+      out << ", producer " << l.at("producer_threads").get<int64_t>() << " threads, consumers "
+          << l.at("consumer_threads").get<int64_t>();
+    if (l.contains("registers") && !l.at("registers").is_null())
+      out << ", registers " << l.at("registers").at("producer").get<int64_t>() << "/"
+          << l.at("registers").at("consumer").get<int64_t>() << " (setmaxnreg)";
+    if (l.contains("why")) out << " (" << l.at("why").get<std::string>() << ")";
+    out << "\n";
+  }
+  for (const json& e : c.at("epilogues")) {
+    out << "    epilogue " << e.at("form").get<std::string>()
+        << (e.at("stmatrix").get<bool>() ? " by stmatrix" : "");
+    if (e.contains("why")) out << " (" << e.at("why").get<std::string>() << ")";
     out << "\n";
   }
   for (const json& n : c.at("notes")) out << "    note: " << n.get<std::string>() << "\n";

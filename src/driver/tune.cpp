@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -50,21 +51,6 @@ int cap_tile(int64_t dim, int v) {
 bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m;
-}
-
-// The warp grid the CUDA emitter picks for an mma.sync tile (cuda_emitter.cpp,
-// arrange_warps): the most square WM x WN = warps with BM % (WM*16) == 0 and
-// BN % (WN*16) == 0; (0, 0) when none.
-std::pair<int, int> mma_warp_grid(int bm, int bn, int warps) {
-  int best_m = 0;
-  int64_t best_cost = INT64_MAX;
-  for (int wm = 1; wm <= warps; wm *= 2) {
-    int wn = warps / wm;
-    if (bm % (wm * 16) != 0 || bn % (wn * 16) != 0) continue;
-    int64_t cost = bm / wm + bn / wn;
-    if (cost < best_cost) best_cost = cost, best_m = wm;
-  }
-  return best_m ? std::pair{best_m, warps / best_m} : std::pair{0, 0};
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -267,12 +253,6 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
   return c;
 }
 
-int64_t gemm_config_shared_bytes(const GemmConfig& c, int element_bytes) {
-  return int64_t{c.num_stages} * (int64_t{c.block_m} * c.block_k + int64_t{c.block_k} * c.block_n) *
-             element_bytes +
-         2048;
-}
-
 const KernelStep* largest_gemm_step(const Plan& plan) {
   const KernelStep* best = nullptr;
   double best_work = -1;
@@ -287,8 +267,10 @@ const KernelStep* largest_gemm_step(const Plan& plan) {
 
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step_in,
                                           const tir::Target& target, int64_t max_shared_bytes,
+                                          PlanKind plan, const tir::CudaOptions& cuda,
                                           const Specialization* specialization) {
-  const DimEnv env(graph, specialization ? *specialization : Specialization{});
+  const Specialization spec = specialization ? *specialization : Specialization{};
+  const DimEnv env(graph, spec);
   const GemmConfig def = default_gemm_config(env, step_in, target.has_wgmma());
   // The sizes the space is capped at: symbolic dims at their hints.
   KernelStep step = step_in;
@@ -298,8 +280,9 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   std::vector<GemmConfig> out{def};
   auto add = [&](const GemmConfig& c) {
     for (const GemmConfig& o : out)
-      if (same_config(o, c)) return;
+      if (same_config(o, c)) return false;
     out.push_back(c);
+    return true;
   };
   const GemmGeometry& g = step.gemm;
   if (!target.is_cuda()) {
@@ -314,8 +297,6 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   }
   const DType dt = graph.node(step.a.operand).dtype;
   const int elem = static_cast<int>(dtype_size(dt));
-  const bool mma = dt == DType::F16 || dt == DType::BF16;
-  const int acc_limit = dt == DType::F64 ? 64 : 128;
   std::vector<int> bms, bns;
   for (int v : {64, 128, 256}) {
     int m = cap_tile(g.m, v), n = cap_tile(g.n, v);
@@ -325,10 +306,17 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // (BLOCK_K, stages): the same 2-4 K tiles in flight either way.
   const int small_k = elem <= 2 ? 32 : 16;
   // On sm_90a BLOCK_K 64 feeds wgmma, whose loop keeps one MMA group in
-  // flight from 4 stages on (cuda_emitter.cpp): 4 stages are worth a try.
-  const bool wgmma = target.has_wgmma() && mma;
+  // flight from 4 stages on: 4 stages are worth a try.
+  const bool wgmma = target.has_wgmma() && (dt == DType::F16 || dt == DType::BF16);
   const std::pair<int, std::vector<int>> k_options[] = {
       {small_k, {3, 4}}, {2 * small_k, wgmma ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}}};
+  // Whether a config fits and which kernel it makes is the compiler's
+  // answer (config_cost): over its shared memory or accumulator budget it is
+  // dropped, and a config that compiles to the same kernels as an earlier
+  // one (the warps shrunk to the warp tiles the tile has) is a duplicate.
+  const int acc_limit = 128;  // accumulator registers a thread (f64: two each)
+  std::set<uint64_t> kernels;
+  kernels.insert(config_cost(graph, plan, def, target, cuda, 0, INT32_MAX, spec).fingerprint);
   for (int bm : bms) {
     for (int bn : bns) {
       if (std::max(bm, bn) > 2 * std::min(bm, bn)) continue;  // at most 2:1
@@ -338,15 +326,6 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       else
         warp_options = {bm * bn <= 64 * 128 ? 4 : 8};
       for (int warps : warp_options) {
-        if (mma) {
-          // The emitter shrinks the block to the warp tiles the tile has.
-          while (warps > 1) {
-            auto [wm, wn] = mma_warp_grid(bm, bn, warps);
-            if (wm * wn == warps) break;
-            warps /= 2;
-          }
-        }
-        if (int64_t{bm} * bn / (warps * 32) > acc_limit) continue;
         for (const auto& [bk0, stage_list] : k_options) {
           const int bk = cap_tile(g.k, bk0);
           const int64_t k_tiles = std::max<int64_t>(1, (g.k + bk - 1) / bk);
@@ -356,8 +335,12 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
             c.num_stages = static_cast<int>(std::min<int64_t>(s, k_tiles));
             c.num_warps = warps;
             c.group_m = 8;
-            if (max_shared_bytes > 0 && gemm_config_shared_bytes(c, elem) > max_shared_bytes)
-              continue;
+            bool known = false;
+            for (const GemmConfig& o : out) known = known || same_config(o, c);
+            if (known) continue;
+            const ConfigCost cost =
+                config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+            if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
             add(c);
           }
         }
@@ -602,7 +585,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     const int64_t smem = device.max_shared_bytes > 0 ? device.max_shared_bytes
                                                      : default_max_shared_bytes(device.target);
     for (const GemmConfig& c :
-         gemm_config_space(graph, *step, device.target, smem, &options.specialization)) {
+         gemm_config_space(graph, *step, device.target, smem, kind, options.cuda,
+                           &options.specialization)) {
       Slot s;
       s.cand.plan = kind;
       s.cand.config = c;

@@ -97,11 +97,6 @@ nlohmann::json gemm_config_to_json(const GemmConfig& config);
 // nullopt when `j` is not an object with six positive integer fields.
 std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 
-// The shared memory a GEMM config's operand rings need, with 2 KiB of slack
-// for the other buffers (a gather's row indices): stages * (BM*BK + BK*BN) *
-// element size + 2048 bytes.
-int64_t gemm_config_shared_bytes(const GemmConfig& config, int element_bytes);
-
 // The GEMM configs the tuner tries for `step` (a GEMM step of `graph`) on
 // `target`, the heuristic default (default_gemm_config) first.
 //
@@ -111,13 +106,13 @@ int64_t gemm_config_shared_bytes(const GemmConfig& config, int element_bytes);
 // 16-bit operands (16 with 3/4, 32 with 2/3 for f32/f64), each capped at the
 // next power of two of K (at least 16) and stages at the number of K tiles;
 // num_warps 4 for tiles of 64x128 elements or fewer, 8 for larger ones,
-// both for 128x128; GROUP_M 8. Pruned: shared memory
-// (gemm_config_shared_bytes) above `max_shared_bytes`; accumulator registers
-// per thread BM*BN/(num_warps*32) above 128 (64 for f64, two registers each);
-// a warp grid whose warp tiles are smaller than 16x16 (the emitter would
-// reduce the warps, which makes the candidate a duplicate). The default is
-// kept even when a rule would drop it (it is what runs without tuning). For
-// the 2048^3 f16 seed this is 28 configs.
+// both for 128x128; GROUP_M 8. Pruned by asking the compiler
+// (compile.h's config_cost for `plan` and `cuda`): the kernels' dynamic
+// shared memory above `max_shared_bytes`; more than 128 accumulator
+// registers a thread (f64 counting two); a config that compiles to the same
+// kernels as one before it (the warps shrunk to the warp tiles the tile
+// has). The default is kept even when a rule would drop it (it is what runs
+// without tuning).
 //
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
@@ -126,6 +121,8 @@ int64_t gemm_config_shared_bytes(const GemmConfig& config, int element_bytes);
 // size hints (specialization.h) and the default its heuristic config.
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
                                           const tir::Target& target, int64_t max_shared_bytes,
+                                          PlanKind plan = PlanKind::kFused,
+                                          const tir::CudaOptions& cuda = {},
                                           const Specialization* specialization = nullptr);
 
 // The GEMM step the space is built for: the plan's largest GEMM (by

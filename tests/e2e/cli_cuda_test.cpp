@@ -69,7 +69,9 @@ TEST(CliCuda, ExplainTextHasTheCudaSection) {
   EXPECT_TRUE(contains(r.output, "  CUDA: ")) << r.output;
   EXPECT_TRUE(contains(r.output, "gemm mma.sync.m16n8k16 f16 ")) << r.output;
   EXPECT_TRUE(contains(r.output, "shared A_s swizzled ")) << r.output;
-  EXPECT_TRUE(contains(r.output, "copy A_s cp.async 16 B (")) << r.output;
+  EXPECT_TRUE(contains(r.output, "copy A_s cp.async.ca 16 B (")) << r.output;  // gathered: .ca
+  EXPECT_TRUE(contains(r.output, "copy B_s cp.async 16 B (")) << r.output;
+  EXPECT_TRUE(contains(r.output, "loop k ring, 3 stages")) << r.output;
   Result cpu = run_cli("explain " + seed_case());
   ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
   EXPECT_FALSE(contains(cpu.output, "CUDA:")) << cpu.output;

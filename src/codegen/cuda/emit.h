@@ -52,11 +52,30 @@ struct CudaSharedBuffer {
   int64_t bytes = 0;    // all stages
 };
 
+// A pipelined loop as printed (its PipelinePlan).
+struct CudaLoop {
+  std::string var;   // the loop var's name
+  std::string form;  // pipeline_form_name: in_order, ring, fragment_pipelined, wgmma_async, warp_specialized
+  int stages = 1, issue_ahead = 0, wgmma_in_flight = 0;
+  int producer_threads = 0, consumer_threads = 0;      // warp_specialized
+  int producer_registers = 0, consumer_registers = 0;  // setmaxnreg budgets (0: none)
+  std::string why;                                      // in_order: why
+};
+
+// An epilogue nest as printed (its EpiloguePlan).
+struct CudaEpilogue {
+  std::string form;  // per_element, paired, staged
+  bool stmatrix = false;
+  std::string why;   // paired: why not staged
+};
+
 struct CudaCopy {
   std::string dst;
   std::string mode;  // "tma", "cp_async" or "register"
   int64_t width = 0; // bytes per access
   int stages = 1;    // > 1 when issued ahead in a pipelined loop
+  bool cache_all = false;  // cp_async: .ca (through L1)
+  bool hoisted = false;    // cp_async: source addresses computed once, before the loop
 };
 
 // A TMA tensor map the kernel takes (after tf_status, in this order, as
@@ -89,6 +108,8 @@ struct CudaKernel {
   std::vector<CudaSharedBuffer> shared;
   std::vector<CudaCopy> copies;  // in program order
   std::vector<CudaGemm> gemms;
+  std::vector<CudaLoop> loops;          // pipelined loops, in program order
+  std::vector<CudaEpilogue> epilogues;  // epilogue nests, in program order
   std::vector<CudaCheck> checks;
   std::vector<CudaTensorMap> tensor_maps;
   std::vector<std::string> headers;  // device headers it includes

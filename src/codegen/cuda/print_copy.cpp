@@ -45,7 +45,7 @@ void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
            "cuda printer: only register-staged copies are split");
   if (phase != RegPhase::kStore)
     result_.copies.push_back(
-        {dst.name(), mode, width, pipelined ? shared(dst).stages : 1});
+        {dst.name(), mode, width, pipelined ? shared(dst).stages : 1, plan.cache_all, false});
 
   int64_t total = 1;
   for (int64_t e : ext) total *= e;
@@ -139,7 +139,8 @@ void Printer::emit_hoisted_copy(const CopyNode* op, const std::string& id, const
   int64_t total = 1;
   for (int64_t e : ext) total *= e;
   total /= vec;
-  result_.copies.push_back({op->dst.name(), "cp_async", plan.width, shared(op->dst).stages});
+  result_.copies.push_back(
+      {op->dst.name(), "cp_async", plan.width, shared(op->dst).stages, plan.cache_all, true});
   line(fmt::format("// copy {} <- {} (cp.async{} {} B, hoisted addresses: +{} bytes an iteration)",
                    op->dst.name(), src->buffer.name(), plan.cache_all ? ".ca" : "", plan.width,
                    plan.step * dtype_size(src->buffer.dtype())));
@@ -408,6 +409,10 @@ void Printer::emit_pipelined(const ForNode* op) {
   TF_CHECK(planp != nullptr, "cuda printer: pipelined loop " + op->var.name() +
                                  " has no PipelinePlan");
   const PipelinePlan& plan = *planp;
+  result_.loops.push_back({op->var.name(), std::string(pipeline_form_name(plan.form)), plan.stages,
+                           plan.issue_ahead, plan.wgmma_in_flight, plan.producer_threads,
+                           plan.consumer_threads, plan.producer_registers,
+                           plan.consumer_registers, plan.why});
   const PipelinedBody body = split_pipelined_body(op);
   const std::vector<std::pair<Var, Expr>>& lets = body.lets;
   const std::vector<const CopyNode*>& copies = body.copies;

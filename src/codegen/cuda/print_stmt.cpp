@@ -95,6 +95,8 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   // one iteration per accumulator element the thread owns.
   const auto* plan = std::get_if<EpiloguePlan>(&op->plan);
   TF_CHECK(plan != nullptr, "cuda printer: an epilogue nest without an EpiloguePlan");
+  result_.epilogues.push_back(
+      {std::string(epilogue_form_name(plan->form)), plan->stmatrix, plan->why});
   const EpilogueNest nest = epilogue_nest(op, frag);
   const ForNode* inner = nest.inner;
   const std::string f = buf(Buffer(frag));

@@ -272,6 +272,16 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
   seed << seed_file.rdbuf();
   std::set<std::string> written;
   key_paths(explain_source(seed.str(), "sm_80"), "", written);
+  // The warp-specialized wgmma loop (warp roles, register budgets, a staged
+  // epilogue) and an in-order loop (a gather along K).
+  key_paths(explain_source(seed.str(), "sm_90a"), "", written);
+  {
+    std::ifstream along_k(std::string(TILEFUSE_SOURCE_DIR) +
+                          "/tests/cases/gather_b_rows_along_k.tfs");
+    std::stringstream text;
+    text << along_k.rdbuf();
+    key_paths(explain_source(text.str(), "sm_80"), "", written);
+  }
   key_paths(explain_source(kMlp, "sm_90a"), "", written);
   key_paths(explain_source(kMlp, "cpu", PlanKind::kUnfused), "", written);
   key_paths(explain_source(kMlp, "sm_80", PlanKind::kUnfused), "", written);

@@ -68,19 +68,21 @@ TEST(TuneSpace, SeedSpaceIsPrunedAndStartsWithTheDefault) {
   EXPECT_LE(space.size(), 80u);
   std::set<std::string> names;
   bool has_256 = false, has_bk64 = false, has_8_warps = false, has_4_warps = false;
+  std::set<uint64_t> kernels;
   for (const GemmConfig& c : space) {
     EXPECT_TRUE(names.insert(driver::gemm_config_name(c)).second) << "duplicate";
-    EXPECT_LE(driver::gemm_config_shared_bytes(c, 2), limit) << driver::gemm_config_name(c);
-    EXPECT_LE(c.block_m * c.block_n / (c.num_warps * 32), 128) << driver::gemm_config_name(c);
+    // The compiler's own account of the config: within the limits, and a
+    // kernel of its own.
+    const driver::ConfigCost cost = driver::config_cost(g, PlanKind::kFused, c,
+                                                        tir::Target::cuda(90, true), {}, limit, 128);
+    EXPECT_TRUE(cost.feasible) << driver::gemm_config_name(c) << ": " << cost.why;
+    EXPECT_LE(cost.shared_bytes, limit) << driver::gemm_config_name(c);
+    EXPECT_LE(cost.accumulators, 128) << driver::gemm_config_name(c);
+    EXPECT_TRUE(kernels.insert(cost.fingerprint).second) << "same kernel: " << driver::gemm_config_name(c);
     EXPECT_TRUE(c.block_k == 32 || c.block_k == 64) << driver::gemm_config_name(c);
     EXPECT_TRUE(c.num_stages >= 2 && c.num_stages <= 4);
     EXPECT_TRUE(c.num_warps == 4 || c.num_warps == 8);
     EXPECT_EQ(c.group_m, 8);
-    // Warp tiles of 16x16 or more: some WM x WN = num_warps divides the tile.
-    bool fits = false;
-    for (int wm = 1; wm <= c.num_warps; wm *= 2)
-      fits = fits || (c.block_m % (wm * 16) == 0 && c.block_n % (c.num_warps / wm * 16) == 0);
-    EXPECT_TRUE(fits) << driver::gemm_config_name(c);
     has_256 = has_256 || c.block_m == 256 || c.block_n == 256;
     has_bk64 = has_bk64 || c.block_k == 64;
     has_8_warps = has_8_warps || c.num_warps == 8;
@@ -99,12 +101,28 @@ TEST(TuneSpace, SharedMemoryLimitPrunes) {
   const auto pruned = driver::gemm_config_space(g, step, tir::Target::cuda(80), small);
   EXPECT_LT(pruned.size(), big.size());
   for (size_t i = 1; i < pruned.size(); ++i)  // the default (first) is always kept
-    EXPECT_LE(driver::gemm_config_shared_bytes(pruned[i], 2), small)
+    EXPECT_LE(driver::config_cost(g, PlanKind::kFused, pruned[i], tir::Target::cuda(80), {}, 0,
+                                  128)
+                  .shared_bytes,
+              small)
         << driver::gemm_config_name(pruned[i]);
   EXPECT_EQ(driver::default_max_shared_bytes(tir::Target::cuda(90, true)), 227 * 1024);
   EXPECT_EQ(driver::default_max_shared_bytes(tir::Target::cuda(80)), 163 * 1024);
-  EXPECT_EQ(driver::gemm_config_shared_bytes(GemmConfig{128, 128, 64, 3, 8, 8}, 2),
-            3 * (128 * 64 + 64 * 128) * 2 + 2048);
+  // The compiler's shared memory for a config: the rings, the row indices of
+  // the gather and the mbarriers, 1024-byte aligned where wgmma reads.
+  const driver::ConfigCost cost = driver::config_cost(
+      g, PlanKind::kFused, GemmConfig{128, 128, 64, 3, 8, 8}, tir::Target::cuda(90, true), {}, 0,
+      128);
+  EXPECT_TRUE(cost.feasible) << cost.why;
+  EXPECT_GE(cost.shared_bytes, 3 * (128 * 64 + 64 * 128) * 2);
+  EXPECT_EQ(cost.threads, 384);  // two MMA warpgroups and the producer
+  EXPECT_EQ(cost.mma_threads, 256);
+  EXPECT_EQ(cost.accumulators, 64);
+  const driver::ConfigCost over = driver::config_cost(
+      g, PlanKind::kFused, GemmConfig{256, 256, 64, 4, 8, 8}, tir::Target::cuda(90, true), {},
+      227 * 1024, 128);
+  EXPECT_FALSE(over.feasible);
+  EXPECT_FALSE(over.why.empty());
 }
 
 TEST(TuneSpace, TilesAreNoLargerThanTheProblem) {
