@@ -19,10 +19,49 @@ class SkipTest(Exception):
 
 
 def skip(reason):
-    """Skips the running test (under pytest, or under run.py)."""
-    if pytest is not None and os.environ.get("PYTEST_CURRENT_TEST"):
-        pytest.skip(reason)
+    """Skips the running test, or the module when called at import (under pytest,
+    or under run.py)."""
+    if pytest is not None and os.environ.get("TILEFUSE_UNDER_PYTEST"):
+        pytest.skip(reason, allow_module_level=True)
     raise SkipTest(reason)
+
+
+def import_or_skip(name):
+    """The module, or a skip when it is not installed (numpy on the GPU machine)."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        skip(f"{name} is not installed")
+
+
+def save_npy(path, tensor):
+    """Writes a torch tensor as a .npy file without numpy (f16/f32/f64/i32/i64/
+    u8/bool: the dtypes the CLI's --input reads directly)."""
+    import ctypes
+    t = tensor.detach().cpu().contiguous()
+    descr = {"torch.float16": "<f2", "torch.float32": "<f4", "torch.float64": "<f8",
+             "torch.int32": "<i4", "torch.int64": "<i8", "torch.uint8": "|u1",
+             "torch.bool": "|b1"}[str(t.dtype)]
+    shape = "(" + "".join(f"{d}, " for d in t.shape) + ")"
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    data = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        f.write(data)
+
+
+def load_npy_torch(path, dtype):
+    """A .npy file of `dtype` (a torch dtype) as a torch tensor, without numpy."""
+    import ast
+    import torch
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[8:10], "little")
+    header = ast.literal_eval(raw[10:10 + n].decode())
+    flat = torch.frombuffer(bytearray(raw[10 + n:]), dtype=dtype)
+    return flat.reshape(header["shape"])
 
 
 class _Raises:

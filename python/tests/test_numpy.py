@@ -6,10 +6,11 @@ and every error as its Python exception. Runs in CI (ctest python_numpy)."""
 import os
 import tempfile
 
-import numpy as np
+from _support import ROOT, fresh_seed, import_or_skip, raises, run_cli
 
-import tilefuse
-from _support import ROOT, fresh_seed, raises, run_cli
+np = import_or_skip("numpy")
+
+import tilefuse  # noqa: E402
 
 GATHER = (
     "def gather_mm(x: f16[T, 64], y: f16[64, 48], index: i64[M] in [-T, T)):\n"

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import tilefuse
-from _support import ROOT, fresh_seed, raises, run_cli, skip
+from _support import ROOT, fresh_seed, load_npy_torch, raises, run_cli, save_npy, skip
 
 SEED_PROGRAM = os.path.join(ROOT, "examples", "gather_mm.tfs")
 TOKENS = (
@@ -59,14 +59,13 @@ def rel_err(out, ref):
 
 def test_seed_equals_tilefuse_run_bit_for_bit():
     torch = cuda_torch()
-    import numpy as np
     g = torch.Generator(device="cuda").manual_seed(fresh_seed())
     x = (torch.rand(2048, 2048, device="cuda", generator=g) * 2 - 1).half()
     y = (torch.rand(2048, 2048, device="cuda", generator=g) * 2 - 1).half()
     index = torch.randperm(2048, device="cuda", generator=g)
     with tempfile.TemporaryDirectory() as d:
         for name, t in (("x", x), ("y", y), ("index", index)):
-            np.save(os.path.join(d, name + ".npy"), t.cpu().numpy())
+            save_npy(os.path.join(d, name + ".npy"), t)
         # The CLI first: it tunes (or reads the cached tuning), and the package
         # then reads the same choice from the same cache.
         rc, text = run_cli("run", SEED_PROGRAM, "--device", "cuda", "--input",
@@ -75,7 +74,7 @@ def test_seed_equals_tilefuse_run_bit_for_bit():
                            "index=" + os.path.join(d, "index.npy"), "--save-output", d,
                            env={"TILEFUSE_CACHE_DIR": cache_dir()})
         assert rc == 0, text
-        cli_out = torch.from_numpy(np.load(os.path.join(d, "out0.npy"))).cuda()
+        cli_out = load_npy_torch(os.path.join(d, "out0.npy"), torch.float16).cuda()
     k = tilefuse.compile(SEED_PROGRAM, cache_dir=cache_dir())
     out = torch.full((2048, 2048), float("nan"), dtype=torch.float16, device="cuda")
     k(x, y, index, out=out)
