@@ -116,7 +116,17 @@ namespace {
 
 // The cuBLASLt problem of a plain GEMM step (see CudaProgramOptions), or
 // nullopt when the step is not plain.
-std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& step) {
+std::optional<cuda::GemmProblem> plain_gemm(const CompiledProgram& program, const KernelStep& step) {
+  const Graph& g = program.graph;
+  // cuBLASLt reads row-major contiguous, 16-byte aligned operands: a
+  // parameter the specialization lays out otherwise keeps our kernel.
+  const std::vector<ValueId>& params = g.parameters();
+  for (ValueId v : {step.a.operand, step.b.operand}) {
+    auto it = std::find(params.begin(), params.end(), v);
+    if (it == params.end() || program.specialization.params.empty()) continue;
+    const ParamLayout& layout = program.specialization.params[static_cast<size_t>(it - params.begin())];
+    if (!layout.strides.empty() || layout.alignment < 16) return std::nullopt;
+  }
   if (step.kind != StepKind::kGemm || !step.a.nodes.empty() || !step.b.nodes.empty() || step.bias ||
       !step.epilogue.empty() || step.gemm.a_is_vector || step.gemm.b_is_vector)
     return std::nullopt;
@@ -152,7 +162,7 @@ std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& st
 std::vector<size_t> cublaslt_gemm_kernels(const CompiledProgram& program) {
   std::vector<size_t> out;
   for (size_t i = 0; i < program.kernels.size(); ++i)
-    if (plain_gemm(program.graph, program.kernels[i].lowered.step)) out.push_back(i);
+    if (plain_gemm(program, program.kernels[i].lowered.step)) out.push_back(i);
   return out;
 }
 
@@ -169,7 +179,7 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
   for (const CompiledKernel& ck : program.kernels) {
     TF_CHECK(ck.cuda.has_value(), "kernel " + ck.kernel.name + " has no CUDA code");
     if (options.cublaslt_gemms) {
-      if (std::optional<cuda::GemmProblem> p = plain_gemm(program.graph, ck.lowered.step)) {
+      if (std::optional<cuda::GemmProblem> p = plain_gemm(program, ck.lowered.step)) {
         Impl::Kernel k;
         k.code = &*ck.cuda;
         // The baseline under the same numerics as our kernels: f32 GEMMs on

@@ -72,7 +72,8 @@ struct DeviceCall {
 
 struct CudaProgramOptions {
   // Run every plain GEMM step (no prologue, bias or epilogue; contiguous
-  // row-major f16/bf16/f32 operands) with cuBLASLt instead of our kernel:
+  // row-major, 16-byte aligned f16/bf16/f32 operands in the program's
+  // specialization; fixed sizes) with cuBLASLt instead of our kernel:
   // the "unfused + cuBLASLt" baseline of `tilefuse bench`. A GEMM step that
   // is not plain keeps our kernel; cublaslt_steps() says which were
   // replaced. An f32 GEMM runs on TF32 (CublasLtOptions::allow_tf32) when

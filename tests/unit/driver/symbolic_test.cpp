@@ -8,6 +8,7 @@
 #include <map>
 
 #include "driver/compile.h"
+#include "driver/cuda_program.h"
 #include "driver/execute.h"
 #include "driver/specialize.h"
 #include "frontend/frontend.h"
@@ -270,6 +271,28 @@ TEST(Symbolic, SizeBuckets) {
   EXPECT_EQ(driver::size_bucket(7), 8);
   EXPECT_EQ(driver::size_bucket(2048), 2048);
   EXPECT_EQ(driver::size_bucket(5000), 8192);
+}
+
+}  // namespace
+}  // namespace tilefuse
+
+namespace tilefuse {
+namespace {
+
+// cuBLASLt reads contiguous, 16-byte aligned operands: a GEMM step whose
+// operand the specialization lays out otherwise (a transposed or offset
+// input through the C API) keeps our kernel.
+TEST(Symbolic, CublasLtOnlyForContiguousAlignedOperands) {
+  const Program p = parse_program("def f(x: f16[64, 32], w: f16[32, 48]):\n    return x @ w\n",
+                                  "f.tfs");
+  driver::CompileOptions co;
+  co.plan = PlanKind::kUnfused;
+  co.target = *tir::Target::parse("sm_80");
+  EXPECT_EQ(driver::cublaslt_gemm_kernels(driver::compile(p.graph, co)).size(), 1u);
+  co.lower.specialization.params = {ParamLayout{}, ParamLayout{{1, 32}, {false, false}, 16}};
+  EXPECT_TRUE(driver::cublaslt_gemm_kernels(driver::compile(p.graph, co)).empty());
+  co.lower.specialization.params = {ParamLayout{{}, {}, 2}, ParamLayout{}};
+  EXPECT_TRUE(driver::cublaslt_gemm_kernels(driver::compile(p.graph, co)).empty());
 }
 
 }  // namespace
