@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "tir/functor.h"
+#include "core/text.h"
 #include "tir/printer.h"
 #include "tir/structural.h"
 
@@ -45,11 +46,6 @@ std::string list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-std::string one_line(const std::string& s) {
-  std::string r = s;
-  while (!r.empty() && r.back() == '\n') r.pop_back();
-  return r;
-}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "driver/explain.h"
 
 #include "driver/tune.h"
+#include "core/text.h"
 
 #include <fmt/format.h>
 
@@ -60,21 +61,6 @@ json value_list(const Graph& g, const std::vector<ValueId>& values) {
   return a;
 }
 
-// A printed statement on one line (a hoisted loop nest prints over several).
-std::string one_line(const std::string& text) {
-  std::string out;
-  bool space = false;
-  for (char c : text) {
-    if (c == '\n' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
 
 // The template config; the specialization's promises (index_bits,
 // <param>_divisibility) are the program's `specialization`, not config.

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "driver/bench.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
@@ -36,11 +37,6 @@ using json = nlohmann::json;
 
 constexpr const char* kFormat = "tilefuse-tune-1";
 
-int64_t next_pow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 // A tile edge of at most `v`, no larger than the next power of two of `dim`
 // (at least 16).

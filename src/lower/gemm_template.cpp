@@ -1,5 +1,6 @@
 // The GEMM template (see gemm_template.h).
 #include "lower/gemm_template.h"
+#include "core/text.h"
 
 #include <algorithm>
 
@@ -14,11 +15,6 @@ using tir::Expr;
 using tir::MemScope;
 using tir::Var;
 
-int64_t next_pow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 // tile * block + i, in index dtype `dt` (the tile and i converted first).
 Expr tile_index(const Expr& tile, int block, const Var& i, DType dt) {

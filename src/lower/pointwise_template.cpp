@@ -1,5 +1,6 @@
 // The pointwise template (see pointwise_template.h).
 #include "lower/pointwise_template.h"
+#include "core/text.h"
 
 #include <algorithm>
 
@@ -12,11 +13,6 @@ namespace {
 using tir::Expr;
 using tir::Var;
 
-int64_t next_pow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 // pid * block + i in dtype `dt` (widened before the product when i64).
 Expr tile_index(const Var& pid, int64_t block, const Var& i, DType dt) {

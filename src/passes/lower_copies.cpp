@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analysis/axis_info.h"
+#include "core/text.h"
 #include "passes/simplify.h"
 #include "tir/functor.h"
 #include "tir/printer.h"
@@ -17,11 +18,6 @@ using namespace tir;  // NOLINT: a pass over the Tile IR
 using analysis::AccessFacts;
 using analysis::AxisInfo;
 
-std::string one_line(const std::string& s) {
-  std::string r = s;
-  while (!r.empty() && r.back() == '\n') r.pop_back();
-  return r;
-}
 
 // The copy's value when it is a plain load of the destination dtype from a
 // global buffer whose masked lanes read 0 (what cp.async's zero-fill and
@@ -79,16 +75,7 @@ class Decider : public IRMutator {
  public:
   Decider(const Kernel& k, const Target& t, const CudaOptions& o, CopyReport* r)
       : kernel_(k), target_(t), options_(o), report_(r) {
-    struct Allocs : IRVisitor {
-      std::unordered_map<const BufferNode*, const AllocateNode*> out;
-      using IRVisitor::visit;
-      void visit(const AllocateNode* op) override {
-        out[op->buffer.get()] = op;
-        IRVisitor::visit(op);
-      }
-    } a;
-    a.visit_stmt(k.body);
-    allocs_ = std::move(a.out);
+    allocs_ = allocations(k.body);
     launch_ = k.launch;
   }
   LaunchPlan launch_;  // the kernel's, with the tensor maps and notes added

@@ -10,11 +10,15 @@
 #include <optional>
 #include <unordered_map>
 
-#include "passes/modulus_remainder.h"
+#include "analysis/modulus_remainder.h"
 #include "tir/functor.h"
 #include "tir/structural.h"
 
 namespace tilefuse::passes {
+
+using analysis::modulus_remainder;
+using analysis::ModulusRemainder;
+using analysis::ModulusRemainderScope;
 
 namespace {
 

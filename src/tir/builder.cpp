@@ -75,29 +75,14 @@ KernelBuilder::Block& KernelBuilder::current() {
 Buffer KernelBuilder::alloc(std::string name, MemScope scope, DType dtype,
                             std::vector<Expr> shape) {
   Buffer b = BufferNode::make(std::move(name), dtype, scope, std::move(shape));
-  current().push_back({{}, {}, {}, b});
+  current().push_back({{}, {}, {}, b, {}});
   return b;
 }
 
 Var KernelBuilder::let(std::string name, Expr value) {
   Var v(std::move(name), value.dtype());
-  current().push_back({{}, v, std::move(value), {}});
+  current().push_back({{}, v, std::move(value), {}, {}});
   return v;
-}
-
-Stmt KernelBuilder::close_block(Block block) {
-  // Walk backwards so each let/alloc wraps everything after it.
-  std::vector<Stmt> tail;
-  for (auto it = block.rbegin(); it != block.rend(); ++it) {
-    if (it->stmt.defined()) {
-      tail.insert(tail.begin(), it->stmt);
-    } else if (it->let_var.defined()) {
-      tail = {LetStmtNode::make(it->let_var, it->let_value, make_seq(std::move(tail)))};
-    } else {
-      tail = {AllocateNode::make(it->alloc, make_seq(std::move(tail)))};
-    }
-  }
-  return make_seq(std::move(tail));
 }
 
 Stmt KernelBuilder::build_block(const std::function<void()>& fill_block) {
@@ -106,7 +91,7 @@ Stmt KernelBuilder::build_block(const std::function<void()>& fill_block) {
   fill_block();
   Block block = std::move(blocks_.back());
   blocks_.pop_back();
-  return close_block(std::move(block));
+  return make_block(block);
 }
 
 void KernelBuilder::for_range(std::string name, Expr min, Expr extent,
@@ -221,7 +206,7 @@ void KernelBuilder::store_output(std::string name, std::vector<Expr> indices, Ex
 Kernel KernelBuilder::build() {
   TF_CHECK(blocks_.size() == 1, "KernelBuilder::build() inside an open block");
   current();
-  kernel_.body = close_block(std::move(blocks_.back()));
+  kernel_.body = make_block(blocks_.back());
   blocks_.clear();
   built_ = true;
   return std::move(kernel_);

@@ -154,17 +154,10 @@ class KernelBuilder {
 
  private:
   // One open block: statements plus let/alloc markers that scope over the
-  // entries after them.
-  struct Entry {
-    Stmt stmt;
-    Var let_var;
-    Expr let_value;
-    Buffer alloc;
-  };
-  using Block = std::vector<Entry>;
+  // entries after them (make_block closes it).
+  using Block = std::vector<BlockEntry>;
 
   Block& current();
-  Stmt close_block(Block block);
   Stmt build_block(const std::function<void()>& fill_block);
   std::vector<Var> copy_vars(size_t rank, std::vector<std::string> names);
 

@@ -389,6 +389,21 @@ Stmt make_seq(std::vector<Stmt> stmts) {
   return SeqNode::make(std::move(flat));
 }
 
+Stmt make_block(const std::vector<BlockEntry>& entries) {
+  // Backwards, so each let / alloc wraps everything after it.
+  std::vector<Stmt> tail;
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->stmt.defined()) {
+      tail.insert(tail.begin(), it->stmt);
+    } else if (it->let_var.defined()) {
+      tail = {LetStmtNode::make(it->let_var, it->let_value, make_seq(std::move(tail)))};
+    } else {
+      tail = {AllocateNode::make(it->alloc, make_seq(std::move(tail)), it->alloc_plan)};
+    }
+  }
+  return make_seq(std::move(tail));
+}
+
 Expr make_int(DType dt, int64_t value) {
   return IntImmNode::make(dt, value);
 }

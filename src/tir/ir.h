@@ -489,6 +489,20 @@ struct EvaluateNode final : StmtNode {
 // (with nested Seqs flattened) otherwise.
 Stmt make_seq(std::vector<Stmt> stmts);
 
+// One entry of a block as it is written (the builder's and the text form's):
+// a statement, or a `let` or an `alloc` that scopes over the entries after
+// it (exactly one of stmt, let_var, alloc is defined).
+struct BlockEntry {
+  Stmt stmt;
+  Var let_var;
+  Expr let_value;
+  Buffer alloc;
+  BufferPlan alloc_plan;
+};
+// The entries as one statement: each let and alloc wraps everything after
+// it (LetStmt / Allocate over a Seq).
+Stmt make_block(const std::vector<BlockEntry>& entries);
+
 // ---- kernel ----------------------------------------------------------------
 
 // A parameter is a scalar Var or a global Buffer (exactly one is defined).

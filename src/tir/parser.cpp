@@ -80,13 +80,7 @@ struct Symbol {
 };
 
 // One statement of a block; let/alloc scope over the entries after them.
-struct Entry {
-  Stmt stmt;
-  Var let_var;
-  Expr let_value;
-  Buffer alloc;
-  BufferPlan alloc_plan;
-};
+using Entry = BlockEntry;
 
 class Parser {
  public:
@@ -378,17 +372,7 @@ class Parser {
       entries.push_back(statement());
     }
     scopes_.pop_back();
-    std::vector<Stmt> tail;
-    for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-      if (it->stmt.defined()) {
-        tail.insert(tail.begin(), it->stmt);
-      } else if (it->let_var.defined()) {
-        tail = {LetStmtNode::make(it->let_var, it->let_value, make_seq(std::move(tail)))};
-      } else {
-        tail = {AllocateNode::make(it->alloc, make_seq(std::move(tail)), it->alloc_plan)};
-      }
-    }
-    return make_seq(std::move(tail));
+    return make_block(entries);
   }
 
   Entry statement() {
@@ -406,7 +390,7 @@ class Parser {
     return parse_Store();
   }
   static Entry stmt(Stmt s) {
-    return {std::move(s), {}, {}, {}};
+    return {std::move(s), {}, {}, {}, {}};
   }
 
   Entry parse_For() {
@@ -460,7 +444,7 @@ class Parser {
     Expr value = expr();
     Var v(name, value.dtype());
     define(var_tok, name, {v, {}});
-    return {{}, v, value, {}};
+    return {{}, v, value, {}, {}};
   }
   Entry parse_Allocate() {
     expect_word("alloc");

@@ -455,6 +455,19 @@ bool is_own_bounds_check(const Expr& term, const LoadNode* load) {
   return false;
 }
 
+std::unordered_map<const BufferNode*, const AllocateNode*> allocations(const Stmt& body) {
+  struct Collect : IRVisitor {
+    std::unordered_map<const BufferNode*, const AllocateNode*> out;
+    using IRVisitor::visit;
+    void visit(const AllocateNode* op) override {
+      out[op->buffer.get()] = op;
+      IRVisitor::visit(op);
+    }
+  } c;
+  c.visit_stmt(body);
+  return c.out;
+}
+
 bool has_load(const Expr& e) {
   struct Finder : IRVisitor {
     bool found = false;

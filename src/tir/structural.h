@@ -52,6 +52,9 @@ void conjuncts(const Expr& e, std::vector<Expr>* out);
 // for one of its dims), which a TMA tensor map's out-of-bounds fill does?
 bool is_own_bounds_check(const Expr& term, const LoadNode* load);
 
+// Every Allocate of `body`, by the buffer it declares.
+std::unordered_map<const BufferNode*, const AllocateNode*> allocations(const Stmt& body);
+
 // Does `e` read memory (a Load, or a HookLoad before inline_hooks)?
 bool has_load(const Expr& e);
 

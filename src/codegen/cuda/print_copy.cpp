@@ -56,7 +56,7 @@ void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
                    : phase == RegPhase::kStore ? ": registers to shared memory"
                                                : ""));
   std::string v = "tf_v" + std::to_string(tmp_++);
-  for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
+  for (const Var& cv : op->vars) nonneg_.vars.insert(cv.get());
   thread_loop(total, v, [&] {
     std::vector<std::string> decl = copy_var_decls(op, ext, vec, v);
     if (vectorized) {
@@ -115,7 +115,7 @@ void Printer::emit_hoisted_setup(const CopyNode* op, const std::string& id,
                    op->dst.name(), src->buffer.name()));
   line(fmt::format("const char* tf_hs{}[{}];", id, rounds));
   line(fmt::format("unsigned tf_hz{}[{}];", id, rounds));
-  for (const Var& cv : op->vars) nonneg_vars_.insert(cv.get());
+  for (const Var& cv : op->vars) nonneg_.vars.insert(cv.get());
   const std::string v = tmp("tf_v");
   thread_loop(total, v, [&] {
     for (const std::string& d : copy_var_decls(op, ext, vec, v)) line(d);
@@ -223,7 +223,7 @@ void Printer::emit_tma_copy(const CopyNode* op) {
     open(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3})", r, tid_sym_, t.rows,
                      threads_sym_));
     const Var& row = op->vars[0];
-    nonneg_vars_.insert(row.get());
+    nonneg_.vars.insert(row.get());
     line(fmt::format("const int {} = {};", var(row), r));
     // The row coordinate (the gathered one) is the only one reading memory;
     // a masked row reads row -1: out of bounds, zero-filled.
@@ -284,7 +284,7 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
   const std::string t = cuda_type(op->var.dtype());
   const std::string k = var(op->var);
   const std::string lo = expr(op->min), n = expr(op->extent);
-  if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+  if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
   // cp.async copies arrive on the stage's `full` mbarrier when they land
   // (one .noinc arrival per producer thread); register-staged ones store to
   // shared memory, fence for the async proxy and arrive (release) after.
@@ -421,7 +421,7 @@ void Printer::emit_pipelined(const ForNode* op) {
   const std::string t = cuda_type(op->var.dtype());
   const std::string k = var(op->var);
   const std::string lo = expr(op->min), n = expr(op->extent);
-  if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+  if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
   if (plan.form == PipelineForm::InOrder) {
     line(fmt::format("// pipelined loop run in order ({})", plan.why));
     for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "0";

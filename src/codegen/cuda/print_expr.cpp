@@ -8,6 +8,7 @@
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
 #include "tir/printer.h"
+#include "tir/structural.h"
 
 namespace tilefuse::codegen {
 
@@ -37,34 +38,6 @@ std::string Printer::name_of(const void* node, const std::string& hint) {
 }
 
 // ---- expressions ----------------------------------------------------------------
-
-bool Printer::nonneg(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::IntImm:
-      return e.as<IntImmNode>()->value >= 0;
-    case ExprKind::Var:
-      return nonneg_vars_.count(e.as<VarNode>()) > 0;
-    case ExprKind::Add:
-      return nonneg(e.as<AddNode>()->a) && nonneg(e.as<AddNode>()->b);
-    case ExprKind::Mul:
-      return nonneg(e.as<MulNode>()->a) && nonneg(e.as<MulNode>()->b);
-    case ExprKind::Div:
-      return nonneg(e.as<DivNode>()->a) && nonneg(e.as<DivNode>()->b);
-    case ExprKind::Mod:
-      return nonneg(e.as<ModNode>()->b);
-    case ExprKind::Min:
-      return nonneg(e.as<MinNode>()->a) && nonneg(e.as<MinNode>()->b);
-    case ExprKind::Max:
-      return nonneg(e.as<MaxNode>()->a) || nonneg(e.as<MaxNode>()->b);
-    case ExprKind::Cast: {
-      const CastNode* c = e.as<CastNode>();
-      return is_integral(c->value.dtype()) &&
-             dtype_size(e.dtype()) >= dtype_size(c->value.dtype()) && nonneg(c->value);
-    }
-    default:
-      return false;
-  }
-}
 
 std::string Printer::literal(const Expr& e) {
   if (const IntImmNode* i = e.as<IntImmNode>()) {
@@ -156,12 +129,12 @@ std::string Printer::binary(const Expr& e) {
     case ExprKind::Div: {
       if (!is_integral(dt)) return "(" + x + " / " + y + ")";
       const int64_t* c = as_const_int(b);
-      if (c && *c > 0 && nonneg(a)) return arith("/");
+      if (c && *c > 0 && nonneg_.holds(a)) return arith("/");
       return "tf::floordiv(" + x + ", " + y + ")";
     }
     case ExprKind::Mod: {
       const int64_t* c = as_const_int(b);
-      if (is_integral(dt) && c && *c > 0 && nonneg(a)) return arith("%");
+      if (is_integral(dt) && c && *c > 0 && nonneg_.holds(a)) return arith("%");
       return "tf::floormod(" + x + ", " + y + ")";
     }
     case ExprKind::Min:
@@ -345,7 +318,12 @@ std::string Printer::address(const Buffer& b, const std::vector<Expr>& idx) {
 }
 
 std::string Printer::load(const LoadNode* op) {
-  if (op == vector_load_.get()) return vector_lane_;  // already loaded, a vector at a time
+  // Already loaded, a vector at a time: the vector load and every load of
+  // the same address (a prologue that reads it twice, `select(x < 0, x +
+  // n, x)`).
+  if (vector_load_.defined() &&
+      (op == vector_load_.get() || structural_equal(Expr(op), vector_load_)))
+    return vector_lane_;
   std::string el = element(op->buffer, op->indices);
   // A WgmmaTile's accumulators are read through value(e) (see tf_wgmma.cuh:
   // a conversion reading them directly makes ptxas serialize the wgmma).

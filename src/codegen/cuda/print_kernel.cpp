@@ -154,7 +154,7 @@ CudaKernel Printer::run() {
   // Scalar params are sizes and strides (symbolic dims, run-time strides:
   // lower/specialization.h), never negative.
   for (const KernelParam& p : k_.params)
-    if (!p.is_buffer()) nonneg_vars_.insert(p.var.get());
+    if (!p.is_buffer()) nonneg_.vars.insert(p.var.get());
   // The grid, flattened into blockIdx.x: each program id is recovered by
   // div/mod of the extents after it. Constant extents print as numbers; an
   // extent over scalar params (a symbolic dim) is computed in the kernel,
@@ -182,7 +182,7 @@ CudaKernel Printer::run() {
     std::string x = stride == "1" ? "static_cast<int>(blockIdx.x)"
                                   : fmt::format("static_cast<int>(blockIdx.x) / {}", stride);
     if (d > 0) x = "(" + x + ") % " + gext[d];
-    nonneg_vars_.insert(g.var.get());
+    nonneg_.vars.insert(g.var.get());
     line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
     if (constant_grid) {
       const_stride *= std::stoll(gext[d]);

@@ -103,15 +103,15 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   frag_ = frag;
   frag_vars_ = {op->var.get(), inner->var.get()};
   frag_e_ = "tf_e" + std::to_string(tmp_++);
-  nonneg_vars_.insert(op->var.get());
-  nonneg_vars_.insert(inner->var.get());
+  nonneg_.vars.insert(op->var.get());
+  nonneg_.vars.insert(inner->var.get());
   const bool saved = in_threads_;
   in_threads_ = true;
   // The statements around the inner loop run once per element (lets and
   // checks are pure).
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     if (const LetStmtNode* l = s.as<LetStmtNode>()) {
-      if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
+      if (nonneg_.holds(l->value)) nonneg_.vars.insert(l->var.get());
       line(
           fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var), expr(l->value)));
       walk(l->body);
@@ -154,34 +154,8 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   };
   // The copy-out of a staged epilogue recomputes the store's address and
   // mask: the nest's lets they read (directly or through other lets).
-  std::vector<const LetStmtNode*> nest_lets;
-  std::vector<bool> address_let;
-  if (plan->form == EpilogueForm::Staged) {
-    std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
-      if (const LetStmtNode* l = st.as<LetStmtNode>()) {
-        nest_lets.push_back(l);
-        collect(l->body);
-      } else if (const SeqNode* q = st.as<SeqNode>()) {
-        for (const Stmt& t : q->stmts) collect(t);
-      } else if (st.get() == inner) {
-        collect(inner->body);
-      }
-    };
-    collect(op->body);
-    struct Uses : IRVisitor {
-      std::unordered_set<const VarNode*> vars;
-      using IRVisitor::visit;
-      void visit(const VarNode* v) override { vars.insert(v); }
-    } u;
-    for (const Expr& e : store->indices) u.visit_expr(e);
-    if (store->mask.defined()) u.visit_expr(store->mask);
-    address_let.assign(nest_lets.size(), false);
-    for (size_t i = nest_lets.size(); i-- > 0;)
-      if (u.vars.count(nest_lets[i]->var.get())) {
-        address_let[i] = true;
-        u.visit_expr(nest_lets[i]->value);
-      }
-  }
+  const std::vector<const LetStmtNode*>& nest_lets = nest.lets;
+  const std::vector<bool>& address_let = nest.address_let;
   if (plan->form == EpilogueForm::Staged) {
     const std::string t = cuda_type(store->buffer.dtype());
     const int64_t out_bytes = dtype_size(store->buffer.dtype());
@@ -292,7 +266,7 @@ void Printer::emit_parallel(const ForNode* op) {
   if (in_threads_) {  // already distributed: every thread runs this loop itself
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", var(op->var), var(op->var),
                      expr(op->extent), var(op->var)));
-    if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+    if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
     stmt(op->body);
     close();
     return;
@@ -328,7 +302,7 @@ void Printer::emit_parallel(const ForNode* op) {
              "cuda emitter: a parallel loop that does not start at 0");
     ext.push_back(const_of(f->extent, "a parallel extent"));
     total *= ext.back();
-    nonneg_vars_.insert(f->var.get());
+    nonneg_.vars.insert(f->var.get());
   }
   std::string v = "tf_v" + std::to_string(tmp_++);
   std::unordered_map<const ForNode*, std::string> coord;
@@ -345,7 +319,7 @@ void Printer::emit_parallel(const ForNode* op) {
         line(fmt::format("const int {} = {};", var(f->var), coord.at(f)));
         walk(f->body);
       } else if (const LetStmtNode* l = t.as<LetStmtNode>()) {
-        if (nonneg(l->value)) nonneg_vars_.insert(l->var.get());
+        if (nonneg_.holds(l->value)) nonneg_.vars.insert(l->var.get());
         line(fmt::format("const {} {} = {};", cuda_type(l->var.dtype()), var(l->var),
                          expr(l->value)));
         walk(l->body);
@@ -372,7 +346,7 @@ void Printer::emit_for(const ForNode* op) {
       [[fallthrough]];
     case ForKind::Serial: {
       const std::string t = cuda_type(op->var.dtype()), v = var(op->var);
-      if (nonneg(op->min)) nonneg_vars_.insert(op->var.get());
+      if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
       open(fmt::format("for ({} {} = {}; {} < {} + {}; ++{})", t, v, expr(op->min), v,
                        expr(op->min), expr(op->extent), v));
       ++loop_depth_;
@@ -405,7 +379,7 @@ void Printer::stmt(const Stmt& s) {
     }
     case StmtKind::LetStmt: {
       const LetStmtNode* op = s.as<LetStmtNode>();
-      if (nonneg(op->value)) nonneg_vars_.insert(op->var.get());
+      if (nonneg_.holds(op->value)) nonneg_.vars.insert(op->var.get());
       line(fmt::format("const {} {} = {};", cuda_type(op->var.dtype()), var(op->var),
                        expr(op->value)));
       stmt(op->body);

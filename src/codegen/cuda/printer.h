@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "analysis/nonneg.h"
 #include "codegen/cuda/emit.h"
 #include "codegen/cuda/structure.h"
 #include "tir/ir.h"
@@ -56,10 +57,6 @@ class Printer {
   std::string element(const tir::Buffer& b, const std::vector<tir::Expr>& idx);  // "x[off]"
   std::string global_offset(const tir::Buffer& b, const std::vector<tir::Expr>& idx);
   std::string shared_offset(const tir::Buffer& b, const std::vector<tir::Expr>& idx);
-  // Non-negative by construction (constants, thread and loop indices from
-  // 0, sums and products of such): `/` and `%` by a positive constant are
-  // then C++'s, else floor division.
-  bool nonneg(const tir::Expr& e);
 
   // ---- statements (print_stmt.cpp) ----
   void stmt(const tir::Stmt& s);
@@ -127,7 +124,10 @@ class Printer {
   bool in_threads_ = false;  // inside a thread-distributed region
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_names_;
-  std::unordered_set<const tir::VarNode*> nonneg_vars_;
+  // Vars >= 0 (thread and loop indices from 0, grid vars, ...): where the
+  // dividend of a `/` or `%` by a positive constant is, C++'s operator is
+  // the IR's floor division.
+  analysis::NonNegative nonneg_;
   std::unordered_map<const tir::BufferNode*, const tir::AllocateNode*> allocs_;
   std::unordered_map<const tir::BufferNode*, std::string> stage_expr_;  // ring -> its stage now
   // Inside an epilogue nest: loads of frag[vars] read frag.c[e].

@@ -78,15 +78,20 @@ bool whole_tile_gemm(const GemmNode* g) {
          !g->trans_b;
 }
 
-std::unordered_map<const BufferNode*, const AllocateNode*> allocations(const Stmt& body) {
+std::vector<const ForNode*> pipelined_loops(const Stmt& body, bool warp_specialized) {
   struct Collect : IRVisitor {
-    std::unordered_map<const BufferNode*, const AllocateNode*> out;
+    bool ws = false;
+    std::vector<const ForNode*> out;
     using IRVisitor::visit;
-    void visit(const AllocateNode* op) override {
-      out[op->buffer.get()] = op;
+    void visit(const ForNode* op) override {
+      const auto* p = std::get_if<PipelinePlan>(&op->plan);
+      if (op->for_kind == ForKind::Pipelined &&
+          (!ws || (p && p->form == PipelineForm::WarpSpecialized)))
+        out.push_back(op);
       IRVisitor::visit(op);
     }
   } c;
+  c.ws = warp_specialized;
   c.visit_stmt(body);
   return c.out;
 }

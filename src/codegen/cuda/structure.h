@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tir/ir.h"
+#include "tir/structural.h"
 
 namespace tilefuse::codegen {
 
@@ -34,9 +35,13 @@ const tir::ForNode* top_level_pipelined(const tir::Stmt& body, bool* nested = nu
 // it has no index expression, so it can be split into k16 steps.
 bool whole_tile_gemm(const tir::GemmNode* g);
 
-// Every Allocate of the kernel, by buffer.
-std::unordered_map<const tir::BufferNode*, const tir::AllocateNode*> allocations(
-    const tir::Stmt& body);
+// Every Allocate of the kernel, by buffer (tir/structural.h).
+using tir::allocations;
+
+// Every pipelined loop of the kernel, in program order; with
+// `warp_specialized`, only those whose plan is warp_specialized.
+std::vector<const tir::ForNode*> pipelined_loops(const tir::Stmt& body,
+                                                 bool warp_specialized = false);
 
 // Every Gemm of the kernel, in program order.
 std::vector<const tir::GemmNode*> gemms(const tir::Stmt& body);

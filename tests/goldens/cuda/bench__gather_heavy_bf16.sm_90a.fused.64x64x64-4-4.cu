@@ -47,10 +47,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 2; ++tf_l2) {
       const int i_1 = tf_j0 + tf_l2;
-      idx_rows[i_1] = ((idx[(cse_1 + i_1)] < 0ll) ? (idx[(cse_1 + i_1)] + 16384ll) : tf_vl3[tf_l2]);
+      idx_rows[i_1] = ((tf_vl3[tf_l2] < 0ll) ? (tf_vl3[tf_l2] + 16384ll) : tf_vl3[tf_l2]);
     }
   }
-  tf::async_barrier();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 66048);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v4 = tf_tid; tf_v4 < 32; tf_v4 += kThreads) {
@@ -63,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l5 = 0; tf_l5 < 2; ++tf_l5) {
       const int i_2 = tf_j0 + tf_l5;
-      idx_ok[i_2] = ((idx[(cse_1 + i_2)] >= -16384ll) && (tf_vl6[tf_l5] < 16384ll));
+      idx_ok[i_2] = ((tf_vl6[tf_l5] >= -16384ll) && (tf_vl6[tf_l5] < 16384ll));
     }
   }
   // warp specialization: warpgroup 1 (threads 128..255) issues each stage's copies and signals the stage's `full` mbarrier; warpgroups 0..0 wait on it, run the stage's wgmma and release the stage through its `empty` mbarrier (4 stages)

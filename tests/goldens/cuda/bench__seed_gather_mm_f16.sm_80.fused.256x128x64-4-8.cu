@@ -42,10 +42,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l3 = 0; tf_l3 < 2; ++tf_l3) {
       const int i_1 = tf_j0 + tf_l3;
-      index_rows[i_1] = ((index[(cse_1 + i_1)] < 0ll) ? (index[(cse_1 + i_1)] + 2048ll) : tf_vl4[tf_l3]);
+      index_rows[i_1] = ((tf_vl4[tf_l3] < 0ll) ? (tf_vl4[tf_l3] + 2048ll) : tf_vl4[tf_l3]);
     }
   }
-  __syncthreads();
   bool* index_ok = reinterpret_cast<bool*>(tf_smem + 198656);  // row_major
   // copy index_ok <- prologue (register-staged, 16 B)
   for (int tf_v5 = tf_tid; tf_v5 < 128; tf_v5 += kThreads) {
@@ -58,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l6 = 0; tf_l6 < 2; ++tf_l6) {
       const int i_2 = tf_j0 + tf_l6;
-      index_ok[i_2] = ((index[(cse_1 + i_2)] >= -2048ll) && (tf_vl7[tf_l6] < 2048ll));
+      index_ok[i_2] = ((tf_vl7[tf_l6] >= -2048ll) && (tf_vl7[tf_l6] < 2048ll));
     }
   }
   __syncthreads();

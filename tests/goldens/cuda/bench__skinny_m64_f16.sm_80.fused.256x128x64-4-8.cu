@@ -43,10 +43,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l3 = 0; tf_l3 < 2; ++tf_l3) {
       const int i_1 = tf_j0 + tf_l3;
-      idx_rows[i_1] = ((((i_1 < 64) ? idx[i_1] : 0ll) < 0ll) ? (((i_1 < 64) ? idx[i_1] : 0ll) + 4096ll) : tf_vl4[tf_l3]);
+      idx_rows[i_1] = ((tf_vl4[tf_l3] < 0ll) ? (tf_vl4[tf_l3] + 4096ll) : tf_vl4[tf_l3]);
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 198656);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v5 = tf_tid; tf_v5 < 128; tf_v5 += kThreads) {
@@ -63,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l6 = 0; tf_l6 < 2; ++tf_l6) {
       const int i_2 = tf_j0 + tf_l6;
-      idx_ok[i_2] = ((i_2 < 64) && ((((i_2 < 64) ? idx[i_2] : 0ll) >= -4096ll) && (tf_vl7[tf_l6] < 4096ll)));
+      idx_ok[i_2] = ((i_2 < 64) && ((tf_vl7[tf_l6] >= -4096ll) && (tf_vl7[tf_l6] < 4096ll)));
     }
   }
   __syncthreads();

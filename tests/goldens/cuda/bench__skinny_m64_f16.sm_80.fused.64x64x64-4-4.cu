@@ -37,10 +37,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 2; ++tf_l2) {
       const int i_1 = tf_j0 + tf_l2;
-      idx_rows[i_1] = ((idx[i_1] < 0ll) ? (idx[i_1] + 4096ll) : tf_vl3[tf_l2]);
+      idx_rows[i_1] = ((tf_vl3[tf_l2] < 0ll) ? (tf_vl3[tf_l2] + 4096ll) : tf_vl3[tf_l2]);
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 66048);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v4 = tf_tid; tf_v4 < 32; tf_v4 += kThreads) {
@@ -53,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm0(
     #pragma unroll
     for (int tf_l5 = 0; tf_l5 < 2; ++tf_l5) {
       const int i_2 = tf_j0 + tf_l5;
-      idx_ok[i_2] = ((idx[i_2] >= -4096ll) && (tf_vl6[tf_l5] < 4096ll));
+      idx_ok[i_2] = ((tf_vl6[tf_l5] >= -4096ll) && (tf_vl6[tf_l5] < 4096ll));
     }
   }
   __syncthreads();

@@ -43,7 +43,6 @@ extern "C" __global__ void __launch_bounds__(128) gemm0(
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
-  tf::async_barrier();
   const int cse_4 = (pid_n * 64);
   // copy B_s <- w (cp.async 16 B)
   #pragma unroll

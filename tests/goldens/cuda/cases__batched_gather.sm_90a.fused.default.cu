@@ -38,7 +38,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
-  tf::async_barrier();
   const int cse_1 = (pid * 128);
   // copy B_s <- w (cp.async 16 B)
   #pragma unroll

@@ -60,7 +60,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
-  tf::async_barrier();
   const int cse = (pid * 128);
   // copy B_s <- w (cp.async 16 B)
   #pragma unroll

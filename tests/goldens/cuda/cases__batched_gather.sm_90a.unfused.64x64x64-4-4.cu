@@ -63,7 +63,6 @@ extern "C" __global__ void __launch_bounds__(128) gemm1(
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
-  tf::async_barrier();
   const int cse_1 = (pid_n * 64);
   // copy B_s <- w (cp.async 16 B)
   #pragma unroll

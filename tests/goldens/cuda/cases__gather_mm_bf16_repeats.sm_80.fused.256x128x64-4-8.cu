@@ -51,10 +51,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l3 = 0; tf_l3 < 4; ++tf_l3) {
       const int i_1 = tf_j0 + tf_l3;
-      idx_rows[i_1] = ((static_cast<long long>((((cse_3 + i_1) < 3000) ? idx[(cse_3 + i_1)] : 0)) < 0ll) ? (static_cast<long long>((((cse_3 + i_1) < 3000) ? idx[(cse_3 + i_1)] : 0)) + 1000ll) : static_cast<long long>(tf_vl4[tf_l3]));
+      idx_rows[i_1] = ((static_cast<long long>(tf_vl4[tf_l3]) < 0ll) ? (static_cast<long long>(tf_vl4[tf_l3]) + 1000ll) : static_cast<long long>(tf_vl4[tf_l3]));
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 198656);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v5 = tf_tid; tf_v5 < 64; tf_v5 += kThreads) {
@@ -71,11 +70,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l6 = 0; tf_l6 < 4; ++tf_l6) {
       const int i_2 = tf_j0 + tf_l6;
-      idx_ok[i_2] = (((cse_3 + i_2) < 3000) && ((static_cast<long long>((((cse_3 + i_2) < 3000) ? idx[(cse_3 + i_2)] : 0)) >= -1000ll) && (static_cast<long long>(tf_vl7[tf_l6]) < 1000ll)));
+      idx_ok[i_2] = (((cse_3 + i_2) < 3000) && ((static_cast<long long>(tf_vl7[tf_l6]) >= -1000ll) && (static_cast<long long>(tf_vl7[tf_l6]) < 1000ll)));
     }
   }
-  __syncthreads();
   const int cse_4 = (pid_n * 128);
+  __syncthreads();
   // software pipeline: 4 stages; iteration i computes tile i while the copies of tile i + 3 are in flight
   auto tf_issue = [&](int k, int tf_stage) {
     const int cse_5 = (k * 64);

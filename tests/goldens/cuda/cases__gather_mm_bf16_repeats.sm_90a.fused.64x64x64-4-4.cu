@@ -54,10 +54,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 4; ++tf_l2) {
       const int i_1 = tf_j0 + tf_l2;
-      idx_rows[i_1] = ((static_cast<long long>((((cse_3 + i_1) < 3000) ? idx[(cse_3 + i_1)] : 0)) < 0ll) ? (static_cast<long long>((((cse_3 + i_1) < 3000) ? idx[(cse_3 + i_1)] : 0)) + 1000ll) : static_cast<long long>(tf_vl3[tf_l2]));
+      idx_rows[i_1] = ((static_cast<long long>(tf_vl3[tf_l2]) < 0ll) ? (static_cast<long long>(tf_vl3[tf_l2]) + 1000ll) : static_cast<long long>(tf_vl3[tf_l2]));
     }
   }
-  tf::async_barrier();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 66048);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v4 = tf_tid; tf_v4 < 16; tf_v4 += kThreads) {
@@ -74,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l5 = 0; tf_l5 < 4; ++tf_l5) {
       const int i_2 = tf_j0 + tf_l5;
-      idx_ok[i_2] = (((cse_3 + i_2) < 3000) && ((static_cast<long long>((((cse_3 + i_2) < 3000) ? idx[(cse_3 + i_2)] : 0)) >= -1000ll) && (static_cast<long long>(tf_vl6[tf_l5]) < 1000ll)));
+      idx_ok[i_2] = (((cse_3 + i_2) < 3000) && ((static_cast<long long>(tf_vl6[tf_l5]) >= -1000ll) && (static_cast<long long>(tf_vl6[tf_l5]) < 1000ll)));
     }
   }
   const int cse_4 = (pid_n * 64);

@@ -44,10 +44,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 2; ++tf_l2) {
       const int i_1 = tf_j0 + tf_l2;
-      idx_rows[i_1] = (((((cse_3 + i_1) < 300) ? idx[(cse_3 + i_1)] : 0ll) < 0ll) ? ((((cse_3 + i_1) < 300) ? idx[(cse_3 + i_1)] : 0ll) + 300ll) : tf_vl3[tf_l2]);
+      idx_rows[i_1] = ((tf_vl3[tf_l2] < 0ll) ? (tf_vl3[tf_l2] + 300ll) : tf_vl3[tf_l2]);
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 197632);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v4 = tf_tid; tf_v4 < 64; tf_v4 += kThreads) {
@@ -64,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l5 = 0; tf_l5 < 2; ++tf_l5) {
       const int i_2 = tf_j0 + tf_l5;
-      idx_ok[i_2] = (((((cse_3 + i_2) < 300) ? idx[(cse_3 + i_2)] : 0ll) >= -300ll) && (tf_vl6[tf_l5] < 300ll));
+      idx_ok[i_2] = ((tf_vl6[tf_l5] >= -300ll) && (tf_vl6[tf_l5] < 300ll));
     }
   }
   __syncthreads();

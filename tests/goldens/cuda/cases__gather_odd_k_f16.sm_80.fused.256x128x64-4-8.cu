@@ -48,10 +48,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l3 = 0; tf_l3 < 2; ++tf_l3) {
       const int i_1 = tf_j0 + tf_l3;
-      idx_rows[i_1] = (((((cse_3 + i_1) < 300) ? idx[(cse_3 + i_1)] : 0ll) < 0ll) ? ((((cse_3 + i_1) < 300) ? idx[(cse_3 + i_1)] : 0ll) + 300ll) : tf_vl4[tf_l3]);
+      idx_rows[i_1] = ((tf_vl4[tf_l3] < 0ll) ? (tf_vl4[tf_l3] + 300ll) : tf_vl4[tf_l3]);
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 198656);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v5 = tf_tid; tf_v5 < 128; tf_v5 += kThreads) {
@@ -68,11 +67,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l6 = 0; tf_l6 < 2; ++tf_l6) {
       const int i_2 = tf_j0 + tf_l6;
-      idx_ok[i_2] = (((((cse_3 + i_2) < 300) ? idx[(cse_3 + i_2)] : 0ll) >= -300ll) && (tf_vl7[tf_l6] < 300ll));
+      idx_ok[i_2] = ((tf_vl7[tf_l6] >= -300ll) && (tf_vl7[tf_l6] < 300ll));
     }
   }
-  __syncthreads();
   const int cse_4 = (pid_n * 128);
+  __syncthreads();
   // software pipeline: 4 stages; iteration i computes tile i while the copies of tile i + 3 are in flight
   tf::f16 tf_rb8[64];  // register double buffer of A_s
   tf::f16 tf_rb9[32];  // register double buffer of B_s

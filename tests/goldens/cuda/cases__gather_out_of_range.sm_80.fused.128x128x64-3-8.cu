@@ -40,10 +40,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 2; ++tf_l2) {
       const int i_1 = tf_j0 + tf_l2;
-      idx_rows[i_1] = ((((i_1 < 50) ? idx[i_1] : 0ll) < 0ll) ? (((i_1 < 50) ? idx[i_1] : 0ll) + 64ll) : tf_vl3[tf_l2]);
+      idx_rows[i_1] = ((tf_vl3[tf_l2] < 0ll) ? (tf_vl3[tf_l2] + 64ll) : tf_vl3[tf_l2]);
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 197632);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v4 = tf_tid; tf_v4 < 64; tf_v4 += kThreads) {
@@ -60,11 +59,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l5 = 0; tf_l5 < 2; ++tf_l5) {
       const int i_2 = tf_j0 + tf_l5;
-      idx_ok[i_2] = ((((i_2 < 50) ? idx[i_2] : 0ll) >= -64ll) && (tf_vl6[tf_l5] < 64ll));
+      idx_ok[i_2] = ((tf_vl6[tf_l5] >= -64ll) && (tf_vl6[tf_l5] < 64ll));
     }
   }
-  __syncthreads();
   const int cse_1 = (pid * 128);
+  __syncthreads();
   // software pipeline: 3 stages; iteration i computes tile i while the copies of tile i + 2 are in flight
   auto tf_issue = [&](int k, int tf_stage) {
     const int cse_2 = (k * 64);

@@ -42,10 +42,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l3 = 0; tf_l3 < 2; ++tf_l3) {
       const int i_1 = tf_j0 + tf_l3;
-      idx_rows[i_1] = ((((i_1 < 50) ? idx[i_1] : 0ll) < 0ll) ? (((i_1 < 50) ? idx[i_1] : 0ll) + 64ll) : tf_vl4[tf_l3]);
+      idx_rows[i_1] = ((tf_vl4[tf_l3] < 0ll) ? (tf_vl4[tf_l3] + 64ll) : tf_vl4[tf_l3]);
     }
   }
-  __syncthreads();
   bool* idx_ok = reinterpret_cast<bool*>(tf_smem + 395264);  // row_major
   // copy idx_ok <- prologue (register-staged, 16 B)
   for (int tf_v5 = tf_tid; tf_v5 < 128; tf_v5 += kThreads) {
@@ -62,11 +61,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l6 = 0; tf_l6 < 2; ++tf_l6) {
       const int i_2 = tf_j0 + tf_l6;
-      idx_ok[i_2] = ((((i_2 < 50) ? idx[i_2] : 0ll) >= -64ll) && (tf_vl7[tf_l6] < 64ll));
+      idx_ok[i_2] = ((tf_vl7[tf_l6] >= -64ll) && (tf_vl7[tf_l6] < 64ll));
     }
   }
-  __syncthreads();
   const int cse_1 = (pid * 128);
+  __syncthreads();
   // software pipeline: 4 stages; iteration i computes tile i while the copies of tile i + 3 are in flight
   auto tf_issue = [&](int k, int tf_stage) {
     const int cse_2 = (k * 64);

@@ -45,10 +45,9 @@ extern "C" __global__ void __launch_bounds__(384) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 2; ++tf_l2) {
       const int i_1 = tf_j0 + tf_l2;
-      index_rows[i_1] = ((index[(cse_1 + i_1)] < 0ll) ? (index[(cse_1 + i_1)] + 2048ll) : tf_vl3[tf_l2]);
+      index_rows[i_1] = ((tf_vl3[tf_l2] < 0ll) ? (tf_vl3[tf_l2] + 2048ll) : tf_vl3[tf_l2]);
     }
   }
-  tf::async_barrier();
   bool* index_ok = reinterpret_cast<bool*>(tf_smem + 198656);  // row_major
   // copy index_ok <- prologue (register-staged, 16 B)
   for (int tf_v4 = tf_tid; tf_v4 < 128; tf_v4 += kThreads) {
@@ -61,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(384) gemm0(
     #pragma unroll
     for (int tf_l5 = 0; tf_l5 < 2; ++tf_l5) {
       const int i_2 = tf_j0 + tf_l5;
-      index_ok[i_2] = ((index[(cse_1 + i_2)] >= -2048ll) && (tf_vl6[tf_l5] < 2048ll));
+      index_ok[i_2] = ((tf_vl6[tf_l5] >= -2048ll) && (tf_vl6[tf_l5] < 2048ll));
     }
   }
   // warp specialization: warpgroup 2 (threads 256..383) issues each stage's copies and signals the stage's `full` mbarrier; warpgroups 0..1 wait on it, run the stage's wgmma and release the stage through its `empty` mbarrier (4 stages)

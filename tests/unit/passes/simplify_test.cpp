@@ -11,12 +11,16 @@
 
 #include "../tir/test_kernels.h"
 #include "pass_test_util.h"
-#include "passes/modulus_remainder.h"
+#include "analysis/modulus_remainder.h"
 #include "tir/builder.h"
 #include "tir/functor.h"
 
 namespace tilefuse::passes {
 namespace {
+
+using analysis::modulus_remainder;
+using analysis::ModulusRemainder;
+using analysis::ModulusRemainderScope;
 
 using namespace tir;  // NOLINT
 using testing::expect_body;

@@ -50,20 +50,10 @@ EpilogueNest epilogue_nest(const ForNode* op, const BufferNode* frag) {
   };
   scan(op->body);
   if (!one_store) n.store = nullptr;
-  return n;
-}
-
-namespace {
-
-// Why the nest's values and addresses keep it from being staged ("" when
-// they do not): the copy-out recomputes the store's address and mask from
-// the nest's lets, so those must read no memory; values that load are not
-// staged either.
-std::string staging_problem(const ForNode* op, const EpilogueNest& n) {
-  std::vector<const LetStmtNode*> lets;
+  if (!n.store) return n;
   std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
     if (const LetStmtNode* l = st.as<LetStmtNode>()) {
-      lets.push_back(l);
+      n.lets.push_back(l);
       collect(l->body);
     } else if (const SeqNode* q = st.as<SeqNode>()) {
       for (const Stmt& t : q->stmts) collect(t);
@@ -77,19 +67,30 @@ std::string staging_problem(const ForNode* op, const EpilogueNest& n) {
     using IRVisitor::visit;
     void visit(const VarNode* v) override { vars.insert(v); }
   } u;
-  bool reads = n.store->mask.defined() && has_load(n.store->mask);
-  for (const Expr& e : n.store->indices) {
-    reads = reads || has_load(e);
-    u.visit_expr(e);
-  }
+  for (const Expr& e : n.store->indices) u.visit_expr(e);
   if (n.store->mask.defined()) u.visit_expr(n.store->mask);
-  for (size_t i = lets.size(); i-- > 0;)
-    if (u.vars.count(lets[i]->var.get())) {
-      reads = reads || has_load(lets[i]->value);
-      u.visit_expr(lets[i]->value);
+  n.address_let.assign(n.lets.size(), false);
+  for (size_t i = n.lets.size(); i-- > 0;)
+    if (u.vars.count(n.lets[i]->var.get())) {
+      n.address_let[i] = true;
+      u.visit_expr(n.lets[i]->value);
     }
+  return n;
+}
+
+namespace {
+
+// Why the nest's values and addresses keep it from being staged ("" when
+// they do not): the copy-out recomputes the store's address and mask from
+// the nest's lets, so those must read no memory; values that load are not
+// staged either.
+std::string staging_problem(const EpilogueNest& n) {
+  bool reads = n.store->mask.defined() && has_load(n.store->mask);
+  for (const Expr& e : n.store->indices) reads = reads || has_load(e);
+  for (size_t i = 0; i < n.lets.size(); ++i)
+    reads = reads || (n.address_let[i] && has_load(n.lets[i]->value));
   if (reads) return "the store's address or mask reads memory";
-  for (const LetStmtNode* l : lets)
+  for (const LetStmtNode* l : n.lets)
     if (has_load(l->value))
       return "a value of the nest loads memory (staged, such epilogues spilled)";
   return "";
@@ -145,7 +146,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     else if (stage_bytes > room)
       why = fmt::format("its {}-byte tile exceeds the kernel's shared memory", stage_bytes);
     else
-      why = staging_problem(op, n);
+      why = staging_problem(n);
     const bool staged = why.empty() && out_bytes >= 1 && out_bytes <= 8 && 16 % out_bytes == 0;
     if (staged) {
       plan.form = EpilogueForm::Staged;

@@ -20,6 +20,8 @@
 // A note says which and why not staged.
 #pragma once
 
+#include <vector>
+
 #include "passes/pipeline.h"
 #include "tir/ir.h"
 
@@ -35,6 +37,11 @@ tir::Kernel plan_epilogues(const tir::Kernel& kernel, const passes::PassContext&
 struct EpilogueNest {
   const tir::ForNode* inner = nullptr;
   const tir::StoreNode* store = nullptr;
+  // The nest's lets, in order, and which of them the store's address and
+  // mask read (directly or through other lets): what a staged epilogue's
+  // copy-out recomputes. Empty without a store.
+  std::vector<const tir::LetStmtNode*> lets;
+  std::vector<bool> address_let;
 };
 EpilogueNest epilogue_nest(const tir::ForNode* outer, const tir::BufferNode* fragment);
 

@@ -104,19 +104,8 @@ std::optional<CopyPlan> hoisted(const ForNode* loop, const CopyNode* c, const Va
 
 Kernel hoist_copy_addresses(const Kernel& kernel, const passes::PassContext& context) {
   if (!context.cuda.hoist_copy_addresses) return kernel;
-  struct Loops : IRVisitor {
-    std::vector<const ForNode*> out;
-    using IRVisitor::visit;
-    void visit(const ForNode* op) override {
-      if (const auto* p = std::get_if<PipelinePlan>(&op->plan);
-          p && p->form == PipelineForm::WarpSpecialized)
-        out.push_back(op);
-      IRVisitor::visit(op);
-    }
-  } loops;
-  loops.visit_stmt(kernel.body);
   PlanEdits edits;
-  for (const ForNode* loop : loops.out) {
+  for (const ForNode* loop : pipelined_loops(kernel.body, /*warp_specialized=*/true)) {
     const PipelinePlan& p = std::get<PipelinePlan>(loop->plan);
     const PipelinedBody body = split_pipelined_body(loop);
     std::unordered_set<const BufferNode*> written;

@@ -12,20 +12,9 @@ using namespace tir;  // NOLINT: a pass over the Tile IR
 
 Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context) {
   if (!context.cuda.setmaxnreg) return kernel;
-  struct Loops : IRVisitor {
-    std::vector<const ForNode*> out;
-    using IRVisitor::visit;
-    void visit(const ForNode* op) override {
-      if (const auto* p = std::get_if<PipelinePlan>(&op->plan);
-          p && p->form == PipelineForm::WarpSpecialized)
-        out.push_back(op);
-      IRVisitor::visit(op);
-    }
-  } loops;
-  loops.visit_stmt(kernel.body);
   PlanEdits edits;
   std::vector<std::string> notes;
-  for (const ForNode* loop : loops.out) {
+  for (const ForNode* loop : pipelined_loops(kernel.body, /*warp_specialized=*/true)) {
     PipelinePlan p = std::get<PipelinePlan>(loop->plan);
     std::string why_not;
     if (p.consumer_threads != 256 || p.producer_threads != 128)

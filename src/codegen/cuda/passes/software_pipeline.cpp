@@ -30,18 +30,9 @@ Kernel software_pipeline(const Kernel& kernel, const passes::PassContext& contex
   TF_CHECK(kernel.launch.defined, "pipeline runs after lower_gemm");
   const auto allocs = allocations(kernel.body);
   const int threads = kernel.launch.num_threads;
-  struct Loops : IRVisitor {
-    std::vector<const ForNode*> out;
-    using IRVisitor::visit;
-    void visit(const ForNode* op) override {
-      if (op->for_kind == ForKind::Pipelined) out.push_back(op);
-      IRVisitor::visit(op);
-    }
-  } loops;
-  loops.visit_stmt(kernel.body);
   PlanEdits edits;
   std::vector<std::string> notes;
-  for (const ForNode* loop : loops.out) {
+  for (const ForNode* loop : pipelined_loops(kernel.body)) {
     if (const auto* p = std::get_if<PipelinePlan>(&loop->plan);
         p && p->form == PipelineForm::WarpSpecialized)
       continue;

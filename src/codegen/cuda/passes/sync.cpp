@@ -70,6 +70,12 @@ SharedAccess accesses(const Stmt& s) {
 
 // Inserts the barriers around synchronous copies and before staged
 // epilogues, in program order (`touched`: shared buffers earlier code used).
+// A synchronous copy in straight-line code leaves its tile `pending`: the
+// barrier that makes it visible goes before the first later statement that
+// touches a pending tile (none when a warp-specialized loop's opening
+// barrier or an explicit one comes first), so independent copies (a
+// gather's row indices and their masks) share one barrier. Inside a loop or
+// a branch the barrier follows the copy.
 class Insert final : public IRMutator {
  public:
   explicit Insert(const Stmt& body) {
@@ -84,6 +90,29 @@ class Insert final : public IRMutator {
     } p;
     p.visit_stmt(body);
     producer_ = std::move(p.copies);
+  }
+
+  Stmt mutate(const Stmt& s) override {
+    if (!s.defined() || pending_.empty() || s.as<SeqNode>() || s.as<AllocateNode>())
+      return IRMutator::mutate(s);
+    if (s.as<BarrierNode>()) {
+      pending_.clear();
+      return IRMutator::mutate(s);
+    }
+    if (const ForNode* f = s.as<ForNode>()) {
+      const PipelinePlan* p = pipeline_plan(f);
+      if (p && p->form == PipelineForm::WarpSpecialized) {
+        pending_.clear();  // it opens with a block barrier
+        return IRMutator::mutate(s);
+      }
+    }
+    const LetStmtNode* l = s.as<LetStmtNode>();
+    const SharedAccess a = accesses(l ? EvaluateNode::make(l->value) : s);
+    bool touches = a.hidden;
+    for (const BufferNode* b : a.buffers) touches = touches || pending_.count(b);
+    if (!touches) return IRMutator::mutate(s);
+    pending_.clear();
+    return make_seq({BarrierNode::make(), IRMutator::mutate(s)});
   }
 
  protected:
@@ -114,8 +143,16 @@ class Insert final : public IRMutator {
     }
     const bool counted = op->for_kind == ForKind::Serial || op->for_kind == ForKind::Unrolled;
     depth_ += counted;
+    ++nested_;
     Stmt s = IRMutator::visit(op);
+    --nested_;
     depth_ -= counted;
+    return s;
+  }
+  Stmt visit(const IfThenElseNode* op) override {
+    ++nested_;
+    Stmt s = IRMutator::visit(op);
+    --nested_;
     return s;
   }
   Stmt visit(const CopyNode* op) override {
@@ -128,7 +165,10 @@ class Insert final : public IRMutator {
     std::vector<Stmt> seq;
     if (before) seq.push_back(BarrierNode::make());
     seq.push_back(Stmt(op));
-    seq.push_back(BarrierNode::make());
+    if (nested_ > 0)
+      seq.push_back(BarrierNode::make());
+    else
+      pending_.insert(op->dst.get());
     return make_seq(std::move(seq));
   }
 #define TF_TOUCH(Kind)                     \
@@ -147,7 +187,9 @@ class Insert final : public IRMutator {
   void touch(const SharedAccess& a) { touched_.insert(a.buffers.begin(), a.buffers.end()); }
   std::unordered_set<const CopyNode*> producer_;
   std::unordered_set<const BufferNode*> touched_;
-  int depth_ = 0;
+  std::unordered_set<const BufferNode*> pending_;  // written by sync copies, no barrier since
+  int depth_ = 0;   // serial / unrolled loops around
+  int nested_ = 0;  // any loop or branch around
 };
 
 // Finds the redundant barriers and each kept barrier's kind, walking

@@ -5,7 +5,9 @@
 //  - around a synchronous copy into shared memory (a copy that is not one
 //    of a pipelined loop's producer copies): one before it when earlier
 //    code touched its tile or a loop runs it again (readers of the old
-//    tile are done), one after it (its data is visible);
+//    tile are done), and one before the first later statement that touches
+//    the tile (its data is visible; right after it inside a loop or a
+//    branch), so independent copies share one;
 //  - before a staged epilogue (it reuses the shared memory from offset 0);
 // then gives every barrier its kind (`consumers` after a warp-specialized
 // loop, where only the MMA warpgroups run; `block_async` where the kernel

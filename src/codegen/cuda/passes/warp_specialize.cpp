@@ -21,16 +21,7 @@ Kernel warp_specialize(const Kernel& kernel, const passes::PassContext& context)
   if (!loop) {
     // A wgmma main loop the split cannot take: say so rather than fall
     // back silently.
-    struct Loops : IRVisitor {
-      std::vector<const ForNode*> out;
-      using IRVisitor::visit;
-      void visit(const ForNode* op) override {
-        if (op->for_kind == ForKind::Pipelined) out.push_back(op);
-        IRVisitor::visit(op);
-      }
-    } loops;
-    loops.visit_stmt(kernel.body);
-    for (const ForNode* f : loops.out)
+    for (const ForNode* f : pipelined_loops(kernel.body))
       if (wgmma_async_gemm(f, allocs))
         launch.notes.push_back(fmt::format(
             "wgmma main loop {} not warp-specialized: {}", f->var.name(),

@@ -1,11 +1,11 @@
 // Transfer rules of the modulus-remainder lattice. Notation: a = ma*k + ra,
 // b = mb*l + rb for unknown integers k, l; m == 0 means "exactly r".
 // Arithmetic is done in 128 bits, then cut back to the dtype (see reduce()).
-#include "passes/modulus_remainder.h"
+#include "analysis/modulus_remainder.h"
 
 #include <numeric>
 
-namespace tilefuse::passes {
+namespace tilefuse::analysis {
 
 namespace {
 
@@ -181,4 +181,4 @@ ModulusRemainder modulus_remainder(const tir::Expr& e, const ModulusRemainderSco
   return Analyzer(scope).get(e);
 }
 
-}  // namespace tilefuse::passes
+}  // namespace tilefuse::analysis

@@ -19,7 +19,7 @@
 
 #include "tir/ir.h"
 
-namespace tilefuse::passes {
+namespace tilefuse::analysis {
 
 struct ModulusRemainder {
   int64_t modulus = 1;
@@ -37,4 +37,4 @@ using ModulusRemainderScope = std::unordered_map<const tir::VarNode*, ModulusRem
 // The fact for an integer (or bool) expression; unknown for anything else.
 ModulusRemainder modulus_remainder(const tir::Expr& e, const ModulusRemainderScope& scope = {});
 
-}  // namespace tilefuse::passes
+}  // namespace tilefuse::analysis

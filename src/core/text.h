@@ -1,0 +1,34 @@
+// Small string and integer helpers every module uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tilefuse {
+
+// Printed IR on one line of a message: every run of spaces and newlines
+// becomes one space, and none lead or trail (a hoisted loop nest prints
+// over several lines, an expression ends in a newline).
+inline std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+// The smallest power of two >= v (1 for v <= 1).
+inline int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace tilefuse
