@@ -78,6 +78,17 @@ if has cases; then
     done
   done
   row "shared cases on the GPU (x2 plans)" "$pass passed, $fail failed"
+  # Symbolic dims on the GPU: one program at several token counts (the
+  # kernels take T and M as arguments), both plans, against the f64 oracle.
+  pass=0; fail=0
+  for m in 1 7 2048 5000; do
+    for plan in fused unfused; do
+      "$BIN/tilefuse" run "$ROOT/examples/symbolic/gather_mm_tokens.tfs" --shape "T=4096,M=$m" \
+        --device cuda --plan "$plan" --check -v > "$LOG/case-tokens-M$m-$plan.log" 2>&1
+      if [[ $? == 0 ]]; then pass=$((pass+1)); else fail=$((fail+1)); row "symbolic M=$m $plan" FAILED; fi
+    done
+  done
+  row "symbolic gather_mm_tokens (M=1,7,2048,5000 x2)" "$pass passed, $fail failed"
 fi
 
 if has vector; then
