@@ -123,9 +123,10 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     co.plan = plan;
     co.target = *target;
     co.lower = lower_for(options, plan);
+    co.lower.specialization = options.specialization;
     co.allow_tf32 = options.allow_tf32;  // CudaProgram passes it on to cuBLASLt
     co.cuda = options.cuda;
-    CompiledProgram compiled = compile(graph, co);
+    CompiledProgram compiled = compile(options.compile_graph ? *options.compile_graph : graph, co);
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;
     // The baseline at its best: the heuristic's top algorithms, timed, the
@@ -206,7 +207,8 @@ BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
     CompileOptions co;
     co.plan = plan;
     co.lower = lower_for(options, plan);
-    CompiledProgram compiled = compile(graph, co);
+    co.lower.specialization = options.specialization;
+    CompiledProgram compiled = compile(options.compile_graph ? *options.compile_graph : graph, co);
     ExecuteOptions xo;
     xo.num_threads = options.cpu_threads;
     BenchRow row;

@@ -53,6 +53,12 @@ struct BenchOptions {
   // (CompileOptions::allow_tf32) and in the cuBLASLt rows
   // (CUBLAS_COMPUTE_32F_FAST_TF32). The CPU executor stays exact.
   bool allow_tf32 = false;
+  // Symbolic dims: the kernels are compiled from `compile_graph` (the
+  // program's generic graph) for `specialization` (the inputs' binding,
+  // driver/specialize.h), while `graph` (the program bound to the inputs'
+  // sizes) gives the oracle, the FLOPs and the bytes. nullptr: `graph`.
+  const Graph* compile_graph = nullptr;
+  Specialization specialization;
   tir::CudaOptions cuda;  // the CUDA backend's switches for our plans
   // The cuBLASLt rows: how many of the heuristic's algorithms are timed (20
   // repeats each) before the row, the fastest kept.

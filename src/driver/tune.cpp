@@ -201,7 +201,11 @@ TuneDevice cpu_tune_device() {
 }
 
 TuneDevice cuda_tune_device() {
-  cuda::Device& dev = default_device();
+  return cuda_tune_device(0);
+}
+
+TuneDevice cuda_tune_device(int ordinal) {
+  cuda::Device& dev = cuda_device(ordinal);
   std::optional<tir::Target> t = tir::Target::parse(dev.arch());
   if (!t)
     throw UserError(
@@ -257,10 +261,18 @@ const KernelStep* largest_gemm_step(const Plan& plan) {
   return best;
 }
 
-std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
+std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step_in,
                                           const tir::Target& target, int64_t max_shared_bytes,
-                                          PlanKind plan, const tir::CudaOptions& cuda) {
-  const GemmConfig def = default_gemm_config(graph, step, target.has_wgmma());
+                                          PlanKind plan, const tir::CudaOptions& cuda,
+                                          const Specialization* specialization) {
+  const Specialization spec = specialization ? *specialization : Specialization{};
+  const DimEnv env(graph, spec);
+  const GemmConfig def = default_gemm_config(env, step_in, target.has_wgmma());
+  // The sizes the space is capped at: symbolic dims at their hints.
+  KernelStep step = step_in;
+  step.gemm.m = env.hint(step.gemm.m, step.gemm.m_symbol);
+  step.gemm.n = env.hint(step.gemm.n, step.gemm.n_symbol);
+  step.gemm.k = env.hint(step.gemm.k, step.gemm.k_symbol);
   std::vector<GemmConfig> out{def};
   auto add = [&](const GemmConfig& c) {
     for (const GemmConfig& o : out)
@@ -300,7 +312,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // one (the warps shrunk to the warp tiles the tile has) is a duplicate.
   const int acc_limit = 128;  // accumulator registers a thread (f64: two each)
   std::set<uint64_t> kernels;
-  kernels.insert(config_cost(graph, plan, def, target, cuda, 0, INT32_MAX).fingerprint);
+  kernels.insert(config_cost(graph, plan, def, target, cuda, 0, INT32_MAX, spec).fingerprint);
   for (int bm : bms) {
     for (int bn : bns) {
       if (std::max(bm, bn) > 2 * std::min(bm, bn)) continue;  // at most 2:1
@@ -323,7 +335,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
             for (const GemmConfig& o : out) known = known || same_config(o, c);
             if (known) continue;
             const ConfigCost cost =
-                config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit);
+                config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
             if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
             add(c);
           }
@@ -392,7 +404,7 @@ std::string TunedChoice::summary() const {
 }
 
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32,
-                            const tir::CudaOptions& cuda) {
+                            const tir::CudaOptions& cuda, const std::vector<int64_t>& buckets) {
   cache::TuningKey key;
   key.program = graph.to_string();
   for (ValueId p : graph.parameters()) {
@@ -405,6 +417,22 @@ cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool a
   const std::string options = codegen.key();
   key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "") +
               (options.empty() ? "" : " cuda:" + options);
+  if (!graph.symbols().empty()) {
+    // Per size bucket: the program's text is its generic graph's (the same
+    // for every binding but for the values in its `symbols` line and what
+    // derives from them), so the bucket is the key, not the graph's values.
+    TF_CHECK(buckets.size() == graph.symbols().size(),
+             "a tuning key of a program with symbolic dims needs a bucket per symbol");
+    key.program = key.program.substr(key.program.find('\n') + 1);  // drop "symbols ..."
+    key.extra += " buckets";
+    for (size_t s = 0; s < buckets.size(); ++s)
+      key.extra += fmt::format(" {}={}", graph.symbols()[s].name, buckets[s]);
+    for (size_t i = 0; i < graph.parameters().size(); ++i) {
+      const Node& n = graph.node(graph.parameters()[i]);
+      for (size_t d = 0; d < n.shape.size(); ++d)
+        if (n.symbol(d) != kFixedDim) key.shapes[i][d] = buckets[n.symbol(d)];
+    }
+  }
   return key;
 }
 
@@ -496,10 +524,12 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
 }
 
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
-                                         bool allow_tf32, const tir::CudaOptions& cuda) {
-  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+                                         bool allow_tf32, const tir::CudaOptions& cuda,
+                                         const std::vector<int64_t>& buckets,
+                                         const std::string& cache_root) {
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache({}, cache_root);
   if (!tc) return std::nullopt;
-  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, cuda).material());
+  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, cuda, buckets).material());
   if (!v) return std::nullopt;
   return choice_from_json(*v);
 }
@@ -510,12 +540,15 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   TuneResult result;
   std::optional<cache::TuningCache> tc;
   if (options.use_cache)
-    tc = cache::default_tuning_cache([](const std::string& message) {
-      std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
-                   message.c_str());
-    });
+    tc = cache::default_tuning_cache(
+        [](const std::string& message) {
+          std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
+                       message.c_str());
+        },
+        options.cache_root);
   const std::string material =
-      tuning_key(graph, device, options.allow_tf32, options.cuda).material();
+      tuning_key(graph, device, options.allow_tf32, options.cuda,
+                 options.specialization.size_hints).material();
   if (tc && !options.retune) {
     if (std::optional<json> v = tc->get(material)) {
       if (std::optional<TunedChoice> c = choice_from_json(*v)) {
@@ -548,7 +581,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     const int64_t smem = device.max_shared_bytes > 0 ? device.max_shared_bytes
                                                      : default_max_shared_bytes(device.target);
     for (const GemmConfig& c :
-         gemm_config_space(graph, *step, device.target, smem, kind, options.cuda)) {
+         gemm_config_space(graph, *step, device.target, smem, kind, options.cuda,
+                           &options.specialization)) {
       Slot s;
       s.cand.plan = kind;
       s.cand.config = c;
@@ -568,6 +602,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.plan = s.cand.plan;
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
+      co.lower.specialization = options.specialization;
       co.allow_tf32 = options.allow_tf32;
       co.cuda = options.cuda;
       s.compiled = std::make_shared<CompiledProgram>(compile(graph, co));
@@ -608,7 +643,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     parallel_for(sources.size(), threads, [&](size_t i) {
       Source& src = sources[i];
       try {
-        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache);
+        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache,
+                                   options.cache_root);
       } catch (const std::exception& e) {
         src.error = std::string("NVRTC: ") + e.what();
       }
@@ -644,7 +680,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // The same for a candidate of our kernels (GPU or CPU).
   auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs) {
     if (gpu) {
-      CudaProgram prog(*s.compiled, *dev);
+      CudaProgramOptions po;
+      po.cache_root = options.cache_root;
+      CudaProgram prog(*s.compiled, *dev, po);
       time_program(prog, s.cand, repeats, outputs);
     } else {
       ExecuteOptions xo;
@@ -756,6 +794,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     choice.cublaslt_note = "not a candidate: cuBLASLt unavailable: " + why;
   } else {
     CudaProgramOptions po;
+    po.cache_root = options.cache_root;
     po.cublaslt_gemms = true;  // f32 on TF32 only when compiled with allow_tf32
     std::unique_ptr<CudaProgram> prog;
     try {
@@ -818,11 +857,16 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   return result;
 }
 
-json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32) {
+json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32,
+                    const std::vector<int64_t>& buckets) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
   json none = {{"tuned", false}};
+  if (!graph.symbols().empty() && buckets.size() != graph.symbols().size())
+    return {{"tuned", false},
+            {"note", "the program has symbolic dims: tunings are kept per size bucket (give "
+                     "the sizes to see one)"}};
   if (!tc) return none;
-  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32);
+  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32, {}, buckets);
   std::optional<TunedChoice> found;
   const std::optional<tir::Target> target = tir::Target::parse(device);
   const bool exact = !device.empty() && (!target || !target->is_cuda());

@@ -81,6 +81,9 @@ TuneDevice cpu_tune_device();
 // The GPU (default_device(): its name, its target, its opt-in shared memory
 // limit). Throws UserError without a usable GPU or for one older than sm_80.
 TuneDevice cuda_tune_device();
+// The same for GPU `ordinal` (a tuning made on device 0 serves another of
+// the same model: the key names the GPU and its target, not the ordinal).
+TuneDevice cuda_tune_device(int ordinal);
 
 // The opt-in shared memory per block of a CUDA target when no device can be
 // asked: 227 KiB for sm_90+, 163 KiB for sm_80 / sm_87, 99 KiB for the other
@@ -113,10 +116,14 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 //
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
+//
+// With a specialization (a graph with symbolic dims), the sizes are its
+// size hints (specialization.h) and the default its heuristic config.
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
                                           const tir::Target& target, int64_t max_shared_bytes,
                                           PlanKind plan = PlanKind::kFused,
-                                          const tir::CudaOptions& cuda = {});
+                                          const tir::CudaOptions& cuda = {},
+                                          const Specialization* specialization = nullptr);
 
 // The GEMM step the space is built for: the plan's largest GEMM (by
 // batch*M*N*K), or nullptr when it has none.
@@ -142,6 +149,13 @@ struct TuneOptions {
   int final_repeats = 100;  // ... with this many repeats (GPU only)
   bool flush_l2 = true;     // flush the L2 (host caches on the CPU) before each timed run
   int cpu_threads = 0;      // CPU executor threads (0: all)
+  // What the candidates are compiled for: a graph with symbolic dims is
+  // tuned for the inputs' binding, and kept per size bucket (its size_hints;
+  // tuning_key).
+  Specialization specialization;
+  // The cache root (the tuning and kernel caches under it); "" for
+  // default_cache_root().
+  std::string cache_root;
   // A `\r`-updated line on stderr while tuning runs past 1 s, when stderr is
   // a terminal: "tuning NAME: 12/36 candidates, best 41.2 us (fused 128x128x64/3/8)".
   bool progress = true;
@@ -213,9 +227,12 @@ struct TuneResult {
 // (Graph::to_string), the parameters' shapes and dtypes, device.key(), the
 // tilefuse version and the entry format (followed by " allow_tf32" for a
 // tuning with TuneOptions::allow_tf32, and by the CUDA options that differ
-// from the defaults, tir::CudaOptions::key()).
+// from the defaults, tir::CudaOptions::key()). With symbolic dims, a tuning
+// is per size bucket: `buckets` (one per symbol, size_bucket of its value)
+// stand for the symbols in the shapes and follow in `extra` (" buckets T=2048").
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device,
-                            bool allow_tf32 = false, const tir::CudaOptions& cuda = {});
+                            bool allow_tf32 = false, const tir::CudaOptions& cuda = {},
+                            const std::vector<int64_t>& buckets = {});
 
 // Parses a cached value; nullopt when anything is missing or malformed.
 std::optional<TunedChoice> choice_from_json(const nlohmann::json& value);
@@ -225,7 +242,9 @@ nlohmann::json choice_to_json(const TunedChoice& choice);
 // one, or caching disabled).
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
                                          bool allow_tf32 = false,
-                                         const tir::CudaOptions& cuda = {});
+                                         const tir::CudaOptions& cuda = {},
+                                         const std::vector<int64_t>& buckets = {},
+                                         const std::string& cache_root = "");
 
 // Tunes `graph` on options.device with `inputs` (one per parameter) as
 // described at the top of this file; with a cached choice (and neither
@@ -250,8 +269,10 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
 // found by reading the cache directory, so explain needs no GPU), or "" (the
 // newest tuning on any device).
 // With allow_tf32, the tunings made with TuneOptions::allow_tf32.
+// With symbolic dims, the tuning of the size bucket `buckets`; without
+// buckets, {"tuned": false, "note": ...} saying tunings are per bucket.
 nlohmann::json tuning_account(const Graph& graph, const std::string& device,
-                              bool allow_tf32 = false);
+                              bool allow_tf32 = false, const std::vector<int64_t>& buckets = {});
 
 // tuning_account's object as one line for `explain`'s text:
 //   "tuning (NVIDIA H200 sm_90a, 2026-11-30T05:00:00Z): fused 128x128x64/3/8 won,

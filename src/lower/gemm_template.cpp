@@ -16,11 +16,9 @@ using tir::MemScope;
 using tir::Var;
 
 
-// tile * block + i, in the index dtype of a dim of `size` elements.
-Expr tile_index(const Expr& tile, int block, const Var& i, int64_t size) {
-  if (index_dtype(size) == DType::I64)
-    return tir::cast(DType::I64, tile) * block + tir::cast(DType::I64, i);
-  return tile * block + i;
+// tile * block + i, in index dtype `dt` (the tile and i converted first).
+Expr tile_index(const Expr& tile, int block, const Var& i, DType dt) {
+  return DimEnv::as(dt, tile) * block + DimEnv::as(dt, i);
 }
 
 }  // namespace
@@ -36,54 +34,77 @@ bool can_use_gemm(const Graph& graph, const KernelStep& step) {
 }
 
 GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma) {
+  return default_gemm_config(DimEnv(graph, {}), step, wgmma);
+}
+
+GemmConfig default_gemm_config(const DimEnv& env, const KernelStep& step, bool wgmma) {
   const GemmGeometry& g = step.gemm;
+  const int64_t m = env.hint(g.m, g.m_symbol), n = env.hint(g.n, g.n_symbol),
+                k = env.hint(g.k, g.k_symbol);
   GemmConfig c;
-  c.block_m = static_cast<int>(std::clamp<int64_t>(next_pow2(g.m), 16, 128));
-  c.block_n = static_cast<int>(std::clamp<int64_t>(next_pow2(g.n), 16, 128));
+  c.block_m = static_cast<int>(std::clamp<int64_t>(next_pow2(m), 16, 128));
+  c.block_n = static_cast<int>(std::clamp<int64_t>(next_pow2(n), 16, 128));
   // 64 only where the rows are whole 16-byte vectors (K and N multiples of
   // 8): else the copies go element by element through registers, and 64
   // elements per thread per stage spill (measured with ptxas: 255 registers
-  // and ~400 spilled bytes for K = 1001).
-  const int64_t elem = dtype_size(graph.node(step.a.operand).dtype);
-  const bool wide_k = wgmma && elem == 2 && g.k * elem % 16 == 0 && g.n * elem % 16 == 0;
-  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, wide_k ? 64 : 32));
-  c.num_stages = static_cast<int>(std::clamp<int64_t>(ceil_div(g.k, c.block_k), 1, 3));
+  // and ~400 spilled bytes for K = 1001). A symbolic K or N counts only when
+  // it is known to be a multiple of 16.
+  const int64_t elem = dtype_size(env.graph().node(step.a.operand).dtype);
+  auto rows_of_16_bytes = [&](int64_t size, SymbolId s) {
+    return s == kFixedDim ? size * elem % 16 == 0 : env.divisible_by_16(size, s);
+  };
+  const bool wide_k =
+      wgmma && elem == 2 && rows_of_16_bytes(g.k, g.k_symbol) && rows_of_16_bytes(g.n, g.n_symbol);
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(k), 16, wide_k ? 64 : 32));
+  c.num_stages = static_cast<int>(std::clamp<int64_t>(ceil_div(k, c.block_k), 1, 3));
   c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
   c.group_m = 8;
   return c;
 }
 
-GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step) {
+GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
   const GemmGeometry& g = step.gemm;
   constexpr int64_t kMaxTile = 512, kMinTile = 64, kMinTiles = 16;
   GemmConfig c;
-  int64_t bm = std::clamp<int64_t>(next_pow2(g.m), 16, kMaxTile);
-  int64_t bn = std::clamp<int64_t>(next_pow2(g.n), 16, kMaxTile);
+  // A symbolic dim counts as its size hint (the kernels must not depend on
+  // the graph's generic values).
+  const int64_t m = env.hint(g.m, g.m_symbol), n = env.hint(g.n, g.n_symbol),
+                k = env.hint(g.k, g.k_symbol);
+  int64_t bm = std::clamp<int64_t>(next_pow2(m), 16, kMaxTile);
+  int64_t bn = std::clamp<int64_t>(next_pow2(n), 16, kMaxTile);
   // Enough program instances to spread over a machine's threads (a tile's
   // work is one thread's): halve the larger side while there are fewer
   // than kMinTiles and it stays at least kMinTile.
-  const int64_t batch = std::max<int64_t>(1, shape_numel(g.batch));
-  while (batch * ceil_div(g.m, bm) * ceil_div(g.n, bn) < kMinTiles &&
+  int64_t batch = 1;
+  for (size_t d = 0; d < g.batch.size(); ++d)
+    batch *= std::max<int64_t>(
+        1, env.hint(g.batch[d], d < g.batch_symbols.size() ? g.batch_symbols[d] : kFixedDim));
+  while (batch * ceil_div(m, bm) * ceil_div(n, bn) < kMinTiles &&
          std::max(bm, bn) / 2 >= kMinTile) {
     (bm >= bn ? bm : bn) /= 2;
   }
   c.block_m = static_cast<int>(bm);
   c.block_n = static_cast<int>(bn);
-  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, kMaxTile));
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(k), 16, kMaxTile));
   c.num_stages = 1;
   c.num_warps = 4;
   c.group_m = 8;
   return c;
 }
 
-tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelSignature& sig,
+tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config) {
+  const Graph& graph = env.graph();
   TF_CHECK(can_use_gemm(graph, step), "build_gemm: not a GEMM step with one operand dtype");
   const GemmGeometry& geo = step.gemm;
   const DType dtype = graph.node(step.a.operand).dtype;
   const DType acc = accumulator_dtype(dtype);
   const int bm = config.block_m, bn = config.block_n, bk = config.block_k;
-  const int64_t M = geo.m, N = geo.n, K = geo.k;
+  // The sizes (constants or symbol vars) and the index dtype of each dim.
+  const Expr M = env.size(geo.m, geo.m_symbol), N = env.size(geo.n, geo.n_symbol),
+             K = env.size(geo.k, geo.k_symbol);
+  const DType m_dt = env.index_dtype_of(M), n_dt = env.index_dtype_of(N),
+              k_dt = env.index_dtype_of(K);
 
   tir::KernelBuilder b(step.name);
   declare_buffers(b, sig);
@@ -94,15 +115,36 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
   b.set_attr("num_warps", int64_t{config.num_warps});
   b.set_attr("GROUP_M", int64_t{config.group_m});
 
-  const int64_t batch = shape_numel(geo.batch);
   std::vector<Expr> lead;  // the batch index, when batched
-  if (!geo.batch.empty()) lead.push_back(b.program_id("pid_b", index_const(batch, batch)));
-  const int64_t num_pid_m = ceil_div(M, bm), num_pid_n = ceil_div(N, bn);
-  const int64_t num_pid = num_pid_m * num_pid_n;
-  Var pid = b.program_id("pid", index_const(num_pid, num_pid));
+  if (!geo.batch.empty()) {
+    Node batch;  // the batch dims as a node, for their product
+    batch.shape = geo.batch;
+    batch.dim_symbols = geo.batch_symbols;
+    lead.push_back(b.program_id("pid_b", env.product(batch, 0, geo.batch.size())));
+  }
+  // The numbers of tiles: constants, or expressions of the symbols, in one
+  // index dtype (the wider of the two).
+  Expr num_pid_m = ceil_div(M, bm), num_pid_n = ceil_div(N, bn);
+  const DType grid_dt = env.index_dtype_of(num_pid_m * num_pid_n) == DType::I64 ||
+                                num_pid_m.dtype() == DType::I64 || num_pid_n.dtype() == DType::I64
+                            ? DType::I64
+                            : DType::I32;
+  num_pid_m = DimEnv::as(grid_dt, num_pid_m);
+  num_pid_n = DimEnv::as(grid_dt, num_pid_n);
+  Expr num_pid = num_pid_m * num_pid_n;
+  if (tir::as_const_int(num_pid_m) && tir::as_const_int(num_pid_n)) {
+    const int64_t c = *tir::as_const_int(num_pid_m) * *tir::as_const_int(num_pid_n);
+    num_pid = index_const(c, c);
+    num_pid_m = DimEnv::as(num_pid.dtype(), num_pid_m);
+    num_pid_n = DimEnv::as(num_pid.dtype(), num_pid_n);
+  }
+  Var pid = b.program_id("pid", num_pid);
 
-  // Group-M ordering (the numbers of tiles are constants of the kernel).
-  const int64_t in_group = std::max<int64_t>(1, config.group_m * num_pid_n);
+  // Group-M ordering: GROUP_M row tiles share a column tile.
+  Expr in_group = num_pid_n * config.group_m;
+  // (With N = 0 the grid is empty: no instance divides by it.)
+  if (const int64_t* c = tir::as_const_int(num_pid_n))
+    in_group = const_like(pid, std::max<int64_t>(1, config.group_m * *c));
   Var group_id = b.let("group_id", pid / in_group);
   Var first_pid_m = b.let("first_pid_m", group_id * config.group_m);
   Var group_size_m =
@@ -114,32 +156,38 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
   Buffer b_s = b.alloc("B_s", MemScope::Shared, dtype, {bk, bn});
   Buffer c_f = b.alloc("C_f", MemScope::Fragment, acc, {bm, bn});
   b.fill(c_f, tir::make_const(acc, 0));
-  b.pipelined("k", index_const(ceil_div(K, bk), K), config.num_stages, [&](Var k) {
+  // The K loop's trip count in K's index dtype.
+  Expr k_tiles = ceil_div(K, bk);
+  if (const int64_t* c = tir::as_const_int(K)) k_tiles = index_const(ceil_div(*c, bk), *c);
+  b.pipelined("k", DimEnv::as(k_dt, k_tiles), config.num_stages, [&](Var k) {
     b.copy(a_s,
            [&](const std::vector<Var>& ij) {
-             Expr m = tile_index(pid_m, bm, ij[0], M), kk = tile_index(k, bk, ij[1], K);
+             Expr m = tile_index(pid_m, bm, ij[0], m_dt), kk = tile_index(k, bk, ij[1], k_dt);
              std::vector<Expr> idx = lead;
              idx.insert(idx.end(), {m, kk});
-             return b.load_input("A", idx, dtype, m < M && kk < K);
+             return b.load_input("A", idx, dtype,
+                                 m < DimEnv::as(m_dt, M) && kk < DimEnv::as(k_dt, K));
            },
            {"i", "j"});
     b.copy(b_s,
            [&](const std::vector<Var>& ij) {
-             Expr kk = tile_index(k, bk, ij[0], K), n = tile_index(pid_n, bn, ij[1], N);
+             Expr kk = tile_index(k, bk, ij[0], k_dt), n = tile_index(pid_n, bn, ij[1], n_dt);
              std::vector<Expr> idx = lead;
              idx.insert(idx.end(), {kk, n});
-             return b.load_input("B", idx, dtype, kk < K && n < N);
+             return b.load_input("B", idx, dtype,
+                                 kk < DimEnv::as(k_dt, K) && n < DimEnv::as(n_dt, N));
            },
            {"i", "j"});
     b.gemm(a_s, b_s, c_f);
   });
   b.parallel("i", bm, [&](Var i) {
     b.parallel("j", bn, [&](Var j) {
-      Var m = b.let("m", tile_index(pid_m, bm, i, M));
-      Var n = b.let("n", tile_index(pid_n, bn, j, N));
+      Var m = b.let("m", tile_index(pid_m, bm, i, m_dt));
+      Var n = b.let("n", tile_index(pid_n, bn, j, n_dt));
       std::vector<Expr> idx = lead;
       idx.insert(idx.end(), {m, n});
-      b.store_output("C", idx, tir::load(c_f, {i, j}), m < M && n < N);
+      b.store_output("C", idx, tir::load(c_f, {i, j}),
+                     m < DimEnv::as(m_dt, M) && n < DimEnv::as(n_dt, N));
     });
   });
   return b.build();

@@ -15,7 +15,10 @@
 //             "out"  the store.
 // Kernel params: one global buffer per value the step reads (increasing
 // ValueId: parameters with their layout, earlier steps' outputs contiguous),
-// then the output (contiguous). `bindings` names the value of each param.
+// then the output (contiguous); `bindings` names the value of each. Then,
+// in a graph with symbolic dims or run-time strides, the scalar params
+// (specialization.h): every symbol of the graph, then the run-time strides
+// of the parameters the step reads; `scalars` says what each binds.
 // The kernels are verified (no hooks left) unless options say otherwise.
 #pragma once
 
@@ -25,6 +28,7 @@
 #include "graph/graph.h"
 #include "lower/gemm_template.h"
 #include "lower/pointwise_template.h"
+#include "lower/specialization.h"
 #include "schedule/plan.h"
 #include "tir/ir.h"
 
@@ -42,13 +46,25 @@ struct LowerOptions {
   // default_cpu_gemm_config's (large tiles, long K steps).
   bool cpu = false;
   bool verify = true;
+  // What the kernels are specialized on (symbols' divisibility, the index
+  // width, parameter layouts, size hints); the default: contiguous 16-byte
+  // aligned parameters and i32 index math over symbols.
+  Specialization specialization;
+};
+
+// What a kernel's scalar param binds.
+struct ScalarBinding {
+  SymbolId symbol = kFixedDim;  // the value of this symbol, or else:
+  ValueId param = -1;           // the stride (elements) of dim `dim` of this parameter
+  int dim = -1;
 };
 
 struct LoweredKernel {
   tir::Kernel kernel;  // after inline_hooks
   int step_index = -1;
   KernelStep step;
-  std::vector<ValueId> bindings;          // the graph value of each kernel param, in order
+  std::vector<ValueId> bindings;          // the graph value of each buffer param, in order
+  std::vector<ScalarBinding> scalars;     // what each scalar param (after the buffers) binds
   std::optional<GemmConfig> gemm_config;  // a GEMM step's config
   std::optional<PointwiseConfig> pointwise_config;  // a pointwise step's config
 };

@@ -19,8 +19,7 @@ void Printer::emit_persistent() {
   const PipelinePlan& plan = std::get<PipelinePlan>(loop->plan);
   const PipelinedBody body = split_pipelined_body(loop);
   if (nonneg_.holds(loop->min)) nonneg_.vars.insert(loop->var.get());
-  int64_t tiles = 1;
-  for (const GridDim& g : k_.grid) tiles *= const_of(g.extent, "a grid extent");
+  const std::string tiles = grid_size();
   // The shared buffers are where the plan put them, for every tile.
   for (const RoleItem& it : *roles)
     if (it.kind == RoleItem::Kind::kAlloc && it.alloc->buffer.scope() == MemScope::Shared)

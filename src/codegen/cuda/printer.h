@@ -114,6 +114,12 @@ class Printer {
   void emit_persistent();
   // The program ids of the grid from a linear index (`blockIdx.x`, or a
   // persistent kernel's tile).
+  // The grid extents as CUDA expressions (numbers when constant, an
+  // expression over scalar params for a symbolic dim), and their product.
+  std::vector<std::string> grid_extents();
+  std::string grid_size();
+  // The program ids from a linear block index `linear`: div/mod of the
+  // extents after each.
   void emit_grid_vars(const std::string& linear);
   // The declaration line of a shared or fragment buffer (not its body).
   void emit_alloc_decl(const tir::AllocateNode* op);
