@@ -13,7 +13,8 @@ This script times the Triton kernel on both: DIR's index as it is, and the same 
 With --sorted-out it also writes DIR2/idx.npy, the sorted index, for
 `tilefuse bench PROG --input idx=DIR2/idx.npy`, so both tools are timed on both indices.
 
-One JSON line per index: {"index": "as_given"|"sorted", "us", "tflops", "relerr", "gbps"} where
+One JSON line per index: {"index": "as_given"|"sorted", "us", "tflops", "relerr", "gbps", "config"}
+(config: the autotuner's pick) where
 gbps counts the bytes the program must move (each gathered row once, the index, w and the output
 once), as tilefuse bench does. Timing: triton.testing.do_bench, median (L2 flushed).
 """
@@ -35,9 +36,12 @@ def main():
     import torch
     from triton.testing import do_bench
 
-    src = open(os.path.join(args.peers, "triton_gather_mm.py")).read().split("dt, n, hoist =")[0]
+    # The kernel's definition without the file's own driver at its end; compiled under the
+    # file's real path, where Triton's @jit reads the source back (inspect.getsourcelines).
+    path = os.path.abspath(os.path.join(args.peers, "triton_gather_mm.py"))
+    src = open(path).read().split("dt, n, hoist =")[0]
     g = {}
-    exec(compile(src, "triton_gather_mm.py", "exec"), g)
+    exec(compile(src, path, "exec"), g)
     x = torch.from_numpy(np.load(os.path.join(args.dir, "x.npy"))).cuda()
     w = torch.from_numpy(np.load(os.path.join(args.dir, "w.npy"))).cuda()
     idx = torch.from_numpy(np.load(os.path.join(args.dir, "idx.npy")).astype(np.int64)).cuda()
@@ -56,7 +60,8 @@ def main():
         ms = do_bench(lambda: g["run"](x, ix, w, True), warmup=50, rep=300, return_mode="median")
         print(json.dumps({"index": name, "M": M, "K": K, "N": N, "us": round(ms * 1e3, 2),
                           "tflops": round(2 * M * N * K / (ms * 1e-3) / 1e12, 1), "relerr": rel,
-                          "gbps": round(must_move / (ms * 1e-3) / 1e9, 1)}), flush=True)
+                          "gbps": round(must_move / (ms * 1e-3) / 1e9, 1),
+                          "config": str(g["gather_mm"].best_config)}), flush=True)
     return 0
 
 
