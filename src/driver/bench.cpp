@@ -45,8 +45,7 @@ void finish(BenchRow& row, const cuda::Timing& t, const BenchReport& r) {
 }
 
 bool is_view_kind(OpKind k) {
-  return k == OpKind::Slice || k == OpKind::Permute || k == OpKind::Expand ||
-         k == OpKind::Select;
+  return k == OpKind::Slice || k == OpKind::Permute || k == OpKind::Expand || k == OpKind::Select;
 }
 
 // (user, operand slot) of every node input, per value.

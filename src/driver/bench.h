@@ -105,7 +105,7 @@ double gemm_flops(const Graph& graph);
 //     is gathered, since a kernel cannot know that a later row repeats it
 //     (for an index with more rows than the table this exceeds the table);
 //   - any other input (weights, index tensors, an input also used directly):
-//     its full size once;
+//     its full size once (an input nothing uses: nothing);
 //   - each graph output: its full size once (written; an output that is also
 //     an input, returned unchanged, still counts: the runtime copies it).
 // Intermediate values count nothing: the fused ideal keeps them on chip.

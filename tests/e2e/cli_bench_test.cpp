@@ -109,9 +109,10 @@ TEST(Bench, TimesTheGivenInputs) {
                     "--save-inputs " + first)
                 .exit_code,
             0);
-  auto r = run_cli("bench " + prog + " --device cpu --repeats 1 --warmup 0 --seed 7 --input x=" +
-                   first + "/x.npy --input idx=" + first + "/idx.npy --input y=" + first +
-                   "/y.npy --save-inputs " + second);
+  auto r =
+      run_cli("bench " + prog + " --device cpu --repeats 1 --warmup 0 --seed 7 --input x=" + first +
+              "/x.npy --input idx=" + first + "/idx.npy --input y=" + first +
+              "/y.npy --save-inputs " + second);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto bytes = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);

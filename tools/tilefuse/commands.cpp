@@ -630,9 +630,10 @@ int bench_command(const BenchOptions& options) {
         r.min_bytes / 1e6, bo.repeats, bo.warmup,
         gpu ? "L2 flushed before each" : "wall time, caches flushed before each");
     if (r.copy_gbps > 0)
-      std::printf("device copy: %.0f GB/s (a %zu MiB device-to-device copy, read + written, timed "
-                  "the same way)\n",
-                  r.copy_gbps, bo.copy_bytes >> 20);
+      std::printf(
+          "device copy: %.0f GB/s (a %zu MiB device-to-device copy, read + written, timed "
+          "the same way)\n",
+          r.copy_gbps, bo.copy_bytes >> 20);
     else if (gpu)
       std::printf("device copy: %s\n", r.copy_note.c_str());
     std::printf("%-20s %11s %11s %9s %9s %7s %10s\n", "plan", "median us", "min us", "TFLOP/s",

@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
       "after --warmup, L2 flushed before each; prints time, TFLOP/s, GB/s of the bytes the "
       "program must move (each gathered row read once, each output written once, the other "
       "inputs once), on the GPU that rate's share of the device's copy bandwidth (a 1 GiB "
-      "device-to-device copy timed in the same call), and the error against the f64 oracle. On the GPU the plans run with their tuned configs (the "
+      "device-to-device copy timed in the same call), and the error against the f64 oracle. On the "
+      "GPU the plans run with their tuned configs (the "
       "cached tuning, else one now) and the row `chosen` is the tuned winner.");
   bench_cmd->add_option("program", bench.program, "The .tfs program")->required();
   bench_cmd->add_option("--device", bench.device, "auto, cpu or cuda")

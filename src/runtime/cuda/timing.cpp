@@ -192,7 +192,9 @@ CopyBandwidth measure_copy_bandwidth(const Device& device, std::size_t bytes,
   r.bytes = bytes;
   r.timing = time_on_device(
       device,
-      [&] { check_cuda(device.libs(), copy(dst.ptr(), src.ptr(), bytes, nullptr), "cuMemcpyDtoDAsync"); },
+      [&] {
+        check_cuda(device.libs(), copy(dst.ptr(), src.ptr(), bytes, nullptr), "cuMemcpyDtoDAsync");
+      },
       options);
   if (r.timing.median_ms > 0)
     r.gbps = 2.0 * static_cast<double>(bytes) / (r.timing.median_ms * 1e-3) / 1e9;
