@@ -343,7 +343,55 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       }
     }
   }
+  // Bandwidth-bound GEMMs (issue 12, item 3): with K and N of at most 256 a
+  // gathered row of K elements feeds at most 256 outputs, so the bytes, not
+  // the tensor cores, bound the kernel (pointcloud_gather: 1M rows, K = 96,
+  // N = 128; ncu on the H200 found no unit busier than 60% in the tuned
+  // kernel: latency, too little in flight). Tiles that move each gathered
+  // row once and keep more in flight: the whole N in one tile (no row
+  // gathered twice); BLOCK_M 64 to 256; the whole K in one stage (BLOCK_K =
+  // K rounded up to a power of two, at most 128; past 128 two stages of
+  // 128); twice the warps of the rule above (more of each block's loads and
+  // stores in flight). The compiler prunes them like the others; the
+  // tuner's timing decides.
+  if (bandwidth_bound_gemm(g)) {
+    const int bn = cap_tile(g.n, 256);
+    const int whole_k = cap_tile(g.k, 128);
+    const int whole_k_stages = static_cast<int>((g.k + whole_k - 1) / whole_k);
+    auto try_add = [&](int bm, int bk, int stages, int warps) {
+      if (bm * bn / (warps * 32) < 16) return;  // at least 16 outputs a thread
+      GemmConfig c;
+      c.block_m = bm, c.block_n = bn, c.block_k = bk;
+      c.num_stages = stages;
+      c.num_warps = warps;
+      c.group_m = 8;
+      for (const GemmConfig& o : out)
+        if (same_config(o, c)) return;
+      const ConfigCost cost =
+          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit);
+      if (!cost.feasible || !kernels.insert(cost.fingerprint).second) return;
+      add(c);
+    };
+    for (int bm0 : {64, 128, 256}) {
+      const int bm = cap_tile(g.m, bm0);
+      const int warps = bm * bn <= 64 * 128 ? 4 : 8;  // the rule above
+      // The whole K in one stage.
+      for (int w : {warps, 2 * warps}) try_add(bm, whole_k, whole_k_stages, w);
+      // The K tiles above with twice the warps.
+      if (bm0 > 128) continue;
+      for (const auto& [bk0, stage_list] : k_options) {
+        const int bk = cap_tile(g.k, bk0);
+        const int64_t k_tiles = std::max<int64_t>(1, (g.k + bk - 1) / bk);
+        try_add(bm, bk, static_cast<int>(std::min<int64_t>(stage_list.front() + 1, k_tiles)),
+                2 * warps);
+      }
+    }
+  }
   return out;
+}
+
+bool bandwidth_bound_gemm(const GemmGeometry& g) {
+  return g.k <= 256 && g.n <= 256;
 }
 
 LowerOptions TunedChoice::lower_for(PlanKind p) const {

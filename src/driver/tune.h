@@ -114,6 +114,15 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 // has). The default is kept even when a rule would drop it (it is what runs
 // without tuning).
 //
+// Bandwidth-bound GEMMs (bandwidth_bound_gemm: K and N at most 256) also
+// get tiles that move each gathered row once: BLOCK_N the whole N (next
+// power of two, at most 256); BLOCK_M 64, 128 and 256 capped at the
+// problem; the whole K in one stage (next power of two, at most 128; two
+// stages of 128 past 128) with the warps above and twice them; for BLOCK_M
+// up to 128 also the K tiles above (the larger stage count, capped at the K
+// tiles) with twice the warps; at least 16 outputs a thread; pruned and
+// deduplicated the same way.
+//
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
 //
@@ -124,6 +133,11 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
                                           PlanKind plan = PlanKind::kFused,
                                           const tir::CudaOptions& cuda = {},
                                           const Specialization* specialization = nullptr);
+
+// True when K and N are both at most 256 (issue 12: sparse convolution, GNN
+// messages, embedding bags): such a GEMM does at most 2*256 flops a byte of
+// a gathered 16-bit row and is bound by memory, not the tensor cores.
+bool bandwidth_bound_gemm(const GemmGeometry& g);
 
 // The GEMM step the space is built for: the plan's largest GEMM (by
 // batch*M*N*K), or nullptr when it has none.

@@ -62,6 +62,10 @@ GemmConfig default_gemm_config(const DimEnv& env, const KernelStep& step, bool w
   return c;
 }
 
+GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step) {
+  return default_cpu_gemm_config(DimEnv(graph, {}), step);
+}
+
 GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
   const GemmGeometry& g = step.gemm;
   constexpr int64_t kMaxTile = 512, kMinTile = 64, kMinTiles = 16;

@@ -68,6 +68,8 @@ GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool 
 // reference evaluator; 512x512x512 makes it faster.
 // A symbolic dim counts as its size hint, as in default_gemm_config.
 GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step);
+// The same for a graph without symbols (or at the values in it).
+GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step);
 
 // The accumulator dtype of a GEMM over operands of `dtype`: f32, or f64 for
 // f64 (graph.h's rounding contract).

@@ -632,6 +632,7 @@ int bench_command(const BenchOptions& options) {
     bo.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    load_inputs(g, options.inputs, inputs);
     bo.compile_graph = &loaded.generic.graph;
     bo.specialization = cli_specialization(loaded, inputs);
     if (!options.save_inputs_dir.empty()) {
@@ -681,7 +682,9 @@ int bench_command(const BenchOptions& options) {
       j["device"] = r.device;
       j["target"] = r.target;
       j["gemm_flops"] = r.gemm_flops;
-      j["bytes"] = r.bytes;
+      j["min_bytes"] = r.min_bytes;
+      j["copy_gbps"] = r.copy_gbps;
+      if (!r.copy_note.empty()) j["copy_note"] = r.copy_note;
       j["warmup"] = bo.warmup;
       j["repeats"] = bo.repeats;
       j["l2_flushed"] = bo.flush_l2;
@@ -694,6 +697,7 @@ int bench_command(const BenchOptions& options) {
                              {"max_us", row.max_ms * 1e3},
                              {"tflops", row.tflops},
                              {"gbps", row.gbps},
+                             {"copy_fraction", row.copy_fraction},
                              {"note", row.note}};
         if (row.rel_err >= 0 || std::isnan(row.rel_err)) jr["rel_err"] = row.rel_err;
         jr["kernels"] = nlohmann::json::array();
@@ -712,12 +716,21 @@ int bench_command(const BenchOptions& options) {
       std::cout << j.dump(2) << "\n";
       return kOk;
     }
-    std::printf("%s on %s (%s): %.3g GFLOP, %.3g MB in+out; median of %d runs after %d, %s\n",
-                r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
-                r.bytes / 1e6, bo.repeats, bo.warmup,
-                gpu ? "L2 flushed before each" : "wall time, caches flushed before each");
-    std::printf("%-20s %11s %11s %9s %9s %10s\n", "plan", "median us", "min us", "TFLOP/s", "GB/s",
-                "rel_err");
+    std::printf(
+        "%s on %s (%s): %.3g GFLOP, %.4g MB must move (gathered rows, inputs, outputs once); "
+        "median of %d runs after %d, %s\n",
+        r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
+        r.min_bytes / 1e6, bo.repeats, bo.warmup,
+        gpu ? "L2 flushed before each" : "wall time, caches flushed before each");
+    if (r.copy_gbps > 0)
+      std::printf(
+          "device copy: %.0f GB/s (a %zu MiB device-to-device copy, read + written, timed "
+          "the same way)\n",
+          r.copy_gbps, bo.copy_bytes >> 20);
+    else if (gpu)
+      std::printf("device copy: %s\n", r.copy_note.c_str());
+    std::printf("%-20s %11s %11s %9s %9s %7s %10s\n", "plan", "median us", "min us", "TFLOP/s",
+                "GB/s", "%copy", "rel_err");
     for (const driver::BenchRow& row : r.rows) {
       if (row.median_ms <= 0) {
         std::printf("%-20s %s\n", row.name.c_str(), row.note.c_str());
@@ -725,8 +738,11 @@ int bench_command(const BenchOptions& options) {
       }
       std::string err = row.rel_err < 0 ? "-" : fmt::format("{:.2e}", row.rel_err);
       // TFLOP/s and GB/s to 3 significant digits (CPU rows are far below 0.1).
-      std::printf("%-20s %11.1f %11.1f %9.3g %9.3g %10s\n", row.name.c_str(), row.median_ms * 1e3,
-                  row.min_ms * 1e3, row.tflops, row.gbps, err.c_str());
+      const std::string copy =
+          row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100 * row.copy_fraction) : "-";
+      std::printf("%-20s %11.1f %11.1f %9.3g %9.3g %7s %10s\n", row.name.c_str(),
+                  row.median_ms * 1e3, row.min_ms * 1e3, row.tflops, row.gbps, copy.c_str(),
+                  err.c_str());
     }
     for (const driver::BenchRow& row : r.rows)
       if (row.name == "chosen" && row.median_ms > 0) std::printf("chosen: %s\n", row.note.c_str());

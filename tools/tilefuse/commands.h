@@ -67,6 +67,7 @@ struct BenchOptions {
   std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
   bool allow_tf32 = false;      // GPU: f32 GEMMs (ours and cuBLASLt's) on TF32 tensor cores
   std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
+  std::vector<std::string> inputs;        // "name=file.npy": given inputs (as run --input)
 };
 
 // `tilefuse bench`: times the fused and unfused plans and the cuBLASLt

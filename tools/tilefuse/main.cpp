@@ -184,8 +184,11 @@ int main(int argc, char** argv) {
       "bench",
       "Time the program's fused and unfused plans and the baselines (the unfused plan with "
       "cuBLASLt GEMMs, and those GEMMs alone) on random inputs: median of --repeats runs "
-      "after --warmup, L2 flushed before each; prints time, TFLOP/s, GB/s and the error "
-      "against the f64 oracle. On the GPU the plans run with their tuned configs (the "
+      "after --warmup, L2 flushed before each; prints time, TFLOP/s, GB/s of the bytes the "
+      "program must move (each gathered row read once, each output written once, the other "
+      "inputs once), on the GPU that rate's share of the device's copy bandwidth (a 1 GiB "
+      "device-to-device copy timed in the same call), and the error against the f64 oracle. On the "
+      "GPU the plans run with their tuned configs (the "
       "cached tuning, else one now) and the row `chosen` is the tuned winner.");
   bench_cmd->add_option("program", bench.program, "The .tfs program")->required();
   bench_cmd->add_option("--shape", bench.shapes, shape_help + " (every symbolic dim needs one)");
@@ -210,6 +213,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("!--no-check", bench.check, "Skip the comparison with the f64 oracle");
   bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: all; at most 1024)")
       ->check(thread_count);
+  bench_cmd->add_option("--input", bench.inputs,
+                        "name=file.npy: time on parameter `name` from a NumPy .npy file instead "
+                        "of random values (as run --input; e.g. the same index as a peer). "
+                        "Repeatable.");
   bench_cmd->add_option("--save-inputs", bench.save_inputs_dir,
                         "Also write the inputs it times as DIR/<parameter>.npy (the same inputs "
                         "for another tool, e.g. bench/compare_torch.py)");
