@@ -410,6 +410,25 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     }
     k.scalar_values = scalar_args(program_, ck, binding, input_strides);
     k.status_arg = impl_->status->device();
+    // The grid: the printer's constant, or (symbolic dims, grid -1) the
+    // product of the kernel's grid extents at this call's scalars.
+    int64_t blocks = k.code->grid;
+    if (blocks < 0) {
+      std::map<const tir::VarNode*, int64_t> vars;
+      const size_t nb = k.bindings.size();
+      for (size_t i = 0; i < k.scalar_values.size(); ++i)
+        vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
+      blocks = 1;
+      for (const tir::GridDim& gd : ck.kernel.grid) blocks *= eval_index(gd.extent, vars);
+    }
+    // An empty grid (M or N is 0) launches nothing; its tensor maps (a dim
+    // of 0) could not be encoded.
+    if (blocks <= 0) continue;
+    if (blocks > INT32_MAX)
+      throw UserError(fmt::format("kernel {} needs {} blocks, more than a launch allows",
+                                  k.code->name, blocks));
+    // A persistent kernel's blocks take the tiles in turn: one block an SM.
+    if (k.code->persistent) blocks = std::min<int64_t>(blocks, device_.sm_count());
     // TMA maps over the bound buffers (their shapes are the kernel's
     // constants), encoded again only when an address changed.
     if (!k.code->tensor_maps.empty()) {
@@ -434,23 +453,6 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     for (int64_t& v : k.scalar_values) k.args.push_back(&v);
     k.args.push_back(&k.status_arg);
     for (cuda::TensorMap& m : k.tensor_maps) k.args.push_back(&m);
-    // The grid: the printer's constant, or (symbolic dims, grid -1) the
-    // product of the kernel's grid extents at this call's scalars.
-    int64_t blocks = k.code->grid;
-    if (blocks < 0) {
-      std::map<const tir::VarNode*, int64_t> vars;
-      const size_t nb = k.bindings.size();
-      for (size_t i = 0; i < k.scalar_values.size(); ++i)
-        vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
-      blocks = 1;
-      for (const tir::GridDim& gd : ck.kernel.grid) blocks *= eval_index(gd.extent, vars);
-    }
-    if (blocks <= 0) continue;  // an empty grid (M or N is 0)
-    if (blocks > INT32_MAX)
-      throw UserError(fmt::format("kernel {} needs {} blocks, more than a launch allows",
-                                  k.code->name, blocks));
-    // A persistent kernel's blocks take the tiles in turn: one block an SM.
-    if (k.code->persistent) blocks = std::min<int64_t>(blocks, device_.sm_count());
     k.function.launch({static_cast<unsigned>(blocks), 1, 1},
                       {static_cast<unsigned>(k.code->num_threads), 1, 1},
                       static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data(), stream);
