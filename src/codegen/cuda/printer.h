@@ -103,6 +103,10 @@ class Printer {
   // loop's count; `base` ("" or, in a persistent kernel, the iterations of
   // the tiles before) places it in the stage ring.
   void ws_setup(const PipelinedBody& body, const tir::PipelinePlan& plan);
+  // The producer warpgroup's branch (`if (tf_tid >= kMmaThreads) { ... return; }`)
+  // with its register budget and thread symbols, `body` printing its work;
+  // then the MMA warpgroups' register budget.
+  void ws_producer_role(const tir::PipelinePlan& plan, const std::function<void()>& body);
   void ws_producer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
                         const std::string& base);
