@@ -146,6 +146,14 @@ TEST(Robustness, DevZeroIsAProgramTooLong) {
   const MeasuredCliResult small = within_budget(
       "run --max-program-size 1K " + write_program("chain100", testing::chain_program(100)), {1});
   EXPECT_NE(small.output.find("longer than 1 KiB"), std::string::npos) << small.output;
+  // A size past 2^63 is too large, not "not positive"; a bad unit says so.
+  const std::string chain = write_program("chain1", testing::chain_program(1));
+  const MeasuredCliResult huge =
+      within_budget("run --max-program-size 99999999999999999999 " + chain, {1});
+  EXPECT_NE(huge.output.find("too large: 99999999999999999999"), std::string::npos) << huge.output;
+  const MeasuredCliResult unit = within_budget("run --max-program-size 1X " + chain, {1});
+  EXPECT_NE(unit.output.find("unknown unit in 1X"), std::string::npos) << unit.output;
+  within_budget("run --device cpu --max-program-size 1G " + chain + " > /dev/null", {0});
 }
 
 // A billion repeats is an option error, not 8 GB of timing samples.
