@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/stack_guard.h"
 #include "frontend/builtins.h"
 #include "frontend/operand.h"
 
@@ -217,6 +218,10 @@ class Parser {
   class NestingGuard {
    public:
     NestingGuard(Parser& p) : p_(p) {
+      // A level of nesting takes a few KiB of stack (the precedence levels
+      // recurse): under a small `ulimit -s` the stack runs out before
+      // kMaxNesting levels, so the guard checks it too.
+      check_stack("the expression parser", p_.peek().loc);
       if (++p_.depth_ > kMaxNesting) {
         --p_.depth_;
         fail(p_.peek(),

@@ -380,9 +380,21 @@ void gemm_accumulate_typed(const MatrixRef& a, const MatrixRef& b, T* c, int64_t
   for (int64_t p = 0; p < m_panels; ++p) pack_panel(a, p * mr, mr, &a_pack[p * k_depth * mr]);
   const MatrixRef b_t = transposed(b);
   for (int64_t p = 0; p < n_panels; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * k_depth * nr]);
-  if (m_full > 0 && n_full > 0) {
-    kernel.macro({m_full, n_full, k_depth, a_pack.data(), k_depth * mr, b_pack.data(),
-                  k_depth * nr, c, ldc});
+  // Blocked as gemm_blocked is: C in kBlockM x kBlockN blocks (one stays in
+  // L2 across K), each through K kBlockK at a time (an A block of kBlockM x
+  // kBlockK and a B block of kBlockK x kBlockN); each C element still sums
+  // in k order, the blocks of K one after another.
+  const int64_t m_block = std::max<int64_t>(1, kBlockM / mr);
+  const int64_t n_block = std::max<int64_t>(1, kBlockN / nr);
+  for (int64_t p0 = 0; p0 < m_full && n_full > 0; p0 += m_block) {
+    for (int64_t q0 = 0; q0 < n_full; q0 += n_block) {
+      for (int64_t k0 = 0; k0 < k_depth; k0 += kBlockK) {
+        kernel.macro({std::min(m_block, m_full - p0), std::min(n_block, n_full - q0),
+                      std::min(kBlockK, k_depth - k0), a_pack.data() + p0 * k_depth * mr + k0 * mr,
+                      k_depth * mr, b_pack.data() + q0 * k_depth * nr + k0 * nr, k_depth * nr,
+                      c + p0 * mr * ldc + q0 * nr, ldc});
+      }
+    }
   }
   edge.resize(static_cast<size_t>(mr * nr));
   for (int64_t ir = 0; ir < m_panels; ++ir) {

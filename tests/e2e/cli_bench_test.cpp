@@ -60,6 +60,7 @@ TEST(Bench, BadOptionsAreUserErrors) {
       {" --gemm-config 128x128", "--gemm-config"},
       {" --gemm-config 100x128x32/3/8", "--gemm-config"},
       {" --gemm-config 128x128x32/0/8", "--gemm-config"},
+      {" --gemm-config 1024x512x512/1/4", "(16..512, BLOCK_K 16..512, on the CPU)"},
       {" --repeats 0", "--repeats: must be 1 to 100000, got 0"},
       {" --repeats 1000000000", "--repeats: must be 1 to 100000, got 1000000000"},
       {" --warmup -1", "--warmup: must be 0 to 100000, got -1"},
@@ -74,6 +75,18 @@ TEST(Bench, BadOptionsAreUserErrors) {
     EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << bad << "\n" << r.output;
   }
+  // The CPU's own default config (512 x 512 x 512 on large GEMMs) can be
+  // asked for on the CPU; the CUDA target keeps its range.
+  const std::string seed = case_path("seed_gather_mm_f16.tfs");
+  auto cpu_config = run_cli("emit --stage=tir-opt --gemm-config 512x512x512/1/4 " + seed);
+  EXPECT_EQ(cpu_config.exit_code, 0) << cpu_config.output;
+  EXPECT_NE(cpu_config.output.find("BLOCK_K = 512, BLOCK_M = 512, BLOCK_N = 512"),
+            std::string::npos);
+  auto cuda_config =
+      run_cli("emit --stage=cuda --target sm_90a --gemm-config 512x512x512/1/4 " + seed);
+  EXPECT_EQ(cuda_config.exit_code, 1) << cuda_config.output;
+  EXPECT_NE(cuda_config.output.find("(16..256, BLOCK_K 16..128)"), std::string::npos)
+      << cuda_config.output;
   if (!cuda::cuda_available()) {
     auto r = run_cli("bench " + prog + " --device cuda");
     EXPECT_EQ(r.exit_code, 1) << r.output;

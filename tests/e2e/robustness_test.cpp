@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/cli.h"
 #include "common/stress_programs.h"
@@ -107,6 +109,35 @@ TEST(Robustness, RepeatedSquaresInTheEpilogue) {
   survives("squares25", testing::square_chain_program(25));
 }
 
+// Under a small `ulimit -s` every command either runs or stops with a
+// located "program too large" error (exit 1), never a SIGSEGV: the parser's
+// nesting (a few KiB of stack a level) is checked against the stack too, not
+// only against its 256 levels.
+TEST(Robustness, SmallStacksGiveAnErrorNotACrash) {
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {"parens250", testing::nested_parens_program(250)},
+      {"chain5000s", testing::chain_program(5000)},
+      {"line20000s", testing::long_line_program(20000)},
+      {"gathers300s", testing::gather_chain_program(300)}};
+  for (const char* stack_kib : {"256", "1024"}) {
+    testing::CliOptions env;
+    env.env = std::string("ulimit -s ") + stack_kib + "; ";
+    for (const auto& [name, source] : programs) {
+      const std::string path = write_program(name, source);
+      for (const char* command : {"run --device cpu --threads 2", "run --engine reference",
+                                  "emit --stage=tir-opt", "explain --target sm_90a"}) {
+        SCOPED_TRACE(std::string("ulimit -s ") + stack_kib + ": " + command + " " + name);
+        const MeasuredCliResult r =
+            within_budget(std::string(command) + " " + path + " > /dev/null", {0, 1}, env);
+        if (r.exit_code == 1) {
+          EXPECT_NE(r.output.find("program too large"), std::string::npos) << r.output;
+          EXPECT_NE(r.output.find(name + ".tfs:"), std::string::npos) << r.output;
+        }
+      }
+    }
+  }
+}
+
 // Reading /dev/zero stops at the program size limit.
 TEST(Robustness, DevZeroIsAProgramTooLong) {
   const MeasuredCliResult r = within_budget("run /dev/zero", {1});
@@ -115,6 +146,14 @@ TEST(Robustness, DevZeroIsAProgramTooLong) {
   const MeasuredCliResult small = within_budget(
       "run --max-program-size 1K " + write_program("chain100", testing::chain_program(100)), {1});
   EXPECT_NE(small.output.find("longer than 1 KiB"), std::string::npos) << small.output;
+  // A size past 2^63 is too large, not "not positive"; a bad unit says so.
+  const std::string chain = write_program("chain1", testing::chain_program(1));
+  const MeasuredCliResult huge =
+      within_budget("run --max-program-size 99999999999999999999 " + chain, {1});
+  EXPECT_NE(huge.output.find("too large: 99999999999999999999"), std::string::npos) << huge.output;
+  const MeasuredCliResult unit = within_budget("run --max-program-size 1X " + chain, {1});
+  EXPECT_NE(unit.output.find("unknown unit in 1X"), std::string::npos) << unit.output;
+  within_budget("run --device cpu --max-program-size 1G " + chain + " > /dev/null", {0});
 }
 
 // A billion repeats is an option error, not 8 GB of timing samples.

@@ -6,8 +6,13 @@
 # parser: the .tfs front end, seeds tests/fuzz/corpus, inputs up to 4 KiB.
 # pipeline: parse -> plan -> lower -> passes (CPU and sm_90a) -> CPU executor,
 #   seeds tests/fuzz/corpus and tests/fuzz/pipeline_corpus (tiny shapes),
-#   inputs up to ${TILEFUSE_FUZZ_MAX_LEN:-262144} bytes (thousands of
-#   statements: deep and long programs are in reach).
+#   inputs up to ${TILEFUSE_FUZZ_MAX_LEN:-262144} bytes. libFuzzer starts
+#   its length limit at the largest seed and grows it slowly from there, so
+#   the pipeline corpus holds long and deep seeds (large_*.tfs: 300 chained
+#   statements, a 1000-term line, 30 chained gathers, 20 summed GEMMs, 100
+#   squares; 0.5-1.5 s each under ASan) that put such programs in reach
+#   from the start (with only the small seeds the limit stayed at 1257
+#   bytes for a whole hour).
 # Exits non-zero on any crash, sanitizer report, leak, timeout or
 # out-of-memory; the offending input is saved under BUILD_DIR/artifacts/.
 set -euo pipefail

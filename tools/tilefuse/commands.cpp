@@ -57,9 +57,10 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 }
 
 // A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with power-of-two
-// tiles (16..256, BLOCK_K 16..128), 1..8 stages and 1..16 warps (a power of
+// tiles (16..256, BLOCK_K 16..128; for the CPU target 16..512 each, the
+// range of its default config), 1..8 stages and 1..16 warps (a power of
 // two). A UserError names the flag and the value otherwise.
-GemmConfig parse_gemm_config(const std::string& text) {
+GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
   char tail = 0;
   if (std::sscanf(text.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n, &c.block_k,
@@ -69,12 +70,15 @@ GemmConfig parse_gemm_config(const std::string& text) {
         "num_stages/num_warps), got `" +
         text + "`");
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  const int max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
   if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
-      c.block_n < 16 || c.block_k < 16 || c.block_m > 256 || c.block_n > 256 || c.block_k > 128 ||
-      c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) || c.num_warps > 16)
-    throw UserError(
-        "--gemm-config: tiles must be powers of two (16..256, BLOCK_K 16..128), "
-        "1..8 stages, 1..16 warps (a power of two)");
+      c.block_n < 16 || c.block_k < 16 || c.block_m > max_mn || c.block_n > max_mn ||
+      c.block_k > max_k || c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) ||
+      c.num_warps > 16)
+    throw UserError(fmt::format(
+        "--gemm-config: tiles must be powers of two (16..{}, BLOCK_K 16..{}{}), "
+        "1..8 stages, 1..16 warps (a power of two)",
+        max_mn, max_k, cpu ? ", on the CPU" : ""));
   return c;
 }
 
@@ -569,7 +573,7 @@ int emit_command(const EmitOptions& options) {
         co.allow_tf32 = options.allow_tf32;
         co.cuda = parse_cuda_options(options.cuda_options);
         if (!options.gemm_config.empty())
-          co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+          co.lower.gemm_config = parse_gemm_config(options.gemm_config, !co.target.is_cuda());
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;
@@ -602,7 +606,8 @@ int explain_command(const ExplainOptions& options) {
     co.target = parse_target(options.target);
     co.allow_tf32 = options.allow_tf32;
     co.cuda = parse_cuda_options(options.cuda_options);
-    if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+    if (!options.gemm_config.empty())
+      co.lower.gemm_config = parse_gemm_config(options.gemm_config, !co.target.is_cuda());
     co.lower.specialization = shown_specialization(loaded);
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
@@ -630,7 +635,8 @@ int bench_command(const BenchOptions& options) {
     bo.cpu_threads = options.threads;
     bo.allow_tf32 = options.allow_tf32;
     bo.cuda = parse_cuda_options(options.cuda_options);
-    if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
+    if (!options.gemm_config.empty())
+      bo.lower.gemm_config = parse_gemm_config(options.gemm_config, !gpu);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     load_inputs(g, options.inputs, inputs);
     bo.compile_graph = &loaded.generic.graph;

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
         char* end = nullptr;
         errno = 0;
         const long long x = std::strtoll(v.c_str(), &end, 10);
+        if (errno == ERANGE && end != v.c_str() && x > 0) return "too large: " + v;
         if (end == v.c_str() || x < 1 || errno == ERANGE) return "not a positive size: " + v;
         const std::string unit(end);
         int shift = 0;

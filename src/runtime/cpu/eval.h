@@ -171,7 +171,9 @@ void wrap_lanes(DType dt, int n, Lane* out);
 // the buffer and the offset).
 void element_offsets(const BufferView& view, const Lane* const* indices, const bool* uniform, int n,
                      const Lane* active, int64_t* offsets);
-// Reads / writes n elements of view at offsets where active (null: all).
+// Reads / writes n elements of view at offsets where active (null: all). A
+// float written to a narrower float buffer is rounded (through f32, as
+// round_to does).
 void read_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
                    Lane* out);
 void write_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,

@@ -281,7 +281,14 @@ struct StmtCompiler {
     auto code = std::make_unique<StoreCode>();
     code->slot = buffer(op->buffer);
     code->indices = exprs(op->indices);
-    code->value = expr(op->value);
+    // A store of a float cast to the buffer's own float dtype (the epilogue's
+    // `t[m, n] = f16(acc)`) stores the uncast value: write_elements rounds a
+    // float through f32 into the encoding, which is the cast's rounding
+    // (core/dtype.h round_to), so the cast's decode and re-encode are skipped.
+    const tir::CastNode* cast = op->value.as<tir::CastNode>();
+    const bool store_rounds = cast && cast->dtype == op->buffer.dtype() &&
+                              is_floating(cast->dtype) && is_floating(cast->value.dtype());
+    code->value = expr(store_rounds ? cast->value : op->value);
     if (op->mask.defined()) code->mask = expr(op->mask);
     return code;
   }

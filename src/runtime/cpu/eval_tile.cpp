@@ -81,6 +81,26 @@ struct FillCode final : StmtCode {
     int64_t total = 1;
     for (int d = 0; d < view.rank; ++d) total *= view.shape[d];
     if (total <= 0) return;
+    // A dense row-major view (the usual accumulator tile): the first element
+    // written once, then its bytes copied over the rest.
+    bool dense = true;
+    int64_t running = 1;
+    for (int d = view.rank; d-- > 0;) {
+      if (view.shape[d] != 1 && view.strides[d] != running) dense = false;
+      running *= view.shape[d];
+    }
+    if (dense && view.lo <= 0 && total <= view.hi) {
+      const int64_t zero = 0;
+      write_elements(view, &zero, 1, nullptr, &v);
+      const size_t es = static_cast<size_t>(dtype_size(view.dtype));
+      const size_t bytes = static_cast<size_t>(total) * es;
+      for (size_t done = es; done < bytes;) {
+        const size_t chunk = std::min(done, bytes - done);
+        std::memcpy(view.base + done, view.base, chunk);
+        done += chunk;
+      }
+      return;
+    }
     // Every point of the shape, kMaxLanes at a time.
     Lane vals[kMaxLanes];
     for (int l = 0; l < kMaxLanes; ++l) vals[l] = v;

@@ -177,11 +177,36 @@ void execute(const tir::Kernel& kernel, const std::vector<KernelArg>& args,
   std::mutex error_mu;
   std::exception_ptr error;
   reference::ThreadPool pool(options.num_threads);
+  // Frames (with their alloc memory) are reused across the chunks a thread
+  // claims: a chunk may be a single instance, and fresh shared / fragment
+  // buffers for each would page-fault their memory in every time.
+  std::mutex frames_mu;
+  std::vector<std::unique_ptr<Frame>> free_frames;
   pool.parallel_for(total, 1, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<Frame> owned;
+    {
+      std::lock_guard<std::mutex> lock(frames_mu);
+      if (!free_frames.empty()) {
+        owned = std::move(free_frames.back());
+        free_frames.pop_back();
+      }
+    }
+    if (!owned) owned = std::make_unique<Frame>(slots.make_frame());
+    struct GiveBack {
+      std::mutex& mu;
+      std::vector<std::unique_ptr<Frame>>& frames;
+      std::unique_ptr<Frame>& frame;
+      ~GiveBack() {
+        std::lock_guard<std::mutex> lock(mu);
+        frames.push_back(std::move(frame));
+      }
+    } give_back{frames_mu, free_frames, owned};
     // The frame holds the scalar params and global views; allocs and loop
     // vars are added as the body runs.
-    Frame f = slots.make_frame();
+    Frame& f = *owned;
     std::copy(host.var_lanes.begin(), host.var_lanes.end(), f.var_lanes.begin());
+    std::copy(host.uniform.begin(), host.uniform.end(), f.uniform.begin());
+    std::copy(host.affine.begin(), host.affine.end(), f.affine.begin());
     std::copy(host.buffers.begin(), host.buffers.end(), f.buffers.begin());
     f.stop = &stop;
     for (int64_t id = begin; id < end; ++id) {

@@ -154,8 +154,10 @@ void read_elements(const BufferView& view, const int64_t* offsets, int n, const 
 void write_elements(const BufferView& view, const int64_t* offsets, int n, const Lane* active,
                     const Lane* values) {
   std::byte* base = view.base;
-  // Values already have the buffer's dtype (the verifier), so the float
-  // conversions below are exact.
+  // Values have the buffer's dtype (the verifier), or are a float the store
+  // rounds to it (a store of a cast to the buffer's float dtype, compiled
+  // without the cast): each float goes through f32 into the encoding, as
+  // round_to rounds, so both give the same bits.
   switch (view.dtype) {
     case DType::F32: {
       float* p = reinterpret_cast<float*>(base);

@@ -349,5 +349,53 @@ TEST(Gemm, EveryMicrokernelIsBitIdentical) {
   }
 }
 
+// gemm_accumulate (the CPU executor's GEMM) continues each C element's
+// sequential k-order sum bit for bit, with K past one K block (256) and M past
+// one row block (96), ragged right and bottom panels, and a C that already
+// holds partial sums, on every microkernel build this CPU supports.
+TEST(Gemm, AccumulateContinuesTheNaiveSumAcrossBlocks) {
+  constexpr int64_t m = 205, k = 600, n = 77, ldc = 80;
+  testing_util::Lcg rng(7);
+  for (DType dt : {DType::F16, DType::F32, DType::F64}) {
+    const Tensor a = testing_util::random_tensor(dt, {m, k}, rng);
+    const Tensor b = testing_util::random_tensor(dt, {k, n}, rng);
+    const Tensor c0 = testing_util::random_tensor(DType::F64, {m, ldc}, rng);
+    const bool f64 = dt == DType::F64;
+    const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b),
+                              cv = testing_util::values(c0);
+    std::vector<double> want = cv;  // the columns past n are left alone
+    if (!f64)
+      for (double& w : want) w = static_cast<double>(static_cast<float>(w));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float sf = static_cast<float>(cv[i * ldc + j]);
+        double sd = cv[i * ldc + j];
+        for (int64_t p = 0; p < k; ++p) {
+          const float prod = static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
+          sf += prod;
+          sd += av[i * k + p] * bv[p * n + j];
+        }
+        want[i * ldc + j] = f64 ? sd : static_cast<double>(sf);
+      }
+    for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
+      if (!gemm_kernel_supported(kernel)) continue;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + gemm_kernel_name(kernel));
+      const MatrixRef ar{a.data_ptr(), dt, m, k, a.strides()[0], a.strides()[1]};
+      const MatrixRef br{b.data_ptr(), dt, k, n, b.strides()[0], b.strides()[1]};
+      std::vector<double> got(cv.size());
+      if (f64) {
+        std::vector<double> c = cv;
+        gemm_accumulate(ar, br, c.data(), ldc, kernel);
+        got = c;
+      } else {
+        std::vector<float> c(cv.begin(), cv.end());
+        gemm_accumulate(ar, br, c.data(), ldc, kernel);
+        got.assign(c.begin(), c.end());
+      }
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tilefuse::reference
