@@ -298,7 +298,7 @@ class Kernel:
         if tensor is None:
             return _GENERAL
         n_in = self._n_in
-        if len(args) != n_in:
+        if len(args) != n_in or not n_in:
             return _GENERAL
         try:
             b = self._tls.b
@@ -309,17 +309,13 @@ class Kernel:
         sw = b.slot_words
         same = True
         shapes = []
-        device = None
         for i, x in enumerate(args):
             if type(x) is not tensor:
                 return _GENERAL
             shape = x.shape
-            strides = x.stride()
-            dtype = x.dtype
-            dev = x.get_device()
-            key = keys[i]
-            if key is None or key[0] != shape or key[1] != strides or key[2] is not dtype \
-                    or key[3] != dev:
+            key = (shape, x.stride(), x.dtype, x.get_device())
+            if key != keys[i]:
+                strides, dtype, dev = key[1], key[2], key[3]
                 code = _torch_codes.get(dtype)
                 n = len(shape)
                 if code is None or n > b.cap:
@@ -328,12 +324,11 @@ class Kernel:
                 _PACKED[n].pack_into(b.buf, b.slot * i, 0, _KDLCPU if dev < 0 else _KDLCUDA,
                                      dev if dev > 0 else 0, n, code[0], code[1], 1, addr,
                                      addr + 8 * n, 0, *shape, *strides)
-                keys[i] = (shape, strides, dtype, dev)
+                keys[i] = key
                 same = False
             words[sw * i] = x.data_ptr()
             shapes.append(shape)
-            if device is None:
-                device = dev
+        device = keys[0][3]
         out_shapes = b.out_shapes if same else None
         if out_shapes is None:
             try:
