@@ -292,3 +292,57 @@ def test_torch_cpu_tensors():
     assert torch.equal(again, out)
     with raises(TypeError, match="input `x` must be bf16, got f32"):
         k(x.float(), w, idx)
+
+
+def test_torch_repeated_calls_repack_what_changed():
+    """The per-call fast path on torch tensors rewrites only the data pointers
+    of a slot whose layout is the last call's: every change between calls (a
+    new size, a strided view, a transpose in place on the same tensor object,
+    a wrong dtype, numpy arrays in between, an index error) is seen, and every
+    result equals the f64 reference."""
+    try:
+        import torch
+    except ImportError:
+        from _support import skip
+        skip("torch is not installed")
+    k = tilefuse.compile(
+        "def f(x: f32[T, 16], w: f32[16, N], idx: i64[M] in [-T, T)):\n"
+        "    return x[idx] @ w\n", device="cpu")
+    torch.manual_seed(fresh_seed())
+
+    def check(x, w, idx):
+        out = k(x, w, idx)
+        ref = x.double()[idx] @ w.double()
+        assert out.shape == ref.shape and out.dtype == torch.float32
+        assert (out.double() - ref).norm() <= 1e-5 * max(ref.norm(), 1.0), (x.shape, w.stride())
+        return out
+
+    x = torch.rand(40, 16) * 2 - 1
+    w = torch.rand(16, 8) * 2 - 1
+    idx = torch.randint(-40, 40, (9,))
+    first = check(x, w, idx)
+    for _ in range(3):                                   # the same layout: pointers only
+        assert torch.equal(check(x, w, idx), first)
+    check(x, w, torch.randint(-40, 40, (5,)))            # a new M
+    check(x + 1, w * 2, idx)                             # new storage, same layout
+    wide = torch.rand(40, 48) * 2 - 1
+    check(wide[:, ::3], w, idx)                          # strided x, T unchanged
+    check(x[:25], w, torch.randint(-25, 25, (9,)))       # a new T
+    wt = (torch.rand(8, 16) * 2 - 1)
+    wt.t_()                                              # [16, 8] column-major, same object
+    check(x, wt, idx)
+    wt.t_()                                              # now [8, 16]: a shape error
+    with raises(ValueError, match=r"input `w`"):
+        k(x, wt, idx)
+    wt.t_()
+    check(x, wt, idx)
+    with raises(TypeError, match="input `w` must be f32, got f64"):
+        k(x, w.double(), idx)
+    check(x, w, idx)
+    out_np = k(x.numpy(), w.numpy(), idx.numpy())        # numpy in between
+    assert np.array_equal(out_np, check(x, w, idx).numpy())
+    bad = idx.clone()
+    bad[4] = 40
+    with raises(tilefuse.IndexOutOfRange, match="index 40"):
+        k(x, w, bad)
+    check(x, w, idx)

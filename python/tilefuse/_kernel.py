@@ -33,6 +33,7 @@ _TORCH_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "
 
 # Filled on first use (the package imports neither torch nor numpy itself).
 _torch = None
+_Tensor = None      # torch.Tensor
 _torch_codes = {}   # torch.dtype -> (code, bits)
 _torch_dtypes = {}  # tilefuse name -> torch.dtype
 _np = None
@@ -41,7 +42,7 @@ _raw_stream = None
 
 
 def _torch_module():
-    global _torch, _raw_stream
+    global _torch, _raw_stream, _Tensor
     if _torch is None:
         import torch
         for name, tname in _TORCH_NAMES.items():
@@ -50,6 +51,7 @@ def _torch_module():
                 _torch_codes[dt] = _DL[name]
                 _torch_dtypes[name] = dt
         _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _Tensor = torch.Tensor
         _torch = torch
     return _torch
 
@@ -109,12 +111,30 @@ class _Buffers:
             *[base + slot * (n_in + i) for i in range(n_out)])
         self.run = ctypes.create_string_buffer(max(64, run_options_size))
         _lib.lib().tf_run_options_init(self.run)
+        self.run_key = None  # (stream, workspace, bytes, sync) last packed into run
         self.needed = ctypes.c_size_t(0)
         self.needed_ref = ctypes.byref(self.needed)
+        # The buffer as 64-bit words: a slot's data pointer is word
+        # slot_words * i (DLTensor.data is its first field).
+        self.words = (ctypes.c_uint64 * (len(self.buf) // 8)).from_buffer(self.buf)
+        self.slot_words = slot // 8
+        # The fast path's record of what each slot holds besides its data
+        # pointer (Kernel._call_torch): (shape, strides, dtype, device) per
+        # input, (shape, device) per output; None: repack it.
+        self.keys = [None] * (n_in + n_out)
+        self.out_shapes = None
+
+    def forget(self):
+        """The general path repacked the slots: the fast path repacks too."""
+        self.keys = [None] * len(self.keys)
+        self.out_shapes = None
 
 
 # The run options struct: struct_size, stream, workspace, workspace_bytes, sync.
 _RUN = struct.Struct("<I4xQQQi")
+
+# Kernel._call_torch's answer when the general path must run.
+_GENERAL = object()
 
 _live = weakref.WeakSet()
 
@@ -162,6 +182,16 @@ class Kernel:
         assert self._run_size == 40, self._run_size
         self._out_recipes = [[(d, self._binds[d] if isinstance(d, str) else None) for d in o.shape]
                              for o in self.outputs]
+        # Per slot (inputs, then outputs), how errors name it.
+        self._what = ([f"input `{p.name}`" for p in self.parameters] +
+                      [f"output `{o.name}`" for o in self.outputs])
+        # The fast path's output allocation: for each output, an input of the
+        # same dtype (new_empty on it puts the output on the call's device
+        # with the right dtype, cheaper than torch.empty with keywords), or
+        # None (torch.empty).
+        self._like = [next((i for i, p in enumerate(self.parameters) if p.dtype == o.dtype), None)
+                      for o in self.outputs]
+        self._tf_run = lib.tf_run_raw
         self._ws_hint = 0
         self._device_option = "auto"
         _live.add(self)
@@ -185,8 +215,11 @@ class Kernel:
             self._tls.b = b
         return b
 
-    def _pack(self, b, i, x, keep, what):
-        """Writes x's DLTensor into slot i; returns (device type, device id, kind)."""
+    def _pack(self, b, i, x, keep):
+        """Writes x's DLTensor into slot i (inputs, then outputs); returns
+        (device id or -1 for the CPU, kind), or None when x has more dims than
+        the slots hold."""
+        what = self._what[i]
         off = b.slot * i
         if _torch is not None and isinstance(x, _torch.Tensor):
             code = _torch_codes.get(x.dtype)
@@ -225,10 +258,10 @@ class Kernel:
         module = type(x).__module__.split(".")[0]
         if module == "torch" and _torch is None:
             _torch_module()
-            return self._pack(b, i, x, keep, what)
+            return self._pack(b, i, x, keep)
         if module == "numpy" and _np is None:
             _numpy_module()
-            return self._pack(b, i, x, keep, what)
+            return self._pack(b, i, x, keep)
         # Anything else that speaks DLPack: its own DLTensor, borrowed.
         if hasattr(x, "__dlpack__"):
             capsule = x.__dlpack__()
@@ -253,6 +286,98 @@ class Kernel:
         raise TypeError(f"{what} must be a tensor (torch, numpy or any DLPack producer), "
                         f"got {type(x).__name__}")
 
+    def _call_torch(self, args):
+        """The call on torch tensors (exactly torch.Tensor, no out=, no check=,
+        no workspace), packing only what changed since this thread's last
+        call: a slot whose shape, strides, dtype and device are those of the
+        last call gets its data pointer written, nothing else. Returns the
+        result, or _GENERAL when the general path must run (anything else:
+        numpy, a subclass, a new dtype, more dims than the slots hold, a
+        workspace)."""
+        tensor = _Tensor
+        if tensor is None:
+            return _GENERAL
+        n_in = self._n_in
+        if len(args) != n_in or not n_in:
+            return _GENERAL
+        try:
+            b = self._tls.b
+        except AttributeError:
+            return _GENERAL
+        keys = b.keys
+        words = b.words
+        sw = b.slot_words
+        same = True
+        shapes = []
+        for i, x in enumerate(args):
+            if type(x) is not tensor:
+                return _GENERAL
+            shape = x.shape
+            key = (shape, x.stride(), x.dtype, x.get_device())
+            if key != keys[i]:
+                strides, dtype, dev = key[1], key[2], key[3]
+                code = _torch_codes.get(dtype)
+                n = len(shape)
+                if code is None or n > b.cap:
+                    return _GENERAL
+                addr = b.base + b.slot * i + 48
+                _PACKED[n].pack_into(b.buf, b.slot * i, 0, _KDLCPU if dev < 0 else _KDLCUDA,
+                                     dev if dev > 0 else 0, n, code[0], code[1], 1, addr,
+                                     addr + 8 * n, 0, *shape, *strides)
+                keys[i] = key
+                same = False
+            words[sw * i] = x.data_ptr()
+            shapes.append(shape)
+        device = keys[0][3]
+        out_shapes = b.out_shapes if same else None
+        if out_shapes is None:
+            try:
+                out_shapes = [tuple(d if r is None else shapes[r[0]][r[1]] for d, r in recipe)
+                              for recipe in self._out_recipes]
+            except IndexError:
+                return _GENERAL  # a wrong rank: the general path says which
+            b.out_shapes = out_shapes
+        outs = []
+        for j, like in enumerate(self._like):
+            s = out_shapes[j]
+            if like is not None:
+                o = args[like].new_empty(s)
+            else:
+                o = _torch.empty(s, dtype=_torch_dtypes[self.outputs[j].dtype],
+                                 device=_torch_device(device))
+            slot = n_in + j
+            key = keys[slot]
+            if key is None or key[0] != s or key[1] != device:
+                # Contiguous, of the output's dtype (allocated so).
+                code = _DL[self.outputs[j].dtype]
+                n = len(s)
+                if n > b.cap:
+                    return _GENERAL
+                strides = o.stride()
+                addr = b.base + b.slot * slot + 48
+                _PACKED[n].pack_into(b.buf, b.slot * slot, 0,
+                                     _KDLCPU if device < 0 else _KDLCUDA,
+                                     device if device > 0 else 0, n, code[0], code[1], 1, addr,
+                                     addr + 8 * n, 0, *s, *strides)
+                keys[slot] = (s, device)
+            words[sw * slot] = o.data_ptr()
+            outs.append(o)
+        stream = 0
+        if device >= 0:
+            stream = (_raw_stream(device) if _raw_stream is not None
+                      else _torch.cuda.current_stream(device).cuda_stream)
+        sync = 1 if self._check == "sync" else 0
+        if b.run_key != (stream, sync):
+            _RUN.pack_into(b.run, 0, self._run_size, stream, 0, 0, sync)
+            b.run_key = (stream, sync)
+        status = self._tf_run(self._handle, b.inputs, n_in, b.outputs, self._n_out, b.run,
+                              b.needed_ref)
+        if status:
+            if status == _lib.ERROR_WORKSPACE:
+                return _GENERAL  # nothing ran; the general path allocates one
+            _errors.raise_for(status)
+        return outs[0] if self._n_out == 1 else tuple(outs)
+
     def _output_shapes(self, args):
         # Each output dim: a number, or (parameter, dim) where its symbol is bound.
         return [tuple(d if r is None else args[r[0]].shape[r[1]] for d, r in recipe)
@@ -269,12 +394,17 @@ class Kernel:
             raise TypeError(f"{self.name}() takes {n_in} tensor argument"
                             f"{'' if n_in == 1 else 's'} "
                             f"({', '.join(p.name for p in self.parameters)}), got {len(args)}")
+        if out is None and check is None and not self._ws_hint:
+            r = self._call_torch(args)
+            if r is not _GENERAL:
+                return r
         b = self._buffers(self._cap)
+        b.forget()
         keep = []
         device = None
         kind = None
         for i, x in enumerate(args):
-            r = self._pack(b, i, x, keep, f"input `{self.parameters[i].name}`")
+            r = self._pack(b, i, x, keep)
             if r is None:
                 b = self._buffers(max(getattr(a, "ndim", 0) for a in args))
                 return self(*args, out=out, check=check)
@@ -289,7 +419,7 @@ class Kernel:
             raise ValueError(f"{self.name} has {self._n_out} output"
                              f"{'' if self._n_out == 1 else 's'}, out= gives {len(outs)}")
         for j, o in enumerate(outs):
-            r = self._pack(b, n_in + j, o, keep, f"output `{self.outputs[j].name}`")
+            r = self._pack(b, n_in + j, o, keep)
             if r is None:
                 b = self._buffers(max(len(getattr(o, "shape", ())) for o in outs))
                 return self(*args, out=out, check=check)
@@ -304,14 +434,14 @@ class Kernel:
             if self._ws_hint:
                 workspace = _torch.empty(self._ws_hint, dtype=_torch.uint8,
                                          device=_torch_device(device))
-        lib = _lib.lib()
         while True:
             ws_ptr = workspace.data_ptr() if workspace is not None else 0
             ws_bytes = workspace.numel() if workspace is not None else 0
             _RUN.pack_into(b.run, 0, self._run_size, stream, ws_ptr, ws_bytes,
                            1 if mode == "sync" else 0)
-            status = lib.tf_run(self._handle, b.inputs, n_in, b.outputs, self._n_out, b.run,
-                                b.needed_ref)
+            b.run_key = None
+            status = self._tf_run(self._handle, b.inputs, n_in, b.outputs, self._n_out, b.run,
+                                  b.needed_ref)
             if status == _lib.ERROR_WORKSPACE and b.needed.value > ws_bytes and kind == "torch":
                 # The plan keeps intermediates on the device: a workspace from
                 # torch's caching allocator, on the current stream.
@@ -378,8 +508,9 @@ class Kernel:
                 raise TypeError(f"explain takes {self._n_in} example tensors, got "
                                 f"{len(example_args)}")
             b = self._buffers(max([self._cap] + [getattr(a, "ndim", 0) for a in example_args]))
+            b.forget()
             for i, x in enumerate(example_args):
-                self._pack(b, i, x, keep, f"input `{self.parameters[i].name}`")
+                self._pack(b, i, x, keep)
             status = lib.tf_explain(self._handle, b.inputs, self._n_in,
                                     target.encode() if target else None, ctypes.byref(ptr))
         else:

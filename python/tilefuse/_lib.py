@@ -62,6 +62,14 @@ def _declare(lib):
         f = getattr(lib, name)
         f.restype = restype
         f.argtypes = argtypes
+    # tf_run once more without argtypes, for the per-call path: ctypes then
+    # converts nothing (about half of a call's cost through ctypes), so its
+    # callers pass ctypes objects for every pointer (a c_void_p, an array, a
+    # byref) and Python ints only for the two int counts.
+    raw = lib["tf_run"]
+    raw.restype = i32
+    raw.argtypes = None
+    lib.tf_run_raw = raw
 
 
 def lib():

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -105,12 +106,16 @@ std::optional<DType> dtype_of(const DLDataType& t) {
   return std::nullopt;
 }
 
-// `role` ("input" / "output") and `name` name the tensor in errors (the
-// message is only formatted when there is one: this runs on every call).
-CallTensor call_tensor(const DLTensor* t, const char* role, const std::string& name) {
+// Fills *out with `t` (reusing out's shape and strides storage: a repeated
+// call allocates nothing here). `role` ("input" / "output") and `name` name
+// the tensor in errors (the message is only formatted when there is one:
+// this runs on every call).
+void fill_call_tensor(const DLTensor* t, const char* role, const std::string& name,
+                      CallTensor* out) {
   auto what = [&] { return fmt::format("{} `{}`", role, name); };
   if (!t) throw UserError(ErrorKind::kValue, what() + " is NULL");
-  CallTensor c;
+  CallTensor& c = *out;
+  c.device_id = 0;
   switch (t->device.device_type) {
     case kDLCPU:
     case kDLCUDAHost:
@@ -146,7 +151,13 @@ CallTensor call_tensor(const DLTensor* t, const char* role, const std::string& n
   if (t->strides) {
     c.strides.assign(t->strides, t->strides + t->ndim);
   } else {
-    c.strides = tilefuse::contiguous_strides(c.shape);
+    // Row-major (tilefuse::contiguous_strides, without a new vector).
+    c.strides.resize(static_cast<size_t>(t->ndim));
+    int64_t step = 1;
+    for (int d = t->ndim - 1; d >= 0; --d) {
+      c.strides[static_cast<size_t>(d)] = step;
+      step *= std::max<int64_t>(c.shape[static_cast<size_t>(d)], 1);
+    }
   }
   for (int d = 0; d < t->ndim; ++d) {
     if (c.shape[d] < 0)
@@ -159,8 +170,12 @@ CallTensor call_tensor(const DLTensor* t, const char* role, const std::string& n
                                   what(), c.strides[d], d));
   }
   c.data = static_cast<char*>(t->data) + t->byte_offset;
-  return c;
 }
+
+// tf_run's CallTensors, per thread: their vectors keep their storage from
+// one call to the next (a tf_run may not call back into tilefuse, so one
+// set per thread suffices).
+thread_local std::vector<CallTensor> t_run_inputs, t_run_outputs;
 
 }  // namespace
 
@@ -170,6 +185,14 @@ struct tf_program {
   std::vector<std::string> param_names, output_names;
 
   std::vector<CallTensor> tensors(const DLTensor* const* ts, int n, bool inputs) const {
+    std::vector<CallTensor> out;
+    tensors_into(ts, n, inputs, &out);
+    return out;
+  }
+
+  // The same into *out, reusing its elements' storage.
+  void tensors_into(const DLTensor* const* ts, int n, bool inputs,
+                    std::vector<CallTensor>* out) const {
     const std::vector<std::string>& names = inputs ? param_names : output_names;
     if (n < 0 || (n > 0 && !ts))
       throw UserError(ErrorKind::kValue, std::string(inputs ? "inputs" : "outputs") + " is NULL");
@@ -177,11 +200,10 @@ struct tf_program {
       throw UserError(ErrorKind::kValue,
                       fmt::format("the program takes {} {}, got {}", names.size(),
                                   inputs ? "inputs" : "outputs", n));
-    std::vector<CallTensor> out;
-    out.reserve(static_cast<size_t>(n));
+    out->resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i)
-      out.push_back(call_tensor(ts[i], inputs ? "input" : "output", names[static_cast<size_t>(i)]));
-    return out;
+      fill_call_tensor(ts[i], inputs ? "input" : "output", names[static_cast<size_t>(i)],
+                       &(*out)[static_cast<size_t>(i)]);
   }
 };
 
@@ -375,8 +397,9 @@ tf_status tf_run(tf_program* program, const DLTensor* const* inputs, int num_inp
       ctx.sync = options->sync != 0;
     }
     try {
-      program->callable->call(program->tensors(inputs, num_inputs, true),
-                              program->tensors(outputs, num_outputs, false), ctx);
+      program->tensors_into(inputs, num_inputs, true, &t_run_inputs);
+      program->tensors_into(outputs, num_outputs, false, &t_run_outputs);
+      program->callable->call(t_run_inputs, t_run_outputs, ctx);
     } catch (const tilefuse::driver::WorkspaceTooSmall& e) {
       if (workspace_needed) *workspace_needed = e.needed();
       throw;
@@ -391,12 +414,21 @@ tf_status tf_run_managed(tf_program* program, DLManagedTensor* const* inputs, in
   return guarded([&] {
     if ((num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
       return fail(TF_ERROR_INVALID_ARGUMENT, "inputs or outputs is NULL");
-    std::vector<const DLTensor*> in, out;
-    for (int i = 0; i < num_inputs; ++i) in.push_back(inputs[i] ? &inputs[i]->dl_tensor : nullptr);
+    // The DLTensor pointers on the stack for the usual few tensors.
+    constexpr int kSmall = 16;
+    const DLTensor* small[2 * kSmall];
+    std::vector<const DLTensor*> large;
+    const DLTensor** in = small;
+    const DLTensor** out = small + kSmall;
+    if (num_inputs > kSmall || num_outputs > kSmall) {
+      large.resize(static_cast<size_t>(num_inputs) + static_cast<size_t>(num_outputs) + 1);
+      in = large.data();
+      out = large.data() + num_inputs;
+    }
+    for (int i = 0; i < num_inputs; ++i) in[i] = inputs[i] ? &inputs[i]->dl_tensor : nullptr;
     for (int i = 0; i < num_outputs; ++i)
-      out.push_back(outputs[i] ? &outputs[i]->dl_tensor : nullptr);
-    return tf_run(program, in.data(), num_inputs, out.data(), num_outputs, options,
-                  workspace_needed);
+      out[i] = outputs[i] ? &outputs[i]->dl_tensor : nullptr;
+    return tf_run(program, in, num_inputs, out, num_outputs, options, workspace_needed);
   });
 }
 

@@ -98,6 +98,14 @@ struct Callable::Impl {
   Entry* last_entry = nullptr;
   DeviceKind last_kind = DeviceKind::kCpu;
   int last_device = 0;
+  cuda::Device* last_cuda = nullptr;       // the last call's device (CUDA)
+  std::size_t last_workspace_needed = 0;   // its entry's workspace at last_binding
+  // Storage a repeated call reuses, so that it allocates nothing: this
+  // call's signature, and the DeviceCall handed to the launch.
+  std::vector<int64_t> signature;
+  DeviceCall device_call;
+  // The loaded programs by device, polled for a failed check at each call.
+  std::vector<std::pair<int, CudaProgram*>> loaded;
 };
 
 namespace {
@@ -360,6 +368,7 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
         po.cache_root = options_.cache_root;
         e->cuda = std::make_unique<CudaProgram>(*e->compiled, *dev, po);
         e->device_id = device_id;
+        impl_->loaded.emplace_back(device_id, e->cuda.get());
       }
       ++impl_->compiles;
       slot = std::move(e);
@@ -375,12 +384,13 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
                     const CallContext& context) {
   const Graph& g = program_.graph;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  std::vector<int64_t> signature;
-  signature.reserve(8 * (inputs.size() + outputs.size()));
+  std::vector<int64_t>& signature = impl_->signature;
+  signature.clear();
   signature_of(inputs, &signature);
   signature.push_back(-1);
   signature_of(outputs, &signature);
   if (signature != impl_->last_signature || !impl_->last_entry) {
+    impl_->last_entry = nullptr;
     const auto [kind, device_id] =
         call_device(g, impl_->output_names, inputs, outputs, options_.device);
     const std::vector<ArgDesc> args = descs_of(inputs);
@@ -388,11 +398,20 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     check_outputs(g, impl_->output_names, binding, outputs, kind == DeviceKind::kCuda);
     const Specialization spec = specialize(g, binding, args);
     Entry* entry = resolve(kind, device_id, spec, context.stream);
-    impl_->last_signature = std::move(signature);
+    cuda::Device* dev = nullptr;
+    std::size_t needed = 0;
+    if (kind == DeviceKind::kCuda) {
+      dev = &cuda_device(device_id);
+      impl_->devices.insert(device_id);
+      needed = entry->cuda->workspace_bytes(binding);
+    }
+    impl_->last_signature.swap(signature);
     impl_->last_binding = std::move(binding);
-    impl_->last_entry = entry;
     impl_->last_kind = kind;
     impl_->last_device = device_id;
+    impl_->last_cuda = dev;
+    impl_->last_workspace_needed = needed;
+    impl_->last_entry = entry;
   }
   Entry* entry = impl_->last_entry;
   const Binding& binding = impl_->last_binding;
@@ -431,25 +450,31 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     return;
   }
 
-  cuda::Device& dev = cuda_device(device_id);
-  impl_->devices.insert(device_id);
+  // The last call's device (cuda_device made it current then; this thread
+  // may have another context current now).
+  cuda::Device& dev = *impl_->last_cuda;
+  dev.make_current();
   // A failed check of an earlier call surfaces now (its kernel has finished
   // when the word is set).
-  for (const auto& [key, e] : impl_->entries)
-    if (e->cuda && e->device_id == device_id) e->cuda->poll_status();
+  for (const auto& [id, loaded] : impl_->loaded)
+    if (id == device_id) loaded->poll_status();
   const auto stream = static_cast<cuda::CUstream>(context.stream);
-  const std::size_t needed = entry->cuda->workspace_bytes(binding);
+  const std::size_t needed = impl_->last_workspace_needed;
   if (needed > context.workspace_bytes || (needed > 0 && !context.workspace))
     throw WorkspaceTooSmall(needed);
   if (context.sync && dev.is_capturing(stream))
     throw UserError("check=\"sync\" waits for the stream, which a CUDA graph capture does not "
                     "allow; capture without it");
-  DeviceCall dc;
+  // Filled in place: the vectors keep their storage from the last call.
+  DeviceCall& dc = impl_->device_call;
   dc.binding = binding;
-  for (const CallTensor& t : inputs) {
-    dc.inputs.push_back(reinterpret_cast<cuda::CUdeviceptr>(t.data));
-    dc.input_strides.push_back(t.strides);
+  dc.inputs.clear();
+  dc.input_strides.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    dc.inputs.push_back(reinterpret_cast<cuda::CUdeviceptr>(inputs[i].data));
+    dc.input_strides[i] = inputs[i].strides;
   }
+  dc.outputs.clear();
   for (const CallTensor& t : outputs) dc.outputs.push_back(reinterpret_cast<cuda::CUdeviceptr>(t.data));
   dc.workspace = reinterpret_cast<cuda::CUdeviceptr>(context.workspace);
   dc.workspace_bytes = context.workspace_bytes;
@@ -503,6 +528,7 @@ std::vector<std::string> Callable::tune(const std::vector<SymbolValues>& sizes, 
   impl_->by_call.clear();
   impl_->last_entry = nullptr;
   impl_->last_signature.clear();
+  impl_->last_cuda = nullptr;
   return lines;
 }
 

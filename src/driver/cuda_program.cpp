@@ -97,7 +97,12 @@ struct CudaProgram::Impl {
     cuda::CUdeviceptr status_arg = 0;
     std::vector<cuda::TensorMap> tensor_maps;
     std::vector<cuda::CUdeviceptr> tensor_map_bases;
+    std::vector<cuda::CUdeviceptr> bases_scratch;  // this launch's, compared with the above
     std::vector<void*> args;
+    // A symbolic grid's block count and the scalars it was computed from
+    // (a repeated call at the same sizes skips evaluating the extents).
+    std::vector<int64_t> grid_scalars;
+    int64_t grid_blocks = -1;
     // cuBLASLt instead of our kernel: C = A @ B over these values.
     std::unique_ptr<cuda::CublasLtGemm> blas;
     ValueId blas_a = -1, blas_b = -1, blas_c = -1;
@@ -110,6 +115,9 @@ struct CudaProgram::Impl {
   std::vector<std::vector<int64_t>> input_strides;
   bool bound = false;
   std::unique_ptr<cuda::MappedHostBuffer> status;
+  // launch(DeviceCall)'s value addresses, kept so that a call allocates
+  // nothing (one launch at a time per CudaProgram).
+  std::vector<cuda::CUdeviceptr> call_where;
 };
 
 namespace {
@@ -356,7 +364,8 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
     throw UserError(ErrorKind::kValue, "the workspace must be 16-byte aligned");
   // Where each value lives: parameters, then step outputs (a graph output in
   // the caller's memory, its first occurrence; the rest in the workspace).
-  std::vector<cuda::CUdeviceptr> where(static_cast<size_t>(g.size()), 0);
+  std::vector<cuda::CUdeviceptr>& where = impl_->call_where;
+  where.assign(static_cast<size_t>(g.size()), 0);
   for (size_t i = 0; i < call.inputs.size(); ++i) where[g.parameters()[i]] = call.inputs[i];
   const auto& outs = g.outputs();
   std::size_t offset = 0;
@@ -408,18 +417,23 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
                fmt::format("kernel {} reads %{} before any step wrote it", k.code->name, v));
       k.arg_values.push_back(p);
     }
-    k.scalar_values = scalar_args(program_, ck, binding, input_strides);
+    scalar_args_into(program_, ck, binding, input_strides, &k.scalar_values);
     k.status_arg = impl_->status->device();
     // The grid: the printer's constant, or (symbolic dims, grid -1) the
-    // product of the kernel's grid extents at this call's scalars.
+    // product of the kernel's grid extents at this call's scalars (kept
+    // with the scalars: the same scalars give the same grid).
     int64_t blocks = k.code->grid;
-    if (blocks < 0) {
+    if (blocks < 0 && k.grid_blocks >= 0 && k.scalar_values == k.grid_scalars) {
+      blocks = k.grid_blocks;
+    } else if (blocks < 0) {
       std::map<const tir::VarNode*, int64_t> vars;
       const size_t nb = k.bindings.size();
       for (size_t i = 0; i < k.scalar_values.size(); ++i)
         vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
       blocks = 1;
       for (const tir::GridDim& gd : ck.kernel.grid) blocks *= eval_index(gd.extent, vars);
+      k.grid_scalars = k.scalar_values;
+      k.grid_blocks = blocks;
     }
     // An empty grid (M or N is 0) launches nothing; its tensor maps (a dim
     // of 0) could not be encoded.
@@ -432,20 +446,31 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     // TMA maps over the bound buffers (their shapes are the kernel's
     // constants), encoded again only when an address changed.
     if (!k.code->tensor_maps.empty()) {
-      std::vector<cuda::CUdeviceptr> bases;
+      std::vector<cuda::CUdeviceptr>& bases = k.bases_scratch;
+      bases.clear();
       for (const codegen::CudaTensorMap& m : k.code->tensor_maps) {
         TF_CHECK(m.param >= 0 && m.param < static_cast<int>(k.bindings.size()),
                  "a tensor map of a parameter the kernel does not bind");
         bases.push_back(k.arg_values[m.param]);
       }
+      // Only the maps whose buffer moved are encoded again (a fresh output
+      // each call moves one map, not all); a map's base is recorded only
+      // once it is encoded, so a failed encode is retried next call.
       if (bases != k.tensor_map_bases) {
-        k.tensor_maps.clear();
-        for (size_t i = 0; i < k.code->tensor_maps.size(); ++i) {
-          const codegen::CudaTensorMap& m = k.code->tensor_maps[i];
-          k.tensor_maps.push_back(cuda::encode_tensor_map(device_, bases[i], m.elem_bytes, m.dims,
-                                                          m.strides, m.box, m.swizzle_bytes));
+        const size_t n = k.code->tensor_maps.size();
+        if (k.tensor_maps.size() != n || k.tensor_map_bases.size() != n) {
+          k.tensor_maps.clear();
+          k.tensor_maps.resize(n);
+          k.tensor_map_bases.assign(n, 0);
         }
-        k.tensor_map_bases = std::move(bases);
+        for (size_t i = 0; i < n; ++i) {
+          if (bases[i] == k.tensor_map_bases[i] && bases[i] != 0) continue;
+          const codegen::CudaTensorMap& m = k.code->tensor_maps[i];
+          k.tensor_map_bases[i] = 0;
+          k.tensor_maps[i] = cuda::encode_tensor_map(device_, bases[i], m.elem_bytes, m.dims,
+                                                     m.strides, m.box, m.swizzle_bytes);
+          k.tensor_map_bases[i] = bases[i];
+        }
       }
     }
     k.args.clear();

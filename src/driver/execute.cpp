@@ -19,18 +19,26 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
 std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
                                  const std::vector<int64_t>& binding,
                                  const std::vector<std::vector<int64_t>>& input_strides) {
-  const std::vector<ValueId>& params = program.graph.parameters();
   std::vector<int64_t> out;
+  scalar_args_into(program, ck, binding, input_strides, &out);
+  return out;
+}
+
+void scalar_args_into(const CompiledProgram& program, const CompiledKernel& ck,
+                      const std::vector<int64_t>& binding,
+                      const std::vector<std::vector<int64_t>>& input_strides,
+                      std::vector<int64_t>* out) {
+  const std::vector<ValueId>& params = program.graph.parameters();
+  out->clear();
   for (const ScalarBinding& sb : ck.lowered.scalars) {
     if (sb.symbol != kFixedDim) {
-      out.push_back(binding.at(static_cast<size_t>(sb.symbol)));
+      out->push_back(binding.at(static_cast<size_t>(sb.symbol)));
       continue;
     }
     const size_t pos = static_cast<size_t>(std::find(params.begin(), params.end(), sb.param) -
                                            params.begin());
-    out.push_back(input_strides.at(pos).at(static_cast<size_t>(sb.dim)));
+    out->push_back(input_strides.at(pos).at(static_cast<size_t>(sb.dim)));
   }
-  return out;
 }
 
 std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,

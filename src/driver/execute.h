@@ -32,6 +32,12 @@ void check_inputs(const Graph& graph, const std::vector<Tensor>& inputs);
 std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
                                  const std::vector<int64_t>& binding,
                                  const std::vector<std::vector<int64_t>>& input_strides);
+// The same into *out (its storage reused: no allocation once it has grown
+// to the kernel's scalar count; the repeated-call path of the C API).
+void scalar_args_into(const CompiledProgram& program, const CompiledKernel& ck,
+                      const std::vector<int64_t>& binding,
+                      const std::vector<std::vector<int64_t>>& input_strides,
+                      std::vector<int64_t>* out);
 
 // Runs every kernel of `program` (compiled for the CPU target) on `inputs`
 // (one per graph parameter, in order, of its dtype and shape; any strides
