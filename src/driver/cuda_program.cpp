@@ -67,6 +67,11 @@ struct CudaProgram::Impl {
     std::unique_ptr<cuda::Module> module;
     cuda::Function function;
     std::vector<ValueId> bindings;
+    // Its scratch params (LoweredKernel::scratch: a split-K workspace and
+    // tile counters), allocated once with the program; the counters zeroed
+    // once (the kernel leaves them at 0, so launches and graph replays
+    // need no reset).
+    std::vector<cuda::DeviceBuffer> scratch;
     const codegen::CudaKernel* code = nullptr;
     std::vector<cuda::CUdeviceptr> arg_values;
     std::vector<cuda::TensorMap> tensor_maps;  // its TMA maps, over the bound buffers
@@ -189,6 +194,11 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     k.module = std::make_unique<cuda::Module>(device, bin.cubin);
     k.function = k.module->function(code.name);
     k.bindings = ck.lowered.bindings;
+    for (const ScratchBuffer& s : ck.lowered.scratch) {
+      const std::size_t bytes = static_cast<std::size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
+      k.scratch.emplace_back(device, std::max<std::size_t>(bytes, 16));
+      k.scratch.back().memset(s.zeroed ? 0 : 0xFF);  // else NaN bytes: a missed write shows
+    }
     k.code = &code;
     if (code.dynamic_shared_bytes > device.max_shared_per_block_optin())
       throw UserError(
@@ -242,6 +252,7 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
                fmt::format("kernel {} reads %{} before any step wrote it", k.code->name, v));
       k.arg_values.push_back(it->second.ptr());
     }
+    for (const cuda::DeviceBuffer& s : k.scratch) k.arg_values.push_back(s.ptr());
     k.arg_values.push_back(impl_->status->ptr());
     k.tensor_maps.clear();
     for (const codegen::CudaTensorMap& m : k.code->tensor_maps) {

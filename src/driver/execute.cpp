@@ -54,7 +54,7 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
               ? Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77)
               : Tensor::empty(out.dtype, out.shape);
     }
-    TF_CHECK(lk.bindings.size() == ck.kernel.params.size(),
+    TF_CHECK(lk.bindings.size() + lk.scratch.size() == ck.kernel.params.size(),
              "kernel " + ck.kernel.name + ": bindings do not match its params");
     std::vector<runtime::KernelArg> args;
     args.reserve(lk.bindings.size());
@@ -64,6 +64,11 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
                                                ck.kernel.name, lk.bindings[i]));
       args.emplace_back(ck.kernel.params[i].name(), it->second);
     }
+    // Scratch (a split-K workspace and tile counters): fresh each run here.
+    for (const ScratchBuffer& s : lk.scratch)
+      args.emplace_back(s.name, s.zeroed                 ? Tensor::full(s.dtype, s.shape, 0)
+                                : options.poison_outputs ? Tensor::full(s.dtype, s.shape, NAN)
+                                                         : Tensor::empty(s.dtype, s.shape));
     runtime::execute(ck.kernel, args, exec);
     args.clear();
     for (ValueId v : lk.bindings)

@@ -70,6 +70,7 @@ struct TuneDevice {
   std::string name = "cpu";                 // "cpu" or the GPU's name ("NVIDIA H200")
   tir::Target target = tir::Target::cpu();  // cpu, or the GPU's CUDA target
   int64_t max_shared_bytes = 0;             // opt-in shared memory per block (CUDA)
+  int sm_count = 0;                         // multiprocessors (CUDA; 0: unknown)
 
   // The tuning cache's device field: "cpu", or "<name> <target>" such as
   // "NVIDIA H200 sm_90a".
@@ -111,12 +112,23 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 // has). The default is kept even when a rule would drop it (it is what runs
 // without tuning).
 //
+// Split-K (CUDA): when the step has fewer output tiles than `sm_count`
+// (BLOCK_M x BLOCK_N tiles times the batch, for a config above), the
+// configs of the few tiles-per-block best kept (the first 4 feasible ones
+// that leave SMs idle) are tried again with split_k S for each S in
+// {2, 3, 4, 6, 8, 12, 16} that leaves each split at least 2 K tiles and
+// makes tiles * S at most 2 * sm_count blocks. Which wins is measured.
+//
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
                                           const tir::Target& target, int64_t max_shared_bytes,
                                           PlanKind plan = PlanKind::kFused,
-                                          const tir::CudaOptions& cuda = {});
+                                          const tir::CudaOptions& cuda = {}, int sm_count = 132);
+
+// Why a config splits K (or not): "split-K 4: 32 tiles for 132 SMs, 4 x 32 =
+// 128 blocks, 32 of 128 K tiles a block" or "no split-K (256 tiles fill 132 SMs)".
+std::string split_k_reason(const GemmConfig& config, const KernelStep& step, int sm_count = 132);
 
 // The GEMM step the space is built for: the plan's largest GEMM (by
 // batch*M*N*K), or nullptr when it has none.

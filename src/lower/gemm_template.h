@@ -34,6 +34,11 @@ struct GemmConfig {
   int num_stages = 3;
   int num_warps = 4;
   int group_m = 8;
+  // Split-K: the K tiles are partitioned over `split_k` blocks per output
+  // tile (1: no split). Each writes its f32 (f64 for f64) partial tile to a
+  // workspace; the last block of a tile to arrive (LastArrivalNode) sums the
+  // partials in split order 0..split_k-1 and runs the epilogue once.
+  int split_k = 1;
 };
 
 // True for a GEMM step whose operands share one floating dtype (the graph

@@ -155,9 +155,24 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
       opts.cpu ? default_cpu_gemm_config(g, step) : default_gemm_config(g, step, opts.wgmma));
   lk.gemm_config = config;
   const tir::Kernel templ = build_gemm(g, step, sig, config);
+  // Split-K's params after the output: the workspace, then the counters
+  // (gemm_template.h).
+  for (size_t i = lk.bindings.size(); i < templ.params.size(); ++i) {
+    const tir::Buffer& b = templ.params[i].buffer;
+    ScratchBuffer s;
+    s.name = b.name();
+    s.dtype = b.dtype();
+    for (const Expr& e : b->shape) {
+      const int64_t* v = tir::as_const_int(e);
+      TF_CHECK(v != nullptr, "a scratch buffer of non-constant shape");
+      s.shape.push_back(*v);
+    }
+    s.zeroed = s.dtype == DType::I32;  // the tile counters start at 0
+    lk.scratch.push_back(std::move(s));
+  }
 
   ExprLowering lowering(g, input_buffers(templ, lk.bindings));
-  const tir::Buffer out = templ.params.back().buffer;
+  const tir::Buffer out = templ.params[lk.bindings.size() - 1].buffer;
   const Node& anchor = g.node(step.anchor);
   const Node& out_node = g.node(step.output);
   const GemmGeometry& geo = step.gemm;

@@ -61,9 +61,14 @@ inline const std::vector<WsVariant>& ws_variants() {
   return v;
 }
 
+// Two plain configs and two split-K ones: K = 520 is 9 tiles of 64 (3
+// splits of 3; 4 splits of 3 with the last one empty), K = 192 is 3 tiles
+// (3 splits of 1; 4 with the last empty). A persistent variant stays
+// non-persistent under split-K (the splits meet at a counter).
 inline const std::vector<GemmConfig>& ws_configs() {
-  static const std::vector<GemmConfig> c = {GemmConfig{128, 256, 64, 4, 8, 8},
-                                            GemmConfig{64, 128, 64, 3, 4, 8}};
+  static const std::vector<GemmConfig> c = {
+      GemmConfig{128, 256, 64, 4, 8, 8}, GemmConfig{64, 128, 64, 3, 4, 8},
+      GemmConfig{128, 128, 64, 3, 8, 8, 3}, GemmConfig{64, 128, 64, 2, 4, 8, 4}};
   return c;
 }
 
