@@ -370,13 +370,18 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       }
     }
   }
-  // Split-K for configs that leave SMs idle: the first few such, each
-  // split so that every split has at least 2 K tiles, none is empty, and
-  // the blocks stay within two waves.
+  // Split-K for configs that leave SMs idle: the largest tiles first (the
+  // fewest operand bytes a FLOP; a split restores the blocks they lose), at
+  // most 6 of them, each split so that every split has at least 2 K tiles,
+  // none is empty, and the blocks stay within two waves.
   if (sm_count > 0) {
     std::vector<GemmConfig> base;
     for (const GemmConfig& c : out)
-      if (base.size() < 4 && output_tiles(step, c) < sm_count) base.push_back(c);
+      if (output_tiles(step, c) < sm_count) base.push_back(c);
+    std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
+      return a.block_m * a.block_n > b.block_m * b.block_n;
+    });
+    if (base.size() > 6) base.resize(6);
     for (const GemmConfig& b : base) {
       const int64_t tiles = output_tiles(step, b), k_tiles = k_tiles_of(step, b);
       for (int s : {2, 3, 4, 6, 8, 12, 16}) {

@@ -112,12 +112,12 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 // has). The default is kept even when a rule would drop it (it is what runs
 // without tuning).
 //
-// Split-K (CUDA): when the step has fewer output tiles than `sm_count`
-// (BLOCK_M x BLOCK_N tiles times the batch, for a config above), the
-// configs of the few tiles-per-block best kept (the first 4 feasible ones
-// that leave SMs idle) are tried again with split_k S for each S in
-// {2, 3, 4, 6, 8, 12, 16} that leaves each split at least 2 K tiles and
-// makes tiles * S at most 2 * sm_count blocks. Which wins is measured.
+// Split-K (CUDA): the configs above with fewer output tiles than `sm_count`
+// (BLOCK_M x BLOCK_N tiles times the batch), the largest tiles first, at
+// most 6, are tried again with split_k S for each S in {2, 3, 4, 6, 8, 12,
+// 16} that leaves each split at least 2 K tiles, no split empty, and makes
+// tiles * S at most 2 * sm_count blocks (stages capped at a split's K
+// tiles). Which wins is measured.
 //
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
