@@ -195,7 +195,8 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     k.function = k.module->function(code.name);
     k.bindings = ck.lowered.bindings;
     for (const ScratchBuffer& s : ck.lowered.scratch) {
-      const std::size_t bytes = static_cast<std::size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
+      const std::size_t bytes =
+          static_cast<std::size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
       k.scratch.emplace_back(device, std::max<std::size_t>(bytes, 16));
       k.scratch.back().memset(s.zeroed ? 0 : 0xFF);  // else NaN bytes: a missed write shows
     }

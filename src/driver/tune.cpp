@@ -223,8 +223,8 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 }
 
 std::string gemm_config_name(const GemmConfig& c) {
-  return fmt::format("{}x{}x{}/{}/{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
-                     c.num_warps, c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "");
+  return fmt::format("{}x{}x{}/{}/{}{}", c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps,
+                     c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
@@ -283,9 +283,10 @@ std::string split_k_reason(const GemmConfig& c, const KernelStep& step, int sm_c
   const int64_t tiles = output_tiles(step, c), k_tiles = k_tiles_of(step, c);
   if (c.split_k <= 1)
     return sm_count > 0 && tiles < sm_count
-               ? fmt::format("no split-K: {} tiles for {} SMs, each walks all {} K tiles (the "
-                             "split configs measured slower or were not tried)",
-                             tiles, sm_count, k_tiles)
+               ? fmt::format(
+                     "no split-K: {} tiles for {} SMs, each walks all {} K tiles (the "
+                     "split configs measured slower or were not tried)",
+                     tiles, sm_count, k_tiles)
                : fmt::format("no split-K: {} tiles fill {} SMs", tiles, sm_count);
   const int64_t per = (k_tiles + c.split_k - 1) / c.split_k;
   return fmt::format(

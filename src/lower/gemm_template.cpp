@@ -110,10 +110,10 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
       return n;
     };
     const int64_t ws = int64_t{split} * tiles * bm * bn;
-    workspace = b.output(unique("splitk_workspace"), accumulator_dtype(dtype),
-                         {index_const(split, ws), index_const(tiles, ws), index_const(bm, ws),
-                          index_const(bn, ws)},
-                         {}, 16);
+    workspace = b.output(
+        unique("splitk_workspace"), accumulator_dtype(dtype),
+        {index_const(split, ws), index_const(tiles, ws), index_const(bm, ws), index_const(bn, ws)},
+        {}, 16);
     counters = b.output(unique("splitk_counters"), DType::I32, {index_const(tiles, tiles)}, {}, 16);
     b.set_attr("SPLIT_K", int64_t{split});
   }
@@ -152,8 +152,8 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
     return s * per_split + k;
   };
   const int64_t k_iters = split > 1 ? per_split : k_tiles;
-  b.pipelined("k", index_const(k_iters, std::max(K, k_iters * split * bk)), config.num_stages,
-              [&](Var k) {
+  const Expr k_extent = index_const(k_iters, std::max(K, k_iters * split * bk));
+  b.pipelined("k", k_extent, config.num_stages, [&](Var k) {
     b.copy(a_s,
            [&](const std::vector<Var>& ij) {
              Expr m = tile_index(pid_m, bm, ij[0], M), kk = tile_index(k_tile(k), bk, ij[1], K);

@@ -125,8 +125,8 @@ void KernelBuilder::if_then(Expr cond, const std::function<void()>& then_body,
   emit(IfThenElseNode::make(std::move(cond), std::move(t), std::move(e)));
 }
 
-void KernelBuilder::if_last_arrival(const Buffer& counter, std::vector<Expr> indices,
-                                    int64_t count, const std::function<void()>& body) {
+void KernelBuilder::if_last_arrival(const Buffer& counter, std::vector<Expr> indices, int64_t count,
+                                    const std::function<void()>& body) {
   Stmt s = build_block(body);
   emit(LastArrivalNode::make(counter, std::move(indices), count, std::move(s)));
 }

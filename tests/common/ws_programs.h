@@ -25,16 +25,17 @@ struct WsProgram {
 inline const std::vector<WsProgram>& ws_programs() {
   static const std::vector<WsProgram> p = {
       // Gathered A (cp.async rows, masked past M), B by TMA with K and N tails.
-      {"gather_f16", "def g(x: f16[300, 520], w: f16[520, 264], idx: i64[333] in [0, 300)):\n"
-                     "    return x[idx] @ w\n",
+      {"gather_f16",
+       "def g(x: f16[300, 520], w: f16[520, 264], idx: i64[333] in [0, 300)):\n"
+       "    return x[idx] @ w\n",
        1, 520},
       // Both operands by TMA; an epilogue that reads the bias.
-      {"mlp_bf16", "def mlp(x: bf16[333, 520], w: bf16[520, 264], b: bf16[264]):\n"
-                   "    return torch.relu(x @ w + b)\n",
+      {"mlp_bf16",
+       "def mlp(x: bf16[333, 520], w: bf16[520, 264], b: bf16[264]):\n"
+       "    return torch.relu(x @ w + b)\n",
        2, 520},
       // Batched: rank-3 tensor maps.
-      {"bmm_f16", "def bmm(x: f16[3, 200, 192], w: f16[3, 192, 136]):\n    return x @ w\n", 2,
-       192},
+      {"bmm_f16", "def bmm(x: f16[3, 200, 192], w: f16[3, 192, 136]):\n    return x @ w\n", 2, 192},
   };
   return p;
 }

@@ -94,10 +94,10 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
   for (const char* option : {static_cast<const char*>(nullptr), "warp_specialize=0"}) {
     // K = 2000 is 32 tiles of 64: 5 splits of 7 (the last of 4); 12 of 3
     // (the last one empty).
-    for (const GemmConfig& cfg : {GemmConfig{128, 128, 64, 3, 8, 8, 5},
-                                  GemmConfig{64, 128, 64, 3, 4, 8, 12}}) {
-      SCOPED_TRACE(fmt::format("{} split {} seed {}", option ? option : "default", cfg.split_k,
-                               seed));
+    for (const GemmConfig& cfg :
+         {GemmConfig{128, 128, 64, 3, 8, 8, 5}, GemmConfig{64, 128, 64, 3, 4, 8, 12}}) {
+      SCOPED_TRACE(
+          fmt::format("{} split {} seed {}", option ? option : "default", cfg.split_k, seed));
       driver::CompileOptions co;
       if (option) {
         std::string error;

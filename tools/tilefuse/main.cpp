@@ -212,10 +212,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--save-inputs", bench.save_inputs_dir,
                         "Also write the inputs it times as DIR/<parameter>.npy (the same inputs "
                         "for another tool, e.g. bench/compare_torch.py)");
-  bench_cmd->add_option("--gemm-config", bench.gemm_config,
-                        "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                        "num_warps[/splitkS], e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
-                        "the heuristic's on the CPU)");
+  bench_cmd->add_option(
+      "--gemm-config", bench.gemm_config,
+      "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+      "num_warps[/splitkS], e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
+      "the heuristic's on the CPU)");
   bench_cmd->add_flag("--retune", bench.retune,
                       "GPU: tune again even when the tuning cache has a choice");
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
@@ -254,9 +255,10 @@ int main(int argc, char** argv) {
                            "--stage=tir or tir-opt");
   emit_cmd->add_flag("--allow-tf32", emit.allow_tf32, tf32_help + " (--stage=cuda)");
   emit_cmd->add_option("--cuda-option", emit.cuda_options, cuda_option_help);
-  emit_cmd->add_option("--gemm-config", emit.gemm_config,
-                       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                       "num_warps[/splitkS], e.g. 128x256x64/4/8 (default: the template's heuristic)");
+  emit_cmd->add_option(
+      "--gemm-config", emit.gemm_config,
+      "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+      "num_warps[/splitkS], e.g. 128x256x64/4/8 (default: the template's heuristic)");
 
   ExplainOptions explain;
   CLI::App* explain_cmd = app.add_subcommand(

@@ -289,8 +289,8 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
   key_paths(explain_source(kMlp, "sm_80", PlanKind::kUnfused), "", written);
   // Split-K: the factor and why.
   {
-    const json s = explain_source(kMlp, "sm_90a", PlanKind::kFused,
-                                  GemmConfig{64, 64, 16, 2, 4, 8, 2});
+    const json s =
+        explain_source(kMlp, "sm_90a", PlanKind::kFused, GemmConfig{64, 64, 16, 2, 4, 8, 2});
     key_paths(s, "", written);
     const json& k = s.at("kernels").at(0);
     ASSERT_TRUE(k.contains("split_k"));

@@ -49,10 +49,12 @@ const std::vector<SplitProgram>& split_programs() {
        "def f(x: bf16[33, 260], w: bf16[260, 40], b: bf16[40], r: bf16[33, 40]):\n"
        "    return torch.relu(x @ w + b) * 0.5 + r\n"},
       // Batched with a gather inside each batch: the tile counters span the batch.
-      {"bmm_gather", "def f(x: f16[3, 40, 96], idx: i64[24] in [0, 40), w: f16[3, 96, 20]):\n"
-                     "    return torch.sigmoid(torch.bmm(x[:, idx], w))\n"},
+      {"bmm_gather",
+       "def f(x: f16[3, 40, 96], idx: i64[24] in [0, 40), w: f16[3, 96, 20]):\n"
+       "    return torch.sigmoid(torch.bmm(x[:, idx], w))\n"},
       // f32 and f64 (an f64 workspace).
-      {"f32_silu", "def f(x: f32[17, 129], w: f32[129, 19]):\n    return torch.nn.functional.silu(x @ w)\n"},
+      {"f32_silu",
+       "def f(x: f32[17, 129], w: f32[129, 19]):\n    return torch.nn.functional.silu(x @ w)\n"},
       {"f64_tanh", "def f(x: f64[20, 100], w: f64[100, 12]):\n    return torch.tanh(x @ w)\n"},
   };
   return p;

@@ -168,14 +168,14 @@ TEST(TuneSpace, FewTilesGetSplitKConfigs) {
       "    return x[idx] @ w\n");
   const Plan plan = build_plan(g, PlanKind::kFused);
   const KernelStep& step = gemm_step(g, plan);
-  const auto space =
-      driver::gemm_config_space(g, step, tir::Target::cuda(90, true), 227 * 1024, PlanKind::kFused,
-                                {}, /*sm_count=*/132);
+  const auto space = driver::gemm_config_space(g, step, tir::Target::cuda(90, true), 227 * 1024,
+                                               PlanKind::kFused, {}, /*sm_count=*/132);
   std::set<int> splits;
   for (const GemmConfig& c : space) {
     if (c.split_k == 1) continue;
     splits.insert(c.split_k);
-    const int64_t tiles = ((512 + c.block_m - 1) / c.block_m) * ((1024 + c.block_n - 1) / c.block_n);
+    const int64_t tiles =
+        ((512 + c.block_m - 1) / c.block_m) * ((1024 + c.block_n - 1) / c.block_n);
     const int64_t k_tiles = (8192 + c.block_k - 1) / c.block_k;
     const int64_t per = (k_tiles + c.split_k - 1) / c.split_k;
     EXPECT_LT(tiles, 132) << driver::gemm_config_name(c);
@@ -191,9 +191,8 @@ TEST(TuneSpace, FewTilesGetSplitKConfigs) {
   }
   EXPECT_TRUE(splits.count(4)) << "no split of 4 for 32 tiles";
   // Without the SM count (0) no split is tried.
-  for (const GemmConfig& c :
-       driver::gemm_config_space(g, step, tir::Target::cuda(90, true), 227 * 1024,
-                                 PlanKind::kFused, {}, /*sm_count=*/0))
+  for (const GemmConfig& c : driver::gemm_config_space(
+           g, step, tir::Target::cuda(90, true), 227 * 1024, PlanKind::kFused, {}, /*sm_count=*/0))
     EXPECT_EQ(c.split_k, 1);
   GemmConfig four{128, 128, 64, 3, 8, 8, 4};
   EXPECT_EQ(driver::gemm_config_name(four), "128x128x64/3/8/splitk4");

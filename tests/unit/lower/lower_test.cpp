@@ -85,7 +85,7 @@ TEST(GoldenLower, SplitK) {
   EXPECT_NE(fixup.find("load(splitk_workspace, [2, tile"), std::string::npos) << fixup;
   // One store of the output, inside the fixup only.
   EXPECT_NE(fixup.find("load(b,"), std::string::npos) << fixup;
-  EXPECT_EQ(text.find("load(b,"), text.find(fixup)+ fixup.find("load(b,")) << text;
+  EXPECT_EQ(text.find("load(b,"), text.find(fixup) + fixup.find("load(b,")) << text;
   // The workspace and the counters follow the output; the runtime sizes them.
   ASSERT_EQ(ks[0].scratch.size(), 2u);
   EXPECT_EQ(ks[0].scratch[0].shape, (Shape{3, 4, 32, 16}));

@@ -108,8 +108,9 @@ TEST(TirVerifier, RejectsMalformedKernels) {
                    "if_last_arrival needs an i32 global counter, got x");
   expect_one_error(wrap("  if_last_arrival(out[p], 0) {\n  }\n"),
                    "if_last_arrival needs a count >= 1");
-  expect_one_error(wrap("  for i in parallel(0, 4) {\n    if_last_arrival(out[i], 2) {\n    }\n  }\n"),
-                   "if_last_arrival inside a parallel loop");
+  expect_one_error(
+      wrap("  for i in parallel(0, 4) {\n    if_last_arrival(out[i], 2) {\n    }\n  }\n"),
+      "if_last_arrival inside a parallel loop");
 }
 
 TEST(TirVerifier, RejectsScopeErrorsTheTextCannotSpell) {
