@@ -73,9 +73,9 @@ TEST_P(SharedCase, ReferenceEngineMatchesOracle) {
 TEST_P(SharedCase, SplitKMatchesOracle) {
   expect_checked(case_path(GetParam()) + " --device cpu --gemm-config 128x128x32/1/4/splitk3",
                  "fused plan");
-  expect_checked(case_path(GetParam()) +
-                     " --device cpu --plan unfused --gemm-config 64x128x16/1/4/splitk5",
-                 "unfused plan");
+  expect_checked(
+      case_path(GetParam()) + " --device cpu --plan unfused --gemm-config 64x128x16/1/4/splitk5",
+      "unfused plan");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SharedCase,
