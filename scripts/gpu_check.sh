@@ -13,14 +13,18 @@
 # and, not in the default set: vector (test_gpu and the cases again with
 # TILEFUSE_VECTOR_LOADS=0), startup (a cold then a warm `run -v` of the seed: kernel-cache use
 # and the time to the first launch), torch (bench/compare_torch.py on every bench program),
-# tf32 (--allow-tf32: the GpuTf32 tests, every case with --check, bench of gemm_f32).
+# tf32 (--allow-tf32: the GpuTf32 tests, every case with --check, bench of gemm_f32),
+# python (the Python package on torch CUDA tensors, python/tests: the seed against `tilefuse
+# run` bit for bit, symbolic M at 1, 7, 2048, 5000, a side stream, CUDA-graph capture and
+# replay, an index error leaving the context usable, jit vs eager, the host overhead of 1000
+# calls; with pytest when the interpreter has it, else python/tests/run.py; $PYTHON picks it).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 BIN="${TF_BIN:-$ROOT/.devcarry/bin}"
 if [[ "${1:-}" == "--stage" ]]; then
   mkdir -p "$BIN"
-  cp "$BUILD/tilefuse" "$BIN/"
+  cp "$BUILD/tilefuse" "$BUILD/libtilefuse.so" "$BIN/"
   rm -f "$BIN"/test_*
   # Only the binaries the parts below run (the carry limit is 64 MiB).
   for t in test_gpu test_runtime test_codegen; do cp "$BUILD/tests/$t" "$BIN/"; done
@@ -74,6 +78,17 @@ if has cases; then
     done
   done
   row "shared cases on the GPU (x2 plans)" "$pass passed, $fail failed"
+  # Symbolic dims on the GPU: one program at several token counts (the
+  # kernels take T and M as arguments), both plans, against the f64 oracle.
+  pass=0; fail=0
+  for m in 1 7 2048 5000; do
+    for plan in fused unfused; do
+      "$BIN/tilefuse" run "$ROOT/examples/symbolic/gather_mm_tokens.tfs" --shape "T=4096,M=$m" \
+        --device cuda --plan "$plan" --check -v > "$LOG/case-tokens-M$m-$plan.log" 2>&1
+      if [[ $? == 0 ]]; then pass=$((pass+1)); else fail=$((fail+1)); row "symbolic M=$m $plan" FAILED; fi
+    done
+  done
+  row "symbolic gather_mm_tokens (M=1,7,2048,5000 x2)" "$pass passed, $fail failed"
 fi
 
 if has vector; then
@@ -151,6 +166,22 @@ if has torch; then
   rc=$?
   echo "== compare_torch (rc=$rc)"; tail -40 "$LOG/compare_torch.log"
   row "compare_torch" "rc=$rc (table above)"
+fi
+
+if has python; then
+  PY="${PYTHON:-python3}"
+  export TILEFUSE_LIBRARY="$BIN/libtilefuse.so" TILEFUSE_CLI="$BIN/tilefuse" PYTHONPATH="$ROOT/python"
+  export TILEFUSE_OVERHEAD_JSON="$LOG/python-overhead.json" PYTHONDONTWRITEBYTECODE=1
+  if "$PY" -c "import pytest" 2>/dev/null; then
+    "$PY" -m pytest -v -s -p no:cacheprovider "$ROOT/python/tests" > "$LOG/python.log" 2>&1
+  else
+    "$PY" "$ROOT/python/tests/run.py" > "$LOG/python.log" 2>&1
+  fi
+  rc=$?
+  echo "== python (rc=$rc)"; tail -60 "$LOG/python.log"
+  row "python tests ($("$PY" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)' 2>&1 | tail -1))" \
+    "rc=$rc $(grep -aE '^[0-9]+ passed|passed|failed' "$LOG/python.log" | tail -1)"
+  [[ -f "$LOG/python-overhead.json" ]] && row "python host overhead (median us/call)" "$(cat "$LOG/python-overhead.json")"
 fi
 
 if [[ -n "${OUT:-}" ]]; then tar -czf "$OUT/gpu-logs.tgz" -C "$LOG" . ; fi

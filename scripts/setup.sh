@@ -12,6 +12,8 @@ packages=(
   llvm-14-tools          # FileCheck, for IR tests
   clang-14 libclang-rt-14-dev  # libFuzzer + sanitizers for the parser fuzzer
   libopenblas-dev        # bench/cpu_gemm_bench: OpenBLAS sgemm next to the CPU executor
+  libdlpack-dev          # dlpack.h: the C API's tensors (include/tilefuse/tilefuse.h)
+  python3-numpy python3-pytest  # the Python package's tests (python/tests), Debian's /usr/bin/python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -23,16 +23,31 @@ struct SourceLoc {
   bool valid() const { return line > 0; }
 };
 
+// What kind of user problem an error is, for callers that map it further
+// (the C API's status codes, Python's exception classes). Most errors are
+// kGeneric; the run-time checks of a call's arguments and of its index
+// values say which they are.
+enum class ErrorKind {
+  kGeneric,
+  kType,   // an argument of the wrong dtype
+  kValue,  // an argument of the wrong shape, layout or size (a symbolic dim bound twice)
+  kIndex,  // an index out of range at run time (a failed bounds check)
+};
+
 // A problem the user can fix. `what()` is one clear sentence without
 // location; `loc()` says where in the program it was found, if anywhere.
 class UserError : public std::runtime_error {
  public:
   explicit UserError(const std::string& message, SourceLoc loc = {})
       : std::runtime_error(message), loc_(loc) {}
+  UserError(ErrorKind kind, const std::string& message)
+      : std::runtime_error(message), kind_(kind) {}
   const SourceLoc& loc() const { return loc_; }
+  ErrorKind kind() const { return kind_; }
 
  private:
   SourceLoc loc_;
+  ErrorKind kind_ = ErrorKind::kGeneric;
 };
 
 // A bug in tilefuse (a violated internal invariant).

@@ -98,10 +98,43 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
 }
 
 void Storage::Free::operator()(std::byte* p) const {
-  std::free(p);
+  if (owned) std::free(p);
+}
+
+std::shared_ptr<Storage> Storage::borrow(std::byte* data, size_t nbytes) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->data_ = std::unique_ptr<std::byte, Free>(data, Free{false});
+  s->nbytes_ = nbytes;
+  return s;
 }
 
 // ---------------------------------------------------------------------------
+
+Tensor Tensor::from_blob(void* data, DType dtype, const Shape& shape,
+                         const std::vector<int64_t>& strides) {
+  TF_CHECK(shape.size() == strides.size(), "from_blob: a stride per dim expected");
+  int64_t extent = 1;  // elements from data to one past the last element
+  bool empty = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    TF_CHECK(shape[d] >= 0, "from_blob: negative size");
+    empty = empty || shape[d] == 0;
+  }
+  if (!empty)
+    for (size_t d = 0; d < shape.size(); ++d) {
+      TF_CHECK(strides[d] >= 0 || shape[d] <= 1, "from_blob: negative stride");
+      if (shape[d] > 1) extent += (shape[d] - 1) * strides[d];
+    }
+  Tensor t;
+  t.storage_ = Storage::borrow(static_cast<std::byte*>(data),
+                               static_cast<size_t>(empty ? 0 : extent) * dtype_size(dtype));
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = strides;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] <= 1) t.strides_[d] = std::max<int64_t>(strides[d], 0);
+  t.offset_ = 0;
+  return t;
+}
 
 Tensor Tensor::empty(DType dtype, const Shape& shape) {
   int64_t n = 1;
@@ -131,17 +164,19 @@ Tensor Tensor::full(DType dtype, const Shape& shape, double value) {
   return t;
 }
 
-bool Tensor::is_contiguous() const {
-  // PyTorch's rule: dims of size 1 may have any stride; an empty tensor is
-  // contiguous.
-  if (numel() == 0) return true;
+bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
+  if (shape_numel(shape) == 0) return true;
   int64_t expected = 1;
-  for (size_t i = shape_.size(); i-- > 0;) {
-    if (shape_[i] == 1) continue;
-    if (strides_[i] != expected) return false;
-    expected *= shape_[i];
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
   }
   return true;
+}
+
+bool Tensor::is_contiguous() const {
+  return tilefuse::is_contiguous(shape_, strides_);
 }
 
 std::byte* Tensor::data_ptr() const {

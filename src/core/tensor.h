@@ -18,22 +18,33 @@ using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& shape);       // product of dims; 1 for a 0-dim shape
 Shape contiguous_strides(const Shape& shape);  // row-major (C order), in elements
+// Whether `strides` (elements) lay out `shape` row-major with no gaps.
+// PyTorch's rule: dims of size 1 may have any stride; an empty tensor is
+// contiguous.
+bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides);
 std::string shape_to_string(const Shape& shape);  // "[2048, 2048]"
 
 // Byte storage, 64-byte aligned. Contents are uninitialised after creation.
 class Storage {
  public:
   explicit Storage(size_t nbytes);
+  // `nbytes` of memory owned by someone else (a caller's array): never freed
+  // here; it must outlive every Tensor over it.
+  static std::shared_ptr<Storage> borrow(std::byte* data, size_t nbytes);
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
   size_t nbytes() const { return nbytes_; }
 
  private:
+  Storage() = default;
   struct Free {
+    Free() : owned(true) {}
+    explicit Free(bool o) : owned(o) {}
+    bool owned;
     void operator()(std::byte* p) const;
   };
   std::unique_ptr<std::byte, Free> data_;
-  size_t nbytes_;
+  size_t nbytes_ = 0;
 };
 
 class Tensor {
@@ -43,6 +54,12 @@ class Tensor {
   static Tensor empty(DType dtype, const Shape& shape);
   // A new contiguous tensor with every element set to `value` (rounded).
   static Tensor full(DType dtype, const Shape& shape, double value);
+  // A view of memory someone else owns: the element at multi-index i is at
+  // data + sum(i_d * strides_d) elements. Strides must be non-negative (a
+  // size-0 or size-1 dim's stride is not used). The memory must outlive the
+  // tensor and its views; it is never freed here.
+  static Tensor from_blob(void* data, DType dtype, const Shape& shape,
+                          const std::vector<int64_t>& strides);
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "core/error.h"
 #include "driver/execute.h"
 #include "reference/eval.h"
@@ -37,8 +39,39 @@ void finish(BenchRow& row, const cuda::Timing& t, const BenchReport& r) {
   row.max_ms = t.max_ms;
   if (t.median_ms > 0) {
     row.tflops = r.gemm_flops / (t.median_ms * 1e-3) / 1e12;
-    row.gbps = r.bytes / (t.median_ms * 1e-3) / 1e9;
+    row.gbps = r.min_bytes / (t.median_ms * 1e-3) / 1e9;
+    if (r.copy_gbps > 0) row.copy_fraction = row.gbps / r.copy_gbps;
   }
+}
+
+bool is_view_kind(OpKind k) {
+  return k == OpKind::Slice || k == OpKind::Permute || k == OpKind::Expand || k == OpKind::Select;
+}
+
+// (user, operand slot) of every node input, per value.
+using Uses = std::vector<std::vector<std::pair<ValueId, size_t>>>;
+
+// The elements of `v` that gathers read when every use of `v` is the
+// gathered operand (input 0) of an Index, directly or through views: the
+// numel of each such Index's result, summed. nullopt when some use is
+// anything else, or `v` (or a view of it on the way) is a graph output.
+std::optional<double> gathered_elements(const Graph& g, const Uses& uses,
+                                        const std::set<ValueId>& outputs, ValueId v) {
+  if (outputs.count(v)) return std::nullopt;
+  double total = 0;
+  for (const auto& [user, slot] : uses[static_cast<size_t>(v)]) {
+    const Node& u = g.node(user);
+    if (u.kind == OpKind::Index && slot == 0) {
+      total += static_cast<double>(shape_numel(u.shape));
+    } else if (is_view_kind(u.kind)) {
+      const std::optional<double> through = gathered_elements(g, uses, outputs, user);
+      if (!through) return std::nullopt;
+      total += *through;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return total;
 }
 
 // The config overrides of `plan`'s rows.
@@ -84,12 +117,24 @@ double gemm_flops(const Graph& graph) {
   return f;
 }
 
-double compulsory_bytes(const Graph& graph) {
+double min_traffic_bytes(const Graph& graph) {
+  Uses uses(static_cast<size_t>(graph.size()));
+  for (ValueId v = 0; v < graph.size(); ++v) {
+    const std::vector<ValueId>& in = graph.node(v).inputs;
+    for (size_t slot = 0; slot < in.size(); ++slot)
+      uses[static_cast<size_t>(in[slot])].push_back({v, slot});
+  }
+  const std::set<ValueId> outputs(graph.outputs().begin(), graph.outputs().end());
   double b = 0;
-  for (ValueId v : graph.parameters())
-    b += static_cast<double>(shape_numel(graph.node(v).shape)) * dtype_size(graph.node(v).dtype);
+  for (ValueId v : graph.parameters()) {
+    const Node& p = graph.node(v);
+    const std::optional<double> gathered = gathered_elements(graph, uses, outputs, v);
+    const double elements = gathered ? *gathered : static_cast<double>(shape_numel(p.shape));
+    b += elements * static_cast<double>(dtype_size(p.dtype));
+  }
   for (ValueId v : graph.outputs())
-    b += static_cast<double>(shape_numel(graph.node(v).shape)) * dtype_size(graph.node(v).dtype);
+    b += static_cast<double>(shape_numel(graph.node(v).shape)) *
+         static_cast<double>(dtype_size(graph.node(v).dtype));
   return b;
 }
 
@@ -115,17 +160,32 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
   r.device = dev.name();
   r.target = target->name();
   r.gemm_flops = gemm_flops(graph);
-  r.bytes = compulsory_bytes(graph);
+  r.min_bytes = min_traffic_bytes(graph);
   const std::vector<Tensor> refs = oracle_outputs(graph, inputs, options);
   const cuda::TimingOptions topt = timing_options(options);
+  // The ceiling the rows' GB/s are compared with, measured now, on the
+  // same clocks and with the same timing as the rows.
+  if (options.copy_bytes == 0) {
+    r.copy_note = "not measured (copy_bytes 0)";
+  } else if (dev.total_memory() < 3 * options.copy_bytes) {
+    r.copy_note = fmt::format("not measured: the GPU has {} MiB, the copy needs {} MiB",
+                              dev.total_memory() >> 20, (2 * options.copy_bytes) >> 20);
+  } else {
+    try {
+      r.copy_gbps = cuda::measure_copy_bandwidth(dev, options.copy_bytes, topt).gbps;
+    } catch (const UserError& e) {
+      r.copy_note = std::string("not measured: ") + e.what();
+    }
+  }
   auto run_row = [&](const std::string& name, PlanKind plan, bool blas) {
     CompileOptions co;
     co.plan = plan;
     co.target = *target;
     co.lower = lower_for(options, plan);
+    co.lower.specialization = options.specialization;
     co.allow_tf32 = options.allow_tf32;  // CudaProgram passes it on to cuBLASLt
     co.cuda = options.cuda;
-    CompiledProgram compiled = compile(graph, co);
+    CompiledProgram compiled = compile(options.compile_graph ? *options.compile_graph : graph, co);
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;
     // The baseline at its best: the heuristic's top algorithms, timed, the
@@ -199,14 +259,16 @@ BenchReport bench_cpu(const Graph& graph, const std::vector<Tensor>& inputs,
   r.device = "cpu";
   r.target = "cpu";
   r.gemm_flops = gemm_flops(graph);
-  r.bytes = compulsory_bytes(graph);
+  r.min_bytes = min_traffic_bytes(graph);
+  r.copy_note = "not measured on the CPU";
   const std::vector<Tensor> refs = oracle_outputs(graph, inputs, options);
   cuda::TimingOptions topt = timing_options(options);
   for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
     CompileOptions co;
     co.plan = plan;
     co.lower = lower_for(options, plan);
-    CompiledProgram compiled = compile(graph, co);
+    co.lower.specialization = options.specialization;
+    CompiledProgram compiled = compile(options.compile_graph ? *options.compile_graph : graph, co);
     ExecuteOptions xo;
     xo.num_threads = options.cpu_threads;
     BenchRow row;

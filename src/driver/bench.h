@@ -12,11 +12,17 @@
 //   chosen             a copy of the tuner's winner's row (tune.h: fused,
 //                      unfused or unfused+cuBLASLt)
 // CPU rows: the fused and unfused plans on the CPU executor, wall time.
-// TFLOP/s counts 2*M*N*K per GEMM (batch included); GB/s counts the bytes of
-// the program's inputs and outputs once (the compulsory traffic). Each row's
-// output is compared with the f64 oracle (rel_err), unless check is off.
+// TFLOP/s counts 2*M*N*K per GEMM (batch included); GB/s counts the bytes
+// the program must move at least (min_traffic_bytes: each gathered row read
+// once, each output written once, the other inputs, weights and indices,
+// once), whatever the plan moves; on the GPU each row also gets that rate as
+// a fraction of the device's copy bandwidth, measured in the same call
+// (cuda::measure_copy_bandwidth: a 1 GiB device-to-device copy, timed like
+// the kernels; issue 12). Each row's output is compared with the f64 oracle
+// (rel_err), unless check is off.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,16 +59,28 @@ struct BenchOptions {
   // (CompileOptions::allow_tf32) and in the cuBLASLt rows
   // (CUBLAS_COMPUTE_32F_FAST_TF32). The CPU executor stays exact.
   bool allow_tf32 = false;
+  // Symbolic dims: the kernels are compiled from `compile_graph` (the
+  // program's generic graph) for `specialization` (the inputs' binding,
+  // driver/specialize.h), while `graph` (the program bound to the inputs'
+  // sizes) gives the oracle, the FLOPs and the bytes. nullptr: `graph`.
+  const Graph* compile_graph = nullptr;
+  Specialization specialization;
   tir::CudaOptions cuda;  // the CUDA backend's switches for our plans
   // The cuBLASLt rows: how many of the heuristic's algorithms are timed (20
   // repeats each) before the row, the fastest kept.
   int cublaslt_algorithms = 8;
+  // GPU: time a device-to-device copy of this many bytes (read and written
+  // once each) in the same call, the ceiling each row's GB/s is compared
+  // with; 0 skips it (copy_gbps stays 0).
+  std::size_t copy_bytes = std::size_t{1} << 30;
 };
 
 struct BenchRow {
   std::string name;  // "fused", "unfused", "unfused+cuBLASLt", "cuBLASLt GEMM only", "chosen"
   double median_ms = 0, min_ms = 0, max_ms = 0;
-  double tflops = 0, gbps = 0;
+  double tflops = 0;
+  double gbps = 0;           // min_bytes / median time, 1e9 bytes a second
+  double copy_fraction = 0;  // gbps / the report's copy_gbps; 0 when that was not measured
   double rel_err = -1;  // -1: not checked
   std::vector<CudaKernelStats> kernels;
   std::string note;  // why a row is missing / what it ran
@@ -71,14 +89,36 @@ struct BenchRow {
 struct BenchReport {
   std::string program, device, target;
   double gemm_flops = 0;  // per run
-  double bytes = 0;       // inputs + outputs, per run
+  double min_bytes = 0;   // min_traffic_bytes(graph), per run
+  // The device's copy bandwidth measured in this call (GPU): bytes read plus
+  // bytes written over the median time of a BenchOptions::copy_bytes copy,
+  // 1e9 bytes a second; 0 when not measured (copy_note says why).
+  double copy_gbps = 0;
+  std::string copy_note;
   std::vector<BenchRow> rows;
 };
 
 // 2*M*N*K (times batch) summed over the graph's GEMMs.
 double gemm_flops(const Graph& graph);
-// Bytes of every parameter and output.
-double compulsory_bytes(const Graph& graph);
+
+// The bytes a run of `graph` must move through memory at least, whatever its
+// plan (issue 12, item 4), in bytes:
+//   - an input (Parameter) whose every use is the gathered operand of an
+//     Index, directly or through views (x[idx], x.T[idx], x[:, idx]):
+//     each gathered element once, i.e. the numel of each such Index's
+//     result times the input's element size, summed over those Index nodes.
+//     An index with repeats reads a row again: a row is counted each time it
+//     is gathered, since a kernel cannot know that a later row repeats it
+//     (for an index with more rows than the table this exceeds the table);
+//   - any other input (weights, index tensors, an input also used directly):
+//     its full size once (an input nothing uses: nothing);
+//   - each graph output: its full size once (written; an output that is also
+//     an input, returned unchanged, still counts: the runtime copies it).
+// Intermediate values count nothing: the fused ideal keeps them on chip.
+// Example: `x: f16[T, 96], idx: i64[M], w: f16[96, 128] -> x[idx] @ w`
+// moves M*96*2 + M*8 + 96*128*2 + M*128*2 bytes (pointcloud_gather:
+// 478,175,232 at M = 2^20).
+double min_traffic_bytes(const Graph& graph);
 
 // Times the program on the GPU (UserError without one).
 BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,

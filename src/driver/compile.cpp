@@ -44,6 +44,7 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   program.graph = graph;
   program.target = options.target;
   program.allow_tf32 = options.allow_tf32;
+  program.specialization = options.lower.specialization;
   program.cuda = options.cuda;
   program.cuda.allow_tf32 = options.allow_tf32;
   program.plan = build_plan(graph, options.plan);
@@ -85,7 +86,8 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
 
 ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& config,
                        const tir::Target& target, const tir::CudaOptions& cuda,
-                       int64_t max_shared_bytes, int max_accumulators) {
+                       int64_t max_shared_bytes, int max_accumulators,
+                       const Specialization& specialization) {
   ConfigCost cost;
   CompileOptions co;
   co.plan = plan;
@@ -93,6 +95,7 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
   co.cuda = cuda;
   co.allow_tf32 = cuda.allow_tf32;
   co.lower.gemm_config = config;
+  co.lower.specialization = specialization;
   CompiledProgram p;
   try {
     p = compile(graph, co);

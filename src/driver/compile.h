@@ -58,7 +58,12 @@ struct CompiledKernel {
 };
 
 struct CompiledProgram {
-  Graph graph;  // a copy, so that a compiled program stands alone
+  // A copy, so that a compiled program stands alone. With symbolic dims it
+  // is built at some binding; the kernels serve every binding their
+  // specialization covers (lower.specialization), and a run binds the
+  // symbols from its inputs (driver/specialize.h).
+  Graph graph;
+  Specialization specialization;  // CompileOptions::lower.specialization
   Plan plan;
   tir::Target target;
   bool allow_tf32 = false;              // CompileOptions::allow_tf32
@@ -92,9 +97,11 @@ struct ConfigCost {
 // Not feasible (with why) when a kernel needs more than `max_shared_bytes` of
 // dynamic shared memory (0: no limit) or more than `max_accumulators`
 // accumulator registers a thread, or the compiler rejects the config.
+// `specialization`: what the kernels are compiled for (symbolic dims).
 ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& config,
                        const tir::Target& target, const tir::CudaOptions& cuda,
-                       int64_t max_shared_bytes, int max_accumulators);
+                       int64_t max_shared_bytes, int max_accumulators,
+                       const Specialization& specialization = {});
 
 // Plans, lowers and optimizes `graph` for options.target. Throws UserError
 // for a bad dump_after, InternalError when a module fails on a well-formed

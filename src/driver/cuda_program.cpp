@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <bit>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +19,7 @@
 
 #include "core/error.h"
 #include "driver/execute.h"
+#include "driver/specialize.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/loader.h"
@@ -48,11 +53,23 @@ std::string format_check(const std::string& message, const int64_t* args, int nu
 }  // namespace
 
 cuda::Device& default_device() {
-  static std::once_flag once;
-  static std::unique_ptr<cuda::Device> device;
-  std::call_once(once, [] { device = std::make_unique<cuda::Device>(); });
-  device->make_current();
-  return *device;
+  return cuda_device(0);
+}
+
+cuda::Device& cuda_device(int ordinal) {
+  // Opened once per ordinal and kept for the process (contexts are the
+  // primary ones, shared with the CUDA runtime).
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<cuda::Device>> devices;
+  cuda::Device* d = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_ptr<cuda::Device>& slot = devices[ordinal];
+    if (!slot) slot = std::make_unique<cuda::Device>(ordinal);
+    d = slot.get();
+  }
+  d->make_current();
+  return *d;
 }
 
 cuda::CompileOptions cuda_compile_options(const std::string& arch) {
@@ -61,6 +78,9 @@ cuda::CompileOptions cuda_compile_options(const std::string& arch) {
   o.extra = {"-std=c++17", "--ptxas-options=-v"};
   return o;
 }
+
+static_assert(std::endian::native == std::endian::little,
+              "an i32 kernel argument is passed as the low half of its 64-bit slot");
 
 struct CudaProgram::Impl {
   struct Kernel {
@@ -72,27 +92,53 @@ struct CudaProgram::Impl {
     // once (the kernel leaves them at 0, so launches and graph replays
     // need no reset).
     std::vector<cuda::DeviceBuffer> scratch;
+    const CompiledKernel* compiled = nullptr;
     const codegen::CudaKernel* code = nullptr;
+    // Per launch: the buffers' addresses, the scalars (each in a 64-bit
+    // slot), the status word; the TMA maps, re-encoded only when the
+    // addresses change; and a pointer to each for cuLaunchKernel.
     std::vector<cuda::CUdeviceptr> arg_values;
-    std::vector<cuda::TensorMap> tensor_maps;  // its TMA maps, over the bound buffers
+    std::vector<int64_t> scalar_values;
+    cuda::CUdeviceptr status_arg = 0;
+    std::vector<cuda::TensorMap> tensor_maps;
+    std::vector<cuda::CUdeviceptr> tensor_map_bases;
     std::vector<void*> args;
     // cuBLASLt instead of our kernel: C = A @ B over these values.
     std::unique_ptr<cuda::CublasLtGemm> blas;
     ValueId blas_a = -1, blas_b = -1, blas_c = -1;
   };
   std::vector<Kernel> kernels;
+  // The host path's memory (bind): every value's buffer, and the binding.
   std::map<ValueId, cuda::DeviceBuffer> memory;
-  std::optional<cuda::DeviceBuffer> status;
+  std::vector<cuda::CUdeviceptr> where;  // by ValueId
+  std::vector<int64_t> binding;
+  std::vector<std::vector<int64_t>> input_strides;
   bool bound = false;
+  std::unique_ptr<cuda::MappedHostBuffer> status;
 };
 
 namespace {
 
 // The cuBLASLt problem of a plain GEMM step (see CudaProgramOptions), or
 // nullopt when the step is not plain.
-std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& step) {
+std::optional<cuda::GemmProblem> plain_gemm(const CompiledProgram& program, const KernelStep& step) {
+  const Graph& g = program.graph;
+  // cuBLASLt reads row-major contiguous, 16-byte aligned operands: a
+  // parameter the specialization lays out otherwise keeps our kernel.
+  const std::vector<ValueId>& params = g.parameters();
+  for (ValueId v : {step.a.operand, step.b.operand}) {
+    auto it = std::find(params.begin(), params.end(), v);
+    if (it == params.end() || program.specialization.params.empty()) continue;
+    const ParamLayout& layout = program.specialization.params[static_cast<size_t>(it - params.begin())];
+    if (!layout.strides.empty() || layout.alignment < 16) return std::nullopt;
+  }
   if (step.kind != StepKind::kGemm || !step.a.nodes.empty() || !step.b.nodes.empty() || step.bias ||
       !step.epilogue.empty() || step.gemm.a_is_vector || step.gemm.b_is_vector)
+    return std::nullopt;
+  // cuBLASLt's algorithm is chosen for one problem size: symbolic dims keep
+  // our kernel.
+  if (step.gemm.m_symbol != kFixedDim || step.gemm.n_symbol != kFixedDim ||
+      step.gemm.k_symbol != kFixedDim || !step.gemm.batch_symbols.empty())
     return std::nullopt;
   const Node &a = g.node(step.a.operand), &b = g.node(step.b.operand);
   const DType dt = a.dtype;
@@ -121,7 +167,7 @@ std::optional<cuda::GemmProblem> plain_gemm(const Graph& g, const KernelStep& st
 std::vector<size_t> cublaslt_gemm_kernels(const CompiledProgram& program) {
   std::vector<size_t> out;
   for (size_t i = 0; i < program.kernels.size(); ++i)
-    if (plain_gemm(program.graph, program.kernels[i].lowered.step)) out.push_back(i);
+    if (plain_gemm(program, program.kernels[i].lowered.step)) out.push_back(i);
   return out;
 }
 
@@ -138,7 +184,7 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
   for (const CompiledKernel& ck : program.kernels) {
     TF_CHECK(ck.cuda.has_value(), "kernel " + ck.kernel.name + " has no CUDA code");
     if (options.cublaslt_gemms) {
-      if (std::optional<cuda::GemmProblem> p = plain_gemm(program.graph, ck.lowered.step)) {
+      if (std::optional<cuda::GemmProblem> p = plain_gemm(program, ck.lowered.step)) {
         Impl::Kernel k;
         k.code = &*ck.cuda;
         // The baseline under the same numerics as our kernels: f32 GEMMs on
@@ -159,8 +205,6 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
       }
     }
     const codegen::CudaKernel& code = *ck.cuda;
-    for (const tir::KernelParam& p : ck.kernel.params)
-      TF_CHECK(p.is_buffer(), "kernel " + ck.kernel.name + ": scalar params are not supported");
     CudaKernelStats st;
     st.name = code.name;
     const auto t0 = std::chrono::steady_clock::now();
@@ -178,7 +222,8 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
       }
     }
     cuda::CompiledKernel bin =
-        cache::compile_cuda_cached(source, code.name, cuda_compile_options(arch), &st.from_cache);
+        cache::compile_cuda_cached(source, code.name, cuda_compile_options(arch), &st.from_cache,
+                                   options.cache_root);
     st.compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     st.usage = bin.usage;
@@ -194,12 +239,18 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     k.module = std::make_unique<cuda::Module>(device, bin.cubin);
     k.function = k.module->function(code.name);
     k.bindings = ck.lowered.bindings;
+    // Params: the bound buffers, the scratch buffers, then the scalars
+    // (launch_kernels passes them in this order).
+    TF_CHECK(ck.lowered.bindings.size() + ck.lowered.scratch.size() + ck.lowered.scalars.size() ==
+                 ck.kernel.params.size(),
+             "kernel " + ck.kernel.name + ": bindings do not match its params");
     for (const ScratchBuffer& s : ck.lowered.scratch) {
       const std::size_t bytes =
           static_cast<std::size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
       k.scratch.emplace_back(device, std::max<std::size_t>(bytes, 16));
       k.scratch.back().memset(s.zeroed ? 0 : 0xFF);  // else NaN bytes: a missed write shows
     }
+    k.compiled = &ck;
     k.code = &code;
     if (code.dynamic_shared_bytes > device.max_shared_per_block_optin())
       throw UserError(
@@ -218,56 +269,212 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     stats_.push_back(st);
     impl_->kernels.push_back(std::move(k));
   }
-  impl_->status.emplace(device, sizeof(HostStatus));
-  impl_->status->memset(0);
+  impl_->status = std::make_unique<cuda::MappedHostBuffer>(device, sizeof(HostStatus));
 }
 
 CudaProgram::~CudaProgram() = default;
 
+namespace {
+
+// An index expression of a kernel's grid at the scalars' values (floor
+// division, as the Tile IR has it).
+int64_t eval_index(const tir::Expr& e, const std::map<const tir::VarNode*, int64_t>& vars) {
+  if (const int64_t* c = tir::as_const_int(e)) return *c;
+  if (const auto* v = e.as<tir::VarNode>()) {
+    auto it = vars.find(v);
+    TF_CHECK(it != vars.end(), "grid extent uses the var " + v->name + ", not a scalar param");
+    return it->second;
+  }
+  if (const auto* c = e.as<tir::CastNode>()) return eval_index(c->value, vars);
+  auto floor_div = [](int64_t a, int64_t b) {
+    if (b == 0) return int64_t{0};
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+  };
+#define TF_EVAL_BINARY(Kind, expr)                                     \
+  if (const auto* n = e.as<tir::Kind##Node>()) {                       \
+    const int64_t a = eval_index(n->a, vars), b = eval_index(n->b, vars); \
+    return expr;                                                       \
+  }
+  TF_EVAL_BINARY(Add, a + b)
+  TF_EVAL_BINARY(Sub, a - b)
+  TF_EVAL_BINARY(Mul, a * b)
+  TF_EVAL_BINARY(Div, floor_div(a, b))
+  TF_EVAL_BINARY(Mod, b == 0 ? 0 : a - floor_div(a, b) * b)
+  TF_EVAL_BINARY(Min, std::min(a, b))
+  TF_EVAL_BINARY(Max, std::max(a, b))
+#undef TF_EVAL_BINARY
+  throw InternalError("a grid extent the host cannot evaluate: " + std::string(tir::expr_kind_name(e.kind())));
+}
+
+constexpr std::size_t kWorkspaceAlign = 256;
+
+std::size_t round_up(std::size_t v, std::size_t a) {
+  return (v + a - 1) / a * a;
+}
+
+std::size_t value_bytes(const Node& n, const std::vector<int64_t>& binding) {
+  return static_cast<std::size_t>(shape_numel(bound_shape(n, binding))) * dtype_size(n.dtype);
+}
+
+}  // namespace
+
+std::size_t CudaProgram::workspace_bytes(const std::vector<int64_t>& binding) const {
+  const Graph& g = program_.graph;
+  std::size_t total = 0;
+  for (const CompiledKernel& ck : program_.kernels) {
+    const ValueId v = ck.lowered.step.output;
+    const auto& outs = g.outputs();
+    if (std::find(outs.begin(), outs.end(), v) != outs.end()) continue;
+    total = round_up(total, kWorkspaceAlign) + value_bytes(g.node(v), binding);
+  }
+  return total;
+}
+
 void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   const Graph& g = program_.graph;
-  check_inputs(g, inputs);
+  const Binding binding = bind_symbols(g, inputs);
   device_.make_current();
   impl_->memory.clear();
+  impl_->where.clear();
+  impl_->binding = binding;
+  impl_->input_strides.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Tensor c = inputs[i].contiguous();
+    Tensor c = inputs[i].contiguous(/*force=*/!inputs[i].is_contiguous());
     const std::size_t bytes = static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype());
     cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
     if (bytes) b.copy_from_host(c.data_ptr(), bytes);
+    impl_->input_strides.push_back(contiguous_strides(c.shape()));
     impl_->memory.emplace(g.parameters()[i], std::move(b));
   }
   for (const CompiledKernel& ck : program_.kernels) {
-    const Node& out = g.node(ck.lowered.step.output);
-    const std::size_t bytes =
-        static_cast<std::size_t>(shape_numel(out.shape)) * dtype_size(out.dtype);
+    const std::size_t bytes = value_bytes(g.node(ck.lowered.step.output), binding);
     cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
     if (poison) b.memset(0xFF);
     impl_->memory.insert_or_assign(ck.lowered.step.output, std::move(b));
   }
-  for (Impl::Kernel& k : impl_->kernels) {
-    if (k.blas) continue;
+  impl_->where.assign(static_cast<size_t>(g.size()), 0);
+  for (const auto& [v, buffer] : impl_->memory) impl_->where[static_cast<size_t>(v)] = buffer.ptr();
+  impl_->bound = true;
+}
+
+void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
+  const Graph& g = program_.graph;
+  device_.make_current();
+  TF_CHECK(call.inputs.size() == g.parameters().size() &&
+               call.input_strides.size() == g.parameters().size() &&
+               call.outputs.size() == g.outputs().size() &&
+               call.binding.size() == g.symbols().size(),
+           "CudaProgram::launch: a call with the wrong number of tensors");
+  // Intermediates are laid out from the workspace at 256-byte offsets; the
+  // kernels assume 16-byte aligned buffers.
+  if (call.workspace % 16 != 0)
+    throw UserError(ErrorKind::kValue, "the workspace must be 16-byte aligned");
+  // Where each value lives: parameters, then step outputs (a graph output in
+  // the caller's memory, its first occurrence; the rest in the workspace).
+  std::vector<cuda::CUdeviceptr> where(static_cast<size_t>(g.size()), 0);
+  for (size_t i = 0; i < call.inputs.size(); ++i) where[g.parameters()[i]] = call.inputs[i];
+  const auto& outs = g.outputs();
+  std::size_t offset = 0;
+  for (const CompiledKernel& ck : program_.kernels) {
+    const ValueId v = ck.lowered.step.output;
+    auto it = std::find(outs.begin(), outs.end(), v);
+    if (it != outs.end()) {
+      where[v] = call.outputs[static_cast<size_t>(it - outs.begin())];
+      continue;
+    }
+    offset = round_up(offset, kWorkspaceAlign);
+    const std::size_t bytes = value_bytes(g.node(v), call.binding);
+    if (offset + bytes > call.workspace_bytes || (bytes > 0 && call.workspace == 0))
+      throw UserError(fmt::format("the program needs a workspace of {} bytes at these sizes; {} "
+                                  "given",
+                                  workspace_bytes(call.binding), call.workspace_bytes));
+    where[v] = call.workspace + offset;
+    offset += bytes;
+  }
+  launch_kernels(where, call.binding, call.input_strides, 0, impl_->kernels.size(), stream);
+  // Outputs no step wrote in place: a parameter returned, a value returned
+  // again.
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const ValueId o = outs[i];
+    const size_t first = static_cast<size_t>(std::find(outs.begin(), outs.end(), o) - outs.begin());
+    const bool param = g.node(o).kind == OpKind::Parameter;
+    if (first == i && !param) continue;
+    const cuda::CUdeviceptr src = param ? where.at(o) : call.outputs[first];
+    device_.copy_async(call.outputs[i], src, value_bytes(g.node(o), call.binding), stream);
+  }
+}
+
+void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
+                                 const std::vector<int64_t>& binding,
+                                 const std::vector<std::vector<int64_t>>& input_strides,
+                                 size_t begin, size_t end, cuda::CUstream stream) {
+  if (!first_launch_) first_launch_ = std::chrono::steady_clock::now();
+  for (size_t index = begin; index < end; ++index) {
+    Impl::Kernel& k = impl_->kernels[index];
+    if (k.blas) {
+      k.blas->run(where.at(k.blas_a), where.at(k.blas_b), where.at(k.blas_c), stream);
+      continue;
+    }
+    const CompiledKernel& ck = *k.compiled;
     k.arg_values.clear();
     for (ValueId v : k.bindings) {
-      auto it = impl_->memory.find(v);
-      TF_CHECK(it != impl_->memory.end(),
+      const cuda::CUdeviceptr p = where.at(static_cast<size_t>(v));
+      TF_CHECK(p != 0 || value_bytes(program_.graph.node(v), binding) == 0,
                fmt::format("kernel {} reads %{} before any step wrote it", k.code->name, v));
-      k.arg_values.push_back(it->second.ptr());
+      k.arg_values.push_back(p);
     }
+    // The scratch buffers (split-K) after the bound ones.
     for (const cuda::DeviceBuffer& s : k.scratch) k.arg_values.push_back(s.ptr());
-    k.arg_values.push_back(impl_->status->ptr());
-    k.tensor_maps.clear();
-    for (const codegen::CudaTensorMap& m : k.code->tensor_maps) {
-      TF_CHECK(m.param >= 0 && m.param < static_cast<int>(k.bindings.size()),
-               "a tensor map of a parameter the kernel does not bind");
-      k.tensor_maps.push_back(cuda::encode_tensor_map(device_, k.arg_values[m.param],
-                                                      m.elem_bytes, m.dims, m.strides, m.box,
-                                                      m.swizzle_bytes));
+    k.scalar_values = scalar_args(program_, ck, binding, input_strides);
+    k.status_arg = impl_->status->device();
+    // The grid: the printer's constant, or (symbolic dims, grid -1) the
+    // product of the kernel's grid extents at this call's scalars.
+    int64_t blocks = k.code->grid;
+    if (blocks < 0) {
+      std::map<const tir::VarNode*, int64_t> vars;
+      const size_t nb = k.bindings.size() + k.scratch.size();
+      for (size_t i = 0; i < k.scalar_values.size(); ++i)
+        vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
+      blocks = 1;
+      for (const tir::GridDim& gd : ck.kernel.grid) blocks *= eval_index(gd.extent, vars);
+    }
+    // An empty grid (M or N is 0) launches nothing; its tensor maps (a dim
+    // of 0) could not be encoded.
+    if (blocks <= 0) continue;
+    if (blocks > INT32_MAX)
+      throw UserError(fmt::format("kernel {} needs {} blocks, more than a launch allows",
+                                  k.code->name, blocks));
+    // A persistent kernel's blocks take the tiles in turn: one block an SM.
+    if (k.code->persistent) blocks = std::min<int64_t>(blocks, device_.sm_count());
+    // TMA maps over the bound buffers (their shapes are the kernel's
+    // constants), encoded again only when an address changed.
+    if (!k.code->tensor_maps.empty()) {
+      std::vector<cuda::CUdeviceptr> bases;
+      for (const codegen::CudaTensorMap& m : k.code->tensor_maps) {
+        TF_CHECK(m.param >= 0 && m.param < static_cast<int>(k.bindings.size()),
+                 "a tensor map of a parameter the kernel does not bind");
+        bases.push_back(k.arg_values[m.param]);
+      }
+      if (bases != k.tensor_map_bases) {
+        k.tensor_maps.clear();
+        for (size_t i = 0; i < k.code->tensor_maps.size(); ++i) {
+          const codegen::CudaTensorMap& m = k.code->tensor_maps[i];
+          k.tensor_maps.push_back(cuda::encode_tensor_map(device_, bases[i], m.elem_bytes, m.dims,
+                                                          m.strides, m.box, m.swizzle_bytes));
+        }
+        k.tensor_map_bases = std::move(bases);
+      }
     }
     k.args.clear();
     for (cuda::CUdeviceptr& a : k.arg_values) k.args.push_back(&a);
+    for (int64_t& v : k.scalar_values) k.args.push_back(&v);
+    k.args.push_back(&k.status_arg);
     for (cuda::TensorMap& m : k.tensor_maps) k.args.push_back(&m);
+    k.function.launch({static_cast<unsigned>(blocks), 1, 1},
+                      {static_cast<unsigned>(k.code->num_threads), 1, 1},
+                      static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data(), stream);
   }
-  impl_->bound = true;
 }
 
 void CudaProgram::autotune_cublaslt(const cuda::TimingOptions& options) {
@@ -283,24 +490,13 @@ void CudaProgram::autotune_cublaslt(const cuda::TimingOptions& options) {
 void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
-  Impl::Kernel& k = impl_->kernels[index];
-  if (!first_launch_) first_launch_ = std::chrono::steady_clock::now();
-  if (k.blas) {
-    k.blas->run(impl_->memory.at(k.blas_a).ptr(), impl_->memory.at(k.blas_b).ptr(),
-                impl_->memory.at(k.blas_c).ptr());
-    return;
-  }
-  if (k.code->grid == 0) return;  // an empty grid (M or N is 0)
-  // A persistent kernel's blocks take the tiles in turn: one block an SM.
-  const int64_t blocks =
-      k.code->persistent ? std::min<int64_t>(k.code->grid, device_.sm_count()) : k.code->grid;
-  k.function.launch({static_cast<unsigned>(blocks), 1, 1},
-                    {static_cast<unsigned>(k.code->num_threads), 1, 1},
-                    static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data());
+  launch_kernels(impl_->where, impl_->binding, impl_->input_strides, index, index + 1, nullptr);
 }
 
 void CudaProgram::launch() {
-  for (size_t i = 0; i < impl_->kernels.size(); ++i) launch_step(i);
+  TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
+  launch_kernels(impl_->where, impl_->binding, impl_->input_strides, 0, impl_->kernels.size(),
+                 nullptr);
 }
 
 std::vector<size_t> CudaProgram::cublaslt_steps() const {
@@ -310,16 +506,35 @@ std::vector<size_t> CudaProgram::cublaslt_steps() const {
   return out;
 }
 
-void CudaProgram::check_status() {
-  device_.synchronize();
-  HostStatus s{};
-  impl_->status->copy_to_host(&s, sizeof s);
-  if (s.code == 0) return;
-  impl_->status->memset(0);
+void CudaProgram::poll_status() {
+  volatile HostStatus* s = static_cast<volatile HostStatus*>(impl_->status->host());
+  int32_t code = s->code;
+  if (code == 0) return;
+  // -1: a kernel has claimed the word and is writing its values (claim,
+  // values, __threadfence_system, code: tf_status.cuh); they land within
+  // microseconds, else the report waits for the next poll.
+  for (int spin = 0; code == -1 && spin < 100000; ++spin) code = s->code;
+  if (code == -1) return;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  int64_t args[4];
+  for (int i = 0; i < 4; ++i) args[i] = s->args[i];
+  s->code = 0;
   for (const Impl::Kernel& k : impl_->kernels)
     for (const codegen::CudaCheck& c : k.code->checks)
-      if (c.id == s.code) throw UserError(format_check(c.message, s.args, c.num_args));
-  throw InternalError(fmt::format("a kernel reported status {} that no check has", s.code));
+      if (c.id == code) throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args));
+  throw InternalError(fmt::format("a kernel reported status {} that no check has", code));
+}
+
+void CudaProgram::check_status(cuda::CUstream stream) {
+  device_.make_current();
+  device_.synchronize(stream);
+  poll_status();
+}
+
+void CudaProgram::check_status() {
+  device_.make_current();
+  device_.synchronize();
+  poll_status();
 }
 
 std::vector<Tensor> CudaProgram::outputs() const {
@@ -327,7 +542,7 @@ std::vector<Tensor> CudaProgram::outputs() const {
   std::vector<Tensor> outs;
   for (ValueId o : g.outputs()) {
     const Node& n = g.node(o);
-    Tensor t = Tensor::empty(n.dtype, n.shape);
+    Tensor t = Tensor::empty(n.dtype, bound_shape(n, impl_->binding));
     auto it = impl_->memory.find(o);
     TF_CHECK(it != impl_->memory.end(), fmt::format("no step writes output %{}", o));
     const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());

@@ -1,16 +1,30 @@
 // The driver's GPU run step: a CompiledProgram (compiled for a CUDA target)
 // built with NVRTC through the kernel cache, loaded on the device and run.
 //
-// Memory follows the same contract as the CPU step (execute.h): parameters
-// are uploaded contiguous, every step's output is a fresh device buffer of
-// its node's shape and dtype, kernels run in plan order. One status word
-// (tf_status.cuh) is shared by all kernels; after a launch sequence the host
-// reads it, and a failed device-side check becomes a UserError whose message
-// is the check's own, with the values the kernel reported. The device stays
-// usable afterwards: nothing traps.
+// Two ways to run it:
+//  - on host tensors (bind / launch / outputs, or run): parameters are
+//    uploaded contiguous, every step's output is a fresh device buffer of its
+//    node's shape (at the binding of the inputs' symbolic dims) and dtype,
+//    kernels run in plan order on the default stream (the CLI, the tuner);
+//  - on the caller's device memory (launch(DeviceCall, stream), the C API):
+//    the inputs where they are (any layout the program's specialization
+//    covers), the outputs written in place, the other step outputs in a
+//    caller-given workspace, every launch on the caller's stream, nothing
+//    allocated and nothing waited for, so the sequence can be captured in a
+//    CUDA graph.
+// One status word (tf_status.cuh) in mapped host memory is shared by all
+// kernels. check_status() waits for the device and reads it; poll_status()
+// reads it without waiting (a kernel that has not finished has not
+// reported yet). A failed device-side check becomes a UserError whose
+// message is the check's own, with the values the kernel reported; the word
+// is then cleared, and the device stays usable: nothing traps.
+//
+// Thread safety: one launch at a time per CudaProgram (the launch reuses
+// per-kernel argument storage); distinct CudaPrograms are independent.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,15 +56,31 @@ struct CudaKernelStats {
 // The process-wide device (device 0, primary context), opened on first use.
 // Throws UserError when CUDA is unavailable.
 cuda::Device& default_device();
+// Device `ordinal` (its primary context), opened on first use and made
+// current on the calling thread. Throws UserError when there is no such device.
+cuda::Device& cuda_device(int ordinal);
+
+// One call on the caller's device memory (see above).
+struct DeviceCall {
+  std::vector<int64_t> binding;                     // the symbols' values (bind_symbols)
+  std::vector<cuda::CUdeviceptr> inputs;            // per parameter: its first element
+  std::vector<std::vector<int64_t>> input_strides;  // per parameter, elements
+  std::vector<cuda::CUdeviceptr> outputs;  // per graph output: contiguous, of its bound shape
+  cuda::CUdeviceptr workspace = 0;         // scratch for the other step outputs
+  std::size_t workspace_bytes = 0;
+};
 
 struct CudaProgramOptions {
   // Run every plain GEMM step (no prologue, bias or epilogue; contiguous
-  // row-major f16/bf16/f32 operands) with cuBLASLt instead of our kernel:
+  // row-major, 16-byte aligned f16/bf16/f32 operands in the program's
+  // specialization; fixed sizes) with cuBLASLt instead of our kernel:
   // the "unfused + cuBLASLt" baseline of `tilefuse bench`. A GEMM step that
   // is not plain keeps our kernel; cublaslt_steps() says which were
   // replaced. An f32 GEMM runs on TF32 (CublasLtOptions::allow_tf32) when
   // the program was compiled with allow_tf32, else exact f32.
   bool cublaslt_gemms = false;
+  // The cache root of the kernel cache ("": default_cache_root()).
+  std::string cache_root;
   // How many of cublasLtMatmulAlgoGetHeuristic's algorithms each cuBLASLt
   // step asks for; autotune_cublaslt() then times them and keeps the
   // fastest (1: the heuristic's first, as PyTorch's default does).
@@ -79,6 +109,20 @@ class CudaProgram {
   // Uploads `inputs` (one per graph parameter, any strides) and allocates
   // every step's output; `poison` fills outputs with NaN bytes (0xFF) first.
   void bind(const std::vector<Tensor>& inputs, bool poison = false);
+
+  // Bytes of workspace a DeviceCall at `binding` needs: every step output
+  // that is not a graph output, each at a 256-byte aligned offset.
+  std::size_t workspace_bytes(const std::vector<int64_t>& binding) const;
+  // Launches every kernel in plan order on `stream` for `call` (then copies
+  // a graph output that is a parameter, or a value returned twice). Throws
+  // UserError for a workspace smaller than workspace_bytes(); launch errors
+  // as cuda::check_cuda. Asynchronous: see poll_status / check_status.
+  void launch(const DeviceCall& call, cuda::CUstream stream);
+  // Reads the status word without waiting and throws UserError for a check
+  // that a finished kernel failed (clearing the word).
+  void poll_status();
+  // Waits for `stream` (cuStreamSynchronize), then as poll_status.
+  void check_status(cuda::CUstream stream);
   // Launches every kernel in plan order on the default stream (async).
   // Needs bind().
   void launch();
@@ -100,6 +144,7 @@ class CudaProgram {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool poison = false);
 
   const std::vector<CudaKernelStats>& stats() const { return stats_; }
+  cuda::Device& device() const { return device_; }
   const CompiledProgram& program() const { return program_; }
   // When the first kernel of this program was launched (host clock, at the
   // launch call), or nullopt before any launch. For start-up figures.
@@ -109,6 +154,12 @@ class CudaProgram {
 
  private:
   struct Impl;
+  // Launches kernels [begin, end) with each value at `where` (by ValueId; 0
+  // for values that are not in memory).
+  void launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
+                      const std::vector<int64_t>& binding,
+                      const std::vector<std::vector<int64_t>>& input_strides, size_t begin,
+                      size_t end, cuda::CUstream stream);
   const CompiledProgram& program_;
   cuda::Device& device_;
   std::unique_ptr<Impl> impl_;

@@ -1,26 +1,36 @@
 #include "driver/execute.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "driver/specialize.h"
 #include "runtime/cpu/executor.h"
 
 namespace tilefuse::driver {
 
 void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
-  if (inputs.size() != g.parameters().size())
-    throw UserError(
-        fmt::format("the program takes {} inputs, got {}", g.parameters().size(), inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Node& p = g.node(g.parameters()[i]);
-    if (inputs[i].dtype() != p.dtype || inputs[i].shape() != p.shape)
-      throw UserError(fmt::format("input `{}` must be {}{}, got {}{}", p.name, dtype_name(p.dtype),
-                                  shape_to_string(p.shape), dtype_name(inputs[i].dtype()),
-                                  shape_to_string(inputs[i].shape())));
+  bind_symbols(g, inputs);
+}
+
+std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
+                                 const std::vector<int64_t>& binding,
+                                 const std::vector<std::vector<int64_t>>& input_strides) {
+  const std::vector<ValueId>& params = program.graph.parameters();
+  std::vector<int64_t> out;
+  for (const ScalarBinding& sb : ck.lowered.scalars) {
+    if (sb.symbol != kFixedDim) {
+      out.push_back(binding.at(static_cast<size_t>(sb.symbol)));
+      continue;
+    }
+    const size_t pos = static_cast<size_t>(std::find(params.begin(), params.end(), sb.param) -
+                                           params.begin());
+    out.push_back(input_strides.at(pos).at(static_cast<size_t>(sb.dim)));
   }
+  return out;
 }
 
 std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,
@@ -28,11 +38,17 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
   const Graph& g = program.graph;
   TF_CHECK(!program.target.is_cuda(),
            "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
-  check_inputs(g, inputs);
+  const Binding binding = bind_symbols(g, inputs);
+  const Specialization& spec = program.specialization;
   std::map<ValueId, Tensor> memory;
+  std::vector<std::vector<int64_t>> input_strides;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    // Kernel params carry the parameter's declared (contiguous) layout.
-    memory[g.parameters()[i]] = inputs[i].contiguous();
+    // Kernel params carry the specialization's layout: contiguous, or the
+    // input's own strides (the executor ignores those of size-1 dims).
+    const bool own = !spec.params.empty() && !spec.params[i].strides.empty();
+    const Tensor t = own ? inputs[i] : inputs[i].contiguous();
+    input_strides.push_back(t.strides());
+    memory[g.parameters()[i]] = t;
   }
 
   runtime::ExecOptions exec;
@@ -49,12 +65,14 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
     const Node& out = g.node(lk.step.output);
     {
       const AllocationPurpose purpose("the output of kernel " + ck.kernel.name);
+      const Shape out_shape = bound_shape(out, binding);
       memory[lk.step.output] =
           options.poison_outputs
-              ? Tensor::full(out.dtype, out.shape, is_floating(out.dtype) ? NAN : -77)
-              : Tensor::empty(out.dtype, out.shape);
+              ? Tensor::full(out.dtype, out_shape, is_floating(out.dtype) ? NAN : -77)
+              : Tensor::empty(out.dtype, out_shape);
     }
-    TF_CHECK(lk.bindings.size() + lk.scratch.size() == ck.kernel.params.size(),
+    // Params: the bound buffers, the scratch buffers, then the scalars.
+    TF_CHECK(lk.bindings.size() + lk.scratch.size() + lk.scalars.size() == ck.kernel.params.size(),
              "kernel " + ck.kernel.name + ": bindings do not match its params");
     std::vector<runtime::KernelArg> args;
     args.reserve(lk.bindings.size());
@@ -69,6 +87,10 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
       args.emplace_back(s.name, s.zeroed                 ? Tensor::full(s.dtype, s.shape, 0)
                                 : options.poison_outputs ? Tensor::full(s.dtype, s.shape, NAN)
                                                          : Tensor::empty(s.dtype, s.shape));
+    const size_t first_scalar = lk.bindings.size() + lk.scratch.size();
+    const std::vector<int64_t> scalars = scalar_args(program, ck, binding, input_strides);
+    for (size_t i = 0; i < scalars.size(); ++i)
+      args.emplace_back(ck.kernel.params[first_scalar + i].name(), scalars[i]);
     runtime::execute(ck.kernel, args, exec);
     args.clear();
     for (ValueId v : lk.bindings)

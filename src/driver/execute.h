@@ -22,13 +22,21 @@ struct ExecuteOptions {
   bool poison_outputs = false;
 };
 
-// Checks `inputs` against the graph's parameters (count, dtype, shape; any
-// strides) and throws UserError naming the first that differs.
+// Checks `inputs` against the graph's parameters (count, dtype, rank, fixed
+// dims, one size per symbolic dim; any strides) and throws UserError naming
+// the first that differs (driver/specialize.h, bind_symbols).
 void check_inputs(const Graph& graph, const std::vector<Tensor>& inputs);
 
+// The kernel arguments of `ck` after its buffers: each scalar param's value
+// (LoweredKernel::scalars) for a run at `binding` with `inputs`.
+std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
+                                 const std::vector<int64_t>& binding,
+                                 const std::vector<std::vector<int64_t>>& input_strides);
+
 // Runs every kernel of `program` (compiled for the CPU target) on `inputs`
-// (one per graph parameter, in order, of its dtype and shape; any strides)
-// and returns one contiguous tensor per graph output. Throws UserError when
+// (one per graph parameter, in order, of its dtype and shape; any strides
+// the program's specialization covers; symbolic dims bound from them) and
+// returns one contiguous tensor per graph output. Throws UserError when
 // a check fails (an index out of range: the message names the tensor, the
 // index tensor, the position and the value, as the reference does) or the
 // inputs do not match the parameters; InternalError for a program compiled

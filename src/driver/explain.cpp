@@ -62,10 +62,14 @@ json value_list(const Graph& g, const std::vector<ValueId>& values) {
 }
 
 
+// The template config; the specialization's promises (index_bits,
+// <param>_divisibility) are the program's `specialization`, not config.
 json config_of(const tir::Kernel& k) {
   json c = json::object();
-  for (const auto& [key, value] : k.attrs)
+  for (const auto& [key, value] : k.attrs) {
+    if (key == "index_bits" || key.ends_with("_divisibility")) continue;
     std::visit([&, &key = key](const auto& v) { c[key] = v; }, value);
+  }
   return c;
 }
 
@@ -321,10 +325,20 @@ json explain(const CompiledProgram& program, const std::string& name) {
     kernels.push_back(kernel_account(program.graph, ck));
   a["kernels"] = kernels;
   a["decisions"] = program.plan.decisions;
+  // Symbolic dims: the kernels take them as arguments; what they are
+  // specialized on.
+  const Graph& g = program.graph;
+  if (!g.symbols().empty()) {
+    json symbols = json::array();
+    for (const Symbol& s : g.symbols()) symbols.push_back(s.name);
+    a["symbols"] = symbols;
+    a["specialization"] = program.specialization.key(g);
+  }
   // Which plan and config the tuner chose on this target, and by how much
   // (from the tuning cache; explain itself tunes nothing).
   if (program.target.is_cuda())
-    a["tuning"] = tuning_account(program.graph, program.target.name(), program.allow_tf32);
+    a["tuning"] = tuning_account(program.graph, program.target.name(), program.allow_tf32,
+                                 program.specialization.size_hints);
   return a;
 }
 
@@ -334,6 +348,12 @@ std::string render_explain_text(const json& a) {
   out << a.at("program").get<std::string>() << ": " << a.at("plan").get<std::string>()
       << " plan for " << a.at("target").get<std::string>() << ", " << kernels.size() << " kernel"
       << (kernels.size() == 1 ? "" : "s") << "\n";
+  if (a.contains("symbols")) {
+    out << "symbolic dims:";
+    for (const json& s : a.at("symbols")) out << " " << s.get<std::string>();
+    out << " (kernel arguments); specialized on: " << a.at("specialization").get<std::string>()
+        << "\n";
+  }
   auto list = [](const json& items) {
     std::string s;
     for (const json& i : items) s += (s.empty() ? "" : ", ") + i.get<std::string>();

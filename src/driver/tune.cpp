@@ -202,7 +202,11 @@ TuneDevice cpu_tune_device() {
 }
 
 TuneDevice cuda_tune_device() {
-  cuda::Device& dev = default_device();
+  return cuda_tune_device(0);
+}
+
+TuneDevice cuda_tune_device(int ordinal) {
+  cuda::Device& dev = cuda_device(ordinal);
   std::optional<tir::Target> t = tir::Target::parse(dev.arch());
   if (!t)
     throw UserError(
@@ -280,6 +284,10 @@ int64_t k_tiles_of(const KernelStep& step, const GemmConfig& c) {
 }  // namespace
 
 std::string split_k_reason(const GemmConfig& c, const KernelStep& step, int sm_count) {
+  const GemmGeometry& g = step.gemm;
+  bool symbolic = g.m_symbol != kFixedDim || g.n_symbol != kFixedDim || g.k_symbol != kFixedDim;
+  for (SymbolId s : g.batch_symbols) symbolic = symbolic || s != kFixedDim;
+  if (symbolic) return "no split-K: the GEMM has a symbolic size (split-K needs constant ones)";
   const int64_t tiles = output_tiles(step, c), k_tiles = k_tiles_of(step, c);
   if (c.split_k <= 1)
     return sm_count > 0 && tiles < sm_count
@@ -296,11 +304,18 @@ std::string split_k_reason(const GemmConfig& c, const KernelStep& step, int sm_c
       c.split_k, tiles, sm_count, c.split_k, tiles * c.split_k, per, k_tiles);
 }
 
-std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
+std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step_in,
                                           const tir::Target& target, int64_t max_shared_bytes,
-                                          PlanKind plan, const tir::CudaOptions& cuda,
-                                          int sm_count) {
-  const GemmConfig def = default_gemm_config(graph, step, target.has_wgmma());
+                                          PlanKind plan, const tir::CudaOptions& cuda, int sm_count,
+                                          const Specialization* specialization) {
+  const Specialization spec = specialization ? *specialization : Specialization{};
+  const DimEnv env(graph, spec);
+  const GemmConfig def = default_gemm_config(env, step_in, target.has_wgmma());
+  // The sizes the space is capped at: symbolic dims at their hints.
+  KernelStep step = step_in;
+  step.gemm.m = env.hint(step.gemm.m, step.gemm.m_symbol);
+  step.gemm.n = env.hint(step.gemm.n, step.gemm.n_symbol);
+  step.gemm.k = env.hint(step.gemm.k, step.gemm.k_symbol);
   std::vector<GemmConfig> out{def};
   auto add = [&](const GemmConfig& c) {
     for (const GemmConfig& o : out)
@@ -340,7 +355,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // one (the warps shrunk to the warp tiles the tile has) is a duplicate.
   const int acc_limit = 128;  // accumulator registers a thread (f64: two each)
   std::set<uint64_t> kernels;
-  kernels.insert(config_cost(graph, plan, def, target, cuda, 0, INT32_MAX).fingerprint);
+  kernels.insert(config_cost(graph, plan, def, target, cuda, 0, INT32_MAX, spec).fingerprint);
   for (int bm : bms) {
     for (int bn : bns) {
       if (std::max(bm, bn) > 2 * std::min(bm, bn)) continue;  // at most 2:1
@@ -363,7 +378,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
             for (const GemmConfig& o : out) known = known || same_config(o, c);
             if (known) continue;
             const ConfigCost cost =
-                config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit);
+                config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
             if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
             add(c);
           }
@@ -371,11 +386,57 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       }
     }
   }
+  // Bandwidth-bound GEMMs (issue 12, item 3): with K and N of at most 256 a
+  // gathered row of K elements feeds at most 256 outputs, so the bytes, not
+  // the tensor cores, bound the kernel (pointcloud_gather: 1M rows, K = 96,
+  // N = 128; ncu on the H200 found no unit busier than 60% in the tuned
+  // kernel: latency, too little in flight). Tiles that move each gathered
+  // row once and keep more in flight: the whole N in one tile (no row
+  // gathered twice); BLOCK_M 64 to 256; the whole K in one stage (BLOCK_K =
+  // K rounded up to a power of two, at most 128; past 128 two stages of
+  // 128); twice the warps of the rule above (more of each block's loads and
+  // stores in flight). The compiler prunes them like the others; the
+  // tuner's timing decides.
+  if (bandwidth_bound_gemm(g)) {
+    const int bn = cap_tile(g.n, 256);
+    const int whole_k = cap_tile(g.k, 128);
+    const int whole_k_stages = static_cast<int>((g.k + whole_k - 1) / whole_k);
+    auto try_add = [&](int bm, int bk, int stages, int warps) {
+      if (bm * bn / (warps * 32) < 16) return;  // at least 16 outputs a thread
+      GemmConfig c;
+      c.block_m = bm, c.block_n = bn, c.block_k = bk;
+      c.num_stages = stages;
+      c.num_warps = warps;
+      c.group_m = 8;
+      for (const GemmConfig& o : out)
+        if (same_config(o, c)) return;
+      const ConfigCost cost =
+          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit);
+      if (!cost.feasible || !kernels.insert(cost.fingerprint).second) return;
+      add(c);
+    };
+    for (int bm0 : {64, 128, 256}) {
+      const int bm = cap_tile(g.m, bm0);
+      const int warps = bm * bn <= 64 * 128 ? 4 : 8;  // the rule above
+      // The whole K in one stage.
+      for (int w : {warps, 2 * warps}) try_add(bm, whole_k, whole_k_stages, w);
+      // The K tiles above with twice the warps.
+      if (bm0 > 128) continue;
+      for (const auto& [bk0, stage_list] : k_options) {
+        const int bk = cap_tile(g.k, bk0);
+        const int64_t k_tiles = std::max<int64_t>(1, (g.k + bk - 1) / bk);
+        try_add(bm, bk, static_cast<int>(std::min<int64_t>(stage_list.front() + 1, k_tiles)),
+                2 * warps);
+      }
+    }
+  }
   // Split-K for configs that leave SMs idle: the largest tiles first (the
   // fewest operand bytes a FLOP; a split restores the blocks they lose), at
   // most 6 of them, each split so that every split has at least 2 K tiles,
-  // none is empty, and the blocks stay within two waves.
-  if (sm_count > 0) {
+  // none is empty, and the blocks stay within two waves. Split-K needs
+  // constant sizes (its workspace and counters are sized at compile time):
+  // none for a GEMM with a symbolic dim.
+  if (sm_count > 0 && gemm_symbolic_dim(graph, step_in).empty()) {
     std::vector<GemmConfig> base;
     for (const GemmConfig& c : out)
       if (output_tiles(step, c) < sm_count) base.push_back(c);
@@ -392,13 +453,17 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
         c.split_k = s;
         c.num_stages = static_cast<int>(std::min<int64_t>(b.num_stages, per));
         const ConfigCost cost =
-            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit);
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
         if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
         add(c);
       }
     }
   }
   return out;
+}
+
+bool bandwidth_bound_gemm(const GemmGeometry& g) {
+  return g.k <= 256 && g.n <= 256;
 }
 
 LowerOptions TunedChoice::lower_for(PlanKind p) const {
@@ -459,7 +524,7 @@ std::string TunedChoice::summary() const {
 }
 
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32,
-                            const tir::CudaOptions& cuda) {
+                            const tir::CudaOptions& cuda, const std::vector<int64_t>& buckets) {
   cache::TuningKey key;
   key.program = graph.to_string();
   for (ValueId p : graph.parameters()) {
@@ -472,6 +537,22 @@ cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool a
   const std::string options = codegen.key();
   key.extra = std::string(kFormat) + (allow_tf32 ? " allow_tf32" : "") +
               (options.empty() ? "" : " cuda:" + options);
+  if (!graph.symbols().empty()) {
+    // Per size bucket: the program's text is its generic graph's (the same
+    // for every binding but for the values in its `symbols` line and what
+    // derives from them), so the bucket is the key, not the graph's values.
+    TF_CHECK(buckets.size() == graph.symbols().size(),
+             "a tuning key of a program with symbolic dims needs a bucket per symbol");
+    key.program = key.program.substr(key.program.find('\n') + 1);  // drop "symbols ..."
+    key.extra += " buckets";
+    for (size_t s = 0; s < buckets.size(); ++s)
+      key.extra += fmt::format(" {}={}", graph.symbols()[s].name, buckets[s]);
+    for (size_t i = 0; i < graph.parameters().size(); ++i) {
+      const Node& n = graph.node(graph.parameters()[i]);
+      for (size_t d = 0; d < n.shape.size(); ++d)
+        if (n.symbol(d) != kFixedDim) key.shapes[i][d] = buckets[n.symbol(d)];
+    }
+  }
   return key;
 }
 
@@ -563,10 +644,12 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
 }
 
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
-                                         bool allow_tf32, const tir::CudaOptions& cuda) {
-  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+                                         bool allow_tf32, const tir::CudaOptions& cuda,
+                                         const std::vector<int64_t>& buckets,
+                                         const std::string& cache_root) {
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache({}, cache_root);
   if (!tc) return std::nullopt;
-  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, cuda).material());
+  std::optional<json> v = tc->get(tuning_key(graph, device, allow_tf32, cuda, buckets).material());
   if (!v) return std::nullopt;
   return choice_from_json(*v);
 }
@@ -577,12 +660,15 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   TuneResult result;
   std::optional<cache::TuningCache> tc;
   if (options.use_cache)
-    tc = cache::default_tuning_cache([](const std::string& message) {
-      std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
-                   message.c_str());
-    });
+    tc = cache::default_tuning_cache(
+        [](const std::string& message) {
+          std::fprintf(stderr, "tilefuse: warning: the tuning cache is not usable (%s)\n",
+                       message.c_str());
+        },
+        options.cache_root);
   const std::string material =
-      tuning_key(graph, device, options.allow_tf32, options.cuda).material();
+      tuning_key(graph, device, options.allow_tf32, options.cuda,
+                 options.specialization.size_hints).material();
   if (tc && !options.retune) {
     if (std::optional<json> v = tc->get(material)) {
       if (std::optional<TunedChoice> c = choice_from_json(*v)) {
@@ -614,9 +700,16 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     }
     const int64_t smem = device.max_shared_bytes > 0 ? device.max_shared_bytes
                                                      : default_max_shared_bytes(device.target);
+    // The config applies to every GEMM step: no split-K (sm_count 0) where
+    // any of them has a symbolic size (gemm_symbolic_dim).
+    bool symbolic_gemms = false;
+    for (const KernelStep& st : plan.steps)
+      if (st.kind == StepKind::kGemm && !gemm_symbolic_dim(graph, st).empty())
+        symbolic_gemms = true;
     for (const GemmConfig& c :
          gemm_config_space(graph, *step, device.target, smem, kind, options.cuda,
-                           device.sm_count > 0 ? device.sm_count : 132)) {
+                           symbolic_gemms ? 0 : (device.sm_count > 0 ? device.sm_count : 132),
+                           &options.specialization)) {
       Slot s;
       s.cand.plan = kind;
       s.cand.config = c;
@@ -636,6 +729,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       co.plan = s.cand.plan;
       co.target = device.target;
       co.lower.gemm_config = s.cand.config;
+      co.lower.specialization = options.specialization;
       co.allow_tf32 = options.allow_tf32;
       co.cuda = options.cuda;
       s.compiled = std::make_shared<CompiledProgram>(compile(graph, co));
@@ -676,7 +770,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     parallel_for(sources.size(), threads, [&](size_t i) {
       Source& src = sources[i];
       try {
-        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache);
+        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache,
+                                   options.cache_root);
       } catch (const std::exception& e) {
         src.error = std::string("NVRTC: ") + e.what();
       }
@@ -712,7 +807,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // The same for a candidate of our kernels (GPU or CPU).
   auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs) {
     if (gpu) {
-      CudaProgram prog(*s.compiled, *dev);
+      CudaProgramOptions po;
+      po.cache_root = options.cache_root;
+      CudaProgram prog(*s.compiled, *dev, po);
       time_program(prog, s.cand, repeats, outputs);
     } else {
       ExecuteOptions xo;
@@ -824,6 +921,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     choice.cublaslt_note = "not a candidate: cuBLASLt unavailable: " + why;
   } else {
     CudaProgramOptions po;
+    po.cache_root = options.cache_root;
     po.cublaslt_gemms = true;  // f32 on TF32 only when compiled with allow_tf32
     std::unique_ptr<CudaProgram> prog;
     try {
@@ -886,11 +984,16 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   return result;
 }
 
-json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32) {
+json tuning_account(const Graph& graph, const std::string& device, bool allow_tf32,
+                    const std::vector<int64_t>& buckets) {
   std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
   json none = {{"tuned", false}};
+  if (!graph.symbols().empty() && buckets.size() != graph.symbols().size())
+    return {{"tuned", false},
+            {"note", "the program has symbolic dims: tunings are kept per size bucket (give "
+                     "the sizes to see one)"}};
   if (!tc) return none;
-  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32);
+  const cache::TuningKey want = tuning_key(graph, TuneDevice{}, allow_tf32, {}, buckets);
   std::optional<TunedChoice> found;
   const std::optional<tir::Target> target = tir::Target::parse(device);
   const bool exact = !device.empty() && (!target || !target->is_cuda());

@@ -82,6 +82,9 @@ TuneDevice cpu_tune_device();
 // The GPU (default_device(): its name, its target, its opt-in shared memory
 // limit). Throws UserError without a usable GPU or for one older than sm_80.
 TuneDevice cuda_tune_device();
+// The same for GPU `ordinal` (a tuning made on device 0 serves another of
+// the same model: the key names the GPU and its target, not the ordinal).
+TuneDevice cuda_tune_device(int ordinal);
 
 // The opt-in shared memory per block of a CUDA target when no device can be
 // asked: 227 KiB for sm_90+, 163 KiB for sm_80 / sm_87, 99 KiB for the other
@@ -112,23 +115,42 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 // has). The default is kept even when a rule would drop it (it is what runs
 // without tuning).
 //
+// Bandwidth-bound GEMMs (bandwidth_bound_gemm: K and N at most 256) also
+// get tiles that move each gathered row once: BLOCK_N the whole N (next
+// power of two, at most 256); BLOCK_M 64, 128 and 256 capped at the
+// problem; the whole K in one stage (next power of two, at most 128; two
+// stages of 128 past 128) with the warps above and twice them; for BLOCK_M
+// up to 128 also the K tiles above (the larger stage count, capped at the K
+// tiles) with twice the warps; at least 16 outputs a thread; pruned and
+// deduplicated the same way.
+//
 // Split-K (CUDA): the configs above with fewer output tiles than `sm_count`
 // (BLOCK_M x BLOCK_N tiles times the batch), the largest tiles first, at
 // most 6, are tried again with split_k S for each S in {2, 3, 4, 6, 8, 12,
 // 16} that leaves each split at least 2 K tiles, no split empty, and makes
 // tiles * S at most 2 * sm_count blocks (stages capped at a split's K
-// tiles). Which wins is measured.
+// tiles). Which wins is measured. None where sm_count is 0 or a size of
+// the step is symbolic (gemm_symbolic_dim: split-K needs constant sizes).
 //
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
+//
+// With a specialization (a graph with symbolic dims), the sizes are its
+// size hints (specialization.h) and the default its heuristic config.
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
                                           const tir::Target& target, int64_t max_shared_bytes,
                                           PlanKind plan = PlanKind::kFused,
-                                          const tir::CudaOptions& cuda = {}, int sm_count = 132);
+                                          const tir::CudaOptions& cuda = {}, int sm_count = 132,
+                                          const Specialization* specialization = nullptr);
 
 // Why a config splits K (or not): "split-K 4: 32 tiles for 132 SMs, 4 x 32 =
 // 128 blocks, 32 of 128 K tiles a block" or "no split-K (256 tiles fill 132 SMs)".
 std::string split_k_reason(const GemmConfig& config, const KernelStep& step, int sm_count = 132);
+
+// True when K and N are both at most 256 (issue 12: sparse convolution, GNN
+// messages, embedding bags): such a GEMM does at most 2*256 flops a byte of
+// a gathered 16-bit row and is bound by memory, not the tensor cores.
+bool bandwidth_bound_gemm(const GemmGeometry& g);
 
 // The GEMM step the space is built for: the plan's largest GEMM (by
 // batch*M*N*K), or nullptr when it has none.
@@ -154,6 +176,13 @@ struct TuneOptions {
   int final_repeats = 100;  // ... with this many repeats (GPU only)
   bool flush_l2 = true;     // flush the L2 (host caches on the CPU) before each timed run
   int cpu_threads = 0;      // CPU executor threads (0: all)
+  // What the candidates are compiled for: a graph with symbolic dims is
+  // tuned for the inputs' binding, and kept per size bucket (its size_hints;
+  // tuning_key).
+  Specialization specialization;
+  // The cache root (the tuning and kernel caches under it); "" for
+  // default_cache_root().
+  std::string cache_root;
   // A `\r`-updated line on stderr while tuning runs past 1 s, when stderr is
   // a terminal: "tuning NAME: 12/36 candidates, best 41.2 us (fused 128x128x64/3/8)".
   bool progress = true;
@@ -225,9 +254,12 @@ struct TuneResult {
 // (Graph::to_string), the parameters' shapes and dtypes, device.key(), the
 // tilefuse version and the entry format (followed by " allow_tf32" for a
 // tuning with TuneOptions::allow_tf32, and by the CUDA options that differ
-// from the defaults, tir::CudaOptions::key()).
+// from the defaults, tir::CudaOptions::key()). With symbolic dims, a tuning
+// is per size bucket: `buckets` (one per symbol, size_bucket of its value)
+// stand for the symbols in the shapes and follow in `extra` (" buckets T=2048").
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device,
-                            bool allow_tf32 = false, const tir::CudaOptions& cuda = {});
+                            bool allow_tf32 = false, const tir::CudaOptions& cuda = {},
+                            const std::vector<int64_t>& buckets = {});
 
 // Parses a cached value; nullopt when anything is missing or malformed.
 std::optional<TunedChoice> choice_from_json(const nlohmann::json& value);
@@ -237,7 +269,9 @@ nlohmann::json choice_to_json(const TunedChoice& choice);
 // one, or caching disabled).
 std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& device,
                                          bool allow_tf32 = false,
-                                         const tir::CudaOptions& cuda = {});
+                                         const tir::CudaOptions& cuda = {},
+                                         const std::vector<int64_t>& buckets = {},
+                                         const std::string& cache_root = "");
 
 // Tunes `graph` on options.device with `inputs` (one per parameter) as
 // described at the top of this file; with a cached choice (and neither
@@ -262,8 +296,10 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
 // found by reading the cache directory, so explain needs no GPU), or "" (the
 // newest tuning on any device).
 // With allow_tf32, the tunings made with TuneOptions::allow_tf32.
+// With symbolic dims, the tuning of the size bucket `buckets`; without
+// buckets, {"tuned": false, "note": ...} saying tunings are per bucket.
 nlohmann::json tuning_account(const Graph& graph, const std::string& device,
-                              bool allow_tf32 = false);
+                              bool allow_tf32 = false, const std::vector<int64_t>& buckets = {});
 
 // tuning_account's object as one line for `explain`'s text:
 //   "tuning (NVIDIA H200 sm_90a, 2026-11-30T05:00:00Z): fused 128x128x64/3/8 won,

@@ -55,7 +55,7 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
   return out;
 }
 
-Program load_program(const std::string& path, const LoadOptions& options) {
+std::string read_program_file(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError(fmt::format("cannot read '{}': it is a directory", path));
@@ -80,7 +80,11 @@ Program load_program(const std::string& path, const LoadOptions& options) {
     if (static_cast<int64_t>(text.size()) > options.max_bytes) throw too_long();
   }
   if (in.bad()) throw UserError(fmt::format("cannot read '{}': read error", path));
-  return parse_program(text, path);
+  return text;
+}
+
+Program load_program(const std::string& path, const LoadOptions& options) {
+  return parse_program(read_program_file(path, options), path);
 }
 
 }  // namespace tilefuse

@@ -6,6 +6,8 @@
 // `name = expr` and `return expr[, expr...]`, and `#` comments.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,10 +24,20 @@ struct Program {
   Graph graph;          // parameters in order, outputs in `return` order
 };
 
+// Values of symbolic dims by name (`T` -> 2048).
+using SymbolValues = std::map<std::string, int64_t, std::less<>>;
+
 // Parses and type-checks a program. Throws UserError whose loc() points at
 // the offending token (lexical, syntax, unknown name/method/dtype, arity,
 // shape and dtype errors alike). Never crashes on any input.
-Program parse_program(std::string_view source, const std::string& file);
+//
+// Symbolic dims (`x: f16[T, 4096]`, graph.h) take their value from `values`
+// when it names them, else generic_symbol_value(): a graph built without
+// values is valid for every binding (what kernels are compiled from, and
+// what emit/explain show). A name in `values` that is not a symbolic dim of
+// the program is a UserError (without a location); so is a negative value.
+Program parse_program(std::string_view source, const std::string& file,
+                      const SymbolValues* values = nullptr);
 
 struct LoadOptions {
   // The largest program file read (bytes); a longer one is a UserError
@@ -37,6 +49,9 @@ struct LoadOptions {
 // Reads `path` and parses it; an unreadable, or too long, file is a
 // UserError.
 Program load_program(const std::string& path, const LoadOptions& options = {});
+// The text of the program file at `path`; an unreadable, or too long, file
+// is a UserError.
+std::string read_program_file(const std::string& path, const LoadOptions& options = {});
 
 // Renders an error as the CLI prints it:
 //   file:line:col: error: message

@@ -153,7 +153,8 @@ Operand fold(const Token& op, const Operand& a, const Operand& b) {
 
 class Parser {
  public:
-  Parser(const std::vector<Token>& tokens, Graph& g) : toks_(tokens), g_(g) {
+  Parser(const std::vector<Token>& tokens, Graph& g, const SymbolValues* values)
+      : toks_(tokens), g_(g), values_(values) {
     TF_CHECK(!toks_.empty() && toks_.back().kind == TokenKind::End, "token stream without End");
     aliases_["torch"] = "torch";
     // F is PyTorch's universal alias for torch.nn.functional; accept it even
@@ -317,12 +318,14 @@ class Parser {
     name_loc_ = name.loc;
     expect(TokenKind::LParen, fmt::format("'(' after 'def {}'", name_));
     std::set<std::string, std::less<>> seen;
+    std::vector<ParamDecl> params;
     while (!at(TokenKind::RParen)) {
-      parse_parameter(seen);
+      params.push_back(parse_parameter(seen));
       if (!accept(TokenKind::Comma)) break;
     }
     if (at(TokenKind::Assign)) fail(peek(), "default values for parameters are not supported");
     expect(TokenKind::RParen, "',' or ')' in the parameter list");
+    declare_parameters(params);
     if (accept(TokenKind::Arrow)) skip_return_annotation();
     expect(TokenKind::Colon, "':' after the parameter list");
     parse_body();
@@ -340,7 +343,30 @@ class Parser {
     }
   }
 
-  void parse_parameter(std::set<std::string, std::less<>>& seen) {
+  // A parameter as written: its dims and range bounds may name symbolic
+  // dims, whose values are known only once the whole signature is read.
+  struct DimDecl {
+    int64_t value = 0;
+    std::string symbol;  // non-empty: a symbolic dim
+    SourceLoc loc;
+  };
+  struct BoundDecl {
+    int64_t value = 0;
+    std::string symbol;
+    bool negated = false;
+    SourceLoc loc;
+  };
+  struct ParamDecl {
+    std::string name;
+    SourceLoc loc;
+    DType dtype = DType::F32;
+    std::vector<DimDecl> dims;
+    SourceLoc shape_loc;
+    std::optional<BoundDecl> lo, hi;
+    SourceLoc range_loc;
+  };
+
+  ParamDecl parse_parameter(std::set<std::string, std::less<>>& seen) {
     const Token& name = expect(TokenKind::Name, "a parameter name");
     std::string pname(name.text);
     if (!seen.insert(pname).second) fail(name, fmt::format("duplicate parameter '{}'", pname));
@@ -362,62 +388,175 @@ class Parser {
                                   did_you_mean(dtype_text, dtype_spellings())),
                       dtype_loc);
     }
-    Shape shape = parse_shape(pname);
-    std::optional<IntRange> range;
-    if (at(TokenKind::KwIn)) range = parse_range(pname, *dtype);
-    ValueId v = g_.parameter(pname, *dtype, shape, range, name.loc);
-    variables_[pname] = Operand::tensor(v, name.loc);
+    ParamDecl decl;
+    decl.name = pname;
+    decl.loc = name.loc;
+    decl.dtype = *dtype;
+    parse_shape(pname, &decl);
+    if (at(TokenKind::KwIn)) parse_range(pname, &decl);
+    return decl;
   }
 
-  Shape parse_shape(const std::string& pname) {
-    expect(TokenKind::LBracket, fmt::format("'[' and the shape of parameter '{}'", pname));
-    Shape shape;
-    int64_t nonzero_product = 1;
+  void parse_shape(const std::string& pname, ParamDecl* decl) {
+    const Token& open = expect(TokenKind::LBracket, fmt::format("'[' and the shape of parameter '{}'", pname));
     while (!at(TokenKind::RBracket)) {
       SourceLoc loc = peek().loc;
+      if (at(TokenKind::Name)) {
+        // A symbolic dim: its size is given at call time.
+        const Token& sym = next();
+        if (decl->dims.size() == kMaxRank)
+          throw UserError(fmt::format("a tensor can have at most {} dims", kMaxRank), sym.loc);
+        decl->dims.push_back({0, std::string(sym.text), sym.loc});
+        if (!accept(TokenKind::Comma)) break;
+        continue;
+      }
       bool negative = accept(TokenKind::Minus);
       if (!at(TokenKind::Int))
-        fail(peek(), fmt::format("expected a dimension size (an integer), found {}",
+        fail(peek(), fmt::format("expected a dimension size (an integer, or a name for a "
+                                 "symbolic dim), found {}",
                                  describe_token(peek())));
       const Token& dim = next();
       loc = span(loc, dim.loc);
       if (negative)
         throw UserError(fmt::format("dimension sizes must be non-negative, found -{}", dim.text),
                         loc);
-      if (shape.size() == static_cast<size_t>(kMaxRank))
+      if (decl->dims.size() == static_cast<size_t>(kMaxRank))
         throw UserError(fmt::format("a tensor can have at most {} dims", kMaxRank), loc);
-      // Strides are products of the dims after them, so even with a zero dim
-      // elsewhere the product of the non-zero dims must fit in int64.
-      if (dim.int_value != 0 &&
-          __builtin_mul_overflow(nonzero_product, dim.int_value, &nonzero_product))
-        throw UserError("the shape has too many elements (the product of its dims overflows)", loc);
-      shape.push_back(dim.int_value);
+      decl->dims.push_back({dim.int_value, "", loc});
       if (!accept(TokenKind::Comma)) break;
     }
-    expect(TokenKind::RBracket, "',' or ']' in the shape");
-    return shape;
+    const Token& close = expect(TokenKind::RBracket, "',' or ']' in the shape");
+    decl->shape_loc = span(open.loc, close.loc);
   }
 
-  std::optional<IntRange> parse_range(const std::string& pname, DType dtype) {
+  void parse_range(const std::string& pname, ParamDecl* decl) {
     const Token& in = next();
-    if (!is_integral(dtype))
+    if (!is_integral(decl->dtype))
       fail(in, fmt::format("'in [lo, hi)' ranges are only allowed on integer parameters, and "
                            "'{}' is {}",
-                           pname, dtype_name(dtype)));
+                           pname, dtype_name(decl->dtype)));
     const Token& open = expect(TokenKind::LBracket, "'[' to start the range [lo, hi)");
-    int64_t lo = parse_signed_int("the range's lower bound");
+    decl->lo = parse_bound("the range's lower bound");
     expect(TokenKind::Comma, "',' between the bounds of the range");
-    int64_t hi = parse_signed_int("the range's upper bound");
+    decl->hi = parse_bound("the range's upper bound");
     if (at(TokenKind::RBracket))
       fail(peek(), "a range is half-open: write [lo, hi) with a closing ')'");
     const Token& close = expect(TokenKind::RParen, "')' to close the range [lo, hi)");
-    SourceLoc loc = span(open.loc, close.loc);
-    if (lo >= hi)
-      throw UserError(fmt::format("the range [{}, {}) is empty; lo must be less than hi", lo, hi),
-                      loc);
+    decl->range_loc = span(open.loc, close.loc);
+  }
+
+  // An integer, a symbolic dim's name or its negation (`in [-T, T)`).
+  BoundDecl parse_bound(std::string_view what) {
+    BoundDecl b;
+    b.loc = peek().loc;
+    b.negated = accept(TokenKind::Minus);
+    if (at(TokenKind::Name)) {
+      const Token& sym = next();
+      b.symbol = std::string(sym.text);
+      b.loc = span(b.loc, sym.loc);
+      return b;
+    }
+    if (!at(TokenKind::Int))
+      fail(peek(), fmt::format("expected an integer or a symbolic dim for {}, found {}", what,
+                               describe_token(peek())));
+    const Token& v = next();
+    b.loc = span(b.loc, v.loc);
+    b.value = b.negated ? -v.int_value : v.int_value;
+    return b;
+  }
+
+  // Declares the signature's symbols (in order of first appearance, each
+  // with its value from the binding, else a generic one), then the
+  // parameters with their shapes and ranges resolved.
+  void declare_parameters(const std::vector<ParamDecl>& params) {
+    std::set<std::string, std::less<>> param_names;
+    for (const ParamDecl& p : params) param_names.insert(p.name);
+    for (const ParamDecl& p : params) {
+      for (const DimDecl& d : p.dims) {
+        if (d.symbol.empty() || g_.find_symbol(d.symbol) != kFixedDim) continue;
+        if (param_names.count(d.symbol))
+          throw UserError(fmt::format("the symbolic dim '{}' has the name of a parameter; "
+                                      "give it another name",
+                                      d.symbol),
+                          d.loc);
+        int64_t value = generic_symbol_value(g_.symbols().size());
+        if (values_) {
+          auto it = values_->find(d.symbol);
+          if (it != values_->end()) value = it->second;
+        }
+        if (value < 0)
+          throw UserError(fmt::format("symbolic dim '{}' cannot be {}", d.symbol, value), d.loc);
+        g_.add_symbol(d.symbol, value, d.loc);
+      }
+    }
+    if (values_) {
+      for (const auto& [name, value] : *values_) {
+        if (g_.find_symbol(name) != kFixedDim) continue;
+        std::string known;
+        for (const Symbol& s : g_.symbols()) known += (known.empty() ? "" : ", ") + s.name;
+        throw UserError(fmt::format("`{}` is not a symbolic dim of '{}' ({})", name, name_,
+                                    known.empty() ? "it has none: every dim is fixed"
+                                                  : "its symbolic dims: " + known));
+      }
+    }
+    for (const ParamDecl& p : params) {
+      Shape shape;
+      std::vector<SymbolId> symbols;
+      int64_t nonzero_product = 1;
+      for (const DimDecl& d : p.dims) {
+        const SymbolId s = d.symbol.empty() ? kFixedDim : g_.find_symbol(d.symbol);
+        const int64_t size = s == kFixedDim ? d.value : g_.symbols()[s].value;
+        // Strides are products of the dims after them, so even with a zero dim
+        // elsewhere the product of the non-zero dims must fit in int64.
+        if (size != 0 && __builtin_mul_overflow(nonzero_product, size, &nonzero_product))
+          throw UserError(
+              s == kFixedDim
+                  ? std::string("the shape has too many elements (the product of its dims overflows)")
+                  : fmt::format("the shape of '{}' has too many elements with {} = {} (the "
+                                "product of its dims overflows)",
+                                p.name, d.symbol, size),
+              d.loc);
+        shape.push_back(size);
+        symbols.push_back(s);
+      }
+      bool symbolic = false;
+      for (SymbolId s : symbols) symbolic = symbolic || s != kFixedDim;
+      if (!symbolic) symbols.clear();
+      std::optional<IntRange> range;
+      if (p.lo) range = resolve_range(p);
+      ValueId v = g_.parameter(p.name, p.dtype, shape, range, p.loc, std::move(symbols));
+      variables_[p.name] = Operand::tensor(v, p.loc);
+    }
+  }
+
+  IntRange resolve_range(const ParamDecl& p) {
+    IntRange r;
+    auto resolve = [&](const BoundDecl& b, int64_t* value, SymbolId* sym, bool* negated) {
+      *negated = b.negated && !b.symbol.empty();
+      if (b.symbol.empty()) {
+        *value = b.value;
+        return;
+      }
+      *sym = g_.find_symbol(b.symbol);
+      if (*sym == kFixedDim)
+        throw UserError(fmt::format("'{}' in the range of '{}' is not a symbolic dim of a "
+                                    "parameter's shape",
+                                    b.symbol, p.name),
+                        b.loc);
+      const int64_t v = g_.symbols()[*sym].value;
+      *value = b.negated ? -v : v;
+    };
+    resolve(*p.lo, &r.lo, &r.lo_symbol, &r.lo_negated);
+    resolve(*p.hi, &r.hi, &r.hi_symbol, &r.hi_negated);
+    const bool symbolic = r.lo_symbol != kFixedDim || r.hi_symbol != kFixedDim;
+    // A symbolic range may be empty for some bindings (an index into a dim
+    // of size 0); it only says where random inputs come from.
+    if (!symbolic && r.lo >= r.hi)
+      throw UserError(fmt::format("the range [{}, {}) is empty; lo must be less than hi", r.lo, r.hi),
+                      p.range_loc);
     // The values drawn must be representable in the parameter's dtype.
     int64_t min = std::numeric_limits<int64_t>::min(), max = std::numeric_limits<int64_t>::max();
-    switch (dtype) {
+    switch (p.dtype) {
       case DType::U8:
         min = 0, max = 256;
         break;
@@ -430,11 +569,12 @@ class Parser {
       default:
         break;
     }
-    if (lo < min || hi > max)
-      throw UserError(fmt::format("the range [{}, {}) does not fit in {} ([{}, {}))", lo, hi,
-                                  dtype_name(dtype), min, max),
-                      loc);
-    return IntRange{lo, hi};
+    // (A symbolic bound is clipped to the dtype where random inputs are drawn.)
+    if (!symbolic && (r.lo < min || r.hi > max))
+      throw UserError(fmt::format("the range [{}, {}) does not fit in {} ([{}, {}))", r.lo, r.hi,
+                                  dtype_name(p.dtype), min, max),
+                      p.range_loc);
+    return r;
   }
 
   int64_t parse_signed_int(std::string_view what) {
@@ -962,6 +1102,7 @@ class Parser {
 
   const std::vector<Token>& toks_;
   Graph& g_;
+  const SymbolValues* values_ = nullptr;  // the binding of symbolic dims, if given
   size_t pos_ = 0;
   const Token* last_ = nullptr;
   int depth_ = 0;
@@ -974,21 +1115,23 @@ class Parser {
 
 }  // namespace
 
-std::string parse_tokens(const std::vector<Token>& tokens, Graph& graph) {
-  return Parser(tokens, graph).parse();
+std::string parse_tokens(const std::vector<Token>& tokens, Graph& graph,
+                         const SymbolValues* values) {
+  return Parser(tokens, graph, values).parse();
 }
 
 }  // namespace tilefuse::frontend
 
 namespace tilefuse {
 
-Program parse_program(std::string_view source, const std::string& file) {
+Program parse_program(std::string_view source, const std::string& file,
+                      const SymbolValues* values) {
   Program program;
   program.file = file;
   program.source = std::string(source);
   // The tokens view program.source, which must not move until parsing ends.
   std::vector<frontend::Token> tokens = frontend::tokenize(program.source);
-  program.name = frontend::parse_tokens(tokens, program.graph);
+  program.name = frontend::parse_tokens(tokens, program.graph, values);
   return program;
 }
 

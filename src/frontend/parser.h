@@ -5,7 +5,9 @@
 //   program    := (import | decorator | docstring)* function (docstring)* END
 //   import     := 'import' dotted ['as' NAME] | 'from' dotted 'import' NAME ['as' NAME]
 //   function   := 'def' NAME '(' [param (',' param)* [',']] ')' ['->' ...] ':' body
-//   param      := NAME ':' dotted '[' [INT (',' INT)* [',']] ']' ['in' '[' INT ',' INT ')']
+//   param      := NAME ':' dotted '[' [dim (',' dim)* [',']] ']' ['in' '[' bound ',' bound ')']
+//   dim        := INT | NAME                  (a NAME is a symbolic dim, graph.h)
+//   bound      := ['-'] (INT | NAME)
 //   body       := simple_line | NEWLINE INDENT simple_line+ DEDENT
 //   simple_line:= stmt (';' stmt)* [';'] NEWLINE
 //   stmt       := NAME ('=' | '+=' | '-=' | '*=' | '/=' | '@=') expr
@@ -36,6 +38,8 @@ namespace tilefuse::frontend {
 constexpr int kMaxNesting = 256;
 
 // Parses `tokens` (from tokenize) into `graph`; returns the function's name.
-std::string parse_tokens(const std::vector<Token>& tokens, Graph& graph);
+// `values` binds symbolic dims (frontend.h, parse_program).
+std::string parse_tokens(const std::vector<Token>& tokens, Graph& graph,
+                         const SymbolValues* values = nullptr);
 
 }  // namespace tilefuse::frontend

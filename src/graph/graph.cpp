@@ -71,6 +71,30 @@ bool is_comparison(BinaryOp op) {
   }
 }
 
+bool Node::has_symbolic_dim() const {
+  for (SymbolId s : dim_symbols)
+    if (s != kFixedDim) return true;
+  return false;
+}
+
+bool same_shape(const Node& a, const Node& b) {
+  if (a.shape != b.shape) return false;
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    if (a.symbol(d) != b.symbol(d)) return false;
+  return true;
+}
+
+std::string symbolic_shape_string(const Graph& g, const Node& n) {
+  if (!n.has_symbolic_dim()) return shape_to_string(n.shape);
+  std::string s = "[";
+  for (size_t d = 0; d < n.shape.size(); ++d) {
+    if (d) s += ", ";
+    s += n.symbol(d) == kFixedDim ? std::to_string(n.shape[d])
+                                  : graph_internal::symbol_name(g, n.symbol(d));
+  }
+  return s + "]";
+}
+
 bool Node::is_view() const {
   return kind == OpKind::Slice || kind == OpKind::Permute || kind == OpKind::Expand ||
          kind == OpKind::Select;
@@ -78,8 +102,49 @@ bool Node::is_view() const {
 
 namespace graph_internal {
 
-std::string type_string(const Node& n) {
-  return std::string(dtype_name(n.dtype)) + shape_to_string(n.shape);
+std::string type_string(const Graph& g, const Node& n) {
+  return std::string(dtype_name(n.dtype)) + symbolic_shape_string(g, n);
+}
+
+std::string symbol_name(const Graph& g, SymbolId s) {
+  return s == kFixedDim ? std::string() : g.symbols().at(static_cast<size_t>(s)).name;
+}
+
+std::vector<SymbolId> broadcast_symbols(const Graph& g, std::string_view op, const Node& a,
+                                        const Node& b, SourceLoc loc) {
+  if (!a.has_symbolic_dim() && !b.has_symbolic_dim()) return {};
+  const size_t n = std::max(a.shape.size(), b.shape.size());
+  std::vector<SymbolId> out(n, kFixedDim);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t r = n - i;  // 1-based position from the right
+    const bool in_a = r <= a.shape.size(), in_b = r <= b.shape.size();
+    const size_t ia = a.shape.size() - r, ib = b.shape.size() - r;
+    const SymbolId sa = in_a ? a.symbol(ia) : kFixedDim, sb = in_b ? b.symbol(ib) : kFixedDim;
+    if (!in_a || !in_b) {
+      out[i] = in_a ? sa : sb;
+      continue;
+    }
+    if (sa == sb) {
+      out[i] = sa;
+      continue;
+    }
+    const std::string head = std::string(op) + " operands do not broadcast for every size: " +
+                             type_string(g, a) + " and " + type_string(g, b) + " at dimension " +
+                             std::to_string(i) + ": ";
+    if (sa != kFixedDim && sb != kFixedDim)
+      throw UserError(head + "two different symbolic dims `" + symbol_name(g, sa) + "` and `" +
+                          symbol_name(g, sb) + "` (use one name where the sizes must agree)",
+                      loc);
+    const SymbolId s = sa != kFixedDim ? sa : sb;
+    const int64_t fixed = sa != kFixedDim ? b.shape[ib] : a.shape[ia];
+    if (fixed != 1)
+      throw UserError(head + "the symbolic dim `" + symbol_name(g, s) + "` against the fixed size " +
+                          std::to_string(fixed) +
+                          " (a symbolic dim broadcasts only against 1; make it fixed)",
+                      loc);
+    out[i] = s;
+  }
+  return out;
 }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc, bool scalar_ok) {
@@ -97,13 +162,13 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op, SourceLoc loc, 
   return dim < 0 ? dim + n : dim;
 }
 
-void check_size(const Node& n) {
+void check_size(const Graph& g, const Node& n) {
   if (n.shape.size() > static_cast<size_t>(kMaxRank)) {
     const std::string what = n.kind == OpKind::Parameter
                                  ? "parameter `" + n.name + "`"
                                  : "the result of " + std::string(op_kind_name(n.kind));
     throw UserError(what + " has " + std::to_string(n.shape.size()) + " dims: tilefuse's kernels " +
-                        "index at most " + std::to_string(kMaxRank) + " (" + type_string(n) + ")",
+                        "index at most " + std::to_string(kMaxRank) + " (" + type_string(g, n) + ")",
                     n.loc);
   }
   int64_t extent = 1;
@@ -113,7 +178,7 @@ void check_size(const Node& n) {
       const std::string what = n.kind == OpKind::Parameter
                                    ? "parameter `" + n.name + "`"
                                    : "the result of " + std::string(op_kind_name(n.kind));
-      throw UserError(what + " is too large: " + type_string(n) + " has more than 2^40 elements",
+      throw UserError(what + " is too large: " + type_string(g, n) + " has more than 2^40 elements",
                       n.loc);
     }
     extent *= e;
@@ -138,7 +203,8 @@ namespace {
 
 // Shape of a broadcast, or a UserError naming both operands and the first
 // dimension (of the result) where their sizes clash.
-Shape broadcast_or_throw(std::string_view op, const Node& a, const Node& b, SourceLoc loc) {
+Shape broadcast_or_throw(const Graph& g, std::string_view op, const Node& a, const Node& b,
+                         SourceLoc loc) {
   if (auto out = broadcast_shapes(a.shape, b.shape)) return *out;
   const size_t n = std::max(a.shape.size(), b.shape.size());
   for (size_t i = 0; i < n; ++i) {
@@ -146,8 +212,8 @@ Shape broadcast_or_throw(std::string_view op, const Node& a, const Node& b, Sour
     if (r > a.shape.size() || r > b.shape.size()) continue;  // a missing dim broadcasts
     const int64_t da = a.shape[a.shape.size() - r], db = b.shape[b.shape.size() - r];
     if (da != db && da != 1 && db != 1) {
-      throw UserError(std::string(op) + " operands do not broadcast: " + type_string(a) + " and " +
-                          type_string(b) + " differ at dimension " + std::to_string(i) + " (" +
+      throw UserError(std::string(op) + " operands do not broadcast: " + type_string(g, a) +
+                          " and " + type_string(g, b) + " differ at dimension " + std::to_string(i) + " (" +
                           std::to_string(da) + " vs " + std::to_string(db) + ")",
                       loc);
     }
@@ -194,6 +260,7 @@ bool same_value(const Node& a, const Node& b) {
     return x.has_value() == y.has_value() && (!x || same_double(*x, *y));
   };
   return a.kind == b.kind && a.inputs == b.inputs && a.dtype == b.dtype && a.shape == b.shape &&
+         a.dim_symbols == b.dim_symbols &&
          a.strides == b.strides && a.offset == b.offset &&
          (!a.is_view() || a.storage_root == b.storage_root) && same_double(a.scalar, b.scalar) &&
          a.unary == b.unary && a.binary == b.binary && same_opt(a.clamp_min, b.clamp_min) &&
@@ -212,7 +279,21 @@ bool foldable(BinaryOp op) {
 ValueId Graph::add(Node node) {
   const ValueId id = size();
   for (int64_t d : node.shape) TF_CHECK(d >= 0, "negative size in " + shape_to_string(node.shape));
-  graph_internal::check_size(node);
+  graph_internal::check_size(*this, node);
+  // With symbols every node names a symbol (or none) per dim, and a
+  // symbolic dim has its symbol's value.
+  if (!symbols_.empty()) {
+    if (node.dim_symbols.empty()) node.dim_symbols.assign(node.shape.size(), kFixedDim);
+    TF_CHECK(node.dim_symbols.size() == node.shape.size(), "dim_symbols and shape differ in rank");
+    for (size_t d = 0; d < node.shape.size(); ++d)
+      TF_CHECK(node.dim_symbols[d] == kFixedDim ||
+                   (node.dim_symbols[d] >= 0 &&
+                    static_cast<size_t>(node.dim_symbols[d]) < symbols_.size() &&
+                    node.shape[d] == symbols_[node.dim_symbols[d]].value),
+               "a symbolic dim whose size is not its symbol's value");
+  } else {
+    TF_CHECK(node.dim_symbols.empty(), "dim_symbols in a graph without symbols");
+  }
   if (!node.is_view()) {
     node.strides = contiguous_strides(node.shape);
     node.offset = 0;
@@ -236,9 +317,33 @@ ValueId Graph::add(Node node) {
   return id;
 }
 
+int64_t generic_symbol_value(size_t index, bool divisible_by_16) {
+  return 16 * (65 + 2 * static_cast<int64_t>(index)) + (divisible_by_16 ? 0 : 1);
+}
+
+SymbolId Graph::add_symbol(const std::string& name, int64_t value, SourceLoc loc) {
+  if (name.empty()) throw UserError("a symbolic dim needs a name", loc);
+  if (find_symbol(name) != kFixedDim)
+    throw UserError("duplicate symbolic dim `" + name + "`", loc);
+  if (value < 0)
+    throw UserError("symbolic dim `" + name + "` cannot be " + std::to_string(value), loc);
+  TF_CHECK(nodes_.empty(), "symbols are declared before any node");
+  symbols_.push_back({name, value, loc});
+  return static_cast<SymbolId>(symbols_.size() - 1);
+}
+
+SymbolId Graph::find_symbol(std::string_view name) const {
+  for (size_t i = 0; i < symbols_.size(); ++i)
+    if (symbols_[i].name == name) return static_cast<SymbolId>(i);
+  return kFixedDim;
+}
+
 ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shape,
-                         std::optional<IntRange> range, SourceLoc loc) {
+                         std::optional<IntRange> range, SourceLoc loc,
+                         std::vector<SymbolId> dim_symbols) {
   if (name.empty()) throw UserError("a parameter needs a name", loc);
+  if (!dim_symbols.empty() && dim_symbols.size() != shape.size())
+    throw InternalError("parameter `" + name + "`: one symbol per dim expected");
   if (parameter_names_.count(name)) throw UserError("duplicate parameter name `" + name + "`", loc);
   for (int64_t d : shape) {
     if (d < 0) {
@@ -255,14 +360,17 @@ ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shap
                           "` is " + std::string(dtype_name(dtype)),
                       loc);
     }
-    if (range->lo >= range->hi) {
+    // A bound that is a symbolic dim may leave the range empty at some
+    // binding (an index into a dim of size 0): only random inputs use it.
+    const bool symbolic = range->lo_symbol != kFixedDim || range->hi_symbol != kFixedDim;
+    if (!symbolic && range->lo >= range->hi) {
       throw UserError("the range " + r + " of parameter `" + name + "` is empty", loc);
     }
     int64_t lo = std::numeric_limits<int64_t>::min(), hi_max = std::numeric_limits<int64_t>::max();
     if (dtype == DType::U8) lo = 0, hi_max = 256;
     if (dtype == DType::I8) lo = -128, hi_max = 128;
     if (dtype == DType::I32) lo = std::numeric_limits<int32_t>::min(), hi_max = int64_t{1} << 31;
-    if (range->lo < lo || range->hi > hi_max) {
+    if (!symbolic && (range->lo < lo || range->hi > hi_max)) {
       throw UserError("the range " + r + " of parameter `" + name + "` does not fit in " +
                           std::string(dtype_name(dtype)),
                       loc);
@@ -275,6 +383,15 @@ ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shap
   n.shape = shape;
   n.name = name;
   n.range = range;
+  n.dim_symbols = std::move(dim_symbols);
+  for (size_t d = 0; d < n.dim_symbols.size(); ++d) {
+    const SymbolId s = n.dim_symbols[d];
+    if (s != kFixedDim && (s < 0 || static_cast<size_t>(s) >= symbols_.size()))
+      throw InternalError("parameter `" + name + "`: unknown symbol");
+    if (s != kFixedDim && shape[d] != symbols_[s].value)
+      throw InternalError("parameter `" + name + "`: dim " + std::to_string(d) +
+                          " is not its symbol's value");
+  }
   const ValueId id = add(std::move(n));
   parameters_.push_back(id);
   parameter_names_.insert(name);
@@ -317,6 +434,7 @@ ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
   n.inputs = {xv};
   n.loc = loc;
   n.shape = x.shape;
+  n.dim_symbols = x.dim_symbols;
   n.dtype = n.compute_dtype = in;
   switch (op) {
     case UnaryOp::Neg:
@@ -419,7 +537,8 @@ ValueId Graph::binary(BinaryOp op, ValueId av, ValueId bv, SourceLoc loc) {
   n.binary = op;
   n.inputs = {av, bv};
   n.loc = loc;
-  n.shape = broadcast_or_throw(name, nodes_[av], nodes_[bv], loc);
+  n.dim_symbols = graph_internal::broadcast_symbols(*this, name, nodes_[av], nodes_[bv], loc);
+  n.shape = broadcast_or_throw(*this, name, nodes_[av], nodes_[bv], loc);
   const DType common = result_type(*this, {av, bv}, loc);
   n.dtype = n.compute_dtype = common;
   if (op == BinaryOp::Div) {
@@ -453,14 +572,27 @@ ValueId Graph::where(ValueId cv, ValueId av, ValueId bv, SourceLoc loc) {
   n.inputs = {cv, av, bv};
   n.loc = loc;
   // Three-way broadcasting fails exactly when some pair clashes; name that pair.
+  if (c.has_symbolic_dim() || a.has_symbolic_dim() || b.has_symbolic_dim()) {
+    graph_internal::broadcast_symbols(*this, "where", c, a, loc);
+    graph_internal::broadcast_symbols(*this, "where", c, b, loc);
+    graph_internal::broadcast_symbols(*this, "where", a, b, loc);
+  }
   auto ca = broadcast_shapes(c.shape, a.shape);
   auto all = ca ? broadcast_shapes(*ca, b.shape) : std::nullopt;
   if (!all) {
-    broadcast_or_throw("where", c, a, loc);
-    broadcast_or_throw("where", c, b, loc);
-    broadcast_or_throw("where", a, b, loc);
+    broadcast_or_throw(*this, "where", c, a, loc);
+    broadcast_or_throw(*this, "where", c, b, loc);
+    broadcast_or_throw(*this, "where", a, b, loc);
   }
   n.shape = *all;
+  if (c.has_symbolic_dim() || a.has_symbolic_dim() || b.has_symbolic_dim()) {
+    // Pairwise agreement (checked above) makes the three-way merge exact.
+    n.dim_symbols.assign(n.shape.size(), kFixedDim);
+    for (const Node* op : {&c, &a, &b})
+      for (size_t i = 0; i < op->shape.size(); ++i)
+        if (op->symbol(i) != kFixedDim)
+          n.dim_symbols[n.shape.size() - op->shape.size() + i] = op->symbol(i);
+  }
   n.dtype = n.compute_dtype = result_type(*this, {av, bv}, loc);
   return add(std::move(n));
 }
@@ -493,6 +625,7 @@ ValueId Graph::clamp(ValueId xv, std::optional<double> min, std::optional<double
   n.inputs = {xv};
   n.loc = loc;
   n.shape = x.shape;
+  n.dim_symbols = x.dim_symbols;
   n.dtype = n.compute_dtype = dt;
   n.clamp_min = min;
   n.clamp_max = max;
@@ -506,6 +639,7 @@ ValueId Graph::cast(ValueId xv, DType dtype, SourceLoc loc) {
   n.inputs = {xv};
   n.loc = loc;
   n.shape = nodes_[xv].shape;
+  n.dim_symbols = nodes_[xv].dim_symbols;
   n.dtype = dtype;
   return add(std::move(n));
 }

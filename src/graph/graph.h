@@ -1,7 +1,8 @@
 // The graph IR: a tensor program with PyTorch semantics.
 //
 // A Graph is a list of nodes in topological order; each node produces one
-// value, named by its ValueId (its index). Shapes are static. Every value has
+// value, named by its ValueId (its index). Shapes are concrete numbers, but a
+// dim may be *symbolic* (see "Symbolic dims" below). Every value has
 // a dtype, a shape and a layout (strides and storage offset, in elements,
 // relative to the storage of `storage_root`): view ops (Slice, Permute,
 // Expand, Select) alias their input's storage and never copy; every other op
@@ -15,6 +16,20 @@
 // that node: every op is pure, so `x @ w + x @ w` multiplies once (value
 // numbering, as Inductor's and AOTAutograd's graph CSE). Such a node keeps
 // the location and the name of its first occurrence.
+//
+// Symbolic dims. A parameter dim written as a name (`x: f16[T, 4096]`) is a
+// Symbol: the graph is built at one value of each symbol (its binding), and
+// every node records, per dim, which symbol its size is (Node::dim_symbols).
+// A symbolic dim is only ever a symbol itself, never an expression of one:
+// the builders propagate symbols through elementwise ops, permutes, expand
+// (-1 keeps a dim), gathers and matmuls, and reject what would make a size
+// depend on a symbol in another way (a slice or select along a symbolic dim)
+// or a shape check that holds only for some values (a symbolic dim broadcast
+// against a fixed size other than 1, two different symbols where one size
+// is needed). So two graphs of one program built at different bindings have
+// the same nodes, and differ only in the sizes of symbolic dims and what
+// derives from them (strides, offsets): compiled kernels that take the
+// symbols as arguments serve every binding (lower.h, Specialization).
 //
 // Rounding contract (shared by every plan that executes a graph): each node
 // rounds its result to its dtype exactly once; elementwise math on
@@ -107,10 +122,31 @@ enum class BinaryOp : uint8_t {
 std::string_view binary_op_name(BinaryOp op);
 bool is_comparison(BinaryOp op);
 
+// A symbolic dim's index in Graph::symbols(), or kFixedDim.
+using SymbolId = int32_t;
+inline constexpr SymbolId kFixedDim = -1;
+
+// The value a graph gives symbol number `index` when no binding is known:
+// 16 * (65 + 2 * index), plus 1 unless `divisible_by_16`. Over 1000, distinct
+// per symbol, divisible by 16 exactly (not by 32) or by nothing, so no
+// decision made on it holds for a special size (0, 1, a power of two) only.
+int64_t generic_symbol_value(size_t index, bool divisible_by_16 = false);
+
+// A symbolic dim of the program's signature and its value in this graph.
+struct Symbol {
+  std::string name;
+  int64_t value = 0;
+  SourceLoc loc;  // its first occurrence
+};
+
 // `in [lo, hi)` on an integer parameter: the range random inputs are drawn from.
+// A bound may be a symbol or its negation (`in [-T, T)`): lo/hi are then its
+// value in this graph, and lo_symbol/hi_symbol say which symbol.
 struct IntRange {
   int64_t lo = 0;
   int64_t hi = 0;
+  SymbolId lo_symbol = kFixedDim, hi_symbol = kFixedDim;
+  bool lo_negated = false, hi_negated = false;
 };
 
 struct Node {
@@ -121,6 +157,9 @@ struct Node {
   // Result type and layout.
   DType dtype = DType::F32;
   Shape shape;
+  // In a graph with symbols: one entry per dim, the symbol that dim's size
+  // is, or kFixedDim (graph.h, "Symbolic dims"). Empty in a graph without.
+  std::vector<SymbolId> dim_symbols;
   std::vector<int64_t> strides;  // elements, relative to storage_root's storage
   int64_t offset = 0;            // elements
   ValueId storage_root = -1;     // the value whose storage this one aliases (self if fresh)
@@ -147,6 +186,9 @@ struct Node {
   DType compute_dtype = DType::F32;
 
   bool is_view() const;
+  // The symbol of dim d, or kFixedDim.
+  SymbolId symbol(size_t d) const { return d < dim_symbols.size() ? dim_symbols[d] : kFixedDim; }
+  bool has_symbolic_dim() const;
   // A Scalar node is a "wrapped number": it takes part in type promotion
   // only through its category (PyTorch's rule for Python scalars).
   bool is_wrapped_number() const { return kind == OpKind::Scalar; }
@@ -154,9 +196,20 @@ struct Node {
 
 class Graph {
  public:
+  // Declares a symbolic dim with its value in this graph (>= 0). Names are
+  // unique (a UserError otherwise). Symbols come before the parameters that
+  // use them.
+  SymbolId add_symbol(const std::string& name, int64_t value, SourceLoc loc);
+  const std::vector<Symbol>& symbols() const { return symbols_; }
+  // The symbol named `name`, or kFixedDim.
+  SymbolId find_symbol(std::string_view name) const;
+
   // Parameters, in declaration order. `range` only for integral dtypes.
+  // `dim_symbols` (empty, or one per dim) marks symbolic dims: shape[d] must
+  // then be that symbol's value.
   ValueId parameter(const std::string& name, DType dtype, const Shape& shape,
-                    std::optional<IntRange> range, SourceLoc loc);
+                    std::optional<IntRange> range, SourceLoc loc,
+                    std::vector<SymbolId> dim_symbols = {});
   // A Python number. `dtype` is its kind as written: Bool, I64 (an integer
   // literal) or F64 (a float literal); for promotion it is a wrapped number,
   // and its node dtype is PyTorch's default for its category (bool, i64, f32).
@@ -218,7 +271,9 @@ class Graph {
 
   // Stable text form (`tilefuse emit --stage=graph`), one node per line:
   //   %ID = OP OPERANDS ATTRS : DTYPE[SHAPE] [VIEW LAYOUT] [  # NAME]
-  // then one `return %a, %b` line. OP is the unary/binary op name for those
+  // then one `return %a, %b` line. A graph with symbols starts with
+  // `symbols T=2048, N=64` (their values here); a symbolic dim prints as its
+  // name in every SHAPE (`f16[T, 4096]`), and a range bound as `T` / `-T`. OP is the unary/binary op name for those
   // kinds, else the lower-case kind. Operands are `%id`s separated by ", ";
   // attributes are `key=value`. A view's layout is `strides=[..] offset=N
   // root=%R`; `# NAME` is the .tfs variable a non-parameter value is bound
@@ -242,6 +297,7 @@ class Graph {
   // Appends `node`, or returns the earlier node that computes the same value
   // (value numbering: same kind, inputs and attributes; see the builders).
   ValueId add(Node node);
+  std::vector<Symbol> symbols_;
   std::vector<Node> nodes_;
   std::vector<ValueId> parameters_;
   std::vector<ValueId> outputs_;
@@ -276,5 +332,11 @@ std::string describe_value(const Node& n);
 DType result_type(const Graph& g, const std::vector<ValueId>& values, SourceLoc loc = {});
 // Broadcast two shapes (PyTorch/NumPy rules); nullopt when incompatible.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+// n's shape as written in messages and the text form: "[T, 4096]" (a
+// symbolic dim by its name).
+std::string symbolic_shape_string(const Graph& g, const Node& n);
+// True when a and b have the same sizes and the same symbols per dim.
+bool same_shape(const Node& a, const Node& b);
 
 }  // namespace tilefuse

@@ -30,11 +30,28 @@ void check_matmul_dtypes(std::string_view op, const Node& a, const Node& b, Sour
   }
 }
 
-[[noreturn]] void throw_k_mismatch(std::string_view op, const Node& a, const Node& b, int64_t ka,
-                                   int64_t kb, SourceLoc loc) {
-  throw UserError(std::string(op) + " shapes do not match: " + type_string(a) + " @ " +
-                      type_string(b) + " (" + std::to_string(ka) + " != " + std::to_string(kb) +
+[[noreturn]] void throw_k_mismatch(const Graph& g, std::string_view op, const Node& a,
+                                   const Node& b, int64_t ka, int64_t kb, SourceLoc loc) {
+  throw UserError(std::string(op) + " shapes do not match: " + type_string(g, a) + " @ " +
+                      type_string(g, b) + " (" + std::to_string(ka) + " != " + std::to_string(kb) +
                       ")",
+                  loc);
+}
+
+// The reduction dim K of a product: dim `da` of a and `db` of b must be one
+// size for every binding: equal fixed sizes, or one symbol.
+void check_k(const Graph& g, std::string_view op, const Node& a, size_t da, const Node& b,
+             size_t db, SourceLoc loc) {
+  const SymbolId sa = a.symbol(da), sb = b.symbol(db);
+  if (sa == sb && (sa != kFixedDim || a.shape[da] == b.shape[db])) return;
+  if (sa == kFixedDim && sb == kFixedDim) throw_k_mismatch(g, op, a, b, a.shape[da], b.shape[db], loc);
+  auto dim = [&](const Node& n, size_t d) {
+    return n.symbol(d) == kFixedDim ? std::to_string(n.shape[d])
+                                    : "`" + graph_internal::symbol_name(g, n.symbol(d)) + "`";
+  };
+  throw UserError(std::string(op) + " shapes do not match for every size: " + type_string(g, a) +
+                      " @ " + type_string(g, b) + " (" + dim(a, da) + " vs " + dim(b, db) +
+                      "; the reduction dims must be the same fixed size or the same symbol)",
                   loc);
 }
 
@@ -45,7 +62,7 @@ ValueId Graph::index(ValueId xv, int64_t dim, ValueId iv, SourceLoc loc) {
   const Node& x = nodes_[xv];
   const Node& idx = nodes_[iv];
   if (x.shape.empty()) {
-    throw UserError("cannot index a 0-dim tensor (" + type_string(x) + ")", loc);
+    throw UserError("cannot index a 0-dim tensor (" + type_string(*this, x) + ")", loc);
   }
   if (idx.dtype == DType::Bool) {
     throw UserError("boolean mask indexing is not supported", loc);
@@ -65,6 +82,11 @@ ValueId Graph::index(ValueId xv, int64_t dim, ValueId iv, SourceLoc loc) {
   n.shape.assign(x.shape.begin(), x.shape.begin() + d);
   n.shape.insert(n.shape.end(), idx.shape.begin(), idx.shape.end());
   n.shape.insert(n.shape.end(), x.shape.begin() + d + 1, x.shape.end());
+  if (x.has_symbolic_dim() || idx.has_symbolic_dim()) {
+    for (int64_t i = 0; i < d; ++i) n.dim_symbols.push_back(x.symbol(i));
+    for (size_t i = 0; i < idx.shape.size(); ++i) n.dim_symbols.push_back(idx.symbol(i));
+    for (size_t i = d + 1; i < x.shape.size(); ++i) n.dim_symbols.push_back(x.symbol(i));
+  }
   return add(std::move(n));
 }
 
@@ -73,8 +95,8 @@ ValueId Graph::matmul(ValueId av, ValueId bv, SourceLoc loc) {
   const Node& a = nodes_[av];
   const Node& b = nodes_[bv];
   if (a.shape.empty() || b.shape.empty()) {
-    throw UserError("matmul operands must have at least 1 dimension, got " + type_string(a) +
-                        " @ " + type_string(b),
+    throw UserError("matmul operands must have at least 1 dimension, got " + type_string(*this, a) +
+                        " @ " + type_string(*this, b),
                     loc);
   }
   check_matmul_dtypes("matmul", a, b, loc);
@@ -82,15 +104,13 @@ ValueId Graph::matmul(ValueId av, ValueId bv, SourceLoc loc) {
   // their unit dim removed from the result; dims before the last two are
   // batch dims and broadcast.
   const size_t na = a.shape.size(), nb = b.shape.size();
-  const int64_t ka = a.shape[na - 1];
-  const int64_t kb = nb == 1 ? b.shape[0] : b.shape[nb - 2];
-  if (ka != kb) throw_k_mismatch("matmul", a, b, ka, kb, loc);
+  check_k(*this, "matmul", a, na - 1, b, nb == 1 ? 0 : nb - 2, loc);
   const Shape batch_a(a.shape.begin(), a.shape.end() - std::min<size_t>(na, 2));
   const Shape batch_b(b.shape.begin(), b.shape.end() - std::min<size_t>(nb, 2));
   auto batch = broadcast_shapes(batch_a, batch_b);
   if (!batch) {
-    throw UserError("matmul batch dimensions do not broadcast: " + type_string(a) + " @ " +
-                        type_string(b) + " (batch shapes " + shape_to_string(batch_a) + " and " +
+ throw UserError("matmul batch dimensions do not broadcast: " + type_string(*this, a) +
+                        " @ " + type_string(*this, b) + " (batch shapes " + shape_to_string(batch_a) + " and " +
                         shape_to_string(batch_b) + ")",
                     loc);
   }
@@ -102,6 +122,21 @@ ValueId Graph::matmul(ValueId av, ValueId bv, SourceLoc loc) {
   n.shape = std::move(*batch);
   if (na >= 2) n.shape.push_back(a.shape[na - 2]);
   if (nb >= 2) n.shape.push_back(b.shape[nb - 1]);
+  if (a.has_symbolic_dim() || b.has_symbolic_dim()) {
+    // The batch dims broadcast like elementwise operands (a symbolic one
+    // only against 1); then M from a, N from b.
+    Node ba, bb;
+    ba.shape = batch_a;
+    ba.dim_symbols.assign(a.dim_symbols.begin(), a.dim_symbols.begin() + batch_a.size());
+    bb.shape = batch_b;
+    bb.dim_symbols.assign(b.dim_symbols.begin(), b.dim_symbols.begin() + batch_b.size());
+    std::vector<SymbolId> syms =
+        graph_internal::broadcast_symbols(*this, "matmul batch", ba, bb, loc);
+    syms.resize(n.shape.size() - (na >= 2) - (nb >= 2), kFixedDim);
+    if (na >= 2) syms.push_back(a.symbol(na - 2));
+    if (nb >= 2) syms.push_back(b.symbol(nb - 1));
+    n.dim_symbols = std::move(syms);
+  }
   return add(std::move(n));
 }
 
@@ -115,7 +150,7 @@ ValueId Graph::addmm(ValueId biasv, ValueId av, ValueId bv, double beta, double 
   if (a.shape.size() != 2 || b.shape.size() != 2) {
     const Node& bad = a.shape.size() != 2 ? a : b;
     throw UserError(std::string("addmm's ") + (&bad == &a ? "first" : "second") +
-                        " matrix must be 2-D, got " + type_string(bad),
+                        " matrix must be 2-D, got " + type_string(*this, bad),
                     loc);
   }
   check_matmul_dtypes("addmm", a, b, loc);
@@ -123,12 +158,27 @@ ValueId Graph::addmm(ValueId biasv, ValueId av, ValueId bv, double beta, double 
     throw UserError(
         "addmm bias must have the matrices' dtype " + dt(a.dtype) + ", got " + dt(bias.dtype), loc);
   }
-  if (a.shape[1] != b.shape[0]) throw_k_mismatch("addmm", a, b, a.shape[1], b.shape[0], loc);
+  check_k(*this, "addmm", a, 1, b, 0, loc);
   const Shape out = {a.shape[0], b.shape[1]};
+  std::vector<SymbolId> out_symbols;
+  if (a.has_symbolic_dim() || b.has_symbolic_dim() || bias.has_symbolic_dim()) {
+    // The bias is expanded to [M, N]: each of its dims is 1 or the result's.
+    out_symbols = {a.symbol(0), b.symbol(1)};
+    Node result;
+    result.shape = out;
+    result.dim_symbols = out_symbols;
+    const std::vector<SymbolId> merged =
+        graph_internal::broadcast_symbols(*this, "addmm bias", bias, result, loc);
+    if (merged.size() != 2 || merged != out_symbols)
+      throw UserError("addmm bias " + type_string(*this, bias) +
+                          " cannot be broadcast to the result shape " +
+                          symbolic_shape_string(*this, result),
+                      loc);
+  }
   // The bias is expanded to [M, N] (expand_size), so broadcasting must not grow it.
   const auto bc = broadcast_shapes(bias.shape, out);
   if (!bc || *bc != out) {
-    throw UserError("addmm bias " + type_string(bias) +
+    throw UserError("addmm bias " + type_string(*this, bias) +
                         " cannot be broadcast to the result shape " + shape_to_string(out),
                     loc);
   }
@@ -138,6 +188,7 @@ ValueId Graph::addmm(ValueId biasv, ValueId av, ValueId bv, double beta, double 
   n.loc = loc;
   n.dtype = a.dtype;
   n.shape = out;
+  n.dim_symbols = std::move(out_symbols);
   n.alpha = alpha;
   n.beta = beta;
   return add(std::move(n));

@@ -39,7 +39,13 @@ std::string scalar_text(const Node& n) {
   return s;
 }
 
-std::string op_text(const Node& n) {
+// A range bound: the number, or the symbol (`T`, `-T`) it was written as.
+std::string bound_text(const Graph& g, int64_t value, SymbolId s, bool negated) {
+  if (s == kFixedDim) return std::to_string(value);
+  return (negated ? "-" : "") + g.symbols().at(static_cast<size_t>(s)).name;
+}
+
+std::string op_text(const Graph& g, const Node& n) {
   using graph_internal::format_number;
   std::string s;
   switch (n.kind) {
@@ -58,7 +64,8 @@ std::string op_text(const Node& n) {
     case OpKind::Parameter:
       s += " " + n.name;
       if (n.range) {
-        s += " in [" + std::to_string(n.range->lo) + ", " + std::to_string(n.range->hi) + ")";
+        s += " in [" + bound_text(g, n.range->lo, n.range->lo_symbol, n.range->lo_negated) + ", " +
+             bound_text(g, n.range->hi, n.range->hi_symbol, n.range->hi_negated) + ")";
       }
       break;
     case OpKind::Scalar:
@@ -94,9 +101,12 @@ std::string op_text(const Node& n) {
 
 std::string Graph::to_string() const {
   std::string out;
+  for (size_t i = 0; i < symbols_.size(); ++i)
+    out += (i == 0 ? "symbols " : ", ") + symbols_[i].name + "=" +
+           std::to_string(symbols_[i].value) + (i + 1 == symbols_.size() ? "\n" : "");
   for (ValueId v = 0; v < size(); ++v) {
     const Node& n = nodes_[static_cast<size_t>(v)];
-    out += id(v) + " = " + op_text(n) + " : " + graph_internal::type_string(n);
+    out += id(v) + " = " + op_text(*this, n) + " : " + graph_internal::type_string(*this, n);
     if (n.is_view()) {
       out += " strides=" + shape_to_string(n.strides) + " offset=" + std::to_string(n.offset) +
              " root=" + id(n.storage_root);

@@ -11,6 +11,7 @@
 namespace tilefuse {
 
 using graph_internal::type_string;
+using graph_internal::symbol_name;
 using graph_internal::wrap_dim;
 
 namespace {
@@ -27,6 +28,7 @@ Node view_of(const Node& x, ValueId xv, OpKind kind, SourceLoc loc) {
   n.loc = loc;
   n.dtype = x.dtype;
   n.shape = x.shape;
+  n.dim_symbols = x.dim_symbols;
   n.strides = x.strides;
   n.offset = x.offset;
   n.storage_root = x.storage_root;
@@ -48,6 +50,16 @@ ValueId Graph::slice(ValueId xv, int64_t dim, std::optional<int64_t> start,
   // Python slice bounds: a negative bound counts from the end (once), then
   // both are clamped to [0, size]; an end before the start gives size 0.
   const int64_t size = x.shape[d];
+  // Along a symbolic dim only the whole dim keeps a symbolic size; any other
+  // bound would make the size an expression of the symbol (graph.h).
+  if (x.symbol(d) != kFixedDim &&
+      ((start && *start != 0) || end || step != 1))
+    throw UserError("slicing along the symbolic dim `" + symbol_name(*this, x.symbol(d)) + "` of " +
+                        type_string(*this, x) +
+                        " is not supported (its size would depend on `" +
+                        symbol_name(*this, x.symbol(d)) +
+                        "`); slice a fixed dim, or give the dim a fixed size",
+                    loc);
   auto resolve = [size](int64_t v) {
     if (v < 0) v = v < -size ? 0 : v + size;
     return v > size ? size : v;
@@ -73,7 +85,7 @@ ValueId Graph::permute(ValueId xv, const std::vector<int64_t>& perm, SourceLoc l
   const Node& x = nodes_[xv];
   const auto ndim = static_cast<int64_t>(x.shape.size());
   if (static_cast<int64_t>(perm.size()) != ndim) {
-    throw UserError("permute of " + type_string(x) + " needs " + std::to_string(ndim) +
+ throw UserError("permute of " + type_string(*this, x) + " needs " + std::to_string(ndim) +
                         " dims, got " + list_string(perm),
                     loc);
   }
@@ -92,6 +104,7 @@ ValueId Graph::permute(ValueId xv, const std::vector<int64_t>& perm, SourceLoc l
   for (size_t i = 0; i < perm.size(); ++i) {
     n.shape[i] = x.shape[wrapped[i]];
     n.strides[i] = x.strides[wrapped[i]];
+    if (!x.dim_symbols.empty()) n.dim_symbols[i] = x.dim_symbols[wrapped[i]];
   }
   n.perm = std::move(wrapped);
   return add(std::move(n));
@@ -114,7 +127,7 @@ ValueId Graph::expand(ValueId xv, const std::vector<int64_t>& sizes, SourceLoc l
   const Node& x = nodes_[xv];
   const auto ndim = static_cast<int64_t>(x.shape.size());
   const auto k = static_cast<int64_t>(sizes.size());
-  const std::string what = "cannot expand " + type_string(x) + " to " + list_string(sizes);
+  const std::string what = "cannot expand " + type_string(*this, x) + " to " + list_string(sizes);
   if (k < ndim) {
     throw UserError(what + ": the number of sizes must be at least the tensor's " +
                         std::to_string(ndim) + " dims",
@@ -125,6 +138,7 @@ ValueId Graph::expand(ValueId xv, const std::vector<int64_t>& sizes, SourceLoc l
   // gets the stride a contiguous layout would give it; other new ones stride 0.
   Node n = view_of(x, xv, OpKind::Expand, loc);
   n.shape.assign(k, 0);
+  if (!x.dim_symbols.empty()) n.dim_symbols.assign(k, kFixedDim);
   for (int64_t i = k - 1; i >= 0; --i) {
     const int64_t d = i - (k - ndim);
     int64_t target = sizes[i];
@@ -132,6 +146,15 @@ ValueId Graph::expand(ValueId xv, const std::vector<int64_t>& sizes, SourceLoc l
       throw UserError(what + ": size " + std::to_string(target) +
                           " is not allowed in a new leading dimension " + std::to_string(i),
                       loc);
+    }
+    // A symbolic dim is kept with -1: a number there would hold for one
+    // value of the symbol only.
+    if (d >= 0 && x.symbol(d) != kFixedDim) {
+      if (target != -1)
+        throw UserError(what + ": dimension " + std::to_string(i) + " is the symbolic dim `" +
+                            symbol_name(*this, x.symbol(d)) + "`; keep it with -1",
+                        loc);
+      n.dim_symbols[i] = x.symbol(d);
     }
     if (d >= 0 && target == -1) target = x.shape[d];
     if (target < 0) {
@@ -147,7 +170,7 @@ ValueId Graph::expand(ValueId xv, const std::vector<int64_t>& sizes, SourceLoc l
   }
   // Strides multiply sizes: reject a too-large shape before computing them.
   n.strides.assign(k, 0);
-  graph_internal::check_size(n);
+  graph_internal::check_size(*this, n);
   for (int64_t i = k - 1; i >= 0; --i) {
     const int64_t d = i - (k - ndim);
     if (d >= 0) {
@@ -164,6 +187,11 @@ ValueId Graph::select(ValueId xv, int64_t dim, int64_t index, SourceLoc loc) {
   const Node& x = nodes_[xv];
   const int64_t d = wrap_dim(dim, static_cast<int64_t>(x.shape.size()), "select", loc);
   const int64_t size = x.shape[d];
+  if (x.symbol(d) != kFixedDim)
+    throw UserError("selecting along the symbolic dim `" + symbol_name(*this, x.symbol(d)) +
+                        "` of " + type_string(*this, x) +
+                        " is not supported (whether the index is in range would depend on it)",
+                    loc);
   // The index is a literal, so an out-of-range one is caught here, not at run time.
   if (index < -size || index >= size) {
     throw UserError("index " + std::to_string(index) + " is out of bounds for dimension " +
@@ -174,6 +202,7 @@ ValueId Graph::select(ValueId xv, int64_t dim, int64_t index, SourceLoc loc) {
   Node n = view_of(x, xv, OpKind::Select, loc);
   n.offset = x.offset + i * x.strides[d];
   n.shape.erase(n.shape.begin() + d);
+  if (!n.dim_symbols.empty()) n.dim_symbols.erase(n.dim_symbols.begin() + d);
   n.strides.erase(n.strides.begin() + d);
   n.dim = d;
   n.start = i;

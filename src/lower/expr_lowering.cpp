@@ -24,6 +24,10 @@ using tir::Stmt;
 
 constexpr int64_t kI32Limit = int64_t{1} << 31;
 
+Expr one() {
+  return tir::make_int(DType::I32, 1);
+}
+
 Expr to_dtype(const Expr& e, DType dt) {
   return e.dtype() == dt ? e : tir::cast(dt, e);
 }
@@ -34,15 +38,10 @@ Expr and_mask(const Expr& a, const Expr& b) {
   return a && b;
 }
 
-// True when size * |stride| may reach 2^31, so index * stride needs 64 bits.
-bool needs_i64(int64_t size, int64_t stride) {
-  const __int128 extent = static_cast<__int128>(size) * (stride < 0 ? -stride : stride);
-  return size >= kI32Limit || extent >= kI32Limit;
-}
-
-// A coordinate widened to i64 when the dim it indexes is that large.
-Expr widen_for(const Expr& c, int64_t size, int64_t stride = 1) {
-  return c.dtype() == DType::I32 && needs_i64(size, stride) ? tir::cast(DType::I64, c) : c;
+// A coordinate widened to i64 when size * |stride| of the dim it indexes
+// may reach 2^31, so that index * stride needs 64 bits.
+Expr widen_for(const DimEnv& env, const Expr& c, const Expr& size, const Expr& stride) {
+  return c.dtype() == DType::I32 && env.needs_i64(size, stride) ? tir::cast(DType::I64, c) : c;
 }
 
 // `start + i * step` (the coordinate of a slice's input), as the slice
@@ -193,7 +192,7 @@ DType index_dtype(int64_t size) {
 class ExprLowering::Impl {
  public:
   Impl(const ExprLowering& owner, std::vector<Stmt>* checks)
-      : g_(owner.graph_), owner_(owner), checks_(checks) {}
+      : env_(owner.env_), g_(owner.graph_), owner_(owner), checks_(checks) {}
 
   Expr value(ValueId v, const std::vector<Expr>& coords, const Expr& mask);
   // `v` as an operand of an op of dtype `op` computing in `opmath`.
@@ -213,6 +212,7 @@ class ExprLowering::Impl {
   Expr binary(const Node& n, const std::vector<Expr>& coords, const Expr& mask);
   void add_check(Stmt check);
 
+  const DimEnv& env_;
   // value()'s memo key: the value and the canonical nodes of its
   // coordinates and mask.
   struct Key {
@@ -247,13 +247,16 @@ void ExprLowering::Impl::add_check(Stmt check) {
   checks_->push_back(std::move(check));
 }
 
-// The coordinates of an operand of `in_shape` broadcast (right-aligned,
-// PyTorch rules) to a result indexed by `coords`: a size-1 dim reads index 0.
-static std::vector<Expr> broadcast_coords(const std::vector<Expr>& coords, const Shape& in_shape) {
+// The coordinates of operand `in` broadcast (right-aligned, PyTorch rules)
+// to a result indexed by `coords`: a fixed size-1 dim reads index 0 (a
+// symbolic dim never broadcasts, graph.h).
+static std::vector<Expr> broadcast_coords(const std::vector<Expr>& coords, const Node& in) {
   std::vector<Expr> c;
-  const size_t lead = coords.size() - in_shape.size();
-  for (size_t d = 0; d < in_shape.size(); ++d)
-    c.push_back(in_shape[d] == 1 ? tir::make_int(coords[lead + d].dtype(), 0) : coords[lead + d]);
+  const size_t lead = coords.size() - in.shape.size();
+  for (size_t d = 0; d < in.shape.size(); ++d)
+    c.push_back(in.symbol(d) == kFixedDim && in.shape[d] == 1
+                    ? tir::make_int(coords[lead + d].dtype(), 0)
+                    : coords[lead + d]);
   return c;
 }
 
@@ -263,7 +266,7 @@ Expr ExprLowering::Impl::operand(ValueId v, const std::vector<Expr>& coords, DTy
   if (n.kind == OpKind::Scalar) return tir::make_const(opmath, n.scalar);
   // TensorIterator converts the operand to the op's dtype (an i32 operand of
   // an f16 op is rounded to f16), then the kernel reads it in opmath.
-  return to_dtype(to_dtype(value(v, broadcast_coords(coords, n.shape), mask), op), opmath);
+  return to_dtype(to_dtype(value(v, broadcast_coords(coords, n), mask), op), opmath);
 }
 
 Expr ExprLowering::Impl::value(ValueId v, const std::vector<Expr>& in_coords, const Expr& in_mask) {
@@ -320,10 +323,12 @@ Expr ExprLowering::Impl::compute(ValueId v, const std::vector<Expr>& coords, con
   const Node& n = g_.node(v);
   if (auto it = owner_.bound_.find(v); it != owner_.bound_.end()) return it->second(coords);
   if (auto it = owner_.buffers_.find(v); it != owner_.buffers_.end()) {
+    const tir::Buffer& buf = it->second;
     std::vector<Expr> idx;
     for (size_t d = 0; d < coords.size(); ++d)
-      idx.push_back(widen_for(coords[d], n.shape[d], n.strides.empty() ? 1 : n.strides[d]));
-    return tir::load(it->second, std::move(idx), mask);
+      idx.push_back(widen_for(env_, coords[d], buf->shape[d],
+                              buf->strides.empty() ? one() : buf->strides[d]));
+    return tir::load(buf, std::move(idx), mask);
   }
   switch (n.kind) {
     case OpKind::Scalar:
@@ -350,7 +355,7 @@ Expr ExprLowering::Impl::compute(ValueId v, const std::vector<Expr>& coords, con
       const Expr cond =
           g_.node(c).kind == OpKind::Scalar
               ? tir::make_bool(g_.node(c).scalar != 0)
-              : to_dtype(value(c, broadcast_coords(coords, g_.node(c).shape), mask), DType::Bool);
+              : to_dtype(value(c, broadcast_coords(coords, g_.node(c)), mask), DType::Bool);
       const Expr a = operand(n.inputs[1], coords, n.compute_dtype, om, mask);
       const Expr b = operand(n.inputs[2], coords, n.compute_dtype, om, mask);
       return to_dtype(tir::select(cond, a, b), n.dtype);
@@ -388,7 +393,8 @@ std::vector<Expr> ExprLowering::Impl::view_coords(const Node& n, const std::vect
     case OpKind::Slice: {
       c = coords;
       const int64_t d = n.dim;
-      c[d] = slice_coord(widen_for(coords[d], in.shape[d]), n.start, n.step, n.shape[d]);
+      c[d] = slice_coord(widen_for(env_, coords[d], env_.size(in, d), one()), n.start, n.step,
+                         n.symbol(d) == kFixedDim ? n.shape[d] : -1);
       break;
     }
     case OpKind::Permute:
@@ -397,8 +403,9 @@ std::vector<Expr> ExprLowering::Impl::view_coords(const Node& n, const std::vect
     case OpKind::Expand: {
       const size_t lead = n.shape.size() - in.shape.size();
       for (size_t d = 0; d < in.shape.size(); ++d)
-        c[d] =
-            in.shape[d] == 1 ? tir::make_int(index_dtype(n.shape[lead + d]), 0) : coords[lead + d];
+        c[d] = in.symbol(d) == kFixedDim && in.shape[d] == 1
+                   ? tir::make_int(coords[lead + d].dtype(), 0)
+                   : coords[lead + d];
       break;
     }
     case OpKind::Select: {
@@ -422,7 +429,9 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
   const Node& xn = g_.node(x);
   const Node& in = g_.node(idx);
   const int64_t d = n.dim, r = static_cast<int64_t>(in.shape.size());
-  const int64_t size = xn.shape[d];
+  const bool symbolic = xn.symbol(d) != kFixedDim;
+  // The size in i64 (a constant, or the symbol's var widened).
+  const Expr size = DimEnv::as(DType::I64, env_.size(xn, d));
   const std::vector<Expr> pos(coords.begin() + d, coords.begin() + d + r);
 
   // The index element, wrapped once, in i64: it comes from memory, so any
@@ -431,14 +440,23 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
   const Expr wrapped = tir::select(raw < 0, raw + size, raw);
   // 0 <= wrapped < size, stated on raw so the index load is not repeated
   // under the select once more.
-  const Expr in_bounds = raw >= -size && raw < size;
+  const int64_t* fixed = tir::as_const_int(size);
+  const Expr neg_size = fixed ? tir::make_int(DType::I64, -*fixed) : -size;
+  const Expr in_bounds = raw >= neg_size && raw < size;
 
   std::string idx_name = describe_value(g_.node(idx));
   if (in.name.empty()) idx_name = "(" + idx_name + ")";
+  // A symbolic size is reported with the value it had in the failing call
+  // (by name past a 1-D index: a GPU status word carries four values).
+  const bool size_arg = symbolic && r <= 1;
   std::string msg = "index {} is out of bounds for dim " + std::to_string(d) + " of " +
-                    describe_value(g_.node(x)) + " (size " + std::to_string(size) +
+                    describe_value(g_.node(x)) + " (size " +
+                    (size_arg   ? std::string("{}")
+                     : symbolic ? g_.symbols()[xn.symbol(d)].name
+                                : std::to_string(xn.shape[d])) +
                     "): " + idx_name;
   std::vector<Expr> args = {raw};
+  if (size_arg) args.push_back(size);
   if (r > 0) {
     msg += "[";
     for (int64_t i = 0; i < r; ++i) {
@@ -579,8 +597,8 @@ Expr ExprLowering::Impl::binary(const Node& n, const std::vector<Expr>& coords, 
   return to_dtype(r, n.dtype);
 }
 
-ExprLowering::ExprLowering(const Graph& graph, std::map<ValueId, tir::Buffer> buffers)
-    : graph_(graph), buffers_(std::move(buffers)) {}
+ExprLowering::ExprLowering(const DimEnv& env, std::map<ValueId, tir::Buffer> buffers)
+    : env_(env), graph_(env.graph()), buffers_(std::move(buffers)) {}
 
 void ExprLowering::bind(ValueId v, ValueFn fn) {
   bound_[v] = std::move(fn);

@@ -34,7 +34,9 @@
 //
 // Index dtypes: coordinates are i32 or i64 as given; a coordinate is widened
 // to i64 before arithmetic whenever the dim it indexes times its stride may
-// reach 2^31 (ir.h, "Offsets"), and gathered indices are always i64.
+// reach 2^31 (ir.h, "Offsets"; DimEnv::needs_i64 for symbolic sizes and
+// run-time strides), and gathered indices are always i64. The size of a
+// symbolic dim is its symbol's kernel var (bounds checks, their messages).
 #pragma once
 
 #include <functional>
@@ -44,6 +46,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "lower/specialization.h"
 #include "tir/ir.h"
 
 namespace tilefuse {
@@ -63,8 +66,9 @@ struct LoweredExpr {
 class ExprLowering {
  public:
   // `buffers` maps each materialized value the kernel reads to its global
-  // input buffer (shape and strides of the node's layout).
-  ExprLowering(const Graph& graph, std::map<ValueId, tir::Buffer> buffers);
+  // input buffer (shape and strides of the node's layout); `env` gives the
+  // sizes of symbolic dims (it must outlive this object).
+  ExprLowering(const DimEnv& env, std::map<ValueId, tir::Buffer> buffers);
 
   // Makes `v` (e.g. a GEMM anchor, the accumulator) evaluate as `fn(coords)`
   // instead of being loaded or computed.
@@ -85,6 +89,7 @@ class ExprLowering {
 
  private:
   class Impl;
+  const DimEnv& env_;
   const Graph& graph_;
   std::map<ValueId, tir::Buffer> buffers_;
   std::map<ValueId, ValueFn> bound_;

@@ -17,11 +17,9 @@ using tir::MemScope;
 using tir::Var;
 
 
-// tile * block + i, in the index dtype of a dim of `size` elements.
-Expr tile_index(const Expr& tile, int block, const Var& i, int64_t size) {
-  if (index_dtype(size) == DType::I64)
-    return tir::cast(DType::I64, tile) * block + tir::cast(DType::I64, i);
-  return tile * block + i;
+// tile * block + i, in index dtype `dt` (the tile and i converted first).
+Expr tile_index(const Expr& tile, int block, const Var& i, DType dt) {
+  return DimEnv::as(dt, tile) * block + DimEnv::as(dt, i);
 }
 
 }  // namespace
@@ -37,84 +35,132 @@ bool can_use_gemm(const Graph& graph, const KernelStep& step) {
 }
 
 GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma) {
+  return default_gemm_config(DimEnv(graph, {}), step, wgmma);
+}
+
+GemmConfig default_gemm_config(const DimEnv& env, const KernelStep& step, bool wgmma) {
   const GemmGeometry& g = step.gemm;
+  const int64_t m = env.hint(g.m, g.m_symbol), n = env.hint(g.n, g.n_symbol),
+                k = env.hint(g.k, g.k_symbol);
   GemmConfig c;
-  c.block_m = static_cast<int>(std::clamp<int64_t>(next_pow2(g.m), 16, 128));
-  c.block_n = static_cast<int>(std::clamp<int64_t>(next_pow2(g.n), 16, 128));
+  c.block_m = static_cast<int>(std::clamp<int64_t>(next_pow2(m), 16, 128));
+  c.block_n = static_cast<int>(std::clamp<int64_t>(next_pow2(n), 16, 128));
   // 64 only where the rows are whole 16-byte vectors (K and N multiples of
   // 8): else the copies go element by element through registers, and 64
   // elements per thread per stage spill (measured with ptxas: 255 registers
-  // and ~400 spilled bytes for K = 1001).
-  const int64_t elem = dtype_size(graph.node(step.a.operand).dtype);
-  const bool wide_k = wgmma && elem == 2 && g.k * elem % 16 == 0 && g.n * elem % 16 == 0;
-  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, wide_k ? 64 : 32));
-  c.num_stages = static_cast<int>(std::clamp<int64_t>(ceil_div(g.k, c.block_k), 1, 3));
+  // and ~400 spilled bytes for K = 1001). A symbolic K or N counts only when
+  // it is known to be a multiple of 16.
+  const int64_t elem = dtype_size(env.graph().node(step.a.operand).dtype);
+  auto rows_of_16_bytes = [&](int64_t size, SymbolId s) {
+    return s == kFixedDim ? size * elem % 16 == 0 : env.divisible_by_16(size, s);
+  };
+  const bool wide_k =
+      wgmma && elem == 2 && rows_of_16_bytes(g.k, g.k_symbol) && rows_of_16_bytes(g.n, g.n_symbol);
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(k), 16, wide_k ? 64 : 32));
+  c.num_stages = static_cast<int>(std::clamp<int64_t>(ceil_div(k, c.block_k), 1, 3));
   c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
   c.group_m = 8;
   return c;
 }
 
 GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step) {
+  return default_cpu_gemm_config(DimEnv(graph, {}), step);
+}
+
+GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
   const GemmGeometry& g = step.gemm;
   constexpr int64_t kMaxTile = 512, kMinTile = 64, kMinTiles = 16;
   GemmConfig c;
-  int64_t bm = std::clamp<int64_t>(next_pow2(g.m), 16, kMaxTile);
-  int64_t bn = std::clamp<int64_t>(next_pow2(g.n), 16, kMaxTile);
+  // A symbolic dim counts as its size hint (the kernels must not depend on
+  // the graph's generic values).
+  const int64_t m = env.hint(g.m, g.m_symbol), n = env.hint(g.n, g.n_symbol),
+                k = env.hint(g.k, g.k_symbol);
+  int64_t bm = std::clamp<int64_t>(next_pow2(m), 16, kMaxTile);
+  int64_t bn = std::clamp<int64_t>(next_pow2(n), 16, kMaxTile);
   // Enough program instances to spread over a machine's threads (a tile's
   // work is one thread's): halve the larger side while there are fewer
   // than kMinTiles and it stays at least kMinTile.
-  const int64_t batch = std::max<int64_t>(1, shape_numel(g.batch));
-  while (batch * ceil_div(g.m, bm) * ceil_div(g.n, bn) < kMinTiles &&
+  int64_t batch = 1;
+  for (size_t d = 0; d < g.batch.size(); ++d)
+    batch *= std::max<int64_t>(
+        1, env.hint(g.batch[d], d < g.batch_symbols.size() ? g.batch_symbols[d] : kFixedDim));
+  while (batch * ceil_div(m, bm) * ceil_div(n, bn) < kMinTiles &&
          std::max(bm, bn) / 2 >= kMinTile) {
     (bm >= bn ? bm : bn) /= 2;
   }
   c.block_m = static_cast<int>(bm);
   c.block_n = static_cast<int>(bn);
-  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(g.k), 16, kMaxTile));
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(k), 16, kMaxTile));
   c.num_stages = 1;
   c.num_warps = 4;
   c.group_m = 8;
   return c;
 }
 
-tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelSignature& sig,
+std::string gemm_symbolic_dim(const Graph& graph, const KernelStep& step) {
+  const GemmGeometry& g = step.gemm;
+  auto named = [&](const std::string& dim, SymbolId s) {
+    return dim + " = " + graph.symbols().at(static_cast<size_t>(s)).name;
+  };
+  if (g.m_symbol != kFixedDim) return named("M", g.m_symbol);
+  if (g.n_symbol != kFixedDim) return named("N", g.n_symbol);
+  if (g.k_symbol != kFixedDim) return named("K", g.k_symbol);
+  for (size_t d = 0; d < g.batch_symbols.size(); ++d)
+    if (g.batch_symbols[d] != kFixedDim)
+      return named("batch dim " + std::to_string(d), g.batch_symbols[d]);
+  return "";
+}
+
+tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config) {
+  const Graph& graph = env.graph();
   TF_CHECK(can_use_gemm(graph, step), "build_gemm: not a GEMM step with one operand dtype");
   const GemmGeometry& geo = step.gemm;
   const DType dtype = graph.node(step.a.operand).dtype;
   const DType acc = accumulator_dtype(dtype);
   const int bm = config.block_m, bn = config.block_n, bk = config.block_k;
-  const int64_t M = geo.m, N = geo.n, K = geo.k;
+  // The sizes (constants or symbol vars) and the index dtype of each dim.
+  const Expr M = env.size(geo.m, geo.m_symbol), N = env.size(geo.n, geo.n_symbol),
+             K = env.size(geo.k, geo.k_symbol);
+  const DType m_dt = env.index_dtype_of(M), n_dt = env.index_dtype_of(N),
+              k_dt = env.index_dtype_of(K);
 
   TF_CHECK(config.split_k >= 1, "build_gemm: split_k must be at least 1");
   const int split = config.split_k;
-  tir::KernelBuilder b(step.name);
-  declare_buffers(b, sig);
-  const int64_t batch = shape_numel(geo.batch);
-  const int64_t num_pid_m = ceil_div(M, bm), num_pid_n = ceil_div(N, bn);
-  const int64_t num_pid = num_pid_m * num_pid_n;
-  const int64_t k_tiles = ceil_div(K, bk);
-  // Split-K: split s runs K tiles [s * per_split, (s + 1) * per_split); the
-  // last splits may reach past K (masked: zeros) or be empty.
-  const int64_t per_split = ceil_div(k_tiles, split);
-  const int64_t tiles = std::max<int64_t>(1, batch) * num_pid;
-  Buffer workspace, counters;
   if (split > 1) {
+    const std::string sym = gemm_symbolic_dim(graph, step);
+    TF_CHECK(sym.empty(), "build_gemm: split-K needs constant sizes (" + sym + " is symbolic)");
+  }
+  tir::KernelBuilder b(step.name);
+  Buffer workspace, counters;
+  int64_t tiles = 0;  // split-K: the output tiles (all batches)
+  if (split == 1) {
+    declare_buffers(b, sig);
+  } else {
+    // The buffers, then split-K's scratch buffers (the workspace, then the
+    // counters), then the scalar params (run-time strides).
+    KernelSignature buffers = sig;
+    buffers.scalars.clear();
+    declare_buffers(b, buffers);
+    tiles =
+        std::max<int64_t>(1, shape_numel(geo.batch)) * ceil_div(geo.m, bm) * ceil_div(geo.n, bn);
     // Unique among the signature's names (executors bind by name).
     auto unique = [&](std::string n) {
       for (bool taken = true; taken;) {
         taken = sig.output.name == n;
         for (const BufferSpec& s : sig.inputs) taken = taken || s.name == n;
+        for (const Var& v : sig.scalars) taken = taken || v.name() == n;
         if (taken) n += "_";
       }
       return n;
     };
     const int64_t ws = int64_t{split} * tiles * bm * bn;
     workspace = b.output(
-        unique("splitk_workspace"), accumulator_dtype(dtype),
+        unique("splitk_workspace"), acc,
         {index_const(split, ws), index_const(tiles, ws), index_const(bm, ws), index_const(bn, ws)},
         {}, 16);
     counters = b.output(unique("splitk_counters"), DType::I32, {index_const(tiles, tiles)}, {}, 16);
+    for (const Var& v : sig.scalars) b.scalar_param(v);
     b.set_attr("SPLIT_K", int64_t{split});
   }
   b.set_attr("BLOCK_M", int64_t{bm});
@@ -125,15 +171,39 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
   b.set_attr("GROUP_M", int64_t{config.group_m});
 
   std::vector<Expr> lead;  // the batch index, when batched
-  if (!geo.batch.empty()) lead.push_back(b.program_id("pid_b", index_const(batch, batch)));
+  if (!geo.batch.empty()) {
+    Node batch;  // the batch dims as a node, for their product
+    batch.shape = geo.batch;
+    batch.dim_symbols = geo.batch_symbols;
+    lead.push_back(b.program_id("pid_b", env.product(batch, 0, geo.batch.size())));
+  }
   // The split is the slower grid dim: blocks next to each other work on
   // neighbouring tiles of one K range (GROUP_M's L2 reuse).
   Var pid_k;
   if (split > 1) pid_k = b.program_id("pid_k", index_const(split, split));
-  Var pid = b.program_id("pid", index_const(num_pid, num_pid));
+  // The numbers of tiles: constants, or expressions of the symbols, in one
+  // index dtype (the wider of the two).
+  Expr num_pid_m = ceil_div(M, bm), num_pid_n = ceil_div(N, bn);
+  const DType grid_dt = env.index_dtype_of(num_pid_m * num_pid_n) == DType::I64 ||
+                                num_pid_m.dtype() == DType::I64 || num_pid_n.dtype() == DType::I64
+                            ? DType::I64
+                            : DType::I32;
+  num_pid_m = DimEnv::as(grid_dt, num_pid_m);
+  num_pid_n = DimEnv::as(grid_dt, num_pid_n);
+  Expr num_pid = num_pid_m * num_pid_n;
+  if (tir::as_const_int(num_pid_m) && tir::as_const_int(num_pid_n)) {
+    const int64_t c = *tir::as_const_int(num_pid_m) * *tir::as_const_int(num_pid_n);
+    num_pid = index_const(c, c);
+    num_pid_m = DimEnv::as(num_pid.dtype(), num_pid_m);
+    num_pid_n = DimEnv::as(num_pid.dtype(), num_pid_n);
+  }
+  Var pid = b.program_id("pid", num_pid);
 
-  // Group-M ordering (the numbers of tiles are constants of the kernel).
-  const int64_t in_group = std::max<int64_t>(1, config.group_m * num_pid_n);
+  // Group-M ordering: GROUP_M row tiles share a column tile.
+  Expr in_group = num_pid_n * config.group_m;
+  // (With N = 0 the grid is empty: no instance divides by it.)
+  if (const int64_t* c = tir::as_const_int(num_pid_n))
+    in_group = const_like(pid, std::max<int64_t>(1, config.group_m * *c));
   Var group_id = b.let("group_id", pid / in_group);
   Var first_pid_m = b.let("first_pid_m", group_id * config.group_m);
   Var group_size_m =
@@ -145,42 +215,55 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
   Buffer b_s = b.alloc("B_s", MemScope::Shared, dtype, {bk, bn});
   Buffer c_f = b.alloc("C_f", MemScope::Fragment, acc, {bm, bn});
   b.fill(c_f, tir::make_const(acc, 0));
+  // The K loop's trip count in K's index dtype; under split-K the K tiles
+  // of one split: split s runs K tiles [s * per_split, (s + 1) * per_split)
+  // (the last splits may reach past K, masked: zeros, or be empty).
+  Expr k_extent;
+  int64_t per_split = 0;
+  if (split == 1) {
+    Expr k_tiles = ceil_div(K, bk);
+    if (const int64_t* c = tir::as_const_int(K)) k_tiles = index_const(ceil_div(*c, bk), *c);
+    k_extent = DimEnv::as(k_dt, k_tiles);
+  } else {
+    per_split = ceil_div(ceil_div(geo.k, bk), split);
+    k_extent = index_const(per_split, std::max(geo.k, per_split * split * bk));
+  }
   // The K tile of iteration k: k, or pid_k * per_split + k under split-K.
   auto k_tile = [&](const Var& k) -> Expr {
     if (split == 1) return k;
     const Expr s = pid_k.dtype() == k.dtype() ? Expr(pid_k) : tir::cast(k.dtype(), pid_k);
     return s * per_split + k;
   };
-  const int64_t k_iters = split > 1 ? per_split : k_tiles;
-  const Expr k_extent = index_const(k_iters, std::max(K, k_iters * split * bk));
   b.pipelined("k", k_extent, config.num_stages, [&](Var k) {
-    b.copy(a_s,
-           [&](const std::vector<Var>& ij) {
-             Expr m = tile_index(pid_m, bm, ij[0], M), kk = tile_index(k_tile(k), bk, ij[1], K);
-             std::vector<Expr> idx = lead;
-             idx.insert(idx.end(), {m, kk});
-             return b.load_input("A", idx, dtype, m < M && kk < K);
-           },
-           {"i", "j"});
-    b.copy(b_s,
-           [&](const std::vector<Var>& ij) {
-             Expr kk = tile_index(k_tile(k), bk, ij[0], K), n = tile_index(pid_n, bn, ij[1], N);
-             std::vector<Expr> idx = lead;
-             idx.insert(idx.end(), {kk, n});
-             return b.load_input("B", idx, dtype, kk < K && n < N);
-           },
-           {"i", "j"});
+    b.copy(
+        a_s,
+        [&](const std::vector<Var>& ij) {
+          Expr m = tile_index(pid_m, bm, ij[0], m_dt), kk = tile_index(k_tile(k), bk, ij[1], k_dt);
+          std::vector<Expr> idx = lead;
+          idx.insert(idx.end(), {m, kk});
+          return b.load_input("A", idx, dtype, m < DimEnv::as(m_dt, M) && kk < DimEnv::as(k_dt, K));
+        },
+        {"i", "j"});
+    b.copy(
+        b_s,
+        [&](const std::vector<Var>& ij) {
+          Expr kk = tile_index(k_tile(k), bk, ij[0], k_dt), n = tile_index(pid_n, bn, ij[1], n_dt);
+          std::vector<Expr> idx = lead;
+          idx.insert(idx.end(), {kk, n});
+          return b.load_input("B", idx, dtype, kk < DimEnv::as(k_dt, K) && n < DimEnv::as(n_dt, N));
+        },
+        {"i", "j"});
     b.gemm(a_s, b_s, c_f);
   });
   // The output tile: the epilogue (store_output) at C's coordinates.
   auto store_tile = [&](const std::function<Expr(const Var&, const Var&)>& value) {
     b.parallel("i", bm, [&](Var i) {
       b.parallel("j", bn, [&](Var j) {
-        Var m = b.let("m", tile_index(pid_m, bm, i, M));
-        Var n = b.let("n", tile_index(pid_n, bn, j, N));
+        Var m = b.let("m", tile_index(pid_m, bm, i, m_dt));
+        Var n = b.let("n", tile_index(pid_n, bn, j, n_dt));
         std::vector<Expr> idx = lead;
         idx.insert(idx.end(), {m, n});
-        b.store_output("C", idx, value(i, j), m < M && n < N);
+        b.store_output("C", idx, value(i, j), m < DimEnv::as(m_dt, M) && n < DimEnv::as(n_dt, N));
       });
     });
   };
@@ -195,7 +278,7 @@ tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelS
   const DType wi = index_dtype(ws_elems);
   auto widen = [&](const Expr& e) { return e.dtype() == wi ? e : tir::cast(wi, e); };
   Expr tile = widen(pid);
-  if (!lead.empty()) tile = widen(lead[0]) * num_pid + tile;
+  if (!lead.empty()) tile = widen(lead[0]) * *tir::as_const_int(num_pid) + tile;
   Var tile_id = b.let("tile", tile);
   b.parallel("i", bm, [&](Var i) {
     b.parallel("j", bn, [&](Var j) {

@@ -17,13 +17,16 @@
 // operands). One load_input per operand, inside the K loop: the template
 // never hoists anything (licm does). M, N, K may be 0 or 1: the masks cover
 // every tail, K = 0 leaves the loop empty (the epilogue stores zeros through
-// the epilogue), M = 0 or N = 0 leaves the grid empty. Shapes are constants
-// of the kernel (the graph's shapes are static); an index is i64 where its
-// dim has 2^31 elements or more.
+// the epilogue), M = 0 or N = 0 leaves the grid empty. A fixed size is a
+// constant of the kernel; a symbolic one (graph.h) its symbol's scalar param
+// (specialization.h), and the grid and the K loop's trip count are
+// expressions of them. An index is i64 where its dim may have 2^31 elements
+// or more (DimEnv::index_dtype_of).
 #pragma once
 
 #include "graph/graph.h"
 #include "lower/signature.h"
+#include "lower/specialization.h"
 #include "schedule/plan.h"
 #include "tir/ir.h"
 
@@ -49,7 +52,11 @@ bool can_use_gemm(const Graph& graph, const KernelStep& step);
 // BLOCK_M/N in [16, 128], BLOCK_K in [16, 32] bytes-agnostic), up to 3
 // stages but no more than K tiles, 8 warps for 128x128 tiles, GROUP_M 8.
 // With `wgmma` (an sm_90a target) 16-bit operands take BLOCK_K 64 (one
-// 128-byte swizzle row, what the wgmma tile reads) where K allows.
+// 128-byte swizzle row, what the wgmma tile reads) where K allows. A
+// symbolic dim counts as its size hint (specialization.h), and as a
+// multiple of 16 only where the specialization says so.
+GemmConfig default_gemm_config(const DimEnv& env, const KernelStep& step, bool wgmma = false);
+// The same for a graph without symbols (or at the values in it).
 GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma = false);
 
 // The CPU executor's config. A program instance's tile is C's block of
@@ -64,15 +71,26 @@ GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool 
 // executor runs stages in order). Measured on the seed (bench/RESULTS.md):
 // 128x128x32, the GPU heuristic's, made the executor 3x slower than the
 // reference evaluator; 512x512x512 makes it faster.
+// A symbolic dim counts as its size hint, as in default_gemm_config.
+GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step);
+// The same for a graph without symbols (or at the values in it).
 GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step);
 
 // The accumulator dtype of a GEMM over operands of `dtype`: f32, or f64 for
 // f64 (graph.h's rounding contract).
 DType accumulator_dtype(DType dtype);
 
+// The first symbolic size of a GEMM step, as "<dim> = <symbol>" (dim: M,
+// N, K or batch dim d), or "" when every size is a constant. Split-K needs
+// constant sizes (its workspace and tile counters are sized at compile
+// time), so a config with split_k > 1 is only for steps where this is "".
+std::string gemm_symbolic_dim(const Graph& graph, const KernelStep& step);
+
 // Builds the GEMM kernel of `step` (its geometry and operand dtype) with
-// `sig`'s buffers as params.
-tir::Kernel build_gemm(const Graph& graph, const KernelStep& step, const KernelSignature& sig,
+// `sig`'s buffers as params: the buffers, under split-K (split_k > 1, every
+// size constant: a failed check otherwise) its workspace and tile counters,
+// then `sig`'s scalar params.
+tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config);
 
 }  // namespace tilefuse

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,16 +22,6 @@ using passes::HookExpansion;
 using passes::HookTable;
 using tir::Expr;
 using tir::Stmt;
-
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t inner = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = inner;
-    inner *= std::max<int64_t>(shape[d], 1);
-  }
-  return s;
-}
 
 std::string buffer_name(const Graph& g, ValueId v) {
   const Node& n = g.node(v);
@@ -53,21 +44,48 @@ void make_unique_names(KernelSignature* sig, const std::vector<ValueId>& binding
   }
 }
 
-KernelSignature signature(const Graph& g, const KernelStep& step, std::vector<ValueId>* bindings) {
+std::vector<tir::Expr> shape_exprs(const DimEnv& env, const Node& n) {
+  std::vector<tir::Expr> out;
+  for (size_t d = 0; d < n.shape.size(); ++d) out.push_back(env.size(n, d));
+  return out;
+}
+
+KernelSignature signature(const DimEnv& env, const KernelStep& step, LoweredKernel* lk) {
+  const Graph& g = env.graph();
   KernelSignature sig;
+  std::vector<std::pair<ValueId, size_t>> runtime_strides;
   for (ValueId r : step.reads) {
     const Node& n = g.node(r);
     // A read is a parameter (the caller's layout) or an earlier step's
     // output, written contiguous (plan.h, "Memory").
-    const std::vector<int64_t> strides =
-        n.kind == OpKind::Parameter ? n.strides : contiguous_strides(n.shape);
-    sig.inputs.push_back({buffer_name(g, r), n.dtype, n.shape, strides});
-    bindings->push_back(r);
+    BufferSpec spec{buffer_name(g, r), n.dtype, shape_exprs(env, n), {}, 16};
+    if (n.kind == OpKind::Parameter) {
+      spec.strides = env.param_strides(r);
+      spec.alignment = env.param_alignment(r);
+      for (size_t d = 0; d < spec.strides.size(); ++d)
+        if (const auto* v = spec.strides[d].as<tir::VarNode>(); v && v == env.stride_var(r, d).get())
+          runtime_strides.emplace_back(r, d);
+    } else {
+      spec.strides = env.contiguous_strides(n);
+    }
+    sig.inputs.push_back(std::move(spec));
+    lk->bindings.push_back(r);
   }
   const Node& o = g.node(step.output);
-  sig.output = {buffer_name(g, step.output), o.dtype, o.shape, contiguous_strides(o.shape)};
-  bindings->push_back(step.output);
-  make_unique_names(&sig, *bindings);
+  sig.output = {buffer_name(g, step.output), o.dtype, shape_exprs(env, o), env.contiguous_strides(o),
+                16};
+  lk->bindings.push_back(step.output);
+  make_unique_names(&sig, lk->bindings);
+  // Every symbol (a kernel need not use all; the runtime passes all), then
+  // the run-time strides of the parameters read.
+  for (size_t s = 0; s < env.symbol_vars().size(); ++s) {
+    sig.scalars.push_back(env.symbol_var(static_cast<SymbolId>(s)));
+    lk->scalars.push_back({static_cast<SymbolId>(s), -1, -1});
+  }
+  for (const auto& [param, d] : runtime_strides) {
+    sig.scalars.push_back(env.stride_var(param, d));
+    lk->scalars.push_back({kFixedDim, param, static_cast<int>(d)});
+  }
   return sig;
 }
 
@@ -79,15 +97,12 @@ std::map<ValueId, tir::Buffer> input_buffers(const tir::Kernel& kernel,
   return out;
 }
 
-// Widens coordinates that index a dim of 2^31 elements or more.
-std::vector<Expr> store_indices(const std::vector<Expr>& coords, const Shape& shape) {
+// Widens the coordinates of a store into a tensor of 2^31 elements or more.
+std::vector<Expr> store_indices(const DimEnv& env, const std::vector<Expr>& coords,
+                                const Node& out) {
+  const bool wide = env.index_dtype_of(env.product(out, 0, out.shape.size())) == DType::I64;
   std::vector<Expr> idx;
-  for (size_t d = 0; d < coords.size(); ++d) {
-    Expr c = coords[d];
-    if (c.dtype() == DType::I32 && index_dtype(shape_numel(shape)) == DType::I64)
-      c = tir::cast(DType::I64, c);
-    idx.push_back(c);
-  }
+  for (const Expr& c : coords) idx.push_back(c.dtype() == DType::I32 && wide ? tir::cast(DType::I64, c) : c);
   return idx;
 }
 
@@ -97,31 +112,43 @@ std::vector<Expr> store_indices(const std::vector<Expr>& coords, const Shape& sh
 // turns a planner bug into an error instead of an exponential compile.
 constexpr uint64_t kMaxPrologueTreeNodes = uint64_t{1} << 16;
 
-// The batch coordinates of flat batch index `b` in `batch`, right-aligned to
-// an operand's `op_batch` dims (size-1 dims broadcast: index 0).
-std::vector<Expr> batch_coords(const Expr& b, const Shape& batch, const Shape& op_batch) {
+// The batch coordinates of flat batch index `b` in the GEMM's batch dims,
+// right-aligned to the first `op_rank` dims of operand `op` (fixed size-1
+// dims broadcast: index 0; a symbolic dim never broadcasts, graph.h).
+std::vector<Expr> batch_coords(const DimEnv& env, const Expr& b, const GemmGeometry& geo,
+                               const Node* op, size_t op_rank) {
+  const Shape& batch = geo.batch;
+  auto sym = [&](size_t d) {
+    return d < geo.batch_symbols.size() ? geo.batch_symbols[d] : kFixedDim;
+  };
   std::vector<Expr> full(batch.size());
-  int64_t inner = 1;
+  Expr inner;  // the product of the dims after d; undefined for 1
   for (size_t d = batch.size(); d-- > 0;) {
     Expr c = b;
-    if (inner != 1) c = c / inner;
-    if (d != 0) c = c % batch[d];
+    if (inner.defined()) c = c / DimEnv::as(b.dtype(), inner);
+    if (d != 0) c = c % DimEnv::as(b.dtype(), env.size(batch[d], sym(d)));
     full[d] = c;
-    inner *= batch[d];
+    const Expr size = env.size(batch[d], sym(d));
+    if (sym(d) != kFixedDim || batch[d] != 1)
+      inner = inner.defined() ? DimEnv::as(b.dtype(), inner) * DimEnv::as(b.dtype(), size)
+                              : DimEnv::as(b.dtype(), size);
   }
+  if (!op) return full;
   std::vector<Expr> out;
-  const size_t lead = batch.size() - op_batch.size();
-  for (size_t d = 0; d < op_batch.size(); ++d)
-    out.push_back(op_batch[d] == 1 ? tir::make_int(b.dtype(), 0) : full[lead + d]);
+  const size_t lead = batch.size() - op_rank;
+  for (size_t d = 0; d < op_rank; ++d)
+    out.push_back(op->symbol(d) == kFixedDim && op->shape[d] == 1 ? tir::make_int(b.dtype(), 0)
+                                                                  : full[lead + d]);
   return out;
 }
 
 // The hook for GEMM operand `p` (A when is_a): GEMM coordinates
 // [b?, row, col] to the operand's own.
-HookTable::InputHook operand_hook(const Graph& g, const KernelStep& step, const OperandPrologue& p,
-                                  bool is_a, const ExprLowering& lowering) {
-  return [&g, &step, &p, is_a, &lowering](const std::vector<Expr>& idx, const Expr& mask) {
-    const Node& n = g.node(p.operand);
+HookTable::InputHook operand_hook(const DimEnv& env, const KernelStep& step,
+                                  const OperandPrologue& p, bool is_a,
+                                  const ExprLowering& lowering) {
+  return [&env, &step, &p, is_a, &lowering](const std::vector<Expr>& idx, const Expr& mask) {
+    const Node& n = env.graph().node(p.operand);
     const bool batched = !step.gemm.batch.empty();
     const Expr row = idx[batched ? 1 : 0], col = idx[batched ? 2 : 1];
     std::vector<Expr> coords;
@@ -129,8 +156,7 @@ HookTable::InputHook operand_hook(const Graph& g, const KernelStep& step, const 
     if (vector) {
       coords = {is_a ? col : row};  // the K coordinate
     } else {
-      const Shape op_batch(n.shape.begin(), n.shape.end() - 2);
-      if (batched) coords = batch_coords(idx[0], step.gemm.batch, op_batch);
+      if (batched) coords = batch_coords(env, idx[0], step.gemm, &n, n.shape.size() - 2);
       coords.push_back(row);
       coords.push_back(col);
     }
@@ -141,23 +167,34 @@ HookTable::InputHook operand_hook(const Graph& g, const KernelStep& step, const 
         nodes += tir::tree_size(x, kMaxPrologueTreeNodes + 1);
     TF_CHECK(nodes <= kMaxPrologueTreeNodes,
              fmt::format("the prologue of {} expands to more than {} nodes per element",
-                         describe_value(g.node(p.operand)), kMaxPrologueTreeNodes));
+                         describe_value(n), kMaxPrologueTreeNodes));
     return HookExpansion{e.value, std::move(e.checks), {}};
   };
 }
 
-LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const LowerOptions& opts) {
+LoweredKernel lower_gemm_step(const DimEnv& env, const KernelStep& step, const LowerOptions& opts) {
+  const Graph& g = env.graph();
   LoweredKernel lk;
   lk.step = step;
-  const KernelSignature sig = signature(g, step, &lk.bindings);
+  const KernelSignature sig = signature(env, step, &lk);
   TF_CHECK(can_use_gemm(g, step), "the GEMM template cannot build step " + step.name);
   const GemmConfig config = opts.gemm_config.value_or(
-      opts.cpu ? default_cpu_gemm_config(g, step) : default_gemm_config(g, step, opts.wgmma));
+      opts.cpu ? default_cpu_gemm_config(env, step) : default_gemm_config(env, step, opts.wgmma));
   lk.gemm_config = config;
-  const tir::Kernel templ = build_gemm(g, step, sig, config);
-  // Split-K's params after the output: the workspace, then the counters
-  // (gemm_template.h).
-  for (size_t i = lk.bindings.size(); i < templ.params.size(); ++i) {
+  if (config.split_k > 1) {
+    // A user's config (--gemm-config .../splitkS): the tuner proposes no
+    // split where a size is symbolic.
+    const std::string sym = gemm_symbolic_dim(g, step);
+    if (!sym.empty())
+      throw UserError(fmt::format(
+          "GEMM step {}: split-K (split_k {}) needs constant sizes, but {} is a symbolic dim; use "
+          "a config without /splitk{}",
+          step.name, config.split_k, sym, config.split_k));
+  }
+  const tir::Kernel templ = build_gemm(env, step, sig, config);
+  // Split-K's buffer params after the output: the workspace, then the
+  // counters (gemm_template.h); the scalar params come after them.
+  for (size_t i = lk.bindings.size(); i < templ.params.size() && templ.params[i].is_buffer(); ++i) {
     const tir::Buffer& b = templ.params[i].buffer;
     ScratchBuffer s;
     s.name = b.name();
@@ -171,15 +208,15 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
     lk.scratch.push_back(std::move(s));
   }
 
-  ExprLowering lowering(g, input_buffers(templ, lk.bindings));
+  ExprLowering lowering(env, input_buffers(templ, lk.bindings));
   const tir::Buffer out = templ.params[lk.bindings.size() - 1].buffer;
   const Node& anchor = g.node(step.anchor);
   const Node& out_node = g.node(step.output);
   const GemmGeometry& geo = step.gemm;
 
   HookTable table;
-  table.inputs["A"] = operand_hook(g, step, step.a, true, lowering);
-  table.inputs["B"] = operand_hook(g, step, step.b, false, lowering);
+  table.inputs["A"] = operand_hook(env, step, step.a, true, lowering);
+  table.inputs["B"] = operand_hook(env, step, step.b, false, lowering);
   table.outputs["C"] = [&](const std::vector<Expr>& idx, const Expr& acc, const Expr& mask) {
     const bool batched = !geo.batch.empty();
     const Expr m = idx[batched ? 1 : 0], n = idx[batched ? 2 : 1];
@@ -189,11 +226,12 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
       // addmm: beta * bias + alpha * acc in the accumulator type, the bias
       // converted to the anchor's dtype first (reference/eval.cpp).
       const Node& bn = g.node(step.bias->operand);
-      const Shape mn = {geo.m, geo.n};
       std::vector<Expr> bc;
-      const size_t lead = mn.size() - bn.shape.size();
+      const size_t lead = 2 - bn.shape.size();
       for (size_t d = 0; d < bn.shape.size(); ++d)
-        bc.push_back(bn.shape[d] == 1 ? tir::make_int(m.dtype(), 0) : (lead + d == 0 ? m : n));
+        bc.push_back(bn.symbol(d) == kFixedDim && bn.shape[d] == 1
+                         ? tir::make_int(lead + d == 0 ? m.dtype() : n.dtype(), 0)
+                         : (lead + d == 0 ? m : n));
       LoweredExpr bias = lowering.lower_as(step.bias->operand, bc, anchor.dtype, mask);
       checks = std::move(bias.checks);
       const Expr bias_acc =
@@ -207,7 +245,7 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
     epilogue.bind(step.anchor, [anchor_value](const std::vector<Expr>&) { return anchor_value; });
     std::vector<Expr> coords;
     if (batched) {
-      const std::vector<Expr> bcs = batch_coords(idx[0], geo.batch, geo.batch);
+      const std::vector<Expr> bcs = batch_coords(env, idx[0], geo, nullptr, 0);
       coords.insert(coords.end(), bcs.begin(), bcs.end());
     }
     if (!geo.a_is_vector) coords.push_back(m);
@@ -218,32 +256,33 @@ LoweredKernel lower_gemm_step(const Graph& g, const KernelStep& step, const Lowe
     e.checks = std::move(checks);
     e = bind_values(e);
     return wrap_in_lets(
-        e, tir::StoreNode::make(out, store_indices(coords, out_node.shape), e.value, mask));
+        e, tir::StoreNode::make(out, store_indices(env, coords, out_node), e.value, mask));
   };
   lk.kernel = passes::inline_hooks(templ, table);
   return lk;
 }
 
-LoweredKernel lower_pointwise_step(const Graph& g, const KernelStep& step,
+LoweredKernel lower_pointwise_step(const DimEnv& env, const KernelStep& step,
                                    const LowerOptions& opts) {
+  const Graph& g = env.graph();
   LoweredKernel lk;
   lk.step = step;
-  const KernelSignature sig = signature(g, step, &lk.bindings);
+  const KernelSignature sig = signature(env, step, &lk);
   const Node& out_node = g.node(step.output);
   const PointwiseConfig config =
-      opts.pointwise_config.value_or(default_pointwise_config(out_node.shape));
+      opts.pointwise_config.value_or(default_pointwise_config(env, out_node));
   lk.pointwise_config = config;
-  const tir::Kernel templ = build_pointwise(step.name, sig, out_node.dtype, out_node.shape, config);
+  const tir::Kernel templ = build_pointwise(env, step.name, sig, out_node, config);
 
-  const ExprLowering lowering(g, input_buffers(templ, lk.bindings));
-  const tir::Buffer out = templ.params.back().buffer;
+  const ExprLowering lowering(env, input_buffers(templ, lk.bindings));
+  const tir::Buffer out = templ.params[lk.bindings.size() - 1].buffer;
   HookTable table;
   table.inputs["in"] = [&](const std::vector<Expr>& coords, const Expr& mask) {
     LoweredExpr e = bind_values(lowering.lower(step.output, coords, mask));
     return HookExpansion{e.value, std::move(e.checks), std::move(e.lets)};
   };
   table.outputs["out"] = [&](const std::vector<Expr>& coords, const Expr& value, const Expr& mask) {
-    return tir::StoreNode::make(out, store_indices(coords, out_node.shape), value, mask);
+    return tir::StoreNode::make(out, store_indices(env, coords, out_node), value, mask);
   };
   lk.kernel = passes::inline_hooks(templ, table);
   return lk;
@@ -252,8 +291,25 @@ LoweredKernel lower_pointwise_step(const Graph& g, const KernelStep& step,
 }  // namespace
 
 LoweredKernel lower_step(const Graph& graph, const KernelStep& step, const LowerOptions& options) {
-  LoweredKernel lk = step.kind == StepKind::kGemm ? lower_gemm_step(graph, step, options)
-                                                  : lower_pointwise_step(graph, step, options);
+  const DimEnv env(graph, options.specialization);
+  LoweredKernel lk = step.kind == StepKind::kGemm ? lower_gemm_step(env, step, options)
+                                                  : lower_pointwise_step(env, step, options);
+  // The symbols a kernel's indexing may rely on being multiples of 16
+  // (axis_info reads `<param>_divisibility`); run-time strides likewise.
+  for (size_t s = 0; s < graph.symbols().size(); ++s)
+    if (env.divisible_by_16(0, static_cast<SymbolId>(s)))
+      lk.kernel.attrs[graph.symbols()[s].name + "_divisibility"] = int64_t{16};
+  for (const ScalarBinding& sb : lk.scalars) {
+    if (sb.param < 0) continue;
+    const std::vector<ValueId>& ps = graph.parameters();
+    const size_t pos = static_cast<size_t>(std::find(ps.begin(), ps.end(), sb.param) - ps.begin());
+    const ParamLayout& layout = options.specialization.params.at(pos);
+    if (static_cast<size_t>(sb.dim) < layout.stride_divisible_by_16.size() &&
+        layout.stride_divisible_by_16[sb.dim])
+      lk.kernel.attrs[env.stride_var(sb.param, sb.dim).name() + "_divisibility"] = int64_t{16};
+  }
+  if (env.has_symbols() || !lk.scalars.empty())
+    lk.kernel.attrs["index_bits"] = int64_t{options.specialization.index64 ? 64 : 32};
   if (options.verify) {
     tir::VerifyOptions vo;
     vo.allow_hooks = false;

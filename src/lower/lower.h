@@ -15,7 +15,10 @@
 //             "out"  the store.
 // Kernel params: one global buffer per value the step reads (increasing
 // ValueId: parameters with their layout, earlier steps' outputs contiguous),
-// then the output (contiguous). `bindings` names the value of each param.
+// then the output (contiguous); `bindings` names the value of each. Then,
+// in a graph with symbolic dims or run-time strides, the scalar params
+// (specialization.h): every symbol of the graph, then the run-time strides
+// of the parameters the step reads; `scalars` says what each binds.
 // The kernels are verified (no hooks left) unless options say otherwise.
 #pragma once
 
@@ -25,6 +28,7 @@
 #include "graph/graph.h"
 #include "lower/gemm_template.h"
 #include "lower/pointwise_template.h"
+#include "lower/specialization.h"
 #include "schedule/plan.h"
 #include "tir/ir.h"
 
@@ -42,6 +46,17 @@ struct LowerOptions {
   // default_cpu_gemm_config's (large tiles, long K steps).
   bool cpu = false;
   bool verify = true;
+  // What the kernels are specialized on (symbols' divisibility, the index
+  // width, parameter layouts, size hints); the default: contiguous 16-byte
+  // aligned parameters and i32 index math over symbols.
+  Specialization specialization;
+};
+
+// What a kernel's scalar param binds.
+struct ScalarBinding {
+  SymbolId symbol = kFixedDim;  // the value of this symbol, or else:
+  ValueId param = -1;           // the stride (elements) of dim `dim` of this parameter
+  int dim = -1;
 };
 
 // A kernel param past the graph's values (after the output): memory the
@@ -60,10 +75,12 @@ struct LoweredKernel {
   tir::Kernel kernel;  // after inline_hooks
   int step_index = -1;
   KernelStep step;
-  std::vector<ValueId> bindings;          // the graph value of each kernel param, in order
-  // The params after the bound ones (kernel.params[bindings.size() + i]).
+  std::vector<ValueId> bindings;  // the graph value of each bound buffer param, in order
+  // The buffer params after the bound ones (kernel.params[bindings.size() + i]).
   std::vector<ScratchBuffer> scratch;
-  std::optional<GemmConfig> gemm_config;  // a GEMM step's config
+  // What each scalar param (after the buffers, scratch included) binds.
+  std::vector<ScalarBinding> scalars;
+  std::optional<GemmConfig> gemm_config;            // a GEMM step's config
   std::optional<PointwiseConfig> pointwise_config;  // a pointwise step's config
 };
 

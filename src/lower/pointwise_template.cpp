@@ -20,17 +20,18 @@ Expr tile_index(const Var& pid, int64_t block, const Var& i, DType dt) {
   return pid * static_cast<int>(block) + i;
 }
 
-// The coordinates of flat (row-major) position `flat` in `shape`; the first
-// needs no `%` (flat < numel), the last no `/`.
-std::vector<Expr> unflatten(tir::KernelBuilder& b, const Expr& flat, const Shape& shape) {
-  std::vector<Expr> coords(shape.size());
-  int64_t inner = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
+// The coordinates of flat (row-major) position `flat` over dims [0, rank)
+// of `value`; the first needs no `%` (flat < numel), the last no `/`.
+std::vector<Expr> unflatten(const DimEnv& env, tir::KernelBuilder& b, const Expr& flat,
+                            const Node& value, size_t rank) {
+  std::vector<Expr> coords(rank);
+  for (size_t d = rank; d-- > 0;) {
     Expr c = flat;
-    if (inner != 1) c = c / inner;
-    if (d != 0) c = c % shape[d];
-    coords[d] = shape.size() == 1 ? c : Expr(b.let("i" + std::to_string(d), c));
-    inner *= shape[d];
+    const Expr inner = env.product(value, d + 1, rank);
+    const int64_t* one = tir::as_const_int(inner);
+    if (!one || *one != 1) c = c / DimEnv::as(flat.dtype(), inner);
+    if (d != 0) c = c % DimEnv::as(flat.dtype(), env.size(value, d));
+    coords[d] = rank == 1 ? c : Expr(b.let("i" + std::to_string(d), c));
   }
   return coords;
 }
@@ -55,33 +56,48 @@ PointwiseConfig default_pointwise_config(const Shape& shape) {
   return c;
 }
 
-tir::Kernel build_pointwise(const std::string& name, const KernelSignature& sig, DType dtype,
-                            const Shape& shape, const PointwiseConfig& config) {
+PointwiseConfig default_pointwise_config(const DimEnv& env, const Node& value) {
+  Shape hinted = value.shape;
+  for (size_t d = 0; d < hinted.size(); ++d) hinted[d] = env.hint(hinted[d], value.symbol(d));
+  return default_pointwise_config(hinted);
+}
+
+// The number of tiles of `block` over `size`, in index dtype `dt` (a
+// constant in the narrowest dtype holding `size`, as the grid always had).
+static Expr tiles(const Expr& size, int64_t block, DType dt) {
+  if (const int64_t* c = tir::as_const_int(size)) return index_const(ceil_div(*c, block), *c);
+  return DimEnv::as(dt, ceil_div(size, block));
+}
+
+tir::Kernel build_pointwise(const DimEnv& env, const std::string& name, const KernelSignature& sig,
+                            const Node& value, const PointwiseConfig& config) {
+  const Shape& shape = value.shape;
+  const DType dtype = value.dtype;
   tir::KernelBuilder b(name);
   declare_buffers(b, sig);
   b.set_attr("num_warps", int64_t{config.num_warps});
-  const int64_t numel = shape_numel(shape);
+  const Expr numel = env.product(value, 0, shape.size());
   if (config.tile_2d && shape.size() >= 2) {
-    const Shape rows_shape(shape.begin(), shape.end() - 1);
-    const int64_t rows = shape_numel(rows_shape), cols = shape.back();
+    const Expr rows = env.product(value, 0, shape.size() - 1),
+               cols = env.size(value, shape.size() - 1);
     const int64_t bm = config.block_m, bn = config.block_n;
     b.set_attr("BLOCK_M", bm);
     b.set_attr("BLOCK_N", bn);
-    const DType row_dt = index_dtype(rows), col_dt = index_dtype(cols);
-    Var pid_m = b.program_id("pid_m", index_const(ceil_div(rows, bm), rows));
-    Var pid_n = b.program_id("pid_n", index_const(ceil_div(cols, bn), cols));
+    const DType row_dt = env.index_dtype_of(rows), col_dt = env.index_dtype_of(cols);
+    Var pid_m = b.program_id("pid_m", tiles(rows, bm, row_dt));
+    Var pid_n = b.program_id("pid_n", tiles(cols, bn, col_dt));
     b.parallel("i", static_cast<int>(bm), [&](Var i) {
       b.parallel("j", static_cast<int>(bn), [&](Var j) {
         Var row = b.let("row", tile_index(pid_m, bm, i, row_dt));
         Var col = b.let("col", tile_index(pid_n, bn, j, col_dt));
         std::vector<Expr> coords;
-        if (rows_shape.size() == 1) {
+        if (shape.size() == 2) {
           coords.push_back(row);
         } else {
-          coords = unflatten(b, row, rows_shape);
+          coords = unflatten(env, b, row, value, shape.size() - 1);
         }
         coords.push_back(col);
-        Expr mask = row < rows && col < cols;
+        Expr mask = row < DimEnv::as(row_dt, rows) && col < DimEnv::as(col_dt, cols);
         b.store_output("out", coords, b.load_input("in", coords, dtype, mask), mask);
       });
     });
@@ -89,12 +105,12 @@ tir::Kernel build_pointwise(const std::string& name, const KernelSignature& sig,
   }
   const int64_t block = config.block_size;
   b.set_attr("BLOCK", block);
-  const DType dt = index_dtype(numel);
-  Var pid = b.program_id("pid", index_const(ceil_div(numel, block), numel));
+  const DType dt = env.index_dtype_of(numel);
+  Var pid = b.program_id("pid", tiles(numel, block, dt));
   b.parallel("i", static_cast<int>(block), [&](Var i) {
     Var flat = b.let("flat", tile_index(pid, block, i, dt));
-    std::vector<Expr> coords = unflatten(b, flat, shape);
-    Expr mask = flat < numel;
+    std::vector<Expr> coords = unflatten(env, b, flat, value, shape.size());
+    Expr mask = flat < DimEnv::as(dt, numel);
     b.store_output("out", coords, b.load_input("in", coords, dtype, mask), mask);
   });
   return b.build();

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "lower/signature.h"
+#include "lower/specialization.h"
 #include "schedule/plan.h"
 #include "tir/ir.h"
 
@@ -37,10 +38,12 @@ bool can_use_pointwise(const KernelStep& step);
 // least two dims and the last has 32 elements or more, else 1-D blocks no
 // larger than the value (rounded up to a power of two, at least 32).
 PointwiseConfig default_pointwise_config(const Shape& shape);
+// The same for node `value`, a symbolic dim counting as its size hint.
+PointwiseConfig default_pointwise_config(const DimEnv& env, const Node& value);
 
-// Builds the kernel `name` over `shape` whose element type (the hooks'
-// dtype) is `dtype`, with `sig`'s buffers as params.
-tir::Kernel build_pointwise(const std::string& name, const KernelSignature& sig, DType dtype,
-                            const Shape& shape, const PointwiseConfig& config);
+// Builds the kernel `name` over the elements of `value` (its shape, symbolic
+// dims included; the hooks' dtype is its dtype), with `sig`'s params.
+tir::Kernel build_pointwise(const DimEnv& env, const std::string& name, const KernelSignature& sig,
+                            const Node& value, const PointwiseConfig& config);
 
 }  // namespace tilefuse

@@ -1,4 +1,4 @@
-// Buffer declarations shared by the templates (see signature.h).
+// Kernel params shared by the templates (see signature.h).
 #include "lower/signature.h"
 
 #include <algorithm>
@@ -11,24 +11,19 @@ tir::Expr index_const(int64_t value, int64_t max_value) {
   return tir::make_int(index_dtype(std::max(value, max_value)), value);
 }
 
-namespace {
-
-constexpr int kBaseAlignment = 16;
-
-std::vector<tir::Expr> consts(const std::vector<int64_t>& v) {
-  std::vector<tir::Expr> out;
-  for (int64_t x : v) out.push_back(index_const(x, x));
-  return out;
+tir::Expr ceil_div(const tir::Expr& a, int64_t b) {
+  if (const int64_t* c = tir::as_const_int(a)) return index_const(ceil_div(*c, b), *c);
+  if (b == 1) return a;
+  return (a + (b - 1)) / b;
 }
-
-}  // namespace
 
 std::vector<tir::Buffer> declare_buffers(tir::KernelBuilder& b, const KernelSignature& sig) {
   std::vector<tir::Buffer> out;
   for (const BufferSpec& s : sig.inputs)
-    out.push_back(b.input(s.name, s.dtype, consts(s.shape), consts(s.strides), kBaseAlignment));
+    out.push_back(b.input(s.name, s.dtype, s.shape, s.strides, s.alignment));
   const BufferSpec& o = sig.output;
-  out.push_back(b.output(o.name, o.dtype, consts(o.shape), consts(o.strides), kBaseAlignment));
+  out.push_back(b.output(o.name, o.dtype, o.shape, o.strides, o.alignment));
+  for (const tir::Var& v : sig.scalars) b.scalar_param(v);
   return out;
 }
 

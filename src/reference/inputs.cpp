@@ -423,6 +423,12 @@ ParamPlan plan_integer(const Graph& g, ValueId param, const Tensor& t) {
     // The graph checked that the range is non-empty and fits the dtype;
     // clip anyway so a hand-built graph cannot make us wrap.
     const int64_t lo = std::max(node.range->lo, dlo), hi = std::min(node.range->hi, dhi);
+    // A range with a symbolic bound can be empty at some binding.
+    if (lo >= hi && t.numel() == 0) return {};
+    if (lo >= hi && (node.range->lo_symbol != kFixedDim || node.range->hi_symbol != kFixedDim))
+      throw UserError("parameter `" + node.name + "`: its range is [" +
+                      std::to_string(node.range->lo) + ", " + std::to_string(node.range->hi) +
+                      ") at these sizes, so no random value can be drawn");
     TF_CHECK(lo < hi, "parameter `" + node.name + "`: range does not fit its dtype");
     return {uniform_int_filler(t, lo, hi), false, std::pair{lo, hi}};
   }

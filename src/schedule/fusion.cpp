@@ -232,9 +232,9 @@ class FusionAnalysis {
           stop = "its consumer " + op_ref(g_, u) + " is not elementwise";
           break;
         }
-        if (un.shape != g_.node(a).shape) {
-          stop = "its consumer " + op_ref(g_, u) + " has shape " + shape_to_string(un.shape) +
-                 ", not the result's " + shape_to_string(g_.node(a).shape);
+        if (!same_shape(un, g_.node(a))) {
+          stop = "its consumer " + op_ref(g_, u) + " has shape " + symbolic_shape_string(g_, un) +
+                 ", not the result's " + symbolic_shape_string(g_, g_.node(a));
           break;
         }
         if (d_.gemm_of[u] != -1) {

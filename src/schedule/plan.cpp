@@ -27,7 +27,7 @@ namespace {
 
 std::string type_of(const Graph& g, ValueId v) {
   const Node& n = g.node(v);
-  return fmt::format("{}{}", dtype_name(n.dtype), shape_to_string(n.shape));
+  return fmt::format("{}{}", dtype_name(n.dtype), symbolic_shape_string(g, n));
 }
 
 // "  A %3: %3=index; reads %0(x), %2(idx)" or, read directly, "  B %1(w): reads %1(w)".
@@ -47,8 +47,16 @@ std::string to_string(const Graph& g, const Plan& plan) {
     s += fmt::format("step {} {}: {}", i, st.name, step_kind_name(st.kind));
     if (st.kind == StepKind::kGemm) {
       const GemmGeometry& geo = st.gemm;
-      s += fmt::format(" {} batch={} M={} N={} K={}{}{}", op_ref(g, st.anchor),
-                       shape_to_string(geo.batch), geo.m, geo.n, geo.k,
+      auto dim = [&](int64_t v, SymbolId sym) {
+        return sym == kFixedDim ? std::to_string(v) : g.symbols().at(sym).name;
+      };
+      std::string batch = "[";
+      for (size_t d = 0; d < geo.batch.size(); ++d)
+        batch += (d ? ", " : "") +
+                 dim(geo.batch[d], d < geo.batch_symbols.size() ? geo.batch_symbols[d] : kFixedDim);
+      batch += "]";
+      s += fmt::format(" {} batch={} M={} N={} K={}{}{}", op_ref(g, st.anchor), batch,
+                       dim(geo.m, geo.m_symbol), dim(geo.n, geo.n_symbol), dim(geo.k, geo.k_symbol),
                        geo.a_is_vector ? " a_vector" : "", geo.b_is_vector ? " b_vector" : "");
     }
     s += fmt::format(" -> {} {}\n", value_ref(g, st.output), type_of(g, st.output));

@@ -54,6 +54,10 @@ std::string_view plan_kind_name(PlanKind kind);  // "fused", "unfused"
 struct GemmGeometry {
   Shape batch;  // the result's batch dims; empty for a 2-D GEMM and for addmm
   int64_t m = 0, n = 0, k = 0;
+  // Symbolic dims (graph.h): which symbol each size is, or kFixedDim. The
+  // sizes above are then the symbols' values in the graph planned.
+  std::vector<SymbolId> batch_symbols;  // empty when no batch dim is symbolic
+  SymbolId m_symbol = kFixedDim, n_symbol = kFixedDim, k_symbol = kFixedDim;
   bool a_is_vector = false;  // A is 1-D [K]: a single row (M = 1), dim absent from the result
   bool b_is_vector = false;  // B is 1-D [K]: a single column (N = 1), dim absent from the result
 };

@@ -26,6 +26,9 @@ GemmGeometry gemm_geometry(const Graph& g, const Node& anchor) {
     geo.m = a[0];
     geo.k = a[1];
     geo.n = b[1];
+    geo.m_symbol = g.node(anchor.inputs[1]).symbol(0);
+    geo.k_symbol = g.node(anchor.inputs[1]).symbol(1);
+    geo.n_symbol = g.node(anchor.inputs[2]).symbol(1);
     return geo;
   }
   // torch.matmul: a 1-D A is a row, a 1-D B a column, each unit dim dropped
@@ -39,6 +42,16 @@ GemmGeometry gemm_geometry(const Graph& g, const Node& anchor) {
   geo.n = geo.b_is_vector ? 1 : b.back();
   const size_t matrix_dims = (geo.a_is_vector ? 0 : 1) + (geo.b_is_vector ? 0 : 1);
   geo.batch.assign(anchor.shape.begin(), anchor.shape.end() - matrix_dims);
+  const Node &an = g.node(anchor.inputs[0]), &bn = g.node(anchor.inputs[1]);
+  geo.k_symbol = an.symbol(a.size() - 1);
+  if (!geo.a_is_vector) geo.m_symbol = an.symbol(a.size() - 2);
+  if (!geo.b_is_vector) geo.n_symbol = bn.symbol(b.size() - 1);
+  for (size_t d = 0; d < geo.batch.size(); ++d)
+    if (anchor.symbol(d) != kFixedDim) {
+      geo.batch_symbols.assign(anchor.dim_symbols.begin(),
+                               anchor.dim_symbols.begin() + geo.batch.size());
+      break;
+    }
   return geo;
 }
 

@@ -159,7 +159,7 @@ class Validator {
                                         [&](ValueId in) { return chain.count(in) > 0; });
       if (!on_chain) continue;
       chain.insert(v);
-      if (!is_elementwise(n) || n.shape != an.shape) {
+      if (!is_elementwise(n) || !same_shape(n, an)) {
         error("epilogue: " + id(v) + " reads the accumulator but is not elementwise of its shape");
       }
     }

@@ -37,6 +37,10 @@ Var KernelBuilder::scalar_param(std::string name, DType dtype) {
   return v;
 }
 
+void KernelBuilder::scalar_param(const Var& var) {
+  kernel_.params.push_back({var, {}});
+}
+
 Buffer KernelBuilder::input(std::string name, DType dtype, std::vector<Expr> shape,
                             std::vector<Expr> strides, int alignment) {
   Buffer b = BufferNode::make(std::move(name), dtype, MemScope::Global, std::move(shape),

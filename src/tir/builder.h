@@ -99,6 +99,8 @@ class KernelBuilder {
 
   // ---- signature (params are in call order) ----
   Var scalar_param(std::string name, DType dtype = DType::I32);
+  // An existing var as the next scalar param (a var buffer shapes already use).
+  void scalar_param(const Var& var);
   // A read-only global input / a writable global output. Empty strides mean
   // compact row-major; alignment is of the base address in bytes (0: the
   // element size).

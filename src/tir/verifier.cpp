@@ -77,17 +77,21 @@ class Verifier final : public StmtVisitor {
 
   void kernel(const Kernel& k) {
     where_ = "kernel " + k.name;
+    // Scalar params first: buffer shapes and strides may use them (symbolic
+    // dims, strides passed at run time), whatever the params' order.
     for (const KernelParam& p : k.params) {
-      if (p.is_buffer()) {
-        if (p.buffer.scope() != MemScope::Global)
-          error("parameter " + p.buffer.name() + " must be a global buffer, not " +
-                std::string(mem_scope_name(p.buffer.scope())));
-        declare(p.buffer);
-      } else if (!p.var.defined()) {
+      if (p.is_buffer()) continue;
+      if (!p.var.defined())
         error("a parameter is neither a var nor a buffer");
-      } else {
+      else
         bind(p.var);
-      }
+    }
+    for (const KernelParam& p : k.params) {
+      if (!p.is_buffer()) continue;
+      if (p.buffer.scope() != MemScope::Global)
+        error("parameter " + p.buffer.name() + " must be a global buffer, not " +
+              std::string(mem_scope_name(p.buffer.scope())));
+      declare(p.buffer);
     }
     for (const GridDim& g : k.grid) {
       index_expr(g.extent, "grid extent");

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -28,12 +30,22 @@ TEST(Bench, CpuTableJsonAndSavedInputs) {
   EXPECT_EQ(j.at("device"), "cpu");
   EXPECT_EQ(j.at("repeats"), 2);
   EXPECT_GT(j.at("gemm_flops").get<double>(), 0);
+  // x[idx] @ y, f32: 50 gathered rows of 96, y 96x80, 50 i64 indices, a 50x80 output.
+  EXPECT_EQ(j.at("min_bytes").get<double>(), 50 * 96 * 4 + 96 * 80 * 4 + 50 * 8 + 50 * 80 * 4);
+  EXPECT_EQ(j.at("copy_gbps").get<double>(), 0);  // the device copy is a GPU figure
+  EXPECT_FALSE(j.at("copy_note").get<std::string>().empty());
   std::set<std::string> names;
   for (const auto& row : j.at("rows")) {
     names.insert(row.at("name").get<std::string>());
     if (row.at("name") == "fused" || row.at("name") == "unfused") {
       EXPECT_GT(row.at("median_us").get<double>(), 0) << row;
       EXPECT_LE(row.at("rel_err").get<double>(), 1e-5) << row;  // f32 program
+      // GB/s is the bytes the program must move over the median time.
+      EXPECT_NEAR(row.at("gbps").get<double>(),
+                  j.at("min_bytes").get<double>() / (row.at("median_us").get<double>() * 1e3),
+                  1e-9 * row.at("gbps").get<double>())
+          << row;
+      EXPECT_EQ(row.at("copy_fraction").get<double>(), 0) << row;
     }
   }
   EXPECT_TRUE(names.count("fused") && names.count("unfused")) << r.output;
@@ -84,6 +96,45 @@ TEST(Run, AnInputGivenTwiceIsAUserError) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--input gives `x` twice"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
+}
+
+// --input replaces a random input: bench with another seed but every input
+// given from the first run's saved files times (and saves) those same inputs.
+TEST(Bench, TimesTheGivenInputs) {
+  const std::string prog = case_path("gather_negative_index.tfs");
+  const std::string base =
+      (std::filesystem::temp_directory_path() / ("tf-bin-" + std::to_string(::getpid()))).string();
+  const std::string first = base + "-a", second = base + "-b";
+  ASSERT_EQ(run_cli("bench " + prog + " --device cpu --repeats 1 --warmup 0 --no-check " +
+                    "--save-inputs " + first)
+                .exit_code,
+            0);
+  auto r =
+      run_cli("bench " + prog + " --device cpu --repeats 1 --warmup 0 --seed 7 --input x=" + first +
+              "/x.npy --input idx=" + first + "/idx.npy --input y=" + first +
+              "/y.npy --save-inputs " + second);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (const char* p : {"x", "idx", "y"}) {
+    const std::string a = bytes(first + "/" + p + ".npy"), b = bytes(second + "/" + p + ".npy");
+    EXPECT_FALSE(a.empty()) << p;
+    EXPECT_EQ(a, b) << p;
+  }
+  // Without --input the other seed draws other values.
+  const std::string third = base + "-c";
+  ASSERT_EQ(run_cli("bench " + prog + " --device cpu --repeats 1 --warmup 0 --no-check --seed 7 " +
+                    "--save-inputs " + third)
+                .exit_code,
+            0);
+  EXPECT_NE(bytes(first + "/x.npy"), bytes(third + "/x.npy"));
+  r = run_cli("bench " + prog + " --device cpu --repeats 1 --input w=" + first + "/x.npy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--input names `w`, which is not a parameter"), std::string::npos)
+      << r.output;
+  for (const std::string& d : {first, second, third}) std::filesystem::remove_all(d);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <cmath>
@@ -19,10 +20,12 @@
 
 #include "core/error.h"
 #include "driver/bench.h"
+#include "driver/callable.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/execute.h"
 #include "driver/explain.h"
+#include "driver/specialize.h"
 #include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "io/npy.h"
@@ -97,10 +100,12 @@ tir::CudaOptions parse_cuda_options(const std::vector<std::string>& given) {
   return o;
 }
 
-// Tunes `g` on the GPU for run and bench (the cached choice unless retune).
+// Tunes `g` on the GPU for run and bench (the cached choice unless retune),
+// for `spec` (symbolic dims: the inputs' size bucket).
 driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs,
                                const std::string& name, bool retune, int cpu_threads,
-                               bool allow_tf32, const tir::CudaOptions& cuda) {
+                               bool allow_tf32, const tir::CudaOptions& cuda,
+                               const Specialization& spec = {}) {
   driver::TuneOptions to;
   to.device = driver::cuda_tune_device();
   to.retune = retune;
@@ -108,22 +113,11 @@ driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs
   to.cuda = cuda;
   to.name = name;
   to.cpu_threads = cpu_threads;
+  to.specialization = spec;
   return driver::tune(g, inputs, to);
 }
 
-// The name an output is printed and saved under: the variable it was bound
-// to, else out<i>.
-std::vector<std::string> output_names(const Graph& g) {
-  std::vector<std::string> names;
-  std::map<std::string, int> seen;
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    std::string name = g.node(g.outputs()[i]).name;
-    if (name.empty()) name = fmt::format("out{}", i);
-    if (seen[name]++) name = fmt::format("{}_{}", name, i);
-    names.push_back(name);
-  }
-  return names;
-}
+using driver::output_names;
 
 // Replaces the random input of each `name=file.npy` parameter. A file's dtype
 // must equal the parameter's, except that bf16/f8 parameters (which .npy
@@ -223,11 +217,98 @@ int with_program(const Options& options, Body body, void (*before_report)() = nu
   }
 }
 
+// `--shape` values: "NAME=SIZE", several per flag comma-separated.
+SymbolValues parse_shapes(const std::vector<std::string>& specs) {
+  SymbolValues v;
+  for (const std::string& spec : specs) {
+    size_t start = 0;
+    while (start <= spec.size()) {
+      const size_t end = std::min(spec.find(',', start), spec.size());
+      const std::string item = spec.substr(start, end - start);
+      const size_t eq = item.find('=');
+      char* tail = nullptr;
+      errno = 0;
+      const long long size =
+          eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &tail, 10);
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || *tail != '\0' ||
+          errno == ERANGE || size < 0)
+        throw UserError(fmt::format("--shape expects NAME=SIZE (a non-negative integer), got `{}`",
+                                    item));
+      if (!v.emplace(item.substr(0, eq), size).second)
+        throw UserError(fmt::format("--shape gives `{}` twice", item.substr(0, eq)));
+      start = end + 1;
+    }
+  }
+  return v;
+}
+
+// A program as a command sees it: the generic graph the kernels are
+// compiled from (and tuned for) and, with symbolic dims, the program bound
+// to --shape (its inputs, its reference). Without symbols both are the one
+// program.
+struct Loaded {
+  const Program& generic;
+  const Program& bound;
+  driver::Binding binding;  // the --shape sizes (empty without symbols)
+  bool symbolic() const { return !generic.graph.symbols().empty(); }
+};
+
+// with_program, then binds the symbolic dims to `options.shapes`. With
+// `need_shapes`, a symbolic program without every size is a user error;
+// otherwise the bound program is the generic one when no --shape is given.
+template <class Options, class Body>
+int with_shapes(const Options& options, bool need_shapes, Body body,
+                void (*before_report)() = nullptr) {
+  return with_program(
+      options,
+      [&](const Program& generic) -> int {
+        const SymbolValues values = parse_shapes(options.shapes);
+        if (generic.graph.symbols().empty()) {
+          if (!values.empty())
+            throw UserError(fmt::format("--shape: '{}' has no symbolic dims (every dim is fixed)",
+                                        generic.name));
+          return body(Loaded{generic, generic, {}});
+        }
+        if (values.empty() && !need_shapes) return body(Loaded{generic, generic, {}});
+        std::string how = "give";
+        for (const Symbol& sym : generic.graph.symbols()) how += " --shape " + sym.name + "=...";
+        const driver::Binding binding = driver::binding_of(generic.graph, values, how);
+        const Program bound = parse_program(generic.source, generic.file, &values);
+        return body(Loaded{generic, bound, binding});
+      },
+      before_report);
+}
+
+// The specialization a run at `loaded`'s binding compiles for (the inputs
+// are the CLI's own: contiguous); without a binding, the generic one.
+Specialization cli_specialization(const Loaded& loaded, const std::vector<Tensor>& inputs) {
+  if (!loaded.symbolic()) return {};
+  std::vector<driver::ArgDesc> args;
+  for (const Tensor& t : inputs) args.push_back(driver::ArgDesc::of(t));
+  return driver::specialize(loaded.generic.graph, loaded.binding, args);
+}
+
+// The specialization emit and explain show: --shape's, with contiguous
+// inputs; none without.
+Specialization shown_specialization(const Loaded& loaded) {
+  if (!loaded.symbolic() || loaded.binding.empty()) return {};
+  std::vector<driver::ArgDesc> args;
+  for (ValueId p : loaded.bound.graph.parameters()) {
+    const Node& n = loaded.bound.graph.node(p);
+    args.push_back({n.dtype, n.shape, contiguous_strides(n.shape), 0});
+  }
+  return driver::specialize(loaded.generic.graph, loaded.binding, args);
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
-  return with_program(options, [&](const Program& program) -> int {
-    const Graph& g = program.graph;
+  return with_shapes(options, true, [&](const Loaded& loaded) -> int {
+    const Program& program = loaded.generic;
+    // The program at --shape's sizes makes the inputs and the reference; the
+    // kernels are compiled from the generic graph (the same for every size).
+    const Graph& g = loaded.bound.graph;
+    const Graph& cg = loaded.generic.graph;
     if (options.threads < 0) throw UserError("--threads must be >= 0");
     if (options.save_output_dir && options.save_output_dir->empty())
       throw UserError("--save-output needs a directory (got an empty path)");
@@ -253,6 +334,7 @@ int run_command(const RunOptions& options) {
     // On --threads threads (the same values with any count).
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
     load_inputs(g, options.inputs, inputs);
+    const Specialization spec = cli_specialization(loaded, inputs);
     const double inputs_ms = ms_since(kProcessStart);
     bool gpu = false;
     std::string why_cpu;
@@ -306,8 +388,8 @@ int run_command(const RunOptions& options) {
         if (!options.gemm_config.empty()) {
           tuning_line = "tuning: none (--gemm-config sets every GEMM step's config)";
         } else if (options.plan == "auto" || options.retune) {
-          driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
-                                              options.threads, options.allow_tf32, co.cuda);
+          driver::TuneResult tr = tune_on_gpu(cg, inputs, program.name, options.retune,
+                                              options.threads, options.allow_tf32, co.cuda, spec);
           choice = tr.choice;
           tuning_line = tr.from_cache
                             ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
@@ -317,8 +399,8 @@ int run_command(const RunOptions& options) {
                                   tr.candidates, tr.seconds, tr.failed, tr.nvrtc_kernels,
                                   tr.nvrtc_cache_hits, tr.choice.summary());
         } else {
-          choice = driver::cached_choice(g, driver::cuda_tune_device(), options.allow_tf32,
-                                         co.cuda);
+          choice = driver::cached_choice(cg, driver::cuda_tune_device(), options.allow_tf32,
+                                         co.cuda, spec.size_hints);
           if (choice) {
             const std::optional<GemmConfig> c =
                 choice->lower_for(parse_plan(options.plan)).gemm_config;
@@ -352,7 +434,8 @@ int run_command(const RunOptions& options) {
       auto t0 = std::chrono::steady_clock::now();
       if (gpu) {
         cuda::Device& dev = driver::default_device();
-        compiled = driver::compile(g, co);
+        co.lower.specialization = spec;
+        compiled = driver::compile(cg, co);
         if (cublaslt_load.valid()) {
           // Tuned where libcublasLt loaded; without it now, our kernels
           // run the same unfused plan rather than fail.
@@ -367,7 +450,8 @@ int run_command(const RunOptions& options) {
         cuda_program = std::make_unique<driver::CudaProgram>(*compiled, dev, po);
         where = fmt::format("{} ({})", dev.name(), dev.arch());
       } else {
-        compiled = driver::compile(g, co);
+        co.lower.specialization = spec;
+        compiled = driver::compile(cg, co);
       }
       compile_s = seconds_since(t0);
       loaded_ms = ms_since(kProcessStart);
@@ -482,10 +566,12 @@ int run_command(const RunOptions& options) {
 }
 
 int emit_command(const EmitOptions& options) {
-  return with_program(
-      options,
-      [&](const Program& program) -> int {
-        const Graph& g = program.graph;
+  return with_shapes(
+      options, false,
+      [&](const Loaded& loaded) -> int {
+        // The graph and plan at --shape's sizes (else generic); the kernels
+        // from the generic graph, specialized for --shape when given.
+        const Graph& g = loaded.bound.graph;
         const bool kernels = options.stage == "tir" || options.stage == "tir-opt";
         if (!options.dump_after.empty() && !kernels)
           throw UserError(
@@ -511,7 +597,8 @@ int emit_command(const EmitOptions& options) {
         co.optimize = options.stage != "tir" || !options.dump_after.empty();
         co.dump_after = options.dump_after;
         co.dump = &std::cout;
-        const driver::CompiledProgram compiled = driver::compile(g, co);
+        co.lower.specialization = shown_specialization(loaded);
+        const driver::CompiledProgram compiled = driver::compile(loaded.generic.graph, co);
         if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
         for (const driver::CompiledKernel& ck : compiled.kernels) {
           if (options.stage == "cuda")
@@ -525,13 +612,15 @@ int emit_command(const EmitOptions& options) {
 }
 
 int explain_command(const ExplainOptions& options) {
-  return with_program(options, [&](const Program& program) -> int {
+  return with_shapes(options, false, [&](const Loaded& loaded) -> int {
+    const Program& program = loaded.generic;
     driver::CompileOptions co;
     co.plan = parse_plan(options.plan);
     co.target = parse_target(options.target);
     co.allow_tf32 = options.allow_tf32;
     co.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty()) co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+    co.lower.specialization = shown_specialization(loaded);
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
     std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
@@ -540,8 +629,9 @@ int explain_command(const ExplainOptions& options) {
 }
 
 int bench_command(const BenchOptions& options) {
-  return with_program(options, [&](const Program& program) -> int {
-    const Graph& g = program.graph;
+  return with_shapes(options, true, [&](const Loaded& loaded) -> int {
+    const Program& program = loaded.generic;
+    const Graph& g = loaded.bound.graph;  // inputs, oracle, FLOPs (kernels: the generic graph)
     bool gpu = false;
     std::string why_cpu;
     if (options.device != "cpu") {
@@ -559,6 +649,9 @@ int bench_command(const BenchOptions& options) {
     bo.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty()) bo.lower.gemm_config = parse_gemm_config(options.gemm_config);
     std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    load_inputs(g, options.inputs, inputs);
+    bo.compile_graph = &loaded.generic.graph;
+    bo.specialization = cli_specialization(loaded, inputs);
     if (!options.save_inputs_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(options.save_inputs_dir, ec);
@@ -576,8 +669,9 @@ int bench_command(const BenchOptions& options) {
     if (!options.gemm_config.empty()) {
       chosen_missing = "not tuned: --gemm-config sets every row's config";
     } else if (gpu) {
-      driver::TuneResult tr = tune_on_gpu(g, inputs, program.name, options.retune,
-                                          options.threads, options.allow_tf32, bo.cuda);
+      driver::TuneResult tr = tune_on_gpu(loaded.generic.graph, inputs, program.name,
+                                          options.retune, options.threads, options.allow_tf32,
+                                          bo.cuda, bo.specialization);
       bo.fused_lower = tr.choice.lower_for(PlanKind::kFused);
       bo.unfused_lower = tr.choice.lower_for(PlanKind::kUnfused);
       bo.chosen_plan = tr.choice.plan;
@@ -605,7 +699,9 @@ int bench_command(const BenchOptions& options) {
       j["device"] = r.device;
       j["target"] = r.target;
       j["gemm_flops"] = r.gemm_flops;
-      j["bytes"] = r.bytes;
+      j["min_bytes"] = r.min_bytes;
+      j["copy_gbps"] = r.copy_gbps;
+      if (!r.copy_note.empty()) j["copy_note"] = r.copy_note;
       j["warmup"] = bo.warmup;
       j["repeats"] = bo.repeats;
       j["l2_flushed"] = bo.flush_l2;
@@ -618,6 +714,7 @@ int bench_command(const BenchOptions& options) {
                              {"max_us", row.max_ms * 1e3},
                              {"tflops", row.tflops},
                              {"gbps", row.gbps},
+                             {"copy_fraction", row.copy_fraction},
                              {"note", row.note}};
         if (row.rel_err >= 0 || std::isnan(row.rel_err)) jr["rel_err"] = row.rel_err;
         jr["kernels"] = nlohmann::json::array();
@@ -636,12 +733,21 @@ int bench_command(const BenchOptions& options) {
       std::cout << j.dump(2) << "\n";
       return kOk;
     }
-    std::printf("%s on %s (%s): %.3g GFLOP, %.3g MB in+out; median of %d runs after %d, %s\n",
-                r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
-                r.bytes / 1e6, bo.repeats, bo.warmup,
-                gpu ? "L2 flushed before each" : "wall time, caches flushed before each");
-    std::printf("%-20s %11s %11s %9s %9s %10s\n", "plan", "median us", "min us", "TFLOP/s", "GB/s",
-                "rel_err");
+    std::printf(
+        "%s on %s (%s): %.3g GFLOP, %.4g MB must move (gathered rows, inputs, outputs once); "
+        "median of %d runs after %d, %s\n",
+        r.program.c_str(), r.device.c_str(), r.target.c_str(), r.gemm_flops / 1e9,
+        r.min_bytes / 1e6, bo.repeats, bo.warmup,
+        gpu ? "L2 flushed before each" : "wall time, caches flushed before each");
+    if (r.copy_gbps > 0)
+      std::printf(
+          "device copy: %.0f GB/s (a %zu MiB device-to-device copy, read + written, timed "
+          "the same way)\n",
+          r.copy_gbps, bo.copy_bytes >> 20);
+    else if (gpu)
+      std::printf("device copy: %s\n", r.copy_note.c_str());
+    std::printf("%-20s %11s %11s %9s %9s %7s %10s\n", "plan", "median us", "min us", "TFLOP/s",
+                "GB/s", "%copy", "rel_err");
     for (const driver::BenchRow& row : r.rows) {
       if (row.median_ms <= 0) {
         std::printf("%-20s %s\n", row.name.c_str(), row.note.c_str());
@@ -649,8 +755,11 @@ int bench_command(const BenchOptions& options) {
       }
       std::string err = row.rel_err < 0 ? "-" : fmt::format("{:.2e}", row.rel_err);
       // TFLOP/s and GB/s to 3 significant digits (CPU rows are far below 0.1).
-      std::printf("%-20s %11.1f %11.1f %9.3g %9.3g %10s\n", row.name.c_str(), row.median_ms * 1e3,
-                  row.min_ms * 1e3, row.tflops, row.gbps, err.c_str());
+      const std::string copy =
+          row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100 * row.copy_fraction) : "-";
+      std::printf("%-20s %11.1f %11.1f %9.3g %9.3g %7s %10s\n", row.name.c_str(),
+                  row.median_ms * 1e3, row.min_ms * 1e3, row.tflops, row.gbps, copy.c_str(),
+                  err.c_str());
     }
     for (const driver::BenchRow& row : r.rows)
       if (row.name == "chosen" && row.median_ms > 0) std::printf("chosen: %s\n", row.note.c_str());
@@ -664,6 +773,76 @@ int bench_command(const BenchOptions& options) {
                 row.name.c_str(), k.name.c_str(), k.registers,
                 static_cast<long long>(k.dynamic_shared_bytes), k.threads,
                 static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
+    return kOk;
+  });
+}
+
+}  // namespace tilefuse::cli
+
+namespace tilefuse::cli {
+
+int tune_command(const TuneCommandOptions& options) {
+  return with_program(options, [&](const Program& generic) -> int {
+    const Graph& cg = generic.graph;
+    // --shapes NAME=S1,S2,...: the sizes of each symbol.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> lists;
+    for (const std::string& spec : options.shapes) {
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+        throw UserError(fmt::format("--shapes expects NAME=SIZE[,SIZE...], got `{}`", spec));
+      const std::string name = spec.substr(0, eq);
+      if (cg.find_symbol(name) == kFixedDim)
+        throw UserError(fmt::format("--shapes names `{}`, which is not a symbolic dim of '{}'",
+                                    name, generic.name));
+      for (const auto& [n, v] : lists)
+        if (n == name) throw UserError(fmt::format("--shapes gives `{}` twice", name));
+      // Each size as parse_shapes reads one ("M=16"), in the order given.
+      lists.emplace_back(name, std::vector<int64_t>{});
+      size_t start = eq + 1;
+      while (start <= spec.size()) {
+        const size_t end = std::min(spec.find(',', start), spec.size());
+        lists.back().second.push_back(
+            parse_shapes({name + "=" + spec.substr(start, end - start)}).at(name));
+        start = end + 1;
+      }
+    }
+    std::string missing;
+    for (const Symbol& s : cg.symbols()) {
+      bool given = false;
+      for (const auto& [n, v] : lists) given = given || n == s.name;
+      if (!given) missing += " --shapes " + s.name + "=...";
+    }
+    if (!missing.empty())
+      throw UserError("the program's symbolic dims need the sizes to tune at:" + missing);
+    bool gpu = false;
+    std::string why_cpu;
+    if (options.device != "cpu") {
+      gpu = cuda::cuda_available(&why_cpu);
+      if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
+    }
+    // Every combination of the sizes, in the order given.
+    std::vector<SymbolValues> combos(1);
+    for (const auto& [name, sizes] : lists) {
+      std::vector<SymbolValues> next;
+      for (const SymbolValues& c : combos)
+        for (int64_t v : sizes) {
+          SymbolValues d = c;
+          d[name] = v;
+          next.push_back(std::move(d));
+        }
+      combos = std::move(next);
+    }
+    for (const SymbolValues& values : combos) {
+      driver::TuneOptions to;
+      if (gpu) to.device = driver::cuda_tune_device();
+      to.retune = options.retune;
+      to.allow_tf32 = options.allow_tf32;
+      to.name = generic.name;
+      to.cpu_threads = options.threads;
+      std::string line = driver::tune_at(generic, values, to, gpu, options.seed);
+      if (!gpu) line += " (" + why_cpu + ")";
+      std::printf("%s\n", line.c_str());
+    }
     return kOk;
   });
 }

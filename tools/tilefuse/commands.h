@@ -21,6 +21,10 @@ inline constexpr int64_t kDefaultMaxProgramBytes = int64_t{16} << 20;
 struct RunOptions {
   std::string program;          // path of the .tfs file
   int64_t max_program_bytes = kDefaultMaxProgramBytes;
+  // "NAME=SIZE" (or several, comma-separated): the sizes of the program's
+  // symbolic dims (every one needs a size for run and bench; emit and
+  // explain show the generic kernels without).
+  std::vector<std::string> shapes;
   std::string device = "auto";  // auto (the GPU when one is usable) | cpu | cuda
   // auto: on the GPU the tuned choice (cached, else tuned now: driver/tune.h),
   // on the CPU the fused plan; fused | unfused: that plan (on the GPU with
@@ -51,6 +55,7 @@ int run_command(const RunOptions& options);
 struct BenchOptions {
   std::string program;
   int64_t max_program_bytes = kDefaultMaxProgramBytes;
+  std::vector<std::string> shapes;  // as RunOptions::shapes
   std::string device = "auto";  // auto | cpu | cuda
   bool json = false;
   uint64_t seed = 0;
@@ -64,6 +69,7 @@ struct BenchOptions {
   std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
   bool allow_tf32 = false;      // GPU: f32 GEMMs (ours and cuBLASLt's) on TF32 tensor cores
   std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
+  std::vector<std::string> inputs;        // "name=file.npy": given inputs (as run --input)
 };
 
 // `tilefuse bench`: times the fused and unfused plans and the cuBLASLt
@@ -76,6 +82,7 @@ int bench_command(const BenchOptions& options);
 struct EmitOptions {
   std::string program;
   int64_t max_program_bytes = kDefaultMaxProgramBytes;
+  std::vector<std::string> shapes;  // as RunOptions::shapes (optional here)
   std::string stage = "graph";  // graph | plan | tir | tir-opt | cuda
   std::string plan = "fused";
   std::string target = "cpu";
@@ -93,6 +100,7 @@ int emit_command(const EmitOptions& options);
 struct ExplainOptions {
   std::string program;
   int64_t max_program_bytes = kDefaultMaxProgramBytes;
+  std::vector<std::string> shapes;  // as RunOptions::shapes (optional here)
   std::string target = "cpu";
   std::string plan = "fused";
   bool json = false;
@@ -104,6 +112,25 @@ struct ExplainOptions {
 // `tilefuse explain`: the kernels of the plan and every decision made for
 // them (driver/explain.h), as text or --json.
 int explain_command(const ExplainOptions& options);
+
+struct TuneCommandOptions {
+  std::string program;
+  int64_t max_program_bytes = kDefaultMaxProgramBytes;
+  // "NAME=S1,S2,...": the sizes to tune a symbolic dim at, one tuning per
+  // size bucket; several symbols: every combination.
+  std::vector<std::string> shapes;
+  std::string device = "auto";  // auto | cpu | cuda
+  bool retune = false;
+  bool allow_tf32 = false;
+  uint64_t seed = 0;
+  int threads = 0;
+};
+
+// `tilefuse tune`: tunes the program ahead of time at each combination of
+// --shapes (driver/tune.h; the tuning is kept per size bucket, where a later
+// run or a call through the C API finds it) and prints one line per shape:
+// its buckets and the choice. On the CPU nothing is tuned (a line says so).
+int tune_command(const TuneCommandOptions& options);
 
 // The targets --target accepts, for help and error messages.
 inline constexpr const char* kTargetHelp =

@@ -8,7 +8,8 @@
 // offsets, each copy's mechanism and width, each loop's form, the MMA
 // tiles, the epilogues and the barriers are the plan's. It spells them:
 //  - threads: the grid flattened into blockIdx.x (each program id recovered
-//    by div/mod of constants); a thread-distributed nest strided over the
+//    by div/mod of the extents: constants, or expressions of the scalar
+//    params of symbolic dims); a thread-distributed nest strided over the
 //    block's threads (a fixed-trip unrolled loop where the work is a whole
 //    number of rounds of at most 64);
 //  - copies: `cp_async` as cp.async of their width with the zero-fill form
@@ -98,7 +99,11 @@ struct CudaKernel {
   // producer_threads of the block issue the copies, the others run the MMAs
   // (0: no warp specialization).
   int producer_threads = 0;
-  int64_t grid = 0;                  // blocks (blockIdx.x); a persistent kernel's tiles
+  // Blocks (blockIdx.x); -1 when the grid's extents depend on scalar params
+  // (symbolic dims): the runtime then evaluates the kernel's grid extents at
+  // each launch, and the kernel recovers its program ids from the same
+  // expressions. A persistent kernel's tiles.
+  int64_t grid = 0;
   // A persistent kernel (LaunchPlan::persistent): launch min(grid, SMs)
   // blocks; each takes tiles block, block + gridDim.x, ...
   bool persistent = false;
@@ -117,7 +122,11 @@ struct CudaKernel {
 // Prints `kernel` (after the CUDA pass table: its LaunchPlan is defined;
 // params: global buffers, then scalar vars; the entry takes them in that
 // order followed by `tf::Status* tf_status` and the tensor maps) for a CUDA
-// `target`. Throws InternalError for IR the CUDA backend cannot lower (no
+// `target`. Scalar params are the sizes of symbolic dims and run-time
+// strides (lower/specialization.h: never negative); a global buffer's
+// offsets are 32-bit where its constant sizes prove it, or where the
+// kernel's `index_bits` attribute is 32 (the runtime checked that every
+// offset fits), else 64-bit. Throws InternalError for IR the CUDA backend cannot lower (no
 // plan, hooks left, a fragment used outside a gemm / parallel nest, ...).
 CudaKernel emit_cuda(const tir::Kernel& kernel, const tir::Target& target);
 

@@ -406,31 +406,33 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
                      stages));
 }
 
+void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<void()>& body) {
+  open("if (tf_tid >= kMmaThreads)");
+  if (plan.producer_registers > 0)
+    line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
+                     plan.producer_registers));
+  line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
+  line("const int tf_ptid = tf_tid - kMmaThreads;");
+  const int saved_threads = threads_;
+  const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
+  threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+  body();
+  line("tf::cp_async_wait_all();  // its copies land before it exits");
+  line("return;");
+  close();
+  threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
+  if (plan.consumer_registers > 0)
+    line(fmt::format("tf::setmaxnreg_inc<{}>();  // the MMA warpgroups' register budget",
+                     plan.consumer_registers));
+}
+
 void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body,
                                     const PipelinePlan& plan) {
   if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
   ws_setup(body, plan);
   const std::string it = "tf_it" + std::to_string(tmp_++);
   // The producer warpgroup.
-  {
-    open("if (tf_tid >= kMmaThreads)");
-    if (plan.producer_registers > 0)
-      line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
-                       plan.producer_registers));
-    line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
-    line("const int tf_ptid = tf_tid - kMmaThreads;");
-    const int saved_threads = threads_;
-    const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
-    threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
-    ws_producer_loop(op, body, plan, it, "");
-    line("tf::cp_async_wait_all();  // its copies land before it exits");
-    line("return;");
-    close();
-    threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
-  }
-  if (plan.consumer_registers > 0)
-    line(fmt::format("tf::setmaxnreg_inc<{}>();  // the MMA warpgroups' register budget",
-                     plan.consumer_registers));
+  ws_producer_role(plan, [&] { ws_producer_loop(op, body, plan, it, ""); });
   ws_consumer_loop(op, body, plan, it, "");
   // From here on only the MMA warpgroups run.
   threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";

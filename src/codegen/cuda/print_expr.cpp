@@ -189,32 +189,56 @@ std::string Printer::expr(const Expr& e) {
 
 std::string Printer::global_offset(const Buffer& b, const std::vector<Expr>& idx) {
   const size_t rank = idx.size();
-  std::vector<int64_t> strides(rank);
+  // Each stride: a constant, or an expression over scalar params (a
+  // symbolic dim, a run-time stride: lower/specialization.h).
+  std::vector<Expr> strides(rank);
   if (!b->strides.empty()) {
-    for (size_t d = 0; d < rank; ++d) strides[d] = const_of(b->strides[d], "a stride");
+    for (size_t d = 0; d < rank; ++d) strides[d] = b->strides[d];
   } else {
     int64_t s = 1;
     for (size_t d = rank; d-- > 0;) {
-      strides[d] = s;
-      s *= const_of(b->shape[d], "a buffer extent");
+      strides[d] = make_int(DType::I64, s);
+      s *= const_of(b->shape[d], "a buffer extent (strides are given where shapes are symbolic)");
     }
   }
   // 64-bit unless the largest offset and every index fit 32 bits (the IR's
-  // "Offsets" rule).
+  // "Offsets" rule). With symbolic sizes the largest offset is not known
+  // here: the kernel's `index_bits` says whether the runtime checked that
+  // every offset fits 32 bits (then the sizes and strides are i32 and so is
+  // the sum), else it is 64-bit.
+  bool symbolic = false;
   int64_t max_off = 0;
   bool wide = false;
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t ext = const_of(b->shape[d], "a buffer extent");
-    max_off += std::max<int64_t>(ext - 1, 0) * std::abs(strides[d]);
-    wide |= idx[d].dtype() == DType::I64;
+    const int64_t* ext = as_const_int(b->shape[d]);
+    const int64_t* st = as_const_int(strides[d]);
+    if (!ext || !st) {
+      symbolic = true;
+    } else {
+      max_off += std::max<int64_t>(*ext - 1, 0) * std::abs(*st);
+    }
+    wide |= idx[d].dtype() == DType::I64 || (strides[d].dtype() == DType::I64 && !st);
+  }
+  if (symbolic) {
+    auto bits = k_.attrs.find("index_bits");
+    const bool fits32 = bits != k_.attrs.end() && std::holds_alternative<int64_t>(bits->second) &&
+                        std::get<int64_t>(bits->second) == 32;
+    wide |= !fits32;
   }
   wide |= max_off > std::numeric_limits<int32_t>::max();
   std::string r;
   for (size_t d = 0; d < rank; ++d) {
-    if (strides[d] == 0) continue;
+    const int64_t* st = as_const_int(strides[d]);
+    if (st && *st == 0) continue;
     std::string term = expr(idx[d]);
     if (wide && idx[d].dtype() != DType::I64) term = "static_cast<long long>(" + term + ")";
-    if (strides[d] != 1) term += " * " + std::to_string(strides[d]) + (wide ? "ll" : "");
+    if (st) {
+      if (*st != 1) term += " * " + std::to_string(*st) + (wide ? "ll" : "");
+    } else {
+      std::string s = expr(strides[d]);
+      if (wide && strides[d].dtype() != DType::I64) s = "static_cast<long long>(" + s + ")";
+      term += " * (" + s + ")";
+    }
     r += (r.empty() ? "" : " + ") + term;
   }
   return r.empty() ? "0" : r;

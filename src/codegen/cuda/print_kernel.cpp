@@ -151,11 +151,26 @@ CudaKernel Printer::run() {
   if (launch.dynamic_shared_bytes > 0)
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
                      launch.shared_align));
+  // Scalar params are sizes and strides (symbolic dims, run-time strides:
+  // lower/specialization.h), never negative.
+  for (const KernelParam& p : k_.params)
+    if (!p.is_buffer()) nonneg_.vars.insert(p.var.get());
+  // The grid, flattened into blockIdx.x: each program id is recovered by
+  // div/mod of the extents after it. Constant extents print as numbers; an
+  // extent over scalar params (a symbolic dim) is computed in the kernel,
+  // and the runtime computes the block count from the same extents
+  // (CudaKernel::grid is then -1).
   int64_t grid = 1;
-  for (const GridDim& g : k_.grid) grid *= const_of(g.extent, "a grid extent");
-  TF_CHECK(grid <= std::numeric_limits<int32_t>::max(),
+  bool constant_grid = true;
+  for (const GridDim& g : k_.grid) {
+    if (const int64_t* c = as_const_int(g.extent))
+      grid *= *c;
+    else
+      constant_grid = false;
+  }
+  TF_CHECK(!constant_grid || grid <= std::numeric_limits<int32_t>::max(),
            "cuda printer: more than 2^31 - 1 program instances");
-  result_.grid = grid;
+  result_.grid = constant_grid ? grid : -1;
   result_.persistent = launch.persistent;
   if (launch.persistent) {
     emit_persistent();
@@ -168,16 +183,49 @@ CudaKernel Printer::run() {
   return result_;
 }
 
+std::vector<std::string> Printer::grid_extents() {
+  std::vector<std::string> gext;
+  for (const GridDim& g : k_.grid) {
+    if (const int64_t* c = as_const_int(g.extent))
+      gext.push_back(std::to_string(*c));
+    else
+      gext.push_back("static_cast<int>(" + expr(g.extent) + ")");
+  }
+  return gext;
+}
+
+std::string Printer::grid_size() {
+  const std::vector<std::string> gext = grid_extents();
+  int64_t constant = 1;
+  std::string symbolic;
+  for (size_t d = 0; d < k_.grid.size(); ++d) {
+    if (const int64_t* c = as_const_int(k_.grid[d].extent))
+      constant *= *c;
+    else
+      symbolic += (symbolic.empty() ? "" : " * ") + gext[d];
+  }
+  if (symbolic.empty()) return std::to_string(constant);
+  return constant == 1 ? symbolic : fmt::format("{} * {}", constant, symbolic);
+}
+
 void Printer::emit_grid_vars(const std::string& linear) {
-  int64_t stride = 1;
+  const std::vector<std::string> gext = grid_extents();
+  std::string stride = "1";
+  int64_t const_stride = 1;
+  bool constant = true;
   for (size_t d = k_.grid.size(); d-- > 0;) {
     const GridDim& g = k_.grid[d];
-    const int64_t ext = const_of(g.extent, "a grid extent");
-    std::string x = stride == 1 ? linear : fmt::format("{} / {}", linear, stride);
-    if (d > 0) x = "(" + x + ") % " + std::to_string(ext);
+    std::string x = stride == "1" ? linear : fmt::format("{} / {}", linear, stride);
+    if (d > 0) x = "(" + x + ") % " + gext[d];
     nonneg_.vars.insert(g.var.get());
     line(fmt::format("const {} {} = {};", cuda_type(g.var.dtype()), var(g.var), x));
-    stride *= ext;
+    if (constant && as_const_int(g.extent)) {
+      const_stride *= *as_const_int(g.extent);
+      stride = std::to_string(const_stride);
+    } else {
+      constant = false;
+      stride = stride == "1" ? gext[d] : "(" + stride + " * " + gext[d] + ")";
+    }
   }
 }
 

@@ -19,8 +19,7 @@ void Printer::emit_persistent() {
   const PipelinePlan& plan = std::get<PipelinePlan>(loop->plan);
   const PipelinedBody body = split_pipelined_body(loop);
   if (nonneg_.holds(loop->min)) nonneg_.vars.insert(loop->var.get());
-  int64_t tiles = 1;
-  for (const GridDim& g : k_.grid) tiles *= const_of(g.extent, "a grid extent");
+  const std::string tiles = grid_size();
   // The shared buffers are where the plan put them, for every tile.
   for (const RoleItem& it : *roles)
     if (it.kind == RoleItem::Kind::kAlloc && it.alloc->buffer.scope() == MemScope::Shared)
@@ -43,16 +42,7 @@ void Printer::emit_persistent() {
   const std::string it = "tf_it" + std::to_string(tmp_++);
   // The producer: every tile's index prologue, then its copies; it runs
   // ahead into the next tile as far as the ring's free stages allow.
-  {
-    open("if (tf_tid >= kMmaThreads)");
-    if (plan.producer_registers > 0)
-      line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
-                       plan.producer_registers));
-    line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
-    line("const int tf_ptid = tf_tid - kMmaThreads;");
-    const int saved_threads = threads_;
-    const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
-    threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";
+  ws_producer_role(plan, [&] {
     const std::string barrier =
         fmt::format("tf::named_barrier<2, {}>();", plan.producer_threads);
     line("int tf_git = 0;  // the ring iterations of the tiles before");
@@ -66,14 +56,7 @@ void Printer::emit_persistent() {
     ws_producer_loop(loop, body, plan, it, "tf_git");
     line(fmt::format("tf_git += {};", n));
     close();
-    line("tf::cp_async_wait_all();  // its copies land before it exits");
-    line("return;");
-    close();
-    threads_ = saved_threads, threads_sym_ = saved_sym, tid_sym_ = saved_tid;
-  }
-  if (plan.consumer_registers > 0)
-    line(fmt::format("tf::setmaxnreg_inc<{}>();  // the MMA warpgroups' register budget",
-                     plan.consumer_registers));
+  });
   // The MMA warpgroups: every tile's main loop and epilogue.
   threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";
   block_barrier_ = barrier_for(BarrierKind::Consumers);

@@ -103,6 +103,10 @@ class Printer {
   // loop's count; `base` ("" or, in a persistent kernel, the iterations of
   // the tiles before) places it in the stage ring.
   void ws_setup(const PipelinedBody& body, const tir::PipelinePlan& plan);
+  // The producer warpgroup's branch (`if (tf_tid >= kMmaThreads) { ... return; }`)
+  // with its register budget and thread symbols, `body` printing its work;
+  // then the MMA warpgroups' register budget.
+  void ws_producer_role(const tir::PipelinePlan& plan, const std::function<void()>& body);
   void ws_producer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
                         const std::string& base);
@@ -114,6 +118,12 @@ class Printer {
   void emit_persistent();
   // The program ids of the grid from a linear index (`blockIdx.x`, or a
   // persistent kernel's tile).
+  // The grid extents as CUDA expressions (numbers when constant, an
+  // expression over scalar params for a symbolic dim), and their product.
+  std::vector<std::string> grid_extents();
+  std::string grid_size();
+  // The program ids from a linear block index `linear`: div/mod of the
+  // extents after each.
   void emit_grid_vars(const std::string& linear);
   // The declaration line of a shared or fragment buffer (not its body).
   void emit_alloc_decl(const tir::AllocateNode* op);

@@ -216,11 +216,13 @@ std::string default_kernel_cache_dir() {
 }
 
 cuda::CompiledKernel compile_cuda_cached(const std::string& source, const std::string& name,
-                                         const cuda::CompileOptions& options, bool* from_cache) {
+                                         const cuda::CompileOptions& options, bool* from_cache,
+                                         const std::string& root) {
   if (from_cache != nullptr) *from_cache = false;
-  if (!cache_enabled()) return cuda::compile_cuda(source, name, options);
+  if (root.empty() && !cache_enabled()) return cuda::compile_cuda(source, name, options);
   static std::atomic<bool> warned{false};
-  const KernelCache cache(default_kernel_cache_dir(), [](const std::string& message) {
+  const KernelCache cache(root.empty() ? default_kernel_cache_dir() : root + "/kernels",
+                          [](const std::string& message) {
     if (!warned.exchange(true)) {
       std::fprintf(stderr,
                    "tilefuse: warning: the kernel cache is not usable (%s); compiling without "

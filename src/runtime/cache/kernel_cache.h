@@ -94,8 +94,10 @@ std::string default_kernel_cache_dir();
 // or straight to NVRTC when caching is disabled (TILEFUSE_NO_CACHE, see
 // cache_enabled()). An unwritable cache prints one warning per process on
 // stderr and the compile goes on. `from_cache` as in KernelCache::compile.
+// A non-empty `root` puts the cache at `root`/kernels instead (a caller's
+// option, which also keeps it on under TILEFUSE_NO_CACHE).
 cuda::CompiledKernel compile_cuda_cached(const std::string& source, const std::string& name,
                                          const cuda::CompileOptions& options = {},
-                                         bool* from_cache = nullptr);
+                                         bool* from_cache = nullptr, const std::string& root = "");
 
 }  // namespace tilefuse::cache

@@ -51,7 +51,9 @@ std::string default_tuning_cache_dir() {
   return default_cache_root() + "/tuning";
 }
 
-std::optional<TuningCache> default_tuning_cache(DiskCache::WarningSink warn) {
+std::optional<TuningCache> default_tuning_cache(DiskCache::WarningSink warn,
+                                                const std::string& root) {
+  if (!root.empty()) return TuningCache(root + "/tuning", std::move(warn));
   if (!cache_enabled()) return std::nullopt;
   return TuningCache(default_tuning_cache_dir(), std::move(warn));
 }

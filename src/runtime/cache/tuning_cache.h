@@ -66,8 +66,11 @@ class TuningCache {
 // <default_cache_root()>/tuning.
 std::string default_tuning_cache_dir();
 
-// The tuning cache at default_tuning_cache_dir(), or nullopt when caching is
-// disabled (TILEFUSE_NO_CACHE, see cache_enabled()).
-std::optional<TuningCache> default_tuning_cache(DiskCache::WarningSink warn = {});
+// The tuning cache at default_tuning_cache_dir() (at `root`/tuning when
+// `root` is not empty: a caller's option, which also keeps the cache on
+// under TILEFUSE_NO_CACHE), or nullopt when caching is disabled
+// (TILEFUSE_NO_CACHE, see cache_enabled()).
+std::optional<TuningCache> default_tuning_cache(DiskCache::WarningSink warn = {},
+                                                const std::string& root = "");
 
 }  // namespace tilefuse::cache

@@ -152,7 +152,7 @@ struct CheckCode final : StmtCode {
         a->eval(f, n, active, v);
         values.push_back(is_floating(a->dtype) ? fmt_double(v[l].f) : std::to_string(v[l].i));
       }
-      throw UserError(format_check_message(message, values));
+      throw UserError(ErrorKind::kIndex, format_check_message(message, values));
     }
   }
 };

@@ -387,7 +387,7 @@ CublasLtGemm::CublasLtGemm(CublasLtGemm&&) noexcept = default;
 CublasLtGemm& CublasLtGemm::operator=(CublasLtGemm&&) noexcept = default;
 CublasLtGemm::~CublasLtGemm() = default;
 
-void CublasLtGemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) const {
+void CublasLtGemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream stream) const {
   const Impl& s = *impl_;
   const unsigned align = s.options.alignment_bytes;
   for (auto [ptr, name] : {std::pair{a, "A"}, std::pair{b, "B"}, std::pair{c, "C"}}) {
@@ -400,14 +400,14 @@ void CublasLtGemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) const {
   const cublasLtMatmulHeuristicResult_t& algo = s.algos[s.selected];
   void* c_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(c));
   // [cublasLtMatmul()] D = alpha * (A @ B) + beta * C with C == D; cuBLASLt's
-  // A is our B and its B our A (row-major trick). Stream 0: the legacy
-  // default stream, ordered with Event::record and DeviceBuffer::memset.
+  // A is our B and its B our A (row-major trick). On `stream` (0: the legacy
+  // default stream, ordered with Event::record and DeviceBuffer::memset).
   const cublasStatus_t rc = s.lib->cublasLtMatmul(
       s.handle, s.d->desc, &alpha, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(b)),
       s.d->a_layout, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a)), s.d->b_layout,
       &beta, c_ptr, s.d->c_layout, c_ptr, s.d->c_layout, &algo.algo,
       reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.workspace.ptr())),
-      s.options.workspace_bytes, nullptr);
+      s.options.workspace_bytes, stream);
   check_cublas(*s.lib, rc, "cublasLtMatmul");
 }
 

@@ -220,7 +220,7 @@ class CublasLtGemm {
   // documentation, "cublasLtMatmul()"). Asynchronous: a fault surfaces at the
   // next Device::synchronize(). a, b, c are device addresses of row-major
   // contiguous matrices as in GemmProblem; c must not overlap a or b.
-  void run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) const;
+  void run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream stream = nullptr) const;
 
   // How many algorithms the heuristic returned (1 .. options.algorithms).
   int algorithm_count() const;

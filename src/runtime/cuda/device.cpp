@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include "core/error.h"
 
 namespace tilefuse::cuda {
@@ -33,6 +35,22 @@ struct ExtraEntryPoints {
                                      const unsigned* box, const unsigned* element_strides,
                                      int interleave, int swizzle, int l2_promotion,
                                      int oob_fill) = nullptr;
+  // [Stream Management] CUresult cuStreamSynchronize(CUstream hStream)
+  CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  // [Stream Management] CUresult cuStreamIsCapturing(CUstream hStream,
+  //     CUstreamCaptureStatus* captureStatus)   (the status is a C enum: int)
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int* status) = nullptr;
+  // [Memory Management] CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice,
+  //     CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes,
+                                   CUstream stream) = nullptr;
+  // [Memory Management] CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags)
+  CUresult (*cuMemHostAlloc)(void** p, std::size_t bytes, unsigned flags) = nullptr;
+  // [Memory Management] CUresult cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p,
+  //     unsigned int Flags)
+  CUresult (*cuMemHostGetDevicePointer_v2)(CUdeviceptr* dptr, void* p, unsigned flags) = nullptr;
+  // [Memory Management] CUresult cuMemFreeHost(void* p)
+  CUresult (*cuMemFreeHost)(void* p) = nullptr;
 };
 
 template <typename Fn>
@@ -50,6 +68,12 @@ const ExtraEntryPoints& extra(const CudaLibraries& libs) {
     resolve(libs.libcuda_handle, x.cuEventDestroy_v2, "cuEventDestroy_v2");
     resolve(libs.libcuda_handle, x.cuEventSynchronize, "cuEventSynchronize");
     resolve(libs.libcuda_handle, x.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
+    resolve(libs.libcuda_handle, x.cuStreamSynchronize, "cuStreamSynchronize");
+    resolve(libs.libcuda_handle, x.cuStreamIsCapturing, "cuStreamIsCapturing");
+    resolve(libs.libcuda_handle, x.cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync_v2");
+    resolve(libs.libcuda_handle, x.cuMemHostAlloc, "cuMemHostAlloc");
+    resolve(libs.libcuda_handle, x.cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2");
+    resolve(libs.libcuda_handle, x.cuMemFreeHost, "cuMemFreeHost");
     return x;
   }();
   return e;
@@ -83,13 +107,18 @@ void check_cuda(const CudaLibraries& libs, CUresult rc, const char* call) {
 
 // ---- Device
 
-Device::Device() {
+Device::Device(int ordinal) : ordinal_(ordinal) {
   std::string why_not;
   if (!cuda_available(&why_not)) throw UserError("No CUDA device: " + why_not);
   libs_ = load_cuda_libraries();
   const CudaLibraries& l = *libs_;
-  // [Device Management] cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute.
-  check_cuda(l, l.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+  // [Device Management] cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute.
+  int count = 0;
+  check_cuda(l, l.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (ordinal < 0 || ordinal >= count)
+    throw UserError("no CUDA device " + std::to_string(ordinal) + " (the machine has " +
+                    std::to_string(count) + ")");
+  check_cuda(l, l.cuDeviceGet(&dev_, ordinal), "cuDeviceGet");
   char name[256] = {};
   check_cuda(l, l.cuDeviceGetName(name, sizeof name - 1, dev_), "cuDeviceGetName");
   name_ = name;
@@ -124,6 +153,45 @@ std::string Device::arch() const {
 
 void Device::make_current() const {
   check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+void Device::synchronize(CUstream stream) const {
+  auto* sync = extra(*libs_).cuStreamSynchronize;
+  if (!sync) throw UserError("the CUDA driver has no cuStreamSynchronize");
+  check_cuda(*libs_, sync(stream), "cuStreamSynchronize");
+}
+
+bool Device::is_capturing(CUstream stream) const {
+  auto* capturing = extra(*libs_).cuStreamIsCapturing;
+  if (!capturing) return false;
+  int status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
+  check_cuda(*libs_, capturing(stream, &status), "cuStreamIsCapturing");
+  return status != 0;
+}
+
+void Device::copy_async(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes,
+                        CUstream stream) const {
+  if (bytes == 0) return;
+  auto* copy = extra(*libs_).cuMemcpyDtoDAsync_v2;
+  if (!copy) throw UserError("the CUDA driver has no cuMemcpyDtoDAsync");
+  check_cuda(*libs_, copy(dst, src, bytes, stream), "cuMemcpyDtoDAsync");
+}
+
+MappedHostBuffer::MappedHostBuffer(const Device& device, std::size_t bytes)
+    : libs_(&device.libs()) {
+  const ExtraEntryPoints& x = extra(*libs_);
+  if (!x.cuMemHostAlloc || !x.cuMemHostGetDevicePointer_v2 || !x.cuMemFreeHost)
+    throw UserError("the CUDA driver has no cuMemHostAlloc");
+  device.make_current();
+  // CU_MEMHOSTALLOC_PORTABLE (1) | CU_MEMHOSTALLOC_DEVICEMAP (2).
+  check_cuda(*libs_, x.cuMemHostAlloc(&host_, bytes, 0x1 | 0x2), "cuMemHostAlloc");
+  std::memset(host_, 0, bytes);
+  check_cuda(*libs_, x.cuMemHostGetDevicePointer_v2(&device_, host_, 0),
+             "cuMemHostGetDevicePointer");
+}
+
+MappedHostBuffer::~MappedHostBuffer() {
+  if (host_) extra(*libs_).cuMemFreeHost(host_);  // errors dropped: destructors do not throw
 }
 
 void Device::synchronize() const {
@@ -229,14 +297,12 @@ int Function::max_active_blocks_per_sm(int block_threads, std::size_t dynamic_sh
 }
 
 void Function::launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes,
-                      void** args) const {
-  // [Execution Control] cuLaunchKernel, stream 0 (the context's default
+                      void** args, CUstream stream) const {
+  // [Execution Control] cuLaunchKernel on `stream` (0: the context's default
   // stream), parameters through kernelParams, no `extra`.
-  const std::string call = "cuLaunchKernel(" + name_ + ")";
-  check_cuda(*libs_,
-             libs_->cuLaunchKernel(f_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                   dynamic_shared_bytes, nullptr, args, nullptr),
-             call.c_str());
+  const CUresult rc = libs_->cuLaunchKernel(f_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                            dynamic_shared_bytes, stream, args, nullptr);
+  if (rc != kCudaSuccess) check_cuda(*libs_, rc, ("cuLaunchKernel(" + name_ + ")").c_str());
 }
 
 // ---- Event

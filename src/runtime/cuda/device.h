@@ -77,10 +77,12 @@ class Function {
   const std::string& name() const { return name_; }
   CUfunction handle() const { return f_; }
 
-  // cuLaunchKernel on the default stream; `args` holds one pointer per
-  // kernel parameter, pointing at its value. Asynchronous: errors raised by
-  // the kernel itself surface at the next Device::synchronize().
-  void launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes, void** args) const;
+  // cuLaunchKernel on `stream` (nullptr: the context's default stream);
+  // `args` holds one pointer per kernel parameter, pointing at its value.
+  // Asynchronous: errors raised by the kernel itself surface at the next
+  // Device::synchronize().
+  void launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared_bytes, void** args,
+              CUstream stream = nullptr) const;
   // cuFuncGetAttribute: registers per thread, static shared and local
   // (spill/stack) bytes per thread as loaded.
   int attribute(int attrib) const;
@@ -134,12 +136,15 @@ class Event {
   CUevent ev_ = nullptr;
 };
 
-// Device 0 with its primary context made current on the calling thread
-// (cuDevicePrimaryCtxRetain + cuCtxSetCurrent); the context is released on
-// destruction. Throws UserError when CUDA is unavailable (cuda_available()).
+// A device (ordinal `ordinal`, device 0 by default) with its primary
+// context made current on the calling thread (cuDevicePrimaryCtxRetain +
+// cuCtxSetCurrent): the context PyTorch and the CUDA runtime use too, so
+// memory and streams are shared. The context is released on destruction.
+// Throws UserError when CUDA is unavailable (cuda_available()) or there is
+// no such device.
 class Device {
  public:
-  Device();
+  explicit Device(int ordinal = 0);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   ~Device();
@@ -160,14 +165,47 @@ class Device {
   void make_current() const;
   // cuCtxSynchronize; a kernel fault raised since the last check throws here.
   void synchronize() const;
+  int ordinal() const { return ordinal_; }
+
+  // Stream operations (CUDA Driver API, "Stream Management" and "Memory
+  // Management"); `stream` nullptr is the default stream.
+  // cuStreamSynchronize.
+  void synchronize(CUstream stream) const;
+  // cuStreamIsCapturing: whether `stream` is being captured into a CUDA
+  // graph (false when the driver lacks the entry point).
+  bool is_capturing(CUstream stream) const;
+  // cuMemcpyDtoDAsync of `bytes` on `stream`.
+  void copy_async(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream stream) const;
 
  private:
   const CudaLibraries* libs_ = nullptr;
+  int ordinal_ = 0;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   std::string name_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_smem_optin_ = 0;
   std::size_t total_memory_ = 0;
+};
+
+// Page-locked host memory mapped into the device's address space
+// (cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE,
+// "Memory Management"): kernels write it through device(), and the host
+// reads host() without a copy and without waiting for the device — how a
+// status word is read without a synchronization per launch. Zeroed on
+// allocation; freed (cuMemFreeHost) on destruction.
+class MappedHostBuffer {
+ public:
+  MappedHostBuffer(const Device& device, std::size_t bytes);
+  MappedHostBuffer(const MappedHostBuffer&) = delete;
+  MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
+  ~MappedHostBuffer();
+  void* host() const { return host_; }
+  CUdeviceptr device() const { return device_; }
+
+ private:
+  const CudaLibraries* libs_ = nullptr;
+  void* host_ = nullptr;
+  CUdeviceptr device_ = 0;
 };
 
 // A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned), passed

@@ -60,6 +60,20 @@ void flush_cache(const Device& device, DeviceBuffer& buffer, int repeat) {
   }
 }
 
+// [Memory Management] CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice,
+// CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream): resolved here
+// like cuMemsetD8Async; null if absent.
+using MemcpyDtoDAsyncFn = CUresult (*)(CUdeviceptr dst, CUdeviceptr src, std::size_t count,
+                                       CUstream stream);
+
+MemcpyDtoDAsyncFn memcpy_dtod_async(const CudaLibraries& libs) {
+  static const MemcpyDtoDAsyncFn fn =
+      libs.libcuda_handle == nullptr
+          ? nullptr
+          : reinterpret_cast<MemcpyDtoDAsyncFn>(dlsym(libs.libcuda_handle, "cuMemcpyDtoDAsync_v2"));
+  return fn;
+}
+
 }  // namespace
 
 Timing summarize_samples(std::vector<double> samples_ms) {
@@ -165,6 +179,26 @@ Timing time_on_host(const std::function<void()>& fn, const TimingOptions& option
     samples[i] = std::chrono::duration<double, std::milli>(t1 - t0).count();
   }
   return summarize_samples(std::move(samples));
+}
+
+CopyBandwidth measure_copy_bandwidth(const Device& device, std::size_t bytes,
+                                     const TimingOptions& options) {
+  if (bytes == 0) throw UserError("copy bandwidth: the copy size must be positive");
+  const MemcpyDtoDAsyncFn copy = memcpy_dtod_async(device.libs());
+  if (copy == nullptr) throw UserError("copy bandwidth: libcuda has no cuMemcpyDtoDAsync_v2");
+  DeviceBuffer src(device, bytes), dst(device, bytes);
+  src.memset(1);  // defined contents (the copy's speed does not depend on them)
+  CopyBandwidth r;
+  r.bytes = bytes;
+  r.timing = time_on_device(
+      device,
+      [&] {
+        check_cuda(device.libs(), copy(dst.ptr(), src.ptr(), bytes, nullptr), "cuMemcpyDtoDAsync");
+      },
+      options);
+  if (r.timing.median_ms > 0)
+    r.gbps = 2.0 * static_cast<double>(bytes) / (r.timing.median_ms * 1e-3) / 1e9;
+  return r;
 }
 
 }  // namespace tilefuse::cuda

@@ -69,6 +69,22 @@ std::size_t l2_flush_bytes(const Device& device);
 Timing time_on_device(const Device& device, const std::function<void()>& launch,
                       const TimingOptions& options = {});
 
+// The device's copy bandwidth (issue 12: the ceiling a memory-bound kernel is
+// measured against, METHOD.md's "two numbers"): a copy of `bytes` from one
+// device buffer to another (cuMemcpyDtoDAsync on the default stream; CUDA
+// Driver API reference, "Memory Management"), timed by time_on_device with
+// `options` (so the L2 is flushed before each copy, like the kernels).
+// gbps counts the bytes read plus the bytes written, 2 * bytes, over the
+// median time, in 1e9 bytes a second. Throws UserError for bytes == 0, when
+// the two buffers cannot be allocated, or a failing driver call.
+struct CopyBandwidth {
+  std::size_t bytes = 0;  // copied (each read once and written once)
+  Timing timing;
+  double gbps = 0;
+};
+CopyBandwidth measure_copy_bandwidth(const Device& device, std::size_t bytes,
+                                     const TimingOptions& options = {});
+
 // Times host work (the CPU backend) with std::chrono::steady_clock around each
 // call of `fn`: options.warmup untimed calls, then options.repeats timed
 // ones. With options.flush_l2 the host's caches are flushed before each timed

@@ -258,15 +258,21 @@ TF_DEVICE unsigned encode_f32(float x) {
 
 // ---- decoding (exact) ------------------------------------------------------
 
+// A NaN decodes as the host's conversions decode it (x86 cvtph2ps /
+// cvtss2sd, which the reference's f64 path goes through): sign and payload
+// kept, the quiet bit set. The PTX cvt would give the canonical NaN
+// 0x7FFFFFFF (PTX ISA, "cvt": NaN results are canonical), dropping both.
 TF_DEVICE float f16_bits_to_f32(unsigned short h) {
+  const unsigned sign = static_cast<unsigned>(h & 0x8000u) << 16;
+  if ((h & 0x7FFFu) > 0x7C00u)
+    return __uint_as_float(sign | 0x7FC00000u | ((h & 0x3FFu) << 13));
 #if !defined(TF_NUMERIC_SOFTWARE_CVT)
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 #else
-  const unsigned sign = static_cast<unsigned>(h & 0x8000u) << 16;
   unsigned be = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  if (be == 0x1F) return __uint_as_float(sign | 0x7F800000u | (mant << 13));
+  if (be == 0x1F) return __uint_as_float(sign | 0x7F800000u);  // inf (NaN above)
   if (be == 0) {
     if (mant == 0) return __uint_as_float(sign);
     const int shift = __clz(mant) - 21;  // bring the leading 1 to bit 10
@@ -278,8 +284,10 @@ TF_DEVICE float f16_bits_to_f32(unsigned short h) {
 #endif
 }
 
+// A NaN keeps its sign and payload and is quieted, as f16's above.
 TF_DEVICE float bf16_bits_to_f32(unsigned short h) {
-  return __uint_as_float(static_cast<unsigned>(h) << 16);
+  const unsigned u = static_cast<unsigned>(h) << 16;
+  return __uint_as_float((u & 0x7FFFFFFFu) > 0x7F800000u ? u | 0x00400000u : u);
 }
 
 TF_DEVICE float f8e4m3_bits_to_f32(unsigned char b) {

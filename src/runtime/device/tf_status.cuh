@@ -6,9 +6,10 @@ namespace tf {
 
 // ---- the status word ---------------------------------------------------------
 // The first failing check of a launch wins: it claims `code` with a CAS
-// (0 -> -1), writes its arguments, then publishes its code. The host reads
-// the word after the launch; the kernel goes on (accesses a check guards are
-// masked), so the context stays usable.
+// (0 -> -1), writes its arguments, then publishes its code. The word may
+// live in mapped host memory, read by the host while kernels run, so the
+// arguments are made visible system-wide before the code. The kernel goes
+// on (accesses a check guards are masked), so the context stays usable.
 struct Status {
   int code;
   int pad;
@@ -22,7 +23,7 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
     s->args[1] = a1;
     s->args[2] = a2;
     s->args[3] = a3;
-    __threadfence();
+    __threadfence_system();
     atomicExch(&s->code, code);
   }
 }

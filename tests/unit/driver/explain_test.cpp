@@ -300,6 +300,13 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
         << k.dump();
     EXPECT_NE(driver::render_explain_text(s).find("split-K 2: "), std::string::npos);
   }
+  // Symbolic dims: the symbols, the specialization, and a tuning note (per
+  // size bucket: none without sizes).
+  const json symbolic = explain_source(
+      "def g(x: f16[T, 64], w: f16[64, 48], idx: i64[M] in [0, T)):\n    return x[idx] @ w\n",
+      "sm_90a");
+  EXPECT_EQ(symbolic.at("kernels")[0].at("cuda").at("blocks"), -1);
+  key_paths(symbolic, "", written);
   // A tuned program: a cached tuning choice in a private cache directory.
   {
     const std::string dir =

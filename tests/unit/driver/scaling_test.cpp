@@ -47,8 +47,10 @@ void expect_linear(const std::string& what, std::string (*program)(int)) {
       const double size_ratio = static_cast<double>(m[i].ir_bytes) / m[i - 1].ir_bytes;
       EXPECT_LE(size_ratio, 13.0) << what << " (" << plan_kind_name(plan) << "): IR "
                                   << m[i - 1].ir_bytes << " -> " << m[i].ir_bytes << " bytes";
-      // Time: a generous bound (the machine may be busy), far below quadratic.
-      EXPECT_LE(m[i].seconds, 40 * m[i - 1].seconds + 0.05)
+      // Time: a generous bound (the machine may be busy: a 10-link compile
+      // of 3 ms then 100 links in 0.17 s was seen with 14 jobs on 2 cores),
+      // far below quadratic (the IR size ratio above is the exact check).
+      EXPECT_LE(m[i].seconds, 40 * m[i - 1].seconds + 0.25)
           << what << " (" << plan_kind_name(plan) << "): " << m[i - 1].seconds << " s -> "
           << m[i].seconds << " s";
     }

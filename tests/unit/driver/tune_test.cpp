@@ -143,6 +143,46 @@ TEST(TuneSpace, TilesAreNoLargerThanTheProblem) {
   }
 }
 
+// Issue 12, item 3: a GEMM with K and N of at most 256 (pointcloud_gather's
+// shape, fewer rows) also gets tiles of the whole N and the whole K in one
+// stage, with more rows and warps a block; a GEMM past 256 does not.
+TEST(TuneSpace, BandwidthBoundGemmsGetWholeKAndWholeNTiles) {
+  const Graph g = parse_graph(
+      "def pc(x: f16[4096, 96], idx: i64[16384] in [0, 4096), w: f16[96, 128]):\n"
+      "    return x[idx] @ w\n");
+  const Plan plan = build_plan(g, PlanKind::kFused);
+  const KernelStep& step = gemm_step(g, plan);
+  EXPECT_TRUE(driver::bandwidth_bound_gemm(step.gemm));
+  const tir::Target sm90a = tir::Target::cuda(90, true);
+  const auto space = driver::gemm_config_space(g, step, sm90a, 227 * 1024);
+  std::set<std::string> names;
+  for (const GemmConfig& c : space) names.insert(driver::gemm_config_name(c));
+  // Whole K (96 -> 128) in one stage, whole N (128), 64..256 rows.
+  int whole = 0;
+  for (const GemmConfig& c : space) {
+    const driver::ConfigCost cost =
+        driver::config_cost(g, PlanKind::kFused, c, sm90a, {}, 227 * 1024, 128);
+    EXPECT_TRUE(cost.feasible) << driver::gemm_config_name(c) << ": " << cost.why;
+    if (c.block_k == 128 && c.num_stages == 1 && c.block_n == 128) ++whole;
+  }
+  EXPECT_GE(whole, 3) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("64x128x128/1/4")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("128x128x128/1/8")) << ::testing::PrintToString(names);
+  // K = 2048: not bandwidth-bound, no such tile.
+  const Graph seed = parse_graph(kSeed);
+  const Plan seed_plan = build_plan(seed, PlanKind::kFused);
+  EXPECT_FALSE(driver::bandwidth_bound_gemm(gemm_step(seed, seed_plan).gemm));
+  // N = 512 with K = 96: not either.
+  const Graph wide = parse_graph(
+      "def f(x: f16[4096, 96], w: f16[96, 512]):\n"
+      "    return x @ w\n");
+  const Plan wide_plan = build_plan(wide, PlanKind::kFused);
+  EXPECT_FALSE(driver::bandwidth_bound_gemm(gemm_step(wide, wide_plan).gemm));
+  for (const GemmConfig& c :
+       driver::gemm_config_space(wide, gemm_step(wide, wide_plan), sm90a, 227 * 1024))
+    EXPECT_LE(c.block_k, 64) << driver::gemm_config_name(c);
+}
+
 TEST(TuneSpace, F32UsesSmallerKTilesAndTheCpuSpaceIsSmall) {
   const Graph g = parse_graph(
       "def f(x: f32[512, 512], y: f32[512, 512]):\n"

@@ -75,6 +75,9 @@ TEST(SharedPrograms, OutputTypes) {
       {"cases/pointwise_both_operands.tfs", "scaled", DType::F32, {200, 64}},
       {"cases/upcast_prologue_epilogue.tfs", "mlp", DType::F32, {333, 1000}},
       {"bench/moe_up_proj_bf16.tfs", "moe_up", DType::BF16, {8192, 14336}},
+      {"bench/decode_m32_f16.tfs", "decode_m32", DType::F16, {32, 11008}},
+      {"bench/fewtiles_f16.tfs", "fewtiles", DType::F16, {512, 1024}},
+      {"bench/pointcloud_gather_f16.tfs", "pointcloud", DType::F16, {1048576, 128}},
   };
   for (const Expected& e : expected) {
     SCOPED_TRACE(e.file);

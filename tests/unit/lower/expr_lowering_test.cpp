@@ -41,7 +41,8 @@ Lowered lower_output(const std::string& src, const Expr& mask = {}) {
   std::vector<Expr> coords;
   const char* names[] = {"i", "j", "l"};
   for (size_t d = 0; d < g.node(out).shape.size(); ++d) coords.push_back(Var(names[d]));
-  const LoweredExpr e = ExprLowering(g, buffers).lower(out, coords, mask);
+  const DimEnv env(g, {});
+  const LoweredExpr e = ExprLowering(env, buffers).lower(out, coords, mask);
   Lowered r;
   r.value = tir::print(e.value);
   for (const tir::Stmt& c : e.checks) r.checks.push_back(tir::print(c));

@@ -1,0 +1,294 @@
+"""The Python package on numpy arrays (the CPU executor): results equal to
+`tilefuse run` on the same inputs bit for bit, symbolic dims at several sizes
+with one compile, several outputs, out=, strided inputs, @jit, explain, tune,
+and every error as its Python exception. Runs in CI (ctest python_numpy)."""
+
+import os
+import tempfile
+
+from _support import ROOT, fresh_seed, import_or_skip, raises, run_cli
+
+np = import_or_skip("numpy")
+
+import tilefuse  # noqa: E402
+
+GATHER = (
+    "def gather_mm(x: f16[T, 64], y: f16[64, 48], index: i64[M] in [-T, T)):\n"
+    "    return x[index] @ y\n")
+
+TWO_OUTPUTS = (
+    "def two(x: f32[T, K], w: f32[K, N], b: f32[N]):\n"
+    "    h = x @ w + b\n"
+    "    return torch.relu(h), h.to(torch.float16)\n")
+
+
+def rand(rng, shape, dtype):
+    """Uniform in [-1, 1), no exact zeros."""
+    a = rng.uniform(-1, 1, size=shape)
+    a[a == 0] = 0.5
+    return a.astype(dtype)
+
+
+def gather_inputs(rng, T, M):
+    x = rand(rng, (T, 64), np.float16)
+    y = rand(rng, (64, 48), np.float16)
+    index = rng.integers(-T, T, size=M).astype(np.int64) if T else np.zeros(M, np.int64)
+    return x, y, index
+
+
+def gather_reference(x, y, index):
+    """f64 x[index] @ y, rounded to f16 once (the oracle rounded to the output dtype)."""
+    return (x.astype(np.float64)[index] @ y.astype(np.float64)).astype(np.float16)
+
+
+def rel_err(out, ref):
+    out, ref = out.astype(np.float64), ref.astype(np.float64)
+    n = np.linalg.norm(ref)
+    return np.linalg.norm(out - ref) / (n if n else 1.0)
+
+
+def poisoned(shape, dtype):
+    return np.full(shape, np.nan, dtype=dtype)
+
+
+def test_import_and_signature():
+    k = tilefuse.compile(GATHER, device="cpu")
+    assert k.symbols == ("T", "M")
+    assert [p.name for p in k.parameters] == ["x", "y", "index"]
+    assert k.parameters[0].shape == ("T", 64)
+    assert k.parameters[2].range == ("-T", "T")
+    assert k.outputs[0].dtype == "f16" and k.outputs[0].shape == ("M", 48)
+    assert "gather_mm" in repr(k)
+
+
+def test_results_equal_tilefuse_run_bit_for_bit():
+    """The same inputs through the CLI (--input files, --save-output) and through
+    the package: identical bytes, for a fixed program and a symbolic one."""
+    rng = np.random.default_rng(fresh_seed())
+    fixed = "def f(x: f16[40, 64], y: f16[64, 48], index: i64[33]):\n    return x[index] @ y\n"
+    with tempfile.TemporaryDirectory() as d:
+        for src, T, M, shape_flags in [(fixed, 40, 33, []), (GATHER, 70, 23, ["--shape", "T=70,M=23"])]:
+            prog = os.path.join(d, "p.tfs")
+            with open(prog, "w") as f:
+                f.write(src)
+            x, y, index = gather_inputs(rng, T, M)
+            if src is fixed:
+                index = rng.integers(0, T, size=M).astype(np.int64)
+            for name, a in (("x", x), ("y", y), ("index", index)):
+                np.save(os.path.join(d, name + ".npy"), a)
+            out_dir = os.path.join(d, "out")
+            rc, text = run_cli("run", prog, "--device", "cpu", *shape_flags,
+                               "--input", "x=" + os.path.join(d, "x.npy"),
+                               "--input", "y=" + os.path.join(d, "y.npy"),
+                               "--input", "index=" + os.path.join(d, "index.npy"),
+                               "--save-output", out_dir)
+            assert rc == 0, text
+            cli_out = np.load(os.path.join(out_dir, "out0.npy"))
+            k = tilefuse.compile(prog, device="cpu")
+            out = k(x, y, index, out=poisoned((M, 48), np.float16))
+            assert out.dtype == np.float16 and out.shape == (M, 48)
+            assert out.tobytes() == cli_out.tobytes()
+            assert rel_err(out, gather_reference(x, y, index)) < 1e-2
+
+
+def test_symbolic_dims_many_sizes_one_compile():
+    rng = np.random.default_rng(fresh_seed())
+    k = tilefuse.compile(GATHER, device="cpu")
+    # Sizes whose specialization and heuristic configs agree: T, M not multiples
+    # of 16 and M in buckets whose BLOCK_M is 16.
+    for T, M in [(37, 5), (100, 7), (301, 3), (99, 9), (45, 13)]:
+        x, y, index = gather_inputs(rng, T, M)
+        out = k(x, y, index, out=poisoned((M, 48), np.float16))
+        assert rel_err(out, gather_reference(x, y, index)) < 1e-2, (T, M)
+    assert k.compile_count == 1
+    # Other sizes compile other specializations, each once.
+    for T, M in [(64, 128), (64, 128), (50, 0), (1, 1), (2048, 300)]:
+        x, y, index = gather_inputs(rng, T, M)
+        out = k(x, y, index)
+        assert out.shape == (M, 48)
+        if M:
+            assert rel_err(out, gather_reference(x, y, index)) < 1e-2, (T, M)
+    assert 1 < k.compile_count <= 5
+
+
+def test_several_outputs_and_out():
+    rng = np.random.default_rng(fresh_seed())
+    k = tilefuse.compile(TWO_OUTPUTS, device="cpu")
+    x, w, b = rand(rng, (9, 20), np.float32), rand(rng, (20, 7), np.float32), rand(rng, (7,), np.float32)
+    relu, h16 = k(x, w, b)
+    h = x.astype(np.float64) @ w.astype(np.float64) + b
+    assert relu.shape == (9, 7) and h16.dtype == np.float16
+    assert rel_err(relu, np.maximum(h, 0)) < 1e-5
+    assert rel_err(h16, h.astype(np.float16)) < 1e-2
+    outs = (poisoned((9, 7), np.float32), poisoned((9, 7), np.float16))
+    got = k(x, w, b, out=outs)
+    assert got is outs
+    assert outs[0].tobytes() == relu.tobytes() and outs[1].tobytes() == h16.tobytes()
+    with raises(ValueError, match="output `out1` must have shape \\[9, 7\\], got \\[9, 8\\]"):
+        k(x, w, b, out=(poisoned((9, 7), np.float32), poisoned((9, 8), np.float16)))
+    with raises(ValueError, match="must be contiguous"):
+        k(x, w, b, out=(poisoned((7, 9), np.float32).T, poisoned((9, 7), np.float16)))
+    with raises(ValueError, match="has 2 outputs, out= gives 1"):
+        k(x, w, b, out=poisoned((9, 7), np.float32))
+
+
+def test_strided_inputs_equal_contiguous():
+    rng = np.random.default_rng(fresh_seed())
+    k = tilefuse.compile(TWO_OUTPUTS, device="cpu")
+    x, w, b = rand(rng, (12, 20), np.float32), rand(rng, (20, 7), np.float32), rand(rng, (7,), np.float32)
+    want = k(x[::2], w, b)
+    wt = np.ascontiguousarray(w.T).T      # column-major w
+    big = rand(rng, (12, 40), np.float32)
+    big[::2, 5:25] = x[::2]                # x[::2] inside a wider array
+    got = k(big[::2, 5:25], wt, b)
+    for g, e in zip(got, want):
+        assert g.tobytes() == e.tobytes()
+    # A reversed view (negative strides) is copied first.
+    rev = x[::2][::-1]
+    assert rev.strides[0] < 0
+    got = k(rev, w, b)
+    assert got[0].tobytes() == k(np.ascontiguousarray(rev), w, b)[0].tobytes()
+
+
+def test_dtypes_and_empty():
+    rng = np.random.default_rng(fresh_seed())
+    k = tilefuse.compile(
+        "def f(a: i32[N], m: bool[N], s: u8[N]):\n"
+        "    return torch.where(m, a * 2, s.to(torch.int32)), (a > 0)\n", device="cpu")
+    a = rng.integers(-50, 50, size=10).astype(np.int32)
+    m = rng.integers(0, 2, size=10).astype(bool)
+    s = rng.integers(0, 255, size=10).astype(np.uint8)
+    r, pos = k(a, m, s)
+    assert np.array_equal(r, np.where(m, a * 2, s.astype(np.int32)))
+    assert pos.dtype == bool and np.array_equal(pos, a > 0)
+    r, pos = k(a[:0], m[:0], s[:0])
+    assert r.shape == (0,) and pos.shape == (0,)
+
+
+def test_errors():
+    with raises(tilefuse.CompileError, match=r"bad\.tfs:2:16: error: ") as e:
+        tilefuse.compile("def f(x: f32[4]):\n    return x @ y\n", name="bad.tfs")
+    assert "^" in str(e.value)
+    with raises(FileNotFoundError):
+        tilefuse.compile("/nonexistent/program.tfs")
+    with raises(ValueError, match='device must be'):
+        tilefuse.compile(GATHER, device="gpu")
+    with raises(ValueError, match='check must be'):
+        tilefuse.compile(GATHER, check="later")
+    k = tilefuse.compile(GATHER, device="cpu")
+    rng = np.random.default_rng(fresh_seed())
+    x, y, index = gather_inputs(rng, 10, 4)
+    with raises(TypeError, match="input `y` must be f16, got f32"):
+        k(x, y.astype(np.float32), index)
+    with raises(TypeError, match="input `x` must be a tensor"):
+        k([1, 2], y, index)
+    with raises(TypeError, match="takes 3 tensor arguments"):
+        k(x, y)
+    with raises(ValueError, match=r"input `y` \(f16\[64, 48\]\): dim 1 must be 48, got 47"):
+        k(x, y[:, :47], index)
+    with raises(ValueError, match=r"input `index` must have 1 dim \(i64\[M\]\), got 2"):
+        k(x, y, index.reshape(2, 2))
+    k2 = tilefuse.compile("def f(a: f32[T, 4], b: f32[T, 4]):\n    return a + b\n", device="cpu")
+    with raises(ValueError, match=r"symbolic dim `T` is 3 in `a` \(dim 0\) but 5 in `b` \(dim 0\)"):
+        k2(rand(rng, (3, 4), np.float32), rand(rng, (5, 4), np.float32))
+    # An index out of range names the tensor, position and value; the kernel
+    # stays usable, and an in-range negative index wraps.
+    bad = index.copy()
+    bad[2] = 10
+    with raises(tilefuse.IndexOutOfRange, match=r"index 10 is out of bounds for dim 0 of `x` "
+                                                r"\(size 10\): `index`\[2\] = 10") as e:
+        k(x, y, bad)
+    assert isinstance(e.value, IndexError)
+    assert (e.value.tensor, e.value.index_tensor, e.value.position, e.value.value) == \
+        ("x", "index", (2,), 10)
+    bad[2] = -10
+    out = k(x, y, bad)
+    assert rel_err(out, gather_reference(x, y, bad)) < 1e-2
+    tilefuse.synchronize()  # nothing pending on the CPU
+    # Outputs may not share memory with inputs (kernels read inputs as constant).
+    k3 = tilefuse.compile("def f(a: f32[8]):\n    return a * 2.0\n", device="cpu")
+    a = rand(rng, (8,), np.float32)
+    with raises(ValueError, match="output `out0` overlaps input `a`"):
+        k3(a, out=a)
+    assert np.array_equal(k3(a, out=np.empty(8, np.float32)), a * 2)
+
+
+def test_jit_runs_the_program_and_reports_errors_in_this_file():
+    @tilefuse.jit(device="cpu")
+    def scaled(x: "f32[T, 8]", w: "f32[8, 3]"):
+        return torch.sigmoid(x @ w) * 2.0  # noqa: F821 (torch: the .tfs namespace)
+
+    rng = np.random.default_rng(fresh_seed())
+    x, w = rand(rng, (5, 8), np.float32), rand(rng, (8, 3), np.float32)
+    out = scaled(x, w)
+    ref = 2.0 / (1.0 + np.exp(-(x.astype(np.float64) @ w)))
+    assert rel_err(out, ref) < 1e-5
+    assert scaled.kernel.parameters[0].shape == ("T", 8)
+
+    @tilefuse.jit
+    def broken(x: "f32[4]"):
+        return x @ nothing  # noqa: F821
+
+    with raises(tilefuse.CompileError, match=r"test_numpy\.py:\d+:\d+: error: ") as e:
+        broken.kernel
+    line = int(str(e.value).split("test_numpy.py:")[1].split(":")[0])
+    with open(__file__) as f:
+        assert "return x @ nothing" in f.read().splitlines()[line - 1]
+
+
+def test_jit_eager_matches_torch():
+    try:
+        import torch
+    except ImportError:
+        from _support import skip
+        skip("torch is not installed")
+
+    @tilefuse.jit(device="cpu")
+    def f(x: "f32[T, 8]", w: "f32[8, 3]", idx: "i64[M]"):
+        return torch.relu(x[idx] @ w)
+
+    x, w = torch.randn(6, 8), torch.randn(8, 3)
+    idx = torch.tensor([5, 0, -1])
+    assert torch.allclose(f(x, w, idx), f.eager(x, w, idx), rtol=1e-5, atol=1e-6)
+
+
+def test_explain_and_tune_on_the_cpu():
+    k = tilefuse.compile(GATHER, device="cpu")
+    a = k.explain()
+    assert a["program"] == "gather_mm" and a["symbols"] == ["T", "M"]
+    assert a["kernels"][0]["kind"] == "gemm"
+    rng = np.random.default_rng(fresh_seed())
+    spec = k.explain(*gather_inputs(rng, 64, 128))["specialization"]
+    assert spec.startswith("T%16 M%16 i32"), spec
+    lines = k.tune(T=64, M=[1, 16, 1000])
+    assert len(lines) == 3 and all("not tuned" in l for l in lines), lines
+    assert "T=64, M=1000 (bucket T=64, M=1024)" in lines[2]
+    from _support import raises as r
+    with r(TypeError, match="tune needs sizes for M"):
+        k.tune(T=64)
+
+
+def test_torch_cpu_tensors():
+    """torch CPU tensors (skips without torch): outputs are torch tensors, bf16
+    (which numpy cannot hold) works, a transposed input is read in place."""
+    try:
+        import torch
+    except ImportError:
+        from _support import skip
+        skip("torch is not installed")
+    k = tilefuse.compile(
+        "def f(x: bf16[T, 16], w: bf16[16, N], idx: i64[M] in [-T, T)):\n"
+        "    return x[idx] @ w\n", device="cpu")
+    torch.manual_seed(fresh_seed())
+    x = (torch.rand(30, 16) * 2 - 1).bfloat16()
+    w = (torch.rand(8, 16) * 2 - 1).bfloat16().t()   # [16, 8], column-major
+    idx = torch.randint(-30, 30, (11,))
+    out = k(x, w, idx)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.shape == (11, 8)
+    ref = (x.double()[idx] @ w.double()).bfloat16()
+    assert (out.double() - ref.double()).norm() <= 1e-2 * ref.double().norm()
+    again = torch.full((11, 8), float("nan"), dtype=torch.bfloat16)
+    k(x, w.contiguous(), idx, out=again)
+    assert torch.equal(again, out)
+    with raises(TypeError, match="input `x` must be bf16, got f32"):
+        k(x.float(), w, idx)

@@ -1,0 +1,88 @@
+"""@tilefuse.jit: a Python function whose annotations are .tfs types, compiled by
+tilefuse and runnable by PyTorch eager too."""
+
+import ast
+import functools
+import inspect
+import textwrap
+
+from . import _kernel
+
+
+def _source_of(fn):
+    """The function's text as a .tfs program: dedented, the string annotations of
+    its parameters unquoted (each quote replaced by a space, so columns hold), the
+    first line where the function's is in its file (so diagnostics point there)."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        from ._errors import CompileError
+        raise CompileError(f"@tilefuse.jit needs the source of {fn.__qualname__} (defined in a "
+                           f"file, not typed at a prompt): {e}") from None
+    text = textwrap.dedent("".join(lines))
+    tree = ast.parse(text)
+    func = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    rows = text.splitlines(keepends=True)
+    args = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
+    for a in args:
+        ann = a.annotation
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            row = ann.lineno - 1
+            line = rows[row]
+            quote_open, quote_close = ann.col_offset, ann.end_col_offset - 1
+            if ann.lineno == ann.end_lineno and line[quote_open] in "'\"" and \
+                    line[quote_close] == line[quote_open]:
+                rows[row] = (line[:quote_open] + " " + line[quote_open + 1:quote_close] + " " +
+                             line[quote_close + 1:])
+    # Decorators are accepted by the .tfs parser; blank lines keep numbering.
+    return "\n" * (first - 1) + "".join(rows)
+
+
+class JitFunction:
+    """A function compiled by tilefuse on first use. Calling it runs the kernels
+    (tilefuse.Kernel.__call__); .eager(...) runs the Python body itself (e.g. in
+    PyTorch eager) to compare; .kernel is the compiled Kernel."""
+
+    def __init__(self, fn, options):
+        self._fn = fn
+        self._options = options
+        self._kernel = None
+        functools.update_wrapper(self, fn)
+
+    @property
+    def kernel(self):
+        if self._kernel is None:
+            file = inspect.getsourcefile(self._fn) or "<jit>"
+            self._kernel = _kernel.compile(_source_of(self._fn), name=file, **self._options)
+        return self._kernel
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(*args, **kwargs)
+
+    def eager(self, *args, **kwargs):
+        """The undecorated Python function on the same arguments."""
+        return self._fn(*args, **kwargs)
+
+    def explain(self, *example_args, **kwargs):
+        return self.kernel.explain(*example_args, **kwargs)
+
+    def tune(self, **sizes):
+        return self.kernel.tune(**sizes)
+
+
+def jit(fn=None, **options):
+    """Decorates a function written in the .tfs subset of PyTorch whose parameter
+    annotations are .tfs types as strings:
+
+        @tilefuse.jit
+        def gather_mm(x: "f16[T, 4096]", w: "f16[4096, N]", idx: "i64[M] in [0, T)"):
+            return x[idx] @ w
+
+    gather_mm(x, w, idx) runs tilefuse's kernels; gather_mm.eager(x, w, idx) runs
+    the same body in PyTorch eager. Options are tilefuse.compile's
+    (@tilefuse.jit(device="cuda", plan="fused")). The program is compiled at the
+    first call (or .kernel); a malformed one raises tilefuse.CompileError there,
+    pointing into the function's file."""
+    if fn is None:
+        return lambda f: JitFunction(f, options)
+    return JitFunction(fn, options)

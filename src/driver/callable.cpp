@@ -1,0 +1,544 @@
+// A program callable on the caller's tensors (see callable.h).
+#include "driver/callable.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "driver/execute.h"
+#include "driver/explain.h"
+#include "driver/specialize.h"
+#include "driver/tune.h"
+#include "reference/inputs.h"
+#include "runtime/cuda/cublaslt.h"
+#include "runtime/cuda/loader.h"
+#include "schedule/schedule.h"
+
+namespace tilefuse::driver {
+namespace {
+
+using json = nlohmann::json;
+
+std::string device_name(DeviceKind kind, int id) {
+  return kind == DeviceKind::kCpu ? std::string("cpu") : fmt::format("cuda:{}", id);
+}
+
+json dim_json(const Graph& g, const Node& n, size_t d) {
+  if (n.symbol(d) == kFixedDim) return n.shape[d];
+  return g.symbols()[n.symbol(d)].name;
+}
+
+json shape_json(const Graph& g, const Node& n) {
+  json s = json::array();
+  for (size_t d = 0; d < n.shape.size(); ++d) s.push_back(dim_json(g, n, d));
+  return s;
+}
+
+json bound_json(const Graph& g, int64_t value, SymbolId s, bool negated) {
+  if (s == kFixedDim) return value;
+  return (negated ? "-" : "") + g.symbols()[s].name;
+}
+
+
+// The CUDA target of a device, or a UserError for one older than sm_80.
+tir::Target target_of(const cuda::Device& dev) {
+  std::optional<tir::Target> t = tir::Target::parse(dev.arch());
+  if (!t)
+    throw UserError(
+        fmt::format("the GPU {} is {}; tilefuse needs sm_80 or newer", dev.name(), dev.arch()));
+  return *t;
+}
+
+}  // namespace
+
+WorkspaceTooSmall::WorkspaceTooSmall(std::size_t needed)
+    : UserError(ErrorKind::kValue,
+                fmt::format("the call needs a workspace of {} bytes", needed)),
+      needed_(needed) {}
+
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    std::string name = g.node(g.outputs()[i]).name;
+    if (name.empty()) name = fmt::format("out{}", i);
+    if (seen[name]++) name = fmt::format("{}_{}", name, i);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// One compiled program and, on a GPU, its loaded kernels.
+struct Callable::Entry {
+  std::unique_ptr<CompiledProgram> compiled;
+  std::unique_ptr<CudaProgram> cuda;
+  int device_id = -1;  // -1: the CPU
+};
+
+struct Callable::Impl {
+  std::mutex mutex;
+  // Compiled programs by what their kernels are (target, specialization,
+  // plan, every step's config), and the entry each call key (device,
+  // specialization, size buckets) resolved to.
+  std::map<std::string, std::unique_ptr<Entry>> entries;
+  std::map<std::string, Entry*> by_call;
+  std::set<int> devices;  // CUDA devices calls ran on
+  int compiles = 0;
+  std::vector<std::string> output_names;
+  // The last call's signature (every input's and output's dtype, device,
+  // shape, strides and alignment) and what it resolved to: a call with the
+  // same signature skips the checks and the specialization (they depend on
+  // nothing else), only the addresses change.
+  std::vector<int64_t> last_signature;
+  Binding last_binding;
+  Entry* last_entry = nullptr;
+  DeviceKind last_kind = DeviceKind::kCpu;
+  int last_device = 0;
+};
+
+namespace {
+
+// The call signature of the fast path (see Impl::last_signature).
+void signature_of(const std::vector<CallTensor>& ts, std::vector<int64_t>* out) {
+  for (const CallTensor& t : ts) {
+    const auto address = reinterpret_cast<uint64_t>(t.data);
+    int align = 1;
+    while (align < 16 && address % static_cast<uint64_t>(2 * align) == 0) align *= 2;
+    out->push_back(static_cast<int64_t>(t.dtype) | (static_cast<int64_t>(t.device) << 8) |
+                   (static_cast<int64_t>(t.device_id) << 16) | (int64_t{align} << 40) |
+                   (static_cast<int64_t>(t.shape.size()) << 48));
+    out->insert(out->end(), t.shape.begin(), t.shape.end());
+    out->insert(out->end(), t.strides.begin(), t.strides.end());
+  }
+}
+
+}  // namespace
+
+Callable::Callable(std::string source, std::string file, CallableOptions options)
+    : program_(parse_program(source, file)),
+      options_(std::move(options)),
+      impl_(std::make_unique<Impl>()) {
+  impl_->output_names = output_names(program_.graph);
+  if (options_.device != "auto" && options_.device != "cpu" && options_.device != "cuda")
+    throw UserError("device must be \"auto\", \"cpu\" or \"cuda\", not \"" + options_.device + "\"");
+  if (options_.plan != "auto" && options_.plan != "fused" && options_.plan != "unfused")
+    throw UserError("plan must be \"auto\", \"fused\" or \"unfused\", not \"" + options_.plan +
+                    "\"");
+  if (options_.cpu_threads < 0) throw UserError("threads must be >= 0");
+}
+
+Callable::~Callable() {
+  // Kernels still running would read unloaded code and write a freed status
+  // word: wait for the devices first (errors are dropped: a destructor does
+  // not throw).
+  for (int id : impl_->devices) {
+    try {
+      cuda_device(id).synchronize();
+    } catch (...) {
+    }
+  }
+}
+
+json Callable::signature() const {
+  const Graph& g = program_.graph;
+  json sig;
+  sig["name"] = program_.name;
+  sig["file"] = program_.file;
+  json symbols = json::array();
+  for (const Symbol& s : g.symbols()) symbols.push_back(s.name);
+  sig["symbols"] = symbols;
+  json params = json::array();
+  for (ValueId p : g.parameters()) {
+    const Node& n = g.node(p);
+    json j = {{"name", n.name}, {"dtype", dtype_name(n.dtype)}, {"shape", shape_json(g, n)}};
+    if (n.range)
+      j["range"] = {bound_json(g, n.range->lo, n.range->lo_symbol, n.range->lo_negated),
+                    bound_json(g, n.range->hi, n.range->hi_symbol, n.range->hi_negated)};
+    params.push_back(j);
+  }
+  sig["parameters"] = params;
+  json outs = json::array();
+  const std::vector<std::string> names = output_names(g);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const Node& n = g.node(g.outputs()[i]);
+    outs.push_back({{"name", names[i]}, {"dtype", dtype_name(n.dtype)}, {"shape", shape_json(g, n)}});
+  }
+  sig["outputs"] = outs;
+  return sig;
+}
+
+namespace {
+
+// [first byte, one past the last byte] a tensor's elements span.
+std::pair<uint64_t, uint64_t> byte_span(const CallTensor& t) {
+  const auto base = reinterpret_cast<uint64_t>(t.data);
+  if (shape_numel(t.shape) == 0) return {base, base};
+  uint64_t extent = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (t.shape[d] > 1) extent += static_cast<uint64_t>((t.shape[d] - 1) * t.strides[d]);
+  return {base, base + extent * dtype_size(t.dtype)};
+}
+
+std::vector<ArgDesc> descs_of(const std::vector<CallTensor>& ts) {
+  std::vector<ArgDesc> out;
+  out.reserve(ts.size());
+  for (const CallTensor& t : ts)
+    out.push_back({t.dtype, t.shape, t.strides, reinterpret_cast<uint64_t>(t.data)});
+  return out;
+}
+
+// Where a call runs: the one device of all its tensors, checked against
+// the Callable's option.
+std::pair<DeviceKind, int> call_device(const Graph& g, const std::vector<std::string>& names,
+                                       const std::vector<CallTensor>& inputs,
+                                       const std::vector<CallTensor>& outputs,
+                                       const std::string& option) {
+  std::optional<std::pair<DeviceKind, int>> where;
+  std::string first;
+  auto visit = [&](const CallTensor& t, const std::string& what) {
+    const std::pair<DeviceKind, int> d{t.device, t.device == DeviceKind::kCpu ? 0 : t.device_id};
+    if (!where) {
+      where = d;
+      first = what;
+    } else if (*where != d) {
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("{} is on {} but {} is on {}: a call's tensors must be on one "
+                                  "device",
+                                  what, device_name(d.first, d.second), first,
+                                  device_name(where->first, where->second)));
+    }
+  };
+  for (size_t i = 0; i < inputs.size() && i < g.parameters().size(); ++i)
+    visit(inputs[i], "input `" + g.node(g.parameters()[i]).name + "`");
+  for (size_t i = 0; i < outputs.size() && i < names.size(); ++i)
+    visit(outputs[i], "output `" + names[i] + "`");
+  if (!where) where = {option == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu, 0};
+  if (option == "cpu" && where->first != DeviceKind::kCpu)
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("{} is on {}, but the program was compiled with device=\"cpu\"",
+                                first, device_name(where->first, where->second)));
+  if (option == "cuda" && where->first != DeviceKind::kCuda)
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("{} is on the cpu, but the program was compiled with "
+                                "device=\"cuda\"",
+                                first));
+  return *where;
+}
+
+// Checks the outputs against the graph's at `binding`.
+void check_outputs(const Graph& g, const std::vector<std::string>& names, const Binding& binding,
+                   const std::vector<CallTensor>& outputs, bool cuda) {
+  if (outputs.size() != g.outputs().size())
+    throw UserError(ErrorKind::kValue, fmt::format("the program has {} outputs, got {}",
+                                                   g.outputs().size(), outputs.size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Node& n = g.node(g.outputs()[i]);
+    const CallTensor& t = outputs[i];
+    if (t.dtype != n.dtype)
+      throw UserError(ErrorKind::kType, fmt::format("output `{}` must be {}, got {}", names[i],
+                                                    dtype_name(n.dtype), dtype_name(t.dtype)));
+    const Shape want = bound_shape(n, binding);
+    if (t.shape != want)
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("output `{}` must have shape {}, got {}", names[i],
+                                  shape_to_string(want), shape_to_string(t.shape)));
+    if (!is_contiguous(t.shape, t.strides))
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("output `{}` must be contiguous (row-major), got strides {}",
+                                  names[i], shape_to_string(t.strides)));
+    if (cuda && reinterpret_cast<uint64_t>(t.data) % 16 != 0 && shape_numel(t.shape) > 0)
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("output `{}` must be 16-byte aligned on the GPU", names[i]));
+  }
+}
+
+}  // namespace
+
+std::vector<Shape> Callable::output_shapes(const std::vector<CallTensor>& inputs) const {
+  const Graph& g = program_.graph;
+  const Binding b = bind_symbols(g, descs_of(inputs));
+  std::vector<Shape> out;
+  for (ValueId o : g.outputs()) out.push_back(bound_shape(g.node(o), b));
+  return out;
+}
+
+// What a call key resolves to: its entry, compiled on first use.
+namespace {
+
+struct Resolved {
+  PlanKind plan = PlanKind::kFused;
+  LowerOptions lower;
+  bool cublaslt = false;
+};
+
+// Every step's config as the compile will choose it (so that two size
+// buckets whose heuristic configs agree share one compiled program).
+std::string configs_key(const Graph& g, const Plan& plan, const LowerOptions& lower, bool wgmma) {
+  const DimEnv env(g, lower.specialization);
+  std::string key;
+  for (const KernelStep& step : plan.steps) {
+    if (step.kind == StepKind::kGemm) {
+      const GemmConfig c = lower.gemm_config.value_or(default_gemm_config(env, step, wgmma));
+      key += " " + gemm_config_name(c) + "g" + std::to_string(c.group_m);
+    } else {
+      const PointwiseConfig c =
+          lower.pointwise_config.value_or(default_pointwise_config(env, g.node(step.output)));
+      key += fmt::format(" {}:{}x{}/{}/{}", c.tile_2d, c.block_m, c.block_n, c.block_size,
+                         c.num_warps);
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+std::size_t Callable::workspace_bytes(const std::vector<CallTensor>& inputs) {
+  const Graph& g = program_.graph;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto [kind, device_id] = call_device(g, impl_->output_names, inputs, {}, options_.device);
+  if (kind == DeviceKind::kCpu) return 0;
+  const std::vector<ArgDesc> args = descs_of(inputs);
+  const Binding binding = bind_symbols(g, args);
+  const Entry* entry = resolve(kind, device_id, specialize(g, binding, args), nullptr);
+  return entry->cuda->workspace_bytes(binding);
+}
+
+Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Specialization& spec,
+                                   void* stream) {
+  const Graph& g = program_.graph;
+  const bool cuda = kind == DeviceKind::kCuda;
+  // The entry of this call key: compiled on first use.
+  std::string call_key = device_name(kind, device_id) + " " + spec.key(g);
+  for (int64_t h : spec.size_hints) call_key += " " + std::to_string(h);
+  Entry* entry = nullptr;
+  if (auto it = impl_->by_call.find(call_key); it != impl_->by_call.end()) {
+    entry = it->second;
+  } else {
+    cuda::Device* dev = cuda ? &cuda_device(device_id) : nullptr;
+    if (dev && dev->is_capturing(static_cast<cuda::CUstream>(stream)))
+      throw UserError(
+          "the first call at these sizes compiles and loads kernels, which a CUDA graph "
+          "capture does not allow: call the program once at these sizes before capturing");
+    const tir::Target target = dev ? target_of(*dev) : tir::Target::cpu();
+    Resolved r;
+    r.plan = options_.plan == "unfused" ? PlanKind::kUnfused : PlanKind::kFused;
+    if (dev && options_.tuning) {
+      const std::vector<int64_t> buckets = g.symbols().empty() ? std::vector<int64_t>{}
+                                                                : spec.size_hints;
+      if (std::optional<TunedChoice> choice =
+              cached_choice(g, cuda_tune_device(device_id), options_.allow_tf32, {}, buckets,
+                            options_.cache_root)) {
+        if (options_.plan == "auto") {
+          r.plan = choice->plan;
+          r.cublaslt = choice->cublaslt && cuda::cublaslt_available();
+        }
+        r.lower = choice->lower_for(r.plan);
+      }
+    }
+    r.lower.specialization = spec;
+    const Plan plan = build_plan(g, r.plan);
+    const std::string entry_key = fmt::format(
+        "{} {} {}{} {}{}", target.name(), spec.key(g), plan_kind_name(r.plan),
+        r.cublaslt ? "+cublaslt" : "", configs_key(g, plan, r.lower, target.has_wgmma()),
+        device_name(kind, device_id));
+    std::unique_ptr<Entry>& slot = impl_->entries[entry_key];
+    if (!slot) {
+      auto e = std::make_unique<Entry>();
+      CompileOptions co;
+      co.plan = r.plan;
+      co.target = target;
+      co.lower = r.lower;
+      co.allow_tf32 = options_.allow_tf32;
+      e->compiled = std::make_unique<CompiledProgram>(compile(g, co));
+      if (dev) {
+        CudaProgramOptions po;
+        po.cublaslt_gemms = r.cublaslt;
+        po.cache_root = options_.cache_root;
+        e->cuda = std::make_unique<CudaProgram>(*e->compiled, *dev, po);
+        e->device_id = device_id;
+      }
+      ++impl_->compiles;
+      slot = std::move(e);
+    }
+    entry = slot.get();
+    impl_->by_call[call_key] = entry;
+  }
+
+  return entry;
+}
+
+void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<CallTensor>& outputs,
+                    const CallContext& context) {
+  const Graph& g = program_.graph;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<int64_t> signature;
+  signature.reserve(8 * (inputs.size() + outputs.size()));
+  signature_of(inputs, &signature);
+  signature.push_back(-1);
+  signature_of(outputs, &signature);
+  if (signature != impl_->last_signature || !impl_->last_entry) {
+    const auto [kind, device_id] =
+        call_device(g, impl_->output_names, inputs, outputs, options_.device);
+    const std::vector<ArgDesc> args = descs_of(inputs);
+    Binding binding = bind_symbols(g, args);
+    check_outputs(g, impl_->output_names, binding, outputs, kind == DeviceKind::kCuda);
+    const Specialization spec = specialize(g, binding, args);
+    Entry* entry = resolve(kind, device_id, spec, context.stream);
+    impl_->last_signature = std::move(signature);
+    impl_->last_binding = std::move(binding);
+    impl_->last_entry = entry;
+    impl_->last_kind = kind;
+    impl_->last_device = device_id;
+  }
+  Entry* entry = impl_->last_entry;
+  const Binding& binding = impl_->last_binding;
+  const bool cuda = impl_->last_kind == DeviceKind::kCuda;
+  const int device_id = impl_->last_device;
+  // Outputs never overlap inputs: the kernels read inputs that no write can
+  // change (tir/ir.h, "Hoisting").
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const auto [olo, ohi] = byte_span(outputs[j]);
+    if (olo == ohi) continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto [ilo, ihi] = byte_span(inputs[i]);
+      if (ilo < ohi && olo < ihi)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("output `{}` overlaps input `{}`; outputs must not share "
+                                    "memory with inputs",
+                                    impl_->output_names[j],
+                                    g.node(g.parameters()[i]).name));
+    }
+  }
+
+  if (!cuda) {
+    // The CPU executor on views of the caller's memory; the results are
+    // copied into the outputs.
+    std::vector<Tensor> in;
+    in.reserve(inputs.size());
+    for (const CallTensor& t : inputs) in.push_back(Tensor::from_blob(t.data, t.dtype, t.shape, t.strides));
+    ExecuteOptions xo;
+    xo.num_threads = options_.cpu_threads;
+    const std::vector<Tensor> results = execute(*entry->compiled, in, xo);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Tensor r = results[i].contiguous();
+      const std::size_t bytes = static_cast<std::size_t>(r.numel()) * dtype_size(r.dtype());
+      if (bytes) std::memcpy(outputs[i].data, r.data_ptr(), bytes);
+    }
+    return;
+  }
+
+  cuda::Device& dev = cuda_device(device_id);
+  impl_->devices.insert(device_id);
+  // A failed check of an earlier call surfaces now (its kernel has finished
+  // when the word is set).
+  for (const auto& [key, e] : impl_->entries)
+    if (e->cuda && e->device_id == device_id) e->cuda->poll_status();
+  const auto stream = static_cast<cuda::CUstream>(context.stream);
+  const std::size_t needed = entry->cuda->workspace_bytes(binding);
+  if (needed > context.workspace_bytes || (needed > 0 && !context.workspace))
+    throw WorkspaceTooSmall(needed);
+  if (context.sync && dev.is_capturing(stream))
+    throw UserError("check=\"sync\" waits for the stream, which a CUDA graph capture does not "
+                    "allow; capture without it");
+  DeviceCall dc;
+  dc.binding = binding;
+  for (const CallTensor& t : inputs) {
+    dc.inputs.push_back(reinterpret_cast<cuda::CUdeviceptr>(t.data));
+    dc.input_strides.push_back(t.strides);
+  }
+  for (const CallTensor& t : outputs) dc.outputs.push_back(reinterpret_cast<cuda::CUdeviceptr>(t.data));
+  dc.workspace = reinterpret_cast<cuda::CUdeviceptr>(context.workspace);
+  dc.workspace_bytes = context.workspace_bytes;
+  entry->cuda->launch(dc, stream);
+  if (context.sync) entry->cuda->check_status(stream);
+}
+
+void Callable::synchronize() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (int id : impl_->devices) cuda_device(id).synchronize();
+  for (const auto& [key, e] : impl_->entries)
+    if (e->cuda) e->cuda->poll_status();
+}
+
+json Callable::explain(const std::vector<CallTensor>* inputs, const std::string& target_name) {
+  const Graph& g = program_.graph;
+  tir::Target target = tir::Target::cpu();
+  if (!target_name.empty()) {
+    std::optional<tir::Target> t = tir::Target::parse(target_name);
+    if (!t) throw UserError("unknown target `" + target_name + "`");
+    target = *t;
+  } else if (options_.device != "cpu" && cuda::cuda_available()) {
+    target = target_of(cuda_device(0));
+  }
+  CompileOptions co;
+  co.plan = options_.plan == "unfused" ? PlanKind::kUnfused : PlanKind::kFused;
+  co.target = target;
+  co.allow_tf32 = options_.allow_tf32;
+  if (inputs) {
+    const std::vector<ArgDesc> args = descs_of(*inputs);
+    co.lower.specialization = specialize(g, bind_symbols(g, args), args);
+  }
+  return driver::explain(compile(g, co), program_.name);
+}
+
+std::vector<std::string> Callable::tune(const std::vector<SymbolValues>& sizes, bool retune) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<std::string> lines;
+  const bool gpu = options_.device != "cpu" && cuda::cuda_available();
+  for (const SymbolValues& values : sizes) {
+    TuneOptions to;
+    if (gpu) to.device = cuda_tune_device();
+    to.retune = retune;
+    to.allow_tf32 = options_.allow_tf32;
+    to.cache_root = options_.cache_root;
+    to.name = program_.name;
+    to.progress = false;
+    lines.push_back(tune_at(program_, values, to, gpu));
+  }
+  // A new tuning changes what the next calls in its buckets resolve to.
+  impl_->by_call.clear();
+  impl_->last_entry = nullptr;
+  impl_->last_signature.clear();
+  return lines;
+}
+
+int Callable::compile_count() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->compiles;
+}
+
+std::string tune_at(const Program& generic, const SymbolValues& values, TuneOptions options,
+                    bool gpu, uint64_t seed) {
+  const Graph& g = generic.graph;
+  const Program bound = g.symbols().empty() ? generic
+                                            : parse_program(generic.source, generic.file, &values);
+  const Binding binding = g.symbols().empty() ? Binding{} : binding_of(g, values, "");
+  std::string where = g.symbols().empty() ? std::string("its shape") : binding_string(g, binding);
+  if (!g.symbols().empty()) {
+    std::string buckets;
+    for (size_t s = 0; s < binding.size(); ++s)
+      buckets += fmt::format("{}{}={}", s ? ", " : "", g.symbols()[s].name, size_bucket(binding[s]));
+    where += " (bucket " + buckets + ")";
+  }
+  if (!gpu)
+    return fmt::format("{}: {}: not tuned: on the CPU the executor runs the fused plan at its "
+                       "heuristic config",
+                       generic.name, where);
+  const std::vector<Tensor> inputs = make_random_inputs(bound.graph, seed, options.cpu_threads);
+  if (!g.symbols().empty()) {
+    std::vector<ArgDesc> args;
+    for (const Tensor& t : inputs) args.push_back(ArgDesc::of(t));
+    options.specialization = specialize(g, binding, args);
+  }
+  const TuneResult tr = driver::tune(g, inputs, options);
+  return fmt::format("{}: {}: {} ({})", generic.name, where, tr.choice.summary(),
+                     tr.from_cache ? std::string("cached")
+                                   : fmt::format("searched {} candidates in {:.1f} s",
+                                                 tr.candidates, tr.seconds));
+}
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,223 @@
+/* The C API from C (so the header is checked as C, not C++), against
+ * libtilefuse.so: a symbolic program run on CPU DLPack tensors at several
+ * sizes with one compile, compared with a naive loop in double; every error
+ * path (a malformed program, wrong dtype, shape, count, device, an index out
+ * of range) returns its status and a message naming what is wrong; and the
+ * library never aborts. Prints one line per check; exits 1 on any failure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilefuse/tilefuse.h"
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      ++failures;                                         \
+      printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      printf(__VA_ARGS__);                                \
+      printf("\n");                                       \
+    }                                                     \
+  } while (0)
+
+static DLTensor tensor(void* data, DLDataTypeCode code, int bits, int ndim, int64_t* shape,
+                       int64_t* strides) {
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device.device_type = kDLCPU;
+  t.device.device_id = 0;
+  t.ndim = ndim;
+  t.dtype.code = (uint8_t)code;
+  t.dtype.bits = (uint8_t)bits;
+  t.dtype.lanes = 1;
+  t.shape = shape;
+  t.strides = strides;
+  t.byte_offset = 0;
+  return t;
+}
+
+/* x[idx] @ w + b, relu: x f32[T, K], w f32[K, 24], b f32[24], idx i64[M]. */
+static const char* kProgram =
+    "def f(x: f32[T, K], w: f32[K, 24], b: f32[24], idx: i64[M] in [-T, T)):\n"
+    "    return torch.relu(x[idx] @ w + b)\n";
+
+static unsigned long long rng = 88172645463325252ull;
+static double uniform(void) { /* xorshift64 in [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static void run_at(tf_program* p, int64_t T, int64_t K, int64_t M) {
+  float* x = malloc(sizeof(float) * (size_t)(T * K + 1));
+  float* w = malloc(sizeof(float) * (size_t)(K * 24 + 1));
+  float b[24];
+  int64_t* idx = malloc(sizeof(int64_t) * (size_t)(M + 1));
+  float* out = malloc(sizeof(float) * (size_t)(M * 24 + 1));
+  for (int64_t i = 0; i < T * K; ++i) x[i] = (float)uniform();
+  for (int64_t i = 0; i < K * 24; ++i) w[i] = (float)uniform();
+  for (int i = 0; i < 24; ++i) b[i] = (float)uniform();
+  for (int64_t i = 0; i < M; ++i) idx[i] = (int64_t)((uniform() + 1) / 2 * (double)(2 * T)) - T;
+  for (int64_t i = 0; i < M * 24; ++i) out[i] = NAN; /* poisoned */
+  int64_t xs[2] = {T, K}, ws[2] = {K, 24}, bs[1] = {24}, is[1] = {M}, os[2] = {M, 24};
+  DLTensor tx = tensor(x, kDLFloat, 32, 2, xs, NULL), tw = tensor(w, kDLFloat, 32, 2, ws, NULL),
+           tb = tensor(b, kDLFloat, 32, 1, bs, NULL), ti = tensor(idx, kDLInt, 64, 1, is, NULL),
+           to = tensor(out, kDLFloat, 32, 2, os, NULL);
+  const DLTensor* in[4] = {&tx, &tw, &tb, &ti};
+  const DLTensor* outs[1] = {&to};
+  tf_status s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_OK, "T=%lld K=%lld M=%lld: %s %s", (long long)T, (long long)K, (long long)M,
+        tf_status_name(s), tf_last_error());
+  double err = 0, ref_norm = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t r = idx[m] < 0 ? idx[m] + T : idx[m];
+    for (int n = 0; n < 24; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += (double)x[r * K + k] * (double)w[k * 24 + n];
+      acc += b[n];
+      if (acc < 0) acc = 0;
+      const double d = out[m * 24 + n] - acc;
+      err += d * d;
+      ref_norm += acc * acc;
+    }
+  }
+  CHECK(!(sqrt(err) > 1e-5 * sqrt(ref_norm)) && !isnan(err), "rel err %g at M=%lld",
+        sqrt(err / (ref_norm > 0 ? ref_norm : 1)), (long long)M);
+  /* The output shape for these inputs. */
+  int64_t shape[4] = {-1, -1, -1, -1};
+  int ndim = -1;
+  s = tf_output_shape(p, in, 4, 0, shape, 4, &ndim);
+  CHECK(s == TF_OK && ndim == 2 && shape[0] == M && shape[1] == 24, "output shape %lld %lld",
+        (long long)shape[0], (long long)shape[1]);
+  free(x);
+  free(w);
+  free(idx);
+  free(out);
+}
+
+int main(void) {
+  printf("tilefuse %s, API %d\n", tf_version(), tf_api_version());
+  CHECK(tf_api_version() == TILEFUSE_API_VERSION, "api version");
+
+  /* A malformed program: the diagnostic with file:line:col. */
+  tf_program* bad = NULL;
+  tf_status s = tf_compile_source("def f(x: f32[4]):\n    return x @ y\n", "bad.tfs", NULL, &bad);
+  CHECK(s == TF_ERROR_COMPILE && bad == NULL, "%s", tf_status_name(s));
+  CHECK(strstr(tf_last_error(), "bad.tfs:2:16: error:") != NULL, "%s", tf_last_error());
+  CHECK(strstr(tf_last_error(), "^") != NULL, "caret: %s", tf_last_error());
+  s = tf_compile_file("/nonexistent/x.tfs", NULL, &bad);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT, "%s", tf_status_name(s));
+  CHECK(tf_compile_source(NULL, NULL, NULL, &bad) == TF_ERROR_INVALID_ARGUMENT, "null source");
+  tf_options o;
+  tf_options_init(&o);
+  o.device = "gpu";
+  s = tf_compile_source(kProgram, "f.tfs", &o, &bad);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT, "bad device: %s", tf_status_name(s));
+
+  tf_options_init(&o);
+  o.device = "cpu";
+  tf_program* p = NULL;
+  s = tf_compile_source(kProgram, "f.tfs", &o, &p);
+  CHECK(s == TF_OK && p != NULL, "%s", tf_last_error());
+  if (!p) return 1;
+  CHECK(tf_program_num_inputs(p) == 4 && tf_program_num_outputs(p) == 1, "counts");
+  CHECK(strstr(tf_program_signature(p), "\"shape\":[\"T\",\"K\"]") != NULL, "%s",
+        tf_program_signature(p));
+
+  /* Many sizes, one compile per specialization (every K and M here is not a
+     multiple of 16, T neither, and the size buckets share the heuristic's
+     configs: BLOCK_M 16 for M <= 16, BLOCK_K 16 .. 32). */
+  run_at(p, 50, 20, 7);
+  int after_first = tf_program_compile_count(p);
+  run_at(p, 50, 20, 5);
+  run_at(p, 51, 21, 3);
+  CHECK(tf_program_compile_count(p) == after_first, "recompiled: %d after %d",
+        tf_program_compile_count(p), after_first);
+  run_at(p, 3, 1, 1);
+  run_at(p, 17, 33, 0);
+  run_at(p, 300, 64, 257);
+
+  /* Errors name what is wrong. */
+  float x[6 * 4], w[4 * 24], b[24], out[2 * 24];
+  int64_t idx[2] = {0, 5};
+  memset(x, 0, sizeof x);
+  memset(w, 0, sizeof w);
+  memset(b, 0, sizeof b);
+  int64_t xs[2] = {6, 4}, ws[2] = {5, 24}, bs[1] = {24}, is[1] = {2}, os[2] = {2, 24};
+  DLTensor tx = tensor(x, kDLFloat, 32, 2, xs, NULL), tw = tensor(w, kDLFloat, 32, 2, ws, NULL),
+           tb = tensor(b, kDLFloat, 32, 1, bs, NULL), ti = tensor(idx, kDLInt, 64, 1, is, NULL),
+           to = tensor(out, kDLFloat, 32, 2, os, NULL);
+  const DLTensor* in[4] = {&tx, &tw, &tb, &ti};
+  const DLTensor* outs[1] = {&to};
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE, "%s", tf_status_name(s));
+  CHECK(strstr(tf_last_error(), "symbolic dim `K` is 4 in `x` (dim 1) but 5 in `w` (dim 0)"),
+        "%s", tf_last_error());
+  ws[0] = 4;
+  tb.dtype.bits = 64;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_TYPE && strstr(tf_last_error(), "input `b` must be f32, got f64"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  tb.dtype.bits = 32;
+  s = tf_run(p, in, 3, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "takes 4 inputs, got 3"), "%s",
+        tf_last_error());
+  os[0] = 3;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "output `out0` must have shape [2, 24]"),
+        "%s", tf_last_error());
+  os[0] = 2;
+  tw.device.device_type = kDLCUDA;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "cuda:0"), "%s", tf_last_error());
+  tw.device.device_type = kDLCPU;
+  /* idx[1] = 5 is in range for T = 6; 6 is not. */
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_OK, "%s", tf_last_error());
+  idx[1] = 6;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_INDEX, "%s", tf_status_name(s));
+  CHECK(strstr(tf_last_error(), "index 6 is out of bounds for dim 0 of `x` (size 6): `idx`[1] = 6"),
+        "%s", tf_last_error());
+  /* The program is still usable afterwards. */
+  idx[1] = -6;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_OK, "%s", tf_last_error());
+  CHECK(tf_run(NULL, in, 4, outs, 1, NULL, NULL) == TF_ERROR_INVALID_ARGUMENT, "null program");
+  CHECK(tf_run(p, NULL, 4, outs, 1, NULL, NULL) == TF_ERROR_VALUE, "null inputs");
+  tf_run_options ro;
+  tf_run_options_init(&ro);
+  ro.struct_size = 4;
+  CHECK(tf_run(p, in, 4, outs, 1, &ro, NULL) == TF_ERROR_INVALID_ARGUMENT, "struct_size");
+  size_t ws_bytes = 99;
+  CHECK(tf_workspace_size(p, in, 4, &ws_bytes) == TF_OK && ws_bytes == 0, "cpu workspace");
+  CHECK(tf_synchronize(p) == TF_OK, "%s", tf_last_error());
+
+  /* explain and tune. */
+  char* json = NULL;
+  s = tf_explain(p, in, 4, "cpu", &json);
+  CHECK(s == TF_OK && json && strstr(json, "\"symbols\":[\"T\",\"K\",\"M\"]"), "%s",
+        json ? json : tf_last_error());
+  tf_free_string(json);
+  char* report = NULL;
+  const char* sizes[2] = {"T=64,K=32,M=16", "T=64,K=32,M=1000"};
+  s = tf_tune(p, sizes, 2, 0, &report);
+  CHECK(s == TF_OK && report && strstr(report, "not tuned"), "%s", report ? report : tf_last_error());
+  tf_free_string(report);
+  const char* bad_sizes[1] = {"T=4,Q"};
+  CHECK(tf_tune(p, bad_sizes, 1, 0, NULL) == TF_ERROR_INVALID_ARGUMENT, "bad sizes");
+  tf_program_free(p);
+  tf_program_free(NULL);
+
+  if (failures) {
+    printf("%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,129 @@
+// The CLI with symbolic dims: --shape on run / bench / emit / explain, and
+// `tilefuse tune --shapes` (which tunes nothing on the CPU).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cli.h"
+#include "io/npy.h"
+
+namespace fs = std::filesystem;
+namespace tilefuse {
+namespace {
+
+using testing::run_cli;
+
+// A program with two symbolic dims in a temporary file.
+class CliShape : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tilefuse_e2e_shape_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    prog_ = (dir_ / "g.tfs").string();
+    std::ofstream(prog_) << "def g(x: f16[T, 64], w: f16[64, 40], idx: i64[M] in [0, T)):\n"
+                            "    return torch.relu(x[idx] @ w)\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string prog_;
+};
+
+// "  out0: f16[7, 40]  sum=...  xxh64=..." -> the whole line.
+std::string output_line(const std::string& out) {
+  std::smatch m;
+  std::regex re("  out0: [^\n]*");
+  return std::regex_search(out, m, re) ? m.str() : "";
+}
+
+TEST_F(CliShape, RunsAtEverySizeAndMatchesTheReference) {
+  for (const char* shape : {"T=100,M=7", "T=1,M=1", "T=64 --shape M=0", "T=300,M=257"}) {
+    SCOPED_TRACE(shape);
+    auto r = run_cli("run " + prog_ + " --device cpu --check --shape " + shape);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("check: out0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(" ok"), std::string::npos) << r.output;
+    // The executor and the reference evaluator agree bit for bit (f32
+    // accumulation in the same order, one rounding to f16).
+    auto ref = run_cli("run " + prog_ + " --engine reference --shape " + shape);
+    EXPECT_EQ(output_line(r.output), output_line(ref.output)) << r.output << ref.output;
+  }
+  auto r = run_cli("run " + prog_ + " --device cpu --shape T=100,M=7");
+  EXPECT_NE(r.output.find("out0: f16[7, 40]"), std::string::npos) << r.output;
+}
+
+TEST_F(CliShape, Errors) {
+  auto missing = run_cli("run " + prog_ + " --device cpu --shape T=5");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("symbolic dim M needs a size: give --shape T=... --shape M=..."),
+            std::string::npos)
+      << missing.output;
+  auto unknown = run_cli("run " + prog_ + " --device cpu --shape T=5,M=2,Q=1");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.output.find("`Q` is not a symbolic dim"), std::string::npos) << unknown.output;
+  auto bad = run_cli("run " + prog_ + " --device cpu --shape T=-5,M=2");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("--shape expects NAME=SIZE"), std::string::npos) << bad.output;
+  const std::string fixed = (dir_ / "f.tfs").string();
+  std::ofstream(fixed) << "def f(x: f32[4]):\n    return x\n";
+  auto on_fixed = run_cli("run " + fixed + " --device cpu --shape T=5");
+  EXPECT_EQ(on_fixed.exit_code, 1);
+  EXPECT_NE(on_fixed.output.find("has no symbolic dims"), std::string::npos) << on_fixed.output;
+  // An index out of the bound range is a run-time error naming the size.
+  const std::string npy = (dir_ / "idx.npy").string();
+  {
+    const Tensor idx = Tensor::empty(DType::I64, {3});
+    for (int64_t i = 0; i < 3; ++i) idx.set_linear(i, i == 1 ? 9 : i);
+    write_npy(npy, idx);
+  }
+  auto oob = run_cli("run " + prog_ + " --device cpu --shape T=9,M=3 --input idx=" + npy);
+  EXPECT_EQ(oob.exit_code, 1) << oob.output;
+  EXPECT_NE(oob.output.find("index 9 is out of bounds for dim 0 of `x` (size 9): `idx`[1] = 9"),
+            std::string::npos)
+      << oob.output;
+}
+
+TEST_F(CliShape, EmitAndExplain) {
+  auto tir = run_cli("emit " + prog_ + " --stage=tir");
+  EXPECT_EQ(tir.exit_code, 0) << tir.output;
+  EXPECT_NE(tir.output.find("  T: i32,\n  M: i32,"), std::string::npos) << tir.output;
+  auto graph = run_cli("emit " + prog_ + " --stage=graph --shape T=10,M=3");
+  EXPECT_NE(graph.output.find("symbols T=10, M=3"), std::string::npos) << graph.output;
+  auto explain = run_cli("explain " + prog_ + " --json --target sm_80 --shape T=64,M=100",
+                         {.with_stderr = false});
+  ASSERT_EQ(explain.exit_code, 0) << explain.output;
+  const nlohmann::json j = nlohmann::json::parse(explain.output);
+  EXPECT_EQ(j.at("symbols"), nlohmann::json::array({"T", "M"}));
+  EXPECT_EQ(j.at("specialization"), "T%16 M i32");
+  // M = 100 is in bucket 128: BLOCK_M is the GPU heuristic's for 128 rows.
+  EXPECT_EQ(j.at("kernels")[0].at("config").at("BLOCK_M"), 128);
+  EXPECT_FALSE(j.at("kernels")[0].at("config").contains("index_bits"));
+  // On a CUDA target the kernel takes the symbols as arguments and computes
+  // its program ids from them.
+  auto cuda = run_cli("emit " + prog_ + " --stage=cuda --target sm_80");
+  EXPECT_EQ(cuda.exit_code, 0) << cuda.output;
+  EXPECT_NE(cuda.output.find("    int T,\n    int M,\n    tf::Status* __restrict__ tf_status"),
+            std::string::npos)
+      << cuda.output;
+}
+
+TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
+  auto r = run_cli("tune " + prog_ + " --device cpu --shapes T=64 --shapes M=1,16,100");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("g: T=64, M=100 (bucket T=64, M=128): not tuned"), std::string::npos)
+      << r.output;
+  auto missing = run_cli("tune " + prog_ + " --device cpu --shapes M=1");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("--shapes T=..."), std::string::npos) << missing.output;
+  auto bench = run_cli("bench " + prog_ + " --device cpu --repeats 1 --shape T=50,M=20");
+  EXPECT_EQ(bench.exit_code, 0) << bench.output;
+}
+
+}  // namespace
+}  // namespace tilefuse

@@ -1,0 +1,302 @@
+// Symbolic dims end to end on the CPU executor: one compile per
+// specialization serves every size in it (kernels take the symbols as
+// arguments), results match the reference evaluator of the program bound
+// to each size, and a mismatch between inputs names both tensors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "driver/execute.h"
+#include "driver/specialize.h"
+#include "frontend/frontend.h"
+#include "reference/eval.h"
+#include "reference/inputs.h"
+#include "tir/printer.h"
+
+namespace tilefuse {
+namespace {
+
+using driver::ArgDesc;
+using driver::Binding;
+
+// The seed with one symbolic dim: M gathered rows.
+constexpr const char* kGather =
+    "def gather_mm(x: f16[96, 64], y: f16[64, 48], index: i64[M] in [-96, 96)):\n"
+    "    return x[index] @ y\n";
+
+// Every kind of use: T in a gather's source, K a reduction, N broadcast
+// against a bias of size 1, an epilogue and a second output.
+constexpr const char* kMixed =
+    "def mixed(x: f32[T, K], w: f32[K, N], b: f32[1, N], idx: i32[M] in [0, T)):\n"
+    "    h = torch.relu(x[idx] @ w + b)\n"
+    "    return h, (h * 2.0).to(torch.float16)\n";
+
+// The message of the UserError `fn` throws ("" and a test failure when it
+// throws none).
+template <class Fn>
+std::string user_error(Fn fn) {
+  try {
+    fn();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a UserError";
+  return "";
+}
+
+std::vector<ArgDesc> descs(const std::vector<Tensor>& ts) {
+  std::vector<ArgDesc> out;
+  for (const Tensor& t : ts) out.push_back(ArgDesc::of(t));
+  return out;
+}
+
+// Runs `source` at `values` through kernels compiled from the generic graph
+// (one compile per specialization key, counted in `compiles`) and checks
+// every output against the reference evaluator of the bound program.
+void run_at(const std::string& source, const SymbolValues& values, PlanKind plan,
+            std::map<std::string, driver::CompiledProgram>& compiled, int* compiles,
+            uint64_t seed) {
+  const Program generic = parse_program(source, "p.tfs");
+  const Program bound = parse_program(source, "p.tfs", &values);
+  const std::vector<Tensor> inputs = make_random_inputs(bound.graph, seed);
+  const Binding b = driver::bind_symbols(generic.graph, inputs);
+  const Specialization spec = driver::specialize(generic.graph, b, descs(inputs));
+  const std::string key = spec.key(generic.graph) + " " + std::string(plan_kind_name(plan)) +
+                          " hints" + driver::binding_string(generic.graph, spec.size_hints);
+  if (!compiled.count(key)) {
+    driver::CompileOptions co;
+    co.plan = plan;
+    co.lower.specialization = spec;
+    compiled.emplace(key, driver::compile(generic.graph, co));
+    ++*compiles;
+  }
+  driver::ExecuteOptions xo;
+  xo.poison_outputs = true;
+  const std::vector<Tensor> outs = driver::execute(compiled.at(key), inputs, xo);
+  const std::vector<Tensor> refs = evaluate(bound.graph, inputs);
+  ASSERT_EQ(outs.size(), refs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    SCOPED_TRACE(driver::binding_string(generic.graph, b) + " output " + std::to_string(i));
+    ASSERT_EQ(outs[i].shape(), refs[i].shape());
+    EXPECT_LE(relative_error(outs[i], refs[i]), 1e-5);
+  }
+}
+
+TEST(Symbolic, OneCompilePerSpecializationServesEverySize) {
+  std::map<std::string, driver::CompiledProgram> compiled;
+  int compiles = 0;
+  uint64_t seed = 11;
+  // M = 3, 5, 7 and 9 share one bucket class (< 16, not multiples of 16)
+  // only up to their buckets (4, 8, 8, 16): the heuristic's BLOCK_M is 16
+  // for all, but the key holds the hint, so count specializations.
+  for (int64_t m : {5, 7, 100, 120, 1, 0, 33, 64})
+    run_at(kGather, {{"M", m}}, PlanKind::kFused, compiled, &compiles, seed++);
+  // 7 and 5 share bucket 8; 100 and 120 bucket 128; 64 is divisible by 16.
+  EXPECT_EQ(compiles, 6);
+}
+
+TEST(Symbolic, MixedProgramBothPlansManySizes) {
+  std::map<std::string, driver::CompiledProgram> compiled;
+  int compiles = 0;
+  uint64_t seed = 100;
+  for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused})
+    for (const SymbolValues& v : std::vector<SymbolValues>{{{"T", 40}, {"K", 32}, {"N", 24}, {"M", 17}},
+                                                          {{"T", 1}, {"K", 3}, {"N", 1}, {"M", 5}},
+                                                          {{"T", 70}, {"K", 0}, {"N", 9}, {"M", 2}},
+                                                          {{"T", 9}, {"K", 48}, {"N", 80}, {"M", 0}}})
+      run_at(kMixed, v, plan, compiled, &compiles, seed++);
+  EXPECT_GT(compiles, 0);
+}
+
+// The kernels do not depend on the values the graph was built at: the
+// generic graph and one bound to other sizes of the same specialization
+// lower to the same Tile IR.
+TEST(Symbolic, KernelsDoNotDependOnTheGraphsValues) {
+  const Program generic = parse_program(kMixed, "p.tfs");
+  const SymbolValues v = {{"T", 3}, {"K", 5}, {"N", 7}, {"M", 9}};
+  const Program bound = parse_program(kMixed, "p.tfs", &v);
+  Specialization spec;
+  spec.divisible_by_16 = {false, true, false, false};
+  spec.size_hints = {64, 32, 128, 16};
+  for (bool index64 : {false, true}) {
+    spec.index64 = index64;
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      driver::CompileOptions co;
+      co.plan = plan;
+      co.lower.specialization = spec;
+      const driver::CompiledProgram a = driver::compile(generic.graph, co);
+      const driver::CompiledProgram b = driver::compile(bound.graph, co);
+      ASSERT_EQ(a.kernels.size(), b.kernels.size());
+      for (size_t i = 0; i < a.kernels.size(); ++i)
+        EXPECT_EQ(tir::print(a.kernels[i].kernel), tir::print(b.kernels[i].kernel));
+    }
+  }
+}
+
+TEST(Symbolic, KernelsTakeTheSymbolsAsArguments) {
+  const Program generic = parse_program(kGather, "p.tfs");
+  Specialization spec;
+  spec.divisible_by_16 = {true};
+  spec.size_hints = {128};
+  driver::CompileOptions co;
+  co.lower.specialization = spec;
+  // A GPU target: its heuristic's BLOCK_M follows M up to 128 (the CPU's
+  // halves a small problem's tiles to 64 whatever M is).
+  co.target = *tir::Target::parse("sm_80");
+  const driver::CompiledProgram c = driver::compile(generic.graph, co);
+  ASSERT_EQ(c.kernels.size(), 1u);
+  const tir::Kernel& k = c.kernels[0].kernel;
+  // x, y, index, the output, then M (i32: the runtime checked offsets fit).
+  ASSERT_EQ(k.params.size(), 5u);
+  EXPECT_FALSE(k.params[4].is_buffer());
+  EXPECT_EQ(k.params[4].var.name(), "M");
+  EXPECT_EQ(k.params[4].var.dtype(), DType::I32);
+  EXPECT_EQ(std::get<int64_t>(k.attrs.at("M_divisibility")), 16);
+  EXPECT_EQ(std::get<int64_t>(k.attrs.at("index_bits")), 32);
+  // BLOCK_M from the hint (128), not from the graph's generic value.
+  EXPECT_EQ(c.kernels[0].lowered.gemm_config->block_m, 128);
+  const std::string text = tir::print(k);
+  EXPECT_NE(text.find("index: global readonly i64[M]"), std::string::npos) << text;
+  // The bound check's message reports the indexed dim's fixed size.
+  EXPECT_NE(text.find("(size 96)"), std::string::npos) << text;
+}
+
+TEST(Symbolic, Index64WhenOffsetsMayNotFit) {
+  const Program generic = parse_program(kGather, "p.tfs");
+  const Binding small = {100};
+  std::vector<ArgDesc> args(3);
+  args[0] = {DType::F16, {96, 64}, {64, 1}, 0};
+  args[1] = {DType::F16, {64, 48}, {48, 1}, 0};
+  args[2] = {DType::I64, {100}, {1}, 0};
+  EXPECT_FALSE(driver::specialize(generic.graph, small, args).index64);
+  // 2^26 rows of 48 f16: the output has 3 * 2^30 elements.
+  const Binding big = {int64_t{1} << 26};
+  args[2].shape = {int64_t{1} << 26};
+  const Specialization s = driver::specialize(generic.graph, big, args);
+  EXPECT_TRUE(s.index64);
+  driver::CompileOptions co;
+  co.lower.specialization = s;
+  const driver::CompiledProgram c = driver::compile(generic.graph, co);
+  const tir::Kernel& k = c.kernels[0].kernel;
+  EXPECT_EQ(k.params.back().var.dtype(), DType::I64);
+  EXPECT_EQ(std::get<int64_t>(k.attrs.at("index_bits")), 64);
+}
+
+// Strided inputs: a fixed program specializes on the strides (constants),
+// a symbolic one takes them as arguments.
+TEST(Symbolic, StridedInputs) {
+  const char* fixed = "def f(x: f32[6, 5], w: f32[5, 4]):\n    return x @ w\n";
+  const char* symbolic = "def f(x: f32[T, 5], w: f32[5, N]):\n    return x @ w\n";
+  for (const char* src : {fixed, symbolic}) {
+    SCOPED_TRACE(src);
+    const SymbolValues v = {{"T", 6}, {"N", 4}};
+    const bool sym = src == symbolic;
+    const Program generic = parse_program(src, "p.tfs");
+    const Program bound = parse_program(src, "p.tfs", sym ? &v : nullptr);
+    std::vector<Tensor> inputs = make_random_inputs(bound.graph, 7);
+    // w as the transpose of a contiguous [4, 5] tensor; x as every other
+    // row of a [12, 5] one.
+    Tensor wt = inputs[1].permute({1, 0}).contiguous(true).permute({1, 0});
+    Tensor xs = Tensor::empty(DType::F32, {12, 5});
+    xs.fill(NAN);
+    Tensor xv = xs.slice(0, 0, 12, 2);
+    for (int64_t i = 0; i < 30; ++i) xv.set_linear(i, inputs[0].get_linear(i));
+    const std::vector<Tensor> strided = {xv, wt};
+    const Binding b = driver::bind_symbols(generic.graph, strided);
+    const Specialization spec = driver::specialize(generic.graph, b, descs(strided));
+    ASSERT_EQ(spec.params.size(), 2u);
+    EXPECT_EQ(spec.key(generic.graph),
+              sym ? "T N i32 x:[?,1]/16 w:[1,?]/16" : "i32 x:[10,1]/16 w:[1,5]/16");
+    driver::CompileOptions co;
+    co.lower.specialization = spec;
+    const driver::CompiledProgram c = driver::compile(generic.graph, co);
+    driver::ExecuteOptions xo;
+    xo.poison_outputs = true;
+    const Tensor out = driver::execute(c, strided, xo)[0];
+    const Tensor ref = evaluate(bound.graph, inputs)[0];
+    EXPECT_LE(relative_error(out, ref), 1e-6);
+    if (sym) {
+      const std::string text = tir::print(c.kernels[0].kernel);
+      EXPECT_NE(text.find("x_stride0"), std::string::npos) << text;
+      EXPECT_NE(text.find("w_stride1"), std::string::npos) << text;
+    }
+  }
+}
+
+TEST(Symbolic, MismatchedInputsNameBothTensors) {
+  const Program generic = parse_program(kMixed, "p.tfs");
+  std::vector<ArgDesc> args(4);
+  args[0] = {DType::F32, {10, 8}, {8, 1}, 0};
+  args[1] = {DType::F32, {9, 4}, {4, 1}, 0};
+  args[2] = {DType::F32, {1, 4}, {4, 1}, 0};
+  args[3] = {DType::I32, {3}, {1}, 0};
+  EXPECT_EQ(user_error([&] { driver::bind_symbols(generic.graph, args); }),
+            "symbolic dim `K` is 8 in `x` (dim 1) but 9 in `w` (dim 0)");
+  args[1].shape = {8, 4};
+  args[2].shape = {2, 4};
+  EXPECT_EQ(user_error([&] { driver::bind_symbols(generic.graph, args); }),
+            "input `b` (f32[1, N]): dim 0 must be 1, got 2 (shape [2, 4])");
+  args[2].shape = {1, 4};
+  args[3].dtype = DType::I64;
+  EXPECT_THROW(driver::bind_symbols(generic.graph, args), UserError);
+  args[3].dtype = DType::I32;
+  args[3].shape = {3, 1};
+  EXPECT_EQ(user_error([&] { driver::bind_symbols(generic.graph, args); }),
+            "input `idx` must have 1 dim (i32[M]), got 2 ([3, 1])");
+}
+
+TEST(Symbolic, OutOfRangeIndexReportsTheBoundSize) {
+  const Program generic = parse_program(
+      "def g(x: f32[T, 8], w: f32[8, 4], idx: i64[M]):\n    return x[idx] @ w\n", "p.tfs");
+  const SymbolValues v = {{"T", 5}, {"M", 3}};
+  const Program bound = parse_program(
+      "def g(x: f32[T, 8], w: f32[8, 4], idx: i64[M]):\n    return x[idx] @ w\n", "p.tfs", &v);
+  std::vector<Tensor> inputs = make_random_inputs(bound.graph, 3);
+  inputs[2].set_linear(1, 5);  // one past the end of T = 5
+  const Binding b = driver::bind_symbols(generic.graph, inputs);
+  driver::CompileOptions co;
+  co.lower.specialization = driver::specialize(generic.graph, b, descs(inputs));
+  const driver::CompiledProgram c = driver::compile(generic.graph, co);
+  EXPECT_EQ(user_error([&] { driver::execute(c, inputs); }),
+            "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
+  // The reference says the same.
+  EXPECT_EQ(user_error([&] { evaluate(bound.graph, inputs); }),
+            "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
+}
+
+TEST(Symbolic, SizeBuckets) {
+  EXPECT_EQ(driver::size_bucket(0), 0);
+  EXPECT_EQ(driver::size_bucket(1), 1);
+  EXPECT_EQ(driver::size_bucket(2), 2);
+  EXPECT_EQ(driver::size_bucket(7), 8);
+  EXPECT_EQ(driver::size_bucket(2048), 2048);
+  EXPECT_EQ(driver::size_bucket(5000), 8192);
+}
+
+}  // namespace
+}  // namespace tilefuse
+
+namespace tilefuse {
+namespace {
+
+// cuBLASLt reads contiguous, 16-byte aligned operands: a GEMM step whose
+// operand the specialization lays out otherwise (a transposed or offset
+// input through the C API) keeps our kernel.
+TEST(Symbolic, CublasLtOnlyForContiguousAlignedOperands) {
+  const Program p = parse_program("def f(x: f16[64, 32], w: f16[32, 48]):\n    return x @ w\n",
+                                  "f.tfs");
+  driver::CompileOptions co;
+  co.plan = PlanKind::kUnfused;
+  co.target = *tir::Target::parse("sm_80");
+  EXPECT_EQ(driver::cublaslt_gemm_kernels(driver::compile(p.graph, co)).size(), 1u);
+  co.lower.specialization.params = {ParamLayout{}, ParamLayout{{1, 32}, {false, false}, 16}};
+  EXPECT_TRUE(driver::cublaslt_gemm_kernels(driver::compile(p.graph, co)).empty());
+  co.lower.specialization.params = {ParamLayout{{}, {}, 2}, ParamLayout{}};
+  EXPECT_TRUE(driver::cublaslt_gemm_kernels(driver::compile(p.graph, co)).empty());
+}
+
+}  // namespace
+}  // namespace tilefuse
