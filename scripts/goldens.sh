@@ -24,8 +24,9 @@ GOLD="$ROOT/tests/goldens/cuda"
 
 # Configs: the heuristic default, the seed's tuned winner (128x256x64/4/8),
 # the tuned choices of gather_heavy and moe_up_proj (128x128x64/3/8,
-# 256x128x64/4/8) and of skinny (64x64x64/4/4).
-configs=(default 128x256x64/4/8 128x128x64/3/8 256x128x64/4/8 64x64x64/4/4)
+# 256x128x64/4/8) and of skinny (64x64x64/4/4), and split-K over 4 blocks a
+# tile (128x128x64/3/8/splitk4: the workspace, if_last_arrival, the fixup).
+configs=(default 128x256x64/4/8 128x128x64/3/8 256x128x64/4/8 64x64x64/4/4 128x128x64/3/8/splitk4)
 targets=(sm_80 sm_90a)
 plans=(fused unfused)
 

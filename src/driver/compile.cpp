@@ -113,6 +113,7 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
       const int regs = g.elems_per_thread * (g.dtype == "f64" ? 2 : 1);
       if (regs >= cost.accumulators) {
         cost.accumulators = regs;
+        cost.blocks = c.grid;
         cost.threads = c.num_threads;
         cost.mma_threads = c.num_threads - c.producer_threads;
       }

@@ -92,6 +92,7 @@ struct ConfigCost {
   int accumulators = 0;          // accumulator registers a thread (elements; f64 count twice)
   int64_t shared_bytes = 0;      // the most dynamic shared memory of any kernel
   uint64_t fingerprint = 0;      // a hash of the emitted CUDA: equal for equal kernels
+  int64_t blocks = 0;            // program instances of the largest GEMM kernel (split-K included)
 };
 // Not feasible (with why) when a kernel needs more than `max_shared_bytes` of
 // dynamic shared memory (0: no limit) or more than `max_accumulators`

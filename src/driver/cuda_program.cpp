@@ -87,6 +87,11 @@ struct CudaProgram::Impl {
     std::unique_ptr<cuda::Module> module;
     cuda::Function function;
     std::vector<ValueId> bindings;
+    // Its scratch params (LoweredKernel::scratch: a split-K workspace and
+    // tile counters), allocated once with the program; the counters zeroed
+    // once (the kernel leaves them at 0, so launches and graph replays
+    // need no reset).
+    std::vector<cuda::DeviceBuffer> scratch;
     const CompiledKernel* compiled = nullptr;
     const codegen::CudaKernel* code = nullptr;
     // Per launch: the buffers' addresses, the scalars (each in a 64-bit
@@ -242,6 +247,17 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     k.module = std::make_unique<cuda::Module>(device, bin.cubin);
     k.function = k.module->function(code.name);
     k.bindings = ck.lowered.bindings;
+    // Params: the bound buffers, the scratch buffers, then the scalars
+    // (launch_kernels passes them in this order).
+    TF_CHECK(ck.lowered.bindings.size() + ck.lowered.scratch.size() + ck.lowered.scalars.size() ==
+                 ck.kernel.params.size(),
+             "kernel " + ck.kernel.name + ": bindings do not match its params");
+    for (const ScratchBuffer& s : ck.lowered.scratch) {
+      const std::size_t bytes =
+          static_cast<std::size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
+      k.scratch.emplace_back(device, std::max<std::size_t>(bytes, 16));
+      k.scratch.back().memset(s.zeroed ? 0 : 0xFF);  // else NaN bytes: a missed write shows
+    }
     k.compiled = &ck;
     k.code = &code;
     if (code.dynamic_shared_bytes > device.max_shared_per_block_optin())
@@ -417,6 +433,8 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
                fmt::format("kernel {} reads %{} before any step wrote it", k.code->name, v));
       k.arg_values.push_back(p);
     }
+    // The scratch buffers (split-K) after the bound ones.
+    for (const cuda::DeviceBuffer& s : k.scratch) k.arg_values.push_back(s.ptr());
     scalar_args_into(program_, ck, binding, input_strides, &k.scalar_values);
     k.status_arg = impl_->status->device();
     // The grid: the printer's constant, or (symbolic dims, grid -1) the
@@ -427,7 +445,7 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
       blocks = k.grid_blocks;
     } else if (blocks < 0) {
       std::map<const tir::VarNode*, int64_t> vars;
-      const size_t nb = k.bindings.size();
+      const size_t nb = k.bindings.size() + k.scratch.size();
       for (size_t i = 0; i < k.scalar_values.size(); ++i)
         vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
       blocks = 1;

@@ -79,7 +79,8 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
               ? Tensor::full(out.dtype, out_shape, is_floating(out.dtype) ? NAN : -77)
               : Tensor::empty(out.dtype, out_shape);
     }
-    TF_CHECK(lk.bindings.size() + lk.scalars.size() == ck.kernel.params.size(),
+    // Params: the bound buffers, the scratch buffers, then the scalars.
+    TF_CHECK(lk.bindings.size() + lk.scratch.size() + lk.scalars.size() == ck.kernel.params.size(),
              "kernel " + ck.kernel.name + ": bindings do not match its params");
     std::vector<runtime::KernelArg> args;
     args.reserve(lk.bindings.size());
@@ -89,9 +90,15 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
                                                ck.kernel.name, lk.bindings[i]));
       args.emplace_back(ck.kernel.params[i].name(), it->second);
     }
+    // Scratch (a split-K workspace and tile counters): fresh each run here.
+    for (const ScratchBuffer& s : lk.scratch)
+      args.emplace_back(s.name, s.zeroed                 ? Tensor::full(s.dtype, s.shape, 0)
+                                : options.poison_outputs ? Tensor::full(s.dtype, s.shape, NAN)
+                                                         : Tensor::empty(s.dtype, s.shape));
+    const size_t first_scalar = lk.bindings.size() + lk.scratch.size();
     const std::vector<int64_t> scalars = scalar_args(program, ck, binding, input_strides);
     for (size_t i = 0; i < scalars.size(); ++i)
-      args.emplace_back(ck.kernel.params[lk.bindings.size() + i].name(), scalars[i]);
+      args.emplace_back(ck.kernel.params[first_scalar + i].name(), scalars[i]);
     runtime::execute(ck.kernel, args, exec);
     args.clear();
     for (ValueId v : lk.bindings)

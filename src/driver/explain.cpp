@@ -205,6 +205,9 @@ json kernel_account(const Graph& g, const CompiledKernel& ck) {
   k["name"] = ck.kernel.name;
   k["kind"] = std::string(step_kind_name(step.kind));
   k["config"] = config_of(ck.kernel);
+  if (ck.lowered.gemm_config && ck.lowered.gemm_config->split_k > 1)
+    k["split_k"] = {{"factor", ck.lowered.gemm_config->split_k},
+                    {"why", split_k_reason(*ck.lowered.gemm_config, step)}};
 
   json fused;
   if (step.kind == StepKind::kGemm) {
@@ -364,6 +367,7 @@ std::string render_explain_text(const json& a) {
       config += (config.empty() ? "" : " ") + key + "=" +
                 (value.is_string() ? value.get<std::string>() : value.dump());
     out << "  config: " << (config.empty() ? "-" : config) << "\n";
+    if (k.contains("split_k")) out << "  " << k.at("split_k").at("why").get<std::string>() << "\n";
     out << "  reads: " << list(k.at("reads")) << "; writes: " << list(k.at("writes")) << "\n";
     const json& fused = k.at("fused");
     if (fused.contains("prologue")) {

@@ -46,7 +46,8 @@ int cap_tile(int64_t dim, int v) {
 
 bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
-         a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m;
+         a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
+         a.split_k == b.split_k;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -214,6 +215,7 @@ TuneDevice cuda_tune_device(int ordinal) {
   d.name = dev.name();
   d.target = *t;
   d.max_shared_bytes = dev.max_shared_per_block_optin();
+  d.sm_count = dev.sm_count();
   return d;
 }
 
@@ -225,12 +227,15 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 }
 
 std::string gemm_config_name(const GemmConfig& c) {
-  return fmt::format("{}x{}x{}/{}/{}", c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps);
+  return fmt::format("{}x{}x{}/{}/{}{}", c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps,
+                     c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
-  return {{"block_m", c.block_m},       {"block_n", c.block_n},     {"block_k", c.block_k},
-          {"num_stages", c.num_stages}, {"num_warps", c.num_warps}, {"group_m", c.group_m}};
+  json j = {{"block_m", c.block_m},       {"block_n", c.block_n},     {"block_k", c.block_k},
+            {"num_stages", c.num_stages}, {"num_warps", c.num_warps}, {"group_m", c.group_m}};
+  if (c.split_k > 1) j["split_k"] = c.split_k;  // (absent: 1, as entries before split-K)
+  return j;
 }
 
 std::optional<GemmConfig> gemm_config_from_json(const json& j) {
@@ -245,6 +250,11 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
     const int64_t v = it->get<int64_t>();
     if (v < 1 || v > 4096) return std::nullopt;
     *dst = static_cast<int>(v);
+  }
+  if (auto it = j.find("split_k"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 64)
+      return std::nullopt;
+    c.split_k = static_cast<int>(it->get<int64_t>());
   }
   return c;
 }
@@ -261,9 +271,42 @@ const KernelStep* largest_gemm_step(const Plan& plan) {
   return best;
 }
 
+namespace {
+// Output tiles of `step` under `c` (the batch included).
+int64_t output_tiles(const KernelStep& step, const GemmConfig& c) {
+  const GemmGeometry& g = step.gemm;
+  return std::max<int64_t>(1, shape_numel(g.batch)) * ((g.m + c.block_m - 1) / c.block_m) *
+         ((g.n + c.block_n - 1) / c.block_n);
+}
+int64_t k_tiles_of(const KernelStep& step, const GemmConfig& c) {
+  return std::max<int64_t>(1, (step.gemm.k + c.block_k - 1) / c.block_k);
+}
+}  // namespace
+
+std::string split_k_reason(const GemmConfig& c, const KernelStep& step, int sm_count) {
+  const GemmGeometry& g = step.gemm;
+  bool symbolic = g.m_symbol != kFixedDim || g.n_symbol != kFixedDim || g.k_symbol != kFixedDim;
+  for (SymbolId s : g.batch_symbols) symbolic = symbolic || s != kFixedDim;
+  if (symbolic) return "no split-K: the GEMM has a symbolic size (split-K needs constant ones)";
+  const int64_t tiles = output_tiles(step, c), k_tiles = k_tiles_of(step, c);
+  if (c.split_k <= 1)
+    return sm_count > 0 && tiles < sm_count
+               ? fmt::format(
+                     "no split-K: {} tiles for {} SMs, each walks all {} K tiles (the "
+                     "split configs measured slower or were not tried)",
+                     tiles, sm_count, k_tiles)
+               : fmt::format("no split-K: {} tiles fill {} SMs", tiles, sm_count);
+  const int64_t per = (k_tiles + c.split_k - 1) / c.split_k;
+  return fmt::format(
+      "split-K {}: {} tiles for {} SMs, so K is split over {} blocks a tile ({} blocks, {} of {} "
+      "K tiles each); the partial f32 tiles go to a workspace and the last block of each tile "
+      "sums them in split order and runs the epilogue once",
+      c.split_k, tiles, sm_count, c.split_k, tiles * c.split_k, per, k_tiles);
+}
+
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step_in,
                                           const tir::Target& target, int64_t max_shared_bytes,
-                                          PlanKind plan, const tir::CudaOptions& cuda,
+                                          PlanKind plan, const tir::CudaOptions& cuda, int sm_count,
                                           const Specialization* specialization) {
   const Specialization spec = specialization ? *specialization : Specialization{};
   const DimEnv env(graph, spec);
@@ -384,6 +427,35 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
         const int64_t k_tiles = std::max<int64_t>(1, (g.k + bk - 1) / bk);
         try_add(bm, bk, static_cast<int>(std::min<int64_t>(stage_list.front() + 1, k_tiles)),
                 2 * warps);
+      }
+    }
+  }
+  // Split-K for configs that leave SMs idle: the largest tiles first (the
+  // fewest operand bytes a FLOP; a split restores the blocks they lose), at
+  // most 6 of them, each split so that every split has at least 2 K tiles,
+  // none is empty, and the blocks stay within two waves. Split-K needs
+  // constant sizes (its workspace and counters are sized at compile time):
+  // none for a GEMM with a symbolic dim.
+  if (sm_count > 0 && gemm_symbolic_dim(graph, step_in).empty()) {
+    std::vector<GemmConfig> base;
+    for (const GemmConfig& c : out)
+      if (output_tiles(step, c) < sm_count) base.push_back(c);
+    std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
+      return a.block_m * a.block_n > b.block_m * b.block_n;
+    });
+    if (base.size() > 6) base.resize(6);
+    for (const GemmConfig& b : base) {
+      const int64_t tiles = output_tiles(step, b), k_tiles = k_tiles_of(step, b);
+      for (int s : {2, 3, 4, 6, 8, 12, 16}) {
+        const int64_t per = (k_tiles + s - 1) / s;
+        if (per < 2 || (s - 1) * per >= k_tiles || tiles * s > 2 * int64_t{sm_count}) continue;
+        GemmConfig c = b;
+        c.split_k = s;
+        c.num_stages = static_cast<int>(std::min<int64_t>(b.num_stages, per));
+        const ConfigCost cost =
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+        if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
+        add(c);
       }
     }
   }
@@ -628,8 +700,15 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     }
     const int64_t smem = device.max_shared_bytes > 0 ? device.max_shared_bytes
                                                      : default_max_shared_bytes(device.target);
+    // The config applies to every GEMM step: no split-K (sm_count 0) where
+    // any of them has a symbolic size (gemm_symbolic_dim).
+    bool symbolic_gemms = false;
+    for (const KernelStep& st : plan.steps)
+      if (st.kind == StepKind::kGemm && !gemm_symbolic_dim(graph, st).empty())
+        symbolic_gemms = true;
     for (const GemmConfig& c :
          gemm_config_space(graph, *step, device.target, smem, kind, options.cuda,
+                           symbolic_gemms ? 0 : (device.sm_count > 0 ? device.sm_count : 132),
                            &options.specialization)) {
       Slot s;
       s.cand.plan = kind;

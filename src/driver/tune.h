@@ -70,6 +70,7 @@ struct TuneDevice {
   std::string name = "cpu";                 // "cpu" or the GPU's name ("NVIDIA H200")
   tir::Target target = tir::Target::cpu();  // cpu, or the GPU's CUDA target
   int64_t max_shared_bytes = 0;             // opt-in shared memory per block (CUDA)
+  int sm_count = 0;                         // multiprocessors (CUDA; 0: unknown)
 
   // The tuning cache's device field: "cpu", or "<name> <target>" such as
   // "NVIDIA H200 sm_90a".
@@ -123,6 +124,14 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 // tiles) with twice the warps; at least 16 outputs a thread; pruned and
 // deduplicated the same way.
 //
+// Split-K (CUDA): the configs above with fewer output tiles than `sm_count`
+// (BLOCK_M x BLOCK_N tiles times the batch), the largest tiles first, at
+// most 6, are tried again with split_k S for each S in {2, 3, 4, 6, 8, 12,
+// 16} that leaves each split at least 2 K tiles, no split empty, and makes
+// tiles * S at most 2 * sm_count blocks (stages capped at a split's K
+// tiles). Which wins is measured. None where sm_count is 0 or a size of
+// the step is symbolic (gemm_symbolic_dim: split-K needs constant sizes).
+//
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
 //
@@ -131,8 +140,12 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& step,
                                           const tir::Target& target, int64_t max_shared_bytes,
                                           PlanKind plan = PlanKind::kFused,
-                                          const tir::CudaOptions& cuda = {},
+                                          const tir::CudaOptions& cuda = {}, int sm_count = 132,
                                           const Specialization* specialization = nullptr);
+
+// Why a config splits K (or not): "split-K 4: 32 tiles for 132 SMs, 4 x 32 =
+// 128 blocks, 32 of 128 K tiles a block" or "no split-K (256 tiles fill 132 SMs)".
+std::string split_k_reason(const GemmConfig& config, const KernelStep& step, int sm_count = 132);
 
 // True when K and N are both at most 256 (issue 12: sparse convolution, GNN
 // messages, embedding bags): such a GEMM does at most 2*256 flops a byte of

@@ -3,6 +3,7 @@
 #include "core/text.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "lower/expr_lowering.h"
 #include "tir/builder.h"
@@ -96,6 +97,20 @@ GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
   return c;
 }
 
+std::string gemm_symbolic_dim(const Graph& graph, const KernelStep& step) {
+  const GemmGeometry& g = step.gemm;
+  auto named = [&](const std::string& dim, SymbolId s) {
+    return dim + " = " + graph.symbols().at(static_cast<size_t>(s)).name;
+  };
+  if (g.m_symbol != kFixedDim) return named("M", g.m_symbol);
+  if (g.n_symbol != kFixedDim) return named("N", g.n_symbol);
+  if (g.k_symbol != kFixedDim) return named("K", g.k_symbol);
+  for (size_t d = 0; d < g.batch_symbols.size(); ++d)
+    if (g.batch_symbols[d] != kFixedDim)
+      return named("batch dim " + std::to_string(d), g.batch_symbols[d]);
+  return "";
+}
+
 tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config) {
   const Graph& graph = env.graph();
@@ -110,8 +125,44 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   const DType m_dt = env.index_dtype_of(M), n_dt = env.index_dtype_of(N),
               k_dt = env.index_dtype_of(K);
 
+  TF_CHECK(config.split_k >= 1, "build_gemm: split_k must be at least 1");
+  const int split = config.split_k;
+  if (split > 1) {
+    const std::string sym = gemm_symbolic_dim(graph, step);
+    TF_CHECK(sym.empty(), "build_gemm: split-K needs constant sizes (" + sym + " is symbolic)");
+  }
   tir::KernelBuilder b(step.name);
-  declare_buffers(b, sig);
+  Buffer workspace, counters;
+  int64_t tiles = 0;  // split-K: the output tiles (all batches)
+  if (split == 1) {
+    declare_buffers(b, sig);
+  } else {
+    // The buffers, then split-K's scratch buffers (the workspace, then the
+    // counters), then the scalar params (run-time strides).
+    KernelSignature buffers = sig;
+    buffers.scalars.clear();
+    declare_buffers(b, buffers);
+    tiles =
+        std::max<int64_t>(1, shape_numel(geo.batch)) * ceil_div(geo.m, bm) * ceil_div(geo.n, bn);
+    // Unique among the signature's names (executors bind by name).
+    auto unique = [&](std::string n) {
+      for (bool taken = true; taken;) {
+        taken = sig.output.name == n;
+        for (const BufferSpec& s : sig.inputs) taken = taken || s.name == n;
+        for (const Var& v : sig.scalars) taken = taken || v.name() == n;
+        if (taken) n += "_";
+      }
+      return n;
+    };
+    const int64_t ws = int64_t{split} * tiles * bm * bn;
+    workspace = b.output(
+        unique("splitk_workspace"), acc,
+        {index_const(split, ws), index_const(tiles, ws), index_const(bm, ws), index_const(bn, ws)},
+        {}, 16);
+    counters = b.output(unique("splitk_counters"), DType::I32, {index_const(tiles, tiles)}, {}, 16);
+    for (const Var& v : sig.scalars) b.scalar_param(v);
+    b.set_attr("SPLIT_K", int64_t{split});
+  }
   b.set_attr("BLOCK_M", int64_t{bm});
   b.set_attr("BLOCK_N", int64_t{bn});
   b.set_attr("BLOCK_K", int64_t{bk});
@@ -126,6 +177,10 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
     batch.dim_symbols = geo.batch_symbols;
     lead.push_back(b.program_id("pid_b", env.product(batch, 0, geo.batch.size())));
   }
+  // The split is the slower grid dim: blocks next to each other work on
+  // neighbouring tiles of one K range (GROUP_M's L2 reuse).
+  Var pid_k;
+  if (split > 1) pid_k = b.program_id("pid_k", index_const(split, split));
   // The numbers of tiles: constants, or expressions of the symbols, in one
   // index dtype (the wider of the two).
   Expr num_pid_m = ceil_div(M, bm), num_pid_n = ceil_div(N, bn);
@@ -160,38 +215,87 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   Buffer b_s = b.alloc("B_s", MemScope::Shared, dtype, {bk, bn});
   Buffer c_f = b.alloc("C_f", MemScope::Fragment, acc, {bm, bn});
   b.fill(c_f, tir::make_const(acc, 0));
-  // The K loop's trip count in K's index dtype.
-  Expr k_tiles = ceil_div(K, bk);
-  if (const int64_t* c = tir::as_const_int(K)) k_tiles = index_const(ceil_div(*c, bk), *c);
-  b.pipelined("k", DimEnv::as(k_dt, k_tiles), config.num_stages, [&](Var k) {
-    b.copy(a_s,
-           [&](const std::vector<Var>& ij) {
-             Expr m = tile_index(pid_m, bm, ij[0], m_dt), kk = tile_index(k, bk, ij[1], k_dt);
-             std::vector<Expr> idx = lead;
-             idx.insert(idx.end(), {m, kk});
-             return b.load_input("A", idx, dtype,
-                                 m < DimEnv::as(m_dt, M) && kk < DimEnv::as(k_dt, K));
-           },
-           {"i", "j"});
-    b.copy(b_s,
-           [&](const std::vector<Var>& ij) {
-             Expr kk = tile_index(k, bk, ij[0], k_dt), n = tile_index(pid_n, bn, ij[1], n_dt);
-             std::vector<Expr> idx = lead;
-             idx.insert(idx.end(), {kk, n});
-             return b.load_input("B", idx, dtype,
-                                 kk < DimEnv::as(k_dt, K) && n < DimEnv::as(n_dt, N));
-           },
-           {"i", "j"});
+  // The K loop's trip count in K's index dtype; under split-K the K tiles
+  // of one split: split s runs K tiles [s * per_split, (s + 1) * per_split)
+  // (the last splits may reach past K, masked: zeros, or be empty).
+  Expr k_extent;
+  int64_t per_split = 0;
+  if (split == 1) {
+    Expr k_tiles = ceil_div(K, bk);
+    if (const int64_t* c = tir::as_const_int(K)) k_tiles = index_const(ceil_div(*c, bk), *c);
+    k_extent = DimEnv::as(k_dt, k_tiles);
+  } else {
+    per_split = ceil_div(ceil_div(geo.k, bk), split);
+    k_extent = index_const(per_split, std::max(geo.k, per_split * split * bk));
+  }
+  // The K tile of iteration k: k, or pid_k * per_split + k under split-K.
+  auto k_tile = [&](const Var& k) -> Expr {
+    if (split == 1) return k;
+    const Expr s = pid_k.dtype() == k.dtype() ? Expr(pid_k) : tir::cast(k.dtype(), pid_k);
+    return s * per_split + k;
+  };
+  b.pipelined("k", k_extent, config.num_stages, [&](Var k) {
+    b.copy(
+        a_s,
+        [&](const std::vector<Var>& ij) {
+          Expr m = tile_index(pid_m, bm, ij[0], m_dt), kk = tile_index(k_tile(k), bk, ij[1], k_dt);
+          std::vector<Expr> idx = lead;
+          idx.insert(idx.end(), {m, kk});
+          return b.load_input("A", idx, dtype, m < DimEnv::as(m_dt, M) && kk < DimEnv::as(k_dt, K));
+        },
+        {"i", "j"});
+    b.copy(
+        b_s,
+        [&](const std::vector<Var>& ij) {
+          Expr kk = tile_index(k_tile(k), bk, ij[0], k_dt), n = tile_index(pid_n, bn, ij[1], n_dt);
+          std::vector<Expr> idx = lead;
+          idx.insert(idx.end(), {kk, n});
+          return b.load_input("B", idx, dtype, kk < DimEnv::as(k_dt, K) && n < DimEnv::as(n_dt, N));
+        },
+        {"i", "j"});
     b.gemm(a_s, b_s, c_f);
   });
+  // The output tile: the epilogue (store_output) at C's coordinates.
+  auto store_tile = [&](const std::function<Expr(const Var&, const Var&)>& value) {
+    b.parallel("i", bm, [&](Var i) {
+      b.parallel("j", bn, [&](Var j) {
+        Var m = b.let("m", tile_index(pid_m, bm, i, m_dt));
+        Var n = b.let("n", tile_index(pid_n, bn, j, n_dt));
+        std::vector<Expr> idx = lead;
+        idx.insert(idx.end(), {m, n});
+        b.store_output("C", idx, value(i, j), m < DimEnv::as(m_dt, M) && n < DimEnv::as(n_dt, N));
+      });
+    });
+  };
+  if (split == 1) {
+    store_tile([&](const Var& i, const Var& j) { return tir::load(c_f, {i, j}); });
+    return b.build();
+  }
+  // Split-K: every split stores its partial tile, the last to arrive sums
+  // the S partials in split order (its own from its registers: the same
+  // value it stored) and runs the epilogue once.
+  const int64_t ws_elems = int64_t{split} * tiles * bm * bn;
+  const DType wi = index_dtype(ws_elems);
+  auto widen = [&](const Expr& e) { return e.dtype() == wi ? e : tir::cast(wi, e); };
+  Expr tile = widen(pid);
+  if (!lead.empty()) tile = widen(lead[0]) * *tir::as_const_int(num_pid) + tile;
+  Var tile_id = b.let("tile", tile);
   b.parallel("i", bm, [&](Var i) {
     b.parallel("j", bn, [&](Var j) {
-      Var m = b.let("m", tile_index(pid_m, bm, i, m_dt));
-      Var n = b.let("n", tile_index(pid_n, bn, j, n_dt));
-      std::vector<Expr> idx = lead;
-      idx.insert(idx.end(), {m, n});
-      b.store_output("C", idx, tir::load(c_f, {i, j}),
-                     m < DimEnv::as(m_dt, M) && n < DimEnv::as(n_dt, N));
+      b.store(workspace, {widen(pid_k), tile_id, widen(i), widen(j)}, tir::load(c_f, {i, j}));
+    });
+  });
+  b.if_last_arrival(counters, {tile_id}, split, [&] {
+    store_tile([&](const Var& i, const Var& j) {
+      Expr sum;
+      for (int s = 0; s < split; ++s) {
+        const Expr own = pid_k == s;
+        const Expr other =
+            tir::load(workspace, {tir::make_int(wi, s), tile_id, widen(i), widen(j)}, pid_k != s);
+        const Expr part = tir::select(own, tir::load(c_f, {i, j}), other);
+        sum = s == 0 ? part : sum + part;
+      }
+      return sum;
     });
   });
   return b.build();

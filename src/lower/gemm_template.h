@@ -37,6 +37,11 @@ struct GemmConfig {
   int num_stages = 3;
   int num_warps = 4;
   int group_m = 8;
+  // Split-K: the K tiles are partitioned over `split_k` blocks per output
+  // tile (1: no split). Each writes its f32 (f64 for f64) partial tile to a
+  // workspace; the last block of a tile to arrive (LastArrivalNode) sums the
+  // partials in split order 0..split_k-1 and runs the epilogue once.
+  int split_k = 1;
 };
 
 // True for a GEMM step whose operands share one floating dtype (the graph
@@ -78,8 +83,16 @@ GemmConfig default_cpu_gemm_config(const Graph& graph, const KernelStep& step);
 // f64 (graph.h's rounding contract).
 DType accumulator_dtype(DType dtype);
 
+// The first symbolic size of a GEMM step, as "<dim> = <symbol>" (dim: M,
+// N, K or batch dim d), or "" when every size is a constant. Split-K needs
+// constant sizes (its workspace and tile counters are sized at compile
+// time), so a config with split_k > 1 is only for steps where this is "".
+std::string gemm_symbolic_dim(const Graph& graph, const KernelStep& step);
+
 // Builds the GEMM kernel of `step` (its geometry and operand dtype) with
-// `sig`'s buffers as params.
+// `sig`'s buffers as params: the buffers, under split-K (split_k > 1, every
+// size constant: a failed check otherwise) its workspace and tile counters,
+// then `sig`'s scalar params.
 tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config);
 

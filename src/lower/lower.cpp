@@ -181,7 +181,32 @@ LoweredKernel lower_gemm_step(const DimEnv& env, const KernelStep& step, const L
   const GemmConfig config = opts.gemm_config.value_or(
       opts.cpu ? default_cpu_gemm_config(env, step) : default_gemm_config(env, step, opts.wgmma));
   lk.gemm_config = config;
+  if (config.split_k > 1) {
+    // A user's config (--gemm-config .../splitkS): the tuner proposes no
+    // split where a size is symbolic.
+    const std::string sym = gemm_symbolic_dim(g, step);
+    if (!sym.empty())
+      throw UserError(fmt::format(
+          "GEMM step {}: split-K (split_k {}) needs constant sizes, but {} is a symbolic dim; use "
+          "a config without /splitk{}",
+          step.name, config.split_k, sym, config.split_k));
+  }
   const tir::Kernel templ = build_gemm(env, step, sig, config);
+  // Split-K's buffer params after the output: the workspace, then the
+  // counters (gemm_template.h); the scalar params come after them.
+  for (size_t i = lk.bindings.size(); i < templ.params.size() && templ.params[i].is_buffer(); ++i) {
+    const tir::Buffer& b = templ.params[i].buffer;
+    ScratchBuffer s;
+    s.name = b.name();
+    s.dtype = b.dtype();
+    for (const Expr& e : b->shape) {
+      const int64_t* v = tir::as_const_int(e);
+      TF_CHECK(v != nullptr, "a scratch buffer of non-constant shape");
+      s.shape.push_back(*v);
+    }
+    s.zeroed = s.dtype == DType::I32;  // the tile counters start at 0
+    lk.scratch.push_back(std::move(s));
+  }
 
   ExprLowering lowering(env, input_buffers(templ, lk.bindings));
   const tir::Buffer out = templ.params[lk.bindings.size() - 1].buffer;

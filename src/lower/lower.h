@@ -59,13 +59,28 @@ struct ScalarBinding {
   int dim = -1;
 };
 
+// A kernel param past the graph's values (after the output): memory the
+// runtime allocates for the kernel alone, once per loaded program, sized
+// from the kernel's config. `zeroed`: filled with zeros once at allocation
+// (a split-K tile counter; the kernel leaves it at 0 again); otherwise its
+// contents are undefined at launch (a split-K workspace).
+struct ScratchBuffer {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  bool zeroed = false;
+};
+
 struct LoweredKernel {
   tir::Kernel kernel;  // after inline_hooks
   int step_index = -1;
   KernelStep step;
-  std::vector<ValueId> bindings;          // the graph value of each buffer param, in order
-  std::vector<ScalarBinding> scalars;     // what each scalar param (after the buffers) binds
-  std::optional<GemmConfig> gemm_config;  // a GEMM step's config
+  std::vector<ValueId> bindings;  // the graph value of each bound buffer param, in order
+  // The buffer params after the bound ones (kernel.params[bindings.size() + i]).
+  std::vector<ScratchBuffer> scratch;
+  // What each scalar param (after the buffers, scratch included) binds.
+  std::vector<ScalarBinding> scalars;
+  std::optional<GemmConfig> gemm_config;            // a GEMM step's config
   std::optional<PointwiseConfig> pointwise_config;  // a pointwise step's config
 };
 

@@ -74,7 +74,8 @@ class WritesMemo {
       w.buffers.insert(op->buffer.get());
     } else if (const auto* op = s.as<GemmNode>()) {
       w.buffers.insert(op->c.buffer.get());
-    } else if (s.as<BarrierNode>() || s.as<HookStoreNode>()) {
+    } else if (s.as<BarrierNode>() || s.as<HookStoreNode>() || s.as<LastArrivalNode>()) {
+      // (if_last_arrival: the body sees other instances' stores.)
       // Other threads write shared memory across a barrier; store_output
       // writes an output whose buffer is not known yet.
       w.everything = true;
@@ -235,6 +236,11 @@ class CSE {
       Stmt body = block(op->body);
       if (body.same_as(op->body)) return s;
       return LetStmtNode::make(op->var, op->value, body);
+    }
+    if (const auto* op = s.as<LastArrivalNode>()) {
+      Stmt body = block(op->body);
+      if (body.same_as(op->body)) return s;
+      return LastArrivalNode::make(op->counter, op->indices, op->count, body);
     }
     if (const auto* op = s.as<AllocateNode>()) {
       Stmt body = block(op->body);

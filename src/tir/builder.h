@@ -126,6 +126,9 @@ class KernelBuilder {
                  const std::function<void(Var)>& body);
   void if_then(Expr cond, const std::function<void()>& then_body,
                const std::function<void()>& else_body = {});
+  // if_last_arrival(counter[indices], count) { body } (LastArrivalNode).
+  void if_last_arrival(const Buffer& counter, std::vector<Expr> indices, int64_t count,
+                       const std::function<void()>& body);
 
   // ---- statements ----
   void store(const Buffer& buffer, std::vector<Expr> indices, Expr value, Expr mask = {});

@@ -120,6 +120,10 @@ void IRVisitor::visit(const SeqNode* op) {
 void IRVisitor::visit(const AllocateNode* op) {
   visit_stmt(op->body);
 }
+void IRVisitor::visit(const LastArrivalNode* op) {
+  visit_all(this, op->indices);
+  visit_stmt(op->body);
+}
 void IRVisitor::visit(const EvaluateNode* op) {
   visit_expr(op->value);
 }
@@ -348,6 +352,18 @@ Stmt IRMutator::visit(const AllocateNode* op) {
   Stmt body = mutate(op->body);
   if (buf.same_as(op->buffer) && body.same_as(op->body)) return op;
   return AllocateNode::make(std::move(buf), std::move(body), op->plan);
+}
+
+Stmt IRMutator::visit(const LastArrivalNode* op) {
+  std::vector<Expr> indices;
+  bool same = true;
+  for (const Expr& i : op->indices) {
+    indices.push_back(mutate(i));
+    same = same && indices.back().same_as(i);
+  }
+  Stmt body = mutate(op->body);
+  if (same && body.same_as(op->body)) return op;
+  return LastArrivalNode::make(op->counter, std::move(indices), op->count, std::move(body));
 }
 
 Stmt IRMutator::visit(const EvaluateNode* op) {

@@ -365,6 +365,18 @@ Stmt AllocateNode::make(Buffer buffer, Stmt body, BufferPlan plan) {
   return Stmt(n);
 }
 
+Stmt LastArrivalNode::make(Buffer counter, std::vector<Expr> indices, int64_t count, Stmt body) {
+  TF_CHECK(counter.defined(), "tir: if_last_arrival on an undefined counter");
+  require(body, "last-arrival body");
+  for (const Expr& i : indices) require(i, "last-arrival index");
+  auto* n = new LastArrivalNode;
+  n->counter = std::move(counter);
+  n->indices = std::move(indices);
+  n->count = count;
+  n->body = std::move(body);
+  return Stmt(n);
+}
+
 Stmt EvaluateNode::make(Expr value) {
   require(value, "evaluate value");
   auto* n = new EvaluateNode;

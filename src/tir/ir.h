@@ -136,7 +136,8 @@ namespace tilefuse::tir {
   X(Barrier, "barrier")               \
   X(Seq, "")                          \
   X(Allocate, "alloc")                \
-  X(Evaluate, "evaluate")
+  X(Evaluate, "evaluate")             \
+  X(LastArrival, "if_last_arrival")
 
 // Math intrinsics of Call: X(name, text name, arity, float only).
 #define TILEFUSE_FOR_EACH_TIR_INTRINSIC(X) \
@@ -476,6 +477,27 @@ struct AllocateNode final : StmtNode {
   BufferPlan plan;
   AllocateNode() : StmtNode(kKind) {}
   static Stmt make(Buffer buffer, Stmt body, BufferPlan plan = {});
+};
+
+// Arrives once for the program instance at counter[indices] (an i32 global
+// buffer; the element counts arrivals) and runs `body` only in the instance
+// whose arrival is the `count`-th since the counter was 0; that instance
+// sets the counter back to 0 first, so the next launch (or CUDA-graph
+// replay) starts from 0 again. Every global store the arriving instances
+// made before their arrival is visible to `body` (release/acquire at GPU
+// scope: every thread fences, a block barrier, one thread's atomicAdd, a
+// fence and a barrier; the CPU executor uses a sequentially consistent
+// fetch-add). No float atomics: the split-K reduction (gemm_template.h)
+// elects the last block of a tile with it and sums the partial tiles in a
+// fixed order inside `body`. count >= 1; indices are in bounds.
+struct LastArrivalNode final : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::LastArrival;
+  Buffer counter;
+  std::vector<Expr> indices;
+  int64_t count = 1;
+  Stmt body;
+  LastArrivalNode() : StmtNode(kKind) {}
+  static Stmt make(Buffer counter, std::vector<Expr> indices, int64_t count, Stmt body);
 };
 
 // Evaluates value for its effects (none today; a placeholder passes use).

@@ -591,6 +591,19 @@ class Parser {
     expect(")");
     return stmt(BarrierNode::make(kind));
   }
+  Entry parse_LastArrival() {
+    expect_word("if_last_arrival");
+    expect("(");
+    Buffer b = buffer_ref();
+    expect("[");
+    std::vector<Expr> idx = expr_list("]");
+    expect(",");
+    const int64_t count = int_lit("an arrival count");
+    expect(")");
+    expect("{");
+    Stmt body = block();
+    return stmt(LastArrivalNode::make(b, idx, count, body));
+  }
   Entry parse_Evaluate() {
     expect_word("evaluate");
     expect("(");

@@ -302,6 +302,13 @@ class Printer final : public IRVisitor {
     os << "\n";
     block(op->body);
   }
+  void visit(const LastArrivalNode* op) override {
+    line() << "if_last_arrival(" << buffer_name(op->counter) << "[";
+    list(op->indices);
+    os << "], " << op->count << ") {\n";
+    nested(op->body);
+    line() << "}\n";
+  }
   void visit(const EvaluateNode* op) override {
     line() << "evaluate(";
     expr(op->value, 0);

@@ -285,6 +285,12 @@ class Serializer final : public IRVisitor {
   void visit(const BarrierNode* op) override {
     out.push_back(static_cast<uint64_t>(op->barrier_kind));
   }
+  void visit(const LastArrivalNode* op) override {
+    buffer(op->counter);
+    exprs(op->indices);
+    out.push_back(static_cast<uint64_t>(op->count));
+    stmt(op->body);
+  }
   void visit(const EvaluateNode* op) override {
     expr(op->value);
   }

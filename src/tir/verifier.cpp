@@ -293,6 +293,18 @@ class Verifier final : public StmtVisitor {
   void visit(const BarrierNode*) override {
     if (parallel_depth_ > 0) error("barrier inside a parallel loop (threads would diverge)");
   }
+  void visit(const LastArrivalNode* op) override {
+    if (parallel_depth_ > 0)
+      error("if_last_arrival inside a parallel loop (it arrives once per program instance)");
+    if (op->count < 1) error("if_last_arrival needs a count >= 1");
+    if (op->counter.scope() != MemScope::Global || op->counter.dtype() != DType::I32) {
+      error("if_last_arrival needs an i32 global counter, got " + op->counter.name());
+    } else {
+      access(op->counter, op->indices, "if_last_arrival");
+      write(op->counter);
+    }
+    IRVisitor::visit(op);
+  }
   void visit(const AllocateNode* op) override {
     const Buffer& b = op->buffer;
     if (b.scope() == MemScope::Global)

@@ -5,6 +5,7 @@
 // bias + relu epilogue and a batched GEMM; each under the emitter's switches.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <string>
@@ -18,20 +19,23 @@ struct WsProgram {
   const char* name;
   const char* source;
   int tma_maps;  // tensor maps of the fused GEMM kernel by default
+  int64_t k;     // the GEMM's K
 };
 
 inline const std::vector<WsProgram>& ws_programs() {
   static const std::vector<WsProgram> p = {
       // Gathered A (cp.async rows, masked past M), B by TMA with K and N tails.
-      {"gather_f16", "def g(x: f16[300, 520], w: f16[520, 264], idx: i64[333] in [0, 300)):\n"
-                     "    return x[idx] @ w\n",
-       1},
+      {"gather_f16",
+       "def g(x: f16[300, 520], w: f16[520, 264], idx: i64[333] in [0, 300)):\n"
+       "    return x[idx] @ w\n",
+       1, 520},
       // Both operands by TMA; an epilogue that reads the bias.
-      {"mlp_bf16", "def mlp(x: bf16[333, 520], w: bf16[520, 264], b: bf16[264]):\n"
-                   "    return torch.relu(x @ w + b)\n",
-       2},
+      {"mlp_bf16",
+       "def mlp(x: bf16[333, 520], w: bf16[520, 264], b: bf16[264]):\n"
+       "    return torch.relu(x @ w + b)\n",
+       2, 520},
       // Batched: rank-3 tensor maps.
-      {"bmm_f16", "def bmm(x: f16[3, 200, 192], w: f16[3, 192, 136]):\n    return x @ w\n", 2},
+      {"bmm_f16", "def bmm(x: f16[3, 200, 192], w: f16[3, 192, 136]):\n    return x @ w\n", 2, 192},
   };
   return p;
 }
@@ -61,10 +65,24 @@ inline const std::vector<WsVariant>& ws_variants() {
   return v;
 }
 
+// Two plain configs and two split-K ones: K = 520 is 9 tiles of 64 (2
+// splits of 5 and 4; 4 splits of 3 with the last one empty), K = 192 is 3
+// (2 splits of 2 and 1; 4 splits of 1 with the last one empty). A
+// persistent variant stays non-persistent under split-K (the splits meet at
+// a counter).
 inline const std::vector<GemmConfig>& ws_configs() {
-  static const std::vector<GemmConfig> c = {GemmConfig{128, 256, 64, 4, 8, 8},
-                                            GemmConfig{64, 128, 64, 3, 4, 8}};
+  static const std::vector<GemmConfig> c = {
+      GemmConfig{128, 256, 64, 4, 8, 8}, GemmConfig{64, 128, 64, 3, 4, 8},
+      GemmConfig{128, 128, 64, 3, 8, 8, 2}, GemmConfig{64, 128, 64, 2, 4, 8, 4}};
   return c;
+}
+
+// Whether the fused GEMM kernel is warp-specialized: the variant's switch,
+// and a main loop of at least 2 iterations (a split of one K tile runs in
+// order).
+inline bool ws_expected(const WsProgram& p, const WsVariant& v, const GemmConfig& c) {
+  const int64_t k_tiles = (p.k + c.block_k - 1) / c.block_k;
+  return v.warp_specialized && (k_tiles + c.split_k - 1) / c.split_k >= 2;
 }
 
 }  // namespace tilefuse::testing

@@ -67,6 +67,17 @@ TEST_P(SharedCase, ReferenceEngineMatchesOracle) {
   expect_checked(case_path(GetParam()) + " --engine reference", "reference evaluator");
 }
 
+// Split-K on the CPU executor through `run --gemm-config`: 3 splits of
+// 128x128x32 tiles (fused) and 5 of 64x128x16 (unfused), the shared cases' K
+// tails and empty splits included, within the oracle's tolerance.
+TEST_P(SharedCase, SplitKMatchesOracle) {
+  expect_checked(case_path(GetParam()) + " --device cpu --gemm-config 128x128x32/1/4/splitk3",
+                 "fused plan");
+  expect_checked(
+      case_path(GetParam()) + " --device cpu --plan unfused --gemm-config 64x128x16/1/4/splitk5",
+      "unfused plan");
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, SharedCase,
                          ::testing::Values("batched_gather.tfs", "dequant_int8_prologue.tfs",
                                            "gather_b_rows_along_k.tfs",
@@ -100,6 +111,16 @@ TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
       error_line(run_cli("run " + case_path("gather_out_of_range.tfs")).output),
       error_line(
           run_cli("run " + case_path("gather_out_of_range.tfs") + " --engine reference").output));
+}
+
+TEST(Cli, BadSplitKConfigsAreUsageErrors) {
+  const std::string prog = case_path("seed_gather_mm_f16.tfs");
+  for (const char* bad : {"32x32x32/1/4/splitk0", "32x32x32/1/4/splitk65", "32x32x32/1/4/split4",
+                          "32x32x32/1/4/splitk4x", "32x32x32/1/4/"}) {
+    Result r = run_cli("run " + prog + " --device cpu --gemm-config " + bad);
+    EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("--gemm-config"), std::string::npos) << bad << "\n" << r.output;
+  }
 }
 
 TEST(Cli, MainExampleRuns) {

@@ -4,7 +4,9 @@
 // indices, slices, transposes, broadcasts, epilogues of biases, activations,
 // scalings and casts; M, N, K in [0, 300] with 0 and 1 drawn often; f16,
 // bf16, f32), each compiled in both plans for the device's arch and run with
-// CudaProgram on the same random inputs, every output poisoned first.
+// CudaProgram on the same random inputs, every output poisoned first. Seeds
+// 2 mod 4 run split-K (2-4 splits of the heuristic tiles: the workspace, the
+// last block's fixup, the epilogue applied once).
 //
 // Each output is held to the CPU test's references, with the tolerance of the
 // least precise floating dtype it depends on (1e-2 f16/bf16, 0.15 f8, 1e-5
@@ -135,6 +137,19 @@ void prepare(Prepared& p, const tir::Target& target) {
         if (!ck.cuda) continue;
         for (const codegen::CudaGemm& gm : ck.cuda->gemms)
           sixteen_bit = sixteen_bit && (gm.dtype == "f16" || gm.dtype == "bf16");
+      }
+      // Seeds 2 mod 4: split-K (2, 3 or 4 splits by the seed) over the
+      // heuristic tiles of the first GEMM kernel; K tails and empty splits
+      // come with the random K.
+      if (p.seed % 4 == 2) {
+        for (const driver::CompiledKernel& ck : p.compiled.back().kernels) {
+          if (!ck.lowered.gemm_config) continue;
+          GemmConfig split = *ck.lowered.gemm_config;
+          split.split_k = 2 + static_cast<int>((p.seed / 4) % 3);
+          co.lower.gemm_config = split;
+          p.compiled.back() = driver::compile(g, co);
+          break;
+        }
       }
       if (sixteen_bit) {
         static const GemmConfig kFourStages[] = {{128, 128, 64, 4, 8, 8}, {64, 128, 64, 4, 4, 8},

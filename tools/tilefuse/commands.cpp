@@ -59,16 +59,27 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 // A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with power-of-two
 // tiles (16..256, BLOCK_K 16..128; for the CPU target 16..512 each, the
 // range of its default config), 1..8 stages and 1..16 warps (a power of
-// two). A UserError names the flag and the value otherwise.
+// two), optionally followed by "/splitkS" (split-K over S blocks a tile,
+// 1..64). A UserError names the flag and the value otherwise.
 GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%dx%dx%d/%d/%d%c", &c.block_m, &c.block_n, &c.block_k,
-                  &c.num_stages, &c.num_warps, &tail) != 5)
+  int used = -1;
+  bool ok = std::sscanf(text.c_str(), "%dx%dx%d/%d/%d%n", &c.block_m, &c.block_n, &c.block_k,
+                        &c.num_stages, &c.num_warps, &used) == 5 &&
+            used > 0;
+  if (ok && static_cast<size_t>(used) < text.size()) {
+    // The optional "/splitkS" suffix, and nothing after it.
+    int more = -1;
+    ok = std::sscanf(text.c_str() + used, "/splitk%d%n", &c.split_k, &more) == 1 &&
+         static_cast<size_t>(used + more) == text.size();
+  }
+  if (!ok)
     throw UserError(
         "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
-        "num_stages/num_warps), got `" +
+        "num_stages/num_warps) or 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile), got `" +
         text + "`");
+  if (c.split_k < 1 || c.split_k > 64)
+    throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
   const int max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
   if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
@@ -378,7 +389,9 @@ int run_command(const RunOptions& options) {
         // for --plan auto or --retune; an explicit plan takes its tuned
         // config when a tuning is cached, else the heuristic's.
         std::optional<driver::TunedChoice> choice;
-        if (options.plan == "auto" || options.retune) {
+        if (!options.gemm_config.empty()) {
+          tuning_line = "tuning: none (--gemm-config sets every GEMM step's config)";
+        } else if (options.plan == "auto" || options.retune) {
           driver::TuneResult tr = tune_on_gpu(cg, inputs, program.name, options.retune,
                                               options.threads, options.allow_tf32, co.cuda, spec);
           choice = tr.choice;
@@ -417,6 +430,10 @@ int run_command(const RunOptions& options) {
             });
           }
         }
+      }
+      if (!options.gemm_config.empty()) {
+        co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+        if (!gpu) tuning_line = "tuning: none (--gemm-config sets every GEMM step's config)";
       }
       auto t0 = std::chrono::steady_clock::now();
       if (gpu) {

@@ -40,6 +40,8 @@ struct RunOptions {
   bool verbose = false;             // per-kernel compile/cache/resource lines
   bool allow_tf32 = false;          // GPU: f32 GEMMs on TF32 tensor cores
   std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
+  // "BMxBNxBK/stages/warps[/splitkS]" for every GEMM step (no tuning); "": none.
+  std::string gemm_config;
 };
 
 // `tilefuse run`: parses the program, makes or loads its inputs, compiles it

@@ -176,6 +176,11 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
                     tf32_help + " (on the GPU; the CPU executor is exact either way)");
   run_cmd->add_option("--cuda-option", run.cuda_options, cuda_option_help);
+  run_cmd->add_option("--gemm-config", run.gemm_config,
+                      "GEMM config for every GEMM step (no tuning): BLOCK_MxBLOCK_NxBLOCK_K/"
+                      "num_stages/num_warps[/splitkS], e.g. 128x128x64/3/8/splitk4 (K split "
+                      "over 4 blocks a tile, the partial tiles reduced in split order by the "
+                      "last block of each tile)");
   run_cmd->add_flag("--verbose,-v", run.verbose,
                     "Say where each kernel came from (compiled or the kernel cache), its "
                     "registers, shared memory and occupancy");
@@ -221,10 +226,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--save-inputs", bench.save_inputs_dir,
                         "Also write the inputs it times as DIR/<parameter>.npy (the same inputs "
                         "for another tool, e.g. bench/compare_torch.py)");
-  bench_cmd->add_option("--gemm-config", bench.gemm_config,
-                        "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                        "num_warps, e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
-                        "the heuristic's on the CPU)");
+  bench_cmd->add_option(
+      "--gemm-config", bench.gemm_config,
+      "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+      "num_warps[/splitkS], e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
+      "the heuristic's on the CPU)");
   bench_cmd->add_flag("--retune", bench.retune,
                       "GPU: tune again even when the tuning cache has a choice");
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
@@ -266,9 +272,10 @@ int main(int argc, char** argv) {
                            "--stage=tir or tir-opt");
   emit_cmd->add_flag("--allow-tf32", emit.allow_tf32, tf32_help + " (--stage=cuda)");
   emit_cmd->add_option("--cuda-option", emit.cuda_options, cuda_option_help);
-  emit_cmd->add_option("--gemm-config", emit.gemm_config,
-                       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                       "num_warps, e.g. 128x256x64/4/8 (default: the template's heuristic)");
+  emit_cmd->add_option(
+      "--gemm-config", emit.gemm_config,
+      "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
+      "num_warps[/splitkS], e.g. 128x256x64/4/8 (default: the template's heuristic)");
 
   ExplainOptions explain;
   CLI::App* explain_cmd = app.add_subcommand(
@@ -293,7 +300,7 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--cuda-option", explain.cuda_options, cuda_option_help);
   explain_cmd->add_option("--gemm-config", explain.gemm_config,
                           "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                          "num_warps (default: the template's heuristic)");
+                          "num_warps[/splitkS] (default: the template's heuristic)");
 
   TuneCommandOptions tune;
   CLI::App* tune_cmd = app.add_subcommand(

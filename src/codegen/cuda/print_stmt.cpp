@@ -466,6 +466,20 @@ void Printer::stmt(const Stmt& s) {
     case StmtKind::Evaluate:
       line("(void)(" + expr(s.as<EvaluateNode>()->value) + ");");
       return;
+    case StmtKind::LastArrival: {
+      // tf::last_arrival (tf_status.cuh): fence, meet, thread 0's
+      // atomicAdd, the answer shared by bar.red.or, fence. Over the threads
+      // that run this part: the MMA warpgroups after a warp-specialized
+      // loop (block_barrier_ is then theirs), else the whole block.
+      const LastArrivalNode* op = s.as<LastArrivalNode>();
+      TF_CHECK(!in_threads_, "cuda printer: if_last_arrival inside a thread-distributed loop");
+      const bool consumers = block_barrier_ == barrier_for(BarrierKind::Consumers);
+      open(fmt::format("if (tf::last_arrival<{}>(&{}, {}, {}))", consumers ? consumer_threads_ : 0,
+                       element(op->counter, op->indices), op->count, tid_sym_));
+      stmt(op->body);
+      close();
+      return;
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 // statements with their own control flow (serial loops, allocs, tile ops)
 // run one iteration at a time instead.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -99,6 +100,26 @@ struct IfCode final : StmtCode {
       for (int l = 0; l < n; ++l) m[l].i = (c[l].i == 0) & (!active || active[l].i != 0);
       else_case->run(f, n, m);
     }
+  }
+};
+
+// if_last_arrival: instances run concurrently on the pool's threads, so the
+// arrival is a sequentially consistent fetch-add (release for the stores
+// before it, acquire for the body's loads).
+struct LastArrivalCode final : StmtCode {
+  int slot;
+  std::vector<ExprPtr> indices;
+  int64_t count = 1;
+  StmtPtr body;
+  void run(Frame& f, int n, const Lane* active) const override {
+    TF_CHECK(n == 1 && !active, "cpu executor: if_last_arrival inside a parallel loop");
+    const BufferView& view = f.buffers[slot];
+    int64_t offset = 0;
+    offsets_of(f, view, indices, 1, nullptr, &offset);
+    std::atomic_ref<int32_t> counter(*reinterpret_cast<int32_t*>(view.base + offset * 4));
+    if (counter.fetch_add(1) != count - 1) return;
+    counter.store(0);
+    body->run(f, 1, nullptr);
   }
 };
 
@@ -326,6 +347,15 @@ struct StmtCompiler {
     code->strides = exprs(op->buffer->strides);
     TF_CHECK(op->buffer.rank() <= kMaxRank, "cpu executor: rank > 8");
     code->slot = slots.buffer_slot(op->buffer);
+    code->body = compile_stmt(op->body, slots);
+    code->vectorizable = false;
+    return code;
+  }
+  StmtPtr compile(const tir::LastArrivalNode* op) {
+    auto code = std::make_unique<LastArrivalCode>();
+    code->slot = buffer(op->counter);
+    code->indices = exprs(op->indices);
+    code->count = op->count;
     code->body = compile_stmt(op->body, slots);
     code->vectorizable = false;
     return code;

@@ -28,4 +28,40 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
   }
 }
 
+// ---- if_last_arrival (split-K's election of a tile's last block) -------------
+// Arrives once for the block at *counter; true in every thread of the block
+// whose arrival is the count-th (which resets the counter to 0 for the next
+// launch or graph replay), false elsewhere. THREADS: the threads running
+// this code, the first THREADS of the block over named barrier 1 (the MMA
+// warpgroups after a warp-specialized loop), or 0 for the whole block.
+// Release: each thread fences its earlier global stores (membar.gl, PTX ISA
+// 9.7.13.4) and the threads meet before thread 0's atomicAdd; acquire: the
+// answer is shared by bar.red.or (9.7.13.1) and the last block fences
+// again before it reads what the others stored. No float atomics.
+template <int THREADS>
+__device__ __forceinline__ bool last_arrival(int* counter, int count, int tid) {
+  __threadfence();
+  if (THREADS == 0)
+    __syncthreads();
+  else
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+  int last = 0;
+  if (tid == 0) {
+    last = atomicAdd(counter, 1) == count - 1;
+    if (last) atomicExch(counter, 0);
+  }
+  if (THREADS == 0) {
+    last = __syncthreads_or(last);
+  } else {
+    asm volatile(
+        "{\n .reg .pred p, q;\n setp.ne.s32 q, %1, 0;\n bar.red.or.pred p, 1, %2, q;\n"
+        " selp.s32 %0, 1, 0, p;\n}\n"
+        : "=r"(last)
+        : "r"(last), "n"(THREADS)
+        : "memory");
+  }
+  if (last) __threadfence();
+  return last != 0;
+}
+
 }  // namespace tf

@@ -272,14 +272,13 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
         for (const driver::CompiledKernel& ck : prog.kernels) {
           if (ck.cuda->gemms.empty()) continue;
           const codegen::CudaKernel& c = *ck.cuda;
-          SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{}", wp.name, v.name(),
-                                   cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages,
-                                   cfg.num_warps));
-          EXPECT_EQ(c.producer_threads, v.warp_specialized ? 128 : 0) << c.source;
+          SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{} split {}", wp.name, v.name(), cfg.block_m,
+                                   cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps,
+                                   cfg.split_k));
+          const bool ws = testing::ws_expected(wp, v, cfg);
+          EXPECT_EQ(c.producer_threads, ws ? 128 : 0) << c.source;
           const bool gather_tma = v.options().tma_row_gather && std::string(wp.name) == "gather_f16";
-          const int maps = !v.warp_specialized || !v.options().tma
-                               ? 0
-                               : wp.tma_maps + (gather_tma ? 1 : 0);
+          const int maps = !ws || !v.options().tma ? 0 : wp.tma_maps + (gather_tma ? 1 : 0);
           EXPECT_EQ(static_cast<int>(c.tensor_maps.size()), maps) << c.source;
           const cuda::CompiledKernel k =
               cuda::compile_cuda(c.source, c.name + "_ws" + std::to_string(n++),

@@ -21,11 +21,13 @@ namespace {
 using nlohmann::json;
 
 json explain_source(const std::string& source, const std::string& target,
-                    PlanKind plan = PlanKind::kFused) {
+                    PlanKind plan = PlanKind::kFused,
+                    std::optional<GemmConfig> config = std::nullopt) {
   const Program p = parse_program(source, "test.tfs");
   driver::CompileOptions o;
   o.plan = plan;
   o.target = *tir::Target::parse(target);
+  o.lower.gemm_config = config;
   return driver::explain(driver::compile(p.graph, o), p.name);
 }
 
@@ -285,6 +287,19 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
   key_paths(explain_source(kMlp, "sm_90a"), "", written);
   key_paths(explain_source(kMlp, "cpu", PlanKind::kUnfused), "", written);
   key_paths(explain_source(kMlp, "sm_80", PlanKind::kUnfused), "", written);
+  // Split-K: the factor and why.
+  {
+    const json s =
+        explain_source(kMlp, "sm_90a", PlanKind::kFused, GemmConfig{64, 64, 16, 2, 4, 8, 2});
+    key_paths(s, "", written);
+    const json& k = s.at("kernels").at(0);
+    ASSERT_TRUE(k.contains("split_k"));
+    EXPECT_EQ(k.at("split_k").at("factor"), 2);
+    EXPECT_NE(k.at("split_k").at("why").get<std::string>().find("split-K 2: 2 tiles for 132 SMs"),
+              std::string::npos)
+        << k.dump();
+    EXPECT_NE(driver::render_explain_text(s).find("split-K 2: "), std::string::npos);
+  }
   // Symbolic dims: the symbols, the specialization, and a tuning note (per
   // size bucket: none without sizes).
   const json symbolic = explain_source(

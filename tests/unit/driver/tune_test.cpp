@@ -197,6 +197,56 @@ TEST(TuneSpace, F32UsesSmallerKTilesAndTheCpuSpaceIsSmall) {
   EXPECT_TRUE(same(cpu[0], default_gemm_config(g, step)));
 }
 
+// Few tiles and a long K (the fewtiles bench shape: 32 tiles of 128x128 for
+// 132 SMs): the space tries split-K on the configs that leave SMs idle,
+// each split with at least 2 K tiles, none empty, within two waves; the
+// many-tile seed with 128x128 tiles gets no split of that config. The
+// name, the JSON form (absent split_k reads as 1) and explain's reason.
+TEST(TuneSpace, FewTilesGetSplitKConfigs) {
+  const Graph g = parse_graph(
+      "def f(x: f16[2048, 8192], idx: i64[512] in [0, 2048), w: f16[8192, 1024]):\n"
+      "    return x[idx] @ w\n");
+  const Plan plan = build_plan(g, PlanKind::kFused);
+  const KernelStep& step = gemm_step(g, plan);
+  const auto space = driver::gemm_config_space(g, step, tir::Target::cuda(90, true), 227 * 1024,
+                                               PlanKind::kFused, {}, /*sm_count=*/132);
+  std::set<int> splits;
+  for (const GemmConfig& c : space) {
+    if (c.split_k == 1) continue;
+    splits.insert(c.split_k);
+    const int64_t tiles =
+        ((512 + c.block_m - 1) / c.block_m) * ((1024 + c.block_n - 1) / c.block_n);
+    const int64_t k_tiles = (8192 + c.block_k - 1) / c.block_k;
+    const int64_t per = (k_tiles + c.split_k - 1) / c.split_k;
+    EXPECT_LT(tiles, 132) << driver::gemm_config_name(c);
+    EXPECT_LE(tiles * c.split_k, 264) << driver::gemm_config_name(c);
+    EXPECT_GE(per, 2) << driver::gemm_config_name(c);
+    EXPECT_LT((c.split_k - 1) * per, k_tiles) << driver::gemm_config_name(c);
+    EXPECT_NE(driver::gemm_config_name(c).find("/splitk" + std::to_string(c.split_k)),
+              std::string::npos);
+    const std::optional<GemmConfig> back =
+        driver::gemm_config_from_json(driver::gemm_config_to_json(c));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->split_k, c.split_k);
+  }
+  EXPECT_TRUE(splits.count(4)) << "no split of 4 for 32 tiles";
+  // Without the SM count (0) no split is tried.
+  for (const GemmConfig& c : driver::gemm_config_space(
+           g, step, tir::Target::cuda(90, true), 227 * 1024, PlanKind::kFused, {}, /*sm_count=*/0))
+    EXPECT_EQ(c.split_k, 1);
+  GemmConfig four{128, 128, 64, 3, 8, 8, 4};
+  EXPECT_EQ(driver::gemm_config_name(four), "128x128x64/3/8/splitk4");
+  const std::string why = driver::split_k_reason(four, step, 132);
+  EXPECT_NE(why.find("split-K 4: 32 tiles for 132 SMs"), std::string::npos) << why;
+  EXPECT_NE(why.find("128 blocks, 32 of 128 K tiles each"), std::string::npos) << why;
+  // A cache entry written before split-K (no "split_k") is a config of 1.
+  nlohmann::json old = driver::gemm_config_to_json(GemmConfig{});
+  EXPECT_FALSE(old.contains("split_k"));
+  EXPECT_EQ(driver::gemm_config_from_json(old)->split_k, 1);
+  old["split_k"] = 0;
+  EXPECT_FALSE(driver::gemm_config_from_json(old).has_value());
+}
+
 // A fresh TILEFUSE_CACHE_DIR per test.
 class TuneCache : public ::testing::Test {
  protected:

@@ -62,6 +62,40 @@ TEST(GoldenLower, EpilogueAndBatched) {
   expect_golden("epilogue_batched_fused", print_plan_kernels(p.graph, PlanKind::kFused));
 }
 
+// Split-K (GemmConfig::split_k 3, K = 100 in 16-wide tiles: 7 K tiles, 3
+// a split, the last split with one): the K loop over a split's tiles from
+// pid_k * 3, the partial tile stored to the workspace at [pid_k, tile],
+// then if_last_arrival on the tile's counter, whose body sums the three
+// partials in split order (its own from the accumulator) and runs the
+// epilogue (bias, relu) once.
+TEST(GoldenLower, SplitK) {
+  const Program p = parse(
+      "def f(x: f16[40, 100], w: f16[100, 24], b: f16[24]):\n"
+      "    return torch.relu(x @ w + b)\n");
+  LowerOptions o;
+  o.gemm_config = GemmConfig{32, 16, 16, 2, 4, 8, 3};
+  const std::vector<LoweredKernel> ks = lower_plan(p.graph, build_fused_plan(p.graph), o);
+  ASSERT_EQ(ks.size(), 1u);
+  const std::string text = tir::print(ks[0].kernel);
+  expect_golden("split_k_fused", text);
+  EXPECT_NE(text.find("for k in pipelined(0, 3, stages=2)"), std::string::npos) << text;
+  const std::string fixup = block_of(text, "if_last_arrival(splitk_counters[tile], 3)");
+  ASSERT_FALSE(fixup.empty()) << text;
+  EXPECT_NE(fixup.find("load(splitk_workspace, [0, tile"), std::string::npos) << fixup;
+  EXPECT_NE(fixup.find("load(splitk_workspace, [2, tile"), std::string::npos) << fixup;
+  // One store of the output, inside the fixup only.
+  EXPECT_NE(fixup.find("load(b,"), std::string::npos) << fixup;
+  EXPECT_EQ(text.find("load(b,"), text.find(fixup) + fixup.find("load(b,")) << text;
+  // The workspace and the counters follow the output; the runtime sizes them.
+  ASSERT_EQ(ks[0].scratch.size(), 2u);
+  EXPECT_EQ(ks[0].scratch[0].shape, (Shape{3, 4, 32, 16}));
+  EXPECT_EQ(ks[0].scratch[0].dtype, DType::F32);
+  EXPECT_FALSE(ks[0].scratch[0].zeroed);
+  EXPECT_EQ(ks[0].scratch[1].shape, (Shape{4}));
+  EXPECT_TRUE(ks[0].scratch[1].zeroed);
+  EXPECT_EQ(ks[0].kernel.params.size(), ks[0].bindings.size() + 2);
+}
+
 TEST(GoldenLower, Pointwise) {
   // 2-D tiles (last dim >= 32), then 1-D blocks with a gather and a view.
   const Program p = parse(

@@ -80,6 +80,25 @@ TEST(TirText, EveryStatementKindRoundTrips) {
 )");
 }
 
+// Split-K's election of a tile's last block (LastArrivalNode).
+TEST(TirText, IfLastArrivalRoundTrips) {
+  expect_round_trip(R"(kernel split(
+  ws: global f32[3, 4, 8],
+  ctr: global i32[4],
+  out: global f32[4, 8],
+) grid(pid_k: 3, pid: 4) {
+  for j in parallel(0, 8) {
+    ws[pid_k, pid, j] = 1.0
+  }
+  if_last_arrival(ctr[pid], 3) {
+    for j_1 in parallel(0, 8) {
+      out[pid, j_1] = ws[0, pid, j_1] + ws[1, pid, j_1] + ws[2, pid, j_1]
+    }
+  }
+}
+)");
+}
+
 TEST(TirText, EmptyKernelAndEmptyBlocks) {
   expect_round_trip("kernel empty() grid() {\n}\n");
   expect_round_trip(R"(kernel blocks() grid(p: 1) {

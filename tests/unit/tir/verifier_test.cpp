@@ -101,6 +101,16 @@ TEST(TirVerifier, RejectsMalformedKernels) {
   }
   expect_one_error(wrap("  for i in pipelined(0, 4, stages=0) {\n  }\n"),
                    "a pipelined loop needs num_stages >= 1");
+  // if_last_arrival: an i32 global counter, once per program instance.
+  EXPECT_EQ(verify_errors(wrap("  if_last_arrival(out[p], 2) {\n    out[0] = 1\n  }\n")),
+            std::vector<std::string>{});
+  expect_one_error(wrap("  if_last_arrival(x[p], 2) {\n  }\n"),
+                   "if_last_arrival needs an i32 global counter, got x");
+  expect_one_error(wrap("  if_last_arrival(out[p], 0) {\n  }\n"),
+                   "if_last_arrival needs a count >= 1");
+  expect_one_error(
+      wrap("  for i in parallel(0, 4) {\n    if_last_arrival(out[i], 2) {\n    }\n  }\n"),
+      "if_last_arrival inside a parallel loop");
 }
 
 TEST(TirVerifier, RejectsScopeErrorsTheTextCannotSpell) {

@@ -2,6 +2,7 @@
 
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
+#include "tir/functor.h"
 
 namespace tilefuse::codegen {
 
@@ -14,6 +15,15 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
   if (kernel.grid.empty()) why = "no grid";
   for (const GridDim& g : kernel.grid)
     if (!as_const_int(g.extent)) why = "a grid extent that is not a constant";
+  struct Arrival : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const LastArrivalNode*) override { found = true; }
+  } arrival;
+  arrival.visit_stmt(kernel.body);
+  // (A split-K tile's blocks meet at its counter; a persistent block would
+  // take the tiles of one split in turn. Stream-K's territory.)
+  if (why.empty() && arrival.found) why = "split-K (the K splits of a tile meet at a counter)";
   if (why.empty()) persistent_roles(kernel, &why);
   if (!why.empty()) {
     out.launch.notes.push_back("not persistent: " + why);
