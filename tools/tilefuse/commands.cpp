@@ -432,7 +432,7 @@ int run_command(const RunOptions& options) {
         }
       }
       if (!options.gemm_config.empty()) {
-        co.lower.gemm_config = parse_gemm_config(options.gemm_config);
+        co.lower.gemm_config = parse_gemm_config(options.gemm_config, !gpu);
         if (!gpu) tuning_line = "tuning: none (--gemm-config sets every GEMM step's config)";
       }
       auto t0 = std::chrono::steady_clock::now();
