@@ -96,6 +96,10 @@ struct CopyPlan {
   // gather's duplicate rows are then served by L1 instead of queueing at
   // one L2 slice (lower_copies, CudaOptions::gather_cache_all).
   bool cache_all = false;
+  // Tma, in a kernel of LaunchPlan::cluster_size > 1 blocks (cluster): every
+  // block of the cluster reads the same tile at each stage, so block r issues
+  // boxes r, r + cluster_size, ... by TMA multicast into all of them.
+  bool multicast = false;
   // CpAsync in a warp-specialized producer (hoist_copy_addresses): the
   // source address of each of the thread's slots is computed once, before
   // the loop, at `hoisted_indices` (the source indices at the loop's first
@@ -297,6 +301,10 @@ struct LaunchPlan {
   // tiles that each block takes in turn (tile = block, block + blocks, ...);
   // the runtime launches min(tiles, SMs) blocks.
   bool persistent = false;
+  // A thread-block cluster (cluster): 1, or the blocks (consecutive program
+  // ids, __cluster_dims__(cluster_size, 1, 1)) that share their multicast
+  // copies' stages; the grid is a multiple of it.
+  int cluster_size = 1;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
 };

@@ -185,6 +185,7 @@ PlanClause to_clause(const CopyPlan& p) {
     }
   }
   if (p.cache_all) c.push_back(num("cache_all", 1));
+  if (p.multicast) c.push_back(num("multicast", 1));
   if (p.hoisted) {
     std::vector<PlanItem> idx;
     for (const Expr& e : p.hoisted_indices) idx.push_back({"", PlanValue::expr(e)});
@@ -200,7 +201,7 @@ PlanClause to_clause(const CopyPlan& p) {
 
 CopyPlan copy_plan_from(const PlanClause& c) {
   only(c, {"width", "vector_load", "slots", "map", "boxes", "bytes", "rows", "row_pitch",
-           "row_mask", "cache_all", "hoist", "reason"});
+           "row_mask", "cache_all", "multicast", "hoist", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
   p.width = get_int(c, "width");
@@ -208,6 +209,7 @@ CopyPlan copy_plan_from(const PlanClause& c) {
   p.register_slots = static_cast<int>(get_int(c, "slots", 0));
   p.reason = get_str(c, "reason");
   p.cache_all = get_int(c, "cache_all", 0) != 0;
+  p.multicast = get_int(c, "multicast", 0) != 0;
   if (const PlanValue* h = find(c, "hoist")) {
     if (h->kind != PlanValue::Kind::Clause) bad("`hoist=(indices=[...], step=N, ...)`");
     const PlanClause& hc = h->items;
@@ -375,6 +377,7 @@ PlanClause to_clause(const LaunchPlan& p) {
   c.push_back(num("shared_align", p.shared_align));
   if (p.async_barriers) c.push_back(num("async_barriers", 1));
   if (p.persistent) c.push_back(num("persistent", 1));
+  if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (!p.tensor_maps.empty()) {
     std::vector<PlanItem> maps;
     for (const TensorMapPlan& m : p.tensor_maps)
@@ -396,7 +399,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
     if (it.key.empty()) bad("a kernel plan has only `key=value` items");
     static const char* const kKeys[] = {"threads",        "consumer_threads", "shared_bytes",
                                         "shared_align",   "async_barriers",   "persistent",
-                                        "tensor_maps",    "notes"};
+                                        "cluster",        "tensor_maps",      "notes"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -409,6 +412,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.shared_align = static_cast<int>(get_int(c, "shared_align", 128));
   p.async_barriers = get_int(c, "async_barriers", 0) != 0;
   p.persistent = get_int(c, "persistent", 0) != 0;
+  p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   if (const PlanValue* maps = find(c, "tensor_maps")) {
     if (maps->kind != PlanValue::Kind::List) bad("`tensor_maps=[(...), ...]`");
     for (const PlanItem& it : maps->items) {

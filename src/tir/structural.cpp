@@ -88,7 +88,7 @@ class Serializer final : public IRVisitor {
           p->tma_bytes, p->row_gather, p->rows, p->row_pitch});
     expr(p->vector_load);
     expr(p->row_mask);
-    ints({p->cache_all, p->hoisted, p->step});
+    ints({p->cache_all, p->hoisted, p->step, p->multicast});
     exprs(p->hoisted_indices);
     expr(p->hoisted_mask);
     expr(p->iteration_mask);
@@ -122,7 +122,7 @@ class Serializer final : public IRVisitor {
   }
   void launch_plan(const LaunchPlan& l) {
     ints({l.defined, l.num_threads, l.consumer_threads, l.dynamic_shared_bytes, l.shared_align,
-          l.async_barriers, l.persistent});
+          l.async_barriers, l.persistent, l.cluster_size});
     out.push_back(l.tensor_maps.size());
     for (const TensorMapPlan& m : l.tensor_maps) {
       ints({m.param, m.elem_bytes, m.swizzle_bytes});

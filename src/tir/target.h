@@ -87,7 +87,10 @@ struct Target {
     "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")                 \
   X(persistent, false,                                                                         \
     "sm_90a: a warp-specialized kernel loops over its tiles (grid = SMs), the producer "       \
-    "filling the next tile's stages during the epilogue")
+    "filling the next tile's stages during the epilogue")                                  \
+  X(cluster_multicast, false,                                                                  \
+    "sm_90a: pairs of blocks that read the same operand tiles run as a 2-block cluster and "   \
+    "share them by TMA multicast")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

@@ -415,6 +415,10 @@ class PlanVerifier final : public StmtVisitor {
 
   void run() {
     scan();
+    if (launch_.cluster_size != 1 && launch_.cluster_size != 2)
+      error(fmt::format("kernel plan: a cluster of {} blocks (1 or 2)", launch_.cluster_size));
+    if (launch_.cluster_size > 1 && launch_.persistent)
+      error("kernel plan: a persistent kernel in a cluster");
     visit_stmt(kernel_.body);
   }
 
@@ -550,6 +554,16 @@ class PlanVerifier final : public StmtVisitor {
       if (p.tensor_map < 0 || p.tensor_map >= maps)
         error(fmt::format("copy plan: tma map {} is not one of the kernel's {} tensor maps",
                           p.tensor_map, maps));
+    }
+    if (p.multicast) {
+      const int cluster = launch_.cluster_size;
+      if (p.mechanism != CopyMechanism::Tma || p.row_gather)
+        error("copy plan: multicast on a copy that is not a tile TMA copy");
+      else if (cluster < 2)
+        error("copy plan: multicast in a kernel without a cluster");
+      else if (p.boxes.size() % static_cast<size_t>(cluster) != 0)
+        error(fmt::format("copy plan: multicast of {} boxes over a cluster of {} blocks",
+                          p.boxes.size(), cluster));
     }
     // The ring depth of the tile a pipelined loop's copy fills: its stages.
     if (!loops_.empty()) {

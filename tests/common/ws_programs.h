@@ -61,6 +61,7 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"staged_epilogue=0", true},
       {"warp_specialize=0", false},
       {"persistent=1", true},
+      {"cluster_multicast=1", true},
   };
   return v;
 }

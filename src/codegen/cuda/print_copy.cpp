@@ -242,6 +242,27 @@ void Printer::emit_tma_copy(const CopyNode* op) {
                    op->value.as<LoadNode>()->buffer.name(), t.boxes.size(),
                    t.boxes.size() > 1 ? "es" : "",
                    t.tma_bytes / static_cast<int64_t>(t.boxes.size()), t.tensor_map));
+  if (t.multicast) {
+    // Block r of the cluster issues boxes r, r + cluster, ...: each lands in
+    // every block of the cluster (mask: all of them).
+    const int cluster = k_.launch.cluster_size;
+    for (int r = 0; r < cluster; ++r) {
+      open(r == 0 ? fmt::format("if (tf_crank == {})", r)
+                  : fmt::format("else if (tf_crank == {})", r));
+      for (size_t b = static_cast<size_t>(r); b < t.boxes.size(); b += static_cast<size_t>(cluster)) {
+        const TmaBox& o = t.boxes[b];
+        std::string coords;
+        for (const Expr& c : o.coords) coords += ", static_cast<int>(" + expr(c) + ")";
+        line(fmt::format("tf::tma_load_multicast<{}>(&{}[(tf_stage) * {} + {}], &tf_map{}{}, "
+                         "&tf_full[tf_stage], {});",
+                         o.coords.size(), buf(op->dst), stage_elems, o.smem_offset, t.tensor_map,
+                         coords, (1 << cluster) - 1));
+      }
+      --indent_;
+      line("}");
+    }
+    return;
+  }
   for (const TmaBox& o : t.boxes) {
     std::string coords;
     for (const Expr& c : o.coords) coords += ", static_cast<int>(" + expr(c) + ")";
@@ -309,13 +330,26 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
   line(fmt::format("unsigned long long* tf_full = reinterpret_cast<unsigned long long*>(tf_smem + {});",
                    plan.mbarrier_offset));
   line(fmt::format("unsigned long long* tf_empty = tf_full + {};", stages));
+  const int cluster = k_.launch.cluster_size;
   open("if (tf_tid == 0)");
   open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages));
   line(fmt::format("tf::mbar_init(&tf_full[tf_s], {});", full_count));
-  line("tf::mbar_init(&tf_empty[tf_s], kMmaThreads);");
+  if (cluster > 1)  // one arrival per MMA warp of each block of the cluster
+    line(fmt::format("tf::mbar_init(&tf_empty[tf_s], kMmaThreads / 32 * {});", cluster));
+  else
+    line("tf::mbar_init(&tf_empty[tf_s], kMmaThreads);");
   close();
+  if (cluster > 1) line("tf::fence_mbarrier_init();");
   close();
   line(block_barrier_);
+  if (cluster > 1) {
+    line(fmt::format(
+        "// cluster of {} blocks: each block's mbarriers are initialized before the other's "
+        "multicast copies and arrivals reach them",
+        cluster));
+    line("tf::cluster_sync();");
+    line("const unsigned tf_crank = tf::cluster_ctarank();");
+  }
 }
 
 void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
@@ -375,6 +409,16 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   }
   if (arr.async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
   close();
+  if (k_.launch.cluster_size > 1) {
+    // The other block's MMA warps arrive on this block's `empty` mbarriers
+    // up to their last stage: the block stays until they have.
+    TF_CHECK(base.empty(), "cuda printer: a persistent kernel in a cluster");
+    line("// the other blocks of the cluster release their last stages here before it exits");
+    open(fmt::format("for ({0} {1} = ({2} > {3} ? {2} - {3} : 0); {1} < {2}; ++{1})", t, it, n,
+                     stages));
+    line(fmt::format("tf::mbar_wait(&tf_empty[{0} % {1}], ({0} / {1}) & 1);", it, stages));
+    close();
+  }
   for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
 }
 
@@ -397,13 +441,18 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
                    tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
   line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
-  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {2}) % {3}]);", it, gi,
-                   stages - 1, stages));
+  const int cluster = k_.launch.cluster_size;
+  // In a cluster each MMA warp releases the stage in every block (their
+  // producers' multicast copies write both).
+  const std::string arrive =
+      cluster > 1 ? fmt::format("tf::mbar_arrive_warp_cluster<{}>", cluster) : "tf::mbar_arrive";
+  line(fmt::format("if ({0} > 0) {4}(&tf_empty[({1} + {2}) % {3}]);", it, gi, stages - 1, stages,
+                   arrive));
   close();
   line(fmt::format("{}.wait();", c));
-  if (!base.empty())  // the last stage goes back to the producer for the next tile
-    line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
-                     stages));
+  if (!base.empty() || cluster > 1)  // the last stage goes back to the producer(s)
+    line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
+                     base.empty() ? "" : base + " + ", stages, arrive));
 }
 
 void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<void()>& body) {

@@ -139,7 +139,11 @@ CudaKernel Printer::run() {
     params += fmt::format(",\n    const __grid_constant__ tf::TmaDesc tf_map{}", m);
   // Register budgets by setmaxnreg need a register cap at entry: one block
   // per SM (PTX ISA 9.7.17.3).
-  head << "extern \"C\" __global__ void __launch_bounds__(" << threads_
+  // A cluster's shape is the kernel's (__cluster_dims__): an ordinary
+  // launch runs it (CUDA Programming Guide, "Thread Block Clusters").
+  head << "extern \"C\" __global__ void ";
+  if (launch.cluster_size > 1) head << "__cluster_dims__(" << launch.cluster_size << ", 1, 1) ";
+  head << "__launch_bounds__(" << threads_
        << (register_budgets ? ", 1" : "") << ") " << k_.name
        << "(\n    " << params << ") {\n";
 

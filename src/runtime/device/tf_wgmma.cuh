@@ -180,6 +180,86 @@ __device__ __forceinline__ void named_barrier() {
   asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
 
+// ---- Thread-block clusters (sm_90; PTX ISA 9.7.13.3 barrier.cluster, 9.7.9.21
+// mapa, 9.7.13.15 mbarrier, 9.7.9.25.5 cp.async.bulk.tensor .multicast::cluster) ----
+// A cluster of blocks on neighbouring SMs (a kernel declared
+// __cluster_dims__) shares one stage of an operand: each block issues part of
+// its boxes by TMA multicast, which lands in every block of the mask and
+// completes the transaction count of the mbarrier at the same offset in each.
+// A stage may then be refilled only once the MMA warpgroups of every block
+// released it: each MMA warp signals the `empty` mbarrier of every block.
+
+// This block's rank in its cluster (%cluster_ctarank).
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster arrives (release) and waits
+// (acquire): after it, what each block wrote to its shared memory before
+// (its mbarrier inits, made visible by fence_mbarrier_init) is visible to
+// the others. All threads of the block execute it (.aligned).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+// Makes this thread's mbarrier.init visible to the cluster's other blocks
+// (fence.mbarrier_init: PTX ISA 9.7.13.4).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One arrival on the mbarrier at `bar`'s offset in the shared memory of the
+// cluster's block `rank`, with the default semantics (release at CTA scope,
+// as CUTLASS's ClusterBarrier::arrive): it releases a stage this thread only
+// read, by wgmma that has completed. A release at cluster scope fences every
+// earlier access of the thread cluster-wide and measured 1.4-2.4x slower
+// main loops (bench/RESULTS.md, session 7).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 tf_ra;\n"
+      "mapa.shared::cluster.u32 tf_ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [tf_ra];\n}\n" ::"r"(
+          smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
+// One arrival of this warp (lane 0, once the warp got here) on the mbarrier
+// at `bar`'s offset in each of the CLUSTER blocks of the cluster.
+template <int CLUSTER>
+__device__ __forceinline__ void mbar_arrive_warp_cluster(unsigned long long* bar) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+    for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bar, r);
+  }
+}
+// tma_load, multicast: the box lands at `dst`'s offset in every block of
+// `mask` (bit r: the cluster's block r), each completing its bytes on the
+// mbarrier at `bar`'s offset.
+template <int RANK>
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TmaDesc* map, int c0, int c1,
+                                                   unsigned long long* bar, unsigned short mask) {
+  static_assert(RANK == 2, "tma_load_multicast: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TmaDesc* map, int c0, int c1,
+                                                   int c2, unsigned long long* bar,
+                                                   unsigned short mask) {
+  static_assert(RANK == 3, "tma_load_multicast: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
+
 // setmaxnreg (PTX ISA 9.7.17.3, sm_90a): the warpgroup's registers per
 // thread become N (a multiple of 8 in 24..256); every warp of the
 // warpgroup executes it. The kernel must have a register cap at entry

@@ -258,7 +258,7 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
 // expected tensor maps, compiled for sm_90a without spills or serialized
 // wgmma. (tests/gpu/ws_test.cpp runs the same kernels on the device.)
 TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
-  int n = 0;
+  int n = 0, clusters = 0;
   for (const testing::WsProgram& wp : testing::ws_programs())
     for (const testing::WsVariant& v : testing::ws_variants())
       for (const GemmConfig& cfg : testing::ws_configs()) {
@@ -280,6 +280,15 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
           const bool gather_tma = v.options().tma_row_gather && std::string(wp.name) == "gather_f16";
           const int maps = !ws || !v.options().tma ? 0 : wp.tma_maps + (gather_tma ? 1 : 0);
           EXPECT_EQ(static_cast<int>(c.tensor_maps.size()), maps) << c.source;
+          // The cluster variant forms a cluster where the grid pairs up
+          // (the pass proves each pair shares B; a persistent or split-K
+          // grid never does).
+          const bool cluster = c.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos;
+          if (cluster) {
+            EXPECT_TRUE(v.options().cluster_multicast && ws && cfg.split_k == 1) << c.source;
+            EXPECT_NE(c.source.find("tma_load_multicast"), std::string::npos) << c.source;
+            ++clusters;
+          }
           const cuda::CompiledKernel k =
               cuda::compile_cuda(c.source, c.name + "_ws" + std::to_string(n++),
                                  driver::cuda_compile_options("sm_90a"));
@@ -290,6 +299,7 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
         }
       }
   EXPECT_GT(n, 0);
+  EXPECT_GT(clusters, 0);
 }
 
 // f8 operands (a plain GEMM, and one with a relu epilogue): the exact FMA

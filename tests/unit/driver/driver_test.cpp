@@ -39,7 +39,7 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
   const std::vector<std::string> want = {"simplify", "cse", "licm", "dce",
                                          "lower_gemm", "warp_specialize", "lower_copies",
                                          "pipeline", "hoist_copy_addresses", "persistent",
-                                         "register_budgets",
+                                         "cluster", "register_budgets",
                                          "layout", "epilogue", "sync"};
   EXPECT_EQ(names, want);
 }

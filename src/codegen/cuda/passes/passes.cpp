@@ -1,6 +1,7 @@
 // The CUDA pass table. Order matters; each entry says why it is where it is.
 #include "codegen/cuda/passes/passes.h"
 
+#include "codegen/cuda/passes/cluster.h"
 #include "codegen/cuda/passes/epilogue.h"
 #include "codegen/cuda/passes/hoist_copy_addresses.h"
 #include "codegen/cuda/passes/layout.h"
@@ -34,6 +35,10 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "after the warp-specialized loop's copies and hoisting are known: it only changes who "
        "runs the statements around that loop; before register_budgets (its producer needs more) "
        "and epilogue (whose tile then needs a region of its own)"},
+      {"cluster", form_clusters,
+       "after persistent (a persistent kernel takes its tiles in turn, not in pairs) and after "
+       "lower_copies (only TMA copies multicast; their boxes say what each block reads); the "
+       "printer then splits each multicast copy's boxes between the cluster's blocks"},
       {"register_budgets", register_budgets,
        "after hoist_copy_addresses and persistent: a producer's budget depends on whether its "
        "copies compute addresses (TMA and hoisted copies do not) and whether it runs a tile "
