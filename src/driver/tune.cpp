@@ -47,7 +47,7 @@ int cap_tile(int64_t dim, int v) {
 bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
-         a.split_k == b.split_k;
+         a.split_k == b.split_k && a.persistent == b.persistent;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -227,14 +227,16 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 }
 
 std::string gemm_config_name(const GemmConfig& c) {
-  return fmt::format("{}x{}x{}/{}/{}{}", c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps,
-                     c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "");
+  return fmt::format("{}x{}x{}/{}/{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
+                     c.num_warps, c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "",
+                     c.persistent ? "/persistent" : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
   json j = {{"block_m", c.block_m},       {"block_n", c.block_n},     {"block_k", c.block_k},
             {"num_stages", c.num_stages}, {"num_warps", c.num_warps}, {"group_m", c.group_m}};
   if (c.split_k > 1) j["split_k"] = c.split_k;  // (absent: 1, as entries before split-K)
+  if (c.persistent) j["persistent"] = true;     // (absent: false, likewise)
   return j;
 }
 
@@ -255,6 +257,10 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
     if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 64)
       return std::nullopt;
     c.split_k = static_cast<int>(it->get<int64_t>());
+  }
+  if (auto it = j.find("persistent"); it != j.end()) {
+    if (!it->is_boolean()) return std::nullopt;
+    c.persistent = it->get<bool>();
   }
   return c;
 }
@@ -455,6 +461,40 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
         const ConfigCost cost =
             config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
         if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
+        add(c);
+      }
+    }
+  }
+  // Persistent kernels (issue 15, item 5): where the tiles outnumber the
+  // SMs, the largest-tile warp-specialized configs (at most 4) again with
+  // their blocks looping over the tiles, each also with one stage fewer
+  // (the staged epilogue then fits beside the stage rings, which the
+  // producer refills during it). Only where the persistent pass takes the
+  // kernel (config_cost says so): sm_90a, a warp-specialized main loop,
+  // constant sizes, no split-K. Measured on the H200: gather_heavy 74.8 ->
+  // 70.8 us at 128x256x64/3/8 (bench/RESULTS.md, session 7); slower on
+  // single-wave programs, so none is tried there.
+  if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty()) {
+    std::vector<GemmConfig> base;
+    for (const GemmConfig& c : out)
+      if (c.split_k == 1 && output_tiles(step, c) > sm_count) base.push_back(c);
+    std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
+      return a.block_m * a.block_n > b.block_m * b.block_n;
+    });
+    if (base.size() > 4) base.resize(4);
+    for (const GemmConfig& b : base) {
+      for (int fewer : {0, 1}) {
+        GemmConfig c = b;
+        c.persistent = true;
+        c.num_stages = b.num_stages - fewer;
+        if (c.num_stages < 2) continue;
+        bool known = false;
+        for (const GemmConfig& o : out) known = known || same_config(o, c);
+        if (known) continue;
+        const ConfigCost cost =
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+        if (!cost.feasible || !cost.persistent || !kernels.insert(cost.fingerprint).second)
+          continue;
         add(c);
       }
     }

@@ -132,6 +132,12 @@ std::optional<GemmConfig> gemm_config_from_json(const nlohmann::json& j);
 // tiles). Which wins is measured. None where sm_count is 0 or a size of
 // the step is symbolic (gemm_symbolic_dim: split-K needs constant sizes).
 //
+// Persistent (sm_90a): the unsplit configs above with more output tiles than
+// `sm_count`, the largest tiles first, at most 4, are tried again as
+// persistent kernels (GemmConfig::persistent), with their stages and with
+// one stage fewer; only those the persistent pass takes (warp-specialized,
+// constant sizes). None where sm_count is 0 or a size is symbolic.
+//
 // CPU: the default and up to three square tiles (32, 64, 128) capped at the
 // problem, deduplicated.
 //

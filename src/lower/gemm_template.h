@@ -42,6 +42,11 @@ struct GemmConfig {
   // workspace; the last block of a tile to arrive (LastArrivalNode) sums the
   // partials in split order 0..split_k-1 and runs the epilogue once.
   int split_k = 1;
+  // Persistent (sm_90a, a warp-specialized main loop): the kernel's blocks
+  // take its tiles in turn, one block an SM (codegen/cuda/passes/
+  // persistent.h); the kernel attr PERSISTENT = 1 asks the persistent pass
+  // for it, as CudaOptions::persistent does for every kernel.
+  bool persistent = false;
 };
 
 // True for a GEMM step whose operands share one floating dtype (the graph

@@ -116,11 +116,22 @@ TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
 TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   const std::string prog = case_path("seed_gather_mm_f16.tfs");
   for (const char* bad : {"32x32x32/1/4/splitk0", "32x32x32/1/4/splitk65", "32x32x32/1/4/split4",
-                          "32x32x32/1/4/splitk4x", "32x32x32/1/4/"}) {
+                          "32x32x32/1/4/splitk4x", "32x32x32/1/4/",
+                          "32x32x32/1/4/persistentx", "32x32x32/1/4/persistent/splitk2"}) {
     Result r = run_cli("run " + prog + " --device cpu --gemm-config " + bad);
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find("--gemm-config"), std::string::npos) << bad << "\n" << r.output;
   }
+  // "/persistent" (after an optional split) asks the persistent pass for the
+  // kernel: sm_90a takes it, a split-K kernel says why not.
+  Result r = run_cli("emit " + prog +
+                     " --target sm_90a --stage cuda --gemm-config 128x256x64/3/8/persistent");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("// persistent: each block takes tiles"), std::string::npos) << r.output;
+  r = run_cli("emit " + prog +
+              " --target sm_90a --stage cuda --gemm-config 128x128x64/3/8/splitk2/persistent");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not persistent: split-K"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MainExampleRuns) {

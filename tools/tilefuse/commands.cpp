@@ -60,7 +60,9 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 // tiles (16..256, BLOCK_K 16..128; for the CPU target 16..512 each, the
 // range of its default config), 1..8 stages and 1..16 warps (a power of
 // two), optionally followed by "/splitkS" (split-K over S blocks a tile,
-// 1..64). A UserError names the flag and the value otherwise.
+// 1..64) and then "/persistent" (sm_90a: the warp-specialized kernel's
+// blocks take its tiles in turn). A UserError names the flag and the value
+// otherwise.
 GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
   int used = -1;
@@ -68,15 +70,21 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
                         &c.num_stages, &c.num_warps, &used) == 5 &&
             used > 0;
   if (ok && static_cast<size_t>(used) < text.size()) {
-    // The optional "/splitkS" suffix, and nothing after it.
+    // The optional "/splitkS" suffix.
     int more = -1;
-    ok = std::sscanf(text.c_str() + used, "/splitk%d%n", &c.split_k, &more) == 1 &&
-         static_cast<size_t>(used + more) == text.size();
+    if (std::sscanf(text.c_str() + used, "/splitk%d%n", &c.split_k, &more) == 1 && more > 0)
+      used += more;
   }
+  if (ok && text.compare(static_cast<size_t>(used), std::string::npos, "/persistent") == 0) {
+    c.persistent = true;
+    used += static_cast<int>(std::string_view("/persistent").size());
+  }
+  ok = ok && static_cast<size_t>(used) == text.size();  // nothing after the suffixes
   if (!ok)
     throw UserError(
         "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
-        "num_stages/num_warps) or 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile), got `" +
+        "num_stages/num_warps), 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile) or "
+        "128x256x64/3/8/persistent (a persistent kernel), got `" +
         text + "`");
   if (c.split_k < 1 || c.split_k > 64)
     throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");

@@ -247,6 +247,56 @@ TEST(TuneSpace, FewTilesGetSplitKConfigs) {
   EXPECT_FALSE(driver::gemm_config_from_json(old).has_value());
 }
 
+// Many tiles (the gather_heavy bench shape: 512 tiles of 128x256 for 132
+// SMs): the space tries persistent kernels of the largest tiles, with their
+// stages and one fewer, each one the persistent pass took (its source says
+// so); a single-wave problem, a symbolic size or sm_80 gets none. The name
+// and the JSON form round-trip (absent "persistent" reads as false).
+TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
+  const Graph g = parse_graph(
+      "def f(x: bf16[16384, 1024], idx: i64[16384] in [0, 16384), w: bf16[1024, 1024]):\n"
+      "    return x[idx] @ w\n");
+  const Plan plan = build_plan(g, PlanKind::kFused);
+  const KernelStep& step = gemm_step(g, plan);
+  const tir::Target sm90a = tir::Target::cuda(90, true);
+  const auto space =
+      driver::gemm_config_space(g, step, sm90a, 227 * 1024, PlanKind::kFused, {}, 132);
+  std::set<std::string> names;
+  int persistent = 0;
+  for (const GemmConfig& c : space) {
+    names.insert(driver::gemm_config_name(c));
+    if (!c.persistent) continue;
+    ++persistent;
+    EXPECT_EQ(c.split_k, 1);
+    const int64_t tiles = (16384 / c.block_m) * ((1024 + c.block_n - 1) / c.block_n);
+    EXPECT_GT(tiles, 132) << driver::gemm_config_name(c);
+    const driver::ConfigCost cost =
+        driver::config_cost(g, PlanKind::kFused, c, sm90a, {}, 227 * 1024, 128);
+    EXPECT_TRUE(cost.feasible && cost.persistent) << driver::gemm_config_name(c) << cost.why;
+    EXPECT_NE(driver::gemm_config_name(c).find("/persistent"), std::string::npos);
+    const std::optional<GemmConfig> back =
+        driver::gemm_config_from_json(driver::gemm_config_to_json(c));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_TRUE(back->persistent);
+  }
+  EXPECT_GE(persistent, 2) << ::testing::PrintToString(names);
+  EXPECT_LE(persistent, 8) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("128x256x64/3/8/persistent")) << ::testing::PrintToString(names);
+  // No persistent kernel on sm_80, or without the SM count.
+  for (const GemmConfig& c : driver::gemm_config_space(g, step, tir::Target::cuda(80), 163 * 1024,
+                                                       PlanKind::kFused, {}, 132))
+    EXPECT_FALSE(c.persistent) << driver::gemm_config_name(c);
+  for (const GemmConfig& c :
+       driver::gemm_config_space(g, step, sm90a, 227 * 1024, PlanKind::kFused, {}, 0))
+    EXPECT_FALSE(c.persistent) << driver::gemm_config_name(c);
+  // A cache entry without "persistent" is not persistent; a wrong type is a miss.
+  nlohmann::json old = driver::gemm_config_to_json(GemmConfig{});
+  EXPECT_FALSE(old.contains("persistent"));
+  EXPECT_FALSE(driver::gemm_config_from_json(old)->persistent);
+  old["persistent"] = 1;
+  EXPECT_FALSE(driver::gemm_config_from_json(old).has_value());
+}
+
 // A fresh TILEFUSE_CACHE_DIR per test.
 class TuneCache : public ::testing::Test {
  protected:

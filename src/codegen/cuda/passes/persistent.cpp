@@ -9,7 +9,12 @@ namespace tilefuse::codegen {
 using namespace tir;  // NOLINT: a pass over the Tile IR
 
 Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context) {
-  if (!context.cuda.persistent || pipelined_loops(kernel.body, true).empty()) return kernel;
+  // Asked for by the option (every kernel) or by the GEMM config (the
+  // kernel attr PERSISTENT, which the tuner searches).
+  const auto attr = kernel.attrs.find("PERSISTENT");
+  const bool asked = context.cuda.persistent ||
+                     (attr != kernel.attrs.end() && attr->second == tir::AttrValue(int64_t{1}));
+  if (!asked || pipelined_loops(kernel.body, true).empty()) return kernel;
   Kernel out = kernel;
   std::string why;
   if (kernel.grid.empty()) why = "no grid";
