@@ -1089,6 +1089,20 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
   if (won > 0 && runner_up > 0) speedup = runner_up / won;
   int failed = 0;
   for (const TuneCandidate& t : c.candidates) failed += t.median_us < 0 ? 1 : 0;
+  // The winning plan's runner-up config: its fastest other timed candidate
+  // (what the winner beat within its own plan: e.g. the same tiles not
+  // persistent, or one stage more).
+  json config_runner_up = nullptr;
+  if (!c.cublaslt && c.gemm_config) {
+    const TuneCandidate* best = nullptr;
+    for (const TuneCandidate& t : c.candidates)
+      if (t.plan == c.plan && !t.cublaslt && t.median_us >= 0 && t.config &&
+          !same_config(*t.config, *c.gemm_config) && (!best || t.median_us < best->median_us))
+        best = &t;
+    if (best)
+      config_runner_up = {{"config", gemm_config_name(*best->config)},
+                          {"median_us", best->median_us}};
+  }
   return {{"tuned", true},
           {"device", c.device},
           {"plan", std::string(plan_kind_name(c.plan))},
@@ -1101,6 +1115,7 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
           {"cublaslt_note", c.cublaslt_note},
           {"speedup", speedup},
           {"candidates", c.candidates.size()},
+          {"config_runner_up", config_runner_up},
           {"failed", failed},
           {"tuned_at", c.tuned_at},
           {"tuning_seconds", c.tuning_seconds}};
@@ -1135,6 +1150,9 @@ std::string render_tuning_text(const json& a) {
   if (plans[2].second < 0 && a.contains("cublaslt_note") && a["cublaslt_note"].is_string() &&
       !a["cublaslt_note"].get<std::string>().empty())
     s += "; unfused+cuBLASLt " + a["cublaslt_note"].get<std::string>();
+  if (const auto r = a.find("config_runner_up"); r != a.end() && r->is_object())
+    s += fmt::format("; runner-up {} {}, {:.1f} us", plan, r->value("config", std::string("?")),
+                     r->value("median_us", -1.0));
   return s;
 }
 

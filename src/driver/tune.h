@@ -295,7 +295,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs,
 //    "gemm_config" (object, or null), "config" ("128x128x64/3/8", or null),
 //    "fused_us", "unfused_us", "cublaslt_us", "cublaslt_note",
 //    "speedup" (the runner-up's time / the winner's; null when no other
-//    plan has a time), "candidates" (how many were tried), "failed",
+//    plan has a time), "config_runner_up" ({"config", "median_us"}: the
+//    winning plan's fastest other config; null for unfused+cuBLASLt or
+//    when none other ran), "candidates" (how many were tried), "failed",
 //    "tuned_at", "tuning_seconds"}.
 // `device` is a TuneDevice::key() ("NVIDIA H200 sm_90a"), a target name
 // ("sm_90a": the newest tuning of the program on any GPU of that target,

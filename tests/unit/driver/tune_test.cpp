@@ -747,6 +747,24 @@ TEST_F(TuneCache, ExplainsACachedCublasltChoice) {
             "tuning (NVIDIA H200 sm_90a, 2026-11-30T06:00:00Z): fused 128x256x64/4/8 won, 38.1 us "
             "vs unfused 64.8 us, unfused+cuBLASLt 41.7 us (1.09x faster); 3 candidates (0 "
             "skipped) in 9.5 s");
+  EXPECT_TRUE(b["config_runner_up"].is_null());  // no other fused config ran
+
+  // Another fused config ran (persistent): the winner's runner-up within its plan.
+  {
+    driver::TunedChoice p = f;
+    GemmConfig pc{128, 256, 64, 3, 8, 8};
+    pc.persistent = true;
+    p.candidates.push_back({PlanKind::kFused, pc, 39.5, 100, ""});
+    p.candidates.push_back({PlanKind::kFused, GemmConfig{64, 64, 64, 3, 4, 8}, 45.0, 100, ""});
+    ASSERT_TRUE(tc->put(driver::tuning_key(g, h200).material(), driver::choice_to_json(p)));
+    const nlohmann::json r = driver::tuning_account(g, "NVIDIA H200 sm_90a");
+    EXPECT_EQ(r["config_runner_up"]["config"], "128x256x64/3/8/persistent");
+    EXPECT_NE(driver::render_tuning_text(r).find(
+                  "5 candidates (0 skipped) in 9.5 s; runner-up fused 128x256x64/3/8/persistent, "
+                  "39.5 us"),
+              std::string::npos)
+        << driver::render_tuning_text(r);
+  }
 
   // Not a candidate: the reason ends the line.
   f.cublaslt_us = -1;
