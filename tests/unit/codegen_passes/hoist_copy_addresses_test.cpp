@@ -28,6 +28,21 @@ TEST(HoistCopyAddresses, GatheredRowsOfTheProducer) {
   expect_cuda_pass("hoist_copy_addresses", in.text(), out.text());
 }
 
+// A split-K loop's K offset, `(split*16 + k)*64`, which simplify keeps
+// whole: expanded, the address is still affine in k (a step of 64).
+TEST(HoistCopyAddresses, SplitKOffsetIsAffineInK) {
+  GemmText in = testing::gathered_gemm(), out = in;
+  in.a_value = "x[index_rows[i], (pid_n*16 + k)*64 + j]";
+  out.a_value = in.a_value;
+  out.a_copy =
+      "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {pid_n*1024 + j}], "
+      "step=64)";
+  expect_cuda_pass("hoist_copy_addresses", in.text(), out.text());
+  // Not affine: k times a grid var.
+  in.a_value = "x[index_rows[i], k*pid_n + j]";
+  expect_cuda_pass("hoist_copy_addresses", in.text(), in.text());
+}
+
 // Not an affine tile's (a few integer ops an iteration, not worth three
 // registers a slot), not outside a producer, not with the option off.
 TEST(HoistCopyAddresses, OnlyGatheredRowsOfAProducer) {

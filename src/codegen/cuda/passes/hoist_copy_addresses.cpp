@@ -27,6 +27,58 @@ bool is_zero(const Expr& e) {
   return c && *c == 0;
 }
 
+// `e` as a sum of integer coefficients times terms (Add, Sub and a product
+// with a constant expanded; anything else is one term, compared
+// structurally), added into `terms` scaled by `scale`. Exact modulo 2^bits
+// in `e`'s dtype, as the integer ops are; a cast is a term of its own.
+// (simplify keeps `(pid_k*16 + k)*64` whole; expanded, a split-K loop's
+// address is seen to be affine in k.)
+using LinearTerms = std::vector<std::pair<Expr, int64_t>>;
+void add_linear(const Expr& e, int64_t scale, LinearTerms* terms) {
+  if (const int64_t* c = as_const_int(e)) {
+    terms->emplace_back(Expr(), *c * scale);
+    return;
+  }
+  if (const auto* a = e.as<AddNode>()) {
+    add_linear(a->a, scale, terms);
+    add_linear(a->b, scale, terms);
+    return;
+  }
+  if (const auto* s = e.as<SubNode>()) {
+    add_linear(s->a, scale, terms);
+    add_linear(s->b, -scale, terms);
+    return;
+  }
+  if (const auto* m = e.as<MulNode>()) {
+    if (const int64_t* c = as_const_int(m->b)) return add_linear(m->a, scale * *c, terms);
+    if (const int64_t* c = as_const_int(m->a)) return add_linear(m->b, scale * *c, terms);
+  }
+  terms->emplace_back(e, scale);
+}
+
+// Is the integer expression `e` zero for every value of its free vars, by
+// its linear expansion (every term's coefficients summing to 0)?
+bool linear_zero(const Expr& e) {
+  if (!is_integral(e.dtype())) return false;
+  LinearTerms terms;
+  add_linear(e, 1, &terms);
+  std::vector<bool> done(terms.size(), false);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (done[i]) continue;
+    int64_t sum = 0;
+    for (size_t j = i; j < terms.size(); ++j) {
+      const bool same = terms[i].first.defined() == terms[j].first.defined() &&
+                        (!terms[i].first.defined() ||
+                         structural_equal(terms[i].first, terms[j].first));
+      if (!same) continue;
+      sum += terms[j].second;
+      done[j] = true;
+    }
+    if (sum != 0) return false;
+  }
+  return true;
+}
+
 // The plan of copy `c` of the warp-specialized `loop` with its source
 // address hoisted, or nullopt when the address is not affine in the loop
 // var or its invariant part reads what the loop writes.
@@ -75,7 +127,8 @@ std::optional<CopyPlan> hoisted(const ForNode* loop, const CopyNode* c, const Va
                                     : CastNode::make(dt, SubNode::make(k, k0));
     const Expr rest = passes::simplify(
         SubNode::make(SubNode::make(idx, at0), MulNode::make(kk, make_int(dt, *dstep))));
-    if (!is_zero(rest) || uses_var(at0, k) || loads_any(at0, written)) return std::nullopt;
+    if (!(is_zero(rest) || linear_zero(rest)) || uses_var(at0, k) || loads_any(at0, written))
+      return std::nullopt;
     gathered = gathered || has_load(at0);
     plan.hoisted_indices.push_back(at0);
     step += *dstep * strides[d];
