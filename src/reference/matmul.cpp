@@ -249,6 +249,79 @@ void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
   }
 }
 
+// n elements of dtype `dt` from contiguous `src` to T (exact; as
+// pack_panel converts them).
+template <typename T>
+void convert_run(DType dt, const std::byte* src, T* dst, int64_t n) {
+  if (n <= 0) return;
+  if (dt == (std::is_same_v<T, float> ? DType::F32 : DType::F64)) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (dt == DType::F16 || dt == DType::BF16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(src);
+      static const bool f16c = has_f16c();
+      if (dt == DType::F16 && f16c) {
+        f16_run_to_f32(h, dst, n);
+      } else if (dt == DType::F16) {
+        const float* f16 = f16_table();
+        for (int64_t i = 0; i < n; ++i) dst[i] = f16[h[i]];
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          dst[i] = std::bit_cast<float>(static_cast<uint32_t>(h[i]) << 16);
+      }
+      return;
+    }
+  }
+  const ReadFn<T> read = reader<T>(dt);
+  const int64_t esize = dtype_size(dt);
+  for (int64_t i = 0; i < n; ++i) dst[i] = read(src + i * esize);
+}
+
+// The A panel of rows [r0, r0 + width) of `m` (laid out [cols][width], rows
+// past m.n_rows and elements past a row's valid count 0): what pack_panel
+// makes of a tile holding these rows.
+template <typename T>
+void pack_rows_a(const RowsRef& m, int64_t r0, int width, T* out) {
+  const int64_t k_depth = m.cols;
+  const int64_t valid_rows = std::clamp<int64_t>(m.n_rows - r0, 0, width);
+  // Each row converted into `rows` (row i at i * k_depth, zero past its
+  // valid count), then interleaved into the panel front to back.
+  thread_local std::vector<T> rows;
+  rows.resize(static_cast<size_t>(width * k_depth));
+  for (int64_t i = 0; i < width; ++i) {
+    T* row = rows.data() + i * k_depth;
+    const int64_t v = i < valid_rows ? std::clamp<int64_t>(m.valid[r0 + i], 0, k_depth) : 0;
+    convert_run<T>(m.dtype, m.rows[r0 + i], row, v);
+    std::fill(row + v, row + k_depth, T(0));
+  }
+  for (int64_t k = 0; k < k_depth; ++k) {
+    T* dst = out + k * width;
+    for (int64_t i = 0; i < width; ++i) dst[i] = rows[i * k_depth + k];
+  }
+}
+
+// The B panels of `m` (its rows are K): panel p holds columns
+// [p * width, (p + 1) * width), laid out [rows][width] at out + p *
+// panel_stride, columns past a row's valid count 0: what pack_panel makes
+// of the transposed view of a tile holding these rows. Row by row, so that
+// each source row is read once, front to back.
+template <typename T>
+void pack_rows_b(const RowsRef& m, int64_t panels, int width, T* out, int64_t panel_stride) {
+  const int64_t esize = dtype_size(m.dtype);
+  for (int64_t k = 0; k < m.n_rows; ++k) {
+    const int64_t valid = std::clamp<int64_t>(m.valid[k], 0, m.cols);
+    for (int64_t p = 0; p < panels; ++p) {
+      T* dst = out + p * panel_stride + k * width;
+      const int64_t c0 = p * width;
+      const int64_t v = std::clamp<int64_t>(valid - c0, 0, width);
+      if (v > 0) convert_run<T>(m.dtype, m.rows[k] + c0 * esize, dst, v);
+      for (int64_t j = v; j < width; ++j) dst[j] = T(0);
+    }
+  }
+}
+
 MatrixRef transposed(const MatrixRef& m) {
   return {m.data, m.dtype, m.cols, m.rows, m.col_stride, m.row_stride};
 }
@@ -365,10 +438,10 @@ void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, 
 // C += A @ B on this thread: full MR x NR panels run on C in place, the
 // ragged right / bottom panels through a padded scratch tile.
 template <typename T>
-void gemm_accumulate_typed(const MatrixRef& a, const MatrixRef& b, T* c, int64_t ldc,
+void gemm_accumulate_typed(const GemmOperand& a, const GemmOperand& b, T* c, int64_t ldc,
                            GemmKernel which) {
-  TF_CHECK(a.cols == b.rows, "gemm_accumulate: inner dims differ");
-  const int64_t m = a.rows, k_depth = a.cols, n = b.cols;
+  TF_CHECK(a.cols() == b.rows(), "gemm_accumulate: inner dims differ");
+  const int64_t m = a.rows(), k_depth = a.cols(), n = b.cols();
   if (m == 0 || n == 0 || k_depth == 0) return;
   const Kernel<T> kernel = select_kernel<T>(which);
   const int mr = kernel.mr, nr = kernel.nr;
@@ -377,9 +450,19 @@ void gemm_accumulate_typed(const MatrixRef& a, const MatrixRef& b, T* c, int64_t
   thread_local std::vector<T> a_pack, b_pack, edge;
   a_pack.resize(static_cast<size_t>(m_panels * k_depth * mr));
   b_pack.resize(static_cast<size_t>(n_panels * k_depth * nr));
-  for (int64_t p = 0; p < m_panels; ++p) pack_panel(a, p * mr, mr, &a_pack[p * k_depth * mr]);
-  const MatrixRef b_t = transposed(b);
-  for (int64_t p = 0; p < n_panels; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * k_depth * nr]);
+  for (int64_t p = 0; p < m_panels; ++p) {
+    if (a.by_rows) {
+      pack_rows_a(*a.by_rows, p * mr, mr, &a_pack[p * k_depth * mr]);
+    } else {
+      pack_panel(a.strided, p * mr, mr, &a_pack[p * k_depth * mr]);
+    }
+  }
+  if (b.by_rows) {
+    pack_rows_b(*b.by_rows, n_panels, nr, b_pack.data(), k_depth * nr);
+  } else {
+    const MatrixRef b_t = transposed(b.strided);
+    for (int64_t p = 0; p < n_panels; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * k_depth * nr]);
+  }
   // Blocked as gemm_blocked is: C in kBlockM x kBlockN blocks (one stays in
   // L2 across K), each through K kBlockK at a time (an A block of kBlockM x
   // kBlockK and a B block of kBlockK x kBlockN); each C element still sums
@@ -415,12 +498,12 @@ void gemm_accumulate_typed(const MatrixRef& a, const MatrixRef& b, T* c, int64_t
 
 }  // namespace
 
-void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, float* c, int64_t ldc,
+void gemm_accumulate(const GemmOperand& a, const GemmOperand& b, float* c, int64_t ldc,
                      GemmKernel kernel) {
   gemm_accumulate_typed<float>(a, b, c, ldc, kernel);
 }
 
-void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, double* c, int64_t ldc,
+void gemm_accumulate(const GemmOperand& a, const GemmOperand& b, double* c, int64_t ldc,
                      GemmKernel kernel) {
   gemm_accumulate_typed<double>(a, b, c, ldc, kernel);
 }
