@@ -65,20 +65,21 @@ GemmConfig default_gemm_config(const DimEnv& env, const KernelStep& step, bool w
 GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool wgmma = false);
 
 // The CPU executor's config. A program instance's tile is C's block of
-// BLOCK_M x BLOCK_N accumulators; each K step copies the operand tiles and
-// the gemm packs them for the reference's microkernel
-// (reference/matmul.h), so every A element is copied and packed once per
-// N-tile, every B element once per M-tile, and the accumulators are loaded
-// and stored once per K step. Large tiles and long K steps amortize both:
+// BLOCK_M x BLOCK_N accumulators; each K step the gemm packs the operand
+// tiles for the reference's microkernel (reference/matmul.h) straight from
+// their source rows (pack_gemm_operands: the template's staging copies move
+// nothing on the CPU), so every A element is packed once per N-tile, every
+// B element once per M-tile, and the accumulators are loaded and stored
+// once per K step. Large tiles and long K steps amortize both:
 // BLOCK_M, BLOCK_N up to 512 (halved, the larger first, down to 64 while
 // the problem has fewer than 16 tiles, so that a machine's threads each get
 // one) and BLOCK_K up to 512, no larger than the problem; one stage (the
 // executor runs stages in order). Measured on the seed (bench/RESULTS.md):
 // 128x128x32, the GPU heuristic's, made the executor 3x slower than the
-// reference evaluator; 512x512x512 brings it to 1.16x (2026-12-01: the
-// staging copies and per-tile packing the reference does not do; 4 or 8
-// larger tiles were no faster beyond the noise, and leave a larger
-// machine's threads idle).
+// reference evaluator; 512x512x512 brought it to 1.16x with the staging
+// copies (2026-12-01), and to ~0.95x without them (pack_gemm_operands; the
+// per-tile packing is what is left over the reference's one pack; 4 or 8
+// larger tiles would halve it but leave a larger machine's threads idle).
 // A symbolic dim counts as its size hint, as in default_gemm_config.
 GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step);
 // The same for a graph without symbols (or at the values in it).

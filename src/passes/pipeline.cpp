@@ -15,6 +15,7 @@
 #include "passes/dce.h"
 #include "passes/licm.h"
 #include "passes/lower_copies.h"
+#include "passes/pack_gemm_operands.h"
 #include "passes/simplify.h"
 #include "tir/printer.h"
 #include "tir/verifier.h"
@@ -56,6 +57,13 @@ const std::vector<PassEntry>& cpu_passes() {
       {"lower_copies", lower_copies_pass,
        "after licm and dce: the copies the executor runs are final; on the CPU every copy is "
        "`direct`"},
+      {"pack_gemm_operands",
+       [](const tir::Kernel& k, const PassContext& c) {
+         return pack_gemm_operands(k, c.reports ? &c.reports->copies : nullptr);
+       },
+       "after lower_copies (it re-plans `direct` copies): a staged gemm operand becomes "
+       "`gemm_pack`, packed by the gemm from its source, once the statements around it are "
+       "final"},
   };
   return kPasses;
 }

@@ -57,7 +57,8 @@ struct PipelineOptions {
 // each sits where it does).
 const std::vector<PassEntry>& target_independent_passes();
 
-// The CPU executor's passes, after those (lower_copies: `direct` copies).
+// The CPU executor's passes, after those (lower_copies: `direct` copies;
+// pack_gemm_operands: the gemm packs staged operands from their source).
 // The CUDA backend's are codegen::cuda_passes() (codegen/cuda/passes.h).
 const std::vector<PassEntry>& cpu_passes();
 

@@ -249,6 +249,85 @@ void pack_panel(const MatrixRef& m, int64_t r0, int width, T* out) {
   }
 }
 
+// n elements of dtype `dt` from contiguous `src` to T (exact; as
+// pack_panel converts them).
+template <typename T>
+void convert_run(DType dt, const std::byte* src, T* dst, int64_t n) {
+  if (n <= 0) return;
+  if (dt == (std::is_same_v<T, float> ? DType::F32 : DType::F64)) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (dt == DType::F16 || dt == DType::BF16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(src);
+      static const bool f16c = has_f16c();
+      if (dt == DType::F16 && f16c) {
+        f16_run_to_f32(h, dst, n);
+      } else if (dt == DType::F16) {
+        const float* f16 = f16_table();
+        for (int64_t i = 0; i < n; ++i) dst[i] = f16[h[i]];
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          dst[i] = std::bit_cast<float>(static_cast<uint32_t>(h[i]) << 16);
+      }
+      return;
+    }
+  }
+  const ReadFn<T> read = reader<T>(dt);
+  const int64_t esize = dtype_size(dt);
+  for (int64_t i = 0; i < n; ++i) dst[i] = read(src + i * esize);
+}
+
+// The A panel of rows [r0, r0 + width), columns [c0, c0 + k_depth) of `m`
+// (laid out [k_depth][width], rows past m.n_rows and elements past a row's
+// valid count 0): what pack_panel makes of a tile holding these rows.
+template <typename T>
+void pack_rows_a(const RowsRef& m, int64_t r0, int width, T* out, int64_t c0, int64_t k_depth) {
+  const int64_t esize = dtype_size(m.dtype);
+  const int64_t valid_rows = std::clamp<int64_t>(m.n_rows - r0, 0, width);
+  // Each row converted into `rows` (row i at i * k_depth, zero past its
+  // valid count), then interleaved into the panel front to back.
+  thread_local std::vector<T> rows;
+  rows.resize(static_cast<size_t>(width * k_depth));
+  for (int64_t i = 0; i < width; ++i) {
+    T* row = rows.data() + i * k_depth;
+    const int64_t v =
+        i < valid_rows ? std::clamp<int64_t>(std::min(m.valid[r0 + i], m.cols) - c0, 0, k_depth) : 0;
+    if (v > 0) convert_run<T>(m.dtype, m.rows[r0 + i] + c0 * esize, row, v);
+    std::fill(row + v, row + k_depth, T(0));
+  }
+  for (int64_t k = 0; k < k_depth; ++k) {
+    T* dst = out + k * width;
+    for (int64_t i = 0; i < width; ++i) dst[i] = rows[i * k_depth + k];
+  }
+}
+
+// The B panels of `m` (its rows are K): panel p holds columns
+// [p * width, (p + 1) * width), laid out [rows][width] at out + p *
+// panel_stride, columns past a row's valid count 0: what pack_panel makes
+// of the transposed view of a tile holding these rows. Row by row, so that
+// each source row is read once, front to back.
+template <typename T>
+void pack_rows_b(const RowsRef& m, int64_t panels, int width, T* out, int64_t panel_stride) {
+  const int64_t esize = dtype_size(m.dtype);
+  thread_local std::vector<std::byte> line;
+  for (int64_t k = 0; k < m.n_rows; ++k) {
+    const int64_t valid = std::clamp<int64_t>(m.valid[k], 0, m.cols);
+    // The row's bytes first, in one copy (wide loads stream a row far from
+    // the last one faster than the conversion's 16-byte loads do).
+    line.resize(static_cast<size_t>(valid * esize));
+    if (valid > 0) std::memcpy(line.data(), m.rows[k], static_cast<size_t>(valid * esize));
+    for (int64_t p = 0; p < panels; ++p) {
+      T* dst = out + p * panel_stride + k * width;
+      const int64_t c0 = p * width;
+      const int64_t v = std::clamp<int64_t>(valid - c0, 0, width);
+      if (v > 0) convert_run<T>(m.dtype, line.data() + c0 * esize, dst, v);
+      for (int64_t j = v; j < width; ++j) dst[j] = T(0);
+    }
+  }
+}
+
 MatrixRef transposed(const MatrixRef& m) {
   return {m.data, m.dtype, m.cols, m.rows, m.col_stride, m.row_stride};
 }
@@ -365,62 +444,85 @@ void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, 
 // C += A @ B on this thread: full MR x NR panels run on C in place, the
 // ragged right / bottom panels through a padded scratch tile.
 template <typename T>
-void gemm_accumulate_typed(const MatrixRef& a, const MatrixRef& b, T* c, int64_t ldc,
+void gemm_accumulate_typed(const GemmOperand& a, const GemmOperand& b, T* c, int64_t ldc,
                            GemmKernel which) {
-  TF_CHECK(a.cols == b.rows, "gemm_accumulate: inner dims differ");
-  const int64_t m = a.rows, k_depth = a.cols, n = b.cols;
+  TF_CHECK(a.cols() == b.rows(), "gemm_accumulate: inner dims differ");
+  const int64_t m = a.rows(), k_depth = a.cols(), n = b.cols();
   if (m == 0 || n == 0 || k_depth == 0) return;
   const Kernel<T> kernel = select_kernel<T>(which);
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t m_panels = (m + mr - 1) / mr, n_panels = (n + nr - 1) / nr;
   const int64_t m_full = m / mr, n_full = n / nr;
   thread_local std::vector<T> a_pack, b_pack, edge;
-  a_pack.resize(static_cast<size_t>(m_panels * k_depth * mr));
-  b_pack.resize(static_cast<size_t>(n_panels * k_depth * nr));
-  for (int64_t p = 0; p < m_panels; ++p) pack_panel(a, p * mr, mr, &a_pack[p * k_depth * mr]);
-  const MatrixRef b_t = transposed(b);
-  for (int64_t p = 0; p < n_panels; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * k_depth * nr]);
-  // Blocked as gemm_blocked is: C in kBlockM x kBlockN blocks (one stays in
-  // L2 across K), each through K kBlockK at a time (an A block of kBlockM x
-  // kBlockK and a B block of kBlockK x kBlockN); each C element still sums
-  // in k order, the blocks of K one after another.
+  // Blocked as GotoBLAS is (Goto & van de Geijn, "Anatomy of
+  // high-performance matrix multiplication", ACM TOMS 34(3), 2008): K in
+  // kBlockK slabs; a slab of B (kBlockK x the tile's N) is packed once and
+  // stays in L2 while each kBlockM-row block of A is packed (in L1 / L2) and
+  // multiplied with it, so packed panels are read from cache right after
+  // they are written. Each C element still sums in k order, the slabs one
+  // after another (its accumulator goes through C, exactly, between them).
   const int64_t m_block = std::max<int64_t>(1, kBlockM / mr);
   const int64_t n_block = std::max<int64_t>(1, kBlockN / nr);
-  for (int64_t p0 = 0; p0 < m_full && n_full > 0; p0 += m_block) {
-    for (int64_t q0 = 0; q0 < n_full; q0 += n_block) {
-      for (int64_t k0 = 0; k0 < k_depth; k0 += kBlockK) {
-        kernel.macro({std::min(m_block, m_full - p0), std::min(n_block, n_full - q0),
-                      std::min(kBlockK, k_depth - k0), a_pack.data() + p0 * k_depth * mr + k0 * mr,
-                      k_depth * mr, b_pack.data() + q0 * k_depth * nr + k0 * nr, k_depth * nr,
-                      c + p0 * mr * ldc + q0 * nr, ldc});
-      }
-    }
-  }
   edge.resize(static_cast<size_t>(mr * nr));
-  for (int64_t ir = 0; ir < m_panels; ++ir) {
-    for (int64_t jr = ir < m_full ? n_full : 0; jr < n_panels; ++jr) {
-      const int64_t rows = std::min<int64_t>(mr, m - ir * mr);
-      const int64_t cols = std::min<int64_t>(nr, n - jr * nr);
-      T* ct = c + ir * mr * ldc + jr * nr;
-      std::fill(edge.begin(), edge.end(), T(0));
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) edge[i * nr + j] = ct[i * ldc + j];
-      kernel.macro({1, 1, k_depth, a_pack.data() + ir * k_depth * mr, 0,
-                    b_pack.data() + jr * k_depth * nr, 0, edge.data(), nr});
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) ct[i * ldc + j] = edge[i * nr + j];
+  for (int64_t k0 = 0; k0 < k_depth; k0 += kBlockK) {
+    const int64_t kc = std::min(kBlockK, k_depth - k0);
+    b_pack.resize(static_cast<size_t>(n_panels * kc * nr));
+    if (b.by_rows) {
+      const RowsRef& r = *b.by_rows;
+      const RowsRef slab{r.rows + k0, r.valid + k0, r.dtype, kc, r.cols};
+      pack_rows_b(slab, n_panels, nr, b_pack.data(), kc * nr);
+    } else {
+      const MatrixRef& v = b.strided;
+      const MatrixRef b_t =
+          transposed({element(v, k0, 0), v.dtype, kc, v.cols, v.row_stride, v.col_stride});
+      for (int64_t p = 0; p < n_panels; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * kc * nr]);
+    }
+    for (int64_t p0 = 0; p0 < m_panels; p0 += m_block) {
+      const int64_t mb = std::min(m_block, m_panels - p0);
+      a_pack.resize(static_cast<size_t>(mb * kc * mr));
+      for (int64_t p = 0; p < mb; ++p) {
+        T* out = &a_pack[p * kc * mr];
+        if (a.by_rows) {
+          pack_rows_a(*a.by_rows, (p0 + p) * mr, mr, out, k0, kc);
+        } else {
+          const MatrixRef& v = a.strided;
+          const MatrixRef slab{element(v, 0, k0), v.dtype, v.rows, kc, v.row_stride, v.col_stride};
+          pack_panel(slab, (p0 + p) * mr, mr, out);
+        }
+      }
+      // Full MR x NR panels on C in place.
+      const int64_t full = std::clamp<int64_t>(m_full - p0, 0, mb);
+      for (int64_t q0 = 0; q0 < n_full && full > 0; q0 += n_block) {
+        kernel.macro({full, std::min(n_block, n_full - q0), kc, a_pack.data(), kc * mr,
+                      b_pack.data() + q0 * kc * nr, kc * nr, c + p0 * mr * ldc + q0 * nr, ldc});
+      }
+      // The ragged right / bottom panels through a padded scratch tile.
+      for (int64_t ir = p0; ir < p0 + mb; ++ir) {
+        for (int64_t jr = ir < m_full ? n_full : 0; jr < n_panels; ++jr) {
+          const int64_t rows = std::min<int64_t>(mr, m - ir * mr);
+          const int64_t cols = std::min<int64_t>(nr, n - jr * nr);
+          T* ct = c + ir * mr * ldc + jr * nr;
+          std::fill(edge.begin(), edge.end(), T(0));
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) edge[i * nr + j] = ct[i * ldc + j];
+          kernel.macro({1, 1, kc, a_pack.data() + (ir - p0) * kc * mr, 0,
+                        b_pack.data() + jr * kc * nr, 0, edge.data(), nr});
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) ct[i * ldc + j] = edge[i * nr + j];
+        }
+      }
     }
   }
 }
 
 }  // namespace
 
-void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, float* c, int64_t ldc,
+void gemm_accumulate(const GemmOperand& a, const GemmOperand& b, float* c, int64_t ldc,
                      GemmKernel kernel) {
   gemm_accumulate_typed<float>(a, b, c, ldc, kernel);
 }
 
-void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, double* c, int64_t ldc,
+void gemm_accumulate(const GemmOperand& a, const GemmOperand& b, double* c, int64_t ldc,
                      GemmKernel kernel) {
   gemm_accumulate_typed<double>(a, b, c, ldc, kernel);
 }

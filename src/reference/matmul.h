@@ -66,15 +66,40 @@ struct GemmOptions {
 // inconsistent shapes.
 void gemm(const std::vector<GemmItem>& items, const GemmOptions& options, ThreadPool& pool);
 
+// A 2-D operand given row by row (the CPU executor's `gemm_pack` tiles, a
+// gathered operand among them): row r's elements are contiguous from
+// rows[r]; its first valid[r] of `cols` are read and the rest are 0 (a
+// masked-off row, a K or N tail). rows[r] is not read where valid[r] <= 0.
+struct RowsRef {
+  const std::byte* const* rows = nullptr;  // n_rows pointers
+  const int64_t* valid = nullptr;          // n_rows counts, clamped to [0, cols]
+  DType dtype = DType::F32;
+  int64_t n_rows = 0;
+  int64_t cols = 0;
+};
+
+// A gemm_accumulate operand: a strided view, or (by_rows not null) rows.
+struct GemmOperand {
+  MatrixRef strided;
+  const RowsRef* by_rows = nullptr;
+  GemmOperand(const MatrixRef& m) : strided(m) {}  // NOLINT: a view is an operand
+  explicit GemmOperand(const RowsRef* r) : by_rows(r) {}
+  int64_t rows() const { return by_rows ? by_rows->n_rows : strided.rows; }
+  int64_t cols() const { return by_rows ? by_rows->cols : strided.cols; }
+};
+
 // C[M, N] += A[M, K] @ B[K, N] on the calling thread, for callers that own
 // a C tile already (the CPU executor's gemm of a program instance). C is
 // row-major with row stride `ldc`; each C element continues its sequential
 // k-order sum (acc += a*b, products and sums rounded to the accumulator, no
 // FMA), so the result equals the naive loop bit for bit. Operands are packed
 // (converted) first; tiles of any size are legal.
-void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, float* c, int64_t ldc,
+// An operand given by rows packs into the same panels, with the same
+// values, as the strided view of a tile holding those rows would, so the
+// result is the same bits either way.
+void gemm_accumulate(const GemmOperand& a, const GemmOperand& b, float* c, int64_t ldc,
                      GemmKernel kernel = GemmKernel::kAuto);
-void gemm_accumulate(const MatrixRef& a, const MatrixRef& b, double* c, int64_t ldc,
+void gemm_accumulate(const GemmOperand& a, const GemmOperand& b, double* c, int64_t ldc,
                      GemmKernel kernel = GemmKernel::kAuto);
 
 bool gemm_kernel_supported(GemmKernel kernel);

@@ -42,12 +42,15 @@ namespace tilefuse::tir {
 
 // How a copy moves its tile; the first three are the DESIGN.md order of
 // preference (TMA, cp.async, register-staged), "direct" is the CPU
-// executor's element-by-element copy.
+// executor's element-by-element copy, "gemm_pack" a CPU copy whose only
+// reader is a gemm that packs its operand panels straight from the copy's
+// source (passes/pack_gemm_operands.h): the tile is never staged.
 #define TILEFUSE_FOR_EACH_COPY_MECHANISM(X) \
   X(Tma, "tma")                             \
   X(CpAsync, "cp_async")                    \
   X(Register, "register")                   \
-  X(Direct, "direct")
+  X(Direct, "direct")                       \
+  X(GemmPack, "gemm_pack")
 
 enum class CopyMechanism : uint8_t {
 #define TF_TIR_ENUM(name, ...) name,
@@ -75,7 +78,7 @@ struct TmaBox {
 //    (a Load node of the copy's value, by identity) is read `width` bytes at
 //    a time (two or more elements), else every load element by element and
 //    `width` is the main load's element size.
-//  - Direct: the destination's element size.
+//  - Direct, GemmPack: the destination's element size.
 struct CopyPlan {
   CopyMechanism mechanism = CopyMechanism::Register;
   int64_t width = 0;

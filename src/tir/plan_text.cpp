@@ -144,7 +144,7 @@ struct Names;
     static constexpr std::array<std::pair<Enum, std::string_view>, count> kAll = { \
         {LIST(TF_TIR_PAIR)}};                                                     \
   };
-TF_TIR_NAMES(CopyMechanism, TILEFUSE_FOR_EACH_COPY_MECHANISM, 4)
+TF_TIR_NAMES(CopyMechanism, TILEFUSE_FOR_EACH_COPY_MECHANISM, 5)
 TF_TIR_NAMES(SharedLayout, TILEFUSE_FOR_EACH_SHARED_LAYOUT, 4)
 TF_TIR_NAMES(MmaFamily, TILEFUSE_FOR_EACH_MMA_FAMILY, 4)
 TF_TIR_NAMES(PipelineForm, TILEFUSE_FOR_EACH_PIPELINE_FORM, 5)

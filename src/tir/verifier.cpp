@@ -541,6 +541,15 @@ class PlanVerifier final : public StmtVisitor {
             "or more of them)",
             p.width, elem));
     }
+    if (p.mechanism == CopyMechanism::GemmPack) {
+      // The gemm reads the source rows: the copy must be one per row.
+      const auto* load = op->value.as<LoadNode>();
+      if (!load || load->other.defined() || load->dtype != op->dst.dtype() ||
+          op->dst.rank() != 2 || op->vars.size() != 2)
+        error("copy plan: the gemm_pack copy into " + op->dst.name() +
+              " is not a 2-D copy of a plain load of its dtype (the gemm packs from the "
+              "source rows)");
+    }
     if (p.mechanism == CopyMechanism::CpAsync && p.width != 4 && p.width != 8 && p.width != 16)
       error(fmt::format("copy plan: cp_async of width {} (cp.async copies 4, 8 or 16 bytes)",
                         p.width));

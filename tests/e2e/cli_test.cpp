@@ -417,7 +417,7 @@ TEST(Emit, EveryStageProducesItsForm) {
       {"--stage=plan --plan unfused", "plan unfused:"},
       {"--stage=tir", "for k in pipelined("},
       {"--stage=tir --plan unfused", "kernel pointwise"},
-      {"--stage=tir-opt", "plan(direct, width="},
+      {"--stage=tir-opt", "plan(gemm_pack, width="},
       {"--stage=tir-opt --target sm_80", "plan(cp_async, width="},
       {"--stage=tir-opt --dump-after=licm", "# after licm\nkernel gemm0("},
       {"--stage=tir --dump-after=all", "# after dce\n"},

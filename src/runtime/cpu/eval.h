@@ -51,6 +51,19 @@ struct BufferView {
   const std::string* name = nullptr;
 };
 
+// A `gemm_pack` copy's tile as rows of its source (eval_tile.cpp): row r
+// starts at rows[r] (elements contiguous), its first valid[r] elements are
+// in bounds and the rest read as 0. `active` after the copy described the
+// tile this way; a copy that could not (its fallback wrote the tile)
+// clears it, and the gemm then reads the tile itself.
+struct PackedTile {
+  std::vector<const std::byte*> rows;
+  std::vector<int64_t> valid;
+  int64_t cols = 0;
+  DType dtype = DType::F32;
+  bool active = false;
+};
+
 // The per-thread state of one running program instance (reused across the
 // instances a thread runs).
 struct Frame {
@@ -61,6 +74,7 @@ struct Frame {
   std::vector<uint8_t> affine;
   std::vector<BufferView> buffers;
   std::vector<std::vector<std::byte>> alloc_memory;  // per buffer slot
+  std::vector<PackedTile> packed;                     // per buffer slot
   const std::atomic<bool>* stop = nullptr;           // set when another instance failed
 
   Lane* lanes(int slot) { return &var_lanes[static_cast<size_t>(slot) * kMaxLanes]; }

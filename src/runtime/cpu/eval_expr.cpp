@@ -35,6 +35,7 @@ Frame SlotMap::make_frame() const {
   f.affine.assign(vars.size(), 0);
   f.buffers.resize(buffers.size());
   f.alloc_memory.resize(buffers.size());
+  f.packed.resize(buffers.size());
   return f;
 }
 

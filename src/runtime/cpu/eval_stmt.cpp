@@ -61,6 +61,7 @@ struct StoreCode final : StmtCode {
   std::vector<ExprPtr> indices;
   ExprPtr value, mask;
   void run(Frame& f, int n, const Lane* active) const override {
+    if (n > 1 && !active && store_contiguous(f, n)) return;
     Lane m[kMaxLanes];
     const Lane* on = active;
     if (mask) {
@@ -75,6 +76,41 @@ struct StoreCode final : StmtCode {
     Lane v[kMaxLanes];
     value->eval(f, n, on, v);
     write_elements(view, offsets, n, on, v);
+  }
+
+  // A row of an epilogue, `t[m, n] = acc[i, j]` (a cast to t's float dtype
+  // is the store's rounding, see compile): the mask a prefix of the batch,
+  // both sides contiguous there. The same reads and writes as the general
+  // path, without evaluating and checking every lane's offsets. False when
+  // the batch is not of that form.
+  bool store_contiguous(Frame& f, int n) const {
+    int count = n;
+    if (mask && !mask->prefix_mask(f, n, &count)) return false;
+    if (count == 0) return true;  // every lane masked off: nothing is stored
+    const BufferView& view = f.buffers[slot];
+    int64_t dst_base, src_base;
+    int src_count;
+    if (!contiguous_offset(f, view, indices, count, &dst_base)) return false;
+    const BufferView* src = value->contiguous_load(f, count, &src_base, &src_count);
+    if (!src || src_count != count) return false;
+    check_range(view, dst_base, count);
+    check_range(*src, src_base, count);
+    if (src->dtype == DType::F32 && view.dtype == DType::F16) {
+      // write_elements' f16 rounding of an f32 value, without the lanes.
+      const float* from = reinterpret_cast<const float*>(src->base) + src_base;
+      std::byte* to = view.base + dst_base * 2;
+      for (int l = 0; l < count; ++l) {
+        const uint16_t h = f32_to_f16_bits(from[l]);
+        std::memcpy(to + l * 2, &h, 2);
+      }
+      return true;
+    }
+    int64_t src_offsets[kMaxLanes], dst_offsets[kMaxLanes];
+    for (int l = 0; l < count; ++l) src_offsets[l] = src_base + l, dst_offsets[l] = dst_base + l;
+    Lane v[kMaxLanes];
+    read_elements(*src, src_offsets, count, nullptr, v);
+    write_elements(view, dst_offsets, count, nullptr, v);
+    return true;
   }
 };
 
@@ -130,8 +166,12 @@ struct LetCode final : StmtCode {
   void run(Frame& f, int n, const Lane* active) const override {
     // A let of a uniform value stays uniform, so the expressions over it
     // are evaluated once per batch.
-    f.uniform[slot] = value->eval_u(f, n, active, f.lanes(slot)) || n == 1;
-    f.affine[slot] = 0;
+    const bool uniform = value->eval_u(f, n, active, f.lanes(slot)) || n == 1;
+    f.uniform[slot] = uniform;
+    // A let of an affine value (`n = pid_n*512 + j` in a row batch over j)
+    // stays affine, so a store or load indexed by it can be contiguous.
+    int64_t base;
+    f.affine[slot] = !uniform && !active && value->affine(f, n, &base);
     body->run(f, n, active);
   }
 };

@@ -3,6 +3,7 @@
 // microkernel (reference/matmul.h: k-order sums, no FMA, so the result
 // equals the naive loop bit for bit).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -13,6 +14,8 @@
 
 namespace tilefuse::runtime::cpu {
 namespace {
+
+std::atomic<int64_t> g_gemm_pack_fallbacks{0};
 
 ExprPtr compile_expr_in(SlotMap& slots, const tir::Expr& e) {
   return compile_expr(e, slots);
@@ -34,7 +37,68 @@ struct CopyCode final : StmtCode {
   std::vector<ExprPtr> indices;
   ExprPtr value;
   bool direct = false;  // value is a load of dst's dtype without `other`
+  // Planned gemm_pack (passes/pack_gemm_operands.h): a 2-D copy dst[i, j]
+  // whose source rows the gemm reading dst packs from.
+  bool gemm_pack = false;
+
   void run(Frame& f, int, const Lane*) const override {
+    if (gemm_pack) {
+      if (describe_rows(f)) return;
+      g_gemm_pack_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    }
+    copy_all(f);
+  }
+
+  // Fills f.packed[slot] with where each row of the tile starts in the
+  // source and how long its in-bounds prefix is, bounds-checking that
+  // prefix as the copy would. False (and the tile inactive) when a row
+  // batch is not a contiguous, prefix-masked run after all: the tile is
+  // then copied.
+  bool describe_rows(Frame& f) const {
+    PackedTile& t = f.packed[slot];
+    t.active = false;
+    const int64_t rows = nest.extents[0]->eval1(f).i, cols = nest.extents[1]->eval1(f).i;
+    if (rows < 0 || cols < 0) return false;
+    t.rows.assign(static_cast<size_t>(rows), nullptr);
+    t.valid.assign(static_cast<size_t>(rows), 0);
+    t.cols = cols;
+    t.dtype = f.buffers[slot].dtype;
+    const int row_slot = nest.slots[0], col_slot = nest.slots[1];
+    Lane* inner = f.lanes(col_slot);
+    f.uniform[col_slot] = 0;
+    const int64_t es = dtype_size(t.dtype);
+    for (int64_t r = 0; r < rows; ++r) {
+      check_stop(f);
+      f.set_uniform_int(row_slot, r);
+      const std::byte* row = nullptr;
+      int64_t valid = 0;
+      for (int64_t c = 0; c < cols; c += kMaxLanes) {
+        const int n = static_cast<int>(std::min<int64_t>(kMaxLanes, cols - c));
+        for (int l = 0; l < n; ++l) inner[l].i = c + l;
+        f.affine[col_slot] = 1;
+        int64_t base = 0;
+        int count = 0;
+        const BufferView* src = value->contiguous_load(f, n, &base, &count);
+        if (!src || src->dtype != t.dtype) return false;
+        if (count == 0) continue;
+        if (valid != c) return false;  // in bounds after a gap: not a prefix
+        check_range(*src, base, count);
+        const std::byte* p = src->base + base * es;
+        if (c == 0) {
+          row = p;
+        } else if (p != row + c * es) {
+          return false;
+        }
+        valid += count;
+      }
+      t.rows[r] = row;
+      t.valid[r] = valid;
+    }
+    t.active = true;
+    return true;
+  }
+
+  void copy_all(Frame& f) const {
     nest.run(f, [&](int n) {
       const BufferView& view = f.buffers[slot];
       if (direct) {
@@ -155,10 +219,49 @@ struct GemmCode final : StmtCode {
     return m;
   }
 
+  // A gemm_pack tile as rows of its source (CopyCode::describe_rows), when
+  // its copy left it so; shaped as the buffer's (untransposed) tile.
+  static const PackedTile* packed(Frame& f, int slot, const std::vector<ExprPtr>& prefix,
+                                  bool trans) {
+    const PackedTile& t = f.packed[slot];
+    if (!t.active) return nullptr;
+    const BufferView& v = f.buffers[slot];
+    TF_CHECK(prefix.empty() && !trans && v.rank == 2 &&
+                 static_cast<int64_t>(t.rows.size()) == v.shape[0] && t.cols == v.shape[1],
+             "cpu executor: a gemm_pack tile of `" + *v.name + "` is not the gemm's operand");
+    return &t;
+  }
+
   void run(Frame& f, int, const Lane*) const override {
+    const reference::MatrixRef C = tile(f, c, c_prefix, false);
+    const PackedTile* pa = packed(f, a, a_prefix, trans_a);
+    const PackedTile* pb = packed(f, b, b_prefix, trans_b);
+    if (pa || pb) {
+      // The operand rows straight from their source: no staged tile read.
+      reference::RowsRef ra, rb;
+      const auto operand = [&](int slot, const std::vector<ExprPtr>& prefix, bool trans,
+                               const PackedTile* p, reference::RowsRef& r) {
+        if (!p) return reference::GemmOperand(tile(f, slot, prefix, trans));
+        r = {p->rows.data(), p->valid.data(), p->dtype, static_cast<int64_t>(p->rows.size()),
+             p->cols};
+        return reference::GemmOperand(&r);
+      };
+      const reference::GemmOperand A = operand(a, a_prefix, trans_a, pa, ra);
+      const reference::GemmOperand B = operand(b, b_prefix, trans_b, pb, rb);
+      TF_CHECK(A.cols() == B.rows() && A.rows() == C.rows && B.cols() == C.cols,
+               "cpu executor: gemm shapes do not line up");
+      TF_CHECK((C.dtype == DType::F32 || C.dtype == DType::F64) && C.col_stride == 1,
+               "cpu executor: a gemm_pack operand needs an f32 or f64 accumulator");
+      std::byte* cdata = const_cast<std::byte*>(C.data);
+      if (C.dtype == DType::F32) {
+        reference::gemm_accumulate(A, B, reinterpret_cast<float*>(cdata), C.row_stride);
+      } else {
+        reference::gemm_accumulate(A, B, reinterpret_cast<double*>(cdata), C.row_stride);
+      }
+      return;
+    }
     const reference::MatrixRef A = tile(f, a, a_prefix, trans_a);
     const reference::MatrixRef B = tile(f, b, b_prefix, trans_b);
-    const reference::MatrixRef C = tile(f, c, c_prefix, false);
     TF_CHECK(A.cols == B.rows && A.rows == C.rows && B.cols == C.cols,
              "cpu executor: gemm shapes do not line up");
     std::byte* cdata = const_cast<std::byte*>(C.data);
@@ -204,6 +307,10 @@ StmtPtr make_copy_code(const tir::CopyNode* op, SlotMap& slots) {
   code->value = compile_expr_in(slots, op->value);
   const tir::LoadNode* load = op->value.as<tir::LoadNode>();
   code->direct = load && !load->other.defined() && load->dtype == op->dst.dtype();
+  code->gemm_pack = op->plan && op->plan->mechanism == tir::CopyMechanism::GemmPack;
+  TF_CHECK(!code->gemm_pack || (code->direct && op->vars.size() == 2 && op->dst.rank() == 2),
+           "cpu executor: copy into `" + op->dst.name() +
+               "` planned gemm_pack is not a 2-D plain load");
   code->vectorizable = false;
   return code;
 }
@@ -231,3 +338,11 @@ StmtPtr make_fill_code(const tir::FillNode* op, SlotMap& slots) {
 }
 
 }  // namespace tilefuse::runtime::cpu
+
+namespace tilefuse::runtime {
+
+int64_t gemm_pack_fallbacks() {
+  return cpu::g_gemm_pack_fallbacks.load(std::memory_order_relaxed);
+}
+
+}  // namespace tilefuse::runtime

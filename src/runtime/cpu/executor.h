@@ -23,7 +23,11 @@
 // vars are then uniform (computed once), the inner var is affine, and a copy
 // of a contiguous source row under a tail mask becomes a memcpy plus zeros.
 // Gemm runs the reference GEMM microkernel (reference/matmul.h), so its sums
-// equal the naive k-order loop bit for bit.
+// equal the naive k-order loop bit for bit. A copy planned `gemm_pack`
+// (passes/pack_gemm_operands.h) copies nothing: it records where each row
+// of its tile starts in the source and how much of it is in bounds
+// (bounds-checked as the copy's reads), and the gemm reading the tile packs
+// its panels from those rows.
 #pragma once
 
 #include <cstdint>
@@ -61,5 +65,11 @@ struct ExecOptions {
 // Outputs are written in place through the bound tensors.
 void execute(const tir::Kernel& kernel, const std::vector<KernelArg>& args,
              const ExecOptions& options = {});
+
+// How many times, since the process started, a `gemm_pack` copy found a row
+// batch that is not a contiguous, prefix-masked run of its source after all
+// and copied its tile instead (the result is the same; the pass should not
+// have planned it): the tests check the packed path is the one that ran.
+int64_t gemm_pack_fallbacks();
 
 }  // namespace tilefuse::runtime

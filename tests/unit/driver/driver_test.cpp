@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "driver/compile.h"
@@ -31,7 +32,8 @@ TEST(DriverCompile, PassOrderPutsLicmAfterCseAndCopiesAfterLicm) {
   EXPECT_LT(at("simplify"), at("cse"));
   EXPECT_EQ(at("licm"), at("cse") + 1);
   EXPECT_EQ(at("dce"), at("licm") + 1);
-  EXPECT_EQ(at("lower_copies"), static_cast<long>(names.size()) - 1);
+  EXPECT_EQ(at("lower_copies"), static_cast<long>(names.size()) - 2);
+  EXPECT_EQ(at("pack_gemm_operands"), static_cast<long>(names.size()) - 1);
 }
 
 TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
@@ -67,11 +69,31 @@ TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
   EXPECT_TRUE(raw.kernels[0].licm.hoisted.empty());
 }
 
-TEST(DriverCompile, CpuCopiesAreDirect) {
+// On the CPU a copy is direct, or, a gemm operand staged from a plain
+// source, packed by the gemm from there (the report says which).
+TEST(DriverCompile, CpuCopiesAreDirectOrPackedByTheGemm) {
   const Program p = parse("def f(x: f32[20, 9], w: f32[9, 30]):\n    return x @ w\n");
   const driver::CompiledProgram c = driver::compile(p.graph);
   ASSERT_EQ(c.kernels.size(), 1u);
-  for (const passes::CopyDecision& d : c.kernels[0].copies.copies) EXPECT_EQ(d.mode, "direct");
+  ASSERT_EQ(c.kernels[0].copies.copies.size(), 2u);
+  for (const passes::CopyDecision& d : c.kernels[0].copies.copies) EXPECT_EQ(d.mode, "gemm_pack");
+  const Program g = parse(
+      "def f(x: f16[70, 45], y: f16[45, 33], index: i64[70]):\n    return x[index] @ y\n");
+  std::map<std::string, std::string> mode;
+  const driver::CompiledProgram gc = driver::compile(g.graph);
+  for (const passes::CopyDecision& d : gc.kernels[0].copies.copies) mode[d.dst] = d.mode;
+  EXPECT_EQ(mode, (std::map<std::string, std::string>{{"A_s", "gemm_pack"}, {"B_s", "gemm_pack"}}));
+  // With a K loop, the gathered rows are computed once before it (licm):
+  // those copies stay direct.
+  const Program loop = parse(
+      "def f(x: f16[70, 1000], y: f16[1000, 33], index: i64[70]):\n    return x[index] @ y\n");
+  const driver::CompiledProgram lc = driver::compile(loop.graph);
+  mode.clear();
+  for (const passes::CopyDecision& d : lc.kernels[0].copies.copies) mode[d.dst] = d.mode;
+  EXPECT_EQ(mode, (std::map<std::string, std::string>{{"A_s", "gemm_pack"},
+                                                      {"B_s", "gemm_pack"},
+                                                      {"index_ok", "direct"},
+                                                      {"index_rows", "direct"}}));
 }
 
 TEST(DriverCompile, DumpAfterPrintsThatPassAndRejectsUnknownNames) {

@@ -23,7 +23,7 @@ TEST(Pipeline, TargetIndependentOrder) {
     names.emplace_back(p.name);
     EXPECT_FALSE(p.why.empty()) << p.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"lower_copies"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"lower_copies", "pack_gemm_operands"}));
 }
 
 // The target-independent table followed by the CPU's.
@@ -88,7 +88,7 @@ TEST(Pipeline, UnknownDumpAfterNameIsAUserError) {
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()),
               "unknown pass 'licmm' for --dump-after; valid names: simplify, cse, licm, "
-              "dce, lower_copies, all");
+              "dce, lower_copies, pack_gemm_operands, all");
   }
 }
 

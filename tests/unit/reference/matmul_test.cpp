@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "reference/eval.h"
@@ -393,6 +395,63 @@ TEST(Gemm, AccumulateContinuesTheNaiveSumAcrossBlocks) {
         got.assign(c.begin(), c.end());
       }
       EXPECT_EQ(got, want);
+    }
+  }
+}
+
+// Operands given row by row (the CPU executor's gemm_pack tiles: rows
+// gathered from a source, a masked-off row, K and N tails as shorter valid
+// prefixes) give the same bits as the staged tiles holding those rows
+// (zeros where not valid), on every microkernel build this CPU supports.
+TEST(Gemm, AccumulateFromRowsEqualsTheStagedTiles) {
+  constexpr int64_t m = 110, k = 300, n = 70, src_rows = 90, ldc = n;
+  testing_util::Lcg rng(11);
+  for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
+    const Tensor x = testing_util::random_tensor(dt, {src_rows, k + 5}, rng);
+    const Tensor y = testing_util::random_tensor(dt, {k, n + 3}, rng);
+    const int64_t es = dtype_size(dt);
+    // A: row i is source row (i * 37) % src_rows, every 9th masked off,
+    // every 7th cut to a K tail; B: row p is y's row p, every 5th cut to an
+    // N tail, every 13th masked off.
+    std::vector<const std::byte*> a_rows(m), b_rows(k);
+    std::vector<int64_t> a_valid(m), b_valid(k);
+    Tensor a_tile = Tensor::full(dt, {m, k}, 0), b_tile = Tensor::full(dt, {k, n}, 0);
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t r = (i * 37) % src_rows;
+      a_rows[i] = x.data_ptr() + r * x.strides()[0] * es;
+      a_valid[i] = i % 9 == 0 ? 0 : i % 7 == 0 ? k - 1 - i : k;
+      std::memcpy(a_tile.data_ptr() + i * k * es, a_rows[i], static_cast<size_t>(a_valid[i] * es));
+    }
+    for (int64_t p = 0; p < k; ++p) {
+      b_rows[p] = y.data_ptr() + p * y.strides()[0] * es;
+      b_valid[p] = p % 13 == 0 ? 0 : p % 5 == 0 ? n - 1 - p % 40 : n;
+      std::memcpy(b_tile.data_ptr() + p * n * es, b_rows[p], static_cast<size_t>(b_valid[p] * es));
+    }
+    const RowsRef ra{a_rows.data(), a_valid.data(), dt, m, k};
+    const RowsRef rb{b_rows.data(), b_valid.data(), dt, k, n};
+    const MatrixRef sa{a_tile.data_ptr(), dt, m, k, k, 1};
+    const MatrixRef sb{b_tile.data_ptr(), dt, k, n, n, 1};
+    const Tensor c0 = testing_util::random_tensor(DType::F64, {m, ldc}, rng);
+    const std::vector<double> cv = testing_util::values(c0);
+    for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
+      if (!gemm_kernel_supported(kernel)) continue;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + gemm_kernel_name(kernel));
+      if (dt == DType::F64) {
+        std::vector<double> staged = cv, rows = cv, mixed = cv;
+        gemm_accumulate(sa, sb, staged.data(), ldc, kernel);
+        gemm_accumulate(GemmOperand(&ra), GemmOperand(&rb), rows.data(), ldc, kernel);
+        gemm_accumulate(GemmOperand(&ra), sb, mixed.data(), ldc, kernel);
+        EXPECT_EQ(rows, staged);
+        EXPECT_EQ(mixed, staged);
+        EXPECT_NE(staged, cv);
+      } else {
+        std::vector<float> staged(cv.begin(), cv.end()), rows = staged, mixed = staged;
+        gemm_accumulate(sa, sb, staged.data(), ldc, kernel);
+        gemm_accumulate(GemmOperand(&ra), GemmOperand(&rb), rows.data(), ldc, kernel);
+        gemm_accumulate(sa, GemmOperand(&rb), mixed.data(), ldc, kernel);
+        EXPECT_EQ(rows, staged);
+        EXPECT_EQ(mixed, staged);
+      }
     }
   }
 }

@@ -356,6 +356,28 @@ TEST(TirVerifierPlan, SharedBuffersFitAndDoNotOverlap) {
             std::vector<std::string>{});
 }
 
+// A gemm_pack copy is a 2-D copy of a plain load of the tile's dtype: the
+// gemm reads the source rows, so nothing else can be staged that way.
+TEST(TirVerifierPlan, GemmPackCopiesArePlainTwoDLoads) {
+  const std::string head =
+      "kernel k(\n  h: global readonly f16[64, 64] strides [64, 1] align 16,\n) grid(p: 1) {\n"
+      "  alloc s: shared f16[16, 16]\n";
+  EXPECT_EQ(verify_errors(parse_kernel(
+                head + "  copy (i: 16, j: 16) s[i, j] = h[i, j] plan(gemm_pack, width=2)\n}\n")),
+            std::vector<std::string>{});
+  const std::string msg =
+      "copy plan: the gemm_pack copy into s is not a 2-D copy of a plain load of its dtype (the "
+      "gemm packs from the source rows)";
+  expect_one_error(parse_kernel(head +
+                                "  copy (i: 16, j: 16) s[i, j] = h[i, j]*2.0_f16 "
+                                "plan(gemm_pack, width=2)\n}\n"),
+                   msg);
+  expect_one_error(parse_kernel(head +
+                                "  copy (i: 16, j: 16) s[i, j] = load(h, [i, j], mask=(j < 8), "
+                                "other=1.0_f16) plan(gemm_pack, width=2)\n}\n"),
+                   msg);
+}
+
 TEST(TirVerifierPlan, WarpSpecializedLoopThreadsAndPlace) {
   expect_one_error(planned({{"threads=384", "threads=256"}}),
                    "warp-specialized loop k: the launch has 256 threads, not its producer's 128 + "
