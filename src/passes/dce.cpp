@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "tir/functor.h"
+#include "tir/structural.h"
 
 namespace tilefuse::passes {
 
@@ -31,33 +32,6 @@ struct Reads : IRVisitor {
   }
 };
 
-// Whether a statement mentions a buffer at all.
-struct Mentions : IRVisitor {
-  using IRVisitor::visit;
-  const BufferNode* buffer = nullptr;
-  bool found = false;
-  void check(const Buffer& b) { found |= b.get() == buffer; }
-  void visit(const LoadNode* op) override {
-    check(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const StoreNode* op) override {
-    check(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const CopyNode* op) override {
-    check(op->dst);
-    IRVisitor::visit(op);
-  }
-  void visit(const FillNode* op) override {
-    check(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const GemmNode* op) override {
-    check(op->a.buffer), check(op->b.buffer), check(op->c.buffer);
-    IRVisitor::visit(op);
-  }
-};
 
 // Adds `delta` to the count of every read of a var (a Var expression; the
 // vars a For, LetStmt or Copy binds are not reads), inner allocs' shapes
@@ -130,10 +104,7 @@ class DeadCode : public IRMutator {
 
   Stmt visit(const AllocateNode* op) override {
     Stmt body = mutate(op->body);
-    Mentions m;
-    m.buffer = op->buffer.get();
-    m.visit_stmt(body);
-    if (!m.found) return body;
+    if (!mentions_buffer(body, op->buffer.get())) return body;
     if (body.same_as(op->body)) return op;
     return AllocateNode::make(op->buffer, body);
   }

@@ -48,45 +48,6 @@ struct CountUses : IRVisitor {
   }
 };
 
-// Whether a statement or expression mentions a buffer at all.
-struct Mentions : IRVisitor {
-  using IRVisitor::visit;
-  const BufferNode* buffer = nullptr;
-  bool found = false;
-  void check(const Buffer& b) { found |= b.get() == buffer; }
-  void visit(const LoadNode* op) override {
-    check(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const StoreNode* op) override {
-    check(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const CopyNode* op) override {
-    check(op->dst);
-    IRVisitor::visit(op);
-  }
-  void visit(const FillNode* op) override {
-    check(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const GemmNode* op) override {
-    check(op->a.buffer), check(op->b.buffer), check(op->c.buffer);
-    IRVisitor::visit(op);
-  }
-};
-
-template <class Node>
-bool mentions(const Node& n, const Buffer& b) {
-  Mentions m;
-  m.buffer = b.get();
-  if constexpr (std::is_same_v<Node, Expr>) {
-    m.visit_expr(n);
-  } else {
-    m.visit_stmt(n);
-  }
-  return m.found;
-}
 
 bool is_var(const Expr& e, const Var& v) {
   const auto* var = e.as<VarNode>();
@@ -218,7 +179,7 @@ Scan scan(const Stmt& s, const Buffer& dst, int* readers) {
     return Scan::kFound;
   }
   if (const auto* let = s.as<LetStmtNode>()) {
-    if (mentions(let->value, dst)) return Scan::kBlocked;
+    if (mentions_buffer(let->value, dst.get())) return Scan::kBlocked;
     return scan(let->body, dst, readers);
   }
   if (const auto* seq = s.as<SeqNode>()) {
@@ -228,7 +189,7 @@ Scan scan(const Stmt& s, const Buffer& dst, int* readers) {
     }
     return Scan::kContinue;
   }
-  return mentions(s, dst) ? Scan::kBlocked : Scan::kContinue;
+  return mentions_buffer(s, dst.get()) ? Scan::kBlocked : Scan::kContinue;
 }
 
 struct FindPackable : IRVisitor {

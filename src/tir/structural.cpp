@@ -485,6 +485,51 @@ bool has_load(const Expr& e) {
   return f.found;
 }
 
+namespace {
+
+struct BufferMentions : IRVisitor {
+  using IRVisitor::visit;
+  const BufferNode* buffer = nullptr;
+  bool found = false;
+  void check(const Buffer& b) { found = found || b.get() == buffer; }
+  void visit(const LoadNode* op) override {
+    check(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const StoreNode* op) override {
+    check(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    check(op->dst);
+    IRVisitor::visit(op);
+  }
+  void visit(const FillNode* op) override {
+    check(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const GemmNode* op) override {
+    check(op->a.buffer), check(op->b.buffer), check(op->c.buffer);
+    IRVisitor::visit(op);
+  }
+};
+
+}  // namespace
+
+bool mentions_buffer(const Stmt& s, const BufferNode* b) {
+  BufferMentions m;
+  m.buffer = b;
+  m.visit_stmt(s);
+  return m.found;
+}
+
+bool mentions_buffer(const Expr& e, const BufferNode* b) {
+  BufferMentions m;
+  m.buffer = b;
+  m.visit_expr(e);
+  return m.found;
+}
+
 bool uses_var(const Expr& e, const Var& v) {
   struct Finder : IRVisitor {
     const VarNode* var = nullptr;

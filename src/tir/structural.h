@@ -61,6 +61,11 @@ bool has_load(const Expr& e);
 // Does `e` use the var `v`?
 bool uses_var(const Expr& e, const Var& v);
 
+// Does `s` (or `e`) mention the buffer `b` at all: a load, store, fill or
+// gemm operand of it, or a copy into it?
+bool mentions_buffer(const Stmt& s, const BufferNode* b);
+bool mentions_buffer(const Expr& e, const BufferNode* b);
+
 // a and b are the same value up to casts between integer types (an i32
 // index bound by an i32 shape and used as i64): equal constants, or
 // structurally equal once the casts are stripped.
