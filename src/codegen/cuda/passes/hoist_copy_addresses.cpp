@@ -29,14 +29,16 @@ bool is_zero(const Expr& e) {
 
 // `e` as a sum of integer coefficients times terms (Add, Sub and a product
 // with a constant expanded; anything else is one term, compared
-// structurally), added into `terms` scaled by `scale`. Exact modulo 2^bits
-// in `e`'s dtype, as the integer ops are; a cast is a term of its own.
-// (simplify keeps `(pid_k*16 + k)*64` whole; expanded, a split-K loop's
-// address is seen to be affine in k.)
-using LinearTerms = std::vector<std::pair<Expr, int64_t>>;
-void add_linear(const Expr& e, int64_t scale, LinearTerms* terms) {
+// structurally), added into `terms` scaled by `scale`. The coefficients
+// wrap modulo 2^64 (unsigned: no overflow for huge constants); a sum that
+// is 0 modulo 2^64 is 0 modulo 2^bits of any integer dtype, where the
+// integer ops are exact. A cast is a term of its own. (simplify keeps
+// `(pid_k*16 + k)*64` whole; expanded, a split-K loop's address is seen to
+// be affine in k.)
+using LinearTerms = std::vector<std::pair<Expr, uint64_t>>;
+void add_linear(const Expr& e, uint64_t scale, LinearTerms* terms) {
   if (const int64_t* c = as_const_int(e)) {
-    terms->emplace_back(Expr(), *c * scale);
+    terms->emplace_back(Expr(), static_cast<uint64_t>(*c) * scale);
     return;
   }
   if (const auto* a = e.as<AddNode>()) {
@@ -46,12 +48,14 @@ void add_linear(const Expr& e, int64_t scale, LinearTerms* terms) {
   }
   if (const auto* s = e.as<SubNode>()) {
     add_linear(s->a, scale, terms);
-    add_linear(s->b, -scale, terms);
+    add_linear(s->b, uint64_t{0} - scale, terms);
     return;
   }
   if (const auto* m = e.as<MulNode>()) {
-    if (const int64_t* c = as_const_int(m->b)) return add_linear(m->a, scale * *c, terms);
-    if (const int64_t* c = as_const_int(m->a)) return add_linear(m->b, scale * *c, terms);
+    if (const int64_t* c = as_const_int(m->b))
+      return add_linear(m->a, scale * static_cast<uint64_t>(*c), terms);
+    if (const int64_t* c = as_const_int(m->a))
+      return add_linear(m->b, scale * static_cast<uint64_t>(*c), terms);
   }
   terms->emplace_back(e, scale);
 }
@@ -65,7 +69,7 @@ bool linear_zero(const Expr& e) {
   std::vector<bool> done(terms.size(), false);
   for (size_t i = 0; i < terms.size(); ++i) {
     if (done[i]) continue;
-    int64_t sum = 0;
+    uint64_t sum = 0;
     for (size_t j = i; j < terms.size(); ++j) {
       const bool same = terms[i].first.defined() == terms[j].first.defined() &&
                         (!terms[i].first.defined() ||
