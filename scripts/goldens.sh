@@ -53,6 +53,12 @@ for f in "${programs[@]}"; do
           { echo "// exit $rc"; sed 's/^/\/\/ /' "$work/err"; } > "$work/out/$name"
         fi
       done
+      # The persistent kernel (sm_90a, fused): its tile loop and, for a
+      # gather, the index prologue loaded a tile ahead (prefetch_prologue).
+      if [[ "$t" == sm_90a && "$p" == fused ]]; then
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --gemm-config 128x128x64/4/8/persistent > "$work/out/$b.$t.$p.128x128x64-4-8-persistent.cu" 2>&1)
+      fi
       # The f32 GEMM on TF32 tensor cores (--allow-tf32), default config.
       if [[ "$b" == *gemm_f32 ]]; then
         (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \

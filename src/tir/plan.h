@@ -88,6 +88,11 @@ struct CopyPlan {
   // pipelined loop (values loaded into `register_slots` registers per
   // thread before the consumer, stored to the stage after it); 0: off.
   int register_slots = 0;
+  // Register, in a persistent kernel's producer prologue (prefetch_prologue):
+  // the loads are issued for the next tile into `register_slots` registers a
+  // thread while this tile's copies run, and stored to the destination at
+  // the start of the next tile.
+  bool next_tile = false;
   // Tma only.
   int tensor_map = -1;
   std::vector<TmaBox> boxes;

@@ -167,6 +167,7 @@ PlanClause to_clause(const CopyPlan& p) {
   PlanClause c{word(copy_mechanism_name(p.mechanism)), num("width", p.width)};
   if (p.vector_load.defined()) c.push_back({"vector_load", PlanValue::expr(p.vector_load)});
   if (p.register_slots > 0) c.push_back(num("slots", p.register_slots));
+  if (p.next_tile) c.push_back(num("next_tile", 1));
   if (p.mechanism == CopyMechanism::Tma) {
     c.push_back(num("map", p.tensor_map));
     std::vector<PlanItem> boxes;
@@ -200,13 +201,14 @@ PlanClause to_clause(const CopyPlan& p) {
 }
 
 CopyPlan copy_plan_from(const PlanClause& c) {
-  only(c, {"width", "vector_load", "slots", "map", "boxes", "bytes", "rows", "row_pitch",
+  only(c, {"width", "vector_load", "slots", "next_tile", "map", "boxes", "bytes", "rows", "row_pitch",
            "row_mask", "cache_all", "multicast", "hoist", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
   p.width = get_int(c, "width");
   p.vector_load = get_expr(c, "vector_load");
   p.register_slots = static_cast<int>(get_int(c, "slots", 0));
+  p.next_tile = get_int(c, "next_tile", 0) != 0;
   p.reason = get_str(c, "reason");
   p.cache_all = get_int(c, "cache_all", 0) != 0;
   p.multicast = get_int(c, "multicast", 0) != 0;

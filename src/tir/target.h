@@ -90,7 +90,10 @@ struct Target {
     "filling the next tile's stages during the epilogue")                                  \
   X(cluster_multicast, false,                                                                  \
     "sm_90a: pairs of blocks that read the same operand tiles run as a 2-block cluster and "   \
-    "share them by TMA multicast")
+    "share them by TMA multicast")                                                             \
+  X(prologue_prefetch, true,                                                                   \
+    "sm_90a: a persistent producer loads the next tile's index into registers while this "     \
+    "tile's copies run")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

@@ -574,6 +574,15 @@ class PlanVerifier final : public StmtVisitor {
         error(fmt::format("copy plan: multicast of {} boxes over a cluster of {} blocks",
                           p.boxes.size(), cluster));
     }
+    if (p.next_tile) {
+      if (!launch_.persistent)
+        error("copy plan: next_tile in a kernel that is not persistent (no next tile)");
+      else if (p.mechanism != CopyMechanism::Register || p.register_slots < 1 ||
+               p.vector_load.defined())
+        error("copy plan: next_tile on a copy that is not register-staged in scalar slots");
+      else if (!loops_.empty())
+        error("copy plan: next_tile inside a pipelined loop (a prologue copy's plan)");
+    }
     // The ring depth of the tile a pipelined loop's copy fills: its stages.
     if (!loops_.empty()) {
       const ForNode* loop = loops_.back();

@@ -43,7 +43,7 @@ void Printer::emit_copy(const CopyNode* op, bool pipelined, RegPhase phase,
   if (vectorized) vec = width / dtype_size(plan.vector_load.dtype());
   TF_CHECK(phase == RegPhase::kWhole || mode == "register",
            "cuda printer: only register-staged copies are split");
-  if (phase != RegPhase::kStore)
+  if (phase != RegPhase::kStore && record_copies_)
     result_.copies.push_back(
         {dst.name(), mode, width, pipelined ? shared(dst).stages : 1, plan.cache_all, false});
 

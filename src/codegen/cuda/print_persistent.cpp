@@ -42,16 +42,58 @@ void Printer::emit_persistent() {
   const std::string it = "tf_it" + std::to_string(tmp_++);
   // The producer: every tile's index prologue, then its copies; it runs
   // ahead into the next tile as far as the ring's free stages allow.
+  // A prologue copy with CopyPlan::next_tile (prefetch_prologue) has its
+  // loads issued a tile ahead into registers: for the block's first tile
+  // before the loop, for tile t + 1 right after tile t's registers are
+  // stored; its shared tile is then read by the rest of the prologue.
+  const CopyNode* prefetch = nullptr;
+  for (const RoleItem& r : *roles)
+    if (const CopyNode* c = r.kind == RoleItem::Kind::kProducer ? r.stmt.as<CopyNode>() : nullptr;
+        c && c->plan && c->plan->next_tile) {
+      TF_CHECK(!prefetch, "cuda printer: two prefetched prologue copies");
+      prefetch = c;
+    }
   ws_producer_role(plan, [&] {
     const std::string barrier =
         fmt::format("tf::named_barrier<2, {}>();", plan.producer_threads);
+    std::string regs;
+    auto prefetch_loads = [&](const std::string& tile) {
+      open("");
+      emit_grid_vars(tile);
+      lets();
+      trip_always_ = true;
+      emit_copy(prefetch, false, RegPhase::kLoad, regs);
+      trip_always_ = false;
+      close();
+    };
+    if (prefetch) {
+      regs = "tf_pf" + std::to_string(tmp_++);
+      line(fmt::format("{} {}[{}];  // the next tile's {}, loaded a tile ahead",
+                       cuda_type(prefetch->dst.dtype()), regs, prefetch->plan->register_slots,
+                       prefetch->dst.name()));
+      prefetch_loads("static_cast<int>(blockIdx.x)");
+    }
     line("int tf_git = 0;  // the ring iterations of the tiles before");
     open(tile_loop);
     emit_grid_vars("tf_tile");
     lets();
     line(barrier + "  // the last tile's readers of the prologue's buffers are done");
-    for (const RoleItem& r : *roles)
-      if (r.kind == RoleItem::Kind::kProducer) stmt(r.stmt);
+    for (const RoleItem& r : *roles) {
+      if (r.kind != RoleItem::Kind::kProducer) continue;
+      if (r.stmt.get() != prefetch) {
+        stmt(r.stmt);
+        continue;
+      }
+      trip_always_ = true;
+      emit_copy(prefetch, false, RegPhase::kStore, regs);
+      trip_always_ = false;
+      open(fmt::format("if (tf_tile + static_cast<int>(gridDim.x) < {})", tiles));
+      record_copies_ = false;
+      prefetch_loads("tf_tile + static_cast<int>(gridDim.x)");
+      record_copies_ = true;
+      close();
+      line(barrier + "  // the tile's " + prefetch->dst.name() + " is in shared memory");
+    }
     line(barrier + "  // the prologue's buffers are written");
     ws_producer_loop(loop, body, plan, it, "tf_git");
     line(fmt::format("tf_git += {};", n));

@@ -32,13 +32,19 @@ std::string Printer::barrier_for(BarrierKind kind) const {
 void Printer::thread_loop(int64_t total, const std::string& v, const std::function<void()>& body) {
   const bool saved = in_threads_;
   in_threads_ = true;
-  if (total % threads_ == 0 && total / threads_ <= 64) {
+  if (trip_always_ && total < threads_) {
+    // One slot, on the first `total` threads (a trip var for register slots).
+    trip_var_ = "0";
+    open(fmt::format("if ({} < {})", tid_sym_, total));
+    line(fmt::format("const int {} = {};", v, tid_sym_));
+  } else if (total % threads_ == 0 && total / threads_ <= 64) {
     line("#pragma unroll");
     std::string r = "tf_r" + std::to_string(tmp_++);
     trip_var_ = r;
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", r, r, total / threads_, r));
     line(fmt::format("const int {} = {} * {} + {};", v, r, threads_sym_, tid_sym_));
   } else {
+    TF_CHECK(!trip_always_, "cuda printer: register slots over an uneven thread loop");
     open(fmt::format("for (int {} = {}; {} < {}; {} += {})", v, tid_sym_, v, total, v,
                      threads_sym_));
   }

@@ -151,6 +151,10 @@ class Printer {
   int loop_depth_ = 0;
   std::string trip_var_;     // the slot index of the innermost fixed-trip thread loop
   bool in_threads_ = false;  // inside a thread-distributed region
+  // thread_loop must give a trip var (a register-slot copy): a region of
+  // fewer points than threads runs on the first threads, trip var 0.
+  bool trip_always_ = false;
+  bool record_copies_ = true;  // emit_copy lists the copy in result_.copies
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_names_;
   // Vars >= 0 (thread and loop indices from 0, grid vars, ...): where the

@@ -276,17 +276,17 @@ std::optional<std::vector<RoleItem>> persistent_roles(const Kernel& k, std::stri
       loop_copies.visit_expr(c->value);
       for (const Expr& e : c->dst_indices) loop_copies.visit_expr(e);
     }
-    std::unordered_set<const BufferNode*> produced;
+    // (A prologue statement may also stage what a later one reads: the
+    // index tile of prefetch_prologue.)
+    BufferUse prologue;
     for (const RoleItem& it : items)
-      if (it.kind == RoleItem::Kind::kProducer) {
-        BufferUse u;
-        u.visit_stmt(it.stmt);
-        for (const BufferNode* b : u.writes) {
-          if (b->scope != MemScope::Shared || !loop_copies.reads.count(b))
-            fail = "the prologue writes " + b->name + ", which the main loop's copies do not read";
-          produced.insert(b);
-        }
-      }
+      if (it.kind == RoleItem::Kind::kProducer) prologue.visit_stmt(it.stmt);
+    std::unordered_set<const BufferNode*> produced;
+    for (const BufferNode* b : prologue.writes) {
+      if (b->scope != MemScope::Shared || !(loop_copies.reads.count(b) || prologue.reads.count(b)))
+        fail = "the prologue writes " + b->name + ", which the main loop's copies do not read";
+      produced.insert(b);
+    }
     for (const RoleItem& it : items) {
       BufferUse u;
       if (it.kind == RoleItem::Kind::kConsumer) u.visit_stmt(it.stmt);

@@ -402,6 +402,27 @@ TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {
                    "98304 bytes below the mbarriers");
 }
 
+// A copy loaded a tile ahead (prefetch_prologue) exists only in a
+// persistent kernel's prologue, register-staged in scalar slots.
+TEST(TirVerifierPlan, NextTileOnlyInAPersistentPrologue) {
+  const char* fill = "  fill(C_f, 0.0)\n";
+  const char* staged =
+      "  alloc t: shared f16[128] plan(row_major, stages=1, offset=98432, bytes=256)\n"
+      "  copy (r: 128) t[r] = x[pid_m*128 + r, 0] plan(register, width=2, slots=1, "
+      "next_tile=1)\n"
+      "  fill(C_f, 0.0)\n";
+  const std::pair<const char*, const char*> bytes{"shared_bytes=98352", "shared_bytes=98688"};
+  expect_one_error(planned({{fill, staged}, bytes}),
+                   "copy plan: next_tile in a kernel that is not persistent (no next tile)");
+  EXPECT_EQ(verify_errors(planned({{fill, staged}, bytes, {"async_barriers=1", "async_barriers=1, persistent=1"}})),
+            std::vector<std::string>{});
+  std::string no_slots = staged;
+  no_slots.replace(no_slots.find("slots=1, "), 9, "");
+  expect_one_error(planned({{fill, no_slots.c_str()}, bytes,
+                            {"async_barriers=1", "async_barriers=1, persistent=1"}}),
+                   "copy plan: next_tile on a copy that is not register-staged in scalar slots");
+}
+
 // Without a plan (a CPU kernel, or before the backend passes) nothing of
 // this is checked.
 TEST(TirVerifierPlan, OnlyWhereThePlanExists) {

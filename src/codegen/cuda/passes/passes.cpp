@@ -7,6 +7,7 @@
 #include "codegen/cuda/passes/layout.h"
 #include "codegen/cuda/passes/lower_gemm.h"
 #include "codegen/cuda/passes/persistent.h"
+#include "codegen/cuda/passes/prefetch_prologue.h"
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/sync.h"
@@ -35,6 +36,9 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "after the warp-specialized loop's copies and hoisting are known: it only changes who "
        "runs the statements around that loop; before register_budgets (its producer needs more) "
        "and epilogue (whose tile then needs a region of its own)"},
+      {"prefetch_prologue", prefetch_prologue,
+       "after persistent (only a persistent producer runs the next tile's prologue) and before "
+       "layout (its index tile needs a place in shared memory) and register_budgets"},
       {"cluster", form_clusters,
        "after persistent (a persistent kernel takes its tiles in turn, not in pairs) and after "
        "lower_copies (only TMA copies multicast; their boxes say what each block reads); the "
