@@ -466,28 +466,33 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     }
   }
   // Persistent kernels (issue 15, item 5): where the tiles outnumber the
-  // SMs, the largest-tile warp-specialized configs (at most 4) again with
-  // their blocks looping over the tiles, each also with one stage fewer
-  // (the staged epilogue then fits beside the stage rings, which the
-  // producer refills during it). Only where the persistent pass takes the
-  // kernel (config_cost says so): sm_90a, a warp-specialized main loop,
-  // constant sizes, no split-K. Measured on the H200: gather_heavy 74.8 ->
-  // 70.8 us at 128x256x64/3/8 (bench/RESULTS.md, session 7); slower on
-  // single-wave programs, so none is tried there.
+  // SMs, the largest-tile configs the persistent pass takes (at most 4:
+  // sm_90a, a warp-specialized main loop, constant sizes, no split-K;
+  // config_cost says so) again with their blocks looping over the tiles,
+  // each with its stages, one fewer (the staged epilogue then fits beside
+  // the stage rings, which the producer refills during it) and one more
+  // (a short K loop: the ring then holds more of the next tiles, which the
+  // producer fills while the MMA warpgroups store). Measured on the H200:
+  // gather_heavy 74.8 -> 70.8 us at 128x256x64/3/8 (bench/RESULTS.md,
+  // session 7); pointcloud_gather (2 K tiles a tile) 182 us at
+  // 128x128x64/3/8/persistent, which the 2-stage base alone would not have
+  // tried (session 8); slower on single-wave programs, so none is tried there.
   if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty()) {
     std::vector<GemmConfig> base;
     for (const GemmConfig& c : out)
-      if (c.split_k == 1 && output_tiles(step, c) > sm_count) base.push_back(c);
+      if (c.split_k == 1 && !c.persistent && output_tiles(step, c) > sm_count) base.push_back(c);
     std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
       return a.block_m * a.block_n > b.block_m * b.block_n;
     });
-    if (base.size() > 4) base.resize(4);
+    int bases = 0;
     for (const GemmConfig& b : base) {
-      for (int fewer : {0, 1}) {
+      if (bases == 4) break;
+      bool any = false;
+      for (int delta : {0, -1, 1}) {
         GemmConfig c = b;
         c.persistent = true;
-        c.num_stages = b.num_stages - fewer;
-        if (c.num_stages < 2) continue;
+        c.num_stages = b.num_stages + delta;
+        if (c.num_stages < 2 || c.num_stages > 6) continue;
         bool known = false;
         for (const GemmConfig& o : out) known = known || same_config(o, c);
         if (known) continue;
@@ -496,7 +501,9 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
         if (!cost.feasible || !cost.persistent || !kernels.insert(cost.fingerprint).second)
           continue;
         add(c);
+        any = true;
       }
+      bases += any;
     }
   }
   return out;
