@@ -235,7 +235,8 @@ struct PipelinePlan {
 #define TILEFUSE_FOR_EACH_EPILOGUE_FORM(X) \
   X(PerElement, "per_element")             \
   X(Paired, "paired")                      \
-  X(Staged, "staged")
+  X(Staged, "staged")                      \
+  X(FragmentOrder, "fragment_order")
 
 enum class EpilogueForm : uint8_t {
 #define TF_TIR_ENUM(name, ...) name,
@@ -313,6 +314,15 @@ struct LaunchPlan {
   // ids, __cluster_dims__(cluster_size, 1, 1)) that share their multicast
   // copies' stages; the grid is a multiple of it.
   int cluster_size = 1;
+  // The param index of a split-K workspace held in the accumulators'
+  // fragment order (epilogue), -1: none. Within each [split, tile] slice of
+  // BLOCK_M x BLOCK_N elements, accumulator element e of MMA thread t sits at
+  // e * threads + t: a warp's stores and loads of one element are 128
+  // contiguous bytes, with no staging through shared memory. The workspace
+  // is the kernel's own scratch: only its partial-tile nest
+  // (EpilogueForm::FragmentOrder) stores it and only nests over the same
+  // fragment load it, at their own elements.
+  int workspace_fragment_order = -1;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
 };

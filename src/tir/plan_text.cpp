@@ -148,7 +148,7 @@ TF_TIR_NAMES(CopyMechanism, TILEFUSE_FOR_EACH_COPY_MECHANISM, 5)
 TF_TIR_NAMES(SharedLayout, TILEFUSE_FOR_EACH_SHARED_LAYOUT, 4)
 TF_TIR_NAMES(MmaFamily, TILEFUSE_FOR_EACH_MMA_FAMILY, 4)
 TF_TIR_NAMES(PipelineForm, TILEFUSE_FOR_EACH_PIPELINE_FORM, 5)
-TF_TIR_NAMES(EpilogueForm, TILEFUSE_FOR_EACH_EPILOGUE_FORM, 3)
+TF_TIR_NAMES(EpilogueForm, TILEFUSE_FOR_EACH_EPILOGUE_FORM, 4)
 #undef TF_TIR_NAMES
 #undef TF_TIR_PAIR
 
@@ -380,6 +380,8 @@ PlanClause to_clause(const LaunchPlan& p) {
   if (p.async_barriers) c.push_back(num("async_barriers", 1));
   if (p.persistent) c.push_back(num("persistent", 1));
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
+  if (p.workspace_fragment_order >= 0)
+    c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
   if (!p.tensor_maps.empty()) {
     std::vector<PlanItem> maps;
     for (const TensorMapPlan& m : p.tensor_maps)
@@ -401,7 +403,8 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
     if (it.key.empty()) bad("a kernel plan has only `key=value` items");
     static const char* const kKeys[] = {"threads",        "consumer_threads", "shared_bytes",
                                         "shared_align",   "async_barriers",   "persistent",
-                                        "cluster",        "tensor_maps",      "notes"};
+                                        "cluster",        "tensor_maps",      "notes",
+                                        "workspace_fragment_order"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -415,6 +418,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.async_barriers = get_int(c, "async_barriers", 0) != 0;
   p.persistent = get_int(c, "persistent", 0) != 0;
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
+  p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
   if (const PlanValue* maps = find(c, "tensor_maps")) {
     if (maps->kind != PlanValue::Kind::List) bad("`tensor_maps=[(...), ...]`");
     for (const PlanItem& it : maps->items) {

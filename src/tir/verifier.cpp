@@ -419,6 +419,10 @@ class PlanVerifier final : public StmtVisitor {
       error(fmt::format("kernel plan: a cluster of {} blocks (1 or 2)", launch_.cluster_size));
     if (launch_.cluster_size > 1 && launch_.persistent)
       error("kernel plan: a persistent kernel in a cluster");
+    const int ws = launch_.workspace_fragment_order;
+    if (ws >= 0 && (static_cast<size_t>(ws) >= kernel_.params.size() ||
+                    !kernel_.params[static_cast<size_t>(ws)].is_buffer()))
+      error(fmt::format("kernel plan: workspace_fragment_order {} is not a buffer param", ws));
     visit_stmt(kernel_.body);
   }
 
@@ -430,6 +434,9 @@ class PlanVerifier final : public StmtVisitor {
     if (ws) warp_specialized(op, *pipe);
     if (const auto* e = std::get_if<EpiloguePlan>(&op->plan); e && e->form == EpilogueForm::Staged)
       staged(op, *e);
+    if (const auto* e = std::get_if<EpiloguePlan>(&op->plan);
+        e && e->form == EpilogueForm::FragmentOrder && launch_.workspace_fragment_order < 0)
+      error("a fragment_order epilogue in a kernel without a fragment-order workspace");
     if (pipe) loops_.push_back(op);
     IRVisitor::visit(op);
     if (pipe) loops_.pop_back();

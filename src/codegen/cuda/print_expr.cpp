@@ -326,7 +326,17 @@ std::string Printer::load(const LoadNode* op) {
   if (vector_load_.defined() &&
       (op == vector_load_.get() || structural_equal(Expr(op), vector_load_)))
     return vector_lane_;
-  std::string el = element(op->buffer, op->indices);
+  std::string el;
+  if (k_.launch.workspace_fragment_order >= 0 &&
+      k_.params[static_cast<size_t>(k_.launch.workspace_fragment_order)].buffer.same_as(
+          op->buffer)) {
+    // A split-K partial in fragment order: this thread's element frag_e_.
+    TF_CHECK(!frag_e_.empty(), "cuda printer: the workspace read outside a fragment nest");
+    el = fmt::format("({})[{} * {} + {}]", workspace_slice(op->indices), frag_e_, threads_sym_,
+                     tid_sym_);
+  } else {
+    el = element(op->buffer, op->indices);
+  }
   // A WgmmaTile's accumulators are read through value(e) (see tf_wgmma.cuh:
   // a conversion reading them directly makes ptxas serialize the wgmma).
   if (op->buffer.scope() == MemScope::Fragment &&

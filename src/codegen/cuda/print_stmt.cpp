@@ -8,6 +8,8 @@
 #include "codegen/cuda/passes/epilogue.h"
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
+#include "passes/simplify.h"
+#include "tir/structural.h"
 #include "core/stack_guard.h"
 #include "tir/functor.h"
 
@@ -101,6 +103,19 @@ void Printer::emit_alloc_decl(const AllocateNode* op) {
 
 
 
+std::string Printer::workspace_slice(const std::vector<Expr>& indices) {
+  // The slice's first element: the indices with the nest's (i, j) at 0.
+  TF_CHECK(frag_vars_.size() == 2 && indices.size() >= 2,
+           "cuda printer: a workspace access outside a nest over its fragment");
+  std::vector<Expr> at0 = indices;
+  for (size_t d = at0.size() - 2; d < at0.size(); ++d) {
+    VarMap zero;
+    for (const VarNode* v : frag_vars_) zero[v] = make_int(v->dtype, 0);
+    at0[d] = passes::simplify(substitute(at0[d], zero));
+  }
+  return address(k_.params[static_cast<size_t>(k_.launch.workspace_fragment_order)].buffer, at0);
+}
+
 void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   // for i in parallel { lets; for j in parallel { body } } over frag[i, j]:
   // one iteration per accumulator element the thread owns.
@@ -135,6 +150,26 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     }
   };
   const StoreNode* store = nest.store;
+  if (plan->form == EpilogueForm::FragmentOrder) {
+    // (epilogue: the split-K workspace, LaunchPlan::workspace_fragment_order)
+    TF_CHECK(store && k_.launch.workspace_fragment_order >= 0 &&
+                 k_.params[static_cast<size_t>(k_.launch.workspace_fragment_order)]
+                     .buffer.same_as(store->buffer),
+             "cuda printer: a fragment-order nest that does not store the workspace");
+    line(fmt::format("// {}: this tile's partial sums in the accumulators' fragment order "
+                     "(element e of thread t at e * {} + t)",
+                     store->buffer.name(), threads_sym_));
+    line(fmt::format("{}* tf_wsp = {};", cuda_type(store->buffer.dtype()),
+                     workspace_slice(store->indices)));
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; ++{0})", frag_e_, f));
+    line(fmt::format("tf_wsp[{} * {} + {}] = {};", frag_e_, threads_sym_, tid_sym_,
+                     expr(store->value)));
+    close();
+    in_threads_ = saved;
+    frag_vars_.clear();
+    return;
+  }
   // Opens the loop over the thread's element pairs (e, e + 1) and captures
   // both elements' mask, address and value into tf_ok<k>, tf_p<k>, tf_v<k>;
   // returns the pair's first element index. The caller stores and closes.

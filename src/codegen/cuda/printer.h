@@ -63,6 +63,9 @@ class Printer {
   void emit_for(const tir::ForNode* op);
   void emit_parallel(const tir::ForNode* op);
   void emit_fragment_nest(const tir::ForNode* op, const tir::BufferNode* frag);
+  // The address of a fragment-order workspace's slice (its element at the
+  // nest's i = j = 0) for a store or load at `indices` inside the nest.
+  std::string workspace_slice(const std::vector<tir::Expr>& indices);
   void emit_check(const tir::CheckNode* op);
   void emit_alloc(const tir::AllocateNode* op);
   // `for (v = tid; v < total; v += threads)`, or a fixed-trip unrolled loop

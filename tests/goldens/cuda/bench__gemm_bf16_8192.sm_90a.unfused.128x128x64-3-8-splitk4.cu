@@ -2,8 +2,8 @@
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 SPLIT_K=4 num_stages=3 num_warps=8
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into splitk_workspace: staged through shared memory, stored in 16-byte row chunks
 // epilogue into t2: paired stores from the accumulators, not staged: a value of the nest loads memory (staged, such epilogues spilled)
+// epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -77,95 +77,36 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
   }
   C_f.wait();
   tf::mma_barrier<256>();
-  // epilogue staged in shared memory (128 x 128 float, row pitch 132), stored in 16-byte row chunks
-  float* tf_es = reinterpret_cast<float*>(tf_smem);
+  // splitk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at e * kMmaThreads + t)
+  float* tf_wsp = &splitk_workspace[pid_k * 67108864 + pid * 16384 + 0 * 128 + 0];
   #pragma unroll
-  for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 2) {
-    bool tf_ok0 = false, tf_ok1 = false;
-    float* tf_p0 = nullptr; float* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-    {
-      const int i = C_f.row(tf_e1);
-      const int j = C_f.col(tf_e1);
-      tf_ok0 = true;
-      tf_p0 = &splitk_workspace[pid_k * 67108864 + pid * 16384 + i * 128 + j];
-      tf_v0 = C_f.value(tf_e1);
-    }
-    {
-      const int i = C_f.row((tf_e1 + 1));
-      const int j = C_f.col((tf_e1 + 1));
-      tf_ok1 = true;
-      tf_p1 = &splitk_workspace[pid_k * 67108864 + pid * 16384 + i * 128 + j];
-      tf_v1 = C_f.value((tf_e1 + 1));
-    }
-    (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-    tf::store_pair(&tf_es[C_f.row(tf_e1) * 132 + C_f.col(tf_e1)], tf_v0, tf_v1);
-  }
-  tf::mma_barrier<256>();
-  #pragma unroll
-  for (int tf_r3 = 0; tf_r3 < 16; ++tf_r3) {
-    const int tf_c2 = tf_r3 * kMmaThreads + tf_tid;
-    const int tf_row = tf_c2 / 32;
-    const int tf_col = (tf_c2 % 32) * 4;
-    bool tf_ok[4];
-    float* tf_p[4];
-    {
-      const int i = tf_row;
-      const int j = tf_col + 0;
-      tf_ok[0] = true;
-      tf_p[0] = &splitk_workspace[pid_k * 67108864 + pid * 16384 + i * 128 + j];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 1;
-      tf_ok[1] = true;
-      tf_p[1] = &splitk_workspace[pid_k * 67108864 + pid * 16384 + i * 128 + j];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 2;
-      tf_ok[2] = true;
-      tf_p[2] = &splitk_workspace[pid_k * 67108864 + pid * 16384 + i * 128 + j];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 3;
-      tf_ok[3] = true;
-      tf_p[3] = &splitk_workspace[pid_k * 67108864 + pid * 16384 + i * 128 + j];
-    }
-    const float* tf_src = &tf_es[tf_row * 132 + tf_col];
-    if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf::aligned16(tf_p[0])) {
-      tf::store16(tf_p[0], tf_src);
-    } else {
-      #pragma unroll
-      for (int tf_l = 0; tf_l < 4; ++tf_l) {
-        if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];
-      }
-    }
+  for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; ++tf_e1) {
+    tf_wsp[tf_e1 * kMmaThreads + tf_tid] = C_f.value(tf_e1);
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
     #pragma unroll
-    for (int tf_e4 = 0; tf_e4 < decltype(C_f)::kElems; tf_e4 += 2) {
+    for (int tf_e2 = 0; tf_e2 < decltype(C_f)::kElems; tf_e2 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; tf::bf16 tf_v0{}, tf_v1{};
       {
-        const int i_1 = C_f.row(tf_e4);
-        const int j_1 = C_f.col(tf_e4);
-        const int m = ((pid_m * 128) + i_1);
-        const int n = ((pid_n * 128) + j_1);
-        const float cse_1 = C_f.value(tf_e4);
+        const int i = C_f.row(tf_e2);
+        const int j = C_f.col(tf_e2);
+        const int m = ((pid_m * 128) + i);
+        const int n = ((pid_n * 128) + j);
+        const float cse_1 = C_f.value(tf_e2);
         tf_ok0 = true;
         tf_p0 = &t2[m * 8192 + n];
-        tf_v0 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? splitk_workspace[0 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? splitk_workspace[1 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? splitk_workspace[2 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? splitk_workspace[3 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f))));
+        tf_v0 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))));
       }
       {
-        const int i_1 = C_f.row((tf_e4 + 1));
-        const int j_1 = C_f.col((tf_e4 + 1));
-        const int m = ((pid_m * 128) + i_1);
-        const int n = ((pid_n * 128) + j_1);
-        const float cse_1 = C_f.value((tf_e4 + 1));
+        const int i = C_f.row((tf_e2 + 1));
+        const int j = C_f.col((tf_e2 + 1));
+        const int m = ((pid_m * 128) + i);
+        const int n = ((pid_n * 128) + j);
+        const float cse_1 = C_f.value((tf_e2 + 1));
         tf_ok1 = true;
         tf_p1 = &t2[m * 8192 + n];
-        tf_v1 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? splitk_workspace[0 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? splitk_workspace[1 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? splitk_workspace[2 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? splitk_workspace[3 * 67108864 + pid * 16384 + i_1 * 128 + j_1] : 0x0p+0f))));
+        tf_v1 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 67108864 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 67108864 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 67108864 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 67108864 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))));
       }
       if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {
         tf::store_pair(tf_p0, tf_v0, tf_v1);

@@ -107,6 +107,89 @@ std::string staging_problem(const EpilogueNest& n) {
   return "";
 }
 
+
+// Is `e` the var `v` (up to integer casts: split-K widens the workspace's
+// indices to its index dtype)?
+bool is_var(Expr e, const Var& v) {
+  while (const CastNode* c = e.as<CastNode>()) e = c->value;
+  return e.get() == v.get();
+}
+
+// The split-K workspace that can be held in the accumulators' fragment
+// order (LaunchPlan::workspace_fragment_order): the param index, or -1.
+// The kernel is split (attr SPLIT_K); one fragment nest stores the buffer,
+// its value the accumulator element at the nest's own (i, j) and its last
+// two indices those vars, unmasked; the buffer is a param whose last two
+// dims are the fragment's, compact; every other access is a load in a nest
+// over the same fragment, at that nest's (i, j). Then no one but the nests
+// sees where an element sits, so the printer may place element e of
+// thread t at e * threads + t of each slice.
+int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNode*>& nests,
+                             const ForNode** store_nest) {
+  const auto split = kernel.attrs.find("SPLIT_K");
+  if (split == kernel.attrs.end() || split->second == tir::AttrValue(int64_t{1})) return -1;
+  struct Access : IRVisitor {
+    std::vector<const StoreNode*> stores;
+    std::vector<const LoadNode*> loads;
+    using IRVisitor::visit;
+    void visit(const StoreNode* op) override {
+      if (op->buffer.scope() == MemScope::Global) stores.push_back(op);
+      IRVisitor::visit(op);
+    }
+    void visit(const LoadNode* op) override {
+      if (op->buffer.scope() == MemScope::Global) loads.push_back(op);
+      IRVisitor::visit(op);
+    }
+  };
+  for (const ForNode* op : nests) {
+    const BufferNode* frag = fragment_used(Stmt(op));
+    const EpilogueNest n = epilogue_nest(op, frag);
+    if (!n.store || n.store->mask.defined() || n.store->indices.size() < 2) continue;
+    const Buffer& w = n.store->buffer;
+    const size_t r = n.store->indices.size();
+    const LoadNode* v = n.store->value.as<LoadNode>();
+    if (!v || v->buffer.get() != frag || v->indices.size() != 2 ||
+        !is_var(v->indices[0], op->var) || !is_var(v->indices[1], n.inner->var) ||
+        !is_var(n.store->indices[r - 2], op->var) ||
+        !is_var(n.store->indices[r - 1], n.inner->var))
+      continue;
+    int param = -1;
+    for (size_t p = 0; p < kernel.params.size(); ++p)
+      if (kernel.params[p].is_buffer() && kernel.params[p].buffer.same_as(w))
+        param = static_cast<int>(p);
+    if (param < 0 || w->shape.size() != r || !w->strides.empty() ||
+        !structural_equal(w->shape[r - 2], frag->shape[0]) ||
+        !structural_equal(w->shape[r - 1], frag->shape[1]))
+      continue;
+    // Every access of w: this store, and loads in nests over frag at their own (i, j).
+    Access all;
+    all.visit_stmt(kernel.body);
+    size_t seen = 0;
+    bool ok = true;
+    for (const StoreNode* st : all.stores) seen += st->buffer.same_as(w);
+    ok = seen == 1;
+    size_t in_nests = 0, loads = 0;
+    for (const LoadNode* l : all.loads) loads += l->buffer.same_as(w);
+    for (const ForNode* other : nests) {
+      if (fragment_used(Stmt(other)) != frag) continue;
+      const EpilogueNest m = epilogue_nest(other, frag);
+      Access in;
+      in.visit_stmt(Stmt(other));
+      for (const LoadNode* l : in.loads) {
+        if (!l->buffer.same_as(w)) continue;
+        ++in_nests;
+        const size_t k = l->indices.size();
+        ok = ok && k == r && is_var(l->indices[k - 2], other->var) &&
+             is_var(l->indices[k - 1], m.inner->var);
+      }
+    }
+    if (ok && in_nests == loads) {
+      *store_nest = op;
+      return param;
+    }
+  }
+  return -1;
+}
 }  // namespace
 
 Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) {
@@ -200,7 +283,23 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     }
     edits.loops[op] = plan;
   }
+  // Split-K's partials in fragment order: stored and read back by the
+  // threads that own the elements, coalesced, without a shared-memory tile.
+  const ForNode* ws_nest = nullptr;
+  const int ws_param = fragment_order_workspace(kernel, find.nests, &ws_nest);
+  if (ws_param >= 0) {
+    EpiloguePlan fo;
+    fo.form = EpilogueForm::FragmentOrder;
+    edits.loops[ws_nest] = fo;
+    const std::string& name = kernel.params[static_cast<size_t>(ws_param)].buffer.name();
+    for (size_t i = 0; i < notes.size(); ++i)
+      if (notes[i].rfind("epilogue into " + name + ":", 0) == 0) notes.erase(notes.begin() + i--);
+    notes.push_back("epilogue into " + name +
+                    ": split-K partials in the accumulators' fragment order (element e of "
+                    "thread t at e * threads + t of its slice: coalesced, not staged)");
+  }
   Kernel out = with_plans(kernel, edits);
+  if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
   if (region_bytes > 0) out.launch.dynamic_shared_bytes = region + region_bytes;
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
   return out;
