@@ -348,6 +348,14 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     if (std::find(bms.begin(), bms.end(), m) == bms.end()) bms.push_back(m);
     if (std::find(bns.begin(), bns.end(), n) == bns.end()) bns.push_back(n);
   }
+  // Small M on sm_90a (issue 12, item 2): a 64-row tile too, the wgmma m64
+  // with the rows past M masked (zero-filled, never stored), next to the
+  // mma.sync tile of M's size. Measured on the H200: decode_m32 (M = 32)
+  // 36.7 us at 64x128x64/6/4 against 39.5 at 32x128x64/3/4/splitk3
+  // (bench/RESULTS.md, session 8).
+  if (target.has_wgmma() && (dt == DType::F16 || dt == DType::BF16) && g.m < 64 &&
+      std::find(bms.begin(), bms.end(), 64) == bms.end())
+    bms.push_back(64);
   // (BLOCK_K, stages): the same 2-4 K tiles in flight either way.
   const int small_k = elem <= 2 ? 32 : 16;
   // On sm_90a BLOCK_K 64 feeds wgmma, whose loop keeps one MMA group in
@@ -443,15 +451,41 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // constant sizes (its workspace and counters are sized at compile time):
   // none for a GEMM with a symbolic dim.
   if (sm_count > 0 && gemm_symbolic_dim(graph, step_in).empty()) {
+    // (One base a tile shape: the first of its configs, stages aside; the
+    // deep rings below cover the stages.)
     std::vector<GemmConfig> base;
-    for (const GemmConfig& c : out)
-      if (output_tiles(step, c) < sm_count) base.push_back(c);
+    for (const GemmConfig& c : out) {
+      bool shape_known = false;
+      for (const GemmConfig& b : base)
+        shape_known = shape_known || (b.block_m == c.block_m && b.block_n == c.block_n &&
+                                      b.block_k == c.block_k && b.num_warps == c.num_warps);
+      if (output_tiles(step, c) < sm_count && !shape_known) base.push_back(c);
+    }
     std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
       return a.block_m * a.block_n > b.block_m * b.block_n;
     });
     if (base.size() > 6) base.resize(6);
+    // Each also with a deep ring (6 stages, else 5, within its K tiles and
+    // the shared memory): with few tiles a block's stages are all the
+    // bytes its SM has in flight. Measured on the H200 (bench/RESULTS.md,
+    // session 8): decode_m32 64x128x64/6/4 36.7 us against 39.5 for the
+    // tuned 32x128x64/3/4/splitk3; fewtiles 128x128x64/5/8/splitk4 34.1
+    // against 39.8 at 3 stages.
+    auto try_deep = [&](GemmConfig c, int64_t k_tiles) {
+      const int normal = c.num_stages;
+      for (int st : {6, 5}) {
+        if (st <= normal || st > k_tiles) continue;
+        c.num_stages = st;
+        const ConfigCost cost =
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+        if (!cost.feasible) continue;  // (too much shared memory: one stage fewer)
+        if (kernels.insert(cost.fingerprint).second) add(c);
+        return;
+      }
+    };
     for (const GemmConfig& b : base) {
       const int64_t tiles = output_tiles(step, b), k_tiles = k_tiles_of(step, b);
+      try_deep(b, k_tiles);
       for (int s : {2, 3, 4, 6, 8, 12, 16}) {
         const int64_t per = (k_tiles + s - 1) / s;
         if (per < 2 || (s - 1) * per >= k_tiles || tiles * s > 2 * int64_t{sm_count}) continue;
@@ -462,6 +496,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
             config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
         if (!cost.feasible || !kernels.insert(cost.fingerprint).second) continue;
         add(c);
+        try_deep(c, per);
       }
     }
   }
