@@ -28,7 +28,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 SPLIT_K=4 num_stages=3 num_warps=8
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into splitk_workspace: staged through shared memory, stored in 16-byte row chunks
+// epilogue into splitk_workspace: staged through shared memory, stored in 16-byte row chunks (proved contiguous and aligned)
 // epilogue into t4: paired stores from the accumulators, not staged: a value of the nest loads memory (staged, such epilogues spilled)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
@@ -103,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
   }
   C_f.wait();
   tf::mma_barrier<256>();
-  // epilogue staged in shared memory (128 x 128 float, row pitch 132), stored in 16-byte row chunks
+  // epilogue staged in shared memory (128 x 128 float, row pitch 132), stored in 16-byte row chunks (proved contiguous and aligned)
   float* tf_es = reinterpret_cast<float*>(tf_smem);
   #pragma unroll
   for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 2) {
@@ -132,40 +132,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     const int tf_c2 = tf_r3 * kMmaThreads + tf_tid;
     const int tf_row = tf_c2 / 32;
     const int tf_col = (tf_c2 % 32) * 4;
-    bool tf_ok[4];
-    float* tf_p[4];
-    {
-      const int i = tf_row;
-      const int j = tf_col + 0;
-      tf_ok[0] = true;
-      tf_p[0] = &splitk_workspace[pid_k * 16777216 + pid * 16384 + i * 128 + j];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 1;
-      tf_ok[1] = true;
-      tf_p[1] = &splitk_workspace[pid_k * 16777216 + pid * 16384 + i * 128 + j];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 2;
-      tf_ok[2] = true;
-      tf_p[2] = &splitk_workspace[pid_k * 16777216 + pid * 16384 + i * 128 + j];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 3;
-      tf_ok[3] = true;
-      tf_p[3] = &splitk_workspace[pid_k * 16777216 + pid * 16384 + i * 128 + j];
-    }
     const float* tf_src = &tf_es[tf_row * 132 + tf_col];
-    if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf::aligned16(tf_p[0])) {
-      tf::store16(tf_p[0], tf_src);
-    } else {
-      #pragma unroll
-      for (int tf_l = 0; tf_l < 4; ++tf_l) {
-        if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];
-      }
+    {
+      const int i = tf_row;
+      const int j = tf_col;
+      tf::store16(&splitk_workspace[pid_k * 16777216 + pid * 16384 + i * 128 + j], tf_src);
     }
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
