@@ -190,7 +190,10 @@ json cuda_account(const codegen::CudaKernel& ck) {
   c["loops"] = loops;
   json epilogues = json::array();
   for (const codegen::CudaEpilogue& e : ck.epilogues) {
-    json j = {{"form", e.form}, {"stmatrix", e.stmatrix}};
+    json j = {{"form", e.form},
+              {"stmatrix", e.stmatrix},
+              {"contiguous_chunks", e.contiguous_chunks},
+              {"pair_cast", e.pair_cast}};
     if (!e.why.empty()) j["why"] = e.why;
     epilogues.push_back(j);
   }
@@ -306,7 +309,9 @@ void render_cuda(std::ostream& out, const json& c) {
   }
   for (const json& e : c.at("epilogues")) {
     out << "    epilogue " << e.at("form").get<std::string>()
-        << (e.at("stmatrix").get<bool>() ? " by stmatrix" : "");
+        << (e.at("stmatrix").get<bool>() ? " by stmatrix" : "")
+        << (e.value("pair_cast", false) ? ", f32 pairs cast together" : "")
+        << (e.value("contiguous_chunks", false) ? ", proved 16-byte chunks" : "");
     if (e.contains("why")) out << " (" << e.at("why").get<std::string>() << ")";
     out << "\n";
   }

@@ -256,6 +256,24 @@ struct EpiloguePlan {
   // tile by stmatrix.x4, four pairs an instruction (the wgmma D fragment is
   // stmatrix's), else a 2-element store a pair.
   bool stmatrix = false;
+  // staged, proved by axis_info over the nest (row var over the tile's rows,
+  // column var over its columns): along the column var the store's element
+  // offset is contiguous on aligned runs of 16 / element-size columns whose
+  // first address is 16-byte aligned (the buffer's alignment included), so
+  // the copy-out stores each 16-byte row chunk with one access at one
+  // address, no run-time pointer or alignment test; else (false) it tests
+  // both per chunk and falls back to element stores.
+  bool contiguous_chunks = false;
+  // staged with contiguous_chunks: the store's mask is not constant on the
+  // chunks (axis_info's mask constancy along the column var), so the
+  // copy-out computes a mask per element and stores a chunk whole only when
+  // all are true; false: one mask a chunk (or none).
+  bool chunk_mask_varies = false;
+  // staged, the stored value a cast of an f32 value to f16 or bf16: each
+  // pair of accumulator elements is converted together (tf::cast_pack2,
+  // tf_numeric.cuh: one cvt.rn.{f16x2,bf16x2}.f32, NaNs re-encoded on the
+  // pair), bit-identical to two tf::cast.
+  bool pair_cast = false;
   std::string why;     // why not staged (paired), for explain
 };
 

@@ -329,6 +329,9 @@ PlanClause to_clause(const LoopPlan& p) {
     PlanClause c{word(epilogue_form_name(e->form))};
     if (e->pitch > 0) c.push_back(num("pitch", e->pitch));
     if (e->stmatrix) c.push_back(num("stmatrix", 1));
+    if (e->contiguous_chunks) c.push_back(num("contiguous_chunks", 1));
+    if (e->chunk_mask_varies) c.push_back(num("chunk_mask_varies", 1));
+    if (e->pair_cast) c.push_back(num("pair_cast", 1));
     if (e->offset > 0) c.push_back(num("offset", e->offset));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
@@ -358,11 +361,15 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     return q;
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
-    only(c, {"pitch", "stmatrix", "offset", "why"});
+    only(c, {"pitch", "stmatrix", "contiguous_chunks", "chunk_mask_varies", "pair_cast", "offset",
+             "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
     e.stmatrix = get_int(c, "stmatrix", 0) != 0;
+    e.contiguous_chunks = get_int(c, "contiguous_chunks", 0) != 0;
+    e.chunk_mask_varies = get_int(c, "chunk_mask_varies", 0) != 0;
+    e.pair_cast = get_int(c, "pair_cast", 0) != 0;
     e.offset = get_int(c, "offset", 0);
     e.why = get_str(c, "why");
     return e;

@@ -107,7 +107,8 @@ class Serializer final : public IRVisitor {
             q->consumer_registers});
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
-      ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset});
+      ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset, e->contiguous_chunks,
+            e->chunk_mask_varies, e->pair_cast});
       str(e->why);
     }
   }

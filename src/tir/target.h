@@ -79,6 +79,12 @@ struct Target {
     "MMA epilogues staged through shared memory and stored in 16-byte row chunks")             \
   X(stmatrix_epilogue, true,                                                                   \
     "sm_90a: a staged wgmma epilogue of 16-bit values stages by stmatrix.x4")                  \
+  X(proved_epilogue_chunks, true,                                                              \
+    "a staged epilogue whose 16-byte row chunks axis_info proves contiguous and aligned "      \
+    "stores them with no run-time pointer or alignment test")                                 \
+  X(pair_cast_epilogue, true,                                                                  \
+    "a staged epilogue casting f32 to f16/bf16 converts element pairs together "               \
+    "(cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32, tf::cast_pack2)")                                  \
   X(setmaxnreg, true,                                                                          \
     "sm_90a: warp-specialized roles get register budgets (producer 64, MMA warpgroups 216)")   \
   X(hoist_copy_addresses, true,                                                                \

@@ -432,11 +432,16 @@ class PlanVerifier final : public StmtVisitor {
     const auto* pipe = std::get_if<PipelinePlan>(&op->plan);
     const bool ws = pipe && pipe->form == PipelineForm::WarpSpecialized;
     if (ws) warp_specialized(op, *pipe);
-    if (const auto* e = std::get_if<EpiloguePlan>(&op->plan); e && e->form == EpilogueForm::Staged)
-      staged(op, *e);
-    if (const auto* e = std::get_if<EpiloguePlan>(&op->plan);
-        e && e->form == EpilogueForm::FragmentOrder && launch_.workspace_fragment_order < 0)
-      error("a fragment_order epilogue in a kernel without a fragment-order workspace");
+    if (const auto* e = std::get_if<EpiloguePlan>(&op->plan)) {
+      if (e->form == EpilogueForm::Staged)
+        staged(op, *e);
+      else if (e->stmatrix || e->contiguous_chunks || e->chunk_mask_varies || e->pair_cast)
+        error(fmt::format("a {} epilogue with a staged epilogue's field (stmatrix, "
+                          "contiguous_chunks, chunk_mask_varies, pair_cast)",
+                          epilogue_form_name(e->form)));
+      if (e->form == EpilogueForm::FragmentOrder && launch_.workspace_fragment_order < 0)
+        error("a fragment_order epilogue in a kernel without a fragment-order workspace");
+    }
     if (pipe) loops_.push_back(op);
     IRVisitor::visit(op);
     if (pipe) loops_.pop_back();
@@ -677,6 +682,16 @@ class PlanVerifier final : public StmtVisitor {
       return;
     }
     const DType dt = store.global->buffer.dtype();
+    if (e.chunk_mask_varies && !e.contiguous_chunks)
+      error("a staged epilogue with chunk_mask_varies but not contiguous_chunks");
+    // A pair cast converts f32 values to the 16-bit float output.
+    if (e.pair_cast) {
+      const CastNode* c = store.global->value.as<CastNode>();
+      if (!c || c->value.dtype() != DType::F32 || (dt != DType::F16 && dt != DType::BF16))
+        error(fmt::format("a staged epilogue with pair_cast whose store into {} is not a cast of "
+                          "an f32 value to f16 or bf16",
+                          store.global->buffer.name()));
+    }
     const int64_t bytes = *rows * e.pitch * dtype_size(dt);
     const int64_t room = mbarriers_ >= 0 ? mbarriers_ : launch_.dynamic_shared_bytes;
     if (bytes > room)

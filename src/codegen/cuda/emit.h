@@ -66,6 +66,8 @@ struct CudaLoop {
 struct CudaEpilogue {
   std::string form;  // per_element, paired, staged
   bool stmatrix = false;
+  bool contiguous_chunks = false;  // staged: 16-byte chunks proved contiguous and aligned
+  bool pair_cast = false;          // staged: f32 pairs cast to f16/bf16 together
   std::string why;   // paired: why not staged
 };
 

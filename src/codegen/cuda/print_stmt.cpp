@@ -122,7 +122,8 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   const auto* plan = std::get_if<EpiloguePlan>(&op->plan);
   TF_CHECK(plan != nullptr, "cuda printer: an epilogue nest without an EpiloguePlan");
   result_.epilogues.push_back(
-      {std::string(epilogue_form_name(plan->form)), plan->stmatrix, plan->why});
+      {std::string(epilogue_form_name(plan->form)), plan->stmatrix, plan->contiguous_chunks,
+       plan->pair_cast, plan->why});
   const EpilogueNest nest = epilogue_nest(op, frag);
   const ForNode* inner = nest.inner;
   const std::string f = buf(Buffer(frag));
@@ -175,17 +176,23 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   // returns the pair's first element index. The caller stores and closes.
   // Captures both elements of pair e0 (e0, e0 + 1) into tf_ok<k>, tf_p<k>,
   // tf_v<k>.
+  // With the plan's pair_cast, tf_v<k> are the f32 operands of the stored
+  // value's cast (the caller converts the pair with tf::cast_pack2).
+  const bool pair_cast = plan->form == EpilogueForm::Staged && plan->pair_cast;
   auto capture_pair = [&](const std::string& t, const std::string& e0) {
     line(fmt::format("bool tf_ok0 = false, tf_ok1 = false;"));
-    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {0} tf_v0{{}}, tf_v1{{}};", t));
+    line(fmt::format("{0}* tf_p0 = nullptr; {0}* tf_p1 = nullptr; {1} tf_v0{{}}, tf_v1{{}};", t,
+                     pair_cast ? "float" : t));
     for (int half = 0; half < 2; ++half) {
       frag_e_ = half == 0 ? e0 : "(" + e0 + " + 1)";
       open("");
       line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
       line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
       capture_store_ = half;
+      capture_uncast_ = pair_cast;
       walk(op->body);
       capture_store_ = -1;
+      capture_uncast_ = false;
       close();
     }
     frag_e_ = e0;
@@ -210,8 +217,13 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     const int64_t rows = const_of(frag->shape[0], "a fragment extent");
     const int64_t cols = const_of(frag->shape[1], "a fragment extent");
     line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
-                     "{}-byte row chunks",
-                     rows, cols, t, pitch, 16));
+                     "{}-byte row chunks{}",
+                     rows, cols, t, pitch, 16,
+                     plan->contiguous_chunks ? " (proved contiguous and aligned)" : ""));
+    // A pair of values as the 32 bits of two 16-bit elements, the first in
+    // the low half.
+    const std::string packed = pair_cast ? fmt::format("tf::cast_pack2<{}>(tf_v0, tf_v1)", t)
+                                         : "tf::pack_pair(tf_v0, tf_v1)";
     line(plan->offset > 0
              ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1});", t, plan->offset)
              : fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
@@ -228,7 +240,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line(fmt::format("const int {} = {} + 2 * tf_pp;", e0, e8));
       capture_pair(t, e0);
       line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
-      line("tf_q[tf_pp] = tf::pack_pair(tf_v0, tf_v1);");
+      line("tf_q[tf_pp] = " + packed + ";");
       close();
       line(fmt::format(
           "tf::stmatrix_x4(tf_esa + ({0}.stsm_row({1}) * {2} + {0}.stsm_col({1})) * {3}, tf_q[0], "
@@ -238,14 +250,75 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     } else {
       const std::string e0 = open_pair_loop(t);
       line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
-      line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);",
-                       f, e0, pitch));
+      if (pair_cast)
+        line(fmt::format("*reinterpret_cast<unsigned*>(&tf_es[{0}.row({1}) * {2} + {0}.col({1})]) "
+                         "= {3};",
+                         f, e0, pitch, packed));
+      else
+        line(fmt::format("tf::store_pair(&tf_es[{0}.row({1}) * {2} + {0}.col({1})], tf_v0, tf_v1);",
+                         f, e0, pitch));
       close();
     }
     line(block_barrier_);
     // The copy-out: chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
     frag_ = nullptr;  // (the fragment is not read here)
     const std::string c = "tf_c" + std::to_string(tmp_++);
+    // The store's address and mask at column tf_col + l of row tf_row,
+    // assigned by `assign` (given the mask and the address) in a block of
+    // their own.
+    auto at_column = [&](int64_t l, const std::function<void(const std::string&,
+                                                              const std::string&)>& assign) {
+      open("");
+      line(fmt::format("const int {} = tf_row;", var(op->var)));
+      line(l == 0 ? fmt::format("const int {} = tf_col;", var(inner->var))
+                  : fmt::format("const int {} = tf_col + {};", var(inner->var), l));
+      for (size_t i = 0; i < nest_lets.size(); ++i)
+        if (address_let[i])
+          line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
+                           var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+      assign(store->mask.defined() ? expr(store->mask) : "", address(store->buffer, store->indices));
+      close();
+    };
+    if (plan->contiguous_chunks) {
+      // Proved (epilogue pass): the chunk's vec elements are consecutive
+      // from a 16-byte aligned address, so one address a chunk and no
+      // run-time test of it.
+      thread_loop(rows * cols / vec, c, [&] {
+        line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
+        line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
+        line(fmt::format("const {}* tf_src = &tf_es[tf_row * {} + tf_col];", t, pitch));
+        if (!plan->chunk_mask_varies) {
+          // One mask a chunk (constant along the columns of each).
+          at_column(0, [&](const std::string& mask, const std::string& addr) {
+            const std::string st = "tf::store16(" + addr + ", tf_src);";
+            line(mask.empty() ? st : "if (" + mask + ") " + st);
+          });
+          return;
+        }
+        line(fmt::format("{}* tf_p;", t));
+        line("bool tf_ok[" + std::to_string(vec) + "];");
+        for (int64_t l = 0; l < vec; ++l)
+          at_column(l, [&](const std::string& mask, const std::string& addr) {
+            line(fmt::format("tf_ok[{}] = {};", l, mask));
+            if (l == 0) line("tf_p = " + addr + ";");
+          });
+        std::string all = "tf_ok[0]";
+        for (int64_t l = 1; l < vec; ++l) all += fmt::format(" && tf_ok[{}]", l);
+        open("if (" + all + ")");
+        line("tf::store16(tf_p, tf_src);");
+        --indent_;
+        line("} else {");
+        ++indent_;
+        line("#pragma unroll");
+        open(fmt::format("for (int tf_l = 0; tf_l < {}; ++tf_l)", vec));
+        line("if (tf_ok[tf_l]) tf_p[tf_l] = tf_src[tf_l];");
+        close();
+        close();
+      });
+      in_threads_ = saved;
+      frag_vars_.clear();
+      return;
+    }
     thread_loop(rows * cols / vec, c, [&] {
       line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
       line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
@@ -440,7 +513,11 @@ void Printer::stmt(const Stmt& s) {
         const int k = capture_store_;
         line(fmt::format("tf_ok{} = {};", k, op->mask.defined() ? expr(op->mask) : "true"));
         line(fmt::format("tf_p{} = {};", k, address(op->buffer, op->indices)));
-        line(fmt::format("tf_v{} = {};", k, expr(op->value)));
+        // (pair_cast: the cast's f32 operand; the caller converts the pair.)
+        const CastNode* cast = op->value.as<CastNode>();
+        TF_CHECK(!capture_uncast_ || cast != nullptr,
+                 "cuda printer: a pair_cast epilogue whose stored value is not a cast");
+        line(fmt::format("tf_v{} = {};", k, expr(capture_uncast_ ? cast->value : op->value)));
         return;
       }
       std::string st = element(op->buffer, op->indices) + " = " + expr(op->value) + ";";

@@ -173,6 +173,7 @@ class Printer {
   // >= 0 while printing one half of a paired epilogue store: the Store is
   // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
   int capture_store_ = -1;
+  bool capture_uncast_ = false;  // capture a store's value without its (pair_cast) cast
   // While printing one lane of a vectorized register copy: the vector load
   // (every structurally equal load reads the lane) and the lane.
   tir::Expr vector_load_;

@@ -430,6 +430,53 @@ TF_DEVICE To cast(From v) {
   }
 }
 
+// ---- pair conversion ------------------------------------------------------
+
+// cast_pack2<To>(lo, hi), To = f16 or bf16: the encodings of cast<To>(lo)
+// (bits 0..15) and cast<To>(hi) (bits 16..31) as one 32-bit value, the
+// layout of a packed pair in memory and of stmatrix's / mma's b16 pairs;
+// bit-identical to two cast<To> for every input (NaN payloads, +-inf, +-0,
+// subnormals, values that round to inf). The staged GEMM epilogue converts
+// its accumulator pairs with it (EpiloguePlan::pair_cast).
+// - PTX `cvt.rn.f16x2.f32 d, a, b` / `cvt.rn.bf16x2.f32 d, a, b` (PTX ISA,
+//   "Data Movement and Conversion Instructions: cvt", sm_80+): a converted
+//   into the upper half of d, b into the lower half, each rounded to nearest
+//   even as the scalar cvt (subnormals kept, overflow to inf); a NaN gives a
+//   canonical NaN.
+// - The NaN rule (encode_f32) on the pair without branches: `set.nan.u32.
+//   f16x2 m, d, d` (PTX ISA, "Half Precision Comparison Instructions: set":
+//   with a .u32 destination each half is 0xFFFF where the comparison is
+//   true, 0 elsewhere; sm_53+; the .bf16x2 form needs sm_90), then
+//   d = (d & ~m) | (m & fix) with fix per half 0x7E00 | the input's sign (f16)
+//   or 0x7FC0 (bf16). A NaN converts to a NaN and nothing else does, so m
+//   marks exactly the NaN inputs.
+// bf16 before sm_90, and with TF_NUMERIC_SOFTWARE_CVT: two encode_f32.
+template <class To>
+TF_DEVICE unsigned cast_pack2(float lo, float hi) {
+  using namespace detail;
+  static_assert(same<To, f16>::value || same<To, bf16>::value, "cast_pack2: f16 or bf16");
+#if !defined(TF_NUMERIC_SOFTWARE_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (same<To, f16>::value) {
+    unsigned d, m;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    asm("set.nan.u32.f16x2 %0, %1, %1;" : "=r"(m) : "r"(d));
+    // Each input's sign bit at its half's bit 15.
+    const unsigned sign =
+        ((__float_as_uint(lo) >> 16) & 0x8000u) | (__float_as_uint(hi) & 0x80000000u);
+    return (d & ~m) | (m & (sign | 0x7E007E00u));
+  }
+#if __CUDA_ARCH__ >= 900
+  if constexpr (same<To, bf16>::value) {
+    unsigned d, m;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    asm("set.nan.u32.bf16x2 %0, %1, %1;" : "=r"(m) : "r"(d));
+    return (d & ~m) | (m & 0x7FC07FC0u);
+  }
+#endif
+#endif
+  return encode_f32<format<To>>(lo) | (encode_f32<format<To>>(hi) << 16);
+}
+
 // ---- f16 / bf16 / f8 arithmetic --------------------------------------------
 
 namespace detail {

@@ -28,7 +28,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=256 GROUP_M=8 num_stages=4 num_warps=8
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into t4: staged through shared memory by stmatrix, stored in 16-byte row chunks
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -97,7 +97,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
   }
   C_f.wait();
   tf::mma_barrier<256>();
-  // epilogue staged in shared memory (128 x 256 tf::f16, row pitch 264), stored in 16-byte row chunks
+  // epilogue staged in shared memory (128 x 256 tf::f16, row pitch 264), stored in 16-byte row chunks (proved contiguous and aligned)
   tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);
   const unsigned tf_esa = tf::smem_addr(tf_es);
   #pragma unroll
@@ -107,14 +107,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
       const int tf_e2 = tf_e1 + 2 * tf_pp;
       bool tf_ok0 = false, tf_ok1 = false;
-      tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; tf::f16 tf_v0{}, tf_v1{};
+      tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
       {
         const int i = C_f.row(tf_e2);
         const int j = C_f.col(tf_e2);
         const int n = ((pid * 256) + j);
         tf_ok0 = (i < 32);
         tf_p0 = &t4[i * 11008 + n];
-        tf_v0 = tf::cast<tf::f16>(C_f.value(tf_e2));
+        tf_v0 = C_f.value(tf_e2);
       }
       {
         const int i = C_f.row((tf_e2 + 1));
@@ -122,10 +122,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
         const int n = ((pid * 256) + j);
         tf_ok1 = (i < 32);
         tf_p1 = &t4[i * 11008 + n];
-        tf_v1 = tf::cast<tf::f16>(C_f.value((tf_e2 + 1)));
+        tf_v1 = C_f.value((tf_e2 + 1));
       }
       (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      tf_q[tf_pp] = tf::pack_pair(tf_v0, tf_v1);
+      tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
     }
     tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e1) * 264 + C_f.stsm_col(tf_e1)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
   }
@@ -135,72 +135,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     const int tf_c3 = tf_r4 * kMmaThreads + tf_tid;
     const int tf_row = tf_c3 / 32;
     const int tf_col = (tf_c3 % 32) * 8;
-    bool tf_ok[8];
-    tf::f16* tf_p[8];
-    {
-      const int i = tf_row;
-      const int j = tf_col + 0;
-      const int n = ((pid * 256) + j);
-      tf_ok[0] = (i < 32);
-      tf_p[0] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 1;
-      const int n = ((pid * 256) + j);
-      tf_ok[1] = (i < 32);
-      tf_p[1] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 2;
-      const int n = ((pid * 256) + j);
-      tf_ok[2] = (i < 32);
-      tf_p[2] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 3;
-      const int n = ((pid * 256) + j);
-      tf_ok[3] = (i < 32);
-      tf_p[3] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 4;
-      const int n = ((pid * 256) + j);
-      tf_ok[4] = (i < 32);
-      tf_p[4] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 5;
-      const int n = ((pid * 256) + j);
-      tf_ok[5] = (i < 32);
-      tf_p[5] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 6;
-      const int n = ((pid * 256) + j);
-      tf_ok[6] = (i < 32);
-      tf_p[6] = &t4[i * 11008 + n];
-    }
-    {
-      const int i = tf_row;
-      const int j = tf_col + 7;
-      const int n = ((pid * 256) + j);
-      tf_ok[7] = (i < 32);
-      tf_p[7] = &t4[i * 11008 + n];
-    }
     const tf::f16* tf_src = &tf_es[tf_row * 264 + tf_col];
-    if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf_ok[4] && tf_p[4] == tf_p[0] + 4 && tf_ok[5] && tf_p[5] == tf_p[0] + 5 && tf_ok[6] && tf_p[6] == tf_p[0] + 6 && tf_ok[7] && tf_p[7] == tf_p[0] + 7 && tf::aligned16(tf_p[0])) {
-      tf::store16(tf_p[0], tf_src);
-    } else {
-      #pragma unroll
-      for (int tf_l = 0; tf_l < 8; ++tf_l) {
-        if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];
-      }
+    {
+      const int i = tf_row;
+      const int j = tf_col;
+      const int n = ((pid * 256) + j);
+      if ((i < 32)) tf::store16(&t4[i * 11008 + n], tf_src);
     }
   }
 }

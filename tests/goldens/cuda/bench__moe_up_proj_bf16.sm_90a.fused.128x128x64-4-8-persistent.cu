@@ -4,7 +4,7 @@
 // persistent: each block takes tiles block, block + blocks, ...; the producer fills the next tile's stages while the MMA warpgroups store the last
 // prologue prefetch: the producer loads tile t + 1's 128 rows of `idx` into registers while tile t's copies run
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t4: staged through shared memory by stmatrix, stored in 16-byte row chunks
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -191,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     if (64 > 0) tf::mbar_arrive(&tf_empty[(tf_git + 64 - 1) % 4]);
     tf_git += 64;
     tf::mma_barrier<256>();
-    // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks
+    // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
     tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem + 133376);
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
@@ -201,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
       for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
         const int tf_e22 = tf_e21 + 2 * tf_pp;
         bool tf_ok0 = false, tf_ok1 = false;
-        tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; tf::bf16 tf_v0{}, tf_v1{};
+        tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
         {
           const int i_4 = C_f.row(tf_e22);
           const int j_1 = C_f.col(tf_e22);
@@ -209,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
           const int n = ((pid_n * 128) + j_1);
           tf_ok0 = true;
           tf_p0 = &t4[m * 14336 + n];
-          tf_v0 = tf::cast<tf::bf16>(C_f.value(tf_e22));
+          tf_v0 = C_f.value(tf_e22);
         }
         {
           const int i_4 = C_f.row((tf_e22 + 1));
@@ -218,10 +218,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
           const int n = ((pid_n * 128) + j_1);
           tf_ok1 = true;
           tf_p1 = &t4[m * 14336 + n];
-          tf_v1 = tf::cast<tf::bf16>(C_f.value((tf_e22 + 1)));
+          tf_v1 = C_f.value((tf_e22 + 1));
         }
         (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-        tf_q[tf_pp] = tf::pack_pair(tf_v0, tf_v1);
+        tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
       }
       tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e21) * 136 + C_f.stsm_col(tf_e21)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
     }
@@ -231,80 +231,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
       const int tf_c23 = tf_r24 * kMmaThreads + tf_tid;
       const int tf_row = tf_c23 / 16;
       const int tf_col = (tf_c23 % 16) * 8;
-      bool tf_ok[8];
-      tf::bf16* tf_p[8];
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 0;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[0] = true;
-        tf_p[0] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 1;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[1] = true;
-        tf_p[1] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 2;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[2] = true;
-        tf_p[2] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 3;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[3] = true;
-        tf_p[3] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 4;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[4] = true;
-        tf_p[4] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 5;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[5] = true;
-        tf_p[5] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 6;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[6] = true;
-        tf_p[6] = &t4[m * 14336 + n];
-      }
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col + 7;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf_ok[7] = true;
-        tf_p[7] = &t4[m * 14336 + n];
-      }
       const tf::bf16* tf_src = &tf_es[tf_row * 136 + tf_col];
-      if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf_ok[4] && tf_p[4] == tf_p[0] + 4 && tf_ok[5] && tf_p[5] == tf_p[0] + 5 && tf_ok[6] && tf_p[6] == tf_p[0] + 6 && tf_ok[7] && tf_p[7] == tf_p[0] + 7 && tf::aligned16(tf_p[0])) {
-        tf::store16(tf_p[0], tf_src);
-      } else {
-        #pragma unroll
-        for (int tf_l = 0; tf_l < 8; ++tf_l) {
-          if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];
-        }
+      {
+        const int i_4 = tf_row;
+        const int j_1 = tf_col;
+        const int m = ((pid_m * 128) + i_4);
+        const int n = ((pid_n * 128) + j_1);
+        tf::store16(&t4[m * 14336 + n], tf_src);
       }
     }
   }

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "../codegen_passes/cuda_pass_test.h"
 #include "codegen/cuda/emit.h"
 #include "common/cases.h"
 #include "common/random_program.h"
@@ -23,6 +24,7 @@
 #include "frontend/frontend.h"
 #include "runtime/cuda/loader.h"
 #include "runtime/cuda/nvrtc.h"
+#include "tir/parser.h"
 
 namespace tilefuse {
 namespace {
@@ -617,6 +619,55 @@ TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
     if (k.usage.present) {
       EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
     }
+  }
+}
+
+// The staged epilogue's copy-out as the plan says (EpiloguePlan,
+// passes/epilogue.cpp): the wgmma GEMM of the pass tests through the
+// epilogue and sync passes, storing f16(C_f) into `out2`, printed and
+// compiled for sm_90a.
+// - proved chunks, no mask: one address and one tf::store16 a chunk;
+// - proved chunks under a mask constant on each chunk (N = 2040): one mask;
+// - proved chunks under a mask that varies in a chunk (2044 columns of
+//   2048-element rows): a mask per element, a store16 when all hold;
+// - no proof (row stride 2044): the run-time pointer and alignment tests.
+// No form compares pointers or tests alignment where the chunks are proved.
+TEST_F(CudaCompile, StagedCopyOutFollowsTheChunkProof) {
+  struct Form {
+    const char* param;
+    const char* mask;
+    bool proved, one_mask;
+  };
+  int n = 0;
+  for (const Form& f : {Form{"global f16[2048, 2048] strides [2048, 1] align 16", "", true, true},
+                        Form{"global f16[2048, 2040] strides [2040, 1] align 16",
+                             "pid_n*128 + j_2 < 2040", true, true},
+                        Form{"global f16[2048, 2044] strides [2048, 1] align 16",
+                             "pid_n*128 + j_2 < 2044", true, false},
+                        Form{"global f16[2048, 2044] strides [2044, 1] align 16",
+                             "pid_n*128 + j_2 < 2044", false, false}}) {
+    SCOPED_TRACE(std::string(f.param) + " mask " + f.mask);
+    codegen::testing::GemmText g = codegen::testing::wgmma_gemm("layout");
+    g.params = std::string("  out2: ") + f.param + ",\n";
+    g.store = std::string("out2[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])") +
+              (*f.mask ? std::string(", mask=(") + f.mask + ")" : "");
+    tir::Kernel k = tir::parse_kernel(g.text());
+    k = codegen::testing::cuda_pass("epilogue")(k);
+    k = codegen::testing::cuda_pass("sync")(k);
+    const codegen::CudaKernel ck = codegen::emit_cuda(k, *tir::Target::parse("sm_90a"));
+    const std::string& src = ck.source;
+    EXPECT_NE(src.find("tf::cast_pack2<tf::f16>(tf_v0, tf_v1)"), std::string::npos) << src;
+    EXPECT_EQ(src.find("tf::aligned16(") == std::string::npos, f.proved) << src;
+    EXPECT_EQ(src.find("== tf_p[0] +") == std::string::npos, f.proved) << src;
+    EXPECT_EQ(src.find("tf::store16(&out2[") != std::string::npos, f.proved && f.one_mask) << src;
+    EXPECT_EQ(src.find("tf::store16(tf_p, tf_src)") != std::string::npos,
+              f.proved && !f.one_mask)
+        << src;
+    const cuda::CompiledKernel c =
+        cuda::compile_cuda(src, ck.name + "_copy_out" + std::to_string(n++),
+                           driver::cuda_compile_options("sm_90a"));
+    ASSERT_TRUE(c.usage.present || cuda::cuda_available()) << c.log;
+    if (c.usage.present) EXPECT_EQ(c.usage.spill_store_bytes, 0) << c.log;
   }
 }
 

@@ -144,7 +144,14 @@ inline constexpr const char* kWarpSpecializedNote =
 inline constexpr const char* kBudgetsNote =
     "register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread";
 inline constexpr const char* kStagedNote =
-    "epilogue into out: staged through shared memory by stmatrix, stored in 16-byte row chunks";
+    "epilogue into out: staged through shared memory by stmatrix, f32 pairs cast together, stored "
+    "in 16-byte row chunks (proved contiguous and aligned)";
+// The epilogue pass's plan of the GEMM's nest: an f16 tile of 128 + 8
+// columns, by stmatrix (a wgmma tile of 64 accumulators a thread), out's
+// row chunks proved (row stride 2048, 16-byte aligned), f16(C_f[..]) a
+// cast of f32.
+inline constexpr const char* kStagedPlan =
+    "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1";
 // The TMA copies of its operand tiles, and their tensor maps.
 inline constexpr const char* kTmaA =
     "tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384, reason=\"affine "
@@ -203,7 +210,7 @@ inline GemmText wgmma_gemm(std::string_view after) {
     shared = "shared_bytes=98352, shared_align=1024";
   }
   if (stage >= 8) {
-    g.epilogue_plan = "staged, pitch=136, stmatrix=1";
+    g.epilogue_plan = kStagedPlan;
     notes += std::string(", \"") + kStagedNote + "\"";
   }
   g.launch = threads + ", " + shared + ", async_barriers=1" + maps +

@@ -26,10 +26,9 @@ GemmText two_stage_gemm(const std::string& out_dtype) {
   return g;
 }
 
-// `g` with the staged epilogue plan (an f16 tile of 128 + 8 columns, by
-// stmatrix: a wgmma tile of 64 accumulators a thread) and its note.
+// `g` with the staged epilogue plan (testing::kStagedPlan) and its note.
 GemmText staged(GemmText g) {
-  g.epilogue_plan = "staged, pitch=136, stmatrix=1";
+  g.epilogue_plan = testing::kStagedPlan;
   return testing::with_note(g, testing::kStagedNote);
 }
 
@@ -108,6 +107,107 @@ TEST(Epilogue, StagedWhenValuesReadOnlyTheAccumulator) {
       "    out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(select(v < 0.0, 0.0, v))";
   GemmText out = staged(in);
   expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// The staged plan of `g` without the fields the test varies: by
+// stmatrix, and pair_cast unless `pair_cast` is false.
+GemmText staged_with(GemmText g, const std::string& chunks, const std::string& note_chunks,
+                     bool pair_cast = true) {
+  g.epilogue_plan = std::string("staged, pitch=136, stmatrix=1") + chunks +
+                    (pair_cast ? ", pair_cast=1" : "");
+  return testing::with_note(g, std::string("epilogue into out2: staged through shared memory by "
+                                           "stmatrix") +
+                                   (pair_cast ? ", f32 pairs cast together" : "") +
+                                   ", stored in 16-byte row chunks" + note_chunks);
+}
+
+// The epilogue stores into `out2` (declared by `param`) at `index`, under
+// `mask` ("" for none).
+GemmText storing_out2(const std::string& param, const std::string& index,
+                      const std::string& mask = "") {
+  GemmText g = testing::wgmma_gemm("layout");
+  g.params = "  out2: " + param + ",\n";
+  g.store = "out2[" + index + "] = f16(C_f[i_2, j_2])" + (mask.empty() ? "" : ", mask=(" + mask + ")");
+  return g;
+}
+
+// The copy-out's row chunks (8 f16 columns) are proved contiguous and
+// 16-byte aligned by axis_info: along j_2 the element offset
+// (pid_m*128 + i_2)*2048 + pid_n*128 + j_2 steps by 1 over the tile's 128
+// columns from a multiple of 128 elements, and out is 16-byte aligned.
+TEST(Epilogue, ProvedChunksOfARowMajorOutput) {
+  GemmText in = testing::wgmma_gemm("layout");
+  GemmText out = staged(in);
+  EXPECT_NE(out.epilogue_plan.find("contiguous_chunks=1"), std::string::npos);
+  expect_cuda_pass("epilogue", in.text(), out.text());
+  // The proof off: the copy-out tests each chunk at run time.
+  GemmText off = testing::with_note(
+      in, "epilogue into out: staged through shared memory by stmatrix, f32 pairs cast together, "
+          "stored in 16-byte row chunks");
+  off.epilogue_plan = "staged, pitch=136, stmatrix=1, pair_cast=1";
+  expect_cuda_pass("epilogue", in.text(), off.text(), options({"proved_epilogue_chunks=0"}));
+}
+
+// Not proved: a row stride of 2044 elements (not a multiple of 8: the
+// rows start 8-byte aligned only); a transposed output (consecutive columns
+// 2048 elements apart); an output only 8-byte aligned.
+TEST(Epilogue, NoProvedChunksWhereTheAddressesDoNotAllowThem) {
+  for (const auto& [param, index] : std::vector<std::pair<std::string, std::string>>{
+           {"global f16[2048, 2044] strides [2044, 1] align 16",
+            "pid_m*128 + i_2, pid_n*128 + j_2"},
+           {"global f16[2048, 2048] strides [1, 2048] align 16",
+            "pid_m*128 + i_2, pid_n*128 + j_2"},
+           {"global f16[2048, 2048] strides [2048, 1] align 8",
+            "pid_m*128 + i_2, pid_n*128 + j_2"},
+           {"global f16[2048, 4096] strides [4096, 1] align 16",
+            "pid_m*128 + i_2, pid_n*128 + j_2 + 4"}}) {
+    SCOPED_TRACE(param + " at " + index);
+    GemmText in = storing_out2(param, index);
+    expect_cuda_pass("epilogue", in.text(), staged_with(in, "", "").text());
+  }
+}
+
+// A masked store (an N tail): with 2040 columns the mask n < 2040 is
+// constant on every 8-column chunk (2040 is a multiple of 8): one mask a
+// chunk. With 2044 columns of a 2048-element row it changes inside the
+// chunk at column 2044: a mask per element, the chunk stored whole when
+// all 8 are true.
+TEST(Epilogue, ProvedChunksUnderAMask) {
+  GemmText in = storing_out2("global f16[2048, 2040] strides [2040, 1] align 16",
+                             "pid_m*128 + i_2, pid_n*128 + j_2", "pid_n*128 + j_2 < 2040");
+  expect_cuda_pass("epilogue", in.text(),
+                   staged_with(in, ", contiguous_chunks=1", " (proved contiguous and aligned)")
+                       .text());
+  in = storing_out2("global f16[2048, 2044] strides [2048, 1] align 16",
+                    "pid_m*128 + i_2, pid_n*128 + j_2", "pid_n*128 + j_2 < 2044");
+  expect_cuda_pass("epilogue", in.text(),
+                   staged_with(in, ", contiguous_chunks=1, chunk_mask_varies=1",
+                               " (proved contiguous and aligned; masked per element)")
+                       .text());
+}
+
+// The pair cast needs a cast of an f32 value to f16 / bf16: an f32 output
+// (staged without stmatrix, no cast) has none; a bf16 output has it; the
+// option off, none.
+TEST(Epilogue, PairCastOfF32ToF16OrBf16) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.out = "f32";
+  GemmText out = testing::with_note(
+      in, "epilogue into out: staged through shared memory, stored in 16-byte row chunks (proved "
+          "contiguous and aligned)");
+  out.epilogue_plan = "staged, pitch=132, contiguous_chunks=1";
+  expect_cuda_pass("epilogue", in.text(), out.text());
+
+  in = testing::wgmma_gemm("layout");
+  in.out = "bf16";
+  expect_cuda_pass("epilogue", in.text(), staged(in).text());
+
+  in = testing::wgmma_gemm("layout");
+  out = testing::with_note(in,
+                           "epilogue into out: staged through shared memory by stmatrix, stored "
+                           "in 16-byte row chunks (proved contiguous and aligned)");
+  out.epilogue_plan = "staged, pitch=136, stmatrix=1, contiguous_chunks=1";
+  expect_cuda_pass("epilogue", in.text(), out.text(), options({"pair_cast_epilogue=0"}));
 }
 
 // A SIMT tile, or a nest that is not one global store per element:

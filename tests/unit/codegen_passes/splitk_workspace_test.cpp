@@ -103,7 +103,7 @@ TEST(SplitKWorkspace, ReadOutsideTheNestsKeepsTheLayout) {
   const std::string in = replaced(kSplit, "  if_last_arrival", extra);
   std::string out = replaced(kSplitPlanned, "  if_last_arrival", extra);
   out = replaced(out, "async_barriers=1, workspace_fragment_order=3,", "async_barriers=1,");
-  out = replaced(out, "plan(fragment_order)", "plan(staged, pitch=132)");
+  out = replaced(out, "plan(fragment_order)", "plan(staged, pitch=132, contiguous_chunks=1)");
   const std::string t2 =
       "\"epilogue into t2: paired stores from the accumulators, not staged: a value of the nest "
       "loads memory (staged, such epilogues spilled)\"";
@@ -112,7 +112,7 @@ TEST(SplitKWorkspace, ReadOutsideTheNestsKeepsTheLayout) {
                       "fragment order (element e of thread t at e * threads + t of its slice: "
                       "coalesced, not staged)\"",
                  "\"epilogue into splitk_workspace: staged through shared memory, stored in 16-byte "
-                 "row chunks\", " + t2);
+                 "row chunks (proved contiguous and aligned)\", " + t2);
   expect_cuda_pass("epilogue", in, out);
 }
 

@@ -205,6 +205,18 @@ std::string cast_kernels_source(bool software_cvt) {
     for (const TypeInfo& from : all_types())
       src += std::string("TF_TEST_CAST(") + cast_kernel_name(to, from) + ", " + to.device + ", " +
              from.device + ")\n";
+  // Pairs: out[i] = tf::cast_pack2<T>(in[2i], in[2i + 1]) (the staged GEMM
+  // epilogue's conversion, EpiloguePlan::pair_cast).
+  src += R"(
+#define TF_TEST_PACK2(NAME, T)                                                           \
+  extern "C" __global__ void NAME(const float* __restrict__ in, unsigned* __restrict__ out, \
+                                  long long n) {                                          \
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;                       \
+    if (i < n) out[i] = tf::cast_pack2<T>(in[2 * i], in[2 * i + 1]);                      \
+  }
+TF_TEST_PACK2(cast_pack2_f16, tf::f16)
+TF_TEST_PACK2(cast_pack2_bf16, tf::bf16)
+)";
   return src;
 }
 
@@ -380,7 +392,11 @@ __device__ void int_ops(const T* in, T* out, int i) {
   for (const char* t : {"tf::i8", "tf::u8", "tf::i16", "tf::i32", "tf::i64"})
     src += std::string("  int_ops<") + t + ">(reinterpret_cast<const " + t +
            "*>(in), reinterpret_cast<" + t + "*>(out), i);\n";
-  src += "  out[0] = tf::min(in[0] != 0, in[1] != 0) + tf::max(in[0] != 0, in[1] != 0);\n}\n";
+  src += "  out[0] = tf::min(in[0] != 0, in[1] != 0) + tf::max(in[0] != 0, in[1] != 0);\n";
+  src +=
+      "  const float* f = reinterpret_cast<const float*>(in);\n"
+      "  reinterpret_cast<unsigned*>(out)[i] = tf::cast_pack2<tf::f16>(f[i], f[i + 1]) ^\n"
+      "                                        tf::cast_pack2<tf::bf16>(f[i], f[i + 1]);\n}\n";
   return src;
 }
 
@@ -922,6 +938,54 @@ TEST(DeviceNumericGpu, EveryCastPairMatchesTheHostWithPtxConversions) {
 TEST(DeviceNumericGpu, EveryCastPairMatchesTheHostWithSoftwareConversions) {
   SKIP_WITHOUT_GPU();
   check_all_casts(*gpu().casts_software);
+}
+
+// tf::cast_pack2<f16 / bf16>(lo, hi) against the host's f32_to_f16_bits /
+// f32_to_bf16_bits (core/dtype.h) of each half, bit for bit, NaN included
+// (f16 0x7E00 | the sign, bf16 0x7FC0): every f32 input of f32_inputs() (the
+// ties of every f16 / bf16 neighbour pair, subnormals, +-0, +-inf, NaN
+// payloads of both signs, values rounding to inf, random bits) as the low
+// element with its mirror as the high one, and the other way round.
+void check_cast_pack2(const Module& mod) {
+  const std::vector<float> v = f32_inputs();
+  const int64_t n = static_cast<int64_t>(v.size());
+  std::vector<float> pairs;
+  for (int64_t k = 0; k < n; ++k) pairs.push_back(v[k]), pairs.push_back(v[n - 1 - k]);
+  for (int64_t k = 0; k < n; ++k) pairs.push_back(v[n - 1 - k]), pairs.push_back(v[k]);
+  const int64_t count = 2 * n;
+  std::vector<uint8_t> bytes(pairs.size() * 4);
+  std::memcpy(bytes.data(), pairs.data(), bytes.size());
+  DeviceBuffer din = upload(bytes);
+  for (const bool bf16 : {false, true}) {
+    DeviceBuffer dout(*gpu().device, count * 4);
+    dout.memset(0xA5);
+    launch(mod, bf16 ? "cast_pack2_bf16" : "cast_pack2_f16", {&din, &dout}, count);
+    const std::vector<uint32_t> got = dout.download<uint32_t>(count);
+    int failures = 0;
+    for (int64_t k = 0; k < count && failures < 10; ++k) {
+      const float lo = pairs[2 * k], hi = pairs[2 * k + 1];
+      auto enc = [&](float f) -> uint32_t {
+        return bf16 ? f32_to_bf16_bits(f) : f32_to_f16_bits(f);
+      };
+      const uint32_t want = enc(lo) | (enc(hi) << 16);
+      if (got[k] != want) {
+        ++failures;
+        ADD_FAILURE() << "cast_pack2<" << (bf16 ? "bf16" : "f16") << ">(0x" << std::hex
+                      << std::bit_cast<uint32_t>(lo) << ", 0x" << std::bit_cast<uint32_t>(hi)
+                      << "): device 0x" << got[k] << ", host 0x" << want << std::dec;
+      }
+    }
+  }
+}
+
+TEST(DeviceNumericGpu, CastPack2MatchesTheHostWithPtxConversions) {
+  SKIP_WITHOUT_GPU();
+  check_cast_pack2(*gpu().casts_ptx);
+}
+
+TEST(DeviceNumericGpu, CastPack2MatchesTheHostWithSoftwareConversions) {
+  SKIP_WITHOUT_GPU();
+  check_cast_pack2(*gpu().casts_software);
 }
 
 // The reference rules of the CPU executor (eval_expr.cpp).

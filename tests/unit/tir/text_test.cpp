@@ -68,7 +68,7 @@ TEST(TirText, EveryStatementKindRoundTrips) {
     dst[i] = f64(load_input<f32>("x", [i], mask=b)), mask=(a != 7_i64)
     store_output("y", [i/2_i64, a], select(b, 1e+20_f64, -0.0_f64))
   }
-  for j in parallel(0, 8) plan(staged, pitch=136, why="x") {
+  for j in parallel(0, 8) plan(staged, pitch=136, stmatrix=1, contiguous_chunks=1, chunk_mask_varies=1, pair_cast=1, offset=256, why="x") {
     for k in pipelined(0, 8, stages=2) plan(warp_specialized, stages=2, issue_ahead=2, wgmma_in_flight=1, producer_threads=128, consumer_threads=256, mbarriers=99456) {
       acc[j, k] = fma(acc[j, k], 2.0, exp(-inf)) + hypot(sigmoid(0.1), nan)*f32(3.0_bf16)
       acc[j, k] = f32(255_u8)/(f32(-128_i8) - 1.0) - f32((j < k) == (k < j))

@@ -210,7 +210,7 @@ const char* const kPlanned = R"(kernel gemm(
     copy (i_1: 64, j_1: 128) B_s[i_1, j_1] = y[k*64 + i_1, pid_n*128 + j_1] plan(tma, width=16, map=1, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, smem=4096)], bytes=16384)
     gemm(A_s, B_s, C_f)
   }
-  for i_2 in parallel(0, 128) plan(staged, pitch=136, stmatrix=1) {
+  for i_2 in parallel(0, 128) plan(staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1) {
     for j_2 in parallel(0, 128) {
       out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])
     }
@@ -421,6 +421,24 @@ TEST(TirVerifierPlan, NextTileOnlyInAPersistentPrologue) {
   expect_one_error(planned({{fill, no_slots.c_str()}, bytes,
                             {"async_barriers=1", "async_barriers=1, persistent=1"}}),
                    "copy plan: next_tile on a copy that is not register-staged in scalar slots");
+}
+
+// The staged form's fields (stmatrix, the proved chunks, the pair cast)
+// only on a staged epilogue; chunk_mask_varies only with proved chunks; a
+// pair cast only where the stored value is a cast of f32 to f16 / bf16.
+TEST(TirVerifierPlan, StagedFieldsOnlyOnAStagedEpilogue) {
+  expect_one_error(
+      planned({{"plan(staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1)",
+                "plan(paired, contiguous_chunks=1)"}}),
+      "a paired epilogue with a staged epilogue's field");
+  expect_one_error(planned({{"contiguous_chunks=1", "chunk_mask_varies=1"}}),
+                   "a staged epilogue with chunk_mask_varies but not contiguous_chunks");
+  EXPECT_EQ(verify_errors(planned({{"contiguous_chunks=1", "contiguous_chunks=1, "
+                                                           "chunk_mask_varies=1"}})),
+            std::vector<std::string>{});
+  expect_one_error(planned({{"f16(C_f[i_2, j_2])", "f16(f64(C_f[i_2, j_2]))"}}),
+                   "a staged epilogue with pair_cast whose store into out is not a cast of an f32 "
+                   "value to f16 or bf16");
 }
 
 // Without a plan (a CPU kernel, or before the backend passes) nothing of

@@ -5,6 +5,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "analysis/axis_info.h"
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "tir/functor.h"
@@ -190,6 +191,45 @@ int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNo
   }
   return -1;
 }
+
+// What axis_info proves of the staged copy-out's 16-byte row chunks (vec
+// elements at columns vec*c .. vec*c + vec - 1 of a row): whether every
+// chunk is stored to vec contiguous elements whose first address is 16-byte
+// aligned, and whether the store's mask varies within a chunk.
+struct ChunkProof {
+  bool contiguous = false;
+  bool mask_varies = false;
+};
+
+ChunkProof prove_chunks(const Kernel& kernel, const ForNode* op, const EpilogueNest& n,
+                        int64_t vec) {
+  const int64_t* rmin = as_const_int(op->min);
+  const int64_t* cmin = as_const_int(n.inner->min);
+  if (!rmin || !cmin || *rmin != 0 || *cmin != 0) return {};
+  const int64_t rows = const_of(op->extent, "a parallel extent");
+  const int64_t cols = const_of(n.inner->extent, "a parallel extent");
+  if (cols % vec != 0) return {};
+  // Dim 0 the row var over the rows, dim 1 the column var over the columns.
+  analysis::AxisInfo info(kernel, {op->var, n.inner->var}, {rows, cols});
+  const Expr as_load = LoadNode::make(n.store->buffer, n.store->indices, n.store->mask);
+  const analysis::AccessFacts a = info.access(as_load.as<LoadNode>());
+  // Consecutive on aligned runs of a multiple of vec columns: each chunk
+  // (aligned on vec) lies in one run, so its elements are consecutive; the
+  // run's first address is 16-byte aligned, and a chunk starts 16*k bytes
+  // after it.
+  if (a.offset_facts.contiguity[1] % vec != 0 || a.byte_divisibility[1] < 16) return {};
+  return {true, a.mask_constancy[1] % vec != 0};
+}
+
+// Whether the stored value is a cast of an f32 value to the f16 / bf16
+// output (tf::cast_pack2 converts such pairs).
+bool casts_f32_to_half(const StoreNode* st) {
+  const CastNode* c = st->value.as<CastNode>();
+  const DType out = st->buffer.dtype();
+  return c && c->dtype == out && c->value.dtype() == DType::F32 &&
+         (out == DType::F16 || out == DType::BF16);
+}
+
 }  // namespace
 
 Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) {
@@ -273,8 +313,20 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
       plan.stmatrix = context.cuda.stmatrix_epilogue && f->family == MmaFamily::Wgmma &&
                       out_bytes == 2 && (pitch * out_bytes) % 16 == 0 &&
                       (accumulators <= 64 || find.consumer_registers >= 200);
-      notes.push_back("epilogue into " + n.store->buffer.name() + ": staged through shared memory" +
-                      (plan.stmatrix ? " by stmatrix" : "") + ", stored in 16-byte row chunks");
+      const int64_t vec = 16 / out_bytes;
+      if (context.cuda.proved_epilogue_chunks) {
+        const ChunkProof proof = prove_chunks(kernel, op, n, vec);
+        plan.contiguous_chunks = proof.contiguous;
+        plan.chunk_mask_varies = proof.contiguous && proof.mask_varies;
+      }
+      plan.pair_cast = context.cuda.pair_cast_epilogue && casts_f32_to_half(n.store);
+      notes.push_back(
+          "epilogue into " + n.store->buffer.name() + ": staged through shared memory" +
+          (plan.stmatrix ? " by stmatrix" : "") + (plan.pair_cast ? ", f32 pairs cast together" : "") +
+          ", stored in 16-byte row chunks" +
+          (!plan.contiguous_chunks   ? ""
+           : plan.chunk_mask_varies ? " (proved contiguous and aligned; masked per element)"
+                                    : " (proved contiguous and aligned)"));
     } else {
       plan.form = EpilogueForm::Paired;
       plan.why = why;
