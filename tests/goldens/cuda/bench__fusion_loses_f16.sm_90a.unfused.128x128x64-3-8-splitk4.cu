@@ -25,8 +25,8 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 SPLIT_K=4 num_stages=3 num_warps=8
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into t18: paired stores from the accumulators, not staged: a value of the nest loads memory (staged, such epilogues spilled)
 // epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
+// epilogue into t18: paired stores from the accumulators, not staged: a value of the nest loads memory (staged, such epilogues spilled)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"

@@ -109,13 +109,6 @@ std::string staging_problem(const EpilogueNest& n) {
 }
 
 
-// Is `e` the var `v` (up to integer casts: split-K widens the workspace's
-// indices to its index dtype)?
-bool is_var(Expr e, const Var& v) {
-  while (const CastNode* c = e.as<CastNode>()) e = c->value;
-  return e.get() == v.get();
-}
-
 // The split-K workspace that can be held in the accumulators' fragment
 // order (LaunchPlan::workspace_fragment_order): the param index, or -1.
 // The kernel is split (attr SPLIT_K); one fragment nest stores the buffer,
@@ -142,6 +135,8 @@ int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNo
       IRVisitor::visit(op);
     }
   };
+  Access all;  // every global access of the kernel
+  all.visit_stmt(kernel.body);
   for (const ForNode* op : nests) {
     const BufferNode* frag = fragment_used(Stmt(op));
     const EpilogueNest n = epilogue_nest(op, frag);
@@ -150,9 +145,9 @@ int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNo
     const size_t r = n.store->indices.size();
     const LoadNode* v = n.store->value.as<LoadNode>();
     if (!v || v->buffer.get() != frag || v->indices.size() != 2 ||
-        !is_var(v->indices[0], op->var) || !is_var(v->indices[1], n.inner->var) ||
-        !is_var(n.store->indices[r - 2], op->var) ||
-        !is_var(n.store->indices[r - 1], n.inner->var))
+        !same_value(v->indices[0], op->var) || !same_value(v->indices[1], n.inner->var) ||
+        !same_value(n.store->indices[r - 2], op->var) ||
+        !same_value(n.store->indices[r - 1], n.inner->var))
       continue;
     int param = -1;
     for (size_t p = 0; p < kernel.params.size(); ++p)
@@ -163,8 +158,6 @@ int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNo
         !structural_equal(w->shape[r - 1], frag->shape[1]))
       continue;
     // Every access of w: this store, and loads in nests over frag at their own (i, j).
-    Access all;
-    all.visit_stmt(kernel.body);
     size_t seen = 0;
     bool ok = true;
     for (const StoreNode* st : all.stores) seen += st->buffer.same_as(w);
@@ -180,8 +173,8 @@ int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNo
         if (!l->buffer.same_as(w)) continue;
         ++in_nests;
         const size_t k = l->indices.size();
-        ok = ok && k == r && is_var(l->indices[k - 2], other->var) &&
-             is_var(l->indices[k - 1], m.inner->var);
+        ok = ok && k == r && same_value(l->indices[k - 2], other->var) &&
+             same_value(l->indices[k - 1], m.inner->var);
       }
     }
     if (ok && in_nests == loads) {
@@ -267,7 +260,21 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   int64_t region_bytes = 0;
   PlanEdits edits;
   std::vector<std::string> notes;
+  // Split-K's partials in fragment order: stored and read back by the
+  // threads that own the elements, coalesced, without a shared-memory tile.
+  const ForNode* ws_nest = nullptr;
+  const int ws_param = fragment_order_workspace(kernel, find.nests, &ws_nest);
   for (const ForNode* op : find.nests) {
+    if (op == ws_nest) {
+      EpiloguePlan fo;
+      fo.form = EpilogueForm::FragmentOrder;
+      edits.loops[op] = fo;
+      notes.push_back("epilogue into " +
+                      kernel.params[static_cast<size_t>(ws_param)].buffer.name() +
+                      ": split-K partials in the accumulators' fragment order (element e of "
+                      "thread t at e * threads + t of its slice: coalesced, not staged)");
+      continue;
+    }
     const BufferNode* frag = fragment_used(Stmt(op));
     auto it = allocs.find(frag);
     const FragmentPlan* f = it == allocs.end() ? nullptr : fragment_plan(it->second);
@@ -334,21 +341,6 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
                       ": paired stores from the accumulators, not staged: " + why);
     }
     edits.loops[op] = plan;
-  }
-  // Split-K's partials in fragment order: stored and read back by the
-  // threads that own the elements, coalesced, without a shared-memory tile.
-  const ForNode* ws_nest = nullptr;
-  const int ws_param = fragment_order_workspace(kernel, find.nests, &ws_nest);
-  if (ws_param >= 0) {
-    EpiloguePlan fo;
-    fo.form = EpilogueForm::FragmentOrder;
-    edits.loops[ws_nest] = fo;
-    const std::string& name = kernel.params[static_cast<size_t>(ws_param)].buffer.name();
-    for (size_t i = 0; i < notes.size(); ++i)
-      if (notes[i].rfind("epilogue into " + name + ":", 0) == 0) notes.erase(notes.begin() + i--);
-    notes.push_back("epilogue into " + name +
-                    ": split-K partials in the accumulators' fragment order (element e of "
-                    "thread t at e * threads + t of its slice: coalesced, not staged)");
   }
   Kernel out = with_plans(kernel, edits);
   if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
