@@ -512,6 +512,12 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // session 7); pointcloud_gather (2 K tiles a tile) 182 us at
   // 128x128x64/3/8/persistent, which the 2-stage base alone would not have
   // tried (session 8); slower on single-wave programs, so none is tried there.
+  // Each base also gets its deepest ring of at most 8 stages that fits
+  // beside the staged epilogue: a bandwidth-bound tile loop wants the
+  // loads of the next tiles in flight (pointcloud_gather at BLOCK_K 32,
+  // 16 KB stages: 128x128x32/6/8/persistent 148.7 us against 159.8 at the
+  // base's 3 stages, session 9).
+  constexpr int kDeepestPersistentRing = 8;
   if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty()) {
     std::vector<GemmConfig> base;
     for (const GemmConfig& c : out)
@@ -523,20 +529,35 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     for (const GemmConfig& b : base) {
       if (bases == 4) break;
       bool any = false;
+      // Whether config c (persistent) fits and is a kernel not yet in the
+      // space; adds it if so.
+      // (`unstaged`: at most that many epilogues stored from registers.)
+      auto try_persistent = [&](const GemmConfig& c, int unstaged) {
+        for (const GemmConfig& o : out)
+          if (same_config(o, c)) return false;
+        const ConfigCost cost =
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+        if (!cost.feasible || !cost.persistent || cost.unstaged_epilogues > unstaged) return false;
+        if (!kernels.insert(cost.fingerprint).second) return true;  // fits; already timed
+        add(c);
+        any = true;
+        return true;
+      };
       for (int delta : {0, -1, 1}) {
         GemmConfig c = b;
         c.persistent = true;
         c.num_stages = b.num_stages + delta;
         if (c.num_stages < 2 || c.num_stages > 6) continue;
-        bool known = false;
-        for (const GemmConfig& o : out) known = known || same_config(o, c);
-        if (known) continue;
-        const ConfigCost cost =
-            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
-        if (!cost.feasible || !cost.persistent || !kernels.insert(cost.fingerprint).second)
-          continue;
-        add(c);
-        any = true;
+        try_persistent(c, std::numeric_limits<int>::max());
+      }
+      GemmConfig at_base = b;
+      at_base.persistent = true;
+      const ConfigCost base_cost =
+          config_cost(graph, plan, at_base, target, cuda, max_shared_bytes, acc_limit, spec);
+      for (int s = kDeepestPersistentRing; base_cost.feasible && s > b.num_stages + 1; --s) {
+        GemmConfig c = at_base;
+        c.num_stages = s;
+        if (try_persistent(c, base_cost.unstaged_epilogues)) break;
       }
       bases += any;
     }

@@ -367,8 +367,11 @@ class Decider : public IRMutator {
           return *why = "the inner box is not a multiple of 16 bytes", false;
         break;
       case SharedLayout::Swizzled:
-        if (inner * elem != 128) return *why = "swizzled rows of other than 128 bytes", false;
-        swizzle = 128;
+        // `swizzled` rows of 128 or 64 bytes are exactly TMA's 128- or
+        // 64-byte swizzle (tf_copy.cuh).
+        if (inner * elem != 128 && inner * elem != 64)
+          return *why = "swizzled rows of other than 128 or 64 bytes", false;
+        swizzle = static_cast<int>(inner * elem);
         break;
       case SharedLayout::MnSwizzled:
         if (inner * elem % 128 != 0) return *why = "mn_swizzled strips", false;

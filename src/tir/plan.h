@@ -124,8 +124,9 @@ struct CopyPlan {
 
 // How a shared tile is laid out (src/runtime/device/tf_copy.cuh):
 // row-major; `swizzled`: 16-byte chunks XOR row (ldmatrix without bank
-// conflicts; with 128-byte rows the wgmma 128-byte swizzle of a K-major
-// operand); `swizzled32`: 32-byte units (the B tile of a TF32 gemm);
+// conflicts; with 128- or 64-byte rows the wgmma 128- or 64-byte swizzle
+// of a K-major operand); `swizzled32`: 32-byte units (the B tile of a TF32
+// gemm);
 // `mn_swizzled`: a wgmma MN-major operand (128-byte column strips).
 #define TILEFUSE_FOR_EACH_SHARED_LAYOUT(X) \
   X(RowMajor, "row_major")                 \
@@ -311,7 +312,7 @@ struct TensorMapPlan {
   std::vector<int64_t> dims;     // elements per dim, innermost first
   std::vector<int64_t> strides;  // bytes, of dims 1 .. rank - 1
   std::vector<int> box;          // box extent per dim, innermost first
-  int swizzle_bytes = 0;         // 0 (none) or 128 (CU_TENSOR_MAP_SWIZZLE_128B)
+  int swizzle_bytes = 0;         // 0 (none), 64 or 128 (CU_TENSOR_MAP_SWIZZLE_64B / _128B)
 };
 
 // The launch and the kernel-wide facts (lower_gemm, warp_specialize,

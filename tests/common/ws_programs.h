@@ -66,15 +66,17 @@ inline const std::vector<WsVariant>& ws_variants() {
   return v;
 }
 
-// Two plain configs and two split-K ones: K = 520 is 9 tiles of 64 (2
+// Three plain configs and two split-K ones: K = 520 is 9 tiles of 64 (2
 // splits of 5 and 4; 4 splits of 3 with the last one empty), K = 192 is 3
-// (2 splits of 2 and 1; 4 splits of 1 with the last one empty). A
+// (2 splits of 2 and 1; 4 splits of 1 with the last one empty). BLOCK_K 32
+// puts A in wgmma's 64-byte swizzle (tf_wgmma.cuh; by TMA or cp.async). A
 // persistent variant stays non-persistent under split-K (the splits meet at
 // a counter).
 inline const std::vector<GemmConfig>& ws_configs() {
   static const std::vector<GemmConfig> c = {
       GemmConfig{128, 256, 64, 4, 8, 8}, GemmConfig{64, 128, 64, 3, 4, 8},
-      GemmConfig{128, 128, 64, 3, 8, 8, 2}, GemmConfig{64, 128, 64, 2, 4, 8, 4}};
+      GemmConfig{128, 128, 64, 3, 8, 8, 2}, GemmConfig{64, 128, 64, 2, 4, 8, 4},
+      GemmConfig{128, 128, 32, 5, 8, 8}};
   return c;
 }
 

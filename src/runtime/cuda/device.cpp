@@ -366,10 +366,11 @@ TensorMap encode_tensor_map(const Device& device, CUdeviceptr base, int elem_byt
     es[i] = 1;
   }
   for (std::size_t i = 0; i + 1 < rank; ++i) st[i] = static_cast<std::uint64_t>(strides[i]);
-  // CU_TENSOR_MAP_SWIZZLE_NONE = 0, _128B = 3; CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+  // CU_TENSOR_MAP_SWIZZLE_NONE = 0, _64B = 2, _128B = 3; CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
   // CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3; CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 (zeros).
-  const int swizzle = swizzle_bytes == 128 ? 3 : 0;
-  TF_CHECK(swizzle_bytes == 0 || swizzle_bytes == 128, "encode_tensor_map: swizzle");
+  TF_CHECK(swizzle_bytes == 0 || swizzle_bytes == 64 || swizzle_bytes == 128,
+           "encode_tensor_map: swizzle");
+  const int swizzle = swizzle_bytes == 128 ? 3 : swizzle_bytes == 64 ? 2 : 0;
   TensorMap m{};
   const CUresult rc = x.cuTensorMapEncodeTiled(m.bytes, dtype, static_cast<unsigned>(rank),
                                                reinterpret_cast<void*>(base), d, st, bx, es, 0,

@@ -220,7 +220,9 @@ struct alignas(64) TensorMap {
 // (an unsigned type: the map copies bytes), `dims` elements per dim and
 // `box` the box extents, innermost first; `strides` the byte strides of
 // dims 1 .. rank - 1 (multiples of 16; the innermost dim is contiguous);
-// rank 1 to 5; `swizzle_bytes` 0 or 128 (CU_TENSOR_MAP_SWIZZLE_128B). Element
+// rank 1 to 5; `swizzle_bytes` 0, 64 or 128 (CU_TENSOR_MAP_SWIZZLE_64B or
+// _128B; the box's inner extent is then that many bytes or, for 128, a 128-byte
+// strip). Element
 // strides 1, no interleave, L2 promotion 256 B, out-of-bounds elements read
 // as zeros. Throws UserError when the driver lacks the entry point, and the
 // driver's error (check_cuda) when it refuses the map.

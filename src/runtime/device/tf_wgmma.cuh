@@ -3,9 +3,12 @@
 // Matrix Multiply-Accumulate"; 9.7.15.5.1 the matrix descriptor).
 //
 // Conventions shared with the emitter (src/codegen/cuda_emitter.cpp):
-//  - A [BM][BK] is K-major with BK * sizeof(T) == 128: stored `swizzled`
-//    (tf_copy.cuh), which for 128-byte rows is exactly the 128-byte swizzle
-//    (16-byte chunk ^ row % 8); B [BK][BN] is MN-major, stored `mn_swizzled`;
+//  - A [BM][BK] is K-major with BK * sizeof(T) == 128 or 64: stored
+//    `swizzled` (tf_copy.cuh), which for 128-byte rows is exactly the
+//    128-byte swizzle (16-byte chunk ^ row % 8) and for 64-byte rows the
+//    64-byte swizzle (16-byte chunk ^ (row / 2) % 4; both are address bits
+//    [4, 7) or [4, 6) XORed with bits [7, 10) or [7, 9)); B [BK][BN] is
+//    MN-major, stored `mn_swizzled` (128-byte strips whatever BK is);
 //    both tiles (every stage) 1024-byte aligned, as the swizzle is applied
 //    to address bits [4, 10);
 //  - writes into those tiles by the generic proxy (st.shared, cp.async) are
@@ -24,13 +27,17 @@ namespace tf {
 
 // A shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2, "Matrix
 // Descriptor Format"): start address, leading and stride byte offsets (all
-// >> 4), base offset 0 (1024-byte aligned tiles) and bits 62-63 = 1, the
-// 128-byte swizzle.
+// >> 4), base offset 0 (tiles aligned to their swizzle pattern: 1024 bytes)
+// and bits 62-63 the swizzle mode: 1 the 128-byte swizzle, 2 the 64-byte
+// one (SWIZZLE_BYTES 128 or 64).
+template <int SWIZZLE_BYTES = 128>
 __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned lbo_bytes,
                                                          unsigned sbo_bytes) {
+  static_assert(SWIZZLE_BYTES == 128 || SWIZZLE_BYTES == 64, "wgmma_desc: swizzle mode");
+  constexpr unsigned long long kMode = SWIZZLE_BYTES == 128 ? 1ull : 2ull;
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
          (static_cast<unsigned long long>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (static_cast<unsigned long long>((sbo_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+         (static_cast<unsigned long long>((sbo_bytes >> 4) & 0x3FFF) << 32) | (kMode << 62);
 }
 
 // wgmma.fence: orders this thread's earlier register and shared-memory
@@ -294,8 +301,11 @@ struct WgmmaTile {
   static constexpr int kPerM = WN / 2;  // accumulators per m64 tile per thread
   static constexpr int kElems = MT * kPerM;
   static constexpr int kAtom = 128 / static_cast<int>(sizeof(T));
+  // A's rows: one 128-byte swizzle row, or (BK 32) one 64-byte swizzle row.
+  static constexpr int kRowBytes = BK * static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == 2, "WgmmaTile takes 16-bit operands");
-  static_assert(BK == kAtom, "WgmmaTile: BK * sizeof(T) must be 128 (one swizzle row)");
+  static_assert(kRowBytes == 128 || kRowBytes == 64,
+                "WgmmaTile: BK * sizeof(T) must be 128 or 64 (one swizzle row)");
   static_assert(WM % 64 == 0 && (WN == 64 || WN == 128 || WN == 256), "WgmmaTile: tile shape");
   float c[kElems];
 
@@ -350,18 +360,22 @@ struct WgmmaTile {
   // Issues C += As @ Bs (all k16 steps) as one wgmma group, without waiting.
   __device__ __forceinline__ void mma_async(const T* As, const T* Bs) {
     const int g = threadIdx.x / 128;
-    const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * BK * 2;
+    const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * kRowBytes;
     const unsigned b0 = smem_addr(Bs) + (g % WG_N) * (WN / kAtom) * (BK * 128);
     fence_operands();
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < BK / 16; ++s) {
-      // B: k16 step s starts 16 rows (2048 bytes) into each strip.
+      // B: k16 step s starts 16 rows (2048 bytes) into each strip; LBO the
+      // strip (BK rows of 128 bytes), SBO 8 rows.
       const unsigned long long db = wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        // A: m64 tile mt, k16 step s: 32 bytes into the swizzled rows.
-        const unsigned long long da = wgmma_desc(a0 + mt * 64 * 128 + s * 32, 16, 1024);
+        // A: m64 tile mt, k16 step s: 32 bytes into the swizzled rows; SBO
+        // 8 rows (one swizzle pattern: 1024 or 512 bytes), LBO unused (a k16
+        // step lies within one swizzle row).
+        const unsigned long long da = wgmma_desc<kRowBytes>(a0 + mt * 64 * kRowBytes + s * 32,
+                                                            16, 8 * kRowBytes);
         WgmmaOp<T, WN>::run(&c[mt * kPerM], da, db);
       }
     }

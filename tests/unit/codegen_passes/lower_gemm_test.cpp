@@ -30,6 +30,17 @@ TEST(LowerGemm, F16OnSm90aIsWgmmaWithSwizzledOperands) {
   expect_cuda_pass("lower_gemm", in.text(), out.text());
 }
 
+// BLOCK_K 32 of a 16-bit type: 64-byte rows, A in the 64-byte swizzle (the
+// same `swizzled` layout; tf_wgmma.cuh's descriptor says which mode).
+TEST(LowerGemm, Block32IsWgmmaWith64ByteRows) {
+  GemmText in = input("bf16", 128, 128, 32, 8), out = in;
+  out.launch = "threads=256, shared_bytes=0, shared_align=128, async_barriers=1";
+  out.a_plan = "swizzled, stages=1";
+  out.b_plan = "mn_swizzled, stages=1";
+  out.c_plan = "wgmma, operand=bf16, block=[128, 128, 32], warps=[2, 1]";
+  expect_cuda_pass("lower_gemm", in.text(), out.text());
+}
+
 TEST(LowerGemm, F16OnSm80IsMmaSync) {
   GemmText in = input("f16", 128, 128, 64, 8), out = in;
   out.launch = "threads=256, shared_bytes=0, shared_align=128";
@@ -51,10 +62,12 @@ TEST(LowerGemm, MmaSyncOnSm90aSaysWhyNotWgmma) {
     return g.text();
   };
   {
-    SCOPED_TRACE("BLOCK_K 32");
-    GemmText in = input("f16", 128, 128, 32, 8);
+    SCOPED_TRACE("BLOCK_K 16");
+    GemmText in = input("f16", 128, 128, 16, 8);
     expect_cuda_pass("lower_gemm", in.text(),
-                     mma_sync(in, "BLOCK_K 32 (64 bytes per row; the wgmma path takes 128)"));
+                     mma_sync(in,
+                              "BLOCK_K 16 (32 bytes per row; the wgmma path takes 128 or 64: one "
+                              "128- or 64-byte swizzle row)"));
   }
   {
     SCOPED_TRACE("no warpgroup tile");

@@ -80,11 +80,12 @@ TEST(TuneSpace, SeedSpaceIsPrunedAndStartsWithTheDefault) {
     EXPECT_LE(cost.accumulators, 128) << driver::gemm_config_name(c);
     EXPECT_TRUE(kernels.insert(cost.fingerprint).second) << "same kernel: " << driver::gemm_config_name(c);
     EXPECT_TRUE(c.block_k == 32 || c.block_k == 64) << driver::gemm_config_name(c);
-    // (a persistent kernel also with one stage more: its ring runs across
-    // tiles; a single-wave config also with a deep ring of 5 or 6)
+    // (a persistent kernel also with one stage more and its deepest ring
+    // of at most 8: its ring runs across tiles; a single-wave config also
+    // with a deep ring of 5 or 6)
     const bool single_wave = (2048 / c.block_m) * (2048 / c.block_n) < 132;
     EXPECT_TRUE(c.num_stages >= 2 &&
-                c.num_stages <= (c.persistent ? 5 : single_wave ? 6 : 4))
+                c.num_stages <= (c.persistent ? 8 : single_wave ? 6 : 4))
         << driver::gemm_config_name(c);
     EXPECT_TRUE(c.num_warps == 4 || c.num_warps == 8);
     EXPECT_EQ(c.group_m, 8);
@@ -317,6 +318,12 @@ TEST(TuneSpace, ShortKLoopsGetAPersistentStageMore) {
     names.insert(driver::gemm_config_name(c));
   EXPECT_TRUE(names.count("128x128x64/2/8")) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("128x128x64/3/8/persistent")) << ::testing::PrintToString(names);
+  // BLOCK_K 32 (wgmma, 64-byte rows): each base's deepest ring that fits
+  // beside the staged epilogue (256x128 with 8 stages would not: its
+  // epilogue would be stored from registers).
+  EXPECT_TRUE(names.count("256x128x32/6/8/persistent")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("128x128x32/8/4/persistent")) << ::testing::PrintToString(names);
+  EXPECT_FALSE(names.count("256x128x32/8/8/persistent")) << ::testing::PrintToString(names);
 }
 
 // Small M on sm_90a (issue 12, item 2): M = 32 also gets the 64-row wgmma

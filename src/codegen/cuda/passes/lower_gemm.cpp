@@ -160,9 +160,11 @@ Kernel lower_gemm(const Kernel& kernel, const passes::PassContext& context) {
     std::string why_not;
     if (!options.wgmma)
       why_not = "the wgmma option is off";
-    else if (row_bytes != 128)
-      why_not = fmt::format("BLOCK_K {} ({} bytes per row; the wgmma path takes 128)", f.block_k,
-                            row_bytes);
+    else if (row_bytes != 128 && row_bytes != 64)
+      why_not = fmt::format(
+          "BLOCK_K {} ({} bytes per row; the wgmma path takes 128 or 64: one 128- or 64-byte "
+          "swizzle row)",
+          f.block_k, row_bytes);
     else if (wg_m == 0)
       why_not = fmt::format(
           "no warpgroup tile of a {}x{} block with {} warps (WM a multiple of 64, WN 64, 128 or "
