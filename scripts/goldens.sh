@@ -58,6 +58,9 @@ for f in "${programs[@]}"; do
       if [[ "$t" == sm_90a && "$p" == fused ]]; then
         (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
           --gemm-config 128x128x64/4/8/persistent > "$work/out/$b.$t.$p.128x128x64-4-8-persistent.cu" 2>&1)
+        # Ping-pong: two one-warpgroup consumer teams taking alternate tiles.
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --gemm-config 128x128x64/4/4/pingpong > "$work/out/$b.$t.$p.128x128x64-4-4-pingpong.cu" 2>&1)
         # BLOCK_K 32 on wgmma: A in the 64-byte swizzle (TMA's or cp.async's).
         (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
           --gemm-config 128x128x32/6/8/persistent > "$work/out/$b.$t.$p.128x128x32-6-8-persistent.cu" 2>&1)

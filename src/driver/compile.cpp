@@ -109,6 +109,7 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
     const codegen::CudaKernel& c = *ck.cuda;
     h = XXH64(c.source.data(), c.source.size(), h);
     cost.persistent = cost.persistent || c.persistent;
+    cost.pingpong = cost.pingpong || c.consumer_teams > 1;
     for (const codegen::CudaEpilogue& e : c.epilogues) cost.unstaged_epilogues += e.form == "paired";
     cost.shared_bytes = std::max(cost.shared_bytes, c.dynamic_shared_bytes);
     for (const codegen::CudaGemm& g : c.gemms) {

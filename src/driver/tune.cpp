@@ -47,7 +47,7 @@ int cap_tile(int64_t dim, int v) {
 bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
-         a.split_k == b.split_k && a.persistent == b.persistent;
+         a.split_k == b.split_k && a.persistent == b.persistent && a.pingpong == b.pingpong;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -229,7 +229,7 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 std::string gemm_config_name(const GemmConfig& c) {
   return fmt::format("{}x{}x{}/{}/{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
                      c.num_warps, c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "",
-                     c.persistent ? "/persistent" : "");
+                     c.pingpong ? "/pingpong" : c.persistent ? "/persistent" : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
@@ -237,6 +237,7 @@ json gemm_config_to_json(const GemmConfig& c) {
             {"num_stages", c.num_stages}, {"num_warps", c.num_warps}, {"group_m", c.group_m}};
   if (c.split_k > 1) j["split_k"] = c.split_k;  // (absent: 1, as entries before split-K)
   if (c.persistent) j["persistent"] = true;     // (absent: false, likewise)
+  if (c.pingpong) j["pingpong"] = true;
   return j;
 }
 
@@ -261,6 +262,11 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
   if (auto it = j.find("persistent"); it != j.end()) {
     if (!it->is_boolean()) return std::nullopt;
     c.persistent = it->get<bool>();
+  }
+  if (auto it = j.find("pingpong"); it != j.end()) {
+    if (!it->is_boolean()) return std::nullopt;
+    c.pingpong = it->get<bool>();
+    if (c.pingpong && !c.persistent) return std::nullopt;
   }
   return c;
 }
@@ -560,6 +566,44 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
         if (try_persistent(c, base_cost.unstaged_epilogues)) break;
       }
       bases += any;
+    }
+    // Ping-pong (persistent, two one-warpgroup teams taking alternate
+    // tiles: one's epilogue runs during the other's main loop): the largest
+    // 4-warp tile, at its stages and at the deepest ring of at most 8 that
+    // keeps both teams' staged epilogues. Measured on the H200 (session 9)
+    // it has not won yet: a one-warpgroup 128x128 main loop covers half
+    // the latency a 128x256 one does with the same ring bytes (seed 43.0
+    // us ping-pong, 42.5 non-persistent, 34.1 at 128x256x64/3/8/persistent;
+    // pointcloud 151-153 against 149.9), so one base only.
+    std::vector<GemmConfig> teams;
+    for (const GemmConfig& c : base) {
+      bool shape_known = false;
+      for (const GemmConfig& t : teams)
+        shape_known = shape_known || (t.block_m == c.block_m && t.block_n == c.block_n &&
+                                      t.block_k == c.block_k);
+      if (c.num_warps == 4 && !shape_known) teams.push_back(c);
+    }
+    int team_bases = 0;
+    for (const GemmConfig& b : teams) {
+      if (team_bases == 1) break;
+      GemmConfig c = b;
+      c.persistent = c.pingpong = true;
+      const ConfigCost at_base =
+          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+      if (!at_base.feasible || !at_base.pingpong) continue;
+      ++team_bases;
+      bool known = false;
+      for (const GemmConfig& o : out) known = known || same_config(o, c);
+      if (!known && kernels.insert(at_base.fingerprint).second) add(c);
+      for (int s = kDeepestPersistentRing; s > b.num_stages; --s) {
+        c.num_stages = s;
+        const ConfigCost cost =
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+        if (!cost.feasible || !cost.pingpong || cost.unstaged_epilogues > at_base.unstaged_epilogues)
+          continue;
+        if (kernels.insert(cost.fingerprint).second) add(c);
+        break;
+      }
     }
   }
   return out;

@@ -170,6 +170,7 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   b.set_attr("num_warps", int64_t{config.num_warps});
   b.set_attr("GROUP_M", int64_t{config.group_m});
   if (config.persistent) b.set_attr("PERSISTENT", int64_t{1});
+  if (config.pingpong) b.set_attr("PINGPONG", int64_t{1});
 
   std::vector<Expr> lead;  // the batch index, when batched
   if (!geo.batch.empty()) {

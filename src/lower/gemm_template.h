@@ -47,6 +47,11 @@ struct GemmConfig {
   // persistent.h); the kernel attr PERSISTENT = 1 asks the persistent pass
   // for it, as CudaOptions::persistent does for every kernel.
   bool persistent = false;
+  // Ping-pong (with persistent): two consumer teams of num_warps warps each
+  // take alternate tiles of the block, their main loops in turn, so that
+  // one team's epilogue runs during the other's main loop (the kernel attr
+  // PINGPONG = 1; codegen/cuda/passes/persistent.h).
+  bool pingpong = false;
 };
 
 // True for a GEMM step whose operands share one floating dtype (the graph

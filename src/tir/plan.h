@@ -198,7 +198,9 @@ using BufferPlan = std::variant<std::monostate, SharedPlan, FragmentPlan>;
 //    `consumer_threads`) issues each stage's copies and signals a `full`
 //    mbarrier per stage; the consumers wait on it, run the stage's wgmma
 //    and release it through an `empty` mbarrier. The 2 * stages mbarriers
-//    sit at `mbarrier_offset` bytes in shared memory (layout). After the
+//    (and, with LaunchPlan::consumer_teams 2, the teams' `order` pair
+//    after them) sit at `mbarrier_offset` bytes in shared memory (layout).
+//    After the
 //    loop only the consumers run.
 #define TILEFUSE_FOR_EACH_PIPELINE_FORM(X)      \
   X(InOrder, "in_order")                        \
@@ -253,6 +255,9 @@ struct EpiloguePlan {
   // rings, dead by then; a persistent kernel's producer fills them for the
   // next tile meanwhile, so there it has a region of its own).
   int64_t offset = 0;
+  // staged, with LaunchPlan::consumer_teams 2: team t's tile is t *
+  // team_stride bytes after `offset` (0: one team).
+  int64_t team_stride = 0;
   // staged, a wgmma accumulator into 16-bit outputs: the values go to the
   // tile by stmatrix.x4, four pairs an instruction (the wgmma D fragment is
   // stmatrix's), else a 2-element store a pair.
@@ -329,6 +334,13 @@ struct LaunchPlan {
   // tiles that each block takes in turn (tile = block, block + blocks, ...);
   // the runtime launches min(tiles, SMs) blocks.
   bool persistent = false;
+  // A persistent kernel's consumer teams (persistent, the PINGPONG attr): 1,
+  // or 2 teams of consumer_threads MMA threads each (threads team *
+  // consumer_threads ..), taking the block's tiles in turn (team 0 its
+  // 1st, 3rd, ...), their main loops one after the other (the `order`
+  // mbarrier pair after the ring's), each with its own staged-epilogue
+  // region and named barrier; num_threads counts both teams.
+  int consumer_teams = 1;
   // A thread-block cluster (cluster): 1, or the blocks (consecutive program
   // ids, __cluster_dims__(cluster_size, 1, 1)) that share their multicast
   // copies' stages; the grid is a multiple of it.

@@ -333,6 +333,7 @@ PlanClause to_clause(const LoopPlan& p) {
     if (e->chunk_mask_varies) c.push_back(num("chunk_mask_varies", 1));
     if (e->pair_cast) c.push_back(num("pair_cast", 1));
     if (e->offset > 0) c.push_back(num("offset", e->offset));
+    if (e->team_stride > 0) c.push_back(num("team_stride", e->team_stride));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
   }
@@ -362,7 +363,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
     only(c, {"pitch", "stmatrix", "contiguous_chunks", "chunk_mask_varies", "pair_cast", "offset",
-             "why"});
+             "team_stride", "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
@@ -371,6 +372,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     e.chunk_mask_varies = get_int(c, "chunk_mask_varies", 0) != 0;
     e.pair_cast = get_int(c, "pair_cast", 0) != 0;
     e.offset = get_int(c, "offset", 0);
+    e.team_stride = get_int(c, "team_stride", 0);
     e.why = get_str(c, "why");
     return e;
   }
@@ -386,6 +388,7 @@ PlanClause to_clause(const LaunchPlan& p) {
   c.push_back(num("shared_align", p.shared_align));
   if (p.async_barriers) c.push_back(num("async_barriers", 1));
   if (p.persistent) c.push_back(num("persistent", 1));
+  if (p.consumer_teams > 1) c.push_back(num("consumer_teams", p.consumer_teams));
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (p.workspace_fragment_order >= 0)
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
@@ -411,7 +414,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
     static const char* const kKeys[] = {"threads",        "consumer_threads", "shared_bytes",
                                         "shared_align",   "async_barriers",   "persistent",
                                         "cluster",        "tensor_maps",      "notes",
-                                        "workspace_fragment_order"};
+                                        "workspace_fragment_order", "consumer_teams"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -424,6 +427,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.shared_align = static_cast<int>(get_int(c, "shared_align", 128));
   p.async_barriers = get_int(c, "async_barriers", 0) != 0;
   p.persistent = get_int(c, "persistent", 0) != 0;
+  p.consumer_teams = static_cast<int>(get_int(c, "consumer_teams", 1));
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
   if (const PlanValue* maps = find(c, "tensor_maps")) {

@@ -108,7 +108,7 @@ class Serializer final : public IRVisitor {
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
       ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset, e->contiguous_chunks,
-            e->chunk_mask_varies, e->pair_cast});
+            e->chunk_mask_varies, e->pair_cast, e->team_stride});
       str(e->why);
     }
   }
@@ -123,7 +123,8 @@ class Serializer final : public IRVisitor {
   }
   void launch_plan(const LaunchPlan& l) {
     ints({l.defined, l.num_threads, l.consumer_threads, l.dynamic_shared_bytes, l.shared_align,
-          l.async_barriers, l.persistent, l.cluster_size, l.workspace_fragment_order});
+          l.async_barriers, l.persistent, l.cluster_size, l.workspace_fragment_order,
+          l.consumer_teams});
     out.push_back(l.tensor_maps.size());
     for (const TensorMapPlan& m : l.tensor_maps) {
       ints({m.param, m.elem_bytes, m.swizzle_bytes});

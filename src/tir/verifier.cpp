@@ -419,6 +419,13 @@ class PlanVerifier final : public StmtVisitor {
       error(fmt::format("kernel plan: a cluster of {} blocks (1 or 2)", launch_.cluster_size));
     if (launch_.cluster_size > 1 && launch_.persistent)
       error("kernel plan: a persistent kernel in a cluster");
+    if (launch_.consumer_teams != 1 && launch_.consumer_teams != 2)
+      error(fmt::format("kernel plan: {} consumer teams (1 or 2)", launch_.consumer_teams));
+    if (launch_.consumer_teams > 1 &&
+        (!launch_.persistent || launch_.consumer_threads <= 0 ||
+         launch_.num_threads <= launch_.consumer_teams * launch_.consumer_threads))
+      error("kernel plan: consumer teams in a kernel that is not persistent and warp-specialized "
+            "(with a producer after the teams)");
     const int ws = launch_.workspace_fragment_order;
     if (ws >= 0 && (static_cast<size_t>(ws) >= kernel_.params.size() ||
                     !kernel_.params[static_cast<size_t>(ws)].is_buffer()))
@@ -640,9 +647,11 @@ class PlanVerifier final : public StmtVisitor {
 
   void warp_specialized(const ForNode* op, const PipelinePlan& p) {
     const std::string loop = "warp-specialized loop " + op->var.name();
-    if (launch_.defined && launch_.num_threads != p.producer_threads + p.consumer_threads)
-      error(fmt::format("{}: the launch has {} threads, not its producer's {} + consumers' {}",
-                        loop, launch_.num_threads, p.producer_threads, p.consumer_threads));
+    const int teams = launch_.consumer_teams;
+    if (launch_.defined && launch_.num_threads != p.producer_threads + teams * p.consumer_threads)
+      error(fmt::format("{}: the launch has {} threads, not its producer's {} + consumers' {}{}",
+                        loop, launch_.num_threads, p.producer_threads, p.consumer_threads,
+                        teams > 1 ? fmt::format(" x {} teams", teams) : ""));
     if (launch_.defined && launch_.consumer_threads != p.consumer_threads)
       error(fmt::format("{}: the launch has {} consumer threads, the loop {}", loop,
                         launch_.consumer_threads, p.consumer_threads));

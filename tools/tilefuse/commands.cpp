@@ -61,8 +61,9 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 // range of its default config), 1..8 stages and 1..16 warps (a power of
 // two), optionally followed by "/splitkS" (split-K over S blocks a tile,
 // 1..64) and then "/persistent" (sm_90a: the warp-specialized kernel's
-// blocks take its tiles in turn). A UserError names the flag and the value
-// otherwise.
+// blocks take its tiles in turn) or "/pingpong" (persistent, with two
+// consumer teams of num_warps warps taking alternate tiles). A UserError
+// names the flag and the value otherwise.
 GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
   int used = -1;
@@ -78,13 +79,17 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   if (ok && text.compare(static_cast<size_t>(used), std::string::npos, "/persistent") == 0) {
     c.persistent = true;
     used += static_cast<int>(std::string_view("/persistent").size());
+  } else if (ok && text.compare(static_cast<size_t>(used), std::string::npos, "/pingpong") == 0) {
+    c.persistent = c.pingpong = true;
+    used += static_cast<int>(std::string_view("/pingpong").size());
   }
   ok = ok && static_cast<size_t>(used) == text.size();  // nothing after the suffixes
   if (!ok)
     throw UserError(
         "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
         "num_stages/num_warps), 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile) or "
-        "128x256x64/3/8/persistent (a persistent kernel), got `" +
+        "128x256x64/3/8/persistent (a persistent kernel) or 128x128x64/4/4/pingpong (persistent, "
+        "two teams of 4 warps taking alternate tiles), got `" +
         text + "`");
   if (c.split_k < 1 || c.split_k > 64)
     throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");

@@ -109,6 +109,9 @@ struct CudaKernel {
   // A persistent kernel (LaunchPlan::persistent): launch min(grid, SMs)
   // blocks; each takes tiles block, block + gridDim.x, ...
   bool persistent = false;
+  // Ping-pong (LaunchPlan::consumer_teams): 2 teams of the MMA threads, each
+  // taking the block's tiles in turn; num_threads counts both.
+  int consumer_teams = 1;
   int64_t dynamic_shared_bytes = 0;  // launch's dynamic shared memory
   std::vector<CudaSharedBuffer> shared;
   std::vector<CudaCopy> copies;  // in program order

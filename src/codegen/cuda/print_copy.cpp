@@ -318,7 +318,7 @@ static StageArrivals stage_arrivals(const PipelinedBody& body) {
 void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
   const StageArrivals arr = stage_arrivals(body);
   const int stages = plan.stages, producer = plan.producer_threads;
-  const int mma_threads = plan.consumer_threads;
+  const int mma_threads = plan.consumer_threads * k_.launch.consumer_teams;
   const int full_count = (arr.async_copies ? producer : 0) + (arr.sync_copies ? producer : 0) +
                          (arr.tma_bytes > 0 ? 1 : 0);
   line(fmt::format(
@@ -330,6 +330,8 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
   line(fmt::format("unsigned long long* tf_full = reinterpret_cast<unsigned long long*>(tf_smem + {});",
                    plan.mbarrier_offset));
   line(fmt::format("unsigned long long* tf_empty = tf_full + {};", stages));
+  if (k_.launch.consumer_teams > 1)
+    line(fmt::format("unsigned long long* tf_order = tf_empty + {};", stages));
   const int cluster = k_.launch.cluster_size;
   open("if (tf_tid == 0)");
   open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages));
@@ -339,6 +341,12 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
   else
     line("tf::mbar_init(&tf_empty[tf_s], kMmaThreads);");
   close();
+  if (k_.launch.consumer_teams > 1) {
+    line("// the consumer teams' turns: team t waits on tf_order[t] before its main loop; the other "
+         "team's threads arrive on it after theirs");
+    line("tf::mbar_init(&tf_order[0], kMmaThreads);");
+    line("tf::mbar_init(&tf_order[1], kMmaThreads);");
+  }
   if (cluster > 1) line("tf::fence_mbarrier_init();");
   close();
   line(block_barrier_);
@@ -424,7 +432,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
 
 void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
                                const PipelinePlan& plan, const std::string& it,
-                               const std::string& base) {
+                               const std::string& base, const std::string& after_loop) {
   const GemmNode* g = body.consumer.at(0).as<GemmNode>();
   TF_CHECK(g != nullptr, "cuda printer: a warp-specialized loop whose consumer is no gemm");
   const int stages = plan.stages;
@@ -449,6 +457,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("if ({0} > 0) {4}(&tf_empty[({1} + {2}) % {3}]);", it, gi, stages - 1, stages,
                    arrive));
   close();
+  if (!after_loop.empty()) line(after_loop);
   line(fmt::format("{}.wait();", c));
   if (!base.empty() || cluster > 1)  // the last stage goes back to the producer(s)
     line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
@@ -456,12 +465,17 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
 }
 
 void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<void()>& body) {
-  open("if (tf_tid >= kMmaThreads)");
+  // (The producer follows every consumer team's threads.)
+  const std::string consumers =
+      k_.launch.consumer_teams > 1
+          ? fmt::format("{} * kMmaThreads", k_.launch.consumer_teams)
+          : std::string("kMmaThreads");
+  open(fmt::format("if (tf_tid >= {})", consumers));
   if (plan.producer_registers > 0)
     line(fmt::format("tf::setmaxnreg_dec<{}>();  // the producer's register budget",
                      plan.producer_registers));
   line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
-  line("const int tf_ptid = tf_tid - kMmaThreads;");
+  line(fmt::format("const int tf_ptid = tf_tid - {};", consumers));
   const int saved_threads = threads_;
   const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
   threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";

@@ -100,7 +100,9 @@ CudaKernel Printer::run() {
     rg.elems_per_thread = f->block_m * f->block_n / mma_threads;
     result_.gemms.push_back(rg);
   }
-  result_.producer_threads = consumer_threads_ > 0 ? threads_ - mma_threads : 0;
+  result_.producer_threads =
+      consumer_threads_ > 0 ? threads_ - mma_threads * launch.consumer_teams : 0;
+  result_.consumer_teams = launch.consumer_teams;
   result_.dynamic_shared_bytes = launch.dynamic_shared_bytes;
   result_.num_threads = threads_;
   result_.tensor_maps = launch.tensor_maps;

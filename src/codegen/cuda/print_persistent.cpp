@@ -101,25 +101,63 @@ void Printer::emit_persistent() {
   });
   // The MMA warpgroups: every tile's main loop and epilogue.
   threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";
+  const int teams = k_.launch.consumer_teams;
+  if (teams > 1) {
+    // Ping-pong (passes/persistent.h): team t takes the block's tiles t,
+    // t + 2, ... and counts the ring iterations of the other team's tiles
+    // too; its main loop waits for the other team's last one (tf_order),
+    // and it lets the other team's next one go once its own has issued its
+    // last stage's MMAs.
+    TF_CHECK(teams == 2 && as_const_int(loop->extent),
+             "cuda printer: consumer teams need 2 teams and a constant trip count");
+    line("const int tf_team = tf_tid / kMmaThreads;  // this thread's consumer team");
+    line("const int tf_ctid = tf_tid % kMmaThreads;  // its thread within the team");
+    line("const int tf_team_bar = tf_team == 0 ? 1 : 3;  // the team's named barrier");
+    tid_sym_ = "tf_ctid";
+  }
   block_barrier_ = barrier_for(BarrierKind::Consumers);
   for (const RoleItem& r : *roles)
     if (r.kind == RoleItem::Kind::kAlloc && r.alloc->buffer.scope() == MemScope::Fragment)
       emit_alloc_decl(r.alloc);
-  line("int tf_git = 0;  // the ring iterations of the tiles before");
-  open(tile_loop);
+  if (teams > 1) {
+    line(fmt::format("int tf_git = tf_team * {};  // the ring iterations of the tiles before", n));
+    line("int tf_turn = 0;  // this team's tiles before");
+    open(fmt::format(
+        "for (int tf_tile = static_cast<int>(blockIdx.x) + tf_team * static_cast<int>(gridDim.x); "
+        "tf_tile < {}; tf_tile += 2 * static_cast<int>(gridDim.x))",
+        tiles));
+  } else {
+    line("int tf_git = 0;  // the ring iterations of the tiles before");
+    open(tile_loop);
+  }
   emit_grid_vars("tf_tile");
   lets();
   for (const RoleItem& r : *roles) {
     if (r.kind == RoleItem::Kind::kConsumer) stmt(r.stmt);
     if (r.kind == RoleItem::Kind::kLoop) {
-      ws_consumer_loop(loop, body, plan, it, "tf_git");
-      line(fmt::format("tf_git += {};", n));
-      // Every MMA warp is past the last tile's epilogue (the staged tile's
-      // readers) and done with this tile's main loop.
+      if (teams > 1) {
+        // Team 0's turn t follows team 1's turn t - 1; team 1's turn t
+        // follows team 0's turn t. Each wait is for the phase after the
+        // one this team last saw, so its parity is unambiguous.
+        line("if (tf_team == 1 || tf_turn > 0)");
+        line(
+            "  tf::mbar_wait(&tf_order[tf_team], (tf_team == 0 ? tf_turn - 1 : tf_turn) & 1);  "
+            "// the other team's main loop before this one has issued");
+        ws_consumer_loop(loop, body, plan, it, "tf_git",
+                         "tf::mbar_arrive(&tf_order[1 - tf_team]);  // the other team's turn");
+        line(fmt::format("tf_git += {};", 2 * *as_const_int(loop->extent)));
+        line("++tf_turn;");
+      } else {
+        ws_consumer_loop(loop, body, plan, it, "tf_git");
+        line(fmt::format("tf_git += {};", n));
+      }
+      // Every MMA warp (of the team) is past the last tile's epilogue (the
+      // staged tile's readers) and done with this tile's main loop.
       line(block_barrier_);
     }
   }
   close();
+  tid_sym_ = "tf_tid";
 }
 
 }  // namespace tilefuse::codegen

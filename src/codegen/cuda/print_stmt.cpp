@@ -24,7 +24,10 @@ std::string Printer::barrier_for(BarrierKind kind) const {
     case BarrierKind::BlockAsync:
       return "tf::async_barrier();";
     case BarrierKind::Consumers:
-      return fmt::format("tf::mma_barrier<{}>();", consumer_threads_);
+      // (Consumer teams: each its own named barrier, tf_team_bar.)
+      return k_.launch.consumer_teams > 1
+                 ? fmt::format("tf::team_barrier<{}>(tf_team_bar);", consumer_threads_)
+                 : fmt::format("tf::mma_barrier<{}>();", consumer_threads_);
   }
   return "";
 }
@@ -224,7 +227,11 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     // the low half.
     const std::string packed = pair_cast ? fmt::format("tf::cast_pack2<{}>(tf_v0, tf_v1)", t)
                                          : "tf::pack_pair(tf_v0, tf_v1)";
-    line(plan->offset > 0
+    line(plan->team_stride > 0
+             ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1} + tf_team * {2});  "
+                           "// this team's region",
+                           t, plan->offset, plan->team_stride)
+         : plan->offset > 0
              ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1});", t, plan->offset)
              : fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
     if (plan->stmatrix) {

@@ -113,9 +113,11 @@ class Printer {
   void ws_producer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
                         const std::string& base);
+  // `after_loop`: a line printed after the K loop, before the final wait
+  // (its wgmma may still run).
   void ws_consumer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
-                        const std::string& base);
+                        const std::string& base, const std::string& after_loop = "");
   // A persistent kernel (LaunchPlan::persistent): the tile loop of each role
   // around the statements structure.h's persistent_roles gives it.
   void emit_persistent();

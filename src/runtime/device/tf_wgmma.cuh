@@ -289,6 +289,13 @@ __device__ __forceinline__ void mma_barrier() {
   fence_async_proxy();
   asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
 }
+// The barrier of one consumer team of a ping-pong kernel (named barrier
+// `id`: 1 and 3; 0 is the block's, 2 the producer's).
+template <int THREADS>
+__device__ __forceinline__ void team_barrier(int id) {
+  fence_async_proxy();
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(THREADS) : "memory");
+}
 
 // C[BM][BN] += A[BM][BK] @ B[BK][BN] with wgmma.mma_async m64nWNk16 over
 // WG_M x WG_N warpgroups (num_warps = 4 * WG_M * WG_N): warpgroup g owns rows
@@ -309,6 +316,11 @@ struct WgmmaTile {
   static_assert(WM % 64 == 0 && (WN == 64 || WN == 128 || WN == 256), "WgmmaTile: tile shape");
   float c[kElems];
 
+  // The thread's warpgroup within the tile's WG_M * WG_N (a ping-pong
+  // kernel's second consumer team runs the same tile on the warpgroups
+  // after the first team's).
+  __device__ __forceinline__ static int wg(int tid) { return tid / 128 % (WG_M * WG_N); }
+
   __device__ __forceinline__ void fill(float v) {
 #pragma unroll
     for (int e = 0; e < kElems; ++e) c[e] = v;
@@ -319,12 +331,12 @@ struct WgmmaTile {
   __device__ __forceinline__ static int row(int e) {
     const int tid = threadIdx.x, lane = tid % 32;
     const int mt = e / kPerM, q = e % 4;
-    return (tid / 128 / WG_N) * WM + mt * 64 + (tid / 32 % 4) * 16 + lane / 4 + (q >= 2 ? 8 : 0);
+    return (wg(tid) / WG_N) * WM + mt * 64 + (tid / 32 % 4) * 16 + lane / 4 + (q >= 2 ? 8 : 0);
   }
   __device__ __forceinline__ static int col(int e) {
     const int tid = threadIdx.x, lane = tid % 32;
     const int j = e % kPerM;
-    return (tid / 128 % WG_N) * WN + (j / 4) * 8 + (lane % 4) * 2 + (j & 1);
+    return (wg(tid) % WG_N) * WN + (j / 4) * 8 + (lane % 4) * 2 + (j & 1);
   }
   // The row and column this thread addresses for stmatrix.x4 of elements
   // e0 .. e0 + 7 (e0 a multiple of 8: n8 blocks 2g and 2g + 1 of m64 tile
@@ -333,12 +345,12 @@ struct WgmmaTile {
   // pairs).
   __device__ __forceinline__ static int stsm_row(int e0) {
     const int tid = threadIdx.x, lane = tid % 32;
-    return (tid / 128 / WG_N) * WM + (e0 / kPerM) * 64 + (tid / 32 % 4) * 16 + lane % 8 +
+    return (wg(tid) / WG_N) * WM + (e0 / kPerM) * 64 + (tid / 32 % 4) * 16 + lane % 8 +
            ((lane >> 3) & 1) * 8;
   }
   __device__ __forceinline__ static int stsm_col(int e0) {
     const int tid = threadIdx.x, lane = tid % 32;
-    return (tid / 128 % WG_N) * WN + ((e0 % kPerM) / 8 * 2 + (lane >> 4)) * 8;
+    return (wg(tid) % WG_N) * WN + ((e0 % kPerM) / 8 * 2 + (lane >> 4)) * 8;
   }
   // Accumulator e, read for the epilogue: through an exact multiply by 1
   // (mul.rn keeps -0, infinities and subnormals; a NaN stays a NaN) rather
@@ -359,7 +371,7 @@ struct WgmmaTile {
   }
   // Issues C += As @ Bs (all k16 steps) as one wgmma group, without waiting.
   __device__ __forceinline__ void mma_async(const T* As, const T* Bs) {
-    const int g = threadIdx.x / 128;
+    const int g = wg(threadIdx.x);
     const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * kRowBytes;
     const unsigned b0 = smem_addr(Bs) + (g % WG_N) * (WN / kAtom) * (BK * 128);
     fence_operands();

@@ -88,6 +88,9 @@ struct GemmText {
   // Fill, main loop and epilogue inside `for t in serial(0, 2)` (a tile
   // loop, as a persistent kernel would have).
   bool tile_loop = false;
+  // Kernel attrs before num_warps (each "NAME = V, ", upper case: the
+  // printer's order), e.g. "PERSISTENT = 1, ".
+  std::string attrs;
 
   std::string text() const {
     const std::string m = std::to_string(bm), n = std::to_string(bn), k = std::to_string(bk);
@@ -97,7 +100,7 @@ struct GemmText {
        << "  y: global readonly " << dtype << "[2048, 2048] strides [2048, 1] align 16,\n"
        << params << "  out: global " << out << "[2048, 2048] strides [2048, 1] align 16,\n"
        << ") grid(pid_m: " << 2048 / bm << ", pid_n: " << 2048 / bn
-       << ") attrs(num_warps = " << warps << ")" << plan(launch) << " {\n"
+       << ") attrs(" << attrs << "num_warps = " << warps << ")" << plan(launch) << " {\n"
        << allocs << "  alloc A_s: shared " << dtype << "[" << m << ", " << k << "]" << plan(a_plan)
        << "\n"
        << "  alloc B_s: shared " << dtype << "[" << k << ", " << n << "]" << plan(b_plan) << "\n"

@@ -255,9 +255,12 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   // the epilogue runs: the staged tile then has a region of its own, after
   // the rest, within the 227 KiB a block may have (sm_90).
   const bool own_region = kernel.launch.persistent;
+  // Consumer teams (ping-pong) store their tiles at once: a region each.
+  const int teams = kernel.launch.consumer_teams;
   const int64_t region = (kernel.launch.dynamic_shared_bytes + 127) / 128 * 128;
   if (own_region) room = kMaxDynamicSharedBytes - region;
   int64_t region_bytes = 0;
+  std::vector<const ForNode*> team_regions;  // staged nests whose region is per team
   PlanEdits edits;
   std::vector<std::string> notes;
   // Split-K's partials in fragment order: stored and read back by the
@@ -291,10 +294,10 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     std::string why;
     if (!context.cuda.staged_epilogue)
       why = "the staged_epilogue option is off";
-    else if (stage_bytes > room)
-      why = own_region ? fmt::format("its {}-byte tile does not fit beside the persistent "
+    else if (stage_bytes * (own_region ? teams : 1) > room)
+      why = own_region ? fmt::format("its {}-byte tile{} does not fit beside the persistent "
                                      "kernel's rings",
-                                     stage_bytes)
+                                     stage_bytes, teams > 1 ? " (one a consumer team)" : "")
                        : fmt::format("its {}-byte tile exceeds the kernel's shared memory",
                                      stage_bytes);
     else
@@ -306,6 +309,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
       if (own_region) {
         plan.offset = region;
         region_bytes = std::max(region_bytes, stage_bytes);
+        if (teams > 1) team_regions.push_back(op);
       }
       // A wgmma accumulator's D fragment is stmatrix's (PTX ISA 9.7.9.17):
       // 16-bit outputs stage four pairs an instruction. Measured on the H200
@@ -342,9 +346,13 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     }
     edits.loops[op] = plan;
   }
+  // Team t's region starts t * team_stride bytes after the first.
+  const int64_t team_stride = (region_bytes + 127) / 128 * 128;
+  for (const ForNode* op : team_regions) std::get<EpiloguePlan>(edits.loops.at(op)).team_stride = team_stride;
   Kernel out = with_plans(kernel, edits);
   if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
-  if (region_bytes > 0) out.launch.dynamic_shared_bytes = region + region_bytes;
+  if (region_bytes > 0)
+    out.launch.dynamic_shared_bytes = region + (teams > 1 ? teams * team_stride : region_bytes);
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
   return out;
 }

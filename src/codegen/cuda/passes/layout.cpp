@@ -92,7 +92,9 @@ Kernel layout(const Kernel& kernel, const passes::PassContext&) {
     PipelinePlan p = std::get<PipelinePlan>(loop->plan);
     offset = (offset + 7) / 8 * 8;
     p.mbarrier_offset = offset;
-    offset += 2 * 8 * int64_t{p.stages};
+    // `full` and `empty` a stage; consumer teams take turns through an
+    // `order` pair after them.
+    offset += 2 * 8 * int64_t{p.stages} + (kernel.launch.consumer_teams > 1 ? 2 * 8 : 0);
     edits.loops[loop] = p;
   }
   Kernel out = with_plans(kernel, edits);

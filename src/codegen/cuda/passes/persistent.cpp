@@ -1,5 +1,7 @@
 #include "codegen/cuda/passes/persistent.h"
 
+#include <fmt/format.h>
+
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "tir/functor.h"
@@ -7,6 +9,49 @@
 namespace tilefuse::codegen {
 
 using namespace tir;  // NOLINT: a pass over the Tile IR
+
+namespace {
+
+// Why two consumer teams cannot take turns in `kernel` ("" when they can):
+// each team counts the ring's iterations of the tiles it skips, so every
+// tile's main loop must run the same, constant, number of them; and a team
+// may share nothing in shared memory with the other but the ring (the
+// staged epilogue gets a region a team).
+std::string pingpong_problem(const Kernel& kernel) {
+  const std::optional<std::vector<RoleItem>> roles = persistent_roles(kernel, nullptr);
+  if (!roles) return "the kernel's roles do not split";
+  // Two teams hold two tiles' accumulators: one warpgroup each (up to 128
+  // f32 a thread, under the 208-register budget of a 384-thread block).
+  if (kernel.launch.consumer_threads != 128)
+    return fmt::format("teams of one MMA warpgroup (the tile's is {} threads)",
+                       kernel.launch.consumer_threads);
+  for (const RoleItem& it : *roles) {
+    if (it.kind == RoleItem::Kind::kLoop && !as_const_int(it.stmt.as<ForNode>()->extent))
+      return "a main loop whose trip count is not a constant";
+    if (it.kind != RoleItem::Kind::kConsumer) continue;
+    struct SharedUse : IRVisitor {
+      std::string name;
+      using IRVisitor::visit;
+      void visit(const LoadNode* op) override {
+        if (op->buffer.scope() == MemScope::Shared) name = op->buffer.name();
+        IRVisitor::visit(op);
+      }
+      void visit(const StoreNode* op) override {
+        if (op->buffer.scope() == MemScope::Shared) name = op->buffer.name();
+        IRVisitor::visit(op);
+      }
+      void visit(const CopyNode* op) override {
+        if (op->dst.scope() == MemScope::Shared) name = op->dst.name();
+        IRVisitor::visit(op);
+      }
+    } use;
+    use.visit_stmt(it.stmt);
+    if (!use.name.empty()) return "the MMA warpgroups' statements use shared buffer " + use.name;
+  }
+  return "";
+}
+
+}  // namespace
 
 Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context) {
   // Asked for by the option (every kernel) or by the GEMM config (the
@@ -38,6 +83,20 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
   out.launch.notes.push_back(
       "persistent: each block takes tiles block, block + blocks, ...; the producer fills the next "
       "tile's stages while the MMA warpgroups store the last");
+  const auto pingpong = kernel.attrs.find("PINGPONG");
+  if (pingpong != kernel.attrs.end() && pingpong->second == tir::AttrValue(int64_t{1})) {
+    const std::string no = pingpong_problem(kernel);
+    if (!no.empty()) {
+      out.launch.notes.push_back("not ping-pong: " + no);
+      return out;
+    }
+    out.launch.consumer_teams = 2;
+    out.launch.num_threads += out.launch.consumer_threads;
+    out.launch.notes.push_back(fmt::format(
+        "ping-pong: two teams of {} MMA threads take the block's tiles in turn, their main loops "
+        "one after the other, so that one team's epilogue runs during the other's main loop",
+        out.launch.consumer_threads));
+  }
   return out;
 }
 

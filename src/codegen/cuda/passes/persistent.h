@@ -12,6 +12,19 @@
 // by role as structure.h's persistent_roles says (a note says why when they
 // do not). LaunchPlan::persistent is set; the runtime launches min(tiles,
 // SMs) blocks. CudaOptions::persistent turns it on.
+//
+// Ping-pong (the kernel attr PINGPONG = 1, GemmConfig::pingpong): two
+// consumer teams of the MMA warpgroups' size take the block's tiles in turn
+// (team 0 the block's 1st, 3rd, ... tile), with their main loops one after
+// the other (an `order` mbarrier pair) and their epilogues free to run
+// during the other team's main loop: CUTLASS's sm90 "ping-pong" arrangement
+// (its KernelTmaWarpSpecializedPingpong), here with our passes' plans. The
+// order also keeps each `full` mbarrier's parity unambiguous: a team waits
+// on a stage only once every earlier ring iteration has landed. Taken when
+// the main loop's trip count is a constant (a team counts the iterations of
+// the tiles it skips) and the MMA warpgroups' statements touch no shared
+// buffer (the staged epilogue gets a region a team); else a note says why.
+// Sets LaunchPlan::consumer_teams = 2 and adds a team to num_threads.
 #pragma once
 
 #include "passes/pipeline.h"

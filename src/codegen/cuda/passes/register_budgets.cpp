@@ -17,9 +17,11 @@ Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context
   for (const ForNode* loop : pipelined_loops(kernel.body, /*warp_specialized=*/true)) {
     PipelinePlan p = std::get<PipelinePlan>(loop->plan);
     std::string why_not;
-    if (p.consumer_threads != 256 || p.producer_threads != 128)
+    // (Two MMA warpgroups: one team of two, or two ping-pong teams of one.)
+    const int mma_threads = p.consumer_threads * kernel.launch.consumer_teams;
+    if (mma_threads != 256 || p.producer_threads != 128)
       why_not = fmt::format("a {}-thread block (budgets are set for two MMA warpgroups)",
-                            p.consumer_threads + p.producer_threads);
+                            mma_threads + p.producer_threads);
     for (const CopyNode* c : split_pipelined_body(loop).copies)
       if (c->plan->mechanism != CopyMechanism::Tma && !c->plan->hoisted)
         why_not = "copy " + c->dst.name() + " computes its addresses in the producer";
