@@ -569,12 +569,15 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     }
     // Ping-pong (persistent, two one-warpgroup teams taking alternate
     // tiles: one's epilogue runs during the other's main loop): the largest
-    // 4-warp tile, at its stages and at the deepest ring of at most 8 that
-    // keeps both teams' staged epilogues. Measured on the H200 (session 9)
-    // it has not won yet: a one-warpgroup 128x128 main loop covers half
-    // the latency a 128x256 one does with the same ring bytes (seed 43.0
-    // us ping-pong, 42.5 non-persistent, 34.1 at 128x256x64/3/8/persistent;
-    // pointcloud 151-153 against 149.9), so one base only.
+    // 4-warp tile, at its stages and at a ring of two tiles' K loops (the
+    // producer a whole tile ahead, for the other team), at most 8 stages
+    // and keeping both teams' staged epilogues. Measured on the H200
+    // (session 9, with TMA-stored epilogues): pointcloud_gather (3 K tiles)
+    // 131.2 us at 128x128x32/6/4/pingpong against 139.7 at
+    // 128x128x32/6/8/persistent; on long K loops it loses (seed 43.2 us
+    // against 34.4 at 128x256x64/3/8/persistent: a one-warpgroup 128x128
+    // main loop covers half the latency a 128x256 one does with the same
+    // ring bytes), so one base only.
     std::vector<GemmConfig> teams;
     for (const GemmConfig& c : base) {
       bool shape_known = false;
@@ -595,7 +598,9 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       bool known = false;
       for (const GemmConfig& o : out) known = known || same_config(o, c);
       if (!known && kernels.insert(at_base.fingerprint).second) add(c);
-      for (int s = kDeepestPersistentRing; s > b.num_stages; --s) {
+      const int two_tiles = static_cast<int>(
+          std::min<int64_t>(kDeepestPersistentRing, 2 * k_tiles_of(step, b)));
+      for (int s = two_tiles; s > b.num_stages; --s) {
         c.num_stages = s;
         const ConfigCost cost =
             config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);

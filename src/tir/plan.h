@@ -280,6 +280,15 @@ struct EpiloguePlan {
   // tf_numeric.cuh: one cvt.rn.{f16x2,bf16x2}.f32, NaNs re-encoded on the
   // pair), bit-identical to two tf::cast.
   bool pair_cast = false;
+  // staged, stmatrix, in a persistent kernel: the tile goes out by TMA
+  // stores of LaunchPlan::tensor_maps[tma_store] (-1: by the copy-out's
+  // 16-byte stores). The shared tile is then laid out as the map's 128-byte
+  // swizzled boxes, mn_swizzled (tf_copy.cuh: 64-column strips of `rows`
+  // rows), 1024-byte aligned; one thread issues a box a strip at the
+  // store's (row, column) origin and, before the next tile's stmatrix,
+  // waits until they have read the tile (PTX ISA 9.7.9.25.5.2,
+  // cp.async.bulk.tensor; 9.7.9.25.5.5 cp.async.bulk.wait_group.read).
+  int tma_store = -1;
   std::string why;     // why not staged (paired), for explain
 };
 

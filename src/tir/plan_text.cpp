@@ -334,6 +334,7 @@ PlanClause to_clause(const LoopPlan& p) {
     if (e->pair_cast) c.push_back(num("pair_cast", 1));
     if (e->offset > 0) c.push_back(num("offset", e->offset));
     if (e->team_stride > 0) c.push_back(num("team_stride", e->team_stride));
+    if (e->tma_store >= 0) c.push_back(num("tma_store", e->tma_store));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
   }
@@ -363,7 +364,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
     only(c, {"pitch", "stmatrix", "contiguous_chunks", "chunk_mask_varies", "pair_cast", "offset",
-             "team_stride", "why"});
+             "team_stride", "tma_store", "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
@@ -373,6 +374,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     e.pair_cast = get_int(c, "pair_cast", 0) != 0;
     e.offset = get_int(c, "offset", 0);
     e.team_stride = get_int(c, "team_stride", 0);
+    e.tma_store = static_cast<int>(get_int(c, "tma_store", -1));
     e.why = get_str(c, "why");
     return e;
   }

@@ -99,7 +99,10 @@ struct Target {
     "share them by TMA multicast")                                                             \
   X(prologue_prefetch, true,                                                                   \
     "sm_90a: a persistent producer loads the next tile's index into registers while this "     \
-    "tile's copies run")
+    "tile's copies run")                                                                       \
+  X(tma_store_epilogue, true,                                                                  \
+    "sm_90a: a persistent kernel's staged 16-bit epilogue tile goes out by TMA stores, "       \
+    "holding no registers while the next tile's main loop runs")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

@@ -442,9 +442,11 @@ class PlanVerifier final : public StmtVisitor {
     if (const auto* e = std::get_if<EpiloguePlan>(&op->plan)) {
       if (e->form == EpilogueForm::Staged)
         staged(op, *e);
-      else if (e->stmatrix || e->contiguous_chunks || e->chunk_mask_varies || e->pair_cast)
+      else if (e->stmatrix || e->contiguous_chunks || e->chunk_mask_varies || e->pair_cast ||
+               e->tma_store >= 0 || e->team_stride > 0)
         error(fmt::format("a {} epilogue with a staged epilogue's field (stmatrix, "
-                          "contiguous_chunks, chunk_mask_varies, pair_cast)",
+                          "contiguous_chunks, chunk_mask_varies, pair_cast, tma_store, "
+                          "team_stride)",
                           epilogue_form_name(e->form)));
       if (e->form == EpilogueForm::FragmentOrder && launch_.workspace_fragment_order < 0)
         error("a fragment_order epilogue in a kernel without a fragment-order workspace");
@@ -691,6 +693,21 @@ class PlanVerifier final : public StmtVisitor {
       return;
     }
     const DType dt = store.global->buffer.dtype();
+    // A TMA-stored tile: stmatrix'd into the map's swizzled boxes, in a
+    // persistent kernel's own region (1024-byte aligned), unmasked.
+    if (e.tma_store >= 0) {
+      if (e.tma_store >= static_cast<int>(launch_.tensor_maps.size()) ||
+          launch_.tensor_maps[e.tma_store].swizzle_bytes != 128)
+        error(fmt::format("a staged epilogue stored by TMA through tensor map {}, which the "
+                          "launch has not (with the 128-byte swizzle)",
+                          e.tma_store));
+      if (!e.stmatrix || !launch_.persistent || e.offset % 1024 != 0 ||
+          e.team_stride % 1024 != 0 || store.global->mask.defined())
+        error("a staged epilogue stored by TMA that is not an unmasked stmatrix tile in a "
+              "persistent kernel's 1024-byte aligned region");
+    }
+    if (e.team_stride > 0 && launch_.consumer_teams < 2)
+      error("a staged epilogue with a team stride in a kernel of one consumer team");
     if (e.chunk_mask_varies && !e.contiguous_chunks)
       error("a staged epilogue with chunk_mask_varies but not contiguous_chunks");
     // A pair cast converts f32 values to the 16-bit float output.

@@ -157,6 +157,9 @@ void Printer::emit_persistent() {
     }
   }
   close();
+  if (bulk_stores_)
+    line(fmt::format("if ({} == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits",
+                     tid_sym_));
   tid_sym_ = "tf_tid";
 }
 

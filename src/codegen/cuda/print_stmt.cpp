@@ -219,10 +219,16 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     const int64_t vec = 16 / out_bytes;
     const int64_t rows = const_of(frag->shape[0], "a fragment extent");
     const int64_t cols = const_of(frag->shape[1], "a fragment extent");
-    line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
-                     "{}-byte row chunks{}",
-                     rows, cols, t, pitch, 16,
-                     plan->contiguous_chunks ? " (proved contiguous and aligned)" : ""));
+    const bool tma = plan->tma_store >= 0;
+    if (tma)
+      line(fmt::format("// epilogue staged in shared memory ({} x {} {}, 128-byte swizzled strips of "
+                       "64 columns), stored by TMA (tf_map{})",
+                       rows, cols, t, plan->tma_store));
+    else
+      line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
+                       "{}-byte row chunks{}",
+                       rows, cols, t, pitch, 16,
+                       plan->contiguous_chunks ? " (proved contiguous and aligned)" : ""));
     // A pair of values as the 32 bits of two 16-bit elements, the first in
     // the low half.
     const std::string packed = pair_cast ? fmt::format("tf::cast_pack2<{}>(tf_v0, tf_v1)", t)
@@ -234,6 +240,14 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
          : plan->offset > 0
              ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1});", t, plan->offset)
              : fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
+    if (tma) {
+      // The last tile's TMA stores read this tile: the issuing thread waits
+      // for them, the team at the barrier.
+      line(fmt::format("if ({} == 0) tf::bulk_wait_read<0>();  // the last tile's TMA stores "
+                       "have read the staged tile",
+                       tid_sym_));
+      line(block_barrier_);
+    }
     if (plan->stmatrix) {
       // Four pairs an stmatrix.x4: elements e8 .. e8 + 7 (WgmmaTile::stsm_row/col).
       const std::string e8 = frag_e_;
@@ -249,10 +263,15 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
       line("tf_q[tf_pp] = " + packed + ";");
       close();
-      line(fmt::format(
-          "tf::stmatrix_x4(tf_esa + ({0}.stsm_row({1}) * {2} + {0}.stsm_col({1})) * {3}, tf_q[0], "
-          "tf_q[1], tf_q[2], tf_q[3]);",
-          f, e8, pitch, out_bytes));
+      if (tma)  // (an 8-element row of a matrix is one 16-byte chunk of a strip)
+        line(fmt::format("tf::stmatrix_x4(tf_esa + tf::mn_swizzled<{2}, {3}, {4}>({0}.stsm_row({1}), "
+                         "{0}.stsm_col({1})) * {4}, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);",
+                         f, e8, rows, cols, out_bytes));
+      else
+        line(fmt::format(
+            "tf::stmatrix_x4(tf_esa + ({0}.stsm_row({1}) * {2} + {0}.stsm_col({1})) * {3}, "
+            "tf_q[0], tf_q[1], tf_q[2], tf_q[3]);",
+            f, e8, pitch, out_bytes));
       close();
     } else {
       const std::string e0 = open_pair_loop(t);
@@ -267,6 +286,32 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       close();
     }
     line(block_barrier_);
+    if (tma) {
+      // One thread issues a box a strip at the store's origin (the row and
+      // column vars 0) and commits them as one bulk group.
+      TF_CHECK(plan->stmatrix && store->indices.size() == 2,
+               "cuda printer: a TMA-stored epilogue that is not a 2-D stmatrix tile");
+      frag_ = nullptr;
+      open(fmt::format("if ({} == 0)", tid_sym_));
+      line(fmt::format("const int {} = 0;", var(op->var)));
+      line(fmt::format("const int {} = 0;", var(inner->var)));
+      for (size_t i = 0; i < nest_lets.size(); ++i)
+        if (address_let[i])
+          line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
+                           var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+      const int64_t strip_cols = 128 / out_bytes;
+      for (int64_t s = 0; s < cols / strip_cols; ++s)
+        line(fmt::format("tf::tma_store_2d(&tf_map{}, tf_esa + {}, static_cast<int>({}) + {}, "
+                         "static_cast<int>({}));",
+                         plan->tma_store, s * rows * 128, expr(store->indices[1]), s * strip_cols,
+                         expr(store->indices[0])));
+      line("tf::bulk_commit();");
+      close();
+      bulk_stores_ = true;
+      in_threads_ = saved;
+      frag_vars_.clear();
+      return;
+    }
     // The copy-out: chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
     frag_ = nullptr;  // (the fragment is not read here)
     const std::string c = "tf_c" + std::to_string(tmp_++);

@@ -159,6 +159,9 @@ class Printer {
   // thread_loop must give a trip var (a register-slot copy): a region of
   // fewer points than threads runs on the first threads, trip var 0.
   bool trip_always_ = false;
+  // An epilogue issued TMA stores (cp.async.bulk): the issuing thread waits
+  // for them before the consumers' code ends.
+  bool bulk_stores_ = false;
   bool record_copies_ = true;  // emit_copy lists the copy in result_.copies
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_names_;

@@ -120,6 +120,35 @@ struct alignas(64) TmaDesc {
   unsigned long long opaque[16];
 };
 
+// One TMA tile store (PTX ISA 9.7.9.25.5.2, cp.async.bulk.tensor, the
+// shared::cta to global direction): the box of `map` at tensor coordinates
+// (c0, c1) (innermost first, elements; elements past the tensor's bounds
+// are not written) from shared memory at shared-window address `src` (laid
+// out as the map's box, swizzled as the map says), in this thread's current
+// bulk group. The generic-proxy writes of the box must be fenced
+// (fence_async_proxy) before.
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::
+                   "l"(map), "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+// Closes this thread's bulk group of TMA stores (cp.async.bulk.commit_group).
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of this thread's bulk groups still read their
+// shared memory (cp.async.bulk.wait_group.read): it may then be rewritten.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N of this thread's bulk groups are incomplete (their
+// writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // One TMA tile load (PTX ISA 9.7.9.27, cp.async.bulk.tensor): the box of
 // `map` at tensor coordinates c (innermost first, elements; out-of-bounds
 // elements are zero-filled) into shared memory at `dst` (laid out as the

@@ -4,7 +4,7 @@
 // persistent: each block takes tiles block, block + blocks, ...; the producer fills the next tile's stages while the MMA warpgroups store the last
 // prologue prefetch: the producer loads tile t + 1's 128 rows of `idx` into registers while tile t's copies run
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored by TMA (a 128-byte swizzled box a 64-column strip)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -17,7 +17,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     const tf::f16* __restrict__ w,
     tf::f16* __restrict__ t4,
     tf::Status* __restrict__ tf_status,
-    const __grid_constant__ tf::TmaDesc tf_map0) {
+    const __grid_constant__ tf::TmaDesc tf_map0,
+    const __grid_constant__ tf::TmaDesc tf_map1) {
   constexpr int kThreads = 384;
   constexpr int kMmaThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
@@ -183,8 +184,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     if (128 > 0) tf::mbar_arrive(&tf_empty[(tf_git + 128 - 1) % 4]);
     tf_git += 128;
     tf::mma_barrier<256>();
-    // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
-    tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem + 133376);
+    // epilogue staged in shared memory (128 x 128 tf::f16, 128-byte swizzled strips of 64 columns), stored by TMA (tf_map1)
+    tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem + 134144);
+    if (tf_tid == 0) tf::bulk_wait_read<0>();  // the last tile's TMA stores have read the staged tile
+    tf::mma_barrier<256>();
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
     for (int tf_e21 = 0; tf_e21 < decltype(C_f)::kElems; tf_e21 += 8) {
@@ -215,22 +218,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
         tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
       }
-      tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e21) * 136 + C_f.stsm_col(tf_e21)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+      tf::stmatrix_x4(tf_esa + tf::mn_swizzled<128, 128, 2>(C_f.stsm_row(tf_e21), C_f.stsm_col(tf_e21)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
     }
     tf::mma_barrier<256>();
-    #pragma unroll
-    for (int tf_r24 = 0; tf_r24 < 8; ++tf_r24) {
-      const int tf_c23 = tf_r24 * kMmaThreads + tf_tid;
-      const int tf_row = tf_c23 / 16;
-      const int tf_col = (tf_c23 % 16) * 8;
-      const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
-      {
-        const int i_4 = tf_row;
-        const int j_1 = tf_col;
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        tf::store16(&t4[m * 1024 + n], tf_src);
-      }
+    if (tf_tid == 0) {
+      const int i_4 = 0;
+      const int j_1 = 0;
+      const int m = ((pid_m * 128) + i_4);
+      const int n = ((pid_n * 128) + j_1);
+      tf::tma_store_2d(&tf_map1, tf_esa + 0, static_cast<int>(n) + 0, static_cast<int>(m));
+      tf::tma_store_2d(&tf_map1, tf_esa + 16384, static_cast<int>(n) + 64, static_cast<int>(m));
+      tf::bulk_commit();
     }
   }
+  if (tf_tid == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

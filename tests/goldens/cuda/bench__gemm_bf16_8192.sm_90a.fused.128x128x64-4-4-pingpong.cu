@@ -4,7 +4,7 @@
 // persistent: each block takes tiles block, block + blocks, ...; the producer fills the next tile's stages while the MMA warpgroups store the last
 // ping-pong: two teams of 128 MMA threads take the block's tiles in turn, their main loops one after the other, so that one team's epilogue runs during the other's main loop
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t2: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t2: staged through shared memory by stmatrix, f32 pairs cast together, stored by TMA (a 128-byte swizzled box a 64-column strip)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -17,7 +17,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     tf::bf16* __restrict__ t2,
     tf::Status* __restrict__ tf_status,
     const __grid_constant__ tf::TmaDesc tf_map0,
-    const __grid_constant__ tf::TmaDesc tf_map1) {
+    const __grid_constant__ tf::TmaDesc tf_map1,
+    const __grid_constant__ tf::TmaDesc tf_map2) {
   constexpr int kThreads = 384;
   constexpr int kMmaThreads = 128;
   const int tf_tid = static_cast<int>(threadIdx.x);
@@ -102,8 +103,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     tf_git += 256;
     ++tf_turn;
     tf::team_barrier<128>(tf_team_bar);
-    // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
-    tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem + 131200 + tf_team * 34816);  // this team's region
+    // epilogue staged in shared memory (128 x 128 tf::bf16, 128-byte swizzled strips of 64 columns), stored by TMA (tf_map2)
+    tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem + 132096 + tf_team * 34816);  // this team's region
+    if (tf_ctid == 0) tf::bulk_wait_read<0>();  // the last tile's TMA stores have read the staged tile
+    tf::team_barrier<128>(tf_team_bar);
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
     for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 8) {
@@ -134,22 +137,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
         tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
       }
-      tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e1) * 136 + C_f.stsm_col(tf_e1)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+      tf::stmatrix_x4(tf_esa + tf::mn_swizzled<128, 128, 2>(C_f.stsm_row(tf_e1), C_f.stsm_col(tf_e1)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
     }
     tf::team_barrier<128>(tf_team_bar);
-    #pragma unroll
-    for (int tf_r4 = 0; tf_r4 < 16; ++tf_r4) {
-      const int tf_c3 = tf_r4 * kMmaThreads + tf_ctid;
-      const int tf_row = tf_c3 / 16;
-      const int tf_col = (tf_c3 % 16) * 8;
-      const tf::bf16* tf_src = &tf_es[tf_row * 136 + tf_col];
-      {
-        const int i = tf_row;
-        const int j = tf_col;
-        const int m = ((pid_m * 128) + i);
-        const int n = ((pid_n * 128) + j);
-        tf::store16(&t2[m * 8192 + n], tf_src);
-      }
+    if (tf_ctid == 0) {
+      const int i = 0;
+      const int j = 0;
+      const int m = ((pid_m * 128) + i);
+      const int n = ((pid_n * 128) + j);
+      tf::tma_store_2d(&tf_map2, tf_esa + 0, static_cast<int>(n) + 0, static_cast<int>(m));
+      tf::tma_store_2d(&tf_map2, tf_esa + 16384, static_cast<int>(n) + 64, static_cast<int>(m));
+      tf::bulk_commit();
     }
   }
+  if (tf_ctid == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

@@ -4,7 +4,7 @@
 // persistent: each block takes tiles block, block + blocks, ...; the producer fills the next tile's stages while the MMA warpgroups store the last
 // prologue prefetch: the producer loads tile t + 1's 128 rows of `idx` into registers while tile t's copies run
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned) (not by TMA: a masked store)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -172,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     tf_git += 128;
     tf::mma_barrier<256>();
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
-    tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem + 100608);
+    tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem + 101376);
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
     for (int tf_e21 = 0; tf_e21 < decltype(C_f)::kElems; tf_e21 += 8) {

@@ -5,7 +5,7 @@
 // ping-pong: two teams of 128 MMA threads take the block's tiles in turn, their main loops one after the other, so that one team's epilogue runs during the other's main loop
 // prologue prefetch: the producer loads tile t + 1's 128 rows of `idx` into registers while tile t's copies run
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned) (not by TMA: a masked store)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -207,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     ++tf_turn;
     tf::team_barrier<128>(tf_team_bar);
     // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
-    tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem + 132864 + tf_team * 34816);  // this team's region
+    tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem + 133120 + tf_team * 34816);  // this team's region
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
     for (int tf_e21 = 0; tf_e21 < decltype(C_f)::kElems; tf_e21 += 8) {

@@ -46,6 +46,56 @@ TEST(Epilogue, StagedThroughSharedMemory) {
   expect_cuda_pass("epilogue", in.text(), out.text());
 }
 
+// A persistent kernel's staged tile has a region of its own after the
+// rest (the producer refills the rings meanwhile). Unmasked, into a
+// row-major 2-D output at (pid_m*128 + i, pid_n*128 + j): it goes out by
+// TMA, a 128-byte swizzled box of 64 columns x 128 rows a strip, so the
+// region is 1024-byte aligned (99328 after the 98352 bytes before it) and
+// the output gets a tensor map; with the option off, the 16-byte copy-out
+// in a 128-byte aligned region.
+TEST(Epilogue, PersistentTileStoredByTma) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
+  GemmText out = in;
+  out.epilogue_plan =
+      "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=99328, "
+      "tma_store=2";
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=134144");
+  out.launch.insert(out.launch.find("], notes"),
+                    ", (param=2, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 128], "
+                    "swizzle=128)");
+  out = testing::with_note(out,
+                           "epilogue into out: staged through shared memory by stmatrix, f32 "
+                           "pairs cast together, stored by TMA (a 128-byte swizzled box a "
+                           "64-column strip)");
+  expect_cuda_pass("epilogue", in.text(), out.text());
+  GemmText copy_out = in;
+  copy_out.epilogue_plan =
+      "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432";
+  copy_out.launch.replace(copy_out.launch.find("shared_bytes=98352"), 18,
+                          "shared_bytes=133248");
+  copy_out = testing::with_note(copy_out, testing::kStagedNote);
+  expect_cuda_pass("epilogue", in.text(), copy_out.text(), options({"tma_store_epilogue=0"}));
+}
+
+// A masked store (M or N not a multiple of the tile) keeps the copy-out,
+// and the note says why.
+TEST(Epilogue, MaskedPersistentTileNotByTma) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
+  in.store =
+      "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2]), mask=(pid_m*128 + i_2 < 2000)";
+  GemmText out = in;
+  out.epilogue_plan =
+      "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=99328";
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=134144");
+  out = testing::with_note(out,
+                           "epilogue into out: staged through shared memory by stmatrix, f32 "
+                           "pairs cast together, stored in 16-byte row chunks (proved contiguous "
+                           "and aligned) (not by TMA: a masked store)");
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
 TEST(Epilogue, PairedWhenTheOptionIsOff) {
   GemmText in = testing::wgmma_gemm("layout");
   expect_cuda_pass("epilogue", in.text(), paired(in, "the staged_epilogue option is off").text(),

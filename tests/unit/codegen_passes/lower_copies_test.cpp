@@ -68,22 +68,45 @@ TEST(CudaLowerCopies, TmaOptionOff) {
 // note; the other tile still goes by TMA, with the first tensor map.
 TEST(CudaLowerCopies, LayoutATensorMapCannotWriteIsCpAsyncWithANote) {
   GemmText in = testing::wgmma_gemm("warp_specialize");
+  in.bk = 16;
+  in.c_plan = "wgmma, operand=f16, block=[128, 128, 16], warps=[2, 1]";
+  GemmText out = in;
+  out.a_copy =
+      "cp_async, width=16, reason=\"plain f16 load of x, 32 contiguous bytes along j, 16-byte "
+      "aligned: cp.async 16 B (.cg); not TMA: swizzled rows of other than 128 or 64 bytes\"";
+  out.b_copy =
+      "tma, width=16, map=0, boxes=[({pid_n*128}, {k*16}, smem=0), ({pid_n*128 + 64}, {k*16}, "
+      "smem=1024)], bytes=4096, reason=\"affine 16x128 tile of y, 16-byte aligned base and "
+      "strides: TMA\"";
+  out.launch =
+      "threads=384, consumer_threads=256, shared_bytes=0, shared_align=128, async_barriers=1, "
+      "tensor_maps=[(param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 16], "
+      "swizzle=128)], notes=[\"" +
+      std::string(testing::kWarpSpecializedNote) +
+      "\", \"copy A_s: cp.async, not TMA: swizzled rows of other than 128 or 64 bytes\"]";
+  expect_cuda_pass("lower_copies", in.text(), out.text());
+}
+
+// 64-byte swizzled rows (BLOCK_K 32 of f16) are TMA's 64-byte swizzle: one
+// box of 32 columns x 128 rows.
+TEST(CudaLowerCopies, SixtyFourByteRowsAreTmaWithThe64ByteSwizzle) {
+  GemmText in = testing::wgmma_gemm("warp_specialize");
   in.bk = 32;
   in.c_plan = "wgmma, operand=f16, block=[128, 128, 32], warps=[2, 1]";
   GemmText out = in;
   out.a_copy =
-      "cp_async, width=16, reason=\"plain f16 load of x, 64 contiguous bytes along j, 16-byte "
-      "aligned: cp.async 16 B (.cg); not TMA: swizzled rows of other than 128 bytes\"";
+      "tma, width=16, map=0, boxes=[({k*32}, {pid_m*128}, smem=0)], bytes=8192, reason=\"affine "
+      "128x32 tile of x, 16-byte aligned base and strides: TMA\"";
   out.b_copy =
-      "tma, width=16, map=0, boxes=[({pid_n*128}, {k*32}, smem=0), ({pid_n*128 + 64}, {k*32}, "
+      "tma, width=16, map=1, boxes=[({pid_n*128}, {k*32}, smem=0), ({pid_n*128 + 64}, {k*32}, "
       "smem=2048)], bytes=8192, reason=\"affine 32x128 tile of y, 16-byte aligned base and "
       "strides: TMA\"";
   out.launch =
       "threads=384, consumer_threads=256, shared_bytes=0, shared_align=128, async_barriers=1, "
-      "tensor_maps=[(param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 32], "
+      "tensor_maps=[(param=0, elem=2, dims=[2048, 2048], strides=[4096], box=[32, 128], "
+      "swizzle=64), (param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 32], "
       "swizzle=128)], notes=[\"" +
-      std::string(testing::kWarpSpecializedNote) +
-      "\", \"copy A_s: cp.async, not TMA: swizzled rows of other than 128 bytes\"]";
+      std::string(testing::kWarpSpecializedNote) + "\"]";
   expect_cuda_pass("lower_copies", in.text(), out.text());
 }
 

@@ -279,11 +279,15 @@ TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
     const driver::ConfigCost cost =
         driver::config_cost(g, PlanKind::kFused, c, sm90a, {}, 227 * 1024, 128);
     EXPECT_TRUE(cost.feasible && cost.persistent) << driver::gemm_config_name(c) << cost.why;
-    EXPECT_NE(driver::gemm_config_name(c).find("/persistent"), std::string::npos);
+    // (A ping-pong config is persistent too, and its kernel has two teams.)
+    EXPECT_EQ(cost.pingpong, c.pingpong) << driver::gemm_config_name(c);
+    EXPECT_NE(driver::gemm_config_name(c).find(c.pingpong ? "/pingpong" : "/persistent"),
+              std::string::npos);
     const std::optional<GemmConfig> back =
         driver::gemm_config_from_json(driver::gemm_config_to_json(c));
     ASSERT_TRUE(back.has_value());
     EXPECT_TRUE(back->persistent);
+    EXPECT_EQ(back->pingpong, c.pingpong);
   }
   EXPECT_GE(persistent, 2) << ::testing::PrintToString(names);
   EXPECT_LE(persistent, 12) << ::testing::PrintToString(names);

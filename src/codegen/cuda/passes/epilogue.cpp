@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <optional>
 #include <unordered_set>
 
 #include "analysis/axis_info.h"
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
+#include "passes/simplify.h"
 #include "tir/functor.h"
 #include "tir/structural.h"
 
@@ -214,6 +216,63 @@ ChunkProof prove_chunks(const Kernel& kernel, const ForNode* op, const EpilogueN
   return {true, a.mask_constancy[1] % vec != 0};
 }
 
+// The tensor map a TMA store of the staged rows x cols tile of nest `op`
+// uses (EpiloguePlan::tma_store), or why there is none: the store is
+// unmasked, into a 2-D global buffer of constant shape, row-major with a
+// 16-byte aligned base and row pitch, at (row origin + the row var, column
+// origin + the column var) with both origins free of the nest's vars (the
+// nest's lets substituted), its rows 128-byte strips of 16-bit elements.
+// The map's box is one strip of the tile (64 columns x rows), 128-byte
+// swizzled (PTX ISA 9.7.9.27, the tensor map's swizzle modes).
+std::optional<TensorMapPlan> tma_store_map(const Kernel& kernel, const ForNode* op,
+                                           const EpilogueNest& n, int64_t rows, int64_t cols,
+                                           std::string* why) {
+  const StoreNode* st = n.store;
+  const Buffer& b = st->buffer;
+  const int64_t elem = dtype_size(b.dtype());
+  auto no = [&](const std::string& w) -> std::optional<TensorMapPlan> {
+    *why = w;
+    return std::nullopt;
+  };
+  if (st->mask.defined()) return no("a masked store");
+  if (b->shape.size() != 2 || elem != 2) return no("not a 2-D store of 16-bit elements");
+  if (rows > 256 || (cols * elem) % 128 != 0) return no("the tile is not whole 128-byte strips");
+  const int64_t* d0 = as_const_int(b->shape[0]);
+  const int64_t* d1 = as_const_int(b->shape[1]);
+  if (!d0 || !d1) return no("an output of symbolic size");
+  int64_t pitch = *d1;
+  if (!b->strides.empty()) {
+    const int64_t* s0 = as_const_int(b->strides[0]);
+    const int64_t* s1 = as_const_int(b->strides[1]);
+    if (!s0 || !s1 || *s1 != 1) return no("an output that is not row-major");
+    pitch = *s0;
+  }
+  if ((pitch * elem) % 16 != 0 || b->alignment < 16)
+    return no("an output row pitch or base not 16-byte aligned");
+  // The indices in the nest's vars: its lets substituted, last first.
+  std::vector<Expr> idx = st->indices;
+  for (Expr& e : idx)
+    for (size_t i = n.lets.size(); i-- > 0;) e = substitute(e, n.lets[i]->var, n.lets[i]->value);
+  const Var& r = op->var;
+  const Var& c = n.inner->var;
+  const Expr o0 = passes::simplify(SubNode::make(idx[0], r));
+  const Expr o1 = passes::simplify(SubNode::make(idx[1], c));
+  if (uses_var(o0, r) || uses_var(o0, c) || uses_var(o1, r) || uses_var(o1, c))
+    return no("the store is not at (row origin + row, column origin + column)");
+  TensorMapPlan m;
+  m.param = -1;
+  for (size_t p = 0; p < kernel.params.size(); ++p)
+    if (kernel.params[p].is_buffer() && kernel.params[p].buffer.same_as(b))
+      m.param = static_cast<int>(p);
+  if (m.param < 0) return no("the output is not a kernel parameter");
+  m.elem_bytes = static_cast<int>(elem);
+  m.dims = {*d1, *d0};
+  m.strides = {pitch * elem};
+  m.box = {static_cast<int>(128 / elem), static_cast<int>(rows)};
+  m.swizzle_bytes = 128;
+  return m;
+}
+
 // Whether the stored value is a cast of an f32 value to the f16 / bf16
 // output (tf::cast_pack2 converts such pairs).
 bool casts_f32_to_half(const StoreNode* st) {
@@ -257,10 +316,14 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   const bool own_region = kernel.launch.persistent;
   // Consumer teams (ping-pong) store their tiles at once: a region each.
   const int teams = kernel.launch.consumer_teams;
-  const int64_t region = (kernel.launch.dynamic_shared_bytes + 127) / 128 * 128;
+  // (1024-byte aligned where its tile may go out by TMA: the swizzle.)
+  const bool tma_stores = own_region && context.cuda.tma_store_epilogue;
+  const int64_t align = tma_stores ? 1024 : 128;
+  const int64_t region = (kernel.launch.dynamic_shared_bytes + align - 1) / align * align;
   if (own_region) room = kMaxDynamicSharedBytes - region;
   int64_t region_bytes = 0;
   std::vector<const ForNode*> team_regions;  // staged nests whose region is per team
+  std::vector<TensorMapPlan> store_maps;     // TMA stores' maps, after the launch's
   PlanEdits edits;
   std::vector<std::string> notes;
   // Split-K's partials in fragment order: stored and read back by the
@@ -331,13 +394,26 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
         plan.chunk_mask_varies = proof.contiguous && proof.mask_varies;
       }
       plan.pair_cast = context.cuda.pair_cast_epilogue && casts_f32_to_half(n.store);
+      std::string no_tma;
+      if (tma_stores && plan.stmatrix) {
+        const int64_t rows = const_of(frag->shape[0], "a fragment extent");
+        const int64_t cols = const_of(frag->shape[1], "a fragment extent");
+        if (std::optional<TensorMapPlan> m = tma_store_map(kernel, op, n, rows, cols, &no_tma)) {
+          plan.tma_store = static_cast<int>(kernel.launch.tensor_maps.size() + store_maps.size());
+          store_maps.push_back(*m);
+        }
+      }
       notes.push_back(
           "epilogue into " + n.store->buffer.name() + ": staged through shared memory" +
           (plan.stmatrix ? " by stmatrix" : "") + (plan.pair_cast ? ", f32 pairs cast together" : "") +
-          ", stored in 16-byte row chunks" +
-          (!plan.contiguous_chunks   ? ""
-           : plan.chunk_mask_varies ? " (proved contiguous and aligned; masked per element)"
-                                    : " (proved contiguous and aligned)"));
+          (plan.tma_store >= 0
+               ? std::string(", stored by TMA (a 128-byte swizzled box a 64-column strip)")
+               : ", stored in 16-byte row chunks" +
+                     std::string(!plan.contiguous_chunks ? ""
+                                 : plan.chunk_mask_varies
+                                     ? " (proved contiguous and aligned; masked per element)"
+                                     : " (proved contiguous and aligned)") +
+                     (no_tma.empty() ? "" : " (not by TMA: " + no_tma + ")")));
     } else {
       plan.form = EpilogueForm::Paired;
       plan.why = why;
@@ -347,10 +423,11 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     edits.loops[op] = plan;
   }
   // Team t's region starts t * team_stride bytes after the first.
-  const int64_t team_stride = (region_bytes + 127) / 128 * 128;
+  const int64_t team_stride = (region_bytes + align - 1) / align * align;
   for (const ForNode* op : team_regions) std::get<EpiloguePlan>(edits.loops.at(op)).team_stride = team_stride;
   Kernel out = with_plans(kernel, edits);
   if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
+  for (TensorMapPlan& m : store_maps) out.launch.tensor_maps.push_back(std::move(m));
   if (region_bytes > 0)
     out.launch.dynamic_shared_bytes = region + (teams > 1 ? teams * team_stride : region_bytes);
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
