@@ -17,7 +17,7 @@ namespace {
 // tile's main loop must run the same, constant, number of them; and a team
 // may share nothing in shared memory with the other but the ring (the
 // staged epilogue gets a region a team).
-std::string pingpong_problem(const Kernel& kernel) {
+std::string pingpong_problem(const Kernel& kernel, const passes::PassContext& context) {
   const std::optional<std::vector<RoleItem>> roles = persistent_roles(kernel, nullptr);
   if (!roles) return "the kernel's roles do not split";
   // Two teams hold two tiles' accumulators: one warpgroup each (up to 128
@@ -25,6 +25,16 @@ std::string pingpong_problem(const Kernel& kernel) {
   if (kernel.launch.consumer_threads != 128)
     return fmt::format("teams of one MMA warpgroup (the tile's is {} threads)",
                        kernel.launch.consumer_threads);
+  // The teams' accumulators fit only under register budgets (setmaxnreg:
+  // 168 registers a thread of a 384-thread block without them spill), which
+  // register_budgets gives where the producer computes no addresses.
+  if (!context.cuda.setmaxnreg) return "register budgets (the setmaxnreg option is off)";
+  for (const RoleItem& it : *roles)
+    if (it.kind == RoleItem::Kind::kLoop)
+      for (const CopyNode* c : split_pipelined_body(it.stmt.as<ForNode>()).copies)
+        if (c->plan->mechanism != CopyMechanism::Tma && !c->plan->hoisted)
+          return "register budgets, which a producer computing copy " + c->dst.name() +
+                 "'s addresses does not get";
   for (const RoleItem& it : *roles) {
     if (it.kind == RoleItem::Kind::kLoop && !as_const_int(it.stmt.as<ForNode>()->extent))
       return "a main loop whose trip count is not a constant";
@@ -85,7 +95,7 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
       "tile's stages while the MMA warpgroups store the last");
   const auto pingpong = kernel.attrs.find("PINGPONG");
   if (pingpong != kernel.attrs.end() && pingpong->second == tir::AttrValue(int64_t{1})) {
-    const std::string no = pingpong_problem(kernel);
+    const std::string no = pingpong_problem(kernel, context);
     if (!no.empty()) {
       out.launch.notes.push_back("not ping-pong: " + no);
       return out;

@@ -22,8 +22,10 @@
 // order also keeps each `full` mbarrier's parity unambiguous: a team waits
 // on a stage only once every earlier ring iteration has landed. Taken when
 // the main loop's trip count is a constant (a team counts the iterations of
-// the tiles it skips) and the MMA warpgroups' statements touch no shared
-// buffer (the staged epilogue gets a region a team); else a note says why.
+// the tiles it skips), the MMA warpgroups' statements touch no shared
+// buffer (the staged epilogue gets a region a team) and the teams are one
+// warpgroup each with register budgets to come (register_budgets: every
+// main-loop copy TMA or hoisted); else a note says why.
 // Sets LaunchPlan::consumer_teams = 2 and adds a team to num_threads.
 #pragma once
 
