@@ -50,6 +50,18 @@ TEST(Persistent, AskedByTheConfig) {
   expect_cuda_pass("persistent", plain.text(), plain.text());
 }
 
+// Asked by the config of a kernel without a warp-specialized main loop
+// (here mma.sync, as on sm_80): unchanged but for a note saying why.
+TEST(Persistent, NoWarpSpecializedLoopSaysWhyNot) {
+  GemmText in = testing::mma_sync_gemm();
+  in.attrs = "PERSISTENT = 1, ";
+  expect_cuda_pass("persistent", in.text(),
+                   with_note(in,
+                             "not persistent: no warp-specialized main loop (the persistent form "
+                             "is sm_90a's warp-specialized wgmma kernel's)")
+                       .text());
+}
+
 // Ping-pong: a second team of the MMA warpgroup's 128 threads before the
 // producer (384 threads).
 TEST(Persistent, PingPongTakesTwoOneWarpgroupTeams) {

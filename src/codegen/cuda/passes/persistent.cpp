@@ -67,10 +67,18 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
   // Asked for by the option (every kernel) or by the GEMM config (the
   // kernel attr PERSISTENT, which the tuner searches).
   const auto attr = kernel.attrs.find("PERSISTENT");
-  const bool asked = context.cuda.persistent ||
-                     (attr != kernel.attrs.end() && attr->second == tir::AttrValue(int64_t{1}));
-  if (!asked || pipelined_loops(kernel.body, true).empty()) return kernel;
+  const bool by_config = attr != kernel.attrs.end() && attr->second == tir::AttrValue(int64_t{1});
+  if (!context.cuda.persistent && !by_config) return kernel;
   Kernel out = kernel;
+  if (pipelined_loops(kernel.body, true).empty()) {
+    // (The option asks every kernel, pointwise ones too: a note only where
+    // the config asked.)
+    if (by_config)
+      out.launch.notes.push_back(
+          "not persistent: no warp-specialized main loop (the persistent form is sm_90a's "
+          "warp-specialized wgmma kernel's)");
+    return by_config ? out : kernel;
+  }
   std::string why;
   if (kernel.grid.empty()) why = "no grid";
   for (const GridDim& g : kernel.grid)
