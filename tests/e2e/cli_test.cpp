@@ -117,7 +117,9 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   const std::string prog = case_path("seed_gather_mm_f16.tfs");
   for (const char* bad : {"32x32x32/1/4/splitk0", "32x32x32/1/4/splitk65", "32x32x32/1/4/split4",
                           "32x32x32/1/4/splitk4x", "32x32x32/1/4/",
-                          "32x32x32/1/4/persistentx", "32x32x32/1/4/persistent/splitk2"}) {
+                          "32x32x32/1/4/persistentx", "32x32x32/1/4/persistent/splitk2",
+                          "32x32x32/1/4/pingpongx", "32x32x32/1/4/pingpong/persistent",
+                          "32x32x32/1/4/persistent/pingpong"}) {
     Result r = run_cli("run " + prog + " --device cpu --gemm-config " + bad);
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find("--gemm-config"), std::string::npos) << bad << "\n" << r.output;
@@ -132,6 +134,16 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
               " --target sm_90a --stage cuda --gemm-config 128x128x64/3/8/splitk2/persistent");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("not persistent: split-K"), std::string::npos) << r.output;
+  // "/pingpong": persistent with two consumer teams, where the tile is one
+  // warpgroup; a two-warpgroup tile stays persistent and says why not.
+  r = run_cli("emit " + prog + " --target sm_90a --stage cuda --gemm-config 128x128x64/4/4/pingpong");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("// ping-pong: two teams of 128 MMA threads"), std::string::npos)
+      << r.output;
+  r = run_cli("emit " + prog + " --target sm_90a --stage cuda --gemm-config 128x256x64/3/8/pingpong");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not ping-pong: teams of one MMA warpgroup"), std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, MainExampleRuns) {
