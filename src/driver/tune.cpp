@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -531,30 +532,32 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
       return a.block_m * a.block_n > b.block_m * b.block_n;
     });
+    // Persistent config c (ping-pong where c says so), not in the space
+    // yet, where it fits with at most `unstaged` epilogues stored from
+    // registers: added if its kernel is new; its count of such epilogues
+    // (nullopt: it does not fit or is known).
+    auto try_persistent = [&](const GemmConfig& c, int unstaged) -> std::optional<int> {
+      for (const GemmConfig& o : out)
+        if (same_config(o, c)) return std::nullopt;
+      const ConfigCost cost =
+          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+      if (!cost.feasible || !(c.pingpong ? cost.pingpong : cost.persistent) ||
+          cost.unstaged_epilogues > unstaged)
+        return std::nullopt;
+      if (kernels.insert(cost.fingerprint).second) add(c);  // (else: fits, already timed)
+      return cost.unstaged_epilogues;
+    };
+    constexpr int kAnyUnstaged = std::numeric_limits<int>::max();
     int bases = 0;
     for (const GemmConfig& b : base) {
       if (bases == 4) break;
-      bool any = false;
-      // Whether config c (persistent) fits and is a kernel not yet in the
-      // space; adds it if so.
-      // (`unstaged`: at most that many epilogues stored from registers.)
-      auto try_persistent = [&](const GemmConfig& c, int unstaged) {
-        for (const GemmConfig& o : out)
-          if (same_config(o, c)) return false;
-        const ConfigCost cost =
-            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
-        if (!cost.feasible || !cost.persistent || cost.unstaged_epilogues > unstaged) return false;
-        if (!kernels.insert(cost.fingerprint).second) return true;  // fits; already timed
-        add(c);
-        any = true;
-        return true;
-      };
+      const size_t before = out.size();
       for (int delta : {0, -1, 1}) {
         GemmConfig c = b;
         c.persistent = true;
         c.num_stages = b.num_stages + delta;
         if (c.num_stages < 2 || c.num_stages > 6) continue;
-        try_persistent(c, std::numeric_limits<int>::max());
+        try_persistent(c, kAnyUnstaged);
       }
       GemmConfig at_base = b;
       at_base.persistent = true;
@@ -565,7 +568,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
         c.num_stages = s;
         if (try_persistent(c, base_cost.unstaged_epilogues)) break;
       }
-      bases += any;
+      bases += out.size() > before;
     }
     // Ping-pong (persistent, two one-warpgroup teams taking alternate
     // tiles: one's epilogue runs during the other's main loop): the largest
@@ -578,37 +581,19 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     // against 34.4 at 128x256x64/3/8/persistent: a one-warpgroup 128x128
     // main loop covers half the latency a 128x256 one does with the same
     // ring bytes), so one base only.
-    std::vector<GemmConfig> teams;
-    for (const GemmConfig& c : base) {
-      bool shape_known = false;
-      for (const GemmConfig& t : teams)
-        shape_known = shape_known || (t.block_m == c.block_m && t.block_n == c.block_n &&
-                                      t.block_k == c.block_k);
-      if (c.num_warps == 4 && !shape_known) teams.push_back(c);
-    }
-    int team_bases = 0;
-    for (const GemmConfig& b : teams) {
-      if (team_bases == 1) break;
+    for (const GemmConfig& b : base) {
+      if (b.num_warps != 4) continue;
       GemmConfig c = b;
       c.persistent = c.pingpong = true;
-      const ConfigCost at_base =
-          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
-      if (!at_base.feasible || !at_base.pingpong) continue;
-      ++team_bases;
-      bool known = false;
-      for (const GemmConfig& o : out) known = known || same_config(o, c);
-      if (!known && kernels.insert(at_base.fingerprint).second) add(c);
+      const std::optional<int> unstaged = try_persistent(c, kAnyUnstaged);
+      if (!unstaged) continue;
       const int two_tiles = static_cast<int>(
           std::min<int64_t>(kDeepestPersistentRing, 2 * k_tiles_of(step, b)));
       for (int s = two_tiles; s > b.num_stages; --s) {
         c.num_stages = s;
-        const ConfigCost cost =
-            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
-        if (!cost.feasible || !cost.pingpong || cost.unstaged_epilogues > at_base.unstaged_epilogues)
-          continue;
-        if (kernels.insert(cost.fingerprint).second) add(c);
-        break;
+        if (try_persistent(c, *unstaged)) break;
       }
+      break;
     }
   }
   return out;

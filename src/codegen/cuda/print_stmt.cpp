@@ -286,6 +286,16 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       close();
     }
     line(block_barrier_);
+    // The nest's row and column vars bound to `row` and `col`, and the lets
+    // the store's address and mask read (in the current block).
+    auto bind_store_vars = [&](const std::string& row, const std::string& col) {
+      line(fmt::format("const int {} = {};", var(op->var), row));
+      line(fmt::format("const int {} = {};", var(inner->var), col));
+      for (size_t i = 0; i < nest_lets.size(); ++i)
+        if (address_let[i])
+          line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
+                           var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+    };
     if (tma) {
       // One thread issues a box a strip at the store's origin (the row and
       // column vars 0) and commits them as one bulk group.
@@ -293,12 +303,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                "cuda printer: a TMA-stored epilogue that is not a 2-D stmatrix tile");
       frag_ = nullptr;
       open(fmt::format("if ({} == 0)", tid_sym_));
-      line(fmt::format("const int {} = 0;", var(op->var)));
-      line(fmt::format("const int {} = 0;", var(inner->var)));
-      for (size_t i = 0; i < nest_lets.size(); ++i)
-        if (address_let[i])
-          line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
-                           var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+      bind_store_vars("0", "0");
       const int64_t strip_cols = 128 / out_bytes;
       for (int64_t s = 0; s < cols / strip_cols; ++s)
         line(fmt::format("tf::tma_store_2d(&tf_map{}, tf_esa + {}, static_cast<int>({}) + {}, "
@@ -321,13 +326,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     auto at_column = [&](int64_t l, const std::function<void(const std::string&,
                                                               const std::string&)>& assign) {
       open("");
-      line(fmt::format("const int {} = tf_row;", var(op->var)));
-      line(l == 0 ? fmt::format("const int {} = tf_col;", var(inner->var))
-                  : fmt::format("const int {} = tf_col + {};", var(inner->var), l));
-      for (size_t i = 0; i < nest_lets.size(); ++i)
-        if (address_let[i])
-          line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
-                           var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+      bind_store_vars("tf_row", l == 0 ? "tf_col" : fmt::format("tf_col + {}", l));
       assign(store->mask.defined() ? expr(store->mask) : "", address(store->buffer, store->indices));
       close();
     };
@@ -378,12 +377,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line(fmt::format("{}* tf_p[{}];", t, vec));
       for (int64_t l = 0; l < vec; ++l) {
         open("");
-        line(fmt::format("const int {} = tf_row;", var(op->var)));
-        line(fmt::format("const int {} = tf_col + {};", var(inner->var), l));
-        for (size_t i = 0; i < nest_lets.size(); ++i)
-          if (address_let[i])
-            line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
-                             var(nest_lets[i]->var), expr(nest_lets[i]->value)));
+        bind_store_vars("tf_row", fmt::format("tf_col + {}", l));
         line(fmt::format("tf_ok[{}] = {};", l,
                          store->mask.defined() ? expr(store->mask) : "true"));
         line(fmt::format("tf_p[{}] = {};", l, address(store->buffer, store->indices)));

@@ -196,25 +196,6 @@ Kernel with_plans(const Kernel& k, const PlanEdits& edits) {
 
 namespace {
 
-// The shared buffers an expression or statement reads (loads) and writes
-// (stores, copies).
-struct BufferUse : IRVisitor {
-  std::unordered_set<const BufferNode*> reads, writes;
-  using IRVisitor::visit;
-  void visit(const LoadNode* op) override {
-    reads.insert(op->buffer.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const StoreNode* op) override {
-    writes.insert(op->buffer.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const CopyNode* op) override {
-    writes.insert(op->dst.get());
-    IRVisitor::visit(op);
-  }
-};
-
 bool only_checks(const Stmt& s) {
   struct V : IRVisitor {
     bool ok = true;

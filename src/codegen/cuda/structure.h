@@ -7,13 +7,34 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "tir/functor.h"
 #include "tir/ir.h"
 #include "tir/structural.h"
 
 namespace tilefuse::codegen {
+
+// The buffers an expression or statement reads (loads) and writes (stores,
+// copies), after visit_expr / visit_stmt.
+struct BufferUse : tir::IRVisitor {
+  std::unordered_set<const tir::BufferNode*> reads, writes;
+  using tir::IRVisitor::visit;
+  void visit(const tir::LoadNode* op) override {
+    reads.insert(op->buffer.get());
+    tir::IRVisitor::visit(op);
+  }
+  void visit(const tir::StoreNode* op) override {
+    writes.insert(op->buffer.get());
+    tir::IRVisitor::visit(op);
+  }
+  void visit(const tir::CopyNode* op) override {
+    writes.insert(op->dst.get());
+    tir::IRVisitor::visit(op);
+  }
+};
 
 // A pipelined loop's body: a chain of lets, then the copies into shared
 // tiles (the producer), then the rest (the consumer). `regular` is false

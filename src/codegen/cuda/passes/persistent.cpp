@@ -39,24 +39,12 @@ std::string pingpong_problem(const Kernel& kernel, const passes::PassContext& co
     if (it.kind == RoleItem::Kind::kLoop && !as_const_int(it.stmt.as<ForNode>()->extent))
       return "a main loop whose trip count is not a constant";
     if (it.kind != RoleItem::Kind::kConsumer) continue;
-    struct SharedUse : IRVisitor {
-      std::string name;
-      using IRVisitor::visit;
-      void visit(const LoadNode* op) override {
-        if (op->buffer.scope() == MemScope::Shared) name = op->buffer.name();
-        IRVisitor::visit(op);
-      }
-      void visit(const StoreNode* op) override {
-        if (op->buffer.scope() == MemScope::Shared) name = op->buffer.name();
-        IRVisitor::visit(op);
-      }
-      void visit(const CopyNode* op) override {
-        if (op->dst.scope() == MemScope::Shared) name = op->dst.name();
-        IRVisitor::visit(op);
-      }
-    } use;
+    BufferUse use;
     use.visit_stmt(it.stmt);
-    if (!use.name.empty()) return "the MMA warpgroups' statements use shared buffer " + use.name;
+    for (const auto* set : {&use.reads, &use.writes})
+      for (const BufferNode* b : *set)
+        if (b->scope == MemScope::Shared)
+          return "the MMA warpgroups' statements use shared buffer " + b->name;
   }
   return "";
 }
