@@ -273,9 +273,16 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
     store_tile([&](const Var& i, const Var& j) { return tir::load(c_f, {i, j}); });
     return b.build();
   }
-  // Split-K: every split stores its partial tile, the last to arrive sums
-  // the S partials in split order (its own from its registers: the same
-  // value it stored) and runs the epilogue once.
+  // Split-K: every split stores its partial tile; the last to arrive reads
+  // all S partials back (its own too: the value it stored, exactly) and sums
+  // them in split order into the accumulators, ((p0 + p1) + p2) + ..., in
+  // one nest of its own, then runs the epilogue once on the sums. (The sum
+  // inside the epilogue's stored value, as before, made each element's
+  // loads wait for the previous element's store: one L2 round trip an
+  // element pair, 10 us of skinny's 24 on the H200; ncu and a globaltimer
+  // trace in bench/RESULTS.md, session 10. In a nest of their own the loads
+  // are independent, and the epilogue reads only the accumulators, so it
+  // may be staged.)
   const int64_t ws_elems = int64_t{split} * tiles * bm * bn;
   const DType wi = index_dtype(ws_elems);
   auto widen = [&](const Expr& e) { return e.dtype() == wi ? e : tir::cast(wi, e); };
@@ -288,17 +295,17 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
     });
   });
   b.if_last_arrival(counters, {tile_id}, split, [&] {
-    store_tile([&](const Var& i, const Var& j) {
-      Expr sum;
-      for (int s = 0; s < split; ++s) {
-        const Expr own = pid_k == s;
-        const Expr other =
-            tir::load(workspace, {tir::make_int(wi, s), tile_id, widen(i), widen(j)}, pid_k != s);
-        const Expr part = tir::select(own, tir::load(c_f, {i, j}), other);
-        sum = s == 0 ? part : sum + part;
-      }
-      return sum;
+    b.parallel("i", bm, [&](Var i) {
+      b.parallel("j", bn, [&](Var j) {
+        Expr sum;
+        for (int s = 0; s < split; ++s) {
+          const Expr part = tir::load(workspace, {tir::make_int(wi, s), tile_id, widen(i), widen(j)});
+          sum = s == 0 ? part : sum + part;
+        }
+        b.store(c_f, {i, j}, sum);
+      });
     });
+    store_tile([&](const Var& i, const Var& j) { return tir::load(c_f, {i, j}); });
   });
   return b.build();
 }

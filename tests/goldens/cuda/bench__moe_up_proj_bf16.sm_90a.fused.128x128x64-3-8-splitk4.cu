@@ -3,7 +3,7 @@
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
 // epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
-// epilogue into t4: paired stores from the accumulators, not staged: a value of the nest loads memory (staged, such epilogues spilled)
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -141,34 +141,58 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
     #pragma unroll
-    for (int tf_e14 = 0; tf_e14 < decltype(C_f)::kElems; tf_e14 += 2) {
-      bool tf_ok0 = false, tf_ok1 = false;
-      tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; tf::bf16 tf_v0{}, tf_v1{};
-      {
-        const int i_4 = C_f.row(tf_e14);
-        const int j_1 = C_f.col(tf_e14);
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        const float cse_3 = C_f.value(tf_e14);
-        tf_ok0 = true;
-        tf_p0 = &t4[m * 14336 + n];
-        tf_v0 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? (&splitk_workspace[0 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? (&splitk_workspace[1 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? (&splitk_workspace[2 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? (&splitk_workspace[3 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f))));
+    for (int tf_e14 = 0; tf_e14 < decltype(C_f)::kElems; ++tf_e14) {
+      const int i_4 = C_f.row(tf_e14);
+      const int j_1 = C_f.col(tf_e14);
+      C_f.c[tf_e14] = ((((&splitk_workspace[0 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] + (&splitk_workspace[1 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid]) + (&splitk_workspace[2 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid]) + (&splitk_workspace[3 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid]);
+    }
+    // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
+    tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem);
+    const unsigned tf_esa = tf::smem_addr(tf_es);
+    #pragma unroll
+    for (int tf_e15 = 0; tf_e15 < decltype(C_f)::kElems; tf_e15 += 8) {
+      unsigned tf_q[4];
+      #pragma unroll
+      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+        const int tf_e16 = tf_e15 + 2 * tf_pp;
+        bool tf_ok0 = false, tf_ok1 = false;
+        tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+        {
+          const int i_5 = C_f.row(tf_e16);
+          const int j_2 = C_f.col(tf_e16);
+          const int m = ((pid_m * 128) + i_5);
+          const int n = ((pid_n * 128) + j_2);
+          tf_ok0 = true;
+          tf_p0 = &t4[m * 14336 + n];
+          tf_v0 = C_f.value(tf_e16);
+        }
+        {
+          const int i_5 = C_f.row((tf_e16 + 1));
+          const int j_2 = C_f.col((tf_e16 + 1));
+          const int m = ((pid_m * 128) + i_5);
+          const int n = ((pid_n * 128) + j_2);
+          tf_ok1 = true;
+          tf_p1 = &t4[m * 14336 + n];
+          tf_v1 = C_f.value((tf_e16 + 1));
+        }
+        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+        tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
       }
+      tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e15) * 136 + C_f.stsm_col(tf_e15)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+    }
+    tf::mma_barrier<256>();
+    #pragma unroll
+    for (int tf_r18 = 0; tf_r18 < 8; ++tf_r18) {
+      const int tf_c17 = tf_r18 * kMmaThreads + tf_tid;
+      const int tf_row = tf_c17 / 16;
+      const int tf_col = (tf_c17 % 16) * 8;
+      const tf::bf16* tf_src = &tf_es[tf_row * 136 + tf_col];
       {
-        const int i_4 = C_f.row((tf_e14 + 1));
-        const int j_1 = C_f.col((tf_e14 + 1));
-        const int m = ((pid_m * 128) + i_4);
-        const int n = ((pid_n * 128) + j_1);
-        const float cse_3 = C_f.value((tf_e14 + 1));
-        tf_ok1 = true;
-        tf_p1 = &t4[m * 14336 + n];
-        tf_v1 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? (&splitk_workspace[0 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e14 + 1) * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? (&splitk_workspace[1 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e14 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? (&splitk_workspace[2 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e14 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? (&splitk_workspace[3 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e14 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))));
-      }
-      if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {
-        tf::store_pair(tf_p0, tf_v0, tf_v1);
-      } else {
-        if (tf_ok0) *tf_p0 = tf_v0;
-        if (tf_ok1) *tf_p1 = tf_v1;
+        const int i_5 = tf_row;
+        const int j_2 = tf_col;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf::store16(&t4[m * 14336 + n], tf_src);
       }
     }
   }

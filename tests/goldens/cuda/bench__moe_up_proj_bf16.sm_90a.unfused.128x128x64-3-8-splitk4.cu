@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
 // epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
-// epilogue into t4: paired stores from the accumulators, not staged: a value of the nest loads memory (staged, such epilogues spilled)
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -111,34 +111,58 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
     #pragma unroll
-    for (int tf_e2 = 0; tf_e2 < decltype(C_f)::kElems; tf_e2 += 2) {
-      bool tf_ok0 = false, tf_ok1 = false;
-      tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; tf::bf16 tf_v0{}, tf_v1{};
-      {
-        const int i = C_f.row(tf_e2);
-        const int j = C_f.col(tf_e2);
-        const int m = ((pid_m * 128) + i);
-        const int n = ((pid_n * 128) + j);
-        const float cse_1 = C_f.value(tf_e2);
-        tf_ok0 = true;
-        tf_p0 = &t4[m * 14336 + n];
-        tf_v0 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))));
+    for (int tf_e2 = 0; tf_e2 < decltype(C_f)::kElems; ++tf_e2) {
+      const int i = C_f.row(tf_e2);
+      const int j = C_f.col(tf_e2);
+      C_f.c[tf_e2] = ((((&splitk_workspace[0 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] + (&splitk_workspace[1 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid]) + (&splitk_workspace[2 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid]) + (&splitk_workspace[3 * 117440512 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid]);
+    }
+    // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
+    tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem);
+    const unsigned tf_esa = tf::smem_addr(tf_es);
+    #pragma unroll
+    for (int tf_e3 = 0; tf_e3 < decltype(C_f)::kElems; tf_e3 += 8) {
+      unsigned tf_q[4];
+      #pragma unroll
+      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+        const int tf_e4 = tf_e3 + 2 * tf_pp;
+        bool tf_ok0 = false, tf_ok1 = false;
+        tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+        {
+          const int i_1 = C_f.row(tf_e4);
+          const int j_1 = C_f.col(tf_e4);
+          const int m = ((pid_m * 128) + i_1);
+          const int n = ((pid_n * 128) + j_1);
+          tf_ok0 = true;
+          tf_p0 = &t4[m * 14336 + n];
+          tf_v0 = C_f.value(tf_e4);
+        }
+        {
+          const int i_1 = C_f.row((tf_e4 + 1));
+          const int j_1 = C_f.col((tf_e4 + 1));
+          const int m = ((pid_m * 128) + i_1);
+          const int n = ((pid_n * 128) + j_1);
+          tf_ok1 = true;
+          tf_p1 = &t4[m * 14336 + n];
+          tf_v1 = C_f.value((tf_e4 + 1));
+        }
+        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+        tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
       }
+      tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e3) * 136 + C_f.stsm_col(tf_e3)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+    }
+    tf::mma_barrier<256>();
+    #pragma unroll
+    for (int tf_r6 = 0; tf_r6 < 8; ++tf_r6) {
+      const int tf_c5 = tf_r6 * kMmaThreads + tf_tid;
+      const int tf_row = tf_c5 / 16;
+      const int tf_col = (tf_c5 % 16) * 8;
+      const tf::bf16* tf_src = &tf_es[tf_row * 136 + tf_col];
       {
-        const int i = C_f.row((tf_e2 + 1));
-        const int j = C_f.col((tf_e2 + 1));
-        const int m = ((pid_m * 128) + i);
-        const int n = ((pid_n * 128) + j);
-        const float cse_1 = C_f.value((tf_e2 + 1));
-        tf_ok1 = true;
-        tf_p1 = &t4[m * 14336 + n];
-        tf_v1 = tf::cast<tf::bf16>((((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 117440512 + pid * 16384 + 0 * 128 + 0])[(tf_e2 + 1) * kMmaThreads + tf_tid] : 0x0p+0f))));
-      }
-      if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {
-        tf::store_pair(tf_p0, tf_v0, tf_v1);
-      } else {
-        if (tf_ok0) *tf_p0 = tf_v0;
-        if (tf_ok1) *tf_p1 = tf_v1;
+        const int i_1 = tf_row;
+        const int j_1 = tf_col;
+        const int m = ((pid_m * 128) + i_1);
+        const int n = ((pid_n * 128) + j_1);
+        tf::store16(&t4[m * 14336 + n], tf_src);
       }
     }
   }

@@ -70,28 +70,32 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     #pragma unroll
-    for (int tf_e6 = 0; tf_e6 < decltype(C_f)::kElems; tf_e6 += 2) {
+    for (int tf_e6 = 0; tf_e6 < decltype(C_f)::kElems; ++tf_e6) {
+      const int i_3 = C_f.row(tf_e6);
+      const int j_2 = C_f.col(tf_e6);
+      C_f.c[tf_e6] = ((((&splitk_workspace[0 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] + (&splitk_workspace[1 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid]) + (&splitk_workspace[2 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid]) + (&splitk_workspace[3 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid]);
+    }
+    #pragma unroll
+    for (int tf_e7 = 0; tf_e7 < decltype(C_f)::kElems; tf_e7 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; tf::f16 tf_v0{}, tf_v1{};
       {
-        const int i_3 = C_f.row(tf_e6);
-        const int j_2 = C_f.col(tf_e6);
-        const int m = ((pid_m * 128) + i_3);
-        const int n = ((pid_n * 128) + j_2);
-        const float cse_4 = C_f.value(tf_e6);
+        const int i_4 = C_f.row(tf_e7);
+        const int j_3 = C_f.col(tf_e7);
+        const int m = ((pid_m * 128) + i_4);
+        const int n = ((pid_n * 128) + j_3);
         tf_ok0 = true;
         tf_p0 = &t4[m * 256 + n];
-        tf_v0 = tf::cast<tf::f16>((((((pid_k == 0) ? cse_4 : ((pid_k != 0) ? (&splitk_workspace[0 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_4 : ((pid_k != 1) ? (&splitk_workspace[1 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_4 : ((pid_k != 2) ? (&splitk_workspace[2 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_4 : ((pid_k != 3) ? (&splitk_workspace[3 * 65536 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f))));
+        tf_v0 = tf::cast<tf::f16>(C_f.value(tf_e7));
       }
       {
-        const int i_3 = C_f.row((tf_e6 + 1));
-        const int j_2 = C_f.col((tf_e6 + 1));
-        const int m = ((pid_m * 128) + i_3);
-        const int n = ((pid_n * 128) + j_2);
-        const float cse_4 = C_f.value((tf_e6 + 1));
+        const int i_4 = C_f.row((tf_e7 + 1));
+        const int j_3 = C_f.col((tf_e7 + 1));
+        const int m = ((pid_m * 128) + i_4);
+        const int n = ((pid_n * 128) + j_3);
         tf_ok1 = true;
         tf_p1 = &t4[m * 256 + n];
-        tf_v1 = tf::cast<tf::f16>((((((pid_k == 0) ? cse_4 : ((pid_k != 0) ? (&splitk_workspace[0 * 65536 + pid * 16384 + 0 * 128 + 0])[(tf_e6 + 1) * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_4 : ((pid_k != 1) ? (&splitk_workspace[1 * 65536 + pid * 16384 + 0 * 128 + 0])[(tf_e6 + 1) * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_4 : ((pid_k != 2) ? (&splitk_workspace[2 * 65536 + pid * 16384 + 0 * 128 + 0])[(tf_e6 + 1) * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_4 : ((pid_k != 3) ? (&splitk_workspace[3 * 65536 + pid * 16384 + 0 * 128 + 0])[(tf_e6 + 1) * kThreads + tf_tid] : 0x0p+0f))));
+        tf_v1 = tf::cast<tf::f16>(C_f.value((tf_e7 + 1)));
       }
       if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {
         tf::store_pair(tf_p0, tf_v0, tf_v1);

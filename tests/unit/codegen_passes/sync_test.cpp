@@ -179,5 +179,54 @@ TEST(Sync, BeforeAPipelinedLoopThatRunsAgain) {
   expect_cuda_pass("sync", in.text(), out);
 }
 
+// Split-K's fix-up (`tilefuse emit` of a 64x128x512 f16 GEMM at
+// 64x128x64/3/4/splitk2, after epilogue): the staged epilogue inside
+// if_last_arrival gets no barrier of its own. The main loop ended with
+// one, and tf::last_arrival's election meets the consumers again before the
+// body; the sum nest before it touches no shared memory. (A __syncthreads
+// there would also wait for the producer warpgroup, which has exited.)
+TEST(Sync, NoBarrierForAStagedEpilogueAfterSplitKsElection) {
+  const std::string in = R"TIR(kernel gemm0(
+  x: global readonly f16[64, 512] strides [512, 1] align 16,
+  w: global readonly f16[512, 128] strides [128, 1] align 16,
+  t2: global f16[64, 128] strides [128, 1] align 16,
+  splitk_workspace: global f32[2, 1, 64, 128] align 16,
+  splitk_counters: global i32[1] align 16,
+) grid(pid_k: 2, pid: 1) attrs(BLOCK_K = 64, BLOCK_M = 64, BLOCK_N = 128, GROUP_M = 8, SPLIT_K = 2, num_stages = 3, num_warps = 4) plan(threads=256, consumer_threads=128, shared_bytes=73776, shared_align=1024, async_barriers=1, workspace_fragment_order=3, tensor_maps=[(param=0, elem=2, dims=[512, 64], strides=[1024], box=[64, 64], swizzle=128), (param=1, elem=2, dims=[128, 512], strides=[256], box=[64, 64], swizzle=128)], notes=["warp-specialized: warpgroup 1 issues the copies (mbarrier pipeline), warpgroups 0..0 run wgmma", "no register budgets (setmaxnreg): a 256-thread block (budgets are set for two MMA warpgroups)", "epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)", "epilogue into t2: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)"]) {
+  alloc A_s: shared f16[64, 64] plan(swizzled, stages=3, offset=0, bytes=24576)
+  alloc B_s: shared f16[64, 128] plan(mn_swizzled, stages=3, offset=24576, bytes=49152)
+  alloc C_f: fragment f32[64, 128] plan(wgmma, operand=f16, block=[64, 128, 64], warps=[1, 1])
+  fill(C_f, 0.0)
+  for k in pipelined(0, 4, stages=3) plan(warp_specialized, stages=3, issue_ahead=3, wgmma_in_flight=1, producer_threads=128, consumer_threads=128, mbarriers=73728) {
+    let cse = (pid_k*4 + k)*64
+    copy (i: 64, j: 64) A_s[i, j] = x[i, cse + j] plan(tma, width=16, map=0, boxes=[({cse}, {0}, smem=0)], bytes=8192, reason="affine 64x64 tile of x, 16-byte aligned base and strides: TMA")
+    copy (i_1: 64, j_1: 128) B_s[i_1, j_1] = w[cse + i_1, pid*128 + j_1] plan(tma, width=16, map=1, boxes=[({pid*128}, {cse}, smem=0), ({pid*128 + 64}, {cse}, smem=4096)], bytes=16384, reason="affine 64x128 tile of w, 16-byte aligned base and strides: TMA")
+    gemm(A_s, B_s, C_f)
+  }
+  for i_2 in parallel(0, 64) plan(fragment_order) {
+    for j_2 in parallel(0, 128) {
+      splitk_workspace[pid_k, pid, i_2, j_2] = C_f[i_2, j_2]
+    }
+  }
+  if_last_arrival(splitk_counters[pid], 2) {
+    for i_3 in parallel(0, 64) plan(per_element) {
+      for j_3 in parallel(0, 128) {
+        C_f[i_3, j_3] = splitk_workspace[0, pid, i_3, j_3] + splitk_workspace[1, pid, i_3, j_3]
+      }
+    }
+    for i_4 in parallel(0, 64) plan(staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1) {
+      for j_4 in parallel(0, 128) {
+        let n = pid*128 + j_4
+        t2[i_4, n] = f16(C_f[i_4, j_4])
+      }
+    }
+  }
+}
+)TIR";
+  ASSERT_NE(in.find("if_last_arrival"), std::string::npos);
+  ASSERT_NE(in.find("plan(staged"), std::string::npos);
+  expect_cuda_pass("sync", in, in);
+}
+
 }  // namespace
 }  // namespace tilefuse::codegen

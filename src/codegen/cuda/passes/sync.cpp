@@ -250,6 +250,16 @@ class Dedupe {
     } else if (const ForNode* f = s.as<ForNode>()) {
       nested(f->body);
       if (accesses(s).any()) unsync();
+    } else if (const LastArrivalNode* la = s.as<LastArrivalNode>()) {
+      // tf::last_arrival meets the running threads in every block before
+      // the last one runs the body (split-K's fix-up): the body starts
+      // synced, and so does what follows unless the body touched shared
+      // memory.
+      synced_ = true;
+      pending_ = nullptr;
+      walk(la->body);
+      synced_ = !accesses(la->body).any();
+      pending_ = nullptr;
     } else if (const IfThenElseNode* i = s.as<IfThenElseNode>()) {
       nested(i->then_case);
       nested(i->else_case);

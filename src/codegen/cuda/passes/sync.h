@@ -19,7 +19,8 @@
 // has a wgmma tile, whose async-proxy reads must follow generic-proxy
 // writes, PTX ISA 9.7.12.15; `block` otherwise) and removes the redundant
 // ones: a barrier with no shared-memory access since the previous barrier
-// (or since a loop form that ended with one), and a barrier followed, with
+// (or since a loop form that ended with one, or since split-K's
+// if_last_arrival, whose election meets the threads), and a barrier followed, with
 // no shared-memory access between, by a warp-specialized loop (whose
 // opening barrier orders the same accesses).
 #pragma once
