@@ -119,11 +119,18 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
                           "32x32x32/1/4/splitk4x", "32x32x32/1/4/",
                           "32x32x32/1/4/persistentx", "32x32x32/1/4/persistent/splitk2",
                           "32x32x32/1/4/pingpongx", "32x32x32/1/4/pingpong/persistent",
-                          "32x32x32/1/4/persistent/pingpong"}) {
+                          "32x32x32/1/4/persistent/pingpong", "32x32x32/17/4",
+                          "32x32x32/0/4"}) {
     Result r = run_cli("run " + prog + " --device cpu --gemm-config " + bad);
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find("--gemm-config"), std::string::npos) << bad << "\n" << r.output;
   }
+  // Up to 16 stages: a deep ring of small stages (weight streaming at small
+  // M, what cuBLAS does with 13 of 16 KB).
+  Result deep = run_cli("emit " + prog +
+                        " --target sm_90a --stage cuda --gemm-config 64x64x64/12/4/splitk2");
+  EXPECT_EQ(deep.exit_code, 0) << deep.output;
+  EXPECT_NE(deep.output.find("(12 stages)"), std::string::npos) << deep.output;
   // "/persistent" (after an optional split) asks the persistent pass for the
   // kernel: sm_90a takes it, a split-K kernel says why not.
   Result r = run_cli("emit " + prog +

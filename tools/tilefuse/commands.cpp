@@ -58,7 +58,7 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 
 // A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with power-of-two
 // tiles (16..256, BLOCK_K 16..128; for the CPU target 16..512 each, the
-// range of its default config), 1..8 stages and 1..16 warps (a power of
+// range of its default config), 1..16 stages and 1..16 warps (a power of
 // two), optionally followed by "/splitkS" (split-K over S blocks a tile,
 // 1..64) and then "/persistent" (sm_90a: the warp-specialized kernel's
 // blocks take its tiles in turn) or "/pingpong" (persistent, with two
@@ -97,11 +97,11 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   const int max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
   if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
       c.block_n < 16 || c.block_k < 16 || c.block_m > max_mn || c.block_n > max_mn ||
-      c.block_k > max_k || c.num_stages < 1 || c.num_stages > 8 || !pow2(c.num_warps) ||
+      c.block_k > max_k || c.num_stages < 1 || c.num_stages > 16 || !pow2(c.num_warps) ||
       c.num_warps > 16)
     throw UserError(fmt::format(
         "--gemm-config: tiles must be powers of two (16..{}, BLOCK_K 16..{}{}), "
-        "1..8 stages, 1..16 warps (a power of two)",
+        "1..16 stages, 1..16 warps (a power of two)",
         max_mn, max_k, cpu ? ", on the CPU" : ""));
   return c;
 }
