@@ -472,15 +472,16 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       return a.block_m * a.block_n > b.block_m * b.block_n;
     });
     if (base.size() > 6) base.resize(6);
-    // Each also with a deep ring (6 stages, else 5, within its K tiles and
-    // the shared memory): with few tiles a block's stages are all the
-    // bytes its SM has in flight. Measured on the H200 (bench/RESULTS.md,
-    // session 8): decode_m32 64x128x64/6/4 36.7 us against 39.5 for the
-    // tuned 32x128x64/3/4/splitk3; fewtiles 128x128x64/5/8/splitk4 34.1
-    // against 39.8 at 3 stages.
+    // Each also with a deep ring (8 stages, else 6, else 5, within its K
+    // tiles and the shared memory): with few tiles a block's stages are all
+    // the bytes its SM has in flight. Measured on the H200 (bench/RESULTS.md,
+    // sessions 8 and 10): decode_m32 64x128x64/6/4 36.7 us against 39.5 for
+    // the tuned 32x128x64/3/4/splitk3; fewtiles 128x128x64/5/8/splitk4 34.1
+    // against 39.8 at 3 stages; skinny 64x64x64/8/4/splitk2 19.6 against
+    // 21.1 at 6 stages (20.3 at 12, as deep as cuBLAS's 13 of 16 KB).
     auto try_deep = [&](GemmConfig c, int64_t k_tiles) {
       const int normal = c.num_stages;
-      for (int st : {6, 5}) {
+      for (int st : {8, 6, 5}) {
         if (st <= normal || st > k_tiles) continue;
         c.num_stages = st;
         const ConfigCost cost =

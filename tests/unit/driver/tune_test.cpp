@@ -82,10 +82,10 @@ TEST(TuneSpace, SeedSpaceIsPrunedAndStartsWithTheDefault) {
     EXPECT_TRUE(c.block_k == 32 || c.block_k == 64) << driver::gemm_config_name(c);
     // (a persistent kernel also with one stage more and its deepest ring
     // of at most 8: its ring runs across tiles; a single-wave config also
-    // with a deep ring of 5 or 6)
+    // with a deep ring of 8, 6 or 5)
     const bool single_wave = (2048 / c.block_m) * (2048 / c.block_n) < 132;
     EXPECT_TRUE(c.num_stages >= 2 &&
-                c.num_stages <= (c.persistent ? 8 : single_wave ? 6 : 4))
+                c.num_stages <= (c.persistent || single_wave ? 8 : 4))
         << driver::gemm_config_name(c);
     EXPECT_TRUE(c.num_warps == 4 || c.num_warps == 8);
     EXPECT_EQ(c.group_m, 8);
@@ -331,8 +331,8 @@ TEST(TuneSpace, ShortKLoopsGetAPersistentStageMore) {
 }
 
 // Small M on sm_90a (issue 12, item 2): M = 32 also gets the 64-row wgmma
-// tile (rows past M masked), and with few tiles a deep ring (6 stages), with
-// and without a K split; sm_80 keeps tiles no larger than M.
+// tile (rows past M masked), and with few tiles a deep ring (8 stages where
+// they fit), with and without a K split; sm_80 keeps tiles no larger than M.
 TEST(TuneSpace, SmallMGetsTheWgmmaTileAndDeepRings) {
   const Graph g = parse_graph(
       "def d(x: f16[4096, 4096], idx: i64[32] in [0, 4096), w: f16[4096, 11008]):\n"
@@ -343,8 +343,8 @@ TEST(TuneSpace, SmallMGetsTheWgmmaTileAndDeepRings) {
                                                        tir::Target::cuda(90, true), 227 * 1024,
                                                        PlanKind::kFused, {}, 132))
     names.insert(driver::gemm_config_name(c));
-  EXPECT_TRUE(names.count("64x128x64/6/4")) << ::testing::PrintToString(names);
-  EXPECT_TRUE(names.count("64x128x64/6/4/splitk2")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("64x128x64/8/4")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("64x128x64/8/4/splitk2")) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("32x128x64/3/4")) << ::testing::PrintToString(names);
   for (const GemmConfig& c : driver::gemm_config_space(g, gemm_step(g, plan), tir::Target::cuda(80),
                                                        163 * 1024, PlanKind::kFused, {}, 108))
