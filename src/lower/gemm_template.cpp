@@ -274,9 +274,10 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
     return b.build();
   }
   // Split-K: every split stores its partial tile; the last to arrive reads
-  // all S partials back (its own too: the value it stored, exactly) and sums
-  // them in split order into the accumulators, ((p0 + p1) + p2) + ..., in
-  // one nest of its own, then runs the epilogue once on the sums. (The sum
+  // the other S - 1 partials back (its own from its registers: the value it
+  // stored) and sums them in split order into the accumulators, ((p0 + p1)
+  // + p2) + ..., in one nest of its own, then runs the epilogue once on the
+  // sums. (The sum
   // inside the epilogue's stored value, as before, made each element's
   // loads wait for the previous element's store: one L2 round trip an
   // element pair, 10 us of skinny's 24 on the H200; ncu and a globaltimer
@@ -299,7 +300,9 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
       b.parallel("j", bn, [&](Var j) {
         Expr sum;
         for (int s = 0; s < split; ++s) {
-          const Expr part = tir::load(workspace, {tir::make_int(wi, s), tile_id, widen(i), widen(j)});
+          const Expr other =
+              tir::load(workspace, {tir::make_int(wi, s), tile_id, widen(i), widen(j)}, pid_k != s);
+          const Expr part = tir::select(pid_k == s, tir::load(c_f, {i, j}), other);
           sum = s == 0 ? part : sum + part;
         }
         b.store(c_f, {i, j}, sum);

@@ -147,7 +147,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     for (int tf_e14 = 0; tf_e14 < decltype(C_f)::kElems; ++tf_e14) {
       const int i_4 = C_f.row(tf_e14);
       const int j_1 = C_f.col(tf_e14);
-      C_f.c[tf_e14] = ((((&splitk_workspace[0 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] + (&splitk_workspace[1 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid]) + (&splitk_workspace[2 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid]) + (&splitk_workspace[3 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid]);
+      const float cse_2 = C_f.value(tf_e14);
+      C_f.c[tf_e14] = (((((pid_k == 0) ? cse_2 : ((pid_k != 0) ? (&splitk_workspace[0 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_2 : ((pid_k != 1) ? (&splitk_workspace[1 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_2 : ((pid_k != 2) ? (&splitk_workspace[2 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_2 : ((pid_k != 3) ? (&splitk_workspace[3 * 1409024 + pid * 16384 + 0 * 128 + 0])[tf_e14 * kMmaThreads + tf_tid] : 0x0p+0f)));
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);

@@ -88,7 +88,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     for (int tf_e2 = 0; tf_e2 < decltype(C_f)::kElems; ++tf_e2) {
       const int i = C_f.row(tf_e2);
       const int j = C_f.col(tf_e2);
-      C_f.c[tf_e2] = ((((&splitk_workspace[0 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] + (&splitk_workspace[1 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid]) + (&splitk_workspace[2 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid]) + (&splitk_workspace[3 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid]);
+      const float cse_1 = C_f.value(tf_e2);
+      C_f.c[tf_e2] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 67108864 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)));
     }
     // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
     tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem);

@@ -123,7 +123,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     for (int tf_e12 = 0; tf_e12 < decltype(C_f)::kElems; ++tf_e12) {
       const int i_2 = C_f.row(tf_e12);
       const int j_2 = C_f.col(tf_e12);
-      C_f.c[tf_e12] = ((((&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid] + (&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid]) + (&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid]) + (&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid]);
+      const float cse_3 = C_f.c[tf_e12];
+      C_f.c[tf_e12] = (((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? (&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? (&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? (&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? (&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e12 * kThreads + tf_tid] : 0x0p+0f)));
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);

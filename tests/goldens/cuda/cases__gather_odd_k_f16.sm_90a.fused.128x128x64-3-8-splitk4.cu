@@ -127,7 +127,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     for (int tf_e13 = 0; tf_e13 < decltype(C_f)::kElems; ++tf_e13) {
       const int i_5 = C_f.row(tf_e13);
       const int j_2 = C_f.col(tf_e13);
-      C_f.c[tf_e13] = ((((&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid] + (&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid]) + (&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid]) + (&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid]);
+      const float cse_6 = C_f.value(tf_e13);
+      C_f.c[tf_e13] = (((((pid_k == 0) ? cse_6 : ((pid_k != 0) ? (&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_6 : ((pid_k != 1) ? (&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_6 : ((pid_k != 2) ? (&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_6 : ((pid_k != 3) ? (&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[tf_e13 * kThreads + tf_tid] : 0x0p+0f)));
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);

@@ -105,7 +105,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm2(
     for (int tf_e5 = 0; tf_e5 < decltype(C_f)::kElems; ++tf_e5) {
       const int i_2 = C_f.row(tf_e5);
       const int j_2 = C_f.col(tf_e5);
-      C_f.c[tf_e5] = ((((&splitk_workspace[0 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid] + (&splitk_workspace[1 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid]) + (&splitk_workspace[2 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid]) + (&splitk_workspace[3 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid]);
+      const float cse_2 = C_f.c[tf_e5];
+      C_f.c[tf_e5] = (((((pid_k == 0) ? cse_2 : ((pid_k != 0) ? (&splitk_workspace[0 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_2 : ((pid_k != 1) ? (&splitk_workspace[1 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_2 : ((pid_k != 2) ? (&splitk_workspace[2 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_2 : ((pid_k != 3) ? (&splitk_workspace[3 * 32768 + pid * 16384 + 0 * 128 + 0])[tf_e5 * kThreads + tf_tid] : 0x0p+0f)));
     }
     #pragma unroll
     for (int tf_e6 = 0; tf_e6 < decltype(C_f)::kElems; ++tf_e6) {

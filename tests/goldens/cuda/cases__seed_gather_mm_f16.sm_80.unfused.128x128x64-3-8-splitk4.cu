@@ -103,7 +103,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     for (int tf_e6 = 0; tf_e6 < decltype(C_f)::kElems; ++tf_e6) {
       const int i_2 = C_f.row(tf_e6);
       const int j_2 = C_f.col(tf_e6);
-      C_f.c[tf_e6] = ((((&splitk_workspace[0 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] + (&splitk_workspace[1 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid]) + (&splitk_workspace[2 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid]) + (&splitk_workspace[3 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid]);
+      const float cse_1 = C_f.c[tf_e6];
+      C_f.c[tf_e6] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e6 * kThreads + tf_tid] : 0x0p+0f)));
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);

@@ -73,7 +73,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     for (int tf_e7 = 0; tf_e7 < decltype(C_f)::kElems; ++tf_e7) {
       const int i_2 = C_f.row(tf_e7);
       const int j_2 = C_f.col(tf_e7);
-      C_f.c[tf_e7] = ((((&splitk_workspace[0 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid] + (&splitk_workspace[1 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid]) + (&splitk_workspace[2 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid]) + (&splitk_workspace[3 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid]);
+      const float cse_3 = C_f.c[tf_e7];
+      C_f.c[tf_e7] = (((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? (&splitk_workspace[0 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? (&splitk_workspace[1 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? (&splitk_workspace[2 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? (&splitk_workspace[3 * 393216 + pid * 16384 + 0 * 128 + 0])[tf_e7 * kThreads + tf_tid] : 0x0p+0f)));
     }
     #pragma unroll
     for (int tf_e8 = 0; tf_e8 < decltype(C_f)::kElems; ++tf_e8) {
@@ -81,8 +82,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       const int j_3 = C_f.col(tf_e8);
       const int m = ((pid_m * 128) + i_3);
       const int n = ((pid_n * 128) + j_3);
-      const float cse_3 = (C_f.c[tf_e8] + (((m < 333) && (n < 1000)) ? b[n] : 0x0p+0f));
-      if (((m < 333) && (n < 1000))) t6[m * 1000 + n] = ((cse_3 < 0x0p+0f) ? 0x0p+0f : cse_3);
+      const float cse_4 = (C_f.c[tf_e8] + (((m < 333) && (n < 1000)) ? b[n] : 0x0p+0f));
+      if (((m < 333) && (n < 1000))) t6[m * 1000 + n] = ((cse_4 < 0x0p+0f) ? 0x0p+0f : cse_4);
     }
   }
 }

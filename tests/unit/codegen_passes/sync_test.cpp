@@ -211,7 +211,8 @@ TEST(Sync, NoBarrierForAStagedEpilogueAfterSplitKsElection) {
   if_last_arrival(splitk_counters[pid], 2) {
     for i_3 in parallel(0, 64) plan(per_element) {
       for j_3 in parallel(0, 128) {
-        C_f[i_3, j_3] = splitk_workspace[0, pid, i_3, j_3] + splitk_workspace[1, pid, i_3, j_3]
+        let cse_1 = C_f[i_3, j_3]
+        C_f[i_3, j_3] = select(pid_k == 0, cse_1, load(splitk_workspace, [0, pid, i_3, j_3], mask=(pid_k != 0))) + select(pid_k == 1, cse_1, load(splitk_workspace, [1, pid, i_3, j_3], mask=(pid_k != 1)))
       }
     }
     for i_4 in parallel(0, 64) plan(staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1) {

@@ -66,9 +66,10 @@ TEST(GoldenLower, EpilogueAndBatched) {
 // a split, the last split with one): the K loop over a split's tiles from
 // pid_k * 3, the partial tile stored to the workspace at [pid_k, tile],
 // then if_last_arrival on the tile's counter, whose body sums the three
-// partials read back in split order into the accumulator (a nest of its
-// own, so that the loads do not wait on the epilogue's stores) and runs the
-// epilogue (bias, relu) once on the sums.
+// partials in split order into the accumulator (its own from the
+// accumulator, the others read back; a nest of its own, so that the loads
+// do not wait on the epilogue's stores) and runs the epilogue (bias, relu)
+// once on the sums.
 TEST(GoldenLower, SplitK) {
   const Program p = parse(
       "def f(x: f16[40, 100], w: f16[100, 24], b: f16[24]):\n"
@@ -82,8 +83,11 @@ TEST(GoldenLower, SplitK) {
   EXPECT_NE(text.find("for k in pipelined(0, 3, stages=2)"), std::string::npos) << text;
   const std::string fixup = block_of(text, "if_last_arrival(splitk_counters[tile], 3)");
   ASSERT_FALSE(fixup.empty()) << text;
-  EXPECT_NE(fixup.find("C_f[i_3, j_3] = splitk_workspace[0, tile, i_3, j_3] + "
-                       "splitk_workspace[1, tile, i_3, j_3] + splitk_workspace[2, tile, i_3, j_3]"),
+  EXPECT_NE(fixup.find("C_f[i_3, j_3] = select(pid_k == 0, C_f[i_3, j_3], "
+                       "load(splitk_workspace, [0, tile, i_3, j_3], mask=(pid_k != 0))) + "),
+            std::string::npos)
+      << fixup;
+  EXPECT_NE(fixup.find("load(splitk_workspace, [2, tile, i_3, j_3], mask=(pid_k != 2))"),
             std::string::npos)
       << fixup;
   // The epilogue reads only the sums (no workspace load past the sum's nest).
