@@ -225,6 +225,7 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
                dev, [&] { prog.launch(); }, topt),
            r);
     prog.check_status();
+    row.timelines = prog.block_timelines();
     r.rows.push_back(row);
     if (blas && options.baselines) {
       // The cuBLASLt GEMMs alone: what a fused kernel should match.

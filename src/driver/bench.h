@@ -83,6 +83,9 @@ struct BenchRow {
   double copy_fraction = 0;  // gbps / the report's copy_gbps; 0 when that was not measured
   double rel_err = -1;  // -1: not checked
   std::vector<CudaKernelStats> kernels;
+  // Kernels compiled with CudaOptions::block_timeline: one launch after the
+  // timed ones, summarized (CudaProgram::block_timelines); else empty.
+  std::vector<BlockTimeline> timelines;
   std::string note;  // why a row is missing / what it ran
 };
 

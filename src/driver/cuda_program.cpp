@@ -108,6 +108,7 @@ struct CudaProgram::Impl {
     // (a repeated call at the same sizes skips evaluating the extents).
     std::vector<int64_t> grid_scalars;
     int64_t grid_blocks = -1;
+    int64_t launched_blocks = 0;  // the last launch's blocks (0: none)
     // cuBLASLt instead of our kernel: C = A @ B over these values.
     std::unique_ptr<cuda::CublasLtGemm> blas;
     ValueId blas_a = -1, blas_b = -1, blas_c = -1;
@@ -455,12 +456,16 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     }
     // An empty grid (M or N is 0) launches nothing; its tensor maps (a dim
     // of 0) could not be encoded.
-    if (blocks <= 0) continue;
+    if (blocks <= 0) {
+      k.launched_blocks = 0;
+      continue;
+    }
     if (blocks > INT32_MAX)
       throw UserError(fmt::format("kernel {} needs {} blocks, more than a launch allows",
                                   k.code->name, blocks));
     // A persistent kernel's blocks take the tiles in turn: one block an SM.
     if (k.code->persistent) blocks = std::min<int64_t>(blocks, device_.sm_count());
+    k.launched_blocks = blocks;
     // TMA maps over the bound buffers (their shapes are the kernel's
     // constants), encoded again only when an address changed.
     if (!k.code->tensor_maps.empty()) {
@@ -522,6 +527,97 @@ void CudaProgram::launch() {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   launch_kernels(impl_->where, impl_->binding, impl_->input_strides, 0, impl_->kernels.size(),
                  nullptr);
+}
+
+BlockTimeline summarize_block_timeline(const std::string& kernel,
+                                       const std::vector<uint64_t>& records, int64_t launched) {
+  BlockTimeline t;
+  t.kernel = kernel;
+  t.launched = launched;
+  const int64_t n = std::min<int64_t>(launched, static_cast<int64_t>(records.size() / 4));
+  std::vector<double> loop, after, whole;
+  std::map<uint64_t, int> per_sm;
+  uint64_t first = UINT64_MAX, last_start = 0, last_end = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    const uint64_t* r = &records[static_cast<size_t>(4 * b)];
+    if (r[0] == 0 || r[2] < r[0]) continue;  // no record (or a torn one)
+    ++t.blocks;
+    ++per_sm[r[3]];
+    first = std::min(first, r[0]);
+    last_start = std::max(last_start, r[0]);
+    last_end = std::max(last_end, r[2]);
+    whole.push_back(static_cast<double>(r[2] - r[0]) * 1e-3);
+    if (r[1] >= r[0] && r[1] != 0 && r[1] <= r[2]) {
+      loop.push_back(static_cast<double>(r[1] - r[0]) * 1e-3);
+      after.push_back(static_cast<double>(r[2] - r[1]) * 1e-3);
+    }
+  }
+  if (t.blocks == 0) return t;
+  t.sms = static_cast<int>(per_sm.size());
+  for (const auto& [sm, count] : per_sm) t.max_blocks_on_an_sm = std::max(t.max_blocks_on_an_sm, count);
+  t.start_spread_us = static_cast<double>(last_start - first) * 1e-3;
+  t.span_us = static_cast<double>(last_end - first) * 1e-3;
+  auto three = [](std::vector<double> v, double* out) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    out[0] = v.front();
+    out[1] = v[v.size() / 2];
+    out[2] = v.back();
+  };
+  three(whole, t.block_us);
+  three(loop, t.loop_us);
+  three(after, t.after_loop_us);
+  t.loop_blocks = static_cast<int64_t>(loop.size());
+  return t;
+}
+
+std::string format_block_timeline(const BlockTimeline& t) {
+  if (t.blocks == 0)
+    return fmt::format("{}: no block recorded (of {} launched)", t.kernel, t.launched);
+  std::string s = fmt::format(
+      "{}: {} blocks{} on {} SMs (at most {} an SM), started within {:.2f} us; span {:.1f} us; "
+      "a block {:.1f} / {:.1f} / {:.1f} us (min / median / max)",
+      t.kernel, t.blocks, t.blocks < t.launched ? fmt::format(" of {}", t.launched) : "", t.sms,
+      t.max_blocks_on_an_sm, t.start_spread_us, t.span_us, t.block_us[0], t.block_us[1],
+      t.block_us[2]);
+  if (t.loop_blocks > 0)
+    s += fmt::format("; start to the first main loop's end {:.1f} / {:.1f} / {:.1f} us, then to "
+                     "the block's end {:.1f} / {:.1f} / {:.1f} us",
+                     t.loop_us[0], t.loop_us[1], t.loop_us[2], t.after_loop_us[0],
+                     t.after_loop_us[1], t.after_loop_us[2]);
+  return s;
+}
+
+std::vector<BlockTimeline> CudaProgram::block_timelines() {
+  TF_CHECK(impl_->bound, "CudaProgram::block_timelines before bind");
+  struct Global {
+    size_t kernel;
+    cuda::CUdeviceptr ptr;
+    std::size_t bytes;
+  };
+  std::vector<Global> globals;
+  const cuda::CudaLibraries& libs = device_.libs();
+  device_.make_current();
+  for (size_t i = 0; i < impl_->kernels.size(); ++i) {
+    const Impl::Kernel& k = impl_->kernels[i];
+    if (k.blas || k.code == nullptr || !k.code->block_timeline || !k.module) continue;
+    Global g{i, 0, 0};
+    g.ptr = k.module->global("tf_timeline", &g.bytes);
+    cuda::check_cuda(libs, libs.cuMemsetD8_v2(g.ptr, 0, g.bytes), "cuMemsetD8");
+    globals.push_back(g);
+  }
+  if (globals.empty()) return {};
+  launch();
+  check_status();
+  std::vector<BlockTimeline> out;
+  for (const Global& g : globals) {
+    const Impl::Kernel& k = impl_->kernels[g.kernel];
+    std::vector<uint64_t> records(g.bytes / sizeof(uint64_t));
+    cuda::check_cuda(libs, libs.cuMemcpyDtoH_v2(records.data(), g.ptr, records.size() * 8),
+                     "cuMemcpyDtoH");
+    out.push_back(summarize_block_timeline(k.code->name, records, k.launched_blocks));
+  }
+  return out;
 }
 
 std::vector<size_t> CudaProgram::cublaslt_steps() const {

@@ -53,6 +53,36 @@ struct CudaKernelStats {
   double occupancy = 0;      // resident warps / 64 warps per SM
 };
 
+// One launch of a kernel compiled with the block timeline
+// (CudaOptions::block_timeline, a measuring aid), summarized. Times are in
+// microseconds from %globaltimer (ns); each phase is {min, median, max}
+// over the blocks that recorded it.
+struct BlockTimeline {
+  std::string kernel;
+  int64_t blocks = 0;          // blocks that recorded (at most tf::kTimelineBlocks)
+  int64_t launched = 0;        // blocks launched
+  int sms = 0;                 // distinct SMs they ran on
+  int max_blocks_on_an_sm = 0;
+  double start_spread_us = 0;  // the last block's start after the first's
+  // start -> the end of its first main loop; that -> the block's end (only
+  // blocks with a loop record); start -> end (every block).
+  double loop_us[3] = {0, 0, 0};
+  double after_loop_us[3] = {0, 0, 0};
+  double block_us[3] = {0, 0, 0};
+  int64_t loop_blocks = 0;     // blocks with a loop record
+  double span_us = 0;          // the first start to the last end
+};
+
+// Summarizes the records of `launched` blocks: 4 words a block (start,
+// first main loop's end or 0, end, SM id; tf::record_timeline), blocks past
+// the records' size or with a zero start skipped.
+BlockTimeline summarize_block_timeline(const std::string& kernel,
+                                       const std::vector<uint64_t>& records, int64_t launched);
+
+// "gemm0: 128 blocks on 128 SMs (at most 1 an SM), started within 0.19 us;
+// start to loop end 13.1 / 13.6 / 14.2 us, loop end to exit ...": one line.
+std::string format_block_timeline(const BlockTimeline& t);
+
 // The process-wide device (device 0, primary context), opened on first use.
 // Throws UserError when CUDA is unavailable.
 cuda::Device& default_device();
@@ -142,6 +172,12 @@ class CudaProgram {
 
   // bind + launch + check_status + outputs.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool poison = false);
+
+  // With kernels compiled under CudaOptions::block_timeline: zeroes their
+  // records, launches every kernel once (as launch()), waits, and returns
+  // each such kernel's summary (plan order); empty when none has a
+  // timeline. Needs bind(); check_status's errors.
+  std::vector<BlockTimeline> block_timelines();
 
   const std::vector<CudaKernelStats>& stats() const { return stats_; }
   cuda::Device& device() const { return device_; }

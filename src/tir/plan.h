@@ -363,6 +363,13 @@ struct LaunchPlan {
   // (EpilogueForm::FragmentOrder) stores it and only nests over the same
   // fragment load it, at their own elements.
   int workspace_fragment_order = -1;
+  // A measuring aid (the timeline pass, CudaOptions::block_timeline): block
+  // b's thread 0 stores %globaltimer at the block's start, at the end of its
+  // first main loop (0: none) and at its end, and its %smid, to
+  // tf_timeline[4 * b .. 4 * b + 3] (a module global of kTimelineBlocks
+  // records, tf_status.cuh; blocks past it record nothing); the runtime
+  // reads it back (CudaProgram::block_timelines).
+  bool block_timeline = false;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
 };

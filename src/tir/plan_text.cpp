@@ -394,6 +394,7 @@ PlanClause to_clause(const LaunchPlan& p) {
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (p.workspace_fragment_order >= 0)
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
+  if (p.block_timeline) c.push_back(num("block_timeline", 1));
   if (!p.tensor_maps.empty()) {
     std::vector<PlanItem> maps;
     for (const TensorMapPlan& m : p.tensor_maps)
@@ -416,7 +417,8 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
     static const char* const kKeys[] = {"threads",        "consumer_threads", "shared_bytes",
                                         "shared_align",   "async_barriers",   "persistent",
                                         "cluster",        "tensor_maps",      "notes",
-                                        "workspace_fragment_order", "consumer_teams"};
+                                        "workspace_fragment_order", "consumer_teams",
+                                        "block_timeline"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -432,6 +434,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.consumer_teams = static_cast<int>(get_int(c, "consumer_teams", 1));
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
+  p.block_timeline = get_int(c, "block_timeline", 0) != 0;
   if (const PlanValue* maps = find(c, "tensor_maps")) {
     if (maps->kind != PlanValue::Kind::List) bad("`tensor_maps=[(...), ...]`");
     for (const PlanItem& it : maps->items) {

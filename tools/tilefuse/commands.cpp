@@ -747,6 +747,20 @@ int bench_command(const BenchOptions& options) {
                                    {"blocks", k.blocks},
                                    {"blocks_per_sm", k.blocks_per_sm},
                                    {"occupancy", k.occupancy}});
+        for (const driver::BlockTimeline& t : row.timelines) {
+          auto three = [](const double* v) { return nlohmann::json::array({v[0], v[1], v[2]}); };
+          jr["timelines"].push_back({{"kernel", t.kernel},
+                                     {"blocks", t.blocks},
+                                     {"launched", t.launched},
+                                     {"sms", t.sms},
+                                     {"max_blocks_on_an_sm", t.max_blocks_on_an_sm},
+                                     {"start_spread_us", t.start_spread_us},
+                                     {"span_us", t.span_us},
+                                     {"block_us", three(t.block_us)},
+                                     {"loop_blocks", t.loop_blocks},
+                                     {"loop_us", three(t.loop_us)},
+                                     {"after_loop_us", three(t.after_loop_us)}});
+        }
         j["rows"].push_back(jr);
       }
       std::cout << j.dump(2) << "\n";
@@ -792,6 +806,10 @@ int bench_command(const BenchOptions& options) {
                 row.name.c_str(), k.name.c_str(), k.registers,
                 static_cast<long long>(k.dynamic_shared_bytes), k.threads,
                 static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
+    for (const driver::BenchRow& row : r.rows)
+      for (const driver::BlockTimeline& t : row.timelines)
+        std::printf("  timeline %s/%s\n", row.name.c_str(),
+                    driver::format_block_timeline(t).c_str());
     return kOk;
   });
 }

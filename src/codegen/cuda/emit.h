@@ -112,6 +112,9 @@ struct CudaKernel {
   // Ping-pong (LaunchPlan::consumer_teams): 2 teams of the MMA threads, each
   // taking the block's tiles in turn; num_threads counts both.
   int consumer_teams = 1;
+  // Block timeline records in the module global tf_timeline
+  // (LaunchPlan::block_timeline, CudaProgram::block_timelines).
+  bool block_timeline = false;
   int64_t dynamic_shared_bytes = 0;  // launch's dynamic shared memory
   std::vector<CudaSharedBuffer> shared;
   std::vector<CudaCopy> copies;  // in program order

@@ -103,6 +103,7 @@ CudaKernel Printer::run() {
   result_.producer_threads =
       consumer_threads_ > 0 ? threads_ - mma_threads * launch.consumer_teams : 0;
   result_.consumer_teams = launch.consumer_teams;
+  result_.block_timeline = launch.block_timeline;
   result_.dynamic_shared_bytes = launch.dynamic_shared_bytes;
   result_.num_threads = threads_;
   result_.tensor_maps = launch.tensor_maps;
@@ -124,6 +125,9 @@ CudaKernel Printer::run() {
   for (const std::string& n : result_.notes) head << "// " << n << "\n";
   for (const std::string& h : result_.headers) head << "#include \"" << h << "\"\n";
   head << "\n";
+  if (launch.block_timeline)
+    head << "__device__ unsigned long long tf_timeline[4 * tf::kTimelineBlocks];  // block "
+            "timeline records (tf::record_timeline)\n\n";
 
   std::string params;
   for (const KernelParam& p : k_.params) {
@@ -154,6 +158,8 @@ CudaKernel Printer::run() {
   if (consumer_threads_ > 0)
     line(fmt::format("constexpr int kMmaThreads = {};", consumer_threads_));
   line("const int tf_tid = static_cast<int>(threadIdx.x);");
+  if (launch.block_timeline)
+    line("unsigned long long tf_tl_start = tf::globaltimer(), tf_tl_loop = 0;  // block timeline");
   if (launch.dynamic_shared_bytes > 0)
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
                      launch.shared_align));
@@ -184,6 +190,8 @@ CudaKernel Printer::run() {
     emit_grid_vars("static_cast<int>(blockIdx.x)");
     stmt(k_.body);
   }
+  if (launch.block_timeline)
+    line("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, tf_tl_loop);");
   indent_ = 0;
   result_.source = head.str() + out_.str() + "}\n";
   return result_;

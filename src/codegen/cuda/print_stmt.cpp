@@ -504,6 +504,10 @@ void Printer::emit_for(const ForNode* op) {
   switch (op->for_kind) {
     case ForKind::Pipelined:
       emit_pipelined(op);
+      // (the block timeline's second record: the first main loop's end, in
+      // the threads that run past it, the MMA warpgroups of a
+      // warp-specialized loop)
+      if (k_.launch.block_timeline) line("if (tf_tl_loop == 0) tf_tl_loop = tf::globaltimer();");
       return;
     case ForKind::Parallel:
       emit_parallel(op);

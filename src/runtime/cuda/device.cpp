@@ -269,6 +269,15 @@ Module::~Module() {
   if (auto* unload = extra(*libs_).cuModuleUnload) unload(mod_);
 }
 
+CUdeviceptr Module::global(const std::string& name, std::size_t* bytes) const {
+  CUdeviceptr p = 0;
+  std::size_t n = 0;
+  const std::string call = "cuModuleGetGlobal(\"" + name + "\")";
+  check_cuda(*libs_, libs_->cuModuleGetGlobal_v2(&p, &n, mod_, name.c_str()), call.c_str());
+  if (bytes) *bytes = n;
+  return p;
+}
+
 Function Module::function(const std::string& name) const {
   CUfunction f = nullptr;
   const std::string call = "cuModuleGetFunction(\"" + name + "\")";

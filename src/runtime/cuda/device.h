@@ -110,6 +110,9 @@ class Module {
   ~Module();
 
   Function function(const std::string& name) const;
+  // The address of the module's __device__ variable `name` and its size in
+  // bytes (cuModuleGetGlobal); throws CudaError when the module has none.
+  CUdeviceptr global(const std::string& name, std::size_t* bytes) const;
 
  private:
   const CudaLibraries* libs_ = nullptr;

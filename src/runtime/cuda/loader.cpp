@@ -167,6 +167,7 @@ void resolve_libcuda(CudaLibraries& l, SymbolResolver& r) {
   r(l.cuCtxSynchronize, "cuCtxSynchronize");
   r(l.cuModuleLoadData, "cuModuleLoadData");
   r(l.cuModuleGetFunction, "cuModuleGetFunction");
+  r(l.cuModuleGetGlobal_v2, "cuModuleGetGlobal_v2");
   r(l.cuLaunchKernel, "cuLaunchKernel");
   r(l.cuFuncGetAttribute, "cuFuncGetAttribute");
   r(l.cuFuncSetAttribute, "cuFuncSetAttribute");

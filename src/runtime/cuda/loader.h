@@ -101,6 +101,10 @@ struct CudaLibraries {
   // [Module Management] CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,
   //                                                  const char* name)
   CUresult (*cuModuleGetFunction)(CUfunction* func, CUmodule mod, const char* name) = nullptr;
+  // [Module Management] CUresult cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes,
+  //                                                CUmodule hmod, const char* name)
+  CUresult (*cuModuleGetGlobal_v2)(CUdeviceptr* ptr, std::size_t* bytes, CUmodule mod,
+                                   const char* name) = nullptr;
   // [Execution Control] CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
   //     unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
   //     unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes,

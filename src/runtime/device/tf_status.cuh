@@ -28,6 +28,34 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
   }
 }
 
+// ---- the block timeline (LaunchPlan::block_timeline, a measuring aid) --------
+// Records of at most kTimelineBlocks blocks: block b's thread 0 writes its
+// start, the end of its first main loop (0: none) and its end, each
+// %globaltimer in ns, and its %smid (PTX ISA, "Special Registers") to
+// timeline[4 * b .. 4 * b + 3]. The kernel's source defines the
+// module global `tf_timeline` of 4 * kTimelineBlocks words; the runtime
+// zeroes it before the launch it reads (driver/cuda_program.h).
+constexpr int kTimelineBlocks = 16384;
+
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ void record_timeline(unsigned long long* timeline, int tid,
+                                                unsigned long long start,
+                                                unsigned long long loop_end) {
+  if (tid != 0 || blockIdx.x >= static_cast<unsigned>(kTimelineBlocks)) return;
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  unsigned long long* r = timeline + 4ull * blockIdx.x;
+  r[0] = start;
+  r[1] = loop_end;
+  r[2] = globaltimer();
+  r[3] = sm;
+}
+
 // ---- if_last_arrival (split-K's election of a tile's last block) -------------
 // Arrives once for the block at *counter; true in every thread of the block
 // whose arrival is the count-th (which resets the counter to 0 for the next

@@ -306,6 +306,77 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
   EXPECT_GT(clusters, 0);
 }
 
+// The block timeline (a measuring aid, CudaOptions::block_timeline): the
+// module global, the start at the kernel's top, the first main loop's end
+// right after it (in the MMA threads of a warp-specialized loop), the
+// record last; compiled without spills or serialized wgmma for the
+// warp-specialized, persistent, ping-pong and split-K kernels on sm_90a
+// and the ring on sm_80. Off, none of it is in the source.
+TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
+  const std::string seed = std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
+  const Program p = load_program(seed);
+  struct Case {
+    const char* target;
+    std::optional<GemmConfig> config;
+  };
+  GemmConfig persistent{128, 256, 64, 3, 8, 8, 1};
+  persistent.persistent = true;
+  GemmConfig pingpong{128, 128, 64, 4, 4, 8, 1};
+  pingpong.persistent = pingpong.pingpong = true;
+  const Case cases[] = {{"sm_90a", std::nullopt},
+                        {"sm_90a", persistent},
+                        {"sm_90a", pingpong},
+                        {"sm_90a", GemmConfig{128, 128, 64, 6, 8, 8, 4}},
+                        {"sm_80", std::nullopt}};
+  int n = 0;
+  for (const Case& c : cases) {
+    for (const bool on : {false, true}) {
+      driver::CompileOptions co;
+      co.plan = PlanKind::kFused;
+      co.target = *tir::Target::parse(c.target);
+      co.cuda.block_timeline = on;
+      if (c.config) co.lower.gemm_config = *c.config;
+      const driver::CompiledProgram prog = driver::compile(p.graph, co);
+      ASSERT_EQ(prog.kernels.size(), 1u);
+      const codegen::CudaKernel& k = *prog.kernels[0].cuda;
+      SCOPED_TRACE(fmt::format("{} {} timeline {}", c.target,
+                               c.config ? driver::gemm_config_name(*c.config) : "default", on));
+      EXPECT_EQ(k.block_timeline, on);
+      const size_t global = k.source.find("__device__ unsigned long long tf_timeline[");
+      const size_t start = k.source.find("tf_tl_start = tf::globaltimer()");
+      const size_t loop = k.source.find("if (tf_tl_loop == 0) tf_tl_loop = tf::globaltimer();");
+      const size_t record = k.source.find("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, "
+                                          "tf_tl_loop);");
+      if (!on) {
+        EXPECT_EQ(global, std::string::npos) << k.source;
+        EXPECT_EQ(start, std::string::npos) << k.source;
+        EXPECT_EQ(record, std::string::npos) << k.source;
+        continue;
+      }
+      ASSERT_NE(global, std::string::npos) << k.source;
+      ASSERT_NE(start, std::string::npos) << k.source;
+      ASSERT_NE(loop, std::string::npos) << k.source;
+      ASSERT_NE(record, std::string::npos) << k.source;
+      EXPECT_LT(global, start);
+      EXPECT_LT(start, loop);
+      EXPECT_LT(loop, record);
+      // The record is the kernel's last statement.
+      EXPECT_EQ(k.source.find_first_not_of(" \n", k.source.find(';', record) + 1),
+                k.source.rfind('}'))
+          << k.source;
+      // The loop's end is recorded after the main loop: no MMA follows it.
+      EXPECT_NE(k.source.rfind("mma", loop), std::string::npos) << k.source;
+      EXPECT_EQ(k.source.find("mma_async(", loop), std::string::npos) << k.source;
+      EXPECT_EQ(k.source.find(".mma(", loop), std::string::npos) << k.source;
+      const cuda::CompiledKernel ck = cuda::compile_cuda(
+          k.source, k.name + "_timeline" + std::to_string(n++), driver::cuda_compile_options(c.target));
+      if (!ck.usage.present) continue;
+      EXPECT_EQ(ck.usage.spill_store_bytes, 0) << ck.log;
+      EXPECT_EQ(ck.log.find("are serialized"), std::string::npos) << ck.log;
+    }
+  }
+}
+
 // f8 operands (a plain GEMM, and one with a relu epilogue): the exact FMA
 // tile converts each operand element (tf::cast) on sm_80 and sm_90a, both
 // plans (a fresh-user finding: `static_cast<float>` of an f8 did not compile).

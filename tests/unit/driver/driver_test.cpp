@@ -42,7 +42,7 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
                                          "lower_gemm", "warp_specialize", "lower_copies",
                                          "pipeline", "hoist_copy_addresses", "persistent",
                                          "prefetch_prologue", "cluster", "register_budgets",
-                                         "layout", "epilogue", "sync"};
+                                         "layout", "epilogue", "sync", "timeline"};
   EXPECT_EQ(names, want);
 }
 

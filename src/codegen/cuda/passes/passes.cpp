@@ -11,6 +11,7 @@
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/sync.h"
+#include "codegen/cuda/passes/timeline.h"
 #include "codegen/cuda/passes/warp_specialize.h"
 
 namespace tilefuse::codegen {
@@ -53,7 +54,11 @@ const std::vector<passes::PassEntry>& cuda_passes() {
       {"epilogue", plan_epilogues,
        "after layout: a staged epilogue must fit the shared memory below the mbarriers"},
       {"sync", place_barriers,
-       "last: barriers depend on every form and on which epilogues reuse shared memory"},
+       "after every form: barriers depend on every form and on which epilogues reuse shared "
+       "memory"},
+      {"timeline", mark_timeline,
+       "last: a measuring aid that only marks the launch plan (the printer records the "
+       "phases); it changes no decision of the passes before it"},
   };
   return kPasses;
 }
