@@ -100,7 +100,8 @@ GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
 std::string gemm_symbolic_dim(const Graph& graph, const KernelStep& step) {
   const GemmGeometry& g = step.gemm;
   auto named = [&](const std::string& dim, SymbolId s) {
-    return dim + " = " + graph.symbols().at(static_cast<size_t>(s)).name;
+    const std::string& name = graph.symbols().at(static_cast<size_t>(s)).name;
+    return name == dim ? dim : dim + " = " + name;  // ("M", not "M = M")
   };
   if (g.m_symbol != kFixedDim) return named("M", g.m_symbol);
   if (g.n_symbol != kFixedDim) return named("N", g.n_symbol);

@@ -120,10 +120,25 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
                           "32x32x32/1/4/persistentx", "32x32x32/1/4/persistent/splitk2",
                           "32x32x32/1/4/pingpongx", "32x32x32/1/4/pingpong/persistent",
                           "32x32x32/1/4/persistent/pingpong", "32x32x32/17/4",
-                          "32x32x32/0/4"}) {
-    Result r = run_cli("run " + prog + " --device cpu --gemm-config " + bad);
+                          "32x32x32/0/4", "4294967328x32x32/1/4", "32x32x32/1/4/splitk4294967298",
+                          " 32x32x32/1/4", "+32x32x32/1/4", "32x32x32/1/4/splitk 2",
+                          "32x32x32/1/4/splitk+2", ""}) {
+    // (quoted: the blanks and the empty value reach the parser)
+    Result r = run_cli("run " + prog + " --device cpu --gemm-config '" + bad + "'");
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find("--gemm-config"), std::string::npos) << bad << "\n" << r.output;
+  }
+  // Split-K needs constant sizes: a symbolic M is named once ("M", not
+  // "M = M"), with the way out.
+  {
+    const std::string sym = ::testing::TempDir() + "/split_symbolic.tfs";
+    std::ofstream(sym) << "def f(x: f16[M, 64], w: f16[64, 32]):\n    return x @ w\n";
+    Result s = run_cli("emit " + sym + " --stage tir --gemm-config 32x32x32/2/4/splitk2");
+    EXPECT_EQ(s.exit_code, 1) << s.output;
+    EXPECT_NE(s.output.find("needs constant sizes, but M is a symbolic dim; use a config without "
+                            "/splitk2"),
+              std::string::npos)
+        << s.output;
   }
   // Up to 16 stages: a deep ring of small stages (weight streaming at small
   // M, what cuBLAS does with 13 of 16 KB).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <future>
 #include <cmath>
@@ -66,24 +67,37 @@ int report(const UserError& e, const Program* program, const std::string& file) 
 // names the flag and the value otherwise.
 GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
-  int used = -1;
-  bool ok = std::sscanf(text.c_str(), "%dx%dx%d/%d/%d%n", &c.block_m, &c.block_n, &c.block_k,
-                        &c.num_stages, &c.num_warps, &used) == 5 &&
-            used > 0;
-  if (ok && static_cast<size_t>(used) < text.size()) {
-    // The optional "/splitkS" suffix.
-    int more = -1;
-    if (std::sscanf(text.c_str() + used, "/splitk%d%n", &c.split_k, &more) == 1 && more > 0)
-      used += more;
-  }
-  if (ok && text.compare(static_cast<size_t>(used), std::string::npos, "/persistent") == 0) {
+  size_t used = 0;
+  // A number: decimal digits only (no blank, no sign), within int. (A
+  // hostile-input pass found sscanf's %d taking " 128" and "+128", and
+  // wrapping 4294967424 to 128.)
+  auto number = [&](int* out) {
+    const char* b = text.data() + used;
+    const char* e = text.data() + text.size();
+    if (b == e || *b < '0' || *b > '9') return false;
+    const auto [end, ec] = std::from_chars(b, e, *out);
+    if (ec != std::errc()) return false;
+    used = static_cast<size_t>(end - text.data());
+    return true;
+  };
+  auto literal = [&](std::string_view l) {
+    if (text.compare(used, l.size(), l) != 0) return false;
+    used += l.size();
+    return true;
+  };
+  bool ok = number(&c.block_m) && literal("x") && number(&c.block_n) && literal("x") &&
+            number(&c.block_k) && literal("/") && number(&c.num_stages) && literal("/") &&
+            number(&c.num_warps);
+  // The optional "/splitkS" suffix.
+  if (ok && text.compare(used, 7, "/splitk") == 0) ok = literal("/splitk") && number(&c.split_k);
+  if (ok && text.compare(used, std::string::npos, "/persistent") == 0) {
     c.persistent = true;
-    used += static_cast<int>(std::string_view("/persistent").size());
-  } else if (ok && text.compare(static_cast<size_t>(used), std::string::npos, "/pingpong") == 0) {
+    used = text.size();
+  } else if (ok && text.compare(used, std::string::npos, "/pingpong") == 0) {
     c.persistent = c.pingpong = true;
-    used += static_cast<int>(std::string_view("/pingpong").size());
+    used = text.size();
   }
-  ok = ok && static_cast<size_t>(used) == text.size();  // nothing after the suffixes
+  ok = ok && used == text.size();  // nothing after the suffixes
   if (!ok)
     throw UserError(
         "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"

@@ -103,6 +103,13 @@ int main(int argc, char** argv) {
         return std::string();
       },
       "0..2^64-1");
+  // --gemm-config's value is parsed by the command (commands.cpp); an empty
+  // one is an error here rather than "no config".
+  const CLI::Validator gemm_config_value = CLI::Validator(
+      [](std::string& v) -> std::string {
+        return v.empty() ? std::string("an empty GEMM config") : std::string();
+      },
+      "CONFIG");
   // --allow-tf32, the same on every command that compiles for the GPU.
   const std::string tf32_help =
       "Let f32 GEMMs run on TF32 tensor cores (mma.sync m16n8k8: operands rounded to 10 "
@@ -176,11 +183,13 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
                     tf32_help + " (on the GPU; the CPU executor is exact either way)");
   run_cmd->add_option("--cuda-option", run.cuda_options, cuda_option_help);
-  run_cmd->add_option("--gemm-config", run.gemm_config,
-                      "GEMM config for every GEMM step (no tuning): BLOCK_MxBLOCK_NxBLOCK_K/"
-                      "num_stages/num_warps[/splitkS][/persistent or /pingpong], e.g. 128x128x64/3/8/splitk4 (K split "
-                      "over 4 blocks a tile, the partial tiles reduced in split order by the "
-                      "last block of each tile)");
+  run_cmd
+      ->add_option("--gemm-config", run.gemm_config,
+                   "GEMM config for every GEMM step (no tuning): BLOCK_MxBLOCK_NxBLOCK_K/"
+                   "num_stages/num_warps[/splitkS][/persistent or /pingpong], e.g. "
+                   "128x128x64/3/8/splitk4 (K split over 4 blocks a tile, the partial tiles "
+                   "reduced in split order by the last block of each tile)")
+      ->check(gemm_config_value);
   run_cmd->add_flag("--verbose,-v", run.verbose,
                     "Say where each kernel came from (compiled or the kernel cache), its "
                     "registers, shared memory and occupancy");
@@ -230,7 +239,8 @@ int main(int argc, char** argv) {
       "--gemm-config", bench.gemm_config,
       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
       "num_warps[/splitkS][/persistent or /pingpong], e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
-      "the heuristic's on the CPU)");
+      "the heuristic's on the CPU)")
+      ->check(gemm_config_value);
   bench_cmd->add_flag("--retune", bench.retune,
                       "GPU: tune again even when the tuning cache has a choice");
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
@@ -275,7 +285,8 @@ int main(int argc, char** argv) {
   emit_cmd->add_option(
       "--gemm-config", emit.gemm_config,
       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-      "num_warps[/splitkS][/persistent or /pingpong], e.g. 128x256x64/4/8 (default: the template's heuristic)");
+      "num_warps[/splitkS][/persistent or /pingpong], e.g. 128x256x64/4/8 (default: the template's heuristic)")
+      ->check(gemm_config_value);
 
   ExplainOptions explain;
   CLI::App* explain_cmd = app.add_subcommand(
@@ -300,7 +311,8 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--cuda-option", explain.cuda_options, cuda_option_help);
   explain_cmd->add_option("--gemm-config", explain.gemm_config,
                           "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                          "num_warps[/splitkS][/persistent or /pingpong] (default: the template's heuristic)");
+                          "num_warps[/splitkS][/persistent or /pingpong] (default: the template's heuristic)")
+      ->check(gemm_config_value);
 
   TuneCommandOptions tune;
   CLI::App* tune_cmd = app.add_subcommand(
