@@ -534,29 +534,36 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
   BlockTimeline t;
   t.kernel = kernel;
   t.launched = launched;
-  const int64_t n = std::min<int64_t>(launched, static_cast<int64_t>(records.size() / 4));
-  std::vector<double> loop, after, whole;
+  constexpr int64_t w = kBlockTimelineWords;
+  const int64_t n = std::min<int64_t>(launched, static_cast<int64_t>(records.size()) / w);
+  std::vector<double> first, loop, after, whole;
   std::map<uint64_t, int> per_sm;
-  uint64_t first = UINT64_MAX, last_start = 0, last_end = 0;
+  uint64_t earliest = UINT64_MAX, last_start = 0, last_end = 0;
+  auto us = [](uint64_t from, uint64_t to) { return static_cast<double>(to - from) * 1e-3; };
   for (int64_t b = 0; b < n; ++b) {
-    const uint64_t* r = &records[static_cast<size_t>(4 * b)];
-    if (r[0] == 0 || r[2] < r[0]) continue;  // no record (or a torn one)
+    const uint64_t* r = &records[static_cast<size_t>(w * b)];
+    const uint64_t start = r[0], staged = r[1], loop_end = r[2], end = r[3];
+    if (start == 0 || end < start) continue;  // no record (or a torn one)
     ++t.blocks;
-    ++per_sm[r[3]];
-    first = std::min(first, r[0]);
-    last_start = std::max(last_start, r[0]);
-    last_end = std::max(last_end, r[2]);
-    whole.push_back(static_cast<double>(r[2] - r[0]) * 1e-3);
-    if (r[1] >= r[0] && r[1] != 0 && r[1] <= r[2]) {
-      loop.push_back(static_cast<double>(r[1] - r[0]) * 1e-3);
-      after.push_back(static_cast<double>(r[2] - r[1]) * 1e-3);
+    ++per_sm[r[4]];
+    earliest = std::min(earliest, start);
+    last_start = std::max(last_start, start);
+    last_end = std::max(last_end, end);
+    whole.push_back(us(start, end));
+    const bool has_stage = staged >= start && staged <= end;
+    const bool has_loop = loop_end >= start && loop_end <= end && (!has_stage || loop_end >= staged);
+    if (has_stage) first.push_back(us(start, staged));
+    if (has_loop) {
+      loop.push_back(us(has_stage ? staged : start, loop_end));
+      after.push_back(us(loop_end, end));
     }
   }
   if (t.blocks == 0) return t;
   t.sms = static_cast<int>(per_sm.size());
-  for (const auto& [sm, count] : per_sm) t.max_blocks_on_an_sm = std::max(t.max_blocks_on_an_sm, count);
-  t.start_spread_us = static_cast<double>(last_start - first) * 1e-3;
-  t.span_us = static_cast<double>(last_end - first) * 1e-3;
+  for (const auto& [sm, count] : per_sm)
+    t.max_blocks_on_an_sm = std::max(t.max_blocks_on_an_sm, count);
+  t.start_spread_us = us(earliest, last_start);
+  t.span_us = us(earliest, last_end);
   auto three = [](std::vector<double> v, double* out) {
     if (v.empty()) return;
     std::sort(v.begin(), v.end());
@@ -565,8 +572,10 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
     out[2] = v.back();
   };
   three(whole, t.block_us);
+  three(first, t.first_stage_us);
   three(loop, t.loop_us);
   three(after, t.after_loop_us);
+  t.first_stage_blocks = static_cast<int64_t>(first.size());
   t.loop_blocks = static_cast<int64_t>(loop.size());
   return t;
 }
@@ -574,17 +583,17 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
 std::string format_block_timeline(const BlockTimeline& t) {
   if (t.blocks == 0)
     return fmt::format("{}: no block recorded (of {} launched)", t.kernel, t.launched);
+  auto three = [](const double* v) { return fmt::format("{:.1f} / {:.1f} / {:.1f} us", v[0], v[1], v[2]); };
   std::string s = fmt::format(
       "{}: {} blocks{} on {} SMs (at most {} an SM), started within {:.2f} us; span {:.1f} us; "
-      "a block {:.1f} / {:.1f} / {:.1f} us (min / median / max)",
+      "a block {} (min / median / max)",
       t.kernel, t.blocks, t.blocks < t.launched ? fmt::format(" of {}", t.launched) : "", t.sms,
-      t.max_blocks_on_an_sm, t.start_spread_us, t.span_us, t.block_us[0], t.block_us[1],
-      t.block_us[2]);
+      t.max_blocks_on_an_sm, t.start_spread_us, t.span_us, three(t.block_us));
+  if (t.first_stage_blocks > 0) s += "; start to the first stage landed " + three(t.first_stage_us);
   if (t.loop_blocks > 0)
-    s += fmt::format("; start to the first main loop's end {:.1f} / {:.1f} / {:.1f} us, then to "
-                     "the block's end {:.1f} / {:.1f} / {:.1f} us",
-                     t.loop_us[0], t.loop_us[1], t.loop_us[2], t.after_loop_us[0],
-                     t.after_loop_us[1], t.after_loop_us[2]);
+    s += fmt::format("; {} to the first main loop's end {}, then to the block's end {}",
+                     t.first_stage_blocks > 0 ? "then" : "start", three(t.loop_us),
+                     three(t.after_loop_us));
   return s;
 }
 
@@ -612,7 +621,7 @@ std::vector<BlockTimeline> CudaProgram::block_timelines() {
   std::vector<BlockTimeline> out;
   for (const Global& g : globals) {
     const Impl::Kernel& k = impl_->kernels[g.kernel];
-    std::vector<uint64_t> records(g.bytes / sizeof(uint64_t));
+    std::vector<uint64_t> records(g.bytes / sizeof(uint64_t));  // (kBlockTimelineWords a block)
     cuda::check_cuda(libs, libs.cuMemcpyDtoH_v2(records.data(), g.ptr, records.size() * 8),
                      "cuMemcpyDtoH");
     out.push_back(summarize_block_timeline(k.code->name, records, k.launched_blocks));

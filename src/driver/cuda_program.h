@@ -64,18 +64,26 @@ struct BlockTimeline {
   int sms = 0;                 // distinct SMs they ran on
   int max_blocks_on_an_sm = 0;
   double start_spread_us = 0;  // the last block's start after the first's
-  // start -> the end of its first main loop; that -> the block's end (only
-  // blocks with a loop record); start -> end (every block).
+  // start -> its first stage landed (blocks with that record: a
+  // warp-specialized loop); start (or the first stage) -> the end of its
+  // first main loop; that -> the block's end (blocks with a loop record);
+  // start -> end (every block).
+  double first_stage_us[3] = {0, 0, 0};
   double loop_us[3] = {0, 0, 0};
   double after_loop_us[3] = {0, 0, 0};
   double block_us[3] = {0, 0, 0};
-  int64_t loop_blocks = 0;     // blocks with a loop record
-  double span_us = 0;          // the first start to the last end
+  int64_t first_stage_blocks = 0;  // blocks with a first-stage record
+  int64_t loop_blocks = 0;         // blocks with a loop record
+  double span_us = 0;              // the first start to the last end
 };
 
-// Summarizes the records of `launched` blocks: 4 words a block (start,
-// first main loop's end or 0, end, SM id; tf::record_timeline), blocks past
-// the records' size or with a zero start skipped.
+// The words of one block's record (tf::kTimelineWords): start, first stage
+// landed or 0, first main loop's end or 0, end (ns), SM id.
+inline constexpr int kBlockTimelineWords = 5;
+
+// Summarizes the records of `launched` blocks (kBlockTimelineWords a block,
+// tf::record_timeline), blocks past the records' size or with a zero start
+// skipped.
 BlockTimeline summarize_block_timeline(const std::string& kernel,
                                        const std::vector<uint64_t>& records, int64_t launched);
 

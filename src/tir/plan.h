@@ -364,11 +364,11 @@ struct LaunchPlan {
   // fragment load it, at their own elements.
   int workspace_fragment_order = -1;
   // A measuring aid (the timeline pass, CudaOptions::block_timeline): block
-  // b's thread 0 stores %globaltimer at the block's start, at the end of its
-  // first main loop (0: none) and at its end, and its %smid, to
-  // tf_timeline[4 * b .. 4 * b + 3] (a module global of kTimelineBlocks
-  // records, tf_status.cuh; blocks past it record nothing); the runtime
-  // reads it back (CudaProgram::block_timelines).
+  // b's thread 0 stores %globaltimer at the block's start, when its first
+  // warp-specialized stage had landed, at the end of its first main loop
+  // and at its end, and its %smid, into the module global tf_timeline
+  // (tf::record_timeline, tf_status.cuh; blocks past kTimelineBlocks record
+  // nothing); the runtime reads it back (CudaProgram::block_timelines).
   bool block_timeline = false;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)

@@ -104,8 +104,9 @@ struct Target {
     "sm_90a: a persistent kernel's staged 16-bit epilogue tile goes out by TMA stores, "       \
     "holding no registers while the next tile's main loop runs")                               \
   X(block_timeline, false,                                                                     \
-    "a measuring aid: each block records %globaltimer at its start, at the end of its first "  \
-    "main loop and at its end, and its SM; bench prints each kernel's phases")
+    "a measuring aid: each block records %globaltimer at its start, when its first stage "     \
+    "has landed, at the end of its first main loop and at its end, and its SM; bench prints "  \
+    "each kernel's phases")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

@@ -1,8 +1,9 @@
 // The block timeline (CudaOptions::block_timeline, a measuring aid) on the
 // device: a gathered GEMM compiled with it still matches the f64 oracle on
 // fresh random inputs (outputs poisoned), and one launch's records come
-// back for every block: on the SMs the launch can use, each block's main
-// loop ending within the block, the span covering every block. The
+// back for every block: on the SMs the launch can use, each block's first
+// stage and main loop ending within the block, the span covering every
+// block. The
 // warp-specialized kernel (sm_90a), its split-K form and a persistent one;
 // on sm_80 the ring. TILEFUSE_GPU_SEED=<seed> reproduces a run.
 #include <gtest/gtest.h>
@@ -68,6 +69,10 @@ TEST(GpuBlockTimeline, RecordsEveryBlockAndKeepsTheResult) {
                                  : grid);
     EXPECT_EQ(t[0].blocks, t[0].launched);
     EXPECT_EQ(t[0].loop_blocks, t[0].blocks);
+    // A warp-specialized loop also records when its first stage landed.
+    EXPECT_EQ(t[0].first_stage_blocks,
+              prog.kernels[0].cuda->producer_threads > 0 ? t[0].blocks : 0);
+    EXPECT_LE(t[0].first_stage_us[2], t[0].block_us[2]);
     EXPECT_GE(t[0].sms, 1);
     EXPECT_LE(t[0].sms, dev.sm_count());
     EXPECT_GT(t[0].loop_us[0], 0.0);

@@ -771,6 +771,8 @@ int bench_command(const BenchOptions& options) {
                                      {"start_spread_us", t.start_spread_us},
                                      {"span_us", t.span_us},
                                      {"block_us", three(t.block_us)},
+                                     {"first_stage_blocks", t.first_stage_blocks},
+                                     {"first_stage_us", three(t.first_stage_us)},
                                      {"loop_blocks", t.loop_blocks},
                                      {"loop_us", three(t.loop_us)},
                                      {"after_loop_us", three(t.after_loop_us)}});

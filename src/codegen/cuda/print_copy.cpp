@@ -445,6 +445,8 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
   line(fmt::format("const int tf_stage = {} % {};", gi, stages));
   line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
+  // (the block timeline: when the first stage had landed)
+  if (k_.launch.block_timeline) line("if (tf_tl_data == 0) tf_tl_data = tf::globaltimer();");
   line("tf::fence_async_proxy();");
   line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
                    tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));

@@ -126,7 +126,8 @@ CudaKernel Printer::run() {
   for (const std::string& h : result_.headers) head << "#include \"" << h << "\"\n";
   head << "\n";
   if (launch.block_timeline)
-    head << "__device__ unsigned long long tf_timeline[4 * tf::kTimelineBlocks];  // block "
+    head << "__device__ unsigned long long tf_timeline[tf::kTimelineWords * tf::kTimelineBlocks];  "
+            "// block "
             "timeline records (tf::record_timeline)\n\n";
 
   std::string params;
@@ -159,7 +160,8 @@ CudaKernel Printer::run() {
     line(fmt::format("constexpr int kMmaThreads = {};", consumer_threads_));
   line("const int tf_tid = static_cast<int>(threadIdx.x);");
   if (launch.block_timeline)
-    line("unsigned long long tf_tl_start = tf::globaltimer(), tf_tl_loop = 0;  // block timeline");
+    line("unsigned long long tf_tl_start = tf::globaltimer(), tf_tl_data = 0, tf_tl_loop = 0;  "
+         "// block timeline");
   if (launch.dynamic_shared_bytes > 0)
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
                      launch.shared_align));
@@ -191,7 +193,7 @@ CudaKernel Printer::run() {
     stmt(k_.body);
   }
   if (launch.block_timeline)
-    line("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, tf_tl_loop);");
+    line("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, tf_tl_data, tf_tl_loop);");
   indent_ = 0;
   result_.source = head.str() + out_.str() + "}\n";
   return result_;

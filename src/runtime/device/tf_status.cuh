@@ -29,13 +29,15 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
 }
 
 // ---- the block timeline (LaunchPlan::block_timeline, a measuring aid) --------
-// Records of at most kTimelineBlocks blocks: block b's thread 0 writes its
-// start, the end of its first main loop (0: none) and its end, each
-// %globaltimer in ns, and its %smid (PTX ISA, "Special Registers") to
-// timeline[4 * b .. 4 * b + 3]. The kernel's source defines the
-// module global `tf_timeline` of 4 * kTimelineBlocks words; the runtime
-// zeroes it before the launch it reads (driver/cuda_program.h).
+// Records of at most kTimelineBlocks blocks, kTimelineWords words each:
+// block b's thread 0 writes, each a %globaltimer in ns, its start, when its
+// first main-loop stage had landed (a warp-specialized loop's first `full`
+// wait; 0 elsewhere), the end of its first main loop (0: none) and its end,
+// then its %smid (PTX ISA, "Special Registers"), to timeline[kTimelineWords
+// * b ...]. The kernel's source defines the module global `tf_timeline`;
+// the runtime zeroes it before the launch it reads (driver/cuda_program.h).
 constexpr int kTimelineBlocks = 16384;
+constexpr int kTimelineWords = 5;
 
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
@@ -45,15 +47,17 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 
 __device__ __forceinline__ void record_timeline(unsigned long long* timeline, int tid,
                                                 unsigned long long start,
+                                                unsigned long long first_stage,
                                                 unsigned long long loop_end) {
   if (tid != 0 || blockIdx.x >= static_cast<unsigned>(kTimelineBlocks)) return;
   unsigned sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  unsigned long long* r = timeline + 4ull * blockIdx.x;
+  unsigned long long* r = timeline + static_cast<unsigned long long>(kTimelineWords) * blockIdx.x;
   r[0] = start;
-  r[1] = loop_end;
-  r[2] = globaltimer();
-  r[3] = sm;
+  r[1] = first_stage;
+  r[2] = loop_end;
+  r[3] = globaltimer();
+  r[4] = sm;
 }
 
 // ---- if_last_arrival (split-K's election of a tile's last block) -------------

@@ -346,7 +346,17 @@ TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
       const size_t start = k.source.find("tf_tl_start = tf::globaltimer()");
       const size_t loop = k.source.find("if (tf_tl_loop == 0) tf_tl_loop = tf::globaltimer();");
       const size_t record = k.source.find("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, "
-                                          "tf_tl_loop);");
+                                          "tf_tl_data, tf_tl_loop);");
+      // A warp-specialized loop records when its first stage landed, after
+      // the consumer's first `full` wait.
+      const size_t landed = k.source.find("if (tf_tl_data == 0) tf_tl_data = tf::globaltimer();");
+      if (on) {
+        EXPECT_EQ(landed != std::string::npos, k.producer_threads > 0) << k.source;
+        if (landed != std::string::npos) {
+          EXPECT_LT(k.source.rfind("tf::mbar_wait(&tf_full[", landed), landed);
+          EXPECT_LT(landed, loop);
+        }
+      }
       if (!on) {
         EXPECT_EQ(global, std::string::npos) << k.source;
         EXPECT_EQ(start, std::string::npos) << k.source;

@@ -17,8 +17,9 @@ TEST(Timeline, MarksTheLaunchPlanOnlyWhenAsked) {
   const GemmText in = testing::wgmma_gemm("sync");
   expect_cuda_pass("timeline", in.text(), in.text());
   GemmText out = testing::with_note(
-      in, "block timeline: each block records its start, the end of its first main loop and its "
-          "end (%globaltimer) and its SM into tf_timeline (a measuring aid)");
+      in, "block timeline: each block records its start, its first stage landed, the end of its "
+          "first main loop and its end (%globaltimer) and its SM into tf_timeline (a measuring "
+          "aid)");
   // (block_timeline prints after the plan's numbers, before its lists)
   const size_t at = out.launch.find(", tensor_maps=");
   ASSERT_NE(at, std::string::npos) << out.launch;

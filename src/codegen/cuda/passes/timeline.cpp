@@ -10,8 +10,8 @@ tir::Kernel mark_timeline(const tir::Kernel& kernel, const passes::PassContext& 
   tir::Kernel out = kernel;
   out.launch.block_timeline = true;
   out.launch.notes.push_back(
-      "block timeline: each block records its start, the end of its first main loop and its "
-      "end (%globaltimer) and its SM into tf_timeline (a measuring aid)");
+      "block timeline: each block records its start, its first stage landed, the end of its "
+      "first main loop and its end (%globaltimer) and its SM into tf_timeline (a measuring aid)");
   return out;
 }
 

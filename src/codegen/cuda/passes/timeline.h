@@ -1,6 +1,7 @@
 // timeline: a measuring aid. With CudaOptions::block_timeline on, marks the
 // kernel's launch plan (LaunchPlan::block_timeline) so that the printer has
-// each block record its start, the end of its first main loop and its end
+// each block record its start, when its first warp-specialized stage has
+// landed, the end of its first main loop and its end
 // (%globaltimer, PTX ISA "Special Registers") and its SM (%smid) into the
 // module global tf_timeline; the runtime reads one launch's records back
 // (CudaProgram::block_timelines) and bench prints each kernel's phases.
