@@ -564,12 +564,11 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
     t.max_blocks_on_an_sm = std::max(t.max_blocks_on_an_sm, count);
   t.start_spread_us = us(earliest, last_start);
   t.span_us = us(earliest, last_end);
+  // (min, median, max: the timing's own summary, in its units)
   auto three = [](std::vector<double> v, double* out) {
     if (v.empty()) return;
-    std::sort(v.begin(), v.end());
-    out[0] = v.front();
-    out[1] = v[v.size() / 2];
-    out[2] = v.back();
+    const cuda::Timing s = cuda::summarize_samples(std::move(v));
+    out[0] = s.min_ms, out[1] = s.median_ms, out[2] = s.max_ms;
   };
   three(whole, t.block_us);
   three(first, t.first_stage_us);
@@ -583,7 +582,9 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
 std::string format_block_timeline(const BlockTimeline& t) {
   if (t.blocks == 0)
     return fmt::format("{}: no block recorded (of {} launched)", t.kernel, t.launched);
-  auto three = [](const double* v) { return fmt::format("{:.1f} / {:.1f} / {:.1f} us", v[0], v[1], v[2]); };
+  auto three = [](const double* v) {
+    return fmt::format("{:.1f} / {:.1f} / {:.1f} us", v[0], v[1], v[2]);
+  };
   std::string s = fmt::format(
       "{}: {} blocks{} on {} SMs (at most {} an SM), started within {:.2f} us; span {:.1f} us; "
       "a block {} (min / median / max)",

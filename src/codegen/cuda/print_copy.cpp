@@ -446,7 +446,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("const int tf_stage = {} % {};", gi, stages));
   line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
   // (the block timeline: when the first stage had landed)
-  if (k_.launch.block_timeline) line("if (tf_tl_data == 0) tf_tl_data = tf::globaltimer();");
+  timeline_point("tf_tl_data");
   line("tf::fence_async_proxy();");
   line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
                    tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
@@ -464,6 +464,10 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   if (!base.empty() || cluster > 1)  // the last stage goes back to the producer(s)
     line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
                      base.empty() ? "" : base + " + ", stages, arrive));
+}
+
+void Printer::timeline_point(const char* var) {
+  if (k_.launch.block_timeline) line(fmt::format("if ({0} == 0) {0} = tf::globaltimer();", var));
 }
 
 void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<void()>& body) {

@@ -152,7 +152,7 @@ void Printer::emit_persistent() {
         line(fmt::format("tf_git += {};", n));
       }
       // (the block timeline: the first tile's main loop's end)
-      if (k_.launch.block_timeline) line("if (tf_tl_loop == 0) tf_tl_loop = tf::globaltimer();");
+      timeline_point("tf_tl_loop");
       // Every MMA warp (of the team) is past the last tile's epilogue (the
       // staged tile's readers) and done with this tile's main loop.
       line(block_barrier_);

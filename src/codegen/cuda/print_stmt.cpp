@@ -507,7 +507,7 @@ void Printer::emit_for(const ForNode* op) {
       // (the block timeline's second record: the first main loop's end, in
       // the threads that run past it, the MMA warpgroups of a
       // warp-specialized loop)
-      if (k_.launch.block_timeline) line("if (tf_tl_loop == 0) tf_tl_loop = tf::globaltimer();");
+      timeline_point("tf_tl_loop");
       return;
     case ForKind::Parallel:
       emit_parallel(op);

@@ -97,6 +97,9 @@ class Printer {
                                           const std::vector<int64_t>& ext, int64_t vec,
                                           const std::string& v);
   void emit_pipelined(const tir::ForNode* op);
+  // Under LaunchPlan::block_timeline: `var` (tf_tl_data, tf_tl_loop) takes
+  // %globaltimer the first time the thread gets here; else nothing.
+  void timeline_point(const char* var);
   void emit_in_order(const tir::ForNode* op, const PipelinedBody& body,
                      const tir::PipelinePlan& plan);
   void emit_warp_specialized(const tir::ForNode* op, const PipelinedBody& body,
