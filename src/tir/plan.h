@@ -226,6 +226,16 @@ struct PipelinePlan {
   // ISA 9.7.17.3) under __launch_bounds__(threads, 1); 0: not set.
   int producer_registers = 0, consumer_registers = 0;
   int64_t mbarrier_offset = -1;                    // warp_specialized (layout)
+  // warp_specialized (producer_start): the mbarriers are initialized at the
+  // kernel's entry rather than just before the loop, so that the producer
+  // does not wait for the statements before the loop (the index checks,
+  // which the MMA warpgroups then run while the first stages land).
+  bool setup_at_entry = false;
+  // warp_specialized, setup_at_entry (producer_start): the producer issues
+  // the affine TMA copies of the first `affine_lead` iterations (<= stages)
+  // first thing, before its hoisted gathered-row addresses, whose index
+  // load then overlaps those bytes; 0: every copy in its iteration.
+  int affine_lead = 0;
   std::string why;                                 // in_order: why
 };
 

@@ -321,6 +321,8 @@ PlanClause to_clause(const LoopPlan& p) {
         c.push_back(ints("registers",
                          std::vector<int>{q->producer_registers, q->consumer_registers}));
     }
+    if (q->setup_at_entry) c.push_back(num("setup_at_entry", 1));
+    if (q->affine_lead > 0) c.push_back(num("affine_lead", q->affine_lead));
     if (q->mbarrier_offset >= 0) c.push_back(num("mbarriers", q->mbarrier_offset));
     if (!q->why.empty()) c.push_back(str("why", q->why));
     return c;
@@ -345,7 +347,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   const std::string& k = kind_word(c, "loop");
   if (auto form = try_enum<PipelineForm>(k)) {
     only(c, {"stages", "issue_ahead", "wgmma_in_flight", "producer_threads", "consumer_threads",
-             "registers", "mbarriers", "why"});
+             "registers", "setup_at_entry", "affine_lead", "mbarriers", "why"});
     PipelinePlan q;
     q.form = *form;
     q.stages = static_cast<int>(get_int(c, "stages"));
@@ -354,6 +356,8 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     q.producer_threads = static_cast<int>(get_int(c, "producer_threads", 0));
     q.consumer_threads = static_cast<int>(get_int(c, "consumer_threads", 0));
     q.mbarrier_offset = get_int(c, "mbarriers", -1);
+    q.setup_at_entry = get_int(c, "setup_at_entry", 0) != 0;
+    q.affine_lead = static_cast<int>(get_int(c, "affine_lead", 0));
     const std::vector<int> regs = get_ints<int>(c, "registers");
     if (!regs.empty()) {
       if (regs.size() != 2) bad("`registers=[PRODUCER, CONSUMER]`");

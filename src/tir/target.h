@@ -103,6 +103,9 @@ struct Target {
   X(tma_store_epilogue, true,                                                                  \
     "sm_90a: a persistent kernel's staged 16-bit epilogue tile goes out by TMA stores, "       \
     "holding no registers while the next tile's main loop runs")                               \
+  X(producer_start, true,                                                                      \
+    "sm_90a: a warp-specialized producer loads the gathered index into registers itself and "  \
+    "issues the affine operand's first stages before it returns (not persistent kernels)")    \
   X(block_timeline, false,                                                                     \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "     \
     "has landed, at the end of its first main loop and at its end, and its SM; bench prints "  \

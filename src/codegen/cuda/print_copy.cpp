@@ -372,6 +372,40 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   // The iteration's place in the stage ring: the loop's own count, or in a
   // persistent kernel the count over every tile so far (`base` + it).
   const std::string g = base.empty() ? it : "(" + base + " + " + it + ")";
+  auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
+  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  // producer_start's affine lead: the TMA copies of the first stages go
+  // first, in a function of their own that the loop calls for the rest.
+  const int lead = plan.affine_lead;
+  if (lead > 0) {
+    TF_CHECK(base.empty() && lead <= stages && arr.tma_bytes > 0,
+             "cuda printer: an affine lead outside a non-persistent loop with TMA copies");
+    std::vector<Stmt> tma_stmts;
+    for (const CopyNode* c : copies) {
+      TF_CHECK(!is_tma(c) || !c->plan->row_gather,
+               "cuda printer: an affine lead with row-gather TMA copies");
+      if (is_tma(c)) tma_stmts.push_back(Stmt(c));
+    }
+    open(fmt::format("auto tf_issue_affine = [&]({} {}, int tf_stage)", t, k));
+    emit_loop_lets(op, body.lets, tma_stmts);
+    open("if (tf_ptid == 0)");
+    line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", arr.tma_bytes));
+    for (const CopyNode* c : copies)
+      if (is_tma(c)) emit_tma_copy(c);
+    close();
+    --indent_;
+    line("};");
+    line(fmt::format(
+        "// the affine copies of the first {} stages, before the gathered rows' addresses: their "
+        "bytes stream while the index load is in flight (producer_start)",
+        lead));
+    const int64_t* trip = as_const_int(op->extent);
+    open(trip && *trip >= lead
+             ? fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", lead)
+             : fmt::format("for (int tf_s = 0; tf_s < {} && tf_s < {}; ++tf_s)", lead, n));
+    line(fmt::format("tf_issue_affine({} + tf_s, tf_s);", lo));
+    close();
+  }
   std::vector<Stmt> copy_stmts;
   std::unordered_map<const CopyNode*, std::string> hoisted;
   for (const CopyNode* c : copies) {
@@ -380,13 +414,12 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
       emit_hoisted_setup(c, hoisted[c], lo);
       continue;  // (its own lets are inlined into the plan)
     }
+    if (lead > 0 && is_tma(c)) continue;  // (in tf_issue_affine)
     copy_stmts.push_back(Stmt(c));
   }
   open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
-  for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
-  auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
   emit_loop_lets(op, body.lets, copy_stmts);
-  if (arr.tma_bytes > 0) {
+  if (arr.tma_bytes > 0 && lead == 0) {
     open("if (tf_ptid == 0)");
     line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", arr.tma_bytes));
     for (const CopyNode* c : copies)
@@ -410,6 +443,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
       "if ({0} >= {1}) tf::mbar_wait(&tf_empty[tf_stage], ({0} / {1} + 1) & 1);  // tile i - {1} "
       "released",
       g, stages));
+  if (lead > 0) line(fmt::format("if ({0} >= {1}) tf_issue_affine({2} + {0}, tf_stage);", it, lead, lo));
   line(fmt::format("tf_issue({} + {}, tf_stage);", lo, it));
   if (arr.sync_copies) {
     line("tf::fence_async_proxy();");
@@ -498,7 +532,7 @@ void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<voi
 void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body,
                                     const PipelinePlan& plan) {
   if (nonneg_.holds(op->min)) nonneg_.vars.insert(op->var.get());
-  ws_setup(body, plan);
+  if (!plan.setup_at_entry) ws_setup(body, plan);
   const std::string it = "tf_it" + std::to_string(tmp_++);
   // The producer warpgroup.
   ws_producer_role(plan, [&] { ws_producer_loop(op, body, plan, it, ""); });

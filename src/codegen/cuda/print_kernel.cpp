@@ -190,6 +190,13 @@ CudaKernel Printer::run() {
     emit_persistent();
   } else {
     emit_grid_vars("static_cast<int>(blockIdx.x)");
+    // (producer_start: the warp-specialized loop's mbarriers at the entry,
+    // so that its producer waits for nothing the statements before it do.)
+    if (const ForNode* ws = top_level_pipelined(k_.body)) {
+      const auto* plan = std::get_if<PipelinePlan>(&ws->plan);
+      if (plan && plan->form == PipelineForm::WarpSpecialized && plan->setup_at_entry)
+        ws_setup(split_pipelined_body(ws), *plan);
+    }
     stmt(k_.body);
   }
   if (launch.block_timeline)

@@ -41,7 +41,8 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
   const std::vector<std::string> want = {"simplify", "cse", "licm", "dce",
                                          "lower_gemm", "warp_specialize", "lower_copies",
                                          "pipeline", "hoist_copy_addresses", "persistent",
-                                         "prefetch_prologue", "cluster", "register_budgets",
+                                         "prefetch_prologue", "cluster", "producer_start",
+                                         "register_budgets",
                                          "layout", "epilogue", "sync", "timeline"};
   EXPECT_EQ(names, want);
 }

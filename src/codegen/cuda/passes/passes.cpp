@@ -8,6 +8,7 @@
 #include "codegen/cuda/passes/lower_gemm.h"
 #include "codegen/cuda/passes/persistent.h"
 #include "codegen/cuda/passes/prefetch_prologue.h"
+#include "codegen/cuda/passes/producer_start.h"
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/sync.h"
@@ -44,6 +45,11 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "after persistent (a persistent kernel takes its tiles in turn, not in pairs) and after "
        "lower_copies (only TMA copies multicast; their boxes say what each block reads); the "
        "printer then splits each multicast copy's boxes between the cluster's blocks"},
+      {"producer_start", producer_start,
+       "after hoist_copy_addresses (it forwards staged rows into the hoisted addresses only), "
+       "persistent (a persistent producer prefetches its index instead) and cluster (no affine "
+       "lead in a cluster); before register_budgets, whose producer budget reads the hoisted "
+       "copies, and layout, which then places no shared buffer for the forwarded rows"},
       {"register_budgets", register_budgets,
        "after hoist_copy_addresses and persistent: a producer's budget depends on whether its "
        "copies compute addresses (TMA and hoisted copies do not) and whether it runs a tile "

@@ -241,7 +241,9 @@ class Dedupe {
       pending_ = b;
     } else if (const ForNode* f = s.as<ForNode>(); f && pipeline_plan(f)) {
       if (pipeline_plan(f)->form == PipelineForm::WarpSpecialized) {
-        if (pending_) remove.insert(pending_);  // the loop opens with a barrier of its own
+        // The loop opens with a barrier of its own (after its mbarriers'
+        // set-up), unless producer_start moved that set-up to the entry.
+        if (pending_ && !pipeline_plan(f)->setup_at_entry) remove.insert(pending_);
         after_ws_ = true;
       }
       nested(f->body);

@@ -1,0 +1,350 @@
+#include "codegen/cuda/passes/producer_start.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+#include "passes/simplify.h"
+#include "tir/functor.h"
+#include "tir/structural.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+namespace {
+
+// The top-level statements before the warp-specialized loop (through
+// sequences, lets and allocations), in program order, and whether the walk
+// reached the loop.
+struct Prefix {
+  std::vector<Stmt> stmts;
+  bool reached = false;
+};
+Prefix prefix_of(const Stmt& body, const ForNode* loop) {
+  Prefix p;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (p.reached || !s.defined()) return;
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      walk(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      walk(a->body);
+    } else if (s.get() == loop) {
+      p.reached = true;
+    } else {
+      p.stmts.push_back(s);
+    }
+  };
+  walk(body);
+  return p;
+}
+
+// Is `c` `dst[v0, v1, ...] = value` over its own vars in order?
+bool identity_copy(const CopyNode* c) {
+  if (c->dst_indices.size() != c->vars.size()) return false;
+  for (size_t d = 0; d < c->vars.size(); ++d) {
+    const VarNode* v = c->dst_indices[d].as<VarNode>();
+    if (v != c->vars[d].get()) return false;
+  }
+  return true;
+}
+
+// Loads of the forwarded buffers replaced by their staged values at the
+// load's indices; the staging copies and the buffers' allocations removed.
+// The hoisted address expressions of the loop's copies are rewritten too
+// (the printer computes the addresses from them).
+class Forward final : public IRMutator {
+ public:
+  explicit Forward(const std::unordered_map<const BufferNode*, const CopyNode*>& staged)
+      : staged_(staged) {}
+  Expr forward(const Expr& e) { return e.defined() ? mutate(e) : e; }
+
+ protected:
+  using IRMutator::visit;
+  Expr visit(const LoadNode* op) override {
+    auto it = staged_.find(op->buffer.get());
+    if (it == staged_.end()) return IRMutator::visit(op);
+    const CopyNode* c = it->second;
+    TF_CHECK(op->indices.size() == c->vars.size() && !op->mask.defined(),
+             "producer_start: a masked or partial load of staged buffer " + op->buffer.name() +
+                 " (the pass forwards only whole, unmasked reads)");
+    VarMap at;
+    for (size_t d = 0; d < c->vars.size(); ++d) at[c->vars[d].get()] = mutate(op->indices[d]);
+    return substitute(c->value, at);
+  }
+  Stmt visit(const CopyNode* op) override {
+    if (staged_.count(op->dst.get())) return SeqNode::make({});
+    Stmt s = IRMutator::visit(op);
+    const CopyNode* c = s.as<CopyNode>();
+    if (!c || !c->plan || !c->plan->hoisted) return s;
+    CopyPlan plan = *c->plan;
+    for (Expr& e : plan.hoisted_indices) e = forward(e);
+    plan.hoisted_mask = forward(plan.hoisted_mask);
+    plan.iteration_mask = forward(plan.iteration_mask);
+    return CopyNode::make(c->vars, c->extents, c->dst, c->dst_indices, c->value, plan);
+  }
+  Stmt visit(const AllocateNode* op) override {
+    if (staged_.count(op->buffer.get())) return mutate(op->body);
+    return IRMutator::visit(op);
+  }
+
+ private:
+  const std::unordered_map<const BufferNode*, const CopyNode*>& staged_;
+};
+
+// Does `s` write shared memory (a store, a copy or a fill into it)?
+bool writes_shared(const Stmt& s) {
+  BufferUse u;
+  u.visit_stmt(s);
+  for (const BufferNode* b : u.writes)
+    if (b->scope == MemScope::Shared) return true;
+  struct Fills : IRVisitor {
+    bool shared = false;
+    using IRVisitor::visit;
+    void visit(const FillNode* f) override {
+      shared = shared || f->buffer.scope() == MemScope::Shared;
+    }
+  } fills;
+  fills.visit_stmt(s);
+  return fills.shared;
+}
+
+// How many distinct affine (TMA) tiles the first `kFirstBlocks` blocks of
+// the grid read at the loop's first iteration, and how many blocks that
+// is; nullopt when the grid or a box coordinate is not a constant there.
+constexpr int64_t kFirstBlocks = 128;
+struct TileSharing {
+  int64_t blocks = 0, tiles = 0;
+};
+std::optional<TileSharing> affine_tile_sharing(const Kernel& k, const ForNode* loop,
+                                               const PipelinedBody& body) {
+  std::vector<int64_t> extents;
+  int64_t total = 1;
+  for (const GridDim& g : k.grid) {
+    const int64_t* e = as_const_int(g.extent);
+    if (!e || *e <= 0) return std::nullopt;
+    extents.push_back(*e);
+    total *= *e;
+    if (total > (int64_t{1} << 40)) return std::nullopt;
+  }
+  // The top-level lets before the loop, then the loop's own at its first
+  // iteration.
+  VarMap lets;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s.defined()) return;
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      lets[l->var.get()] = substitute(l->value, lets);
+      walk(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      walk(a->body);
+    }
+  };
+  walk(k.body);
+  lets[loop->var.get()] = loop->min;
+  for (const auto& [v, e] : body.lets) lets[v.get()] = substitute(e, lets);
+  std::vector<Expr> coords;
+  for (const CopyNode* c : body.copies)
+    if (c->plan && c->plan->mechanism == CopyMechanism::Tma)
+      for (const TmaBox& b : c->plan->boxes)
+        for (const Expr& e : b.coords) coords.push_back(substitute(e, lets));
+  const int64_t blocks = std::min(total, kFirstBlocks);
+  std::set<std::vector<int64_t>> tiles;
+  for (int64_t linear = 0; linear < blocks; ++linear) {
+    // (The printer's order: the last grid dim varies fastest.)
+    VarMap at;
+    int64_t rest = linear;
+    for (size_t d = k.grid.size(); d-- > 0;) {
+      at[k.grid[d].var.get()] = make_int(k.grid[d].var.dtype(), rest % extents[d]);
+      rest /= extents[d];
+    }
+    std::vector<int64_t> tile;
+    for (const Expr& e : coords) {
+      const Expr v = passes::simplify(substitute(e, at));
+      const int64_t* c = as_const_int(v);
+      if (!c) return std::nullopt;
+      tile.push_back(*c);
+    }
+    tiles.insert(std::move(tile));
+  }
+  return TileSharing{blocks, static_cast<int64_t>(tiles.size())};
+}
+
+}  // namespace
+
+Kernel producer_start(const Kernel& kernel, const passes::PassContext& context) {
+  if (!context.cuda.producer_start || kernel.launch.persistent) return kernel;
+  const ForNode* loop = top_level_pipelined(kernel.body);
+  if (!loop) return kernel;
+  const auto* plan0 = std::get_if<PipelinePlan>(&loop->plan);
+  if (!plan0 || plan0->form != PipelineForm::WarpSpecialized) return kernel;
+  const Prefix prefix = prefix_of(kernel.body, loop);
+  if (!prefix.reached) return kernel;
+
+  // 1. Staged buffers to forward.
+  BufferUse everywhere;
+  everywhere.visit_stmt(kernel.body);
+  std::unordered_map<const BufferNode*, int> writers;
+  {
+    struct Writers : IRVisitor {
+      std::unordered_map<const BufferNode*, int>* n;
+      using IRVisitor::visit;
+      void visit(const StoreNode* op) override {
+        ++(*n)[op->buffer.get()];
+        IRVisitor::visit(op);
+      }
+      void visit(const CopyNode* op) override {
+        ++(*n)[op->dst.get()];
+        IRVisitor::visit(op);
+      }
+      void visit(const FillNode* op) override {
+        ++(*n)[op->buffer.get()];
+        IRVisitor::visit(op);
+      }
+    } w;
+    w.n = &writers;
+    w.visit_stmt(kernel.body);
+  }
+  // Where each buffer is read outside the loop's hoisted copies: those
+  // reads keep the buffer.
+  std::unordered_set<const BufferNode*> read_elsewhere;
+  std::unordered_set<const CopyNode*> hoisted_copies;
+  for (const CopyNode* c : split_pipelined_body(loop).copies)
+    if (c->plan && c->plan->hoisted) hoisted_copies.insert(c);
+  {
+    struct Reads : IRVisitor {
+      const std::unordered_set<const CopyNode*>* hoisted;
+      std::unordered_set<const BufferNode*>* out;
+      using IRVisitor::visit;
+      bool in_hoisted = false;
+      void visit(const LoadNode* op) override {
+        // (A hoisted copy's whole, unmasked reads are forwarded; any
+        // other read keeps the buffer.)
+        if (!in_hoisted || op->mask.defined() || op->indices.size() != op->buffer->shape.size())
+          out->insert(op->buffer.get());
+        IRVisitor::visit(op);
+      }
+      void visit(const CopyNode* op) override {
+        in_hoisted = hoisted->count(op) > 0;
+        IRVisitor::visit(op);
+        in_hoisted = false;
+      }
+    } r;
+    r.hoisted = &hoisted_copies;
+    r.out = &read_elsewhere;
+    r.visit_stmt(kernel.body);
+  }
+  std::unordered_map<const BufferNode*, const CopyNode*> staged;
+  for (const Stmt& s : prefix.stmts) {
+    const CopyNode* c = s.as<CopyNode>();
+    if (!c || c->dst.scope() != MemScope::Shared || !identity_copy(c)) continue;
+    const BufferNode* b = c->dst.get();
+    if (writers[b] != 1 || read_elsewhere.count(b)) continue;
+    bool pure = true;
+    for (const LoadNode* l : loads_in(c->value))
+      pure = pure && l->buffer.scope() == MemScope::Global &&
+             !everywhere.writes.count(l->buffer.get());
+    if (pure) staged[b] = c;
+  }
+  Kernel out = kernel;
+  std::vector<std::string> forwarded;
+  if (!staged.empty()) {
+    Forward f(staged);
+    out.body = f.mutate(kernel.body);
+    for (const Stmt& s : prefix.stmts)
+      if (const CopyNode* c = s.as<CopyNode>(); c && staged.count(c->dst.get()))
+        forwarded.push_back(c->dst.name());
+  }
+
+  // 2. The set-up at entry, when nothing before the loop writes shared
+  // memory (else the producer would have to wait for it at a barrier).
+  const ForNode* new_loop = top_level_pipelined(out.body);
+  TF_CHECK(new_loop != nullptr, "producer_start: the loop went away");
+  const Prefix after = prefix_of(out.body, new_loop);
+  std::unordered_set<const BarrierNode*> barriers;
+  for (const Stmt& s : after.stmts) {
+    if (const BarrierNode* b = s.as<BarrierNode>()) {
+      barriers.insert(b);
+      continue;
+    }
+    if (writes_shared(s)) return staged.empty() ? kernel : out;
+  }
+  // The barriers before the loop order nothing now (no shared memory is
+  // written there: the lowering's barrier after the staging copies).
+  if (!barriers.empty()) {
+    struct Drop final : IRMutator {
+      const std::unordered_set<const BarrierNode*>* drop;
+      using IRMutator::visit;
+      Stmt visit(const BarrierNode* op) override {
+        return drop->count(op) ? SeqNode::make({}) : Stmt(op);
+      }
+    } drop;
+    drop.drop = &barriers;
+    out.body = drop.mutate(out.body);
+    new_loop = top_level_pipelined(out.body);
+    TF_CHECK(new_loop != nullptr, "producer_start: the loop went away");
+  }
+  PipelinePlan plan = std::get<PipelinePlan>(new_loop->plan);
+  plan.setup_at_entry = true;
+
+  // 3. The affine lead.
+  const PipelinedBody body = split_pipelined_body(new_loop);
+  bool affine = false, row_gather = false, gathered_setup = false;
+  for (const CopyNode* c : body.copies) {
+    if (!c->plan) continue;
+    if (c->plan->mechanism == CopyMechanism::Tma) (c->plan->row_gather ? row_gather : affine) = true;
+    if (c->plan->hoisted)
+      for (const Expr& e : c->plan->hoisted_indices) gathered_setup = gathered_setup || has_load(e);
+  }
+  std::string lead_note;
+  if (affine && !row_gather && gathered_setup && out.launch.cluster_size == 1) {
+    // Only where the first blocks share their affine tiles (two blocks or
+    // more a tile): the lead's bytes then come mostly from L2. Where each
+    // block streams tiles of its own (small M: a decode GEMM's weights),
+    // the lead's bytes queue in DRAM ahead of the first gathered stage and
+    // delay it (skinny: first stage 2.6 -> 3.7-4.2 us, the kernel not
+    // faster; session 11).
+    const std::optional<TileSharing> share = affine_tile_sharing(out, new_loop, body);
+    if (!share) {
+      lead_note = "; no affine lead: the grid or a tile coordinate is not a constant";
+    } else if (share->tiles * 2 > share->blocks) {
+      lead_note = fmt::format(
+          "; no affine lead: the first {} blocks read {} distinct affine tiles (each block its "
+          "own, from DRAM, where the lead would delay the first gathered stage)",
+          share->blocks, share->tiles);
+    } else {
+      plan.affine_lead = plan.stages;
+      lead_note = fmt::format(
+          "; it issues the TMA copies of the first {} stages before its gathered rows' "
+          "addresses, whose index load then overlaps those bytes (the first {} blocks share {} "
+          "affine tiles)",
+          plan.stages, share->blocks, share->tiles);
+    }
+  }
+  PlanEdits edits;
+  edits.loops[new_loop] = plan;
+  out = with_plans(out, edits);
+  std::string what;
+  for (const std::string& n : forwarded) what += (what.empty() ? "" : ", ") + n;
+  out.launch.notes.push_back(fmt::format(
+      "producer start: the mbarriers are set up at the kernel's entry and the producer does not "
+      "wait for the statements before the main loop{}{}",
+      forwarded.empty() ? ""
+                        : fmt::format("; it loads the rows it gathers itself ({} forwarded from "
+                                      "shared memory into its hoisted addresses)",
+                                      what),
+      lead_note));
+  return out;
+}
+
+}  // namespace tilefuse::codegen
