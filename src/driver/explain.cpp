@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -202,12 +203,38 @@ json cuda_account(const codegen::CudaKernel& ck) {
   return c;
 }
 
-json kernel_account(const Graph& g, const CompiledKernel& ck) {
+// The config keys a CUDA pass declined (PERSISTENT, PINGPONG asked for by
+// the config, not in the kernel's launch plan; the notes say why).
+json declined_of(const tir::Kernel& k) {
+  json d = json::array();
+  if (!k.launch.defined) return d;
+  auto asked = [&](const char* key) {
+    auto it = k.attrs.find(key);
+    return it != k.attrs.end() && it->second == tir::AttrValue(int64_t{1});
+  };
+  if (asked("PERSISTENT") && !k.launch.persistent) d.push_back("PERSISTENT");
+  if (asked("PINGPONG") && k.launch.consumer_teams < 2) d.push_back("PINGPONG");
+  return d;
+}
+
+json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target& target) {
   const KernelStep& step = ck.lowered.step;
   json k;
   k["name"] = ck.kernel.name;
   k["kind"] = std::string(step_kind_name(step.kind));
   k["config"] = config_of(ck.kernel);
+  k["declined"] = declined_of(ck.kernel);
+  // A config whose shared memory the target cannot give a block: emit and
+  // explain still show it; run, bench and the tuner reject it.
+  if (ck.cuda) {
+    k["shared_bytes"] = ck.cuda->dynamic_shared_bytes;
+    const int64_t limit = default_max_shared_bytes(target);
+    if (limit > 0 && ck.cuda->dynamic_shared_bytes > limit)
+      k["shared_memory_error"] = fmt::format(
+          "kernel {} needs {} bytes of shared memory; {} allows {} a block (opt-in): run, bench "
+          "and the tuner reject this config",
+          ck.kernel.name, ck.cuda->dynamic_shared_bytes, target.name(), limit);
+  }
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->split_k > 1)
     k["split_k"] = {{"factor", ck.lowered.gemm_config->split_k},
                     {"why", split_k_reason(*ck.lowered.gemm_config, step)}};
@@ -327,7 +354,7 @@ json explain(const CompiledProgram& program, const std::string& name) {
   a["plan"] = std::string(plan_kind_name(program.plan.kind));
   json kernels = json::array();
   for (const CompiledKernel& ck : program.kernels)
-    kernels.push_back(kernel_account(program.graph, ck));
+    kernels.push_back(kernel_account(program.graph, ck, program.target));
   a["kernels"] = kernels;
   a["decisions"] = program.plan.decisions;
   // Symbolic dims: the kernels take them as arguments; what they are
@@ -368,10 +395,16 @@ std::string render_explain_text(const json& a) {
     out << "\nkernel " << k.at("name").get<std::string>() << " (" << k.at("kind").get<std::string>()
         << ")\n";
     std::string config;
-    for (const auto& [key, value] : k.at("config").items())
+    const json& declined = k.at("declined");
+    for (const auto& [key, value] : k.at("config").items()) {
       config += (config.empty() ? "" : " ") + key + "=" +
                 (value.is_string() ? value.get<std::string>() : value.dump());
+      if (std::find(declined.begin(), declined.end(), key) != declined.end())
+        config += " (declined: see the notes)";
+    }
     out << "  config: " << (config.empty() ? "-" : config) << "\n";
+    if (k.contains("shared_memory_error"))
+      out << "  error: " << k.at("shared_memory_error").get<std::string>() << "\n";
     if (k.contains("split_k")) out << "  " << k.at("split_k").at("why").get<std::string>() << "\n";
     out << "  reads: " << list(k.at("reads")) << "; writes: " << list(k.at("writes")) << "\n";
     const json& fused = k.at("fused");

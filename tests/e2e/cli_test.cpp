@@ -442,6 +442,38 @@ TEST(Explain, TextAndDefaults) {
   EXPECT_NE(r.output.find("(pointwise)"), std::string::npos) << r.output;
 }
 
+// What a config asks for and does not get is said where the config is
+// shown: a persistent form the pass declined (sm_80 has no warp-specialized
+// loop), and shared memory beyond the target's (emit warns, explain says
+// so; run, bench and the tuner reject it).
+TEST(Explain, DeclinedFormsAndSharedMemoryBeyondTheTarget) {
+  Result r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs") +
+                     " --target sm_80 --gemm-config 128x128x32/3/8/persistent");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("PERSISTENT=1 (declined: see the notes)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("note: not persistent:"), std::string::npos) << r.output;
+  r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs") +
+              " --target sm_90a --gemm-config 128x256x64/4/8/persistent");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("(declined"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("error:"), std::string::npos) << r.output;
+  r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs") +
+              " --target sm_90a --gemm-config 128x256x64/8/8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  const json& k = j.at("kernels").at(0);
+  EXPECT_GT(k.at("shared_bytes").get<int64_t>(), 227 * 1024) << k.dump(2);
+  EXPECT_NE(k.at("shared_memory_error").get<std::string>().find("sm_90a allows 232448"),
+            std::string::npos)
+      << k.dump(2);
+  r = run_cli("emit " + case_path("seed_gather_mm_f16.tfs") +
+              " --target sm_90a --stage cuda --gemm-config 128x256x64/8/8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: kernel gemm0 needs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("__global__"), std::string::npos) << r.output;
+}
+
 TEST(Emit, EveryStageProducesItsForm) {
   const std::string prog = case_path("gather_negative_index.tfs");
   struct Stage {

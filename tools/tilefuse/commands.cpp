@@ -631,7 +631,15 @@ int emit_command(const EmitOptions& options) {
         co.lower.specialization = shown_specialization(loaded);
         const driver::CompiledProgram compiled = driver::compile(loaded.generic.graph, co);
         if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
+        const int64_t smem_limit = driver::default_max_shared_bytes(co.target);
         for (const driver::CompiledKernel& ck : compiled.kernels) {
+          // (Shown anyway: emit is for reading the kernel; run, bench and
+          // the tuner reject the config.)
+          if (ck.cuda && smem_limit > 0 && ck.cuda->dynamic_shared_bytes > smem_limit)
+            std::cerr << fmt::format(
+                "tilefuse: warning: kernel {} needs {} bytes of shared memory; {} allows {} a "
+                "block (opt-in): run, bench and the tuner reject this config\n",
+                ck.kernel.name, ck.cuda->dynamic_shared_bytes, co.target.name(), smem_limit);
           if (options.stage == "cuda")
             std::cout << ck.cuda->source;
           else

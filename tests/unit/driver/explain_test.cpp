@@ -308,6 +308,17 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
         << k.dump();
     EXPECT_NE(driver::render_explain_text(s).find("split-K 2: "), std::string::npos);
   }
+  // A config beyond the target's shared memory: shown, with why run, bench
+  // and the tuner reject it.
+  {
+    const json s =
+        explain_source(seed.str(), "sm_90a", PlanKind::kFused, GemmConfig{128, 256, 64, 8, 8, 8});
+    key_paths(s, "", written);
+    const json& k = s.at("kernels").at(0);
+    ASSERT_TRUE(k.contains("shared_memory_error")) << k.dump();
+    EXPECT_GT(k.at("shared_bytes").get<int64_t>(), 232448);
+    EXPECT_NE(driver::render_explain_text(s).find("  error: kernel"), std::string::npos);
+  }
   // Symbolic dims: the symbols, the specialization, and a tuning note (per
   // size bucket: none without sizes).
   const json symbolic = explain_source(
