@@ -44,16 +44,18 @@ TEST(ProducerStart, ForwardsTheStagedRowsAndLeadsWithTheAffineStages) {
   // (grid 16 x 16: the first 128 blocks are pid_m 0..7 over 16 B tiles)
   out = testing::with_note(
       out, note("index_rows",
-                "; it issues the TMA copies of the first 3 stages before its gathered rows' "
-                "addresses, whose index load then overlaps those bytes (the first 128 blocks "
-                "share 16 affine tiles)"));
+                "; it issues the TMA copies of the first 3 of 3 stages before its gathered "
+                "rows' addresses, whose index load then overlaps those bytes (the first 128 "
+                "blocks read 16 distinct affine tiles, 256 KiB a stage; at most 4 MiB ahead of "
+                "the index load)"));
   expect_cuda_pass("producer_start", in.text(), out.text());
 }
 
 // Where each of the first blocks reads an affine tile of its own (a small-M
-// GEMM's weights), the lead's bytes would come from DRAM ahead of the first
-// gathered stage: no lead.
-TEST(ProducerStart, NoLeadWhereEachBlockReadsItsOwnAffineTiles) {
+// GEMM's weights), the lead's bytes come from DRAM ahead of the first
+// gathered stage: only as many stages as keep them within 4 MiB (128 tiles
+// of 16 KiB: 2 of the 3).
+TEST(ProducerStart, ALeadOfFewerStagesWhereEachBlockReadsItsOwnAffineTiles) {
   GemmText in = hoisted_gather();
   const std::string own = "pid_m*2048 + pid_n*128";
   for (size_t at; (at = in.b_copy.find("{pid_n*128")) != std::string::npos;)
@@ -64,12 +66,13 @@ TEST(ProducerStart, NoLeadWhereEachBlockReadsItsOwnAffineTiles) {
   out.a_value = "x[index[pid_m*128 + i], k*64 + j]";
   out.a_copy =
       "cp_async, width=16, cache_all=1, hoist=(indices=[{index[pid_m*128 + i]}, {j}], step=64)";
-  out.loop_plan += ", setup_at_entry=1";
+  out.loop_plan += ", setup_at_entry=1, affine_lead=2";
   out = testing::with_note(
       out, note("index_rows",
-                "; no affine lead: the first 128 blocks read 128 distinct affine tiles (each "
-                "block its own, from DRAM, where the lead would delay the first gathered "
-                "stage)"));
+                "; it issues the TMA copies of the first 2 of 3 stages before its gathered "
+                "rows' addresses, whose index load then overlaps those bytes (the first 128 "
+                "blocks read 128 distinct affine tiles, 2048 KiB a stage; at most 4 MiB ahead "
+                "of the index load)"));
   expect_cuda_pass("producer_start", in.text(), out.text());
 }
 

@@ -122,6 +122,13 @@ bool writes_shared(const Stmt& s) {
 // the grid read at the loop's first iteration, and how many blocks that
 // is; nullopt when the grid or a box coordinate is not a constant there.
 constexpr int64_t kFirstBlocks = 128;
+// The affine lead's DRAM bytes over the first blocks: about what the
+// H200's DRAM delivers (4.2 TB/s, a device-to-device copy) during one
+// round trip of the index load (~1 us). Measured on skinny (session 11,
+// 96 blocks, 16 KiB stages of weights of their own): a lead of 1-4 stages
+// (1.5-6 MiB) 0.3-0.8 us faster than none, 8 stages (12 MiB) 1.2 us
+// slower; the seed's 4 stages of shared tiles (1 MiB): 1-1.8 us faster.
+constexpr int64_t kAffineLeadBytes = int64_t{4} << 20;
 struct TileSharing {
   int64_t blocks = 0, tiles = 0;
 };
@@ -308,27 +315,32 @@ Kernel producer_start(const Kernel& kernel, const passes::PassContext& context) 
   }
   std::string lead_note;
   if (affine && !row_gather && gathered_setup && out.launch.cluster_size == 1) {
-    // Only where the first blocks share their affine tiles (two blocks or
-    // more a tile): the lead's bytes then come mostly from L2. Where each
-    // block streams tiles of its own (small M: a decode GEMM's weights),
-    // the lead's bytes queue in DRAM ahead of the first gathered stage and
-    // delay it (skinny: first stage 2.6 -> 3.7-4.2 us, the kernel not
-    // faster; session 11).
+    // As many stages as keep the lead's DRAM bytes (the distinct affine
+    // tiles of the first blocks: shared tiles come from L2 after the
+    // first read) within what the DRAM delivers during the index's round
+    // trip; more queue ahead of the first gathered stage and delay it.
+    int64_t stage_bytes = 0;  // the affine bytes of one block's stage
+    for (const CopyNode* c : body.copies)
+      if (c->plan && c->plan->mechanism == CopyMechanism::Tma) stage_bytes += c->plan->tma_bytes;
     const std::optional<TileSharing> share = affine_tile_sharing(out, new_loop, body);
     if (!share) {
       lead_note = "; no affine lead: the grid or a tile coordinate is not a constant";
-    } else if (share->tiles * 2 > share->blocks) {
-      lead_note = fmt::format(
-          "; no affine lead: the first {} blocks read {} distinct affine tiles (each block its "
-          "own, from DRAM, where the lead would delay the first gathered stage)",
-          share->blocks, share->tiles);
     } else {
-      plan.affine_lead = plan.stages;
-      lead_note = fmt::format(
-          "; it issues the TMA copies of the first {} stages before its gathered rows' "
-          "addresses, whose index load then overlaps those bytes (the first {} blocks share {} "
-          "affine tiles)",
-          plan.stages, share->blocks, share->tiles);
+      const int64_t unique = std::max<int64_t>(1, share->tiles * stage_bytes);
+      const int64_t lead = std::min<int64_t>(plan.stages, kAffineLeadBytes / unique);
+      const std::string why = fmt::format(
+          "the first {} blocks read {} distinct affine tiles, {} KiB a stage; at most {} MiB "
+          "ahead of the index load",
+          share->blocks, share->tiles, unique / 1024, kAffineLeadBytes >> 20);
+      if (lead <= 0) {
+        lead_note = "; no affine lead: " + why;
+      } else {
+        plan.affine_lead = static_cast<int>(lead);
+        lead_note = fmt::format(
+            "; it issues the TMA copies of the first {} of {} stages before its gathered rows' "
+            "addresses, whose index load then overlaps those bytes ({})",
+            lead, plan.stages, why);
+      }
     }
   }
   PlanEdits edits;

@@ -26,10 +26,13 @@
 //     the threads their nest maps to (the MMA warpgroups' first threads),
 //     while the first stages land.
 //  3. with a gathered hoisted copy (its setup loads memory) and affine TMA
-//     copies (no row-gather boxes, no cluster), sets `affine_lead` =
-//     stages: the producer issues the affine copies of the first stages
-//     before its hoisted setup, so their bytes stream while the index load
-//     is in flight.
+//     copies (no row-gather boxes, no cluster), sets `affine_lead`: the
+//     producer issues the affine copies of the first stages before its
+//     hoisted setup, so their bytes stream while the index load is in
+//     flight. As many stages as keep their DRAM bytes within what the DRAM
+//     delivers during that round trip (kAffineLeadBytes, 4 MiB over the
+//     first 128 blocks; tiles several blocks share count once, their other
+//     reads hit L2): more would queue ahead of the first gathered stage.
 //
 // Legality: (1) evaluates the same pure expression where the shared buffer
 // was read (its source is never written in the kernel, the copy is the
@@ -44,6 +47,8 @@
 // 11): first stage 2.9-3.3 us -> 2.1-2.5 us after the block's start, the
 // kernel 32.9-33.3 -> 31.6-31.7 us (cuBLASLt on the ungathered operand
 // 28.9-30.0 in the same calls). Forwarding alone (no lead) was neutral.
+// skinny (64x128x64/8/4/splitk3, weights of its own a block): a lead of 2
+// stages 23.5 -> 22.9-23.1 us, of all 8 stages 24.6-24.9 (bench/RESULTS.md).
 #pragma once
 
 #include "passes/pipeline.h"
