@@ -120,6 +120,22 @@ TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
   expect_cuda_pass("sync", in.text(), out.text());
 }
 
+// Unless producer_start moved the loop's mbarrier set-up (and its barrier)
+// to the kernel's entry: then the staged rows need a barrier of their own
+// (block_async: the kernel has a wgmma tile).
+TEST(Sync, KeepsTheBarrierBeforeAWarpSpecializedLoopSetUpAtEntry) {
+  GemmText in = testing::wgmma_gemm("epilogue");
+  in.params = testing::kIndexParam;
+  in.prologue = testing::index_rows("row_major, stages=1, offset=98304, bytes=1024");
+  in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15,
+                       "setup_at_entry=1, mbarriers=99328");
+  in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=99376");
+  GemmText out = in;
+  in.prologue += "  barrier()\n";
+  out.prologue += "  barrier(block_async)\n";
+  expect_cuda_pass("sync", in.text(), out.text());
+}
+
 // The same before a ring (mma.sync on sm_80): one block barrier stays.
 TEST(Sync, KeepsOneBarrierBeforeARing) {
   GemmText in = testing::mma_sync_gemm();
