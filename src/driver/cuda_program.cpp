@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "driver/execute.h"
 #include "driver/specialize.h"
+#include "driver/tune.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/loader.h"
@@ -261,10 +262,11 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     }
     k.compiled = &ck;
     k.code = &code;
-    if (code.dynamic_shared_bytes > device.max_shared_per_block_optin())
-      throw UserError(
-          fmt::format("kernel {} needs {} bytes of shared memory; the GPU allows {} per block",
-                      code.name, code.dynamic_shared_bytes, device.max_shared_per_block_optin()));
+    if (const std::string excess =
+            shared_memory_excess(code.name, code.dynamic_shared_bytes,
+                                 device.max_shared_per_block_optin(), "the GPU");
+        !excess.empty())
+      throw UserError(excess);
     if (code.dynamic_shared_bytes > 48 * 1024)
       k.function.set_max_dynamic_shared(static_cast<int>(code.dynamic_shared_bytes));
     st.registers = k.function.attribute(cuda::kFuncAttrNumRegs);

@@ -228,12 +228,11 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
   // explain still show it; run, bench and the tuner reject it.
   if (ck.cuda) {
     k["shared_bytes"] = ck.cuda->dynamic_shared_bytes;
-    const int64_t limit = default_max_shared_bytes(target);
-    if (limit > 0 && ck.cuda->dynamic_shared_bytes > limit)
-      k["shared_memory_error"] = fmt::format(
-          "kernel {} needs {} bytes of shared memory; {} allows {} a block (opt-in): run, bench "
-          "and the tuner reject this config",
-          ck.kernel.name, ck.cuda->dynamic_shared_bytes, target.name(), limit);
+    const std::string excess =
+        shared_memory_excess(ck.kernel.name, ck.cuda->dynamic_shared_bytes,
+                             default_max_shared_bytes(target), target.name());
+    if (!excess.empty())
+      k["shared_memory_error"] = excess + " (opt-in): run, bench and the tuner reject this config";
   }
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->split_k > 1)
     k["split_k"] = {{"factor", ck.lowered.gemm_config->split_k},

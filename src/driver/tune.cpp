@@ -220,6 +220,13 @@ TuneDevice cuda_tune_device(int ordinal) {
   return d;
 }
 
+std::string shared_memory_excess(const std::string& name, int64_t bytes, int64_t limit,
+                                 const std::string& who) {
+  if (limit <= 0 || bytes <= limit) return "";
+  return fmt::format("kernel {} needs {} bytes of shared memory; {} allows {} a block", name,
+                     bytes, who, limit);
+}
+
 int64_t default_max_shared_bytes(const tir::Target& target) {
   if (!target.is_cuda()) return 0;
   if (target.sm >= 90) return 227 * 1024;
@@ -876,9 +883,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
                                      ? device.max_shared_bytes
                                      : default_max_shared_bytes(device.target);
       for (const CompiledKernel& ck : s.compiled->kernels)
-        if (ck.cuda && smem_limit > 0 && ck.cuda->dynamic_shared_bytes > smem_limit)
-          s.cand.error = fmt::format("kernel {} needs {} bytes of shared memory; the limit is {}",
-                                     ck.cuda->name, ck.cuda->dynamic_shared_bytes, smem_limit);
+        if (ck.cuda && s.cand.error.empty())
+          s.cand.error = shared_memory_excess(ck.cuda->name, ck.cuda->dynamic_shared_bytes,
+                                              smem_limit, "the GPU");
       if (!s.cand.error.empty()) s.compiled.reset();
     } catch (const std::exception& e) {
       s.cand.error = std::string("compile: ") + e.what();

@@ -91,6 +91,13 @@ TuneDevice cuda_tune_device(int ordinal);
 // sm_8x; 0 for the CPU.
 int64_t default_max_shared_bytes(const tir::Target& target);
 
+// "" when kernel `name` fits `limit` bytes of shared memory a block (0: no
+// limit), else "kernel NAME needs N bytes of shared memory; WHO allows
+// LIMIT a block" (`who`: the target or "the GPU"), the one message that
+// explain, emit, the tuner and a launch give.
+std::string shared_memory_excess(const std::string& name, int64_t bytes, int64_t limit,
+                                 const std::string& who);
+
 // "128x128x64/3/8": BLOCK_MxBLOCK_NxBLOCK_K/num_stages/num_warps (the format
 // of `bench --gemm-config`).
 std::string gemm_config_name(const GemmConfig& config);

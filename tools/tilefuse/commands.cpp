@@ -635,11 +635,14 @@ int emit_command(const EmitOptions& options) {
         for (const driver::CompiledKernel& ck : compiled.kernels) {
           // (Shown anyway: emit is for reading the kernel; run, bench and
           // the tuner reject the config.)
-          if (ck.cuda && smem_limit > 0 && ck.cuda->dynamic_shared_bytes > smem_limit)
-            std::cerr << fmt::format(
-                "tilefuse: warning: kernel {} needs {} bytes of shared memory; {} allows {} a "
-                "block (opt-in): run, bench and the tuner reject this config\n",
-                ck.kernel.name, ck.cuda->dynamic_shared_bytes, co.target.name(), smem_limit);
+          if (const std::string excess =
+                  ck.cuda ? driver::shared_memory_excess(ck.kernel.name,
+                                                         ck.cuda->dynamic_shared_bytes,
+                                                         smem_limit, co.target.name())
+                          : "";
+              !excess.empty())
+            std::cerr << "tilefuse: warning: " << excess
+                      << " (opt-in): run, bench and the tuner reject this config\n";
           if (options.stage == "cuda")
             std::cout << ck.cuda->source;
           else

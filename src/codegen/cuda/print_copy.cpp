@@ -374,6 +374,17 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   const std::string g = base.empty() ? it : "(" + base + " + " + it + ")";
   auto is_tma = [](const CopyNode* c) { return c->plan->mechanism == CopyMechanism::Tma; };
   for (const CopyNode* c : copies) stage_expr_[c->dst.get()] = "tf_stage";
+  // A stage's TMA copies: thread 0 announces their bytes and issues the
+  // affine boxes; each thread issues its row-gather boxes.
+  auto emit_tma_copies = [&] {
+    open("if (tf_ptid == 0)");
+    line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", arr.tma_bytes));
+    for (const CopyNode* c : copies)
+      if (is_tma(c) && !c->plan->row_gather) emit_tma_copy(c);
+    close();
+    for (const CopyNode* c : copies)
+      if (is_tma(c) && c->plan->row_gather) emit_tma_copy(c);
+  };
   // producer_start's affine lead: the TMA copies of the first stages go
   // first, in a function of their own that the loop calls for the rest.
   const int lead = plan.affine_lead;
@@ -388,11 +399,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
     }
     open(fmt::format("auto tf_issue_affine = [&]({} {}, int tf_stage)", t, k));
     emit_loop_lets(op, body.lets, tma_stmts);
-    open("if (tf_ptid == 0)");
-    line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", arr.tma_bytes));
-    for (const CopyNode* c : copies)
-      if (is_tma(c)) emit_tma_copy(c);
-    close();
+    emit_tma_copies();
     --indent_;
     line("};");
     line(fmt::format(
@@ -419,15 +426,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   }
   open(fmt::format("auto tf_issue = [&]({} {}, int tf_stage)", t, k));
   emit_loop_lets(op, body.lets, copy_stmts);
-  if (arr.tma_bytes > 0 && lead == 0) {
-    open("if (tf_ptid == 0)");
-    line(fmt::format("tf::mbar_arrive_expect_tx(&tf_full[tf_stage], {});", arr.tma_bytes));
-    for (const CopyNode* c : copies)
-      if (is_tma(c) && !c->plan->row_gather) emit_tma_copy(c);
-    close();
-    for (const CopyNode* c : copies)
-      if (is_tma(c) && c->plan->row_gather) emit_tma_copy(c);
-  }
+  if (arr.tma_bytes > 0 && lead == 0) emit_tma_copies();
   for (const CopyNode* c : copies) {
     if (is_tma(c)) continue;
     if (hoisted.count(c))

@@ -22,10 +22,11 @@ using namespace tir;  // NOLINT: a pass over the Tile IR
 namespace {
 
 // The top-level statements before the warp-specialized loop (through
-// sequences, lets and allocations), in program order, and whether the walk
-// reached the loop.
+// sequences, lets and allocations), in program order, the lets in scope at
+// the loop (each inlined into the next), and whether the walk reached it.
 struct Prefix {
   std::vector<Stmt> stmts;
+  VarMap lets;
   bool reached = false;
 };
 Prefix prefix_of(const Stmt& body, const ForNode* loop) {
@@ -35,6 +36,7 @@ Prefix prefix_of(const Stmt& body, const ForNode* loop) {
     if (const SeqNode* q = s.as<SeqNode>()) {
       for (const Stmt& t : q->stmts) walk(t);
     } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      p.lets[l->var.get()] = substitute(l->value, p.lets);
       walk(l->body);
     } else if (const AllocateNode* a = s.as<AllocateNode>()) {
       walk(a->body);
@@ -101,21 +103,36 @@ class Forward final : public IRMutator {
   const std::unordered_map<const BufferNode*, const CopyNode*>& staged_;
 };
 
-// Does `s` write shared memory (a store, a copy or a fill into it)?
+// The statements that write each buffer (stores, copies and fills), after
+// visit_stmt.
+struct Writers : IRVisitor {
+  std::unordered_map<const BufferNode*, int> count;
+  using IRVisitor::visit;
+  void visit(const StoreNode* op) override {
+    ++count[op->buffer.get()];
+    IRVisitor::visit(op);
+  }
+  void visit(const CopyNode* op) override {
+    ++count[op->dst.get()];
+    IRVisitor::visit(op);
+  }
+  void visit(const FillNode* op) override {
+    ++count[op->buffer.get()];
+    IRVisitor::visit(op);
+  }
+  int of(const BufferNode* b) const {
+    auto it = count.find(b);
+    return it == count.end() ? 0 : it->second;
+  }
+};
+
+// Does `s` write shared memory?
 bool writes_shared(const Stmt& s) {
-  BufferUse u;
-  u.visit_stmt(s);
-  for (const BufferNode* b : u.writes)
+  Writers w;
+  w.visit_stmt(s);
+  for (const auto& [b, n] : w.count)
     if (b->scope == MemScope::Shared) return true;
-  struct Fills : IRVisitor {
-    bool shared = false;
-    using IRVisitor::visit;
-    void visit(const FillNode* f) override {
-      shared = shared || f->buffer.scope() == MemScope::Shared;
-    }
-  } fills;
-  fills.visit_stmt(s);
-  return fills.shared;
+  return false;
 }
 
 // How many distinct affine (TMA) tiles the first `kFirstBlocks` blocks of
@@ -133,7 +150,7 @@ struct TileSharing {
   int64_t blocks = 0, tiles = 0;
 };
 std::optional<TileSharing> affine_tile_sharing(const Kernel& k, const ForNode* loop,
-                                               const PipelinedBody& body) {
+                                               const PipelinedBody& body, VarMap lets) {
   std::vector<int64_t> extents;
   int64_t total = 1;
   for (const GridDim& g : k.grid) {
@@ -143,21 +160,8 @@ std::optional<TileSharing> affine_tile_sharing(const Kernel& k, const ForNode* l
     total *= *e;
     if (total > (int64_t{1} << 40)) return std::nullopt;
   }
-  // The top-level lets before the loop, then the loop's own at its first
-  // iteration.
-  VarMap lets;
-  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
-    if (!s.defined()) return;
-    if (const SeqNode* q = s.as<SeqNode>()) {
-      for (const Stmt& t : q->stmts) walk(t);
-    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
-      lets[l->var.get()] = substitute(l->value, lets);
-      walk(l->body);
-    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
-      walk(a->body);
-    }
-  };
-  walk(k.body);
+  // (`lets`: those before the loop; then the loop's own at its first
+  // iteration.)
   lets[loop->var.get()] = loop->min;
   for (const auto& [v, e] : body.lets) lets[v.get()] = substitute(e, lets);
   std::vector<Expr> coords;
@@ -199,29 +203,8 @@ Kernel producer_start(const Kernel& kernel, const passes::PassContext& context) 
   if (!prefix.reached) return kernel;
 
   // 1. Staged buffers to forward.
-  BufferUse everywhere;
-  everywhere.visit_stmt(kernel.body);
-  std::unordered_map<const BufferNode*, int> writers;
-  {
-    struct Writers : IRVisitor {
-      std::unordered_map<const BufferNode*, int>* n;
-      using IRVisitor::visit;
-      void visit(const StoreNode* op) override {
-        ++(*n)[op->buffer.get()];
-        IRVisitor::visit(op);
-      }
-      void visit(const CopyNode* op) override {
-        ++(*n)[op->dst.get()];
-        IRVisitor::visit(op);
-      }
-      void visit(const FillNode* op) override {
-        ++(*n)[op->buffer.get()];
-        IRVisitor::visit(op);
-      }
-    } w;
-    w.n = &writers;
-    w.visit_stmt(kernel.body);
-  }
+  Writers writers;
+  writers.visit_stmt(kernel.body);
   // Where each buffer is read outside the loop's hoisted copies: those
   // reads keep the buffer.
   std::unordered_set<const BufferNode*> read_elsewhere;
@@ -256,11 +239,10 @@ Kernel producer_start(const Kernel& kernel, const passes::PassContext& context) 
     const CopyNode* c = s.as<CopyNode>();
     if (!c || c->dst.scope() != MemScope::Shared || !identity_copy(c)) continue;
     const BufferNode* b = c->dst.get();
-    if (writers[b] != 1 || read_elsewhere.count(b)) continue;
+    if (writers.of(b) != 1 || read_elsewhere.count(b)) continue;
     bool pure = true;
     for (const LoadNode* l : loads_in(c->value))
-      pure = pure && l->buffer.scope() == MemScope::Global &&
-             !everywhere.writes.count(l->buffer.get());
+      pure = pure && l->buffer.scope() == MemScope::Global && writers.of(l->buffer.get()) == 0;
     if (pure) staged[b] = c;
   }
   Kernel out = kernel;
@@ -307,9 +289,13 @@ Kernel producer_start(const Kernel& kernel, const passes::PassContext& context) 
   // 3. The affine lead.
   const PipelinedBody body = split_pipelined_body(new_loop);
   bool affine = false, row_gather = false, gathered_setup = false;
+  int64_t stage_bytes = 0;  // the TMA bytes of one block's stage
   for (const CopyNode* c : body.copies) {
     if (!c->plan) continue;
-    if (c->plan->mechanism == CopyMechanism::Tma) (c->plan->row_gather ? row_gather : affine) = true;
+    if (c->plan->mechanism == CopyMechanism::Tma) {
+      (c->plan->row_gather ? row_gather : affine) = true;
+      stage_bytes += c->plan->tma_bytes;
+    }
     if (c->plan->hoisted)
       for (const Expr& e : c->plan->hoisted_indices) gathered_setup = gathered_setup || has_load(e);
   }
@@ -319,10 +305,8 @@ Kernel producer_start(const Kernel& kernel, const passes::PassContext& context) 
     // tiles of the first blocks: shared tiles come from L2 after the
     // first read) within what the DRAM delivers during the index's round
     // trip; more queue ahead of the first gathered stage and delay it.
-    int64_t stage_bytes = 0;  // the affine bytes of one block's stage
-    for (const CopyNode* c : body.copies)
-      if (c->plan && c->plan->mechanism == CopyMechanism::Tma) stage_bytes += c->plan->tma_bytes;
-    const std::optional<TileSharing> share = affine_tile_sharing(out, new_loop, body);
+    const std::optional<TileSharing> share =
+        affine_tile_sharing(out, new_loop, body, after.lets);
     if (!share) {
       lead_note = "; no affine lead: the grid or a tile coordinate is not a constant";
     } else {
