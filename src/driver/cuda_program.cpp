@@ -600,7 +600,8 @@ std::string format_block_timeline(const BlockTimeline& t) {
   return s;
 }
 
-std::vector<BlockTimeline> CudaProgram::block_timelines() {
+std::vector<BlockTimeline> CudaProgram::block_timelines(
+    const std::function<void()>& before_launch) {
   TF_CHECK(impl_->bound, "CudaProgram::block_timelines before bind");
   struct Global {
     size_t kernel;
@@ -619,6 +620,7 @@ std::vector<BlockTimeline> CudaProgram::block_timelines() {
     globals.push_back(g);
   }
   if (globals.empty()) return {};
+  if (before_launch) before_launch();
   launch();
   check_status();
   std::vector<BlockTimeline> out;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -182,10 +183,12 @@ class CudaProgram {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool poison = false);
 
   // With kernels compiled under CudaOptions::block_timeline: zeroes their
-  // records, launches every kernel once (as launch()), waits, and returns
-  // each such kernel's summary (plan order); empty when none has a
-  // timeline. Needs bind(); check_status's errors.
-  std::vector<BlockTimeline> block_timelines();
+  // records, calls `before_launch` (if any: e.g. cuda::flush_l2, so the
+  // recorded launch starts from a timed repeat's state), launches every
+  // kernel once (as launch()), waits, and returns each such kernel's summary
+  // (plan order); empty when none has a timeline. Needs bind();
+  // check_status's errors.
+  std::vector<BlockTimeline> block_timelines(const std::function<void()>& before_launch = {});
 
   const std::vector<CudaKernelStats>& stats() const { return stats_; }
   cuda::Device& device() const { return device_; }

@@ -101,6 +101,12 @@ std::size_t l2_flush_bytes(const Device& device) {
   return std::max<std::size_t>(2 * static_cast<std::size_t>(std::max(l2, 0)), 128 * kMiB);
 }
 
+void flush_l2(const Device& device) {
+  DeviceBuffer flush(device, l2_flush_bytes(device));
+  flush_cache(device, flush, 0);
+  device.synchronize();
+}
+
 Timing time_on_device(const Device& device, const std::function<void()>& launch,
                       const TimingOptions& options) {
   check_options(options);

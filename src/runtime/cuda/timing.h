@@ -51,6 +51,13 @@ Timing summarize_samples(std::vector<double> samples_ms);
 // "Device Management"), at least 128 MiB. Bytes.
 std::size_t l2_flush_bytes(const Device& device);
 
+// Flushes the L2 as time_on_device does before a timed repeat: a
+// cuMemsetD8Async of a fresh l2_flush_bytes() device buffer on the default
+// stream, then a device synchronize (the buffer is freed after it). For a
+// one-off launch that should start from the state a timed repeat starts from
+// (the block timeline of bench). Throws UserError for a failing driver call.
+void flush_l2(const Device& device);
+
 // Times GPU work. `launch` must enqueue the work on the context's default
 // (legacy NULL) stream of `device` -- Function::launch and
 // CublasLtGemm::run do -- and must not synchronize. It is called
