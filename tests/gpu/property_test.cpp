@@ -23,7 +23,9 @@
 //   - where eager overflowed (the oracle has no meaningful comparison): within
 //     tolerance of eager; or, where the GPU's summation order moves an
 //     overflow, within tolerance of eager on the elements both have finite,
-//     with at most 1% of the elements finite in one and not the other.
+//     accepting those finite only in the GPU's output whose exact value fits
+//     the dtype (eager is infinitely far from the oracle there), with at most
+//     1% of the elements otherwise finite in one and not the other.
 //
 // NVRTC is the slow part (~0.2-0.5 s a kernel): a pool of threads prepares
 // the programs ahead of the GPU (graph, inputs, references, both plans
@@ -35,6 +37,8 @@
 //     build/tests/test_gpu --gtest_filter='GpuProperty.*'
 // Program i of a run uses seed base + i.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
@@ -88,12 +92,21 @@ double largest_finite(DType dt) {
 // dtype's largest finite value has no right answer in that dtype: there any
 // non-finite value of `out` is accepted, whichever of NaN, +inf or -inf the
 // order of the overflowing sums produced (eager's order is not the kernel's).
+// An element finite in `out` where eager overflowed but whose exact value
+// fits the dtype (an intermediate sum or product beyond the range in eager's
+// order, not in the kernel's) is accepted: eager is infinitely far from the
+// oracle there, and the kernel no farther -- the rule for ill-conditioned
+// outputs below. The oracle cannot judge its value more closely: such an
+// element is a sum that cancels terms near the dtype's limit, where the
+// program's own rounding of its operands (bf16 has 8 bits) is amplified
+// (GPU seed 620674726: a column 0.2 from the f64 oracle, eager inf).
 bool matches_overflowed(const Tensor& out, const Tensor& eager, const Tensor& oracle,
-                        double tol) {
+                        double tol, std::string* why = nullptr) {
   const int64_t n = out.numel();
   const double dtype_max = largest_finite(out.dtype());
-  int64_t differ = 0;
-  double diff2 = 0, ref2 = 0;
+  int64_t differ = 0, finite_in_out_only = 0, finite_in_eager_only = 0, both_inf_fits = 0;
+  int64_t finite_here_fits = 0;
+  double diff2 = 0, ref2 = 0, odiff2 = 0, oref2 = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double o = out.get_linear(i), e = eager.get_linear(i);
     if (std::isfinite(o) && std::isfinite(e)) {
@@ -104,9 +117,26 @@ bool matches_overflowed(const Tensor& out, const Tensor& eager, const Tensor& or
     } else if (!std::isfinite(o) && !std::isfinite(e) &&
                !(std::fabs(oracle.get_linear(i)) <= dtype_max)) {
       // both overflowed where the exact value does not fit the dtype
+    } else if (std::isfinite(o) && std::fabs(oracle.get_linear(i)) <= dtype_max) {
+      const double r = oracle.get_linear(i);
+      odiff2 += (o - r) * (o - r);
+      oref2 += r * r;
+      ++finite_here_fits;
     } else {
       ++differ;
+      finite_in_out_only += std::isfinite(o);
+      finite_in_eager_only += std::isfinite(e);
+      both_inf_fits += !std::isfinite(o) && !std::isfinite(e);
     }
+  }
+  if (why != nullptr) {
+    *why = fmt::format(
+        "{} of {} elements differ in finiteness or kind (finite only here {}, only in eager {}, "
+        "both non-finite where the exact value fits {}); finite in both: {:.3g} from eager; "
+        "finite here only where the exact value fits: {}, {:.3g} from the oracle",
+        differ, n, finite_in_out_only, finite_in_eager_only, both_inf_fits,
+        ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 == 0 ? 0.0 : INFINITY), finite_here_fits,
+        oref2 > 0 ? std::sqrt(odiff2 / oref2) : (odiff2 == 0 ? 0.0 : INFINITY));
   }
   if (differ * 100 > n) return false;
   if (diff2 == 0) return true;
@@ -275,10 +305,12 @@ std::string compare_outputs(const Prepared& p, const std::vector<std::vector<Ten
         ok = e_eager <= tol || e_oracle <= e_ref + tol;
       } else {
         ok = e_eager <= tol;
-        if (!ok && matches_overflowed(out, p.eager[i], p.oracle[i], tol)) {
+        std::string overflow_why;
+        if (!ok && matches_overflowed(out, p.eager[i], p.oracle[i], tol, &overflow_why)) {
           ok = true;
           ++st.overflow_masked;
         }
+        if (!ok) report += "  where eager overflowed: " + overflow_why + "\n";
       }
       if (!ok) {
         std::snprintf(buf, sizeof buf,
