@@ -213,6 +213,85 @@ def test_errors():
     assert np.array_equal(k3(a, out=np.empty(8, np.float32)), a * 2)
 
 
+def _dlpack_producer(arr, ndim, shape=True):
+    """A DLPack producer over `arr` (f32, on the CPU) whose DLTensor claims
+    `ndim` dims, with or without a shape array, and has no .ndim attribute."""
+    import ctypes
+
+    class Device(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+    class DType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int),
+                    ("dtype", DType), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                    ("byte_offset", ctypes.c_uint64)]
+
+    class Managed(ctypes.Structure):
+        _fields_ = [("t", DLTensor), ("ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+    class Producer:
+        def __init__(self):
+            self.arr, self.m = arr, Managed()
+            self.shape = (ctypes.c_int64 * 8)(*arr.shape)
+            self.m.t.data, self.m.t.device.type, self.m.t.ndim = arr.ctypes.data, 1, ndim
+            self.m.t.dtype.code, self.m.t.dtype.bits, self.m.t.dtype.lanes = 2, 32, 1
+            self.m.t.shape = ctypes.addressof(self.shape) if shape else None
+
+        def __dlpack__(self, stream=None):
+            return new_capsule(ctypes.addressof(self.m), b"dltensor", None)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    return Producer()
+
+
+def test_hostile_arguments_get_errors_and_the_kernel_stays_usable():
+    rng = np.random.default_rng(fresh_seed())
+    src = "def f(x: f32[N, 4]):\n    return x * 2.0, x + 1.0\n"
+    # Options of the wrong type, and text with a NUL (the C API would stop at it).
+    with raises(TypeError, match="device must be a string, got int"):
+        tilefuse.compile(src, device=5)
+    with raises(TypeError, match="threads must be an int"):
+        tilefuse.compile(src, threads="4")
+    with raises(ValueError, match="contains a NUL character at offset"):
+        tilefuse.compile(src.replace("* 2.0", "\0* 2.0"))
+    k = tilefuse.compile(src, device="cpu")
+    # A copy would free the handle twice.
+    import copy
+    with raises(TypeError, match="cannot be copied"):
+        copy.copy(k)
+    with raises(TypeError, match="cannot be copied"):
+        copy.deepcopy(k)
+    x = rand(rng, (3, 4), np.float32)
+    # A read-only out=, and two outputs in one buffer.
+    read_only = np.empty((3, 4), np.float32)
+    read_only.flags.writeable = False
+    with raises(ValueError, match="out= is a read-only array"):
+        k(x, out=(read_only, np.empty((3, 4), np.float32)))
+    shared = np.empty((3, 4), np.float32)
+    with raises(ValueError, match="overlaps output"):
+        k(x, out=(shared, shared))
+    # A malformed DLPack producer: negative dims, dims with no shape, and more
+    # dims than the parameter has (with no .ndim to size the retry by).
+    with raises(ValueError, match="its DLPack tensor has -1 dims"):
+        k(_dlpack_producer(x, -1))
+    with raises(ValueError, match="its DLPack tensor has 2 dims and no shape"):
+        k(_dlpack_producer(x, 2, shape=False))
+    x5 = x.reshape(1, 1, 1, 3, 4)
+    with raises(ValueError, match=r"input `x` must have 2 dims \(f32\[N, 4\]\), got 5"):
+        k(_dlpack_producer(x5, 5))
+    a, b = k(_dlpack_producer(x, 2))
+    assert np.array_equal(a, x * 2) and np.array_equal(b, x + 1)
+
+
 def test_jit_runs_the_program_and_reports_errors_in_this_file():
     @tilefuse.jit(device="cpu")
     def scaled(x: "f32[T, 8]", w: "f32[8, 3]"):

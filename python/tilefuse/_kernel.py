@@ -101,6 +101,7 @@ class _Buffers:
 
     def __init__(self, n_in, n_out, cap, run_options_size):
         self.cap = cap
+        self.want = cap  # the dims _pack needed when a tensor did not fit (it returned None)
         slot = 48 + 16 * cap
         self.slot = slot
         self.buf = ctypes.create_string_buffer(slot * max(1, n_in + n_out))
@@ -196,6 +197,17 @@ class Kernel:
         self._device_option = "auto"
         _live.add(self)
 
+    def __copy__(self):
+        # The handle is owned: a copy would free it twice.
+        raise TypeError("a tilefuse.Kernel cannot be copied; share the object itself (calls "
+                        "from several threads are safe)")
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        raise TypeError("a tilefuse.Kernel cannot be pickled; compile the program again")
+
     def __del__(self):
         h = getattr(self, "_handle", None)
         if h and _lib._lib is not None:
@@ -229,6 +241,7 @@ class Kernel:
             shape = x.shape
             n = len(shape)
             if n > b.cap:
+                b.want = n
                 return None
             addr = b.base + off + 48
             _PACKED[n].pack_into(b.buf, off, x.data_ptr(), _KDLCPU if dev < 0 else _KDLCUDA,
@@ -249,6 +262,7 @@ class Kernel:
                 strides = x.strides
             n = x.ndim
             if n > b.cap:
+                b.want = n
                 return None
             addr = b.base + off + 48
             _PACKED[n].pack_into(b.buf, off, x.ctypes.data, _KDLCPU, 0, n, code[0], code[1], 1,
@@ -273,7 +287,12 @@ class Kernel:
             ctypes.memmove(b.base + off, managed, 48)
             ndim = struct.unpack_from("<i", ctypes.string_at(managed + 16, 4))[0]
             shape_ptr, strides_ptr = struct.unpack_from("<QQ", ctypes.string_at(managed + 24, 16))
+            if ndim < 0 or ndim > 64:
+                raise ValueError(f"{what}: its DLPack tensor has {ndim} dims")
+            if ndim > 0 and not shape_ptr:
+                raise ValueError(f"{what}: its DLPack tensor has {ndim} dims and no shape")
             if ndim > b.cap:
+                b.want = ndim
                 return None
             addr = b.base + off + 48
             ctypes.memmove(addr, shape_ptr, 8 * ndim)
@@ -406,7 +425,7 @@ class Kernel:
         for i, x in enumerate(args):
             r = self._pack(b, i, x, keep)
             if r is None:
-                b = self._buffers(max(getattr(a, "ndim", 0) for a in args))
+                self._buffers(b.want)
                 return self(*args, out=out, check=check)
             if device is None:
                 device, kind = r
@@ -419,9 +438,12 @@ class Kernel:
             raise ValueError(f"{self.name} has {self._n_out} output"
                              f"{'' if self._n_out == 1 else 's'}, out= gives {len(outs)}")
         for j, o in enumerate(outs):
+            if kind == "numpy" or (_np is not None and isinstance(o, _np.ndarray)):
+                if not o.flags.writeable:
+                    raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
             r = self._pack(b, n_in + j, o, keep)
             if r is None:
-                b = self._buffers(max(len(getattr(o, "shape", ())) for o in outs))
+                self._buffers(b.want)
                 return self(*args, out=out, check=check)
             if device is None:
                 device, kind = r
@@ -507,10 +529,12 @@ class Kernel:
             if len(example_args) != self._n_in:
                 raise TypeError(f"explain takes {self._n_in} example tensors, got "
                                 f"{len(example_args)}")
-            b = self._buffers(max([self._cap] + [getattr(a, "ndim", 0) for a in example_args]))
-            b.forget()
-            for i, x in enumerate(example_args):
-                self._pack(b, i, x, keep)
+            b = self._buffers(self._cap)
+            while True:
+                b.forget()
+                if all(self._pack(b, i, x, keep) is not None for i, x in enumerate(example_args)):
+                    break
+                b = self._buffers(b.want)
             status = lib.tf_explain(self._handle, b.inputs, self._n_in,
                                     target.encode() if target else None, ctypes.byref(ptr))
         else:
@@ -581,6 +605,22 @@ def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning
     Raises tilefuse.CompileError (the file:line:col diagnostic) for a malformed
     program, FileNotFoundError for a missing file, ValueError for a bad option."""
     _check_mode(check)
+    for key, value, none_ok in (("device", device, False), ("plan", plan, False),
+                                ("cache_dir", cache_dir, True), ("name", name, True)):
+        if value is None and none_ok:
+            continue
+        if not isinstance(value, (str, os.PathLike)) or (key != "cache_dir" and
+                                                         not isinstance(value, str)):
+            raise TypeError(f"tilefuse.compile: {key} must be a string, got "
+                            f"{type(value).__name__}")
+        if "\0" in os.fspath(value):
+            raise ValueError(f"tilefuse.compile: {key} contains a NUL character")
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"tilefuse.compile: threads must be an int, got {type(threads).__name__}")
+    if threads < 0:
+        raise ValueError(f"tilefuse.compile: threads must be >= 0 (0: all), got {threads}")
+    if cache_dir is not None:
+        cache_dir = os.fspath(cache_dir)
     lib = _lib.lib()
     opts = _Options()
     lib.tf_options_init(ctypes.byref(opts))
@@ -593,6 +633,13 @@ def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning
     opts.threads = int(threads)
     handle = ctypes.c_void_p()
     text = os.fspath(source_or_path)
+    if not isinstance(text, str):
+        raise TypeError("tilefuse.compile: pass the program's text or a path as a str, got "
+                        f"{type(text).__name__}")
+    if "\0" in text:
+        # The C API takes NUL-terminated text: it would compile what comes before.
+        raise ValueError("tilefuse.compile: the program text (or path) contains a NUL character "
+                         f"at offset {text.index(chr(0))}")
     if _looks_like_source(text):
         status = lib.tf_compile_source(text.encode(), (name or "<source>").encode(),
                                        ctypes.byref(opts), ctypes.byref(handle))

@@ -58,7 +58,8 @@ tf_status guarded(Body body) {
         break;
     }
     const std::string m = e.what();
-    if (m.find("out of memory") != std::string::npos) return fail(TF_ERROR_OUT_OF_MEMORY, m);
+    for (const char* oom : {"out of memory", "out of host memory", "out of device memory"})
+      if (m.find(oom) != std::string::npos) return fail(TF_ERROR_OUT_OF_MEMORY, m);
     return fail(TF_ERROR_RUNTIME, m);
   } catch (const std::bad_alloc&) {
     return fail(TF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -194,12 +195,14 @@ struct tf_program {
   void tensors_into(const DLTensor* const* ts, int n, bool inputs,
                     std::vector<CallTensor>* out) const {
     const std::vector<std::string>& names = inputs ? param_names : output_names;
-    if (n < 0 || (n > 0 && !ts))
-      throw UserError(ErrorKind::kValue, std::string(inputs ? "inputs" : "outputs") + " is NULL");
+    const char* what = inputs ? "input" : "output";
+    if (n < 0)
+      throw UserError(ErrorKind::kValue, fmt::format("negative {} count {}", what, n));
     if (static_cast<size_t>(n) != names.size())
       throw UserError(ErrorKind::kValue,
-                      fmt::format("the program takes {} {}, got {}", names.size(),
-                                  inputs ? "inputs" : "outputs", n));
+                      fmt::format("the program takes {} {}{}, got {}", names.size(), what,
+                                  names.size() == 1 ? "" : "s", n));
+    if (n > 0 && !ts) throw UserError(ErrorKind::kValue, std::string(what) + "s is NULL");
     out->resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i)
       fill_call_tensor(ts[i], inputs ? "input" : "output", names[static_cast<size_t>(i)],
@@ -412,6 +415,18 @@ tf_status tf_run_managed(tf_program* program, DLManagedTensor* const* inputs, in
                          DLManagedTensor* const* outputs, int num_outputs,
                          const tf_run_options* options, size_t* workspace_needed) {
   return guarded([&] {
+    if (num_inputs < 0 || num_outputs < 0)
+      return fail(TF_ERROR_INVALID_ARGUMENT,
+                  fmt::format("negative tensor count (num_inputs {}, num_outputs {})",
+                              num_inputs, num_outputs));
+    if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
+    // The counts are checked before any buffer is sized by them.
+    const size_t want_in = program->param_names.size(), want_out = program->output_names.size();
+    if (static_cast<size_t>(num_inputs) != want_in || static_cast<size_t>(num_outputs) != want_out)
+      return fail(TF_ERROR_VALUE, fmt::format("the program takes {} input{} and {} output{}, got "
+                                              "{} and {}",
+                                              want_in, want_in == 1 ? "" : "s", want_out,
+                                              want_out == 1 ? "" : "s", num_inputs, num_outputs));
     if ((num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
       return fail(TF_ERROR_INVALID_ARGUMENT, "inputs or outputs is NULL");
     // The DLTensor pointers on the stack for the usual few tensors.

@@ -2,6 +2,7 @@
 #include "driver/callable.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <set>
@@ -191,6 +192,39 @@ std::pair<uint64_t, uint64_t> byte_span(const CallTensor& t) {
   return {base, base + extent * dtype_size(t.dtype)};
 }
 
+// The checks of a tensor's layout that need only its shape and strides (run
+// when a call's signature changes): its elements' byte offsets, from the
+// first to the farthest, fit in int64 (a stride whose reach overflows would
+// wrap every offset computed from it). `what` names it ("input `x`").
+void check_layout(const CallTensor& t, const std::string& what) {
+  int64_t reach = 0;  // elements from the first to the farthest
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == 0) return;  // no elements: nothing is addressed
+    if (t.shape[d] == 1) continue;
+    const int64_t st = t.strides[d] < 0 ? -t.strides[d] : t.strides[d];
+    int64_t term = 0;
+    if (__builtin_mul_overflow(t.shape[d] - 1, st, &term) ||
+        __builtin_add_overflow(reach, term, &reach))
+      reach = INT64_MAX;
+    if (reach == INT64_MAX) break;
+  }
+  int64_t bytes = 0;
+  if (reach == INT64_MAX || __builtin_add_overflow(reach, 1, &bytes) ||
+      __builtin_mul_overflow(bytes, static_cast<int64_t>(dtype_size(t.dtype)), &bytes))
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("{} (shape {}, strides {}) reaches past 2^63 bytes: its strides "
+                                "cannot address real memory",
+                                what, shape_to_string(t.shape), fmt::join(t.strides, ", ")));
+}
+
+// The check of a tensor's data pointer (every call: the pointer is not in
+// the signature): a tensor with elements has memory.
+void check_data(const CallTensor& t, const std::string& what) {
+  if (t.data == nullptr && shape_numel(t.shape) != 0)
+    throw UserError(ErrorKind::kValue, fmt::format("{} has {} elements and NULL data", what,
+                                                   shape_numel(t.shape)));
+}
+
 std::vector<ArgDesc> descs_of(const std::vector<CallTensor>& ts) {
   std::vector<ArgDesc> out;
   out.reserve(ts.size());
@@ -291,7 +325,7 @@ std::string configs_key(const Graph& g, const Plan& plan, const LowerOptions& lo
   for (const KernelStep& step : plan.steps) {
     if (step.kind == StepKind::kGemm) {
       const GemmConfig c = lower.gemm_config.value_or(default_gemm_config(env, step, wgmma));
-      key += " " + gemm_config_name(c) + "g" + std::to_string(c.group_m);
+      key += fmt::format(" {}g{}", gemm_config_name(c), c.group_m);
     } else {
       const PointwiseConfig c =
           lower.pointwise_config.value_or(default_pointwise_config(env, g.node(step.output)));
@@ -321,7 +355,7 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
   const bool cuda = kind == DeviceKind::kCuda;
   // The entry of this call key: compiled on first use.
   std::string call_key = device_name(kind, device_id) + " " + spec.key(g);
-  for (int64_t h : spec.size_hints) call_key += " " + std::to_string(h);
+  for (int64_t h : spec.size_hints) fmt::format_to(std::back_inserter(call_key), " {}", h);
   Entry* entry = nullptr;
   if (auto it = impl_->by_call.find(call_key); it != impl_->by_call.end()) {
     entry = it->second;
@@ -391,6 +425,10 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   signature_of(outputs, &signature);
   if (signature != impl_->last_signature || !impl_->last_entry) {
     impl_->last_entry = nullptr;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      check_layout(inputs[i], fmt::format("input `{}`", g.node(g.parameters()[i]).name));
+    for (size_t j = 0; j < outputs.size() && j < impl_->output_names.size(); ++j)
+      check_layout(outputs[j], fmt::format("output `{}`", impl_->output_names[j]));
     const auto [kind, device_id] =
         call_device(g, impl_->output_names, inputs, outputs, options_.device);
     const std::vector<ArgDesc> args = descs_of(inputs);
@@ -417,11 +455,26 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   const Binding& binding = impl_->last_binding;
   const bool cuda = impl_->last_kind == DeviceKind::kCuda;
   const int device_id = impl_->last_device;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].data == nullptr)
+      check_data(inputs[i], fmt::format("input `{}`", g.node(g.parameters()[i]).name));
+  for (size_t j = 0; j < outputs.size(); ++j)
+    if (outputs[j].data == nullptr)
+      check_data(outputs[j], fmt::format("output `{}`", impl_->output_names[j]));
   // Outputs never overlap inputs: the kernels read inputs that no write can
-  // change (tir/ir.h, "Hoisting").
+  // change (tir/ir.h, "Hoisting"). Nor each other: one would silently lose
+  // the other's values.
   for (size_t j = 0; j < outputs.size(); ++j) {
     const auto [olo, ohi] = byte_span(outputs[j]);
     if (olo == ohi) continue;
+    for (size_t k = 0; k < j; ++k) {
+      const auto [klo, khi] = byte_span(outputs[k]);
+      if (klo < ohi && olo < khi)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("output `{}` overlaps output `{}`; each output needs memory "
+                                    "of its own",
+                                    impl_->output_names[j], impl_->output_names[k]));
+    }
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto [ilo, ihi] = byte_span(inputs[i]);
       if (ilo < ohi && olo < ihi)

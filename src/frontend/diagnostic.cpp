@@ -1,9 +1,10 @@
 // Rendering of diagnostics and reading program files.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -56,11 +57,21 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
 }
 
 std::string read_program_file(const std::string& path, const LoadOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw UserError(fmt::format("cannot read '{}': it is a directory", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  // POSIX open(2) with O_NONBLOCK, so that opening a FIFO with no writer does
+  // not wait for one (it then reads as empty); blocking is restored before
+  // the reads, so a pipe with a writer (`<(cat p.tfs)`) is read whole.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw UserError(fmt::format("cannot read '{}': it is a directory", path));
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   // At most max_bytes + 1 bytes, whatever the file claims to be.
   const auto too_long = [&] {
     return UserError(
@@ -68,18 +79,19 @@ std::string read_program_file(const std::string& path, const LoadOptions& option
                     "(--max-program-size raises the limit)",
                     path, format_bytes(options.max_bytes)));
   };
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && std::filesystem::is_regular_file(path, ec) &&
-      size > static_cast<uintmax_t>(options.max_bytes))
-    throw too_long();
+  if (S_ISREG(st.st_mode) && st.st_size > options.max_bytes) throw too_long();
   std::string text;
   char buf[1 << 16];
-  while (in) {
-    in.read(buf, sizeof buf);
-    text.append(buf, static_cast<size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
     if (static_cast<int64_t>(text.size()) > options.max_bytes) throw too_long();
   }
-  if (in.bad()) throw UserError(fmt::format("cannot read '{}': read error", path));
   return text;
 }
 

@@ -2,12 +2,17 @@
  * libtilefuse.so: a symbolic program run on CPU DLPack tensors at several
  * sizes with one compile, compared with a naive loop in double; every error
  * path (a malformed program, wrong dtype, shape, count, device, an index out
- * of range) returns its status and a message naming what is wrong; and the
- * library never aborts. Prints one line per check; exits 1 on any failure. */
+ * of range, NULL data, strides that overflow, negative counts, outputs
+ * sharing memory, a FIFO) returns its status and a message naming what is
+ * wrong; and the library never aborts. Prints one line per check; exits 1 on any failure. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tilefuse/tilefuse.h"
 
@@ -188,6 +193,32 @@ int main(void) {
   idx[1] = -6;
   s = tf_run(p, in, 4, outs, 1, NULL, NULL);
   CHECK(s == TF_OK, "%s", tf_last_error());
+  /* Hostile tensors and counts get errors, and the program stays usable: a
+     NULL data pointer on a tensor with elements, strides whose reach
+     overflows int64, negative counts (tf_run_managed sizes a buffer by them). */
+  tx.data = NULL;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `x` has 24 elements and NULL data"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  tx.data = x;
+  int64_t huge_strides[2] = {INT64_MAX / 2, 1};
+  tx.strides = huge_strides;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `x`") &&
+            strstr(tf_last_error(), "reaches past 2^63 bytes"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  tx.strides = NULL;
+  s = tf_run(p, in, -1, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "negative input count -1"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  s = tf_run_managed(p, NULL, 20, NULL, -20, NULL, NULL);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "negative"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  s = tf_run_managed(p, NULL, 20, NULL, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "takes 4 inputs and 1 output, got 20 and 1"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_OK, "%s", tf_last_error());
   CHECK(tf_run(NULL, in, 4, outs, 1, NULL, NULL) == TF_ERROR_INVALID_ARGUMENT, "null program");
   CHECK(tf_run(p, NULL, 4, outs, 1, NULL, NULL) == TF_ERROR_VALUE, "null inputs");
   tf_run_options ro;
@@ -213,6 +244,35 @@ int main(void) {
   CHECK(tf_tune(p, bad_sizes, 1, 0, NULL) == TF_ERROR_INVALID_ARGUMENT, "bad sizes");
   tf_program_free(p);
   tf_program_free(NULL);
+
+  /* Two outputs in one buffer: an error, not one result silently lost. */
+  tf_program* two = NULL;
+  s = tf_compile_source("def g(a: f32[4]):\n    return a * 2.0, a + 1.0\n", "two.tfs", NULL,
+                        &two);
+  CHECK(s == TF_OK, "%s", tf_last_error());
+  if (two) {
+    float a[4] = {1, 2, 3, 4}, shared[4];
+    int64_t s4[1] = {4};
+    DLTensor ta = tensor(a, kDLFloat, 32, 1, s4, NULL), o0 = tensor(shared, kDLFloat, 32, 1, s4, NULL),
+             o1 = tensor(shared, kDLFloat, 32, 1, s4, NULL);
+    const DLTensor* ins2[1] = {&ta};
+    const DLTensor* outs2[2] = {&o0, &o1};
+    s = tf_run(two, ins2, 1, outs2, 2, NULL, NULL);
+    CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "overlaps output"), "%s %s",
+          tf_status_name(s), tf_last_error());
+    tf_program_free(two);
+  }
+
+  /* A FIFO with no writer is read as empty, not waited on. */
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "/tmp/tf_c_api_test_%d.tfs", (int)getpid());
+  unlink(fifo);
+  if (mkfifo(fifo, 0600) == 0) {
+    tf_program* q = NULL;
+    s = tf_compile_file(fifo, NULL, &q);
+    CHECK(s != TF_OK && q == NULL, "a writerless FIFO compiled: %s", tf_status_name(s));
+    unlink(fifo);
+  }
 
   if (failures) {
     printf("%d check(s) failed\n", failures);
