@@ -62,12 +62,22 @@ WorkspaceTooSmall::WorkspaceTooSmall(std::size_t needed)
       needed_(needed) {}
 
 std::vector<std::string> output_names(const Graph& g) {
-  std::vector<std::string> names;
-  std::map<std::string, int> seen;
+  // Each output's own name (its value's, else out<i>); a name taken by an
+  // earlier output gets the first free suffix _1, _2, ..., free of every
+  // output's own name too (`return z, z, z_1` gives z, z_2, z_1: the files
+  // of --save-output are one an output).
+  std::vector<std::string> base;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     std::string name = g.node(g.outputs()[i]).name;
-    if (name.empty()) name = fmt::format("out{}", i);
-    if (seen[name]++) name = fmt::format("{}_{}", name, i);
+    base.push_back(name.empty() ? fmt::format("out{}", i) : name);
+  }
+  std::set<std::string> own(base.begin(), base.end()), used;
+  std::vector<std::string> names;
+  for (const std::string& b : base) {
+    std::string name = b;
+    for (int k = 1; used.count(name) || (name != b && own.count(name)); ++k)
+      name = fmt::format("{}_{}", b, k);
+    used.insert(name);
     names.push_back(name);
   }
   return names;

@@ -220,6 +220,34 @@ TEST(Cli, NpyInputsAndSavedOutputsRoundTrip) {
   fs::remove_all(dir);
 }
 
+// Every output gets a file of its own, whatever the values are named: a
+// repeated output's suffix skips names other outputs already have.
+TEST(Cli, SavedOutputsHaveDistinctNames) {
+  fs::path dir = temp_dir("names");
+  fs::create_directories(dir);
+  const std::string prog = (dir / "names.tfs").string();
+  {
+    std::ofstream f(prog);
+    f << "def f(x: f32[4, 4], z_1: f32[4, 4]):\n    z = x @ x\n    return z, z, z_1\n";
+  }
+  const Program p = load_program(prog);
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
+  const std::string z1 = (dir / "z1.npy").string();
+  write_npy(z1, inputs[1]);
+  const fs::path out = dir / "out";
+  Result r = run_cli("run " + prog + " --input z_1=" + z1 + " --save-output " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(out)) files += e.path().extension() == ".npy";
+  EXPECT_EQ(files, 3) << r.output;
+  // z_1 is the parameter returned as is; the repeated z is z_2.
+  ASSERT_TRUE(fs::exists(out / "z_2.npy")) << r.output;
+  EXPECT_EQ(relative_error(read_npy((out / "z_1.npy").string()), inputs[1]), 0.0);
+  EXPECT_EQ(relative_error(read_npy((out / "z_2.npy").string()), read_npy((out / "z.npy").string())),
+            0.0);
+  fs::remove_all(dir);
+}
+
 TEST(Cli, BadInputFilesAreUserErrors) {
   fs::path dir = temp_dir("badnpy");
   std::string prog = case_path("gather_negative_index.tfs");
@@ -333,20 +361,6 @@ std::vector<json> tile_copies(const json& k, const std::string& operand) {
   for (const json& c : k.at("copies"))
     if (c.at("operand") == operand && c.at("role") == "tile") out.push_back(c);
   return out;
-}
-
-// The lines of `text` from the first one containing `open` to its block's
-// closing brace (by indentation).
-std::string block_of(const std::string& text, const std::string& open) {
-  const size_t at = text.find(open);
-  if (at == std::string::npos) return "";
-  const size_t line_start = text.rfind('\n', at) + 1;
-  std::string close(at - line_start + 3, ' ');
-  close.front() = '\n';
-  close[close.size() - 2] = '}';
-  close.back() = '\n';
-  const size_t end = text.find(close, at);
-  return text.substr(line_start, end == std::string::npos ? end : end + close.size() - line_start);
 }
 
 // DESIGN.md's motivating case on sm_90a (issue 3, "What must show"): one
