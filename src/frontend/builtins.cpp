@@ -228,6 +228,13 @@ Operand index_select(Call& c) {
     throw UserError(
         fmt::format("{}() expects a 1-D index, found shape {}", c.display, shape_to_string(si)),
         c.arg(2).loc);
+  // A 0-d index selects one entry and keeps the dim (PyTorch: the result's
+  // size along `dim` is index.numel()), unlike x[i], which drops it.
+  if (si.empty()) {
+    const std::string name = c.node(idx).name;
+    idx = c.g.expand(idx, {1}, c.arg(2).loc);
+    if (!name.empty()) c.g.set_name(idx, name);  // an index error names the tensor
+  }
   return c.result(c.g.index(x, dim, idx, c.loc));
 }
 

@@ -239,6 +239,15 @@ TEST(Indexing, IndexSelectForms) {
   EXPECT_EQ(output(p).shape, shape({4, 12}));
   p = expr("x: f32[10, 12], i: i64[4]", "torch.index_select(x, -1, i)");
   EXPECT_EQ(output(p).dim, 1);
+  // A 0-d index keeps the dim, with size 1 (PyTorch: index.numel()); x[i]
+  // drops it.
+  p = expr("x: f32[10, 12], i: i64[]", "torch.index_select(x, 0, i)");
+  EXPECT_EQ(output(p).kind, OpKind::Index);
+  EXPECT_EQ(output(p).shape, shape({1, 12}));
+  p = expr("x: f32[10, 12], i: i64[]", "x.index_select(1, i)");
+  EXPECT_EQ(output(p).shape, shape({10, 1}));
+  p = expr("x: f32[10, 12], i: i64[]", "x[i]");
+  EXPECT_EQ(output(p).shape, shape({12}));
 }
 
 // --- views ---------------------------------------------------------------------
