@@ -121,6 +121,12 @@ TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
   auto missing = run_cli("tune " + prog_ + " --device cpu --shapes M=1");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.output.find("--shapes T=..."), std::string::npos) << missing.output;
+  // Two symbols in one flag: the message quotes the flag and says how.
+  auto two = run_cli("tune " + prog_ + " --device cpu --shapes T=4,M=1");
+  EXPECT_EQ(two.exit_code, 1);
+  EXPECT_NE(two.output.find("--shapes T=4,M=1: `M=1` is not a size"), std::string::npos)
+      << two.output;
+  EXPECT_NE(two.output.find("one symbol per flag"), std::string::npos) << two.output;
   auto bench = run_cli("bench " + prog_ + " --device cpu --repeats 1 --shape T=50,M=20");
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
 }

@@ -865,8 +865,17 @@ int tune_command(const TuneCommandOptions& options) {
       size_t start = eq + 1;
       while (start <= spec.size()) {
         const size_t end = std::min(spec.find(',', start), spec.size());
-        lists.back().second.push_back(
-            parse_shapes({name + "=" + spec.substr(start, end - start)}).at(name));
+        const std::string item = spec.substr(start, end - start);
+        char* tail = nullptr;
+        errno = 0;
+        const long long size = item.empty() ? -1 : std::strtoll(item.c_str(), &tail, 10);
+        if (item.empty() || *tail != '\0' || errno == ERANGE || size < 0)
+          throw UserError(fmt::format(
+              "--shapes {}: `{}` is not a size (a non-negative integer){}", spec, item,
+              item.find('=') != std::string::npos
+                  ? "; --shapes takes one symbol per flag: --shapes T=4 --shapes M=1,16"
+                  : ""));
+        lists.back().second.push_back(size);
         start = end + 1;
       }
     }
