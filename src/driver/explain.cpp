@@ -45,7 +45,9 @@ std::string op_text(const Graph& g, ValueId v) {
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Node& in = g.node(n.inputs[i]);
     s += (i ? ", " : "") +
-         (in.kind == OpKind::Scalar ? fmt::format("{}", in.scalar) : value_name(g, n.inputs[i]));
+         (in.kind == OpKind::Scalar
+              ? (is_floating(in.dtype) ? fmt::format("{}", in.scalar) : fmt::format("{}", in.iscalar))
+              : value_name(g, n.inputs[i]));
   }
   return s + "): " + std::string(dtype_name(n.dtype));
 }

@@ -119,11 +119,11 @@ ValueId to_tensor(Graph& g, const Operand& op, std::string_view what) {
     case Operand::Kind::Tensor:
       return op.value;
     case Operand::Kind::Int:
-      return g.scalar(static_cast<double>(op.int_value), DType::I64, op.loc);
+      return g.int_scalar(op.int_value, DType::I64, op.loc);
     case Operand::Kind::Float:
       return g.scalar(op.float_value, DType::F64, op.loc);
     case Operand::Kind::Bool:
-      return g.scalar(static_cast<double>(op.int_value), DType::Bool, op.loc);
+      return g.int_scalar(op.int_value, DType::Bool, op.loc);
     default:
       throw UserError(
           fmt::format("expected a tensor or a number for {}, found {}", what, describe(op)),

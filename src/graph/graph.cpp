@@ -245,6 +245,7 @@ uint64_t value_hash(const Node& n) {
   for (ValueId in : n.inputs) mix(static_cast<uint64_t>(in));
   for (int64_t d : n.shape) mix(static_cast<uint64_t>(d));
   mix(bits(n.scalar));
+  mix(static_cast<uint64_t>(n.iscalar));
   mix(static_cast<uint64_t>(n.unary) << 8 | static_cast<uint64_t>(n.binary));
   mix(static_cast<uint64_t>(n.dim));
   mix(static_cast<uint64_t>(n.start));
@@ -263,7 +264,7 @@ bool same_value(const Node& a, const Node& b) {
          a.dim_symbols == b.dim_symbols &&
          a.strides == b.strides && a.offset == b.offset &&
          (!a.is_view() || a.storage_root == b.storage_root) && same_double(a.scalar, b.scalar) &&
-         a.unary == b.unary && a.binary == b.binary && same_opt(a.clamp_min, b.clamp_min) &&
+         a.iscalar == b.iscalar && a.unary == b.unary && a.binary == b.binary && same_opt(a.clamp_min, b.clamp_min) &&
          same_opt(a.clamp_max, b.clamp_max) && a.dim == b.dim && a.start == b.start &&
          a.end == b.end && a.step == b.step && a.perm == b.perm && same_double(a.alpha, b.alpha) &&
          same_double(a.beta, b.beta) && a.compute_dtype == b.compute_dtype;
@@ -412,8 +413,22 @@ ValueId Graph::scalar(double value, DType literal_kind, SourceLoc loc) {
                       loc);
     }
     TF_CHECK(std::trunc(value) == value, "integer literal with a fraction");
+    n.iscalar = static_cast<int64_t>(value);
   }
+  if (n.dtype == DType::Bool) n.iscalar = value != 0 ? 1 : 0;
   n.scalar = value;
+  return add(std::move(n));
+}
+
+ValueId Graph::int_scalar(int64_t value, DType literal_kind, SourceLoc loc) {
+  TF_CHECK(literal_kind == DType::I64 || literal_kind == DType::Bool,
+           "int_scalar of a non-integer kind");
+  Node n;
+  n.kind = OpKind::Scalar;
+  n.loc = loc;
+  n.dtype = graph_internal::wrapped_number_dtype(literal_kind);
+  n.iscalar = n.dtype == DType::Bool ? (value != 0 ? 1 : 0) : value;
+  n.scalar = static_cast<double>(n.iscalar);
   return add(std::move(n));
 }
 
@@ -424,8 +439,8 @@ ValueId Graph::unary(UnaryOp op, ValueId xv, SourceLoc loc) {
   if (op == UnaryOp::Neg && x.is_wrapped_number()) {
     // Python negates the number itself: -True is the int -1.
     if (py_kind(x) == PyKind::Float) return scalar(-x.scalar, DType::F64, loc);
-    if (x.scalar == -9223372036854775808.0) throw UserError("integer overflow in -", loc);
-    return scalar(-x.scalar, DType::I64, loc);
+    if (x.iscalar == INT64_MIN) throw UserError("integer overflow in -", loc);
+    return int_scalar(-x.iscalar, DType::I64, loc);
   }
   const DType in = x.dtype;
   Node n;
@@ -484,28 +499,35 @@ ValueId Graph::binary(BinaryOp op, ValueId av, ValueId bv, SourceLoc loc) {
       const PyKind ka = py_kind(a), kb = py_kind(b);
       const double x = a.scalar, y = b.scalar;
       if (is_comparison(op)) {
+        // Two ints compare exactly; with a float, as doubles (Python compares
+        // an int and a float exactly too, but literals that far apart in
+        // magnitude do not occur in these programs).
+        const bool ints = ka != PyKind::Float && kb != PyKind::Float;
+        const int c = ints ? (a.iscalar < b.iscalar ? -1 : a.iscalar > b.iscalar ? 1 : 0)
+                           : (x < y ? -1 : x > y ? 1 : 0);
+        const bool unordered = !ints && (std::isnan(x) || std::isnan(y));
         bool r = false;
         switch (op) {
           case BinaryOp::Eq:
-            r = x == y;
+            r = !unordered && c == 0;
             break;
           case BinaryOp::Ne:
-            r = x != y;
+            r = unordered || c != 0;
             break;
           case BinaryOp::Lt:
-            r = x < y;
+            r = !unordered && c < 0;
             break;
           case BinaryOp::Le:
-            r = x <= y;
+            r = !unordered && c <= 0;
             break;
           case BinaryOp::Gt:
-            r = x > y;
+            r = !unordered && c > 0;
             break;
           default:
-            r = x >= y;
+            r = !unordered && c >= 0;
             break;
         }
-        return scalar(r ? 1 : 0, DType::Bool, loc);
+        return int_scalar(r ? 1 : 0, DType::Bool, loc);
       }
       if (op == BinaryOp::Div) {
         if (y == 0) throw UserError("division by zero", loc);
@@ -516,13 +538,13 @@ ValueId Graph::binary(BinaryOp op, ValueId av, ValueId bv, SourceLoc loc) {
         return scalar(r, DType::F64, loc);
       }
       // int (or bool, which Python treats as int) arithmetic, checked for i64 overflow.
-      const auto i = static_cast<int64_t>(x), j = static_cast<int64_t>(y);
+      const int64_t i = a.iscalar, j = b.iscalar;
       int64_t r = 0;
       const bool overflow = op == BinaryOp::Add   ? __builtin_add_overflow(i, j, &r)
                             : op == BinaryOp::Sub ? __builtin_sub_overflow(i, j, &r)
                                                   : __builtin_mul_overflow(i, j, &r);
       if (overflow) throw UserError("integer overflow in " + name + " of two numbers", loc);
-      return scalar(static_cast<double>(r), DType::I64, loc);
+      return int_scalar(r, DType::I64, loc);
     }
     if (op == BinaryOp::Sub && (a.dtype == DType::Bool || b.dtype == DType::Bool)) {
       // sub_check: PyTorch rejects - with any bool operand.

@@ -168,6 +168,9 @@ struct Node {
   std::string name;  // Parameter: its name; others: the .tfs variable it was bound to, if any
   std::optional<IntRange> range;    // Parameter
   double scalar = 0;                // Scalar: its value
+  // Scalar of an integer kind (i64, bool): its exact value (`scalar` holds
+  // it rounded to a double; a literal above 2^53 differs).
+  int64_t iscalar = 0;
   UnaryOp unary = UnaryOp::Neg;     // Unary
   BinaryOp binary = BinaryOp::Add;  // Binary
   std::optional<double> clamp_min;  // Clamp
@@ -218,6 +221,9 @@ class Graph {
   // through the node dtype: PyTorch wraps Python floats as double). A bool is
   // stored as 0/1; an integer literal outside i64 is a UserError.
   ValueId scalar(double value, DType literal_kind, SourceLoc loc);
+  // An integer (i64) or bool literal, exact: Node::iscalar keeps the value,
+  // Node::scalar its double.
+  ValueId int_scalar(int64_t value, DType literal_kind, SourceLoc loc);
 
   // Python numbers combine before PyTorch sees them: when every operand is a
   // Scalar node, unary Neg and binary Add/Sub/Mul/Div and the comparisons are

@@ -33,7 +33,7 @@ std::string id(ValueId v) {
 // A Python number as Python prints it: True/False, 3, 0.5, 2.0.
 std::string scalar_text(const Node& n) {
   if (n.dtype == DType::Bool) return n.scalar != 0 ? "True" : "False";
-  if (!is_floating(n.dtype)) return std::to_string(static_cast<int64_t>(n.scalar));
+  if (!is_floating(n.dtype)) return std::to_string(n.iscalar);
   std::string s = graph_internal::format_number(n.scalar);
   if (s.find_first_of(".en") == std::string::npos) s += ".0";  // 2 -> 2.0; not 1e+20, inf, nan
   return s;

@@ -260,10 +260,19 @@ static std::vector<Expr> broadcast_coords(const std::vector<Expr>& coords, const
   return c;
 }
 
+// A literal as a constant of `dt`: an integer literal converts to i64 from
+// its exact value (Node::iscalar; through the double above 2^53 it would
+// round), anything else from its double (make_const wraps it to a narrower
+// integer dtype).
+static Expr literal_const(const Node& n, DType dt) {
+  if (!is_floating(n.dtype) && dt == DType::I64) return tir::make_int(dt, n.iscalar);
+  return tir::make_const(dt, n.scalar);
+}
+
 Expr ExprLowering::Impl::operand(ValueId v, const std::vector<Expr>& coords, DType op, DType opmath,
                                  const Expr& mask) {
   const Node& n = g_.node(v);
-  if (n.kind == OpKind::Scalar) return tir::make_const(opmath, n.scalar);
+  if (n.kind == OpKind::Scalar) return literal_const(n, opmath);
   // TensorIterator converts the operand to the op's dtype (an i32 operand of
   // an f16 op is rounded to f16), then the kernel reads it in opmath.
   return to_dtype(to_dtype(value(v, broadcast_coords(coords, n), mask), op), opmath);
@@ -332,7 +341,7 @@ Expr ExprLowering::Impl::compute(ValueId v, const std::vector<Expr>& coords, con
   }
   switch (n.kind) {
     case OpKind::Scalar:
-      return tir::make_const(n.dtype, n.scalar);
+      return literal_const(n, n.dtype);
     case OpKind::Slice:
     case OpKind::Permute:
     case OpKind::Expand:
@@ -342,7 +351,7 @@ Expr ExprLowering::Impl::compute(ValueId v, const std::vector<Expr>& coords, con
     case OpKind::Cast: {
       const Node& in = g_.node(n.inputs[0]);
       // A literal converts from its exact value (one rounding).
-      if (in.kind == OpKind::Scalar) return tir::make_const(n.dtype, in.scalar);
+      if (in.kind == OpKind::Scalar) return literal_const(in, n.dtype);
       return to_dtype(value(n.inputs[0], coords, mask), n.dtype);
     }
     case OpKind::Unary:
@@ -617,7 +626,7 @@ LoweredExpr ExprLowering::lower_as(ValueId v, const std::vector<Expr>& coords, D
   LoweredExpr out;
   Impl impl(*this, &out.checks);
   const Node& n = graph_.node(v);
-  out.value = n.kind == OpKind::Scalar ? tir::make_const(dtype, n.scalar)
+  out.value = n.kind == OpKind::Scalar ? literal_const(n, dtype)
                                        : impl.intern(to_dtype(impl.value(v, coords, mask), dtype));
   return out;
 }

@@ -39,6 +39,15 @@
 namespace tilefuse {
 namespace {
 
+// Writes literal `n` into the 0-d tensor `t`: an integer literal into an i64
+// tensor from its exact value (Node::iscalar), anything else from its double.
+void write_literal(const Node& n, Tensor& t) {
+  if (!is_floating(n.dtype) && t.dtype() == DType::I64)
+    reference::writer<int64_t>(t.dtype())(t.data_ptr(), n.iscalar);
+  else
+    reference::writer<double>(t.dtype())(t.data_ptr(), n.scalar);
+}
+
 using reference::Compute;
 using reference::ThreadPool;
 
@@ -183,7 +192,7 @@ Tensor Evaluator::operand(ValueId v, DType op_dtype, Compute compute) {
         break;
     }
     Tensor t = Tensor::empty(native, {});
-    reference::writer<double>(native)(t.data_ptr(), n.scalar);
+    write_literal(n, t);
     return t;
   }
   const Tensor& t = values_[v];
@@ -200,7 +209,7 @@ Tensor Evaluator::exact_tensor(ValueId v) const {
   if (n.kind != OpKind::Scalar) return values_[v];
   const DType dt = is_floating(n.dtype) ? DType::F64 : n.dtype;
   Tensor t = Tensor::empty(dt, {});
-  reference::writer<double>(dt)(t.data_ptr(), n.scalar);
+  write_literal(n, t);
   return t;
 }
 
@@ -265,7 +274,7 @@ Tensor Evaluator::eval_node(const Node& n) {
       // Only read by consumers that need a tensor (an output, a view);
       // element-wise consumers use the literal itself (operand()).
       Tensor t = Tensor::empty(value_dtype(n.dtype), {});
-      reference::writer<double>(t.dtype())(t.data_ptr(), n.scalar);
+      write_literal(n, t);
       return t;
     }
     case OpKind::Unary: {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -245,6 +246,47 @@ TEST(Cli, SavedOutputsHaveDistinctNames) {
   EXPECT_EQ(relative_error(read_npy((out / "z_1.npy").string()), inputs[1]), 0.0);
   EXPECT_EQ(relative_error(read_npy((out / "z_2.npy").string()), read_npy((out / "z.npy").string())),
             0.0);
+  fs::remove_all(dir);
+}
+
+// Integer literals past 2^53 stay exact on every engine (they went through
+// a double: x == 2^53 + 1 was true for x = 2^53, and --check agreed).
+TEST(Cli, IntegerLiteralsAreExact) {
+  fs::path dir = temp_dir("intlit");
+  fs::create_directories(dir);
+  const std::string prog = (dir / "lit.tfs").string();
+  {
+    std::ofstream f(prog);
+    f << "def f(x: i64[2]):\n"
+         "    return x == 9007199254740993, x + 9007199254740993, "
+         "torch.where(x > 0, 9223372036854775806, x)\n";
+  }
+  const std::string x = (dir / "x.npy").string();
+  auto i64_at = [](const Tensor& t, int i) {
+    int64_t v = 0;
+    std::memcpy(&v, t.data_ptr() + 8 * i, 8);
+    return v;
+  };
+  Tensor xs = Tensor::empty(DType::I64, {2});
+  const int64_t xv[2] = {9007199254740992, 9007199254740993};
+  std::memcpy(xs.data_ptr(), xv, sizeof xv);
+  write_npy(x, xs);
+  for (const char* engine : {"executor", "reference"}) {
+    SCOPED_TRACE(engine);
+    const fs::path out = dir / engine;
+    Result r = run_cli("run " + prog + " --input x=" + x + " --engine " + engine +
+                       " --check --save-output " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const Tensor eq = read_npy((out / "out0.npy").string());
+    const Tensor sum = read_npy((out / "out1.npy").string());
+    const Tensor where = read_npy((out / "out2.npy").string());
+    EXPECT_EQ(eq.get_linear(0), 0.0);
+    EXPECT_EQ(eq.get_linear(1), 1.0);
+    ASSERT_EQ(sum.dtype(), DType::I64);
+    EXPECT_EQ(i64_at(sum, 0), 18014398509481985);
+    EXPECT_EQ(i64_at(sum, 1), 18014398509481986);
+    EXPECT_EQ(i64_at(where, 1), 9223372036854775806);
+  }
   fs::remove_all(dir);
 }
 

@@ -154,6 +154,23 @@ TEST(Scalars, ConstantExpressionsFoldLikePython) {
   EXPECT_EQ(output(p).dtype, DType::F16);
 }
 
+// Integer literals stay exact past 2^53 (PyTorch keeps Python ints as
+// int64), through folding too; the largest i64 literal is accepted.
+TEST(Scalars, IntegerLiteralsAreExactInt64) {
+  Program p = expr("x: i64[4]", "x + 9007199254740993");
+  EXPECT_EQ(scalar_operand(p).iscalar, 9007199254740993);
+  p = expr("x: i64[4]", "x + 9223372036854775806");
+  EXPECT_EQ(scalar_operand(p).iscalar, 9223372036854775806);
+  p = expr("x: i64[4]", "x + (9007199254740993 - 1)");
+  EXPECT_EQ(scalar_operand(p).iscalar, 9007199254740992);
+  p = expr("x: i64[4]", "x * -9223372036854775807");
+  EXPECT_EQ(scalar_operand(p).iscalar, -9223372036854775807);
+  p = expr("x: i64[4]", "x * (9007199254740993 == 9007199254740992)");
+  EXPECT_EQ(scalar_operand(p).dtype, DType::Bool);
+  EXPECT_EQ(scalar_operand(p).iscalar, 0);
+  EXPECT_THROW(expr("x: i64[4]", "x + (9223372036854775807 + 1)"), UserError);
+}
+
 // --- indexing ------------------------------------------------------------------
 
 TEST(Indexing, GatherAlongTheWrittenDim) {
