@@ -168,7 +168,11 @@ TF_API void tf_run_options_init(tf_run_options* options);
 
 /* Runs the program: `inputs` one per parameter, `outputs` one per output
  * (caller-allocated, of the output's dtype and shape for these inputs,
- * contiguous; an output may not overlap an input). options may be NULL.
+ * contiguous; an output may overlap neither an input nor another output).
+ * options may be NULL. The counts must be the program's (TF_ERROR_VALUE
+ * otherwise); a tensor with elements needs non-NULL data, and strides whose
+ * farthest element lies 2^63 bytes or more from the first are refused
+ * (TF_ERROR_VALUE naming the tensor).
  *
  * On the CPU the call is synchronous: the outputs are written when it
  * returns, and an index out of range is TF_ERROR_INDEX from this call.
@@ -190,7 +194,9 @@ TF_API tf_status tf_run(tf_program* program, const DLTensor* const* inputs, int 
                         const DLTensor* const* outputs, int num_outputs,
                         const tf_run_options* options, size_t* workspace_needed);
 
-/* tf_run on DLManagedTensors (their dl_tensor; the deleters are never called). */
+/* tf_run on DLManagedTensors (their dl_tensor; the deleters are never called).
+ * Negative counts are TF_ERROR_INVALID_ARGUMENT, counts other than the
+ * program's TF_ERROR_VALUE, both before anything is read. */
 TF_API tf_status tf_run_managed(tf_program* program, DLManagedTensor* const* inputs,
                                 int num_inputs, DLManagedTensor* const* outputs, int num_outputs,
                                 const tf_run_options* options, size_t* workspace_needed);
