@@ -223,6 +223,9 @@ tilefuse::driver::CallableOptions callable_options(const tf_options* o) {
   c.allow_tf32 = o->allow_tf32 != 0;
   c.tuning = o->tuning != 0;
   if (o->cache_dir) c.cache_root = o->cache_dir;
+  if (o->threads < 0)
+    throw UserError(fmt::format("tf_options.threads must be >= 0 (0: every core), got {}",
+                                o->threads));
   c.cpu_threads = o->threads;
   return c;
 }

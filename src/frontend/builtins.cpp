@@ -1,6 +1,8 @@
 #include "frontend/builtins.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -183,7 +185,20 @@ Operand addmm(Call& c) {
   ValueId b = c.strict_tensor(2);
   double beta = c.has(3) ? expect_number(c.arg(3), c.what(3)) : 1.0;
   double alpha = c.has(4) ? expect_number(c.arg(4), c.what(4)) : 1.0;
-  return c.result(c.g.addmm(bias, a, b, beta, alpha, c.loc));
+  const ValueId out = c.g.addmm(bias, a, b, beta, alpha, c.loc);
+  // PyTorch converts beta and alpha to the op's scalar type (f32 below f64)
+  // and refuses a finite value beyond it ("value cannot be converted to type
+  // float without overflow").
+  if (c.node(out).dtype != DType::F64) {
+    for (const size_t i : {size_t{3}, size_t{4}}) {
+      const double v = i == 3 ? beta : alpha;
+      if (c.has(i) && std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
+        throw UserError(fmt::format("{}={} cannot be converted to f32 without overflow",
+                                    i == 3 ? "beta" : "alpha", v),
+                        c.arg(i).loc);
+    }
+  }
+  return c.result(out);
 }
 
 // F.linear(x, w, b) = x @ w.T + b. With a 2-D input and a bias PyTorch runs

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,13 +29,34 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
   const SourceLoc& loc = error.loc();
   if (!loc.valid()) return fmt::format("{}: error: {}\n", file, error.what());
   std::string out = fmt::format("{}:{}:{}: error: {}\n", file, loc.line, loc.col, error.what());
-  std::string_view line = frontend::source_line(source, loc.line);
+  const std::string_view full = frontend::source_line(source, loc.line);
+  // The byte offset of each code point (columns count code points, as the
+  // lexer does).
+  std::vector<size_t> cps;
+  for (size_t i = 0; i < full.size(); ++i)
+    if (!is_continuation_byte(full[i])) cps.push_back(i);
+  const int n = static_cast<int>(cps.size());
+  // A long line (generated code, a minified expression) shows a window of
+  // kWindow code points around the column, marked by "..." where cut.
+  constexpr int kWindow = 160;
+  int first = 0, last = n;
+  if (n > kWindow) {
+    first = std::clamp(loc.col - 1 - kWindow / 2, 0, n - kWindow);
+    last = first + kWindow;
+  }
+  const size_t b0 = first == 0 ? 0 : cps[static_cast<size_t>(first)];
+  const size_t b1 = last < n ? cps[static_cast<size_t>(last)] : full.size();
+  const std::string_view line = full.substr(b0, b1 - b0);
+  const bool cut_left = first > 0, cut_right = last < n;
   out += "  ";
+  if (cut_left) out += "...";
   out += line;
+  if (cut_right) out += "...";
   out += "\n  ";
-  // Columns count code points (as the lexer does). The caret line copies the
-  // tabs of the source line so that it lines up under any tab width.
-  int col = 1;
+  if (cut_left) out += "   ";
+  // The caret line copies the tabs of the source line so that it lines up
+  // under any tab width.
+  int col = first + 1;
   size_t i = 0;
   while (col < loc.col) {
     if (i < line.size()) {
@@ -45,8 +68,8 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
     }
     ++col;
   }
-  // Underline the token, but not past the end of the line (a multi-line
-  // string underlines its first line only).
+  // Underline the token, but not past the end of the shown line (a
+  // multi-line string underlines its first line only).
   int remaining = 0;
   for (size_t j = i; j < line.size(); ++j) remaining += is_continuation_byte(line[j]) ? 0 : 1;
   int length = std::max(1, std::min(loc.length, remaining));

@@ -172,8 +172,16 @@ void check_size(const Graph& g, const Node& n) {
                     n.loc);
   }
   int64_t extent = 1;
-  for (int64_t d : n.shape) {
-    const int64_t e = std::max<int64_t>(d, 1);
+  for (size_t i = 0; i < n.shape.size(); ++i) {
+    // A symbolic dim at its generic placeholder size (no size given yet)
+    // counts as 1 here: the bound sizes are checked when they are bound
+    // (driver::bind_symbols), and four placeholders of ~1000 would pass 2^40
+    // for a program that is fine at its real sizes.
+    const SymbolId sym = n.symbol(i);
+    if (sym != kFixedDim && g.symbols()[static_cast<size_t>(sym)].value ==
+                                generic_symbol_value(static_cast<size_t>(sym)))
+      continue;
+    const int64_t e = std::max<int64_t>(n.shape[i], 1);
     if (e > kMaxNumel || extent > kMaxNumel / e) {
       const std::string what = n.kind == OpKind::Parameter
                                    ? "parameter `" + n.name + "`"

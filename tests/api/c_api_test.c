@@ -123,6 +123,11 @@ int main(void) {
   o.device = "gpu";
   s = tf_compile_source(kProgram, "f.tfs", &o, &bad);
   CHECK(s == TF_ERROR_INVALID_ARGUMENT, "bad device: %s", tf_status_name(s));
+  tf_options_init(&o);
+  o.threads = -5;
+  s = tf_compile_source(kProgram, "f.tfs", &o, &bad);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "threads must be >= 0"),
+        "negative threads: %s %s", tf_status_name(s), tf_last_error());
 
   tf_options_init(&o);
   o.device = "cpu";

@@ -171,6 +171,20 @@ TEST(Scalars, IntegerLiteralsAreExactInt64) {
   EXPECT_THROW(expr("x: i64[4]", "x + (9223372036854775807 + 1)"), UserError);
 }
 
+// Symbolic dims at their generic placeholder sizes do not count toward the
+// 2^40-element limit (four placeholders of ~1000 would pass it): the sizes
+// are checked when given, at parse time with values, else when bound.
+TEST(SymbolicDims, GenericSizesAreNotTooLarge) {
+  const std::string src =
+      "def f(x: f32[A, B, C, D], w: f32[D, 4]):\n    return x @ w\n";
+  const Program p = parse(src);
+  EXPECT_EQ(output(p).shape.size(), 4u);
+  const SymbolValues huge = {{"A", 100000}, {"B", 100000}, {"C", 1000}, {"D", 1000}};
+  EXPECT_THROW(parse_program(src, "test.tfs", &huge), UserError);
+  const SymbolValues small = {{"A", 1}, {"B", 2}, {"C", 3}, {"D", 4}};
+  EXPECT_EQ(output(parse_program(src, "test.tfs", &small)).shape, shape({1, 2, 3, 4}));
+}
+
 // --- indexing ------------------------------------------------------------------
 
 TEST(Indexing, GatherAlongTheWrittenDim) {

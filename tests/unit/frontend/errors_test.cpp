@@ -232,6 +232,8 @@ const BadProgram kBadPrograms[] = {
     {"clamp_with_tensor_bound", ret(X, "x.clamp(min=x)"), 2, 24, "tensor bounds"},
     {"addmm_scale_positional", ret("b: f32[4], " + X, "torch.addmm(b, x, x, 2)"), 2, 33,
      "torch.addmm() takes at most 3 positional arguments"},
+    {"addmm_beta_beyond_f32", ret("b: f32[4], " + X, "torch.addmm(b, x, x, beta=1e308)"), 2, 38,
+     "beta=1e+308 cannot be converted to f32 without overflow"},
     {"gelu_tanh", ret(X, "F.gelu(x, approximate='tanh')"), 2, 34,
      "gelu(approximate='tanh') is not supported"},
     {"inplace_relu", ret(X, "F.relu(x, inplace=True)"), 2, 30, "in-place operations"},
@@ -389,6 +391,26 @@ TEST(FormatDiagnostic, TabsAreCopiedSoTheCaretLinesUp) {
   EXPECT_EQ(e.loc().col, 11);
   EXPECT_EQ(format_diagnostic("t.tfs", src, e),
             std::string("t.tfs:2:11: error: ") + e.what() + "\n  \treturn\tx $\n  \t      \t  ^\n");
+}
+
+// A very long line shows a window around the column, cut with "...": the
+// caret still points at the offending character, and the diagnostic of a
+// 4 MB line is not 8 MB.
+TEST(FormatDiagnostic, LongLinesShowAWindowAroundTheColumn) {
+  std::string expr = "x";
+  for (int i = 0; i < 20000; ++i) expr += " + x";
+  std::string src = "def f(x: f32[4]):\n    return " + expr + " $ + x + x + x\n";
+  UserError e = error_of(src);
+  const std::string rendered = format_diagnostic("l.tfs", src, e);
+  EXPECT_LT(rendered.size(), 600u) << rendered.size();
+  const size_t nl1 = rendered.find('\n'), nl2 = rendered.find('\n', nl1 + 1);
+  const std::string shown = rendered.substr(nl1 + 1, nl2 - nl1 - 1);
+  const std::string caret = rendered.substr(nl2 + 1);
+  EXPECT_EQ(shown.substr(0, 5), "  ...") << shown;
+  EXPECT_EQ(shown.back(), 'x') << shown;  // the line's end is within the window
+  const size_t at = caret.find('^');
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(shown[at], '$') << shown << "\n" << caret;
 }
 
 TEST(FormatDiagnostic, Utf8CountsAsOneColumn) {
