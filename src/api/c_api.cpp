@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -498,12 +499,17 @@ tf_status tf_tune(tf_program* program, const char* const* sizes, int num_sizes, 
         const std::string item = text.substr(start, end - start);
         const size_t eq = item.find('=');
         char* tail = nullptr;
+        errno = 0;
         const long long size =
             eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &tail, 10);
-        if (eq == std::string::npos || eq == 0 || !tail || *tail != '\0' || size < 0)
+        if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || !tail ||
+            *tail != '\0' || errno == ERANGE || size < 0)
           return fail(TF_ERROR_INVALID_ARGUMENT,
-                      "a size binding must look like \"T=4096,M=16\", got \"" + text + "\"");
-        v[item.substr(0, eq)] = size;
+                      "a size binding must look like \"T=4096,M=16\" (sizes non-negative "
+                      "integers), got \"" + text + "\"");
+        if (!v.emplace(item.substr(0, eq), size).second)
+          return fail(TF_ERROR_INVALID_ARGUMENT, "the size binding \"" + text + "\" gives `" +
+                                                     item.substr(0, eq) + "` twice");
         start = end + 1;
       }
       bindings.push_back(std::move(v));

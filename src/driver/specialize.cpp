@@ -126,12 +126,14 @@ Binding binding_of(const Graph& g, const SymbolValues& values, const std::string
     }
   }
   if (!missing.empty())
-    throw UserError(fmt::format("the program's symbolic dim{} {} need{} a size: {}",
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("the program's symbolic dim{} {} need{} a size: {}",
                                 missing.find(',') == std::string::npos ? "" : "s", missing,
                                 missing.find(',') == std::string::npos ? "s" : "", how));
   for (const auto& [name, value] : values)
     if (g.find_symbol(name) == kFixedDim)
-      throw UserError(fmt::format("`{}` is not a symbolic dim of the program", name));
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("`{}` is not a symbolic dim of the program", name));
   return b;
 }
 

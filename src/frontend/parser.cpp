@@ -499,7 +499,8 @@ class Parser {
         if (g_.find_symbol(name) != kFixedDim) continue;
         std::string known;
         for (const Symbol& s : g_.symbols()) known += (known.empty() ? "" : ", ") + s.name;
-        throw UserError(fmt::format("`{}` is not a symbolic dim of '{}' ({})", name, name_,
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("`{}` is not a symbolic dim of '{}' ({})", name, name_,
                                     known.empty() ? "it has none: every dim is fixed"
                                                   : "its symbolic dims: " + known));
       }

@@ -247,6 +247,18 @@ int main(void) {
   tf_free_string(report);
   const char* bad_sizes[1] = {"T=4,Q"};
   CHECK(tf_tune(p, bad_sizes, 1, 0, NULL) == TF_ERROR_INVALID_ARGUMENT, "bad sizes");
+  const char* twice[1] = {"T=4,K=8,M=2,T=8"};
+  s = tf_tune(p, twice, 1, 0, NULL);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "`T` twice"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  const char* unknown[1] = {"T=4,K=8,M=2,Z=16"};
+  s = tf_tune(p, unknown, 1, 0, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "`Z` is not a symbolic dim"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  char* no_json = NULL;
+  s = tf_explain(p, NULL, 0, "sm_42", &no_json);
+  CHECK(s == TF_ERROR_VALUE && no_json == NULL && strstr(tf_last_error(), "unknown target"),
+        "%s %s", tf_status_name(s), tf_last_error());
   tf_program_free(p);
   tf_program_free(NULL);
 
