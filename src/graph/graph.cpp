@@ -272,8 +272,8 @@ bool same_value(const Node& a, const Node& b) {
          a.dim_symbols == b.dim_symbols &&
          a.strides == b.strides && a.offset == b.offset &&
          (!a.is_view() || a.storage_root == b.storage_root) && same_double(a.scalar, b.scalar) &&
-         a.iscalar == b.iscalar && a.unary == b.unary && a.binary == b.binary && same_opt(a.clamp_min, b.clamp_min) &&
-         same_opt(a.clamp_max, b.clamp_max) && a.dim == b.dim && a.start == b.start &&
+         a.iscalar == b.iscalar && a.unary == b.unary && a.binary == b.binary &&
+         same_opt(a.clamp_min, b.clamp_min) && same_opt(a.clamp_max, b.clamp_max) && a.dim == b.dim && a.start == b.start &&
          a.end == b.end && a.step == b.step && a.perm == b.perm && same_double(a.alpha, b.alpha) &&
          same_double(a.beta, b.beta) && a.compute_dtype == b.compute_dtype;
 }
@@ -408,29 +408,27 @@ ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shap
 }
 
 ValueId Graph::scalar(double value, DType literal_kind, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Scalar;
-  n.loc = loc;
-  n.dtype = graph_internal::wrapped_number_dtype(literal_kind);
-  if (n.dtype == DType::Bool) {
-    value = value != 0 ? 1 : 0;
-  } else if (n.dtype == DType::I64) {
+  const DType dt = graph_internal::wrapped_number_dtype(literal_kind);
+  if (dt == DType::Bool) return int_scalar(value != 0 ? 1 : 0, dt, loc);
+  if (dt == DType::I64) {
     // PyTorch unpacks Python ints into int64 ("Overflow when unpacking long").
     if (!is_int64_value(value)) {
       throw UserError("integer " + graph_internal::format_number(value) + " does not fit in i64",
                       loc);
     }
     TF_CHECK(std::trunc(value) == value, "integer literal with a fraction");
-    n.iscalar = static_cast<int64_t>(value);
+    return int_scalar(static_cast<int64_t>(value), dt, loc);
   }
-  if (n.dtype == DType::Bool) n.iscalar = value != 0 ? 1 : 0;
+  Node n;
+  n.kind = OpKind::Scalar;
+  n.loc = loc;
+  n.dtype = dt;
   n.scalar = value;
   return add(std::move(n));
 }
 
 ValueId Graph::int_scalar(int64_t value, DType literal_kind, SourceLoc loc) {
-  TF_CHECK(literal_kind == DType::I64 || literal_kind == DType::Bool,
-           "int_scalar of a non-integer kind");
+  TF_CHECK(!is_floating(literal_kind), "int_scalar of a floating kind");
   Node n;
   n.kind = OpKind::Scalar;
   n.loc = loc;

@@ -221,8 +221,8 @@ class Graph {
   // through the node dtype: PyTorch wraps Python floats as double). A bool is
   // stored as 0/1; an integer literal outside i64 is a UserError.
   ValueId scalar(double value, DType literal_kind, SourceLoc loc);
-  // An integer (i64) or bool literal, exact: Node::iscalar keeps the value,
-  // Node::scalar its double.
+  // An integer or bool literal, exact: Node::iscalar keeps the value,
+  // Node::scalar its double (scalar() makes its integer kinds through it).
   ValueId int_scalar(int64_t value, DType literal_kind, SourceLoc loc);
 
   // Python numbers combine before PyTorch sees them: when every operand is a

@@ -225,12 +225,8 @@ TEST(Cli, NpyInputsAndSavedOutputsRoundTrip) {
 // repeated output's suffix skips names other outputs already have.
 TEST(Cli, SavedOutputsHaveDistinctNames) {
   fs::path dir = temp_dir("names");
-  fs::create_directories(dir);
   const std::string prog = (dir / "names.tfs").string();
-  {
-    std::ofstream f(prog);
-    f << "def f(x: f32[4, 4], z_1: f32[4, 4]):\n    z = x @ x\n    return z, z, z_1\n";
-  }
+  std::ofstream(prog) << "def f(x: f32[4, 4], z_1: f32[4, 4]):\n    z = x @ x\n    return z, z, z_1\n";
   const Program p = load_program(prog);
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
   const std::string z1 = (dir / "z1.npy").string();
@@ -253,14 +249,10 @@ TEST(Cli, SavedOutputsHaveDistinctNames) {
 // a double: x == 2^53 + 1 was true for x = 2^53, and --check agreed).
 TEST(Cli, IntegerLiteralsAreExact) {
   fs::path dir = temp_dir("intlit");
-  fs::create_directories(dir);
   const std::string prog = (dir / "lit.tfs").string();
-  {
-    std::ofstream f(prog);
-    f << "def f(x: i64[2]):\n"
-         "    return x == 9007199254740993, x + 9007199254740993, "
-         "torch.where(x > 0, 9223372036854775806, x)\n";
-  }
+  std::ofstream(prog) << "def f(x: i64[2]):\n"
+                         "    return x == 9007199254740993, x + 9007199254740993, "
+                         "torch.where(x > 0, 9223372036854775806, x)\n";
   const std::string x = (dir / "x.npy").string();
   auto i64_at = [](const Tensor& t, int i) {
     int64_t v = 0;
