@@ -250,7 +250,9 @@ Operand index_select(Call& c) {
     idx = c.g.expand(idx, {1}, c.arg(2).loc);
     if (!name.empty()) c.g.set_name(idx, name);  // an index error names the tensor
   }
-  return c.result(c.g.index(x, dim, idx, c.loc));
+  // index_select does not wrap a negative index (PyTorch raises "index out
+  // of range in self"), unlike x[idx].
+  return c.result(c.g.index(x, dim, idx, c.loc, /*wrap_negative=*/false));
 }
 
 Operand transpose(Call& c) {

@@ -273,7 +273,8 @@ bool same_value(const Node& a, const Node& b) {
          a.strides == b.strides && a.offset == b.offset &&
          (!a.is_view() || a.storage_root == b.storage_root) && same_double(a.scalar, b.scalar) &&
          a.iscalar == b.iscalar && a.unary == b.unary && a.binary == b.binary &&
-         same_opt(a.clamp_min, b.clamp_min) && same_opt(a.clamp_max, b.clamp_max) && a.dim == b.dim && a.start == b.start &&
+         same_opt(a.clamp_min, b.clamp_min) && same_opt(a.clamp_max, b.clamp_max) && a.dim == b.dim &&
+         a.index_wraps_negative == b.index_wraps_negative && a.start == b.start &&
          a.end == b.end && a.step == b.step && a.perm == b.perm && same_double(a.alpha, b.alpha) &&
          same_double(a.beta, b.beta) && a.compute_dtype == b.compute_dtype;
 }

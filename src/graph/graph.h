@@ -176,6 +176,9 @@ struct Node {
   std::optional<double> clamp_min;  // Clamp
   std::optional<double> clamp_max;  // Clamp
   int64_t dim = 0;                  // Slice, Select, Index: the (non-negative) dim
+  // Index: a negative index value wraps once (x[idx], Python's rule), or is
+  // out of bounds (index_select, whose indices must lie in [0, size)).
+  bool index_wraps_negative = true;
   int64_t start = 0, end = 0,
           step = 1;            // Slice (resolved, clamped like Python); Select: start = index
   std::vector<int64_t> perm;   // Permute
@@ -254,9 +257,11 @@ class Graph {
   ValueId select(ValueId x, int64_t dim, int64_t index, SourceLoc loc);
 
   // Gather along `dim` with an integer index tensor of any shape:
-  // out.shape = x.shape[:dim] + idx.shape + x.shape[dim+1:]. Negative index
-  // values wrap once; values outside [-size, size) are a run-time error.
-  ValueId index(ValueId x, int64_t dim, ValueId idx, SourceLoc loc);
+  // out.shape = x.shape[:dim] + idx.shape + x.shape[dim+1:]. With
+  // `wrap_negative` (x[idx]) negative index values wrap once and values
+  // outside [-size, size) are a run-time error; without it (index_select,
+  // PyTorch's "index out of range in self") values outside [0, size) are.
+  ValueId index(ValueId x, int64_t dim, ValueId idx, SourceLoc loc, bool wrap_negative = true);
 
   // torch.matmul: both operands floating and of the same dtype.
   ValueId matmul(ValueId a, ValueId b, SourceLoc loc);
@@ -288,6 +293,7 @@ class Graph {
   //   %1 = parameter idx in [0, 64) : i64[50]
   //   %2 = scalar 0.5 : f32[]            (True/False, 3, 0.5, 1e+20, inf, nan)
   //   %3 = index %0, %1 dim=0 : f16[50, 32]
+  //   %3 = index %0, %1 dim=0 negative=error : f16[50, 32]   (index_select)
   //   %4 = add %3, %2 : f16[50, 32]  # h
   //   %5 = slice %0 dim=1 start=0 end=32 step=2 : f16[64, 16] strides=[32, 2] offset=0 root=%0
   //   %6 = permute %5 perm=[1, 0] : f16[16, 64] strides=[2, 32] offset=0 root=%0

@@ -57,7 +57,7 @@ void check_k(const Graph& g, std::string_view op, const Node& a, size_t da, cons
 
 }  // namespace
 
-ValueId Graph::index(ValueId xv, int64_t dim, ValueId iv, SourceLoc loc) {
+ValueId Graph::index(ValueId xv, int64_t dim, ValueId iv, SourceLoc loc, bool wrap_negative) {
   TF_CHECK(xv >= 0 && xv < size() && iv >= 0 && iv < size(), "index: invalid value");
   const Node& x = nodes_[xv];
   const Node& idx = nodes_[iv];
@@ -78,6 +78,7 @@ ValueId Graph::index(ValueId xv, int64_t dim, ValueId iv, SourceLoc loc) {
   n.loc = loc;
   n.dtype = x.dtype;
   n.dim = d;
+  n.index_wraps_negative = wrap_negative;
   // out.shape = x.shape[:dim] + idx.shape + x.shape[dim+1:]
   n.shape.assign(x.shape.begin(), x.shape.begin() + d);
   n.shape.insert(n.shape.end(), idx.shape.begin(), idx.shape.end());

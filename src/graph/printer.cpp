@@ -87,6 +87,7 @@ std::string op_text(const Graph& g, const Node& n) {
       break;
     case OpKind::Index:
       s += " dim=" + std::to_string(n.dim);
+      if (!n.index_wraps_negative) s += " negative=error";
       break;
     case OpKind::Addmm:
       s += " beta=" + format_number(n.beta) + " alpha=" + format_number(n.alpha);

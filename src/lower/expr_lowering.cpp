@@ -443,15 +443,18 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
   const Expr size = DimEnv::as(DType::I64, env_.size(xn, d));
   const std::vector<Expr> pos(coords.begin() + d, coords.begin() + d + r);
 
-  // The index element, wrapped once, in i64: it comes from memory, so any
-  // value is possible and index * stride is a 64-bit product (ir.h).
+  // The index element in i64: it comes from memory, so any value is
+  // possible and index * stride is a 64-bit product (ir.h). x[idx] wraps a
+  // negative value once; index_select's must already lie in [0, size).
   const Expr raw = to_dtype(value(idx, pos, mask), DType::I64);
-  const Expr wrapped = tir::select(raw < 0, raw + size, raw);
+  const bool wraps = n.index_wraps_negative;
+  const Expr wrapped = wraps ? tir::select(raw < 0, raw + size, raw) : raw;
   // 0 <= wrapped < size, stated on raw so the index load is not repeated
   // under the select once more.
   const int64_t* fixed = tir::as_const_int(size);
-  const Expr neg_size = fixed ? tir::make_int(DType::I64, -*fixed) : -size;
-  const Expr in_bounds = raw >= neg_size && raw < size;
+  const Expr lowest =
+      !wraps ? tir::make_int(DType::I64, 0) : fixed ? tir::make_int(DType::I64, -*fixed) : -size;
+  const Expr in_bounds = raw >= lowest && raw < size;
 
   std::string idx_name = describe_value(g_.node(idx));
   if (in.name.empty()) idx_name = "(" + idx_name + ")";
@@ -475,6 +478,7 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
     msg += "]";
   }
   msg += " = {}";
+  if (!wraps) msg += " (index_select takes indices in [0, size): a negative one does not wrap)";
   args.push_back(raw);
   const Expr guard = guards_.of(mask, pos);
   for (Expr& a : args) a = intern(a);

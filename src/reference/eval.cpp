@@ -323,7 +323,8 @@ Tensor Evaluator::eval_node(const Node& n) {
       std::string idx_name = describe_value(idx_node);
       if (idx_node.name.empty()) idx_name = "(" + idx_name + ")";
       reference::gather(values_[n.inputs[0]], n.dim, exact_tensor(n.inputs[1]), out,
-                        {describe_value(g_.node(n.inputs[0])), idx_name}, pool_);
+                        {describe_value(g_.node(n.inputs[0])), idx_name}, pool_,
+                        n.index_wraps_negative);
       return out;
     }
     case OpKind::Matmul:

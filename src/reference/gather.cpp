@@ -45,9 +45,10 @@ std::vector<int64_t> read_indices(const Tensor& idx, ThreadPool& pool) {
 }  // namespace
 
 void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
-            const GatherNames& names, ThreadPool& pool) {
+            const GatherNames& names, ThreadPool& pool, bool wrap_negative) {
   TF_CHECK(dim >= 0 && dim < x.dim(), "gather: dim out of range");
   const int64_t size = x.size(dim);
+  const int64_t lowest = wrap_negative ? -size : 0;
   std::vector<int64_t> indices = read_indices(idx, pool);
   const int64_t count = static_cast<int64_t>(indices.size());
 
@@ -58,7 +59,7 @@ void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
   pool.parallel_for(count, kElementGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t v = indices[i];
-      if (v < -size || v >= size) {
+      if (v < lowest || v >= size) {
         std::lock_guard<std::mutex> lock(bad_mu);
         first_bad = std::min(first_bad, i);
         return;
@@ -70,7 +71,10 @@ void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
     throw UserError("index " + std::to_string(v) + " is out of bounds for dim " +
                     std::to_string(dim) + " of " + names.x + " (size " + std::to_string(size) +
                     "): " + names.idx + position_string(idx.shape(), first_bad) + " = " +
-                    std::to_string(v));
+                    std::to_string(v) +
+                    (wrap_negative ? ""
+                                   : " (index_select takes indices in [0, size): a negative one "
+                                     "does not wrap)"));
   }
   for (int64_t& v : indices)
     if (v < 0) v += size;

@@ -281,6 +281,18 @@ TEST(Indexing, IndexSelectForms) {
   EXPECT_EQ(output(p).shape, shape({12}));
 }
 
+TEST(Indexing, IndexSelectDoesNotWrapNegatives) {
+  // PyTorch's index_select raises for a negative index; x[i] wraps it.
+  Program p = expr("x: f32[10, 12], i: i64[4]", "torch.index_select(x, 0, i)");
+  EXPECT_FALSE(output(p).index_wraps_negative);
+  EXPECT_NE(p.graph.to_string().find("index %0, %1 dim=0 negative=error : f32[4, 12]"),
+            std::string::npos)
+      << p.graph.to_string();
+  p = expr("x: f32[10, 12], i: i64[4]", "x[i]");
+  EXPECT_TRUE(output(p).index_wraps_negative);
+  EXPECT_EQ(p.graph.to_string().find("negative="), std::string::npos);
+}
+
 // --- views ---------------------------------------------------------------------
 
 TEST(Views, Transposes) {

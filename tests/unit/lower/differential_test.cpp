@@ -49,9 +49,10 @@ double tolerance(DType dt) {
   }
 }
 
-// Both plans against the eager reference; a failure prints the program.
-void expect_plans_match(const Graph& g, uint64_t seed, const std::string& what) {
-  const std::vector<Tensor> inputs = make_random_inputs(g, seed);
+// Both plans against the eager reference on `inputs`; a failure prints the
+// program.
+void expect_plans_match(const Graph& g, const std::vector<Tensor>& inputs,
+                        const std::string& what) {
   EvalOptions eager;
   eager.num_threads = 1;
   const std::vector<Tensor> expected = evaluate(g, inputs, eager);
@@ -68,6 +69,11 @@ void expect_plans_match(const Graph& g, uint64_t seed, const std::string& what) 
           << g.to_string() << to_string(g, plan);
     }
   }
+}
+
+// The same on random inputs drawn with `seed`.
+void expect_plans_match(const Graph& g, uint64_t seed, const std::string& what) {
+  expect_plans_match(g, make_random_inputs(g, seed), what);
 }
 
 TEST(LowerDifferential, SeedSmall) {
@@ -102,6 +108,37 @@ TEST(LowerDifferential, SharedCases) {
     ++ran;
   }
   EXPECT_GE(ran, 9);  // all but the 2048^3 seed
+}
+
+// index_select rejects a negative index where x[idx] wraps it: in the
+// reference and in both plans of the lowered kernels, with the same message.
+TEST(LowerDifferential, IndexSelectRejectsANegativeIndex) {
+  const Program p = testing::parse(
+      "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4] in [-6, 6)):\n"
+      "    return torch.index_select(x, 0, i) @ w + x[i] @ w\n");
+  Tensor i = Tensor::empty(DType::I64, {4});
+  for (int64_t k = 0; k < 4; ++k) i.set_linear(k, static_cast<double>(k + 1));
+  std::vector<Tensor> inputs = make_random_inputs(p.graph, 2);
+  inputs[2] = i;
+  expect_plans_match(p.graph, inputs, "index_select, in range");
+  i.set_linear(2, -2);
+  const std::string want =
+      "index -2 is out of bounds for dim 0 of `x` (size 6): `i`[2] = -2 (index_select takes "
+      "indices in [0, size): a negative one does not wrap)";
+  try {
+    evaluate(p.graph, inputs);
+    ADD_FAILURE() << "no error from the reference";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), want);
+  }
+  for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+    try {
+      run_lowered(p.graph, kind, inputs);
+      ADD_FAILURE() << "no error from the " << plan_kind_name(kind) << " plan";
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), want) << plan_kind_name(kind);
+    }
+  }
 }
 
 TEST(LowerDifferential, OutOfRangeIndexIsAUserError) {

@@ -145,6 +145,27 @@ TEST(EvalGather, OutOfRangeMultiDimPositionAndUnnamedValues) {
             "(the result of add)[1, 1] = 4");
 }
 
+TEST(EvalGather, IndexSelectDoesNotWrapNegatives) {
+  // index_select's indices lie in [0, size) (PyTorch raises "index out of
+  // range in self" for -1); x[idx] wraps -1 to size - 1.
+  Graph g;
+  const ValueId x = param(g, "x", DType::F32, {5, 3});
+  const ValueId idx = param(g, "idx", DType::I64, {4});
+  g.add_output(g.index(x, 0, idx, {}, /*wrap_negative=*/false));
+  Lcg rng(8);
+  const Tensor tx = random_tensor(DType::F32, {5, 3}, rng);
+  EXPECT_EQ(error_of(g, {tx, tensor_of(DType::I64, {4}, {0, 4, -1, 2})}),
+            "index -1 is out of bounds for dim 0 of `x` (size 5): `idx`[2] = -1 (index_select "
+            "takes indices in [0, size): a negative one does not wrap)");
+  EXPECT_EQ(error_of(g, {tx, tensor_of(DType::I64, {4}, {0, 4, 5, 2})}),
+            "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[2] = 5 (index_select "
+            "takes indices in [0, size): a negative one does not wrap)");
+  const std::vector<Tensor> out = evaluate(g, {tx, tensor_of(DType::I64, {4}, {4, 0, 4, 1})});
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 3; ++c)
+      EXPECT_EQ(out[0].get_linear(r * 3 + c), tx.get_linear((r % 2 == 0 ? 4 : r == 1 ? 0 : 1) * 3 + c));
+}
+
 TEST(EvalGather, NamedIntermediate) {
   Graph g;
   const ValueId x = param(g, "x", DType::F32, {4, 2});
