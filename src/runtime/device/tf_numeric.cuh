@@ -457,13 +457,14 @@ TF_DEVICE unsigned cast_pack2(float lo, float hi) {
   static_assert(same<To, f16>::value || same<To, bf16>::value, "cast_pack2: f16 or bf16");
 #if !defined(TF_NUMERIC_SOFTWARE_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (same<To, f16>::value) {
-    unsigned d, m;
+    unsigned d, m, s;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
     asm("set.nan.u32.f16x2 %0, %1, %1;" : "=r"(m) : "r"(d));
-    // Each input's sign bit at its half's bit 15.
-    const unsigned sign =
-        ((__float_as_uint(lo) >> 16) & 0x8000u) | (__float_as_uint(hi) & 0x80000000u);
-    return (d & ~m) | (m & (sign | 0x7E007E00u));
+    // Each input's top byte into its half's top byte (PTX `prmt`: result
+    // byte 1 = lo's byte 3, byte 3 = hi's byte 3), so its sign bit lands at
+    // the half's bit 15: one PRMT where shift-and-mask took three ops.
+    asm("prmt.b32 %0, %1, %2, 0x7030;" : "=r"(s) : "r"(__float_as_uint(lo)), "r"(__float_as_uint(hi)));
+    return (d & ~m) | (m & ((s & 0x80008000u) | 0x7E007E00u));
   }
 #if __CUDA_ARCH__ >= 900
   if constexpr (same<To, bf16>::value) {

@@ -381,17 +381,9 @@ struct WgmmaTile {
     const int tid = threadIdx.x, lane = tid % 32;
     return (wg(tid) % WG_N) * WN + ((e0 % kPerM) / 8 * 2 + (lane >> 4)) * 8;
   }
-  // Accumulator e, read for the epilogue: through an exact multiply by 1
-  // (mul.rn keeps -0, infinities and subnormals; a NaN stays a NaN) rather
-  // than directly. ptxas (CUDA 13.0) serializes the wgmma of a loop that
-  // keeps a group in flight (C7514) when a cvt (f32 -> f16 in the epilogue)
-  // reads an accumulator register, even after the final wait; through this
-  // multiply it does not (bisected on the seed kernel).
-  __device__ __forceinline__ float value(int e) const {
-    float v;
-    asm volatile("mul.rn.f32 %0, %1, 0f3F800000;" : "=f"(v) : "f"(c[e]));
-    return v;
-  }
+  // Accumulator e, read for the epilogue (after wait(), whose operand fence
+  // keeps the read after the final wgmma.wait_group).
+  __device__ __forceinline__ float value(int e) const { return c[e]; }
   // Pins the accumulators: the compiler may not move their reads or writes
   // across this point (the wgmma writes them asynchronously).
   __device__ __forceinline__ void fence_operands() {
