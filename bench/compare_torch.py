@@ -420,8 +420,11 @@ def run_cmd(cmd, timeout):
 
 
 def last_line(s):
+    """The last line of a tool's output that says what went wrong: the last `error:` line (a
+    tilefuse diagnostic ends with the source line and a caret under it), else the last line."""
     lines = [x for x in (s or "").strip().splitlines() if x.strip()]
-    return lines[-1] if lines else ""
+    errors = [x for x in lines if "error:" in x]
+    return (errors or lines or [""])[-1]
 
 
 def tilefuse_bench(tf, prog_path, inputs_dir, args):

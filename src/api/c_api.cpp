@@ -263,6 +263,22 @@ tf_status compile_program(const std::string& source, const std::string& file,
   return TF_OK;
 }
 
+// Runs `body` (a call of the program), giving a run-time error that knows its
+// place in the program (an index out of range names the gather's line) the
+// prefix "file:line:col: " in its one-line message.
+template <class Body>
+void located(const tf_program& program, Body body) {
+  try {
+    body();
+  } catch (const tilefuse::driver::WorkspaceTooSmall&) {
+    throw;
+  } catch (const UserError& e) {
+    if (!e.loc().valid()) throw;
+    throw UserError(e.kind(), fmt::format("{}:{}:{}: {}", program.callable->program().file,
+                                          e.loc().line, e.loc().col, e.what()));
+  }
+}
+
 char* copy_string(const std::string& s) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
   if (!out) throw std::bad_alloc();
@@ -406,7 +422,7 @@ tf_status tf_run(tf_program* program, const DLTensor* const* inputs, int num_inp
     try {
       program->tensors_into(inputs, num_inputs, true, &t_run_inputs);
       program->tensors_into(outputs, num_outputs, false, &t_run_outputs);
-      program->callable->call(t_run_inputs, t_run_outputs, ctx);
+      located(*program, [&] { program->callable->call(t_run_inputs, t_run_outputs, ctx); });
     } catch (const tilefuse::driver::WorkspaceTooSmall& e) {
       if (workspace_needed) *workspace_needed = e.needed();
       throw;
@@ -463,7 +479,7 @@ tf_status tf_workspace_size(tf_program* program, const DLTensor* const* inputs, 
 tf_status tf_synchronize(tf_program* program) {
   return guarded([&] {
     if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
-    program->callable->synchronize();
+    located(*program, [&] { program->callable->synchronize(); });
     return TF_OK;
   });
 }

@@ -40,8 +40,8 @@ class UserError : public std::runtime_error {
  public:
   explicit UserError(const std::string& message, SourceLoc loc = {})
       : std::runtime_error(message), loc_(loc) {}
-  UserError(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  UserError(ErrorKind kind, const std::string& message, SourceLoc loc = {})
+      : std::runtime_error(message), loc_(loc), kind_(kind) {}
   const SourceLoc& loc() const { return loc_; }
   ErrorKind kind() const { return kind_; }
 

@@ -656,7 +656,8 @@ void CudaProgram::poll_status() {
   s->code = 0;
   for (const Impl::Kernel& k : impl_->kernels)
     for (const codegen::CudaCheck& c : k.code->checks)
-      if (c.id == code) throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args));
+      if (c.id == code)
+        throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args), c.loc);
   throw InternalError(fmt::format("a kernel reported status {} that no check has", code));
 }
 

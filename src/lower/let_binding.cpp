@@ -113,7 +113,8 @@ LoweredExpr bind_values(const LoweredExpr& in, const LetBindOptions& options) {
     const auto* c = s.as<tir::CheckNode>();
     std::vector<Expr> args;
     for (const Expr& a : c->args) args.push_back(use.at(a.get()));
-    out.checks.push_back(tir::CheckNode::make(use.at(c->cond.get()), c->code, c->message, args));
+    out.checks.push_back(
+        tir::CheckNode::make(use.at(c->cond.get()), c->code, c->message, args, c->loc));
   }
   return out;
 }

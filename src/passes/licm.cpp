@@ -741,7 +741,7 @@ class Licm : public IRMutator {
       std::vector<Expr> args;
       Expr cond = x(op->cond);
       for (const Expr& a : op->args) args.push_back(x(a));
-      return CheckNode::make(cond, op->code, op->message, args);
+      return CheckNode::make(cond, op->code, op->message, args, op->loc);
     }
     if (const FillNode* op = s.as<FillNode>()) return FillNode::make(op->buffer, x(op->value));
     if (const ForNode* op = s.as<ForNode>()) {

@@ -993,7 +993,7 @@ class Simplifier : public IRMutator {
     std::vector<Expr> args;
     bool changed = mutate_all(op->args, &args);
     if (!changed && cond.same_as(op->cond)) return op;
-    return CheckNode::make(cond, op->code, op->message, std::move(args));
+    return CheckNode::make(cond, op->code, op->message, std::move(args), op->loc);
   }
 
   BoundsScope bounds_;

@@ -322,9 +322,15 @@ Tensor Evaluator::eval_node(const Node& n) {
       const Node& idx_node = g_.node(n.inputs[1]);
       std::string idx_name = describe_value(idx_node);
       if (idx_node.name.empty()) idx_name = "(" + idx_name + ")";
-      reference::gather(values_[n.inputs[0]], n.dim, exact_tensor(n.inputs[1]), out,
-                        {describe_value(g_.node(n.inputs[0])), idx_name}, pool_,
-                        n.index_wraps_negative);
+      try {
+        reference::gather(values_[n.inputs[0]], n.dim, exact_tensor(n.inputs[1]), out,
+                          {describe_value(g_.node(n.inputs[0])), idx_name}, pool_,
+                          n.index_wraps_negative);
+      } catch (const UserError& e) {
+        // The run-time error, at the gather's place in the program.
+        if (e.loc().valid()) throw;
+        throw UserError(ErrorKind::kIndex, e.what(), n.loc);
+      }
       return out;
     }
     case OpKind::Matmul:

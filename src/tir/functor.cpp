@@ -327,7 +327,7 @@ Stmt IRMutator::visit(const CheckNode* op) {
   std::vector<Expr> args;
   bool changed = mutate_all(op->args, &args);
   if (!changed && cond.same_as(op->cond)) return op;
-  return CheckNode::make(std::move(cond), op->code, op->message, std::move(args));
+  return CheckNode::make(std::move(cond), op->code, op->message, std::move(args), op->loc);
 }
 
 Stmt IRMutator::visit(const BarrierNode* op) {

@@ -331,7 +331,8 @@ Stmt FillNode::make(Buffer buffer, Expr value) {
   return Stmt(n);
 }
 
-Stmt CheckNode::make(Expr cond, int64_t code, std::string message, std::vector<Expr> args) {
+Stmt CheckNode::make(Expr cond, int64_t code, std::string message, std::vector<Expr> args,
+                     SourceLoc loc) {
   require(cond, "check condition");
   require_all(args, "check argument");
   auto* n = new CheckNode;
@@ -339,6 +340,7 @@ Stmt CheckNode::make(Expr cond, int64_t code, std::string message, std::vector<E
   n->code = code;
   n->message = std::move(message);
   n->args = std::move(args);
+  n->loc = loc;
   return Stmt(n);
 }
 

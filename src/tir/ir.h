@@ -446,8 +446,12 @@ struct CheckNode final : StmtNode {
   int64_t code = 0;
   std::string message;
   std::vector<Expr> args;
+  // Where in the program the checked operation is (the gather's subscript or
+  // index_select call), for the run-time error; not printed in the IR.
+  SourceLoc loc;
   CheckNode() : StmtNode(kKind) {}
-  static Stmt make(Expr cond, int64_t code, std::string message, std::vector<Expr> args = {});
+  static Stmt make(Expr cond, int64_t code, std::string message, std::vector<Expr> args = {},
+                   SourceLoc loc = {});
 };
 
 // Synchronizes the threads of one program instance (and its shared memory);

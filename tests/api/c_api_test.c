@@ -194,6 +194,9 @@ int main(void) {
   CHECK(s == TF_ERROR_INDEX, "%s", tf_status_name(s));
   CHECK(strstr(tf_last_error(), "index 6 is out of bounds for dim 0 of `x` (size 6): `idx`[1] = 6"),
         "%s", tf_last_error());
+  /* The message starts at the gather's place in the program: file:line:col. */
+  CHECK(strncmp(tf_last_error(), "f.tfs:2:25: index 6 is out of bounds", 36) == 0, "%s",
+        tf_last_error());
   /* The program is still usable afterwards. */
   idx[1] = -6;
   s = tf_run(p, in, 4, outs, 1, NULL, NULL);

@@ -95,12 +95,14 @@ TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
     Result r = run_cli("run " + case_path("gather_out_of_range.tfs") + how);
     EXPECT_EQ(r.exit_code, 1) << how << "\n" << r.output;
     EXPECT_NE(
-        r.output.find("gather_out_of_range.tfs: error: index 64 is out of bounds for dim 0 of `x` "
-                      "(size 64): `idx`["),
+        r.output.find("gather_out_of_range.tfs:5:14: error: index 64 is out of bounds for dim 0 of "
+                      "`x` (size 64): `idx`["),
         std::string::npos)
         << how << "\n"
         << r.output;
     EXPECT_NE(r.output.find("] = 64"), std::string::npos) << how << "\n" << r.output;
+    // The run-time error is a diagnostic at the gather: the source line, a caret under x[idx].
+    EXPECT_NE(r.output.find("    return x[idx] @ y\n"), std::string::npos) << how << "\n" << r.output;
   }
   // One program instance covers the 50 rows, so the executor meets the same
   // first bad position as the reference: the messages are identical.

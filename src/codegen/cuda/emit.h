@@ -42,6 +42,7 @@ struct CudaCheck {
   int64_t code = 0;  // the check's code (a category; checks may share one)
   std::string message;  // one "{}" per arg
   int num_args = 0;
+  SourceLoc loc;  // the checked operation's place in the program
 };
 
 struct CudaSharedBuffer {

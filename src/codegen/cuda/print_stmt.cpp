@@ -63,10 +63,13 @@ void Printer::emit_check(const CheckNode* op) {
   // word; codes are categories, and two checks may share one.
   int id = 0;
   for (const CudaCheck& c : result_.checks)
-    if (c.code == op->code && c.message == op->message) id = c.id;
+    if (c.code == op->code && c.message == op->message && c.loc.line == op->loc.line &&
+        c.loc.col == op->loc.col)
+      id = c.id;
   if (id == 0) {
     id = static_cast<int>(result_.checks.size()) + 1;
-    result_.checks.push_back({id, op->code, op->message, static_cast<int>(op->args.size())});
+    result_.checks.push_back(
+        {id, op->code, op->message, static_cast<int>(op->args.size()), op->loc});
   }
   TF_CHECK(op->args.size() <= 4, "cuda emitter: a check with more than 4 args");
   std::string args;

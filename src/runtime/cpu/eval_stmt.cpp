@@ -181,6 +181,7 @@ struct CheckCode final : StmtCode {
   int64_t code;
   std::string message;
   std::vector<ExprPtr> args;
+  SourceLoc loc;
   void run(Frame& f, int n, const Lane* active) const override {
     Lane c[kMaxLanes];
     cond->eval(f, n, active, c);
@@ -192,7 +193,7 @@ struct CheckCode final : StmtCode {
         a->eval(f, n, active, v);
         values.push_back(is_floating(a->dtype) ? fmt_double(v[l].f) : std::to_string(v[l].i));
       }
-      throw UserError(ErrorKind::kIndex, format_check_message(message, values));
+      throw UserError(ErrorKind::kIndex, format_check_message(message, values), loc);
     }
   }
 };
@@ -366,6 +367,7 @@ struct StmtCompiler {
     code->code = op->code;
     code->message = op->message;
     code->args = exprs(op->args);
+    code->loc = op->loc;
     return code;
   }
   // Instances run one after another on a thread, each sequentially, so the
