@@ -201,10 +201,24 @@ def test_errors():
     assert isinstance(e.value, IndexError)
     assert (e.value.tensor, e.value.index_tensor, e.value.position, e.value.value) == \
         ("x", "index", (2,), 10)
+    # It starts at the gather's place in the program (GATHER's line 2, the index).
+    assert e.value.location is not None and e.value.location[1:] == (2, 14), str(e.value)
+    assert str(e.value).startswith(f"{e.value.location[0]}:2:14: index 10"), str(e.value)
     bad[2] = -10
     out = k(x, y, bad)
     assert rel_err(out, gather_reference(x, y, bad)) < 1e-2
     tilefuse.synchronize()  # nothing pending on the CPU
+    # index_select does not wrap a negative index (PyTorch raises): an IndexOutOfRange with
+    # the same attributes, where x[index] above wrapped it.
+    ks = tilefuse.compile("def f(x: f32[10, 4], i: i64[4]):\n"
+                          "    return torch.index_select(x, 0, i)\n", device="cpu", name="sel.tfs")
+    xs = rand(rng, (10, 4), np.float32)
+    with raises(tilefuse.IndexOutOfRange, match=r"does not wrap") as e:
+        ks(xs, np.array([0, 9, -1, 3], np.int64))
+    assert (e.value.tensor, e.value.index_tensor, e.value.position, e.value.value) == \
+        ("x", "i", (2,), -1)
+    assert e.value.location == ("sel.tfs", 2, 12), str(e.value)  # the call
+    assert np.array_equal(ks(xs, np.array([0, 9, 1, 3], np.int64)), xs[[0, 9, 1, 3]])
     # Outputs may not share memory with inputs (kernels read inputs as constant).
     k3 = tilefuse.compile("def f(a: f32[8]):\n    return a * 2.0\n", device="cpu")
     a = rand(rng, (8,), np.float32)

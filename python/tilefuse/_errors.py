@@ -20,20 +20,29 @@ class InternalError(Error):
 
 
 _INDEX_MESSAGE = re.compile(
-    r"index (-?\d+) is out of bounds for dim (\d+) of (.+?) \(size (\w+)\): (.+?)(\[[^\]]*\])? = (-?\d+)$")
+    r"index (-?\d+) is out of bounds for dim (\d+) of (.+?) \(size (\w+)\): (.+?)(\[[^\]]*\])? = (-?\d+)"
+    r"(?: \(.*\))?$")
+# The "file:line:col: " a run-time error starts with when it knows its place in the program.
+_LOCATION = re.compile(r"^(.+?):(\d+):(\d+): ")
 
 
 class IndexOutOfRange(IndexError):
-    """An index value outside [-size, size) found at run time. The message names the
+    """An index value outside [-size, size) (x[idx]) or [0, size) (index_select) found at
+    run time. The message starts at the indexing's place in the program and names the
     indexed tensor, the index tensor, the position and the value, e.g.
-        index 9 is out of bounds for dim 0 of `x` (size 9): `idx`[1] = 9
-    and so do the attributes `tensor` ("x"), `index_tensor` ("idx"), `position`
-    ((1,)), `value` (9) and `dim` (0), where the message has them. On CUDA it is
-    raised by a later call or by tilefuse.synchronize() (see Kernel.__call__)."""
+        gather.tfs:2:14: index 9 is out of bounds for dim 0 of `x` (size 9): `idx`[1] = 9
+    and so do the attributes `location` (("gather.tfs", 2, 14)), `tensor` ("x"),
+    `index_tensor` ("idx"), `position` ((1,)), `value` (9) and `dim` (0), where the
+    message has them. On CUDA it is raised by a later call or by tilefuse.synchronize()
+    (see Kernel.__call__)."""
 
     def __init__(self, message):
         super().__init__(message)
         self.tensor = self.index_tensor = self.position = self.value = self.dim = None
+        self.location = None
+        loc = _LOCATION.match(message)
+        if loc:
+            self.location = (loc.group(1), int(loc.group(2)), int(loc.group(3)))
         m = _INDEX_MESSAGE.search(message)
         if m:
             self.value = int(m.group(1))
