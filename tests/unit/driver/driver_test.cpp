@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "driver/compile.h"
@@ -14,6 +15,7 @@
 #include "frontend/frontend.h"
 #include "reference/eval.h"
 #include "reference/inputs.h"
+#include "tir/functor.h"
 #include "tir/printer.h"
 
 namespace tilefuse {
@@ -45,6 +47,43 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
                                          "register_budgets",
                                          "layout", "epilogue", "sync", "timeline"};
   EXPECT_EQ(names, want);
+}
+
+// Every bounds check reaches the compiled kernel with the place of its gather
+// in the program (the run-time error's file:line:col): no pass of any
+// pipeline drops the location.
+TEST(DriverCompile, BoundsChecksKeepTheirSourceLocationThroughEveryPass) {
+  const Program p = parse(
+      "def f(x: f16[70, 48], y: f16[48, 40], index: i64[50], j: i64[40]):\n"
+      "    h = x[index] @ y\n"
+      "    return torch.index_select(h, 1, j) + 1.0\n");
+  struct Checks : tir::IRVisitor {
+    std::vector<SourceLoc> locs;
+    void visit(const tir::CheckNode* op) override {
+      locs.push_back(op->loc);
+      tir::IRVisitor::visit(op);
+    }
+  };
+  for (const char* target : {"cpu", "sm_80", "sm_90a"})
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      driver::CompileOptions o;
+      o.target = *tir::Target::parse(target);
+      o.plan = plan;
+      const driver::CompiledProgram c = driver::compile(p.graph, o);
+      std::set<int> lines;
+      for (const driver::CompiledKernel& k : c.kernels) {
+        Checks checks;
+        checks.visit_stmt(k.kernel.body);
+        for (const SourceLoc& l : checks.locs) {
+          EXPECT_TRUE(l.valid()) << target << " " << plan_kind_name(plan) << " " << k.kernel.name;
+          lines.insert(l.line);
+        }
+        if (k.cuda)
+          for (const codegen::CudaCheck& cc : k.cuda->checks) EXPECT_TRUE(cc.loc.valid());
+      }
+      // The gather on line 2 and the index_select on line 3 are both checked.
+      EXPECT_EQ(lines, (std::set<int>{2, 3})) << target << " " << plan_kind_name(plan);
+    }
 }
 
 TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
