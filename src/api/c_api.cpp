@@ -270,10 +270,8 @@ template <class Body>
 void located(const tf_program& program, Body body) {
   try {
     body();
-  } catch (const tilefuse::driver::WorkspaceTooSmall&) {
-    throw;
   } catch (const UserError& e) {
-    if (!e.loc().valid()) throw;
+    if (!e.loc().valid()) throw;  // WorkspaceTooSmall among them, rethrown as itself
     throw UserError(e.kind(), fmt::format("{}:{}:{}: {}", program.callable->program().file,
                                           e.loc().line, e.loc().col, e.what()));
   }

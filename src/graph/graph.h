@@ -262,6 +262,10 @@ class Graph {
   // outside [-size, size) are a run-time error; without it (index_select,
   // PyTorch's "index out of range in self") values outside [0, size) are.
   ValueId index(ValueId x, int64_t dim, ValueId idx, SourceLoc loc, bool wrap_negative = true);
+  // What a bounds error of an index that does not wrap adds to its message
+  // (every engine: the lowered check and the reference).
+  static constexpr const char* kNoWrapNote =
+      " (index_select takes indices in [0, size): a negative one does not wrap)";
 
   // torch.matmul: both operands floating and of the same dtype.
   ValueId matmul(ValueId a, ValueId b, SourceLoc loc);

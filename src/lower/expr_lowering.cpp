@@ -478,7 +478,7 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
     msg += "]";
   }
   msg += " = {}";
-  if (!wraps) msg += " (index_select takes indices in [0, size): a negative one does not wrap)";
+  if (!wraps) msg += Graph::kNoWrapNote;
   args.push_back(raw);
   const Expr guard = guards_.of(mask, pos);
   for (Expr& a : args) a = intern(a);

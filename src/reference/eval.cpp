@@ -329,7 +329,9 @@ Tensor Evaluator::eval_node(const Node& n) {
       } catch (const UserError& e) {
         // The run-time error, at the gather's place in the program.
         if (e.loc().valid()) throw;
-        throw UserError(ErrorKind::kIndex, e.what(), n.loc);
+        throw UserError(ErrorKind::kIndex,
+                        std::string(e.what()) + (n.index_wraps_negative ? "" : Graph::kNoWrapNote),
+                        n.loc);
       }
       return out;
     }

@@ -71,10 +71,7 @@ void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
     throw UserError("index " + std::to_string(v) + " is out of bounds for dim " +
                     std::to_string(dim) + " of " + names.x + " (size " + std::to_string(size) +
                     "): " + names.idx + position_string(idx.shape(), first_bad) + " = " +
-                    std::to_string(v) +
-                    (wrap_negative ? ""
-                                   : " (index_select takes indices in [0, size): a negative one "
-                                     "does not wrap)"));
+                    std::to_string(v));
   }
   for (int64_t& v : indices)
     if (v < 0) v += size;

@@ -19,8 +19,8 @@ struct GatherNames {
 
 // Every index is read and checked before any element of `x` is: a value v
 // outside [-size, size) (with `wrap_negative`, x[idx]) or outside [0, size)
-// (without, index_select) throws UserError for the first such position in
-// row-major order, e.g.
+// (without, index_select; the evaluator adds Graph::kNoWrapNote) throws
+// UserError for the first such position in row-major order, e.g.
 //   index 64 is out of bounds for dim 0 of `x` (size 64): `idx`[17] = 64
 // With `wrap_negative`, negative values wrap once (v + size). Elements are
 // converted from x's dtype to out's exactly (the same dtype in eager mode,
