@@ -196,7 +196,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
     json j = {{"form", e.form},
               {"stmatrix", e.stmatrix},
               {"contiguous_chunks", e.contiguous_chunks},
-              {"pair_cast", e.pair_cast}};
+              {"pair_cast", e.pair_cast},
+              {"per_warp", e.per_warp}};
     if (!e.why.empty()) j["why"] = e.why;
     epilogues.push_back(j);
   }
@@ -337,6 +338,7 @@ void render_cuda(std::ostream& out, const json& c) {
   }
   for (const json& e : c.at("epilogues")) {
     out << "    epilogue " << e.at("form").get<std::string>()
+        << (e.value("per_warp", false) ? " per warp" : "")
         << (e.at("stmatrix").get<bool>() ? " by stmatrix" : "")
         << (e.value("pair_cast", false) ? ", f32 pairs cast together" : "")
         << (e.value("contiguous_chunks", false) ? ", proved 16-byte chunks" : "");

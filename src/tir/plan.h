@@ -236,6 +236,12 @@ struct PipelinePlan {
   // first thing, before its hoisted gathered-row addresses, whose index
   // load then overlaps those bytes; 0: every copy in its iteration.
   int affine_lead = 0;
+  // warp_specialized (sync): the MMA warpgroups meet at a barrier after the
+  // loop, before what follows reads or writes shared memory; false where
+  // nothing after it in the kernel does (a per-warp staged epilogue uses
+  // buffers of its own), so each warp goes on to its epilogue as soon as
+  // its own MMAs are done.
+  bool barrier_after = true;
   std::string why;                                 // in_order: why
 };
 
@@ -299,8 +305,23 @@ struct EpiloguePlan {
   // waits until they have read the tile (PTX ISA 9.7.9.25.5.2,
   // cp.async.bulk.tensor; 9.7.9.25.5.5 cp.async.bulk.wait_group.read).
   int tma_store = -1;
+  // staged, stmatrix, not TMA-stored: each MMA warp stages and stores only
+  // the rows it holds (a wgmma D fragment gives warp w of a warpgroup rows
+  // 16w .. 16w + 15 of each m64 tile, every column of the warpgroup's N),
+  // one slab of 16 rows x 64 columns at a time, through a buffer of its own
+  // of kWarpSlabBytes at `offset` + (thread id / 32) * kWarpSlabBytes
+  // (16 rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8): the
+  // stmatrix rows and the copy-out's row reads are free of bank conflicts).
+  // Its stores start as soon as its slab is staged and only __syncwarp
+  // orders them: no block barrier before or after the staging, and the
+  // region lies after every other shared byte (the operand rings may still
+  // be read by the other warpgroup's wgmma). `pitch` is 0.
+  bool per_warp = false;
   std::string why;     // why not staged (paired), for explain
 };
+
+// A per-warp staged epilogue's buffer: 16 rows x 64 16-bit columns.
+inline constexpr int64_t kWarpSlabBytes = 2048;
 
 using LoopPlan = std::variant<std::monostate, PipelinePlan, EpiloguePlan>;
 

@@ -323,6 +323,7 @@ PlanClause to_clause(const LoopPlan& p) {
     }
     if (q->setup_at_entry) c.push_back(num("setup_at_entry", 1));
     if (q->affine_lead > 0) c.push_back(num("affine_lead", q->affine_lead));
+    if (!q->barrier_after) c.push_back(num("barrier_after", 0));
     if (q->mbarrier_offset >= 0) c.push_back(num("mbarriers", q->mbarrier_offset));
     if (!q->why.empty()) c.push_back(str("why", q->why));
     return c;
@@ -337,6 +338,7 @@ PlanClause to_clause(const LoopPlan& p) {
     if (e->offset > 0) c.push_back(num("offset", e->offset));
     if (e->team_stride > 0) c.push_back(num("team_stride", e->team_stride));
     if (e->tma_store >= 0) c.push_back(num("tma_store", e->tma_store));
+    if (e->per_warp) c.push_back(num("per_warp", 1));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
   }
@@ -347,7 +349,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   const std::string& k = kind_word(c, "loop");
   if (auto form = try_enum<PipelineForm>(k)) {
     only(c, {"stages", "issue_ahead", "wgmma_in_flight", "producer_threads", "consumer_threads",
-             "registers", "setup_at_entry", "affine_lead", "mbarriers", "why"});
+             "registers", "setup_at_entry", "affine_lead", "barrier_after", "mbarriers", "why"});
     PipelinePlan q;
     q.form = *form;
     q.stages = static_cast<int>(get_int(c, "stages"));
@@ -358,6 +360,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     q.mbarrier_offset = get_int(c, "mbarriers", -1);
     q.setup_at_entry = get_int(c, "setup_at_entry", 0) != 0;
     q.affine_lead = static_cast<int>(get_int(c, "affine_lead", 0));
+    q.barrier_after = get_int(c, "barrier_after", 1) != 0;
     const std::vector<int> regs = get_ints<int>(c, "registers");
     if (!regs.empty()) {
       if (regs.size() != 2) bad("`registers=[PRODUCER, CONSUMER]`");
@@ -368,7 +371,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
     only(c, {"pitch", "stmatrix", "contiguous_chunks", "chunk_mask_varies", "pair_cast", "offset",
-             "team_stride", "tma_store", "why"});
+             "team_stride", "tma_store", "per_warp", "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
@@ -379,6 +382,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     e.offset = get_int(c, "offset", 0);
     e.team_stride = get_int(c, "team_stride", 0);
     e.tma_store = static_cast<int>(get_int(c, "tma_store", -1));
+    e.per_warp = get_int(c, "per_warp", 0) != 0;
     e.why = get_str(c, "why");
     return e;
   }

@@ -79,6 +79,9 @@ struct Target {
     "MMA epilogues staged through shared memory and stored in 16-byte row chunks")             \
   X(stmatrix_epilogue, true,                                                                   \
     "sm_90a: a staged wgmma epilogue of 16-bit values stages by stmatrix.x4")                  \
+  X(warp_staged_epilogue, true,                                                                \
+    "sm_90a: a stmatrix epilogue stages and stores per MMA warp, 16 rows x 64 columns at a "   \
+    "time in a buffer of its own, with no block barrier")                                      \
   X(proved_epilogue_chunks, true,                                                              \
     "a staged epilogue whose 16-byte row chunks axis_info proves contiguous and aligned "      \
     "stores them with no run-time pointer or alignment test")                                 \

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -439,14 +440,17 @@ class PlanVerifier final : public StmtVisitor {
     const auto* pipe = std::get_if<PipelinePlan>(&op->plan);
     const bool ws = pipe && pipe->form == PipelineForm::WarpSpecialized;
     if (ws) warp_specialized(op, *pipe);
+    if (pipe && !pipe->barrier_after && (!ws || launch_.persistent))
+      error("a pipelined loop without the barrier after it that is not a warp-specialized loop "
+            "of a kernel that is not persistent");
     if (const auto* e = std::get_if<EpiloguePlan>(&op->plan)) {
       if (e->form == EpilogueForm::Staged)
         staged(op, *e);
       else if (e->stmatrix || e->contiguous_chunks || e->chunk_mask_varies || e->pair_cast ||
-               e->tma_store >= 0 || e->team_stride > 0)
+               e->tma_store >= 0 || e->team_stride > 0 || e->per_warp)
         error(fmt::format("a {} epilogue with a staged epilogue's field (stmatrix, "
                           "contiguous_chunks, chunk_mask_varies, pair_cast, tma_store, "
-                          "team_stride)",
+                          "team_stride, per_warp)",
                           epilogue_form_name(e->form)));
       if (e->form == EpilogueForm::FragmentOrder && launch_.workspace_fragment_order < 0)
         error("a fragment_order epilogue in a kernel without a fragment-order workspace");
@@ -498,7 +502,7 @@ class PlanVerifier final : public StmtVisitor {
       std::unordered_map<const BufferNode*, const AllocateNode*> allocs;
       std::vector<const GemmNode*> gemms;
       std::vector<const CopyNode*> tma;
-      int64_t mbarriers = -1;
+      int64_t mbarriers = -1, mbarrier_end = 0;
       using IRVisitor::visit;
       void visit(const AllocateNode* op) override {
         allocs[op->buffer.get()] = op;
@@ -511,15 +515,18 @@ class PlanVerifier final : public StmtVisitor {
       }
       void visit(const ForNode* op) override {
         const auto* p = std::get_if<PipelinePlan>(&op->plan);
-        if (p && p->form == PipelineForm::WarpSpecialized && p->mbarrier_offset >= 0 &&
-            (mbarriers < 0 || p->mbarrier_offset < mbarriers))
-          mbarriers = p->mbarrier_offset;
+        if (p && p->form == PipelineForm::WarpSpecialized && p->mbarrier_offset >= 0) {
+          if (mbarriers < 0 || p->mbarrier_offset < mbarriers) mbarriers = p->mbarrier_offset;
+          // `full` and `empty` a stage (layout; consumer teams' `order` pair below).
+          mbarrier_end = std::max(mbarrier_end, p->mbarrier_offset + 16 * int64_t{p->stages});
+        }
         IRVisitor::visit(op);
       }
     } scan;
     scan.visit_stmt(kernel_.body);
     allocs_ = std::move(scan.allocs);
     mbarriers_ = scan.mbarriers;
+    mbarrier_end_ = scan.mbarrier_end + (scan.mbarrier_end > 0 && launch_.consumer_teams > 1 ? 16 : 0);
     for (const GemmNode* g : scan.gemms) {
       const AllocateNode* c = alloc_of(g->c.buffer);
       const auto* f = c ? std::get_if<FragmentPlan>(&c->plan) : nullptr;
@@ -718,6 +725,28 @@ class PlanVerifier final : public StmtVisitor {
                           "an f32 value to f16 or bf16",
                           store.global->buffer.name()));
     }
+    if (e.per_warp) {
+      // Per-warp slabs: stmatrix'd 16-bit values, a buffer a MMA warp after
+      // every other shared byte (mbarriers included), within the launch's.
+      const int64_t mma_threads = launch_.consumer_threads > 0
+                                      ? int64_t{launch_.consumer_threads} * launch_.consumer_teams
+                                      : launch_.num_threads;
+      const int64_t bytes = mma_threads / 32 * kWarpSlabBytes;
+      int64_t end = 0;  // of the laid-out buffers and the mbarriers
+      for (const auto& [b, a] : allocs_)
+        if (const auto* q = std::get_if<SharedPlan>(&a->plan)) end = std::max(end, q->offset + q->bytes);
+      if (mbarrier_end_ > end) end = mbarrier_end_;
+      if (!e.stmatrix || e.tma_store >= 0 || e.team_stride > 0 || e.pitch != 0 ||
+          dtype_size(dt) != 2)
+        error("a per-warp staged epilogue that is not a stmatrix tile of 16-bit values (without "
+              "a TMA store, a team stride or a pitch)");
+      if (e.offset % 128 != 0 || e.offset < end ||
+          e.offset + bytes > launch_.dynamic_shared_bytes)
+        error(fmt::format("a per-warp staged epilogue's buffers at {} are not 128-byte aligned "
+                          "after the kernel's other {} shared bytes and within its {}",
+                          range(e.offset, bytes), end, launch_.dynamic_shared_bytes));
+      return;
+    }
     const int64_t bytes = *rows * e.pitch * dtype_size(dt);
     const int64_t room = mbarriers_ >= 0 ? mbarriers_ : launch_.dynamic_shared_bytes;
     if (bytes > room)
@@ -733,6 +762,7 @@ class PlanVerifier final : public StmtVisitor {
   std::unordered_map<const BufferNode*, const char*> aligned_;  // tiles 1024-byte aligned, and why
   std::unordered_set<const ForNode*> top_level_;
   int64_t mbarriers_ = -1;                 // the lowest mbarrier offset; -1: none
+  int64_t mbarrier_end_ = 0;               // past the last mbarrier (order pair included)
   std::vector<const ForNode*> loops_;      // enclosing loops with a PipelinePlan
   std::vector<const AllocateNode*> live_;  // enclosing laid-out shared buffers
   bool after_ws_ = false;                  // a warp-specialized loop came before

@@ -69,6 +69,7 @@ struct CudaEpilogue {
   bool stmatrix = false;
   bool contiguous_chunks = false;  // staged: 16-byte chunks proved contiguous and aligned
   bool pair_cast = false;          // staged: f32 pairs cast to f16/bf16 together
+  bool per_warp = false;           // staged: by each MMA warp in its own buffer, no block barrier
   std::string why;   // paired: why not staged
 };
 

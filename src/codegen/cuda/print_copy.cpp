@@ -539,7 +539,7 @@ void Printer::emit_warp_specialized(const ForNode* op, const PipelinedBody& body
   // From here on only the MMA warpgroups run.
   threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";
   block_barrier_ = barrier_for(BarrierKind::Consumers);
-  line(block_barrier_);
+  if (plan.barrier_after) line(block_barrier_);
 }
 
 void Printer::emit_pipelined(const ForNode* op) {

@@ -129,7 +129,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   TF_CHECK(plan != nullptr, "cuda printer: an epilogue nest without an EpiloguePlan");
   result_.epilogues.push_back(
       {std::string(epilogue_form_name(plan->form)), plan->stmatrix, plan->contiguous_chunks,
-       plan->pair_cast, plan->why});
+       plan->pair_cast, plan->per_warp, plan->why});
   const EpilogueNest nest = epilogue_nest(op, frag);
   const ForNode* inner = nest.inner;
   const std::string f = buf(Buffer(frag));
@@ -227,6 +227,12 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line(fmt::format("// epilogue staged in shared memory ({} x {} {}, 128-byte swizzled strips of "
                        "64 columns), stored by TMA (tf_map{})",
                        rows, cols, t, plan->tma_store));
+    else if (plan->per_warp)
+      line(fmt::format("// epilogue staged per warp ({} x {} {}: each MMA warp its 16-row slabs, 64 "
+                       "columns at a time, in a {}-byte buffer of its own at shared offset {}), "
+                       "stored in {}-byte row chunks{}",
+                       rows, cols, t, kWarpSlabBytes, plan->offset, 16,
+                       plan->contiguous_chunks ? " (proved contiguous and aligned)" : ""));
     else
       line(fmt::format("// epilogue staged in shared memory ({} x {} {}, row pitch {}), stored in "
                        "{}-byte row chunks{}",
@@ -236,7 +242,11 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     // the low half.
     const std::string packed = pair_cast ? fmt::format("tf::cast_pack2<{}>(tf_v0, tf_v1)", t)
                                          : "tf::pack_pair(tf_v0, tf_v1)";
-    line(plan->team_stride > 0
+    line(plan->per_warp
+             ? fmt::format("const unsigned char* tf_es = tf_smem + {} + (tf_tid / 32) * {};  // "
+                           "this warp's buffer",
+                           plan->offset, kWarpSlabBytes)
+         : plan->team_stride > 0
              ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1} + tf_team * {2});  "
                            "// this team's region",
                            t, plan->offset, plan->team_stride)
@@ -251,7 +261,31 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                        tid_sym_));
       line(block_barrier_);
     }
-    if (plan->stmatrix) {
+    // A per-warp epilogue stages and stores slab by slab: this opens the
+    // slab loop, which the copy-out closes.
+    const std::string slab = plan->per_warp ? "tf_s" + std::to_string(tmp_++) : "";
+    if (plan->per_warp) {
+      TF_CHECK(plan->stmatrix, "cuda printer: a per-warp staged epilogue without stmatrix");
+      line("const unsigned tf_esa = tf::smem_addr(tf_es);");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kSlabs; ++{0})", slab, f));
+      const std::string e8 = frag_e_;
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = {1} * 32; {0} < {1} * 32 + 32; {0} += 8)", e8, slab));
+      line("unsigned tf_q[4];");
+      line("#pragma unroll");
+      open("for (int tf_pp = 0; tf_pp < 4; ++tf_pp)");
+      const std::string e0 = tmp("tf_e");
+      line(fmt::format("const int {} = {} + 2 * tf_pp;", e0, e8));
+      capture_pair(t, e0);
+      line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
+      line("tf_q[tf_pp] = " + packed + ";");
+      close();
+      line(fmt::format("tf::stmatrix_x4(tf_esa + {}.slab_stsm_offset({}), tf_q[0], tf_q[1], tf_q[2], "
+                       "tf_q[3]);",
+                       f, e8));
+      close();
+    } else if (plan->stmatrix) {
       // Four pairs an stmatrix.x4: elements e8 .. e8 + 7 (WgmmaTile::stsm_row/col).
       const std::string e8 = frag_e_;
       line("const unsigned tf_esa = tf::smem_addr(tf_es);");
@@ -288,7 +322,9 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                          f, e0, pitch));
       close();
     }
-    line(block_barrier_);
+    // (The frag name, for the per-warp slab's rows and columns below.)
+    const std::string frag_name = f;
+    line(plan->per_warp ? std::string("__syncwarp();") : block_barrier_);
     // The nest's row and column vars bound to `row` and `col`, and the lets
     // the store's address and mask read (in the current block).
     auto bind_store_vars = [&](const std::string& row, const std::string& col) {
@@ -320,9 +356,9 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       frag_vars_.clear();
       return;
     }
-    // The copy-out: chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
+    // The copy-out: 16-byte row chunks, each from tf_src at row tf_row,
+    // columns tf_col .. tf_col + vec - 1 of the tile.
     frag_ = nullptr;  // (the fragment is not read here)
-    const std::string c = "tf_c" + std::to_string(tmp_++);
     // The store's address and mask at column tf_col + l of row tf_row,
     // assigned by `assign` (given the mask and the address) in a block of
     // their own.
@@ -333,74 +369,81 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       assign(store->mask.defined() ? expr(store->mask) : "", address(store->buffer, store->indices));
       close();
     };
-    if (plan->contiguous_chunks) {
-      // Proved (epilogue pass): the chunk's vec elements are consecutive
-      // from a 16-byte aligned address, so one address a chunk and no
-      // run-time test of it.
-      thread_loop(rows * cols / vec, c, [&] {
-        line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
-        line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
-        line(fmt::format("const {}* tf_src = &tf_es[tf_row * {} + tf_col];", t, pitch));
-        if (!plan->chunk_mask_varies) {
-          // One mask a chunk (constant along the columns of each).
-          at_column(0, [&](const std::string& mask, const std::string& addr) {
-            const std::string st = "tf::store16(" + addr + ", tf_src);";
-            line(mask.empty() ? st : "if (" + mask + ") " + st);
-          });
-          return;
-        }
+    // Stores the chunk at (tf_row, tf_col) from tf_src.
+    auto store_chunk = [&] {
+      if (plan->contiguous_chunks && !plan->chunk_mask_varies) {
+        // Proved (epilogue pass): the chunk's vec elements are consecutive
+        // from a 16-byte aligned address, so one address a chunk and no
+        // run-time test of it; one mask a chunk (constant along the columns
+        // of each).
+        at_column(0, [&](const std::string& mask, const std::string& addr) {
+          const std::string st = "tf::store16(" + addr + ", tf_src);";
+          line(mask.empty() ? st : "if (" + mask + ") " + st);
+        });
+        return;
+      }
+      line("bool tf_ok[" + std::to_string(vec) + "];");
+      std::string all = "tf_ok[0]";
+      if (plan->contiguous_chunks) {
+        // Proved contiguous and aligned, masked per element.
         line(fmt::format("{}* tf_p;", t));
-        line("bool tf_ok[" + std::to_string(vec) + "];");
         for (int64_t l = 0; l < vec; ++l)
           at_column(l, [&](const std::string& mask, const std::string& addr) {
             line(fmt::format("tf_ok[{}] = {};", l, mask));
             if (l == 0) line("tf_p = " + addr + ";");
           });
-        std::string all = "tf_ok[0]";
         for (int64_t l = 1; l < vec; ++l) all += fmt::format(" && tf_ok[{}]", l);
         open("if (" + all + ")");
         line("tf::store16(tf_p, tf_src);");
-        --indent_;
-        line("} else {");
-        ++indent_;
-        line("#pragma unroll");
-        open(fmt::format("for (int tf_l = 0; tf_l < {}; ++tf_l)", vec));
-        line("if (tf_ok[tf_l]) tf_p[tf_l] = tf_src[tf_l];");
-        close();
-        close();
-      });
-      in_threads_ = saved;
-      frag_vars_.clear();
-      return;
-    }
-    thread_loop(rows * cols / vec, c, [&] {
-      line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
-      line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
-      line("bool tf_ok[" + std::to_string(vec) + "];");
-      line(fmt::format("{}* tf_p[{}];", t, vec));
-      for (int64_t l = 0; l < vec; ++l) {
-        open("");
-        bind_store_vars("tf_row", fmt::format("tf_col + {}", l));
-        line(fmt::format("tf_ok[{}] = {};", l,
-                         store->mask.defined() ? expr(store->mask) : "true"));
-        line(fmt::format("tf_p[{}] = {};", l, address(store->buffer, store->indices)));
-        close();
+      } else {
+        // Tested per chunk: one store where the addresses are consecutive
+        // from a 16-byte aligned one and every element unmasked.
+        line(fmt::format("{}* tf_p[{}];", t, vec));
+        for (int64_t l = 0; l < vec; ++l)
+          at_column(l, [&](const std::string& mask, const std::string& addr) {
+            line(fmt::format("tf_ok[{}] = {};", l, mask.empty() ? "true" : mask));
+            line(fmt::format("tf_p[{}] = {};", l, addr));
+          });
+        for (int64_t l = 1; l < vec; ++l)
+          all += fmt::format(" && tf_ok[{0}] && tf_p[{0}] == tf_p[0] + {0}", l);
+        open(fmt::format("if ({} && tf::aligned16(tf_p[0]))", all));
+        line("tf::store16(tf_p[0], tf_src);");
       }
-      std::string all = "tf_ok[0]";
-      for (int64_t l = 1; l < vec; ++l)
-        all += fmt::format(" && tf_ok[{0}] && tf_p[{0}] == tf_p[0] + {0}", l);
-      line(fmt::format("const {}* tf_src = &tf_es[tf_row * {} + tf_col];", t, pitch));
-      open(fmt::format("if ({} && tf::aligned16(tf_p[0]))", all));
-      line("tf::store16(tf_p[0], tf_src);");
       --indent_;
       line("} else {");
       ++indent_;
       line("#pragma unroll");
       open(fmt::format("for (int tf_l = 0; tf_l < {}; ++tf_l)", vec));
-      line("if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];");
+      line(plan->contiguous_chunks ? "if (tf_ok[tf_l]) tf_p[tf_l] = tf_src[tf_l];"
+                                   : "if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];");
       close();
       close();
-    });
+    };
+    if (plan->per_warp) {
+      // The slab's 64 columns x 16 rows: 4 chunks a lane (WgmmaTile::slab_chunk_*).
+      line("#pragma unroll");
+      open("for (int tf_k = 0; tf_k < 4; ++tf_k)");
+      line(fmt::format("const int tf_row = {0}.slab_row({1}) + {0}.slab_chunk_row(tf_k);", frag_name,
+                       slab));
+      line(fmt::format("const int tf_col = {0}.slab_col({1}) + {0}.slab_chunk_col();", frag_name,
+                       slab));
+      line(fmt::format("const {0}* tf_src = reinterpret_cast<const {0}*>(tf_es + "
+                       "{1}.slab_chunk_offset(tf_k));",
+                       t, frag_name));
+      store_chunk();
+      close();
+      line("__syncwarp();  // the warp's reads of its buffer are done before the next slab");
+      close();  // the slab loop
+    } else {
+      // Chunk c is row c / (cols / vec), columns (c % (cols / vec)) * vec + 0..vec-1.
+      const std::string c = "tf_c" + std::to_string(tmp_++);
+      thread_loop(rows * cols / vec, c, [&] {
+        line(fmt::format("const int tf_row = {} / {};", c, cols / vec));
+        line(fmt::format("const int tf_col = ({} % {}) * {};", c, cols / vec, vec));
+        line(fmt::format("const {}* tf_src = &tf_es[tf_row * {} + tf_col];", t, pitch));
+        store_chunk();
+      });
+    }
     in_threads_ = saved;
     frag_vars_.clear();
     return;

@@ -381,6 +381,38 @@ struct WgmmaTile {
     const int tid = threadIdx.x, lane = tid % 32;
     return (wg(tid) % WG_N) * WN + ((e0 % kPerM) / 8 * 2 + (lane >> 4)) * 8;
   }
+  // The per-warp staged epilogue (EpiloguePlan::per_warp): the warp's
+  // accumulators as kSlabs slabs of 16 rows x 64 columns, slab s holding
+  // elements s * 32 .. s * 32 + 31 (m64 tile s / (WN / 64), columns
+  // (s % (WN / 64)) * 64 ..), each staged in the warp's 2048-byte buffer:
+  // 16 rows of 128 bytes, 16-byte chunk c of row r at r * 128 + (c ^ r % 8)
+  // * 16, so that stmatrix's 8-row matrices and the copy-out's 128-byte row
+  // reads each touch all 32 banks once.
+  static constexpr int kSlabs = kElems / 32;
+  // The first row and column of slab s in the tile.
+  __device__ __forceinline__ static int slab_row(int s) {
+    const int tid = threadIdx.x;
+    return (wg(tid) / WG_N) * WM + (s / (WN / 64)) * 64 + (tid / 32 % 4) * 16;
+  }
+  __device__ __forceinline__ static int slab_col(int s) {
+    return (wg(threadIdx.x) % WG_N) * WN + (s % (WN / 64)) * 64;
+  }
+  // The byte offset in the buffer of the row this thread addresses for
+  // stmatrix.x4 of elements e0 .. e0 + 7 of a slab (e0 a multiple of 8; the
+  // matrices as stsm_row / stsm_col).
+  __device__ __forceinline__ static int slab_stsm_offset(int e0) {
+    const int lane = threadIdx.x % 32;
+    const int r = lane % 8 + ((lane >> 3) & 1) * 8, c = (e0 % 32) / 8 * 2 + (lane >> 4);
+    return r * 128 + ((c ^ (r % 8)) * 16);
+  }
+  // The copy-out: the lane's chunk k (0..3) of a slab is row 4k + lane / 8,
+  // columns (lane % 8) * 8 .. + 7 (a warp's access: 4 whole 128-byte rows).
+  __device__ __forceinline__ static int slab_chunk_row(int k) { return k * 4 + threadIdx.x % 32 / 8; }
+  __device__ __forceinline__ static int slab_chunk_col() { return threadIdx.x % 8 * 8; }
+  __device__ __forceinline__ static int slab_chunk_offset(int k) {
+    const int r = slab_chunk_row(k);
+    return r * 128 + ((threadIdx.x % 8) ^ (r % 8)) * 16;
+  }
   // Accumulator e, read for the epilogue (after wait(), whose operand fence
   // keeps the read after the final wgmma.wait_group).
   __device__ __forceinline__ float value(int e) const { return c[e]; }

@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // warp-specialized: warpgroup 1 issues the copies (mbarrier pipeline), warpgroups 0..0 run wgmma
 // producer start: the mbarriers are set up at the kernel's entry and the producer does not wait for the statements before the main loop
 // no register budgets (setmaxnreg): a 256-thread block (budgets are set for two MMA warpgroups)
-// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -96,54 +96,56 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     if (tf_it0 > 0) tf::mbar_arrive(&tf_empty[(tf_it0 + 3) % 4]);
   }
   C_f.wait();
-  tf::mma_barrier<128>();
-  // epilogue staged in shared memory (64 x 64 tf::bf16, row pitch 72), stored in 16-byte row chunks (proved contiguous and aligned)
-  tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem);
+  // epilogue staged per warp (64 x 64 tf::bf16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 65664), stored in 16-byte row chunks (proved contiguous and aligned)
+  const unsigned char* tf_es = tf_smem + 65664 + (tf_tid / 32) * 2048;  // this warp's buffer
   const unsigned tf_esa = tf::smem_addr(tf_es);
   #pragma unroll
-  for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 8) {
-    unsigned tf_q[4];
+  for (int tf_s2 = 0; tf_s2 < decltype(C_f)::kSlabs; ++tf_s2) {
     #pragma unroll
-    for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-      const int tf_e2 = tf_e1 + 2 * tf_pp;
-      bool tf_ok0 = false, tf_ok1 = false;
-      tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+    for (int tf_e1 = tf_s2 * 32; tf_e1 < tf_s2 * 32 + 32; tf_e1 += 8) {
+      unsigned tf_q[4];
+      #pragma unroll
+      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+        const int tf_e3 = tf_e1 + 2 * tf_pp;
+        bool tf_ok0 = false, tf_ok1 = false;
+        tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+        {
+          const int i = C_f.row(tf_e3);
+          const int j = C_f.col(tf_e3);
+          const int m = ((pid_m * 64) + i);
+          const int n = ((pid_n * 64) + j);
+          tf_ok0 = true;
+          tf_p0 = &t4[m * 1024 + n];
+          tf_v0 = C_f.value(tf_e3);
+        }
+        {
+          const int i = C_f.row((tf_e3 + 1));
+          const int j = C_f.col((tf_e3 + 1));
+          const int m = ((pid_m * 64) + i);
+          const int n = ((pid_n * 64) + j);
+          tf_ok1 = true;
+          tf_p1 = &t4[m * 1024 + n];
+          tf_v1 = C_f.value((tf_e3 + 1));
+        }
+        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+        tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
+      }
+      tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e1), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int tf_k = 0; tf_k < 4; ++tf_k) {
+      const int tf_row = C_f.slab_row(tf_s2) + C_f.slab_chunk_row(tf_k);
+      const int tf_col = C_f.slab_col(tf_s2) + C_f.slab_chunk_col();
+      const tf::bf16* tf_src = reinterpret_cast<const tf::bf16*>(tf_es + C_f.slab_chunk_offset(tf_k));
       {
-        const int i = C_f.row(tf_e2);
-        const int j = C_f.col(tf_e2);
+        const int i = tf_row;
+        const int j = tf_col;
         const int m = ((pid_m * 64) + i);
         const int n = ((pid_n * 64) + j);
-        tf_ok0 = true;
-        tf_p0 = &t4[m * 1024 + n];
-        tf_v0 = C_f.value(tf_e2);
+        tf::store16(&t4[m * 1024 + n], tf_src);
       }
-      {
-        const int i = C_f.row((tf_e2 + 1));
-        const int j = C_f.col((tf_e2 + 1));
-        const int m = ((pid_m * 64) + i);
-        const int n = ((pid_n * 64) + j);
-        tf_ok1 = true;
-        tf_p1 = &t4[m * 1024 + n];
-        tf_v1 = C_f.value((tf_e2 + 1));
-      }
-      (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
     }
-    tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e1) * 72 + C_f.stsm_col(tf_e1)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
-  }
-  tf::mma_barrier<128>();
-  #pragma unroll
-  for (int tf_r4 = 0; tf_r4 < 4; ++tf_r4) {
-    const int tf_c3 = tf_r4 * kMmaThreads + tf_tid;
-    const int tf_row = tf_c3 / 8;
-    const int tf_col = (tf_c3 % 8) * 8;
-    const tf::bf16* tf_src = &tf_es[tf_row * 72 + tf_col];
-    {
-      const int i = tf_row;
-      const int j = tf_col;
-      const int m = ((pid_m * 64) + i);
-      const int n = ((pid_n * 64) + j);
-      tf::store16(&t4[m * 1024 + n], tf_src);
-    }
+    __syncwarp();  // the warp's reads of its buffer are done before the next slab
   }
 }

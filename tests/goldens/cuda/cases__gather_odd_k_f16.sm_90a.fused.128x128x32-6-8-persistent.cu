@@ -2,7 +2,7 @@
 // config: BLOCK_K=32 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 PERSISTENT=1 num_stages=6 num_warps=8
 // wgmma main loop not warp-specialized: copy B_s is register-staged (its producer would spill)
 // not persistent: no warp-specialized main loop (the persistent form is sm_90a's warp-specialized wgmma kernel's)
-// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -113,120 +113,123 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   C_f.wait();
   tf::cp_async_wait<0>();
   tf::async_barrier();
-  // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks
-  tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);
+  // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 99456), stored in 16-byte row chunks
+  const unsigned char* tf_es = tf_smem + 99456 + (tf_tid / 32) * 2048;  // this warp's buffer
   const unsigned tf_esa = tf::smem_addr(tf_es);
   #pragma unroll
-  for (int tf_e12 = 0; tf_e12 < decltype(C_f)::kElems; tf_e12 += 8) {
-    unsigned tf_q[4];
+  for (int tf_s13 = 0; tf_s13 < decltype(C_f)::kSlabs; ++tf_s13) {
     #pragma unroll
-    for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-      const int tf_e13 = tf_e12 + 2 * tf_pp;
-      bool tf_ok0 = false, tf_ok1 = false;
-      tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-      {
-        const int i_5 = C_f.row(tf_e13);
-        const int j_2 = C_f.col(tf_e13);
-        const int m = ((pid_m * 128) + i_5);
-        const int n = ((pid_n * 128) + j_2);
-        tf_ok0 = ((m < 300) && (n < 129));
-        tf_p0 = &t4[m * 129 + n];
-        tf_v0 = C_f.value(tf_e13);
-      }
-      {
-        const int i_5 = C_f.row((tf_e13 + 1));
-        const int j_2 = C_f.col((tf_e13 + 1));
-        const int m = ((pid_m * 128) + i_5);
-        const int n = ((pid_n * 128) + j_2);
-        tf_ok1 = ((m < 300) && (n < 129));
-        tf_p1 = &t4[m * 129 + n];
-        tf_v1 = C_f.value((tf_e13 + 1));
-      }
-      (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
-    }
-    tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e12) * 136 + C_f.stsm_col(tf_e12)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
-  }
-  tf::async_barrier();
-  #pragma unroll
-  for (int tf_r15 = 0; tf_r15 < 8; ++tf_r15) {
-    const int tf_c14 = tf_r15 * kThreads + tf_tid;
-    const int tf_row = tf_c14 / 16;
-    const int tf_col = (tf_c14 % 16) * 8;
-    bool tf_ok[8];
-    tf::f16* tf_p[8];
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 0;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[0] = ((m < 300) && (n < 129));
-      tf_p[0] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 1;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[1] = ((m < 300) && (n < 129));
-      tf_p[1] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 2;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[2] = ((m < 300) && (n < 129));
-      tf_p[2] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 3;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[3] = ((m < 300) && (n < 129));
-      tf_p[3] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 4;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[4] = ((m < 300) && (n < 129));
-      tf_p[4] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 5;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[5] = ((m < 300) && (n < 129));
-      tf_p[5] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 6;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[6] = ((m < 300) && (n < 129));
-      tf_p[6] = &t4[m * 129 + n];
-    }
-    {
-      const int i_5 = tf_row;
-      const int j_2 = tf_col + 7;
-      const int m = ((pid_m * 128) + i_5);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok[7] = ((m < 300) && (n < 129));
-      tf_p[7] = &t4[m * 129 + n];
-    }
-    const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
-    if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf_ok[4] && tf_p[4] == tf_p[0] + 4 && tf_ok[5] && tf_p[5] == tf_p[0] + 5 && tf_ok[6] && tf_p[6] == tf_p[0] + 6 && tf_ok[7] && tf_p[7] == tf_p[0] + 7 && tf::aligned16(tf_p[0])) {
-      tf::store16(tf_p[0], tf_src);
-    } else {
+    for (int tf_e12 = tf_s13 * 32; tf_e12 < tf_s13 * 32 + 32; tf_e12 += 8) {
+      unsigned tf_q[4];
       #pragma unroll
-      for (int tf_l = 0; tf_l < 8; ++tf_l) {
-        if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];
+      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+        const int tf_e14 = tf_e12 + 2 * tf_pp;
+        bool tf_ok0 = false, tf_ok1 = false;
+        tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+        {
+          const int i_5 = C_f.row(tf_e14);
+          const int j_2 = C_f.col(tf_e14);
+          const int m = ((pid_m * 128) + i_5);
+          const int n = ((pid_n * 128) + j_2);
+          tf_ok0 = ((m < 300) && (n < 129));
+          tf_p0 = &t4[m * 129 + n];
+          tf_v0 = C_f.value(tf_e14);
+        }
+        {
+          const int i_5 = C_f.row((tf_e14 + 1));
+          const int j_2 = C_f.col((tf_e14 + 1));
+          const int m = ((pid_m * 128) + i_5);
+          const int n = ((pid_n * 128) + j_2);
+          tf_ok1 = ((m < 300) && (n < 129));
+          tf_p1 = &t4[m * 129 + n];
+          tf_v1 = C_f.value((tf_e14 + 1));
+        }
+        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+        tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+      }
+      tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e12), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int tf_k = 0; tf_k < 4; ++tf_k) {
+      const int tf_row = C_f.slab_row(tf_s13) + C_f.slab_chunk_row(tf_k);
+      const int tf_col = C_f.slab_col(tf_s13) + C_f.slab_chunk_col();
+      const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
+      bool tf_ok[8];
+      tf::f16* tf_p[8];
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[0] = ((m < 300) && (n < 129));
+        tf_p[0] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 1;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[1] = ((m < 300) && (n < 129));
+        tf_p[1] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 2;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[2] = ((m < 300) && (n < 129));
+        tf_p[2] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 3;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[3] = ((m < 300) && (n < 129));
+        tf_p[3] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 4;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[4] = ((m < 300) && (n < 129));
+        tf_p[4] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 5;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[5] = ((m < 300) && (n < 129));
+        tf_p[5] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 6;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[6] = ((m < 300) && (n < 129));
+        tf_p[6] = &t4[m * 129 + n];
+      }
+      {
+        const int i_5 = tf_row;
+        const int j_2 = tf_col + 7;
+        const int m = ((pid_m * 128) + i_5);
+        const int n = ((pid_n * 128) + j_2);
+        tf_ok[7] = ((m < 300) && (n < 129));
+        tf_p[7] = &t4[m * 129 + n];
+      }
+      if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf_ok[4] && tf_p[4] == tf_p[0] + 4 && tf_ok[5] && tf_p[5] == tf_p[0] + 5 && tf_ok[6] && tf_p[6] == tf_p[0] + 6 && tf_ok[7] && tf_p[7] == tf_p[0] + 7 && tf::aligned16(tf_p[0])) {
+        tf::store16(tf_p[0], tf_src);
+      } else {
+        #pragma unroll
+        for (int tf_l = 0; tf_l < 8; ++tf_l) {
+          if (tf_ok[tf_l]) *tf_p[tf_l] = tf_src[tf_l];
+        }
       }
     }
+    __syncwarp();  // the warp's reads of its buffer are done before the next slab
   }
 }

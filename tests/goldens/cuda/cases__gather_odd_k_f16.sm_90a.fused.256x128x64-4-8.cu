@@ -147,11 +147,12 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const int tf_c14 = tf_r15 * kThreads + tf_tid;
     const int tf_row = tf_c14 / 16;
     const int tf_col = (tf_c14 % 16) * 8;
+    const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
     bool tf_ok[8];
     tf::f16* tf_p[8];
     {
       const int i_5 = tf_row;
-      const int j_2 = tf_col + 0;
+      const int j_2 = tf_col;
       const int m = ((pid_m * 256) + i_5);
       const int n = ((pid_n * 128) + j_2);
       tf_ok[0] = ((m < 300) && (n < 129));
@@ -213,7 +214,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       tf_ok[7] = ((m < 300) && (n < 129));
       tf_p[7] = &t4[m * 129 + n];
     }
-    const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
     if (tf_ok[0] && tf_ok[1] && tf_p[1] == tf_p[0] + 1 && tf_ok[2] && tf_p[2] == tf_p[0] + 2 && tf_ok[3] && tf_p[3] == tf_p[0] + 3 && tf_ok[4] && tf_p[4] == tf_p[0] + 4 && tf_ok[5] && tf_p[5] == tf_p[0] + 5 && tf_ok[6] && tf_p[6] == tf_p[0] + 6 && tf_ok[7] && tf_p[7] == tf_p[0] + 7 && tf::aligned16(tf_p[0])) {
       tf::store16(tf_p[0], tf_src);
     } else {

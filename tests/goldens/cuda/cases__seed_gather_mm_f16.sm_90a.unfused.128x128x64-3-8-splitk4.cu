@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // producer start: the mbarriers are set up at the kernel's entry and the producer does not wait for the statements before the main loop
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
 // epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
-// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -103,7 +103,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     if (tf_it0 > 0) tf::mbar_arrive(&tf_empty[(tf_it0 + 2) % 3]);
   }
   C_f.wait();
-  tf::mma_barrier<256>();
   // splitk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at e * kMmaThreads + t)
   float* tf_wsp = &splitk_workspace[pid_k * 4194304 + pid * 16384 + 0 * 128 + 0];
   #pragma unroll
@@ -118,54 +117,57 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
       const float cse_1 = C_f.value(tf_e2);
       C_f.c[tf_e2] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)));
     }
-    // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
-    tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);
+    // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 98432), stored in 16-byte row chunks (proved contiguous and aligned)
+    const unsigned char* tf_es = tf_smem + 98432 + (tf_tid / 32) * 2048;  // this warp's buffer
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_e3 = 0; tf_e3 < decltype(C_f)::kElems; tf_e3 += 8) {
-      unsigned tf_q[4];
+    for (int tf_s4 = 0; tf_s4 < decltype(C_f)::kSlabs; ++tf_s4) {
       #pragma unroll
-      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-        const int tf_e4 = tf_e3 + 2 * tf_pp;
-        bool tf_ok0 = false, tf_ok1 = false;
-        tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+      for (int tf_e3 = tf_s4 * 32; tf_e3 < tf_s4 * 32 + 32; tf_e3 += 8) {
+        unsigned tf_q[4];
+        #pragma unroll
+        for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+          const int tf_e5 = tf_e3 + 2 * tf_pp;
+          bool tf_ok0 = false, tf_ok1 = false;
+          tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+          {
+            const int i_1 = C_f.row(tf_e5);
+            const int j_1 = C_f.col(tf_e5);
+            const int m = ((pid_m * 128) + i_1);
+            const int n = ((pid_n * 128) + j_1);
+            tf_ok0 = true;
+            tf_p0 = &t4[m * 2048 + n];
+            tf_v0 = C_f.value(tf_e5);
+          }
+          {
+            const int i_1 = C_f.row((tf_e5 + 1));
+            const int j_1 = C_f.col((tf_e5 + 1));
+            const int m = ((pid_m * 128) + i_1);
+            const int n = ((pid_n * 128) + j_1);
+            tf_ok1 = true;
+            tf_p1 = &t4[m * 2048 + n];
+            tf_v1 = C_f.value((tf_e5 + 1));
+          }
+          (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+          tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+        }
+        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e3), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+      }
+      __syncwarp();
+      #pragma unroll
+      for (int tf_k = 0; tf_k < 4; ++tf_k) {
+        const int tf_row = C_f.slab_row(tf_s4) + C_f.slab_chunk_row(tf_k);
+        const int tf_col = C_f.slab_col(tf_s4) + C_f.slab_chunk_col();
+        const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
         {
-          const int i_1 = C_f.row(tf_e4);
-          const int j_1 = C_f.col(tf_e4);
+          const int i_1 = tf_row;
+          const int j_1 = tf_col;
           const int m = ((pid_m * 128) + i_1);
           const int n = ((pid_n * 128) + j_1);
-          tf_ok0 = true;
-          tf_p0 = &t4[m * 2048 + n];
-          tf_v0 = C_f.value(tf_e4);
+          tf::store16(&t4[m * 2048 + n], tf_src);
         }
-        {
-          const int i_1 = C_f.row((tf_e4 + 1));
-          const int j_1 = C_f.col((tf_e4 + 1));
-          const int m = ((pid_m * 128) + i_1);
-          const int n = ((pid_n * 128) + j_1);
-          tf_ok1 = true;
-          tf_p1 = &t4[m * 2048 + n];
-          tf_v1 = C_f.value((tf_e4 + 1));
-        }
-        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-        tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
       }
-      tf::stmatrix_x4(tf_esa + (C_f.stsm_row(tf_e3) * 136 + C_f.stsm_col(tf_e3)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
-    }
-    tf::mma_barrier<256>();
-    #pragma unroll
-    for (int tf_r6 = 0; tf_r6 < 8; ++tf_r6) {
-      const int tf_c5 = tf_r6 * kMmaThreads + tf_tid;
-      const int tf_row = tf_c5 / 16;
-      const int tf_col = (tf_c5 % 16) * 8;
-      const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
-      {
-        const int i_1 = tf_row;
-        const int j_1 = tf_col;
-        const int m = ((pid_m * 128) + i_1);
-        const int n = ((pid_n * 128) + j_1);
-        tf::store16(&t4[m * 2048 + n], tf_src);
-      }
+      __syncwarp();  // the warp's reads of its buffer are done before the next slab
     }
   }
 }

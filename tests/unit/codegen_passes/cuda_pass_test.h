@@ -155,6 +155,15 @@ inline constexpr const char* kStagedNote =
 // cast of f32.
 inline constexpr const char* kStagedPlan =
     "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1";
+// The same staged per warp (the default, CudaOptions::warp_staged_epilogue):
+// 8 MMA warps' 2048-byte buffers at 98432, after the mbarriers (98352
+// rounded up to 128 bytes), so the kernel's shared bytes grow to 114816.
+inline constexpr const char* kWarpStagedNote =
+    "epilogue into out: staged through shared memory per warp by stmatrix (each MMA warp its own "
+    "16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 "
+    "pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)";
+inline constexpr const char* kWarpStagedPlan =
+    "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432, per_warp=1";
 // The TMA copies of its operand tiles, and their tensor maps.
 inline constexpr const char* kTmaA =
     "tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384, reason=\"affine "
@@ -213,9 +222,12 @@ inline GemmText wgmma_gemm(std::string_view after) {
     shared = "shared_bytes=98352, shared_align=1024";
   }
   if (stage >= 8) {
-    g.epilogue_plan = kStagedPlan;
-    notes += std::string(", \"") + kStagedNote + "\"";
+    g.epilogue_plan = kWarpStagedPlan;
+    shared = "shared_bytes=114816, shared_align=1024";
+    notes += std::string(", \"") + kWarpStagedNote + "\"";
   }
+  // Nothing after the loop touches shared memory: no barrier after it.
+  if (stage >= 9) g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", barrier_after=0");
   g.launch = threads + ", " + shared + ", async_barriers=1" + maps +
              (notes.empty() ? "" : ", notes=[" + notes + "]");
   return g;

@@ -11,6 +11,17 @@ using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
 
+// Most tests below check the whole-tile staged form
+// (warp_staged_epilogue=0): where it is staged, by what and with which
+// proofs is the same decision for a per-warp epilogue (the PerWarp tests).
+void expect_whole_tile(const std::string& in, const std::string& out,
+                       std::initializer_list<const char*> more = {}) {
+  tir::CudaOptions o = options(more);
+  std::string error;
+  EXPECT_TRUE(o.set("warp_staged_epilogue=0", &error)) << error;
+  expect_cuda_pass("epilogue", in, out, o);
+}
+
 // The warp-specialized GEMM as layout leaves it, `out` of dtype `out_dtype`
 // (2 stages: the operand tiles and the mbarriers take 65568 bytes).
 GemmText two_stage_gemm(const std::string& out_dtype) {
@@ -42,7 +53,59 @@ GemmText paired(GemmText g, const std::string& why) {
 // A [128][128 + 8] f16 tile at offset 0, below the mbarriers.
 TEST(Epilogue, StagedThroughSharedMemory) {
   GemmText in = testing::wgmma_gemm("layout"), out = staged(in);
+  expect_whole_tile(in.text(), out.text());
+}
+
+// By default a stmatrix tile is staged per warp: 8 MMA warps' 2048-byte
+// buffers after the mbarriers (98352 rounded up to 98432), the kernel's
+// shared bytes 114816 (testing::kWarpStagedPlan).
+TEST(Epilogue, PerWarpByDefault) {
+  GemmText in = testing::wgmma_gemm("layout");
+  GemmText out = in;
+  out.epilogue_plan = testing::kWarpStagedPlan;
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=114816");
+  out = testing::with_note(out, testing::kWarpStagedNote);
   EXPECT_EQ(out.text(), testing::wgmma_gemm("epilogue").text());
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// A persistent kernel's masked tile (not by TMA): per warp too, its
+// buffers right after the rings, and no tile region.
+TEST(Epilogue, PerWarpInAPersistentKernel) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
+  in.store =
+      "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2]), mask=(pid_m*128 + i_2 < 2000)";
+  GemmText out = in;
+  out.epilogue_plan = testing::kWarpStagedPlan;
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=114816");
+  out = testing::with_note(
+      out, std::string(testing::kWarpStagedNote) + " (not by TMA: a masked store)");
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// Where the warp buffers do not fit beside the kernel's shared memory
+// (here 220000 bytes: 16 KiB more exceed the 227 KiB a block may have), the
+// whole tile, and a note says why.
+TEST(Epilogue, WholeTileWhereTheWarpBuffersDoNotFit) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=220000");
+  GemmText out = staged(in);
+  out = testing::with_note(out,
+                           "epilogue: not staged per warp (its 16384 bytes of warp buffers do not "
+                           "fit beside the kernel's other shared memory)");
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// An f32 output has no stmatrix: the whole tile.
+TEST(Epilogue, WholeTileForF32Outputs) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.out = "f32";
+  GemmText out = in;
+  out.epilogue_plan = "staged, pitch=132, contiguous_chunks=1";
+  out = testing::with_note(out,
+                           "epilogue into out: staged through shared memory, stored in 16-byte "
+                           "row chunks (proved contiguous and aligned)");
   expect_cuda_pass("epilogue", in.text(), out.text());
 }
 
@@ -68,14 +131,14 @@ TEST(Epilogue, PersistentTileStoredByTma) {
                            "epilogue into out: staged through shared memory by stmatrix, f32 "
                            "pairs cast together, stored by TMA (a 128-byte swizzled box a "
                            "64-column strip)");
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
   GemmText copy_out = in;
   copy_out.epilogue_plan =
       "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432";
   copy_out.launch.replace(copy_out.launch.find("shared_bytes=98352"), 18,
                           "shared_bytes=133248");
   copy_out = testing::with_note(copy_out, testing::kStagedNote);
-  expect_cuda_pass("epilogue", in.text(), copy_out.text(), options({"tma_store_epilogue=0"}));
+  expect_whole_tile(in.text(), copy_out.text(), {"tma_store_epilogue=0"});
 }
 
 // A masked store (M or N not a multiple of the tile) keeps the copy-out,
@@ -93,22 +156,22 @@ TEST(Epilogue, MaskedPersistentTileNotByTma) {
                            "epilogue into out: staged through shared memory by stmatrix, f32 "
                            "pairs cast together, stored in 16-byte row chunks (proved contiguous "
                            "and aligned) (not by TMA: a masked store)");
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
 }
 
 TEST(Epilogue, PairedWhenTheOptionIsOff) {
   GemmText in = testing::wgmma_gemm("layout");
-  expect_cuda_pass("epilogue", in.text(), paired(in, "the staged_epilogue option is off").text(),
-                   options({"staged_epilogue=0"}));
+  expect_whole_tile(in.text(), paired(in, "the staged_epilogue option is off").text(),
+                    {"staged_epilogue=0"});
 }
 
 // The staged tile must fit below the mbarriers: an f16 tile (34816 bytes)
 // does, an f32 one ([128][132] f32, 67584 bytes) does not.
 TEST(Epilogue, PairedWhenTheTileDoesNotFitBelowTheMbarriers) {
   GemmText in = two_stage_gemm("f16"), out = staged(in);
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
   in = two_stage_gemm("f32");
-  expect_cuda_pass("epilogue", in.text(),
+  expect_whole_tile(in.text(),
                    paired(in, "its 67584-byte tile exceeds the kernel's shared memory").text());
 }
 
@@ -131,7 +194,7 @@ TEST(Epilogue, PairedWhenTheStoreAddressReadsMemory) {
   GemmText in = testing::wgmma_gemm("layout");
   in.params = testing::kIndexParam;
   in.store = "out[index[pid_m*128 + i_2], pid_n*128 + j_2] = f16(C_f[i_2, j_2])";
-  expect_cuda_pass("epilogue", in.text(),
+  expect_whole_tile(in.text(),
                    paired(in, "the store's address or mask reads memory").text());
 }
 
@@ -144,9 +207,9 @@ TEST(Epilogue, PairedWhenAValueLoadsMemory) {
   in.store =
       "let v = C_f[i_2, j_2] + bias[pid_n*128 + j_2]\n"
       "    out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(select(v < 0.0, 0.0, v))";
-  expect_cuda_pass("epilogue", in.text(), paired(in, why).text());
+  expect_whole_tile(in.text(), paired(in, why).text());
   in.store = "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2] + bias[pid_n*128 + j_2])";
-  expect_cuda_pass("epilogue", in.text(), paired(in, why).text());
+  expect_whole_tile(in.text(), paired(in, why).text());
 }
 
 // A value that reads only the accumulator (relu(x @ y)) is staged like x @ y.
@@ -156,7 +219,7 @@ TEST(Epilogue, StagedWhenValuesReadOnlyTheAccumulator) {
       "let v = C_f[i_2, j_2]\n"
       "    out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(select(v < 0.0, 0.0, v))";
   GemmText out = staged(in);
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
 }
 
 // The staged plan of `g` without the fields the test varies: by
@@ -189,13 +252,13 @@ TEST(Epilogue, ProvedChunksOfARowMajorOutput) {
   GemmText in = testing::wgmma_gemm("layout");
   GemmText out = staged(in);
   EXPECT_NE(out.epilogue_plan.find("contiguous_chunks=1"), std::string::npos);
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
   // The proof off: the copy-out tests each chunk at run time.
   GemmText off = testing::with_note(
       in, "epilogue into out: staged through shared memory by stmatrix, f32 pairs cast together, "
           "stored in 16-byte row chunks");
   off.epilogue_plan = "staged, pitch=136, stmatrix=1, pair_cast=1";
-  expect_cuda_pass("epilogue", in.text(), off.text(), options({"proved_epilogue_chunks=0"}));
+  expect_whole_tile(in.text(), off.text(), {"proved_epilogue_chunks=0"});
 }
 
 // Not proved: a row stride of 2044 elements (not a multiple of 8: the
@@ -213,7 +276,7 @@ TEST(Epilogue, NoProvedChunksWhereTheAddressesDoNotAllowThem) {
             "pid_m*128 + i_2, pid_n*128 + j_2 + 4"}}) {
     SCOPED_TRACE(param + " at " + index);
     GemmText in = storing_out2(param, index);
-    expect_cuda_pass("epilogue", in.text(), staged_with(in, "", "").text());
+    expect_whole_tile(in.text(), staged_with(in, "", "").text());
   }
 }
 
@@ -225,12 +288,12 @@ TEST(Epilogue, NoProvedChunksWhereTheAddressesDoNotAllowThem) {
 TEST(Epilogue, ProvedChunksUnderAMask) {
   GemmText in = storing_out2("global f16[2048, 2040] strides [2040, 1] align 16",
                              "pid_m*128 + i_2, pid_n*128 + j_2", "pid_n*128 + j_2 < 2040");
-  expect_cuda_pass("epilogue", in.text(),
+  expect_whole_tile(in.text(),
                    staged_with(in, ", contiguous_chunks=1", " (proved contiguous and aligned)")
                        .text());
   in = storing_out2("global f16[2048, 2044] strides [2048, 1] align 16",
                     "pid_m*128 + i_2, pid_n*128 + j_2", "pid_n*128 + j_2 < 2044");
-  expect_cuda_pass("epilogue", in.text(),
+  expect_whole_tile(in.text(),
                    staged_with(in, ", contiguous_chunks=1, chunk_mask_varies=1",
                                " (proved contiguous and aligned; masked per element)")
                        .text());
@@ -246,18 +309,18 @@ TEST(Epilogue, PairCastOfF32ToF16OrBf16) {
       in, "epilogue into out: staged through shared memory, stored in 16-byte row chunks (proved "
           "contiguous and aligned)");
   out.epilogue_plan = "staged, pitch=132, contiguous_chunks=1";
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
 
   in = testing::wgmma_gemm("layout");
   in.out = "bf16";
-  expect_cuda_pass("epilogue", in.text(), staged(in).text());
+  expect_whole_tile(in.text(), staged(in).text());
 
   in = testing::wgmma_gemm("layout");
   out = testing::with_note(in,
                            "epilogue into out: staged through shared memory by stmatrix, stored "
                            "in 16-byte row chunks (proved contiguous and aligned)");
   out.epilogue_plan = "staged, pitch=136, stmatrix=1, contiguous_chunks=1";
-  expect_cuda_pass("epilogue", in.text(), out.text(), options({"pair_cast_epilogue=0"}));
+  expect_whole_tile(in.text(), out.text(), {"pair_cast_epilogue=0"});
 }
 
 // A SIMT tile, or a nest that is not one global store per element:
@@ -283,7 +346,7 @@ TEST(Epilogue, PerElement) {
       "    out2[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])";
   out = in;
   out.epilogue_plan = "per_element";
-  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(), out.text());
 }
 
 }  // namespace

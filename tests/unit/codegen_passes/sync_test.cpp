@@ -105,12 +105,41 @@ TEST(Sync, BlockAsyncWhereTheKernelHasAWgmmaTile) {
                    kernel(write_s() + "  barrier(block_async)\n" + read_s(), launch));
 }
 
+// `g` with its epilogue staged as one whole tile from shared offset 0
+// (warp_staged_epilogue=0): the form that needs barriers around it.
+GemmText whole_tile(GemmText g) {
+  g.epilogue_plan = testing::kStagedPlan;
+  g.launch.replace(g.launch.find("shared_bytes=114816"), 19, "shared_bytes=98352");
+  g.launch.replace(g.launch.find(testing::kWarpStagedNote),
+                   std::string_view(testing::kWarpStagedNote).size(), testing::kStagedNote);
+  return g;
+}
+
+// A per-warp staged epilogue touches no shared memory the IR shows or that
+// the loop's tiles hold: the warp-specialized loop before it ends without
+// a barrier (barrier_after=0), so each MMA warp starts its epilogue as
+// soon as its own MMAs are done.
+TEST(Sync, NoBarrierAfterTheLoopBeforeAPerWarpEpilogue) {
+  EXPECT_NE(testing::wgmma_gemm("sync").text().find("barrier_after=0"), std::string::npos);
+  expect_cuda_pass("sync", testing::wgmma_gemm("epilogue").text(),
+                   testing::wgmma_gemm("sync").text());
+  // A whole-tile one after it reuses the rings' shared memory: the loop
+  // keeps its barrier (which orders it; no other is placed).
+  GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
+  expect_cuda_pass("sync", in.text(), in.text());
+  // So does a statement that reads shared memory after a per-warp epilogue.
+  GemmText later = testing::wgmma_gemm("epilogue");
+  later.after = "evaluate(A_s[0, 0])\n";
+  std::string out = later.text();
+  expect_cuda_pass("sync", later.text(), out);
+}
+
 // The seed's shape: a row index tile copied before the warp-specialized
 // loop. The barrier after the copy (placed) and the template's are both
 // gone: the loop opens with a block barrier of its own, after its mbarrier
 // initialization.
 TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
-  GemmText in = testing::wgmma_gemm("epilogue");
+  GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
   in.params = testing::kIndexParam;
   in.prologue = testing::index_rows("row_major, stages=1, offset=98304, bytes=1024");
   in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15, "mbarriers=99328");
@@ -124,7 +153,7 @@ TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
 // to the kernel's entry: then the staged rows need a barrier of their own
 // (block_async: the kernel has a wgmma tile).
 TEST(Sync, KeepsTheBarrierBeforeAWarpSpecializedLoopSetUpAtEntry) {
-  GemmText in = testing::wgmma_gemm("epilogue");
+  GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
   in.params = testing::kIndexParam;
   in.prologue = testing::index_rows("row_major, stages=1, offset=98304, bytes=1024");
   in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15,
@@ -162,7 +191,7 @@ TEST(Sync, BeforeAStagedEpilogue) {
   }
 }
 )";
-  GemmText in = testing::wgmma_gemm("epilogue");
+  GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
   in.params = "  out2: global f16[2048, 2048] strides [2048, 1] align 16,\n";
   in.after = second;
   GemmText out = in;
@@ -184,7 +213,7 @@ TEST(Sync, BeforeAStagedEpilogue) {
 // reading: a barrier before it. (At the kernel's top level, nothing before
 // touched its tiles: none; BeforeAStagedEpilogue.)
 TEST(Sync, BeforeAPipelinedLoopThatRunsAgain) {
-  GemmText in = testing::wgmma_gemm("epilogue");
+  GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
   in.launch = "threads=256, shared_bytes=98304, shared_align=1024, async_barriers=1";
   in.a_copy = in.b_copy = "cp_async, width=16";
   in.loop_plan = "wgmma_async, stages=3, issue_ahead=2";

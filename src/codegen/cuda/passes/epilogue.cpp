@@ -322,7 +322,15 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   const int64_t region = (kernel.launch.dynamic_shared_bytes + align - 1) / align * align;
   if (own_region) room = kMaxDynamicSharedBytes - region;
   int64_t region_bytes = 0;
-  std::vector<const ForNode*> team_regions;  // staged nests whose region is per team
+  // The staged nests: their tile's bytes, their note's index, the output's
+  // name and why not by TMA (their offsets and notes follow the layout).
+  struct StagedNest {
+    const ForNode* op;
+    int64_t bytes;
+    size_t note;
+    std::string name, no_tma;
+  };
+  std::vector<StagedNest> staged_nests;
   std::vector<TensorMapPlan> store_maps;     // TMA stores' maps, after the launch's
   PlanEdits edits;
   std::vector<std::string> notes;
@@ -369,11 +377,6 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     if (staged) {
       plan.form = EpilogueForm::Staged;
       plan.pitch = pitch;
-      if (own_region) {
-        plan.offset = region;
-        region_bytes = std::max(region_bytes, stage_bytes);
-        if (teams > 1) team_regions.push_back(op);
-      }
       // A wgmma accumulator's D fragment is stmatrix's (PTX ISA 9.7.9.17):
       // 16-bit outputs stage four pairs an instruction. Measured on the H200
       // (hand-edited seed kernel): 0.5 to 1.1 us of 32, 20% fewer
@@ -403,17 +406,8 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
           store_maps.push_back(*m);
         }
       }
-      notes.push_back(
-          "epilogue into " + n.store->buffer.name() + ": staged through shared memory" +
-          (plan.stmatrix ? " by stmatrix" : "") + (plan.pair_cast ? ", f32 pairs cast together" : "") +
-          (plan.tma_store >= 0
-               ? std::string(", stored by TMA (a 128-byte swizzled box a 64-column strip)")
-               : ", stored in 16-byte row chunks" +
-                     std::string(!plan.contiguous_chunks ? ""
-                                 : plan.chunk_mask_varies
-                                     ? " (proved contiguous and aligned; masked per element)"
-                                     : " (proved contiguous and aligned)") +
-                     (no_tma.empty() ? "" : " (not by TMA: " + no_tma + ")")));
+      staged_nests.push_back({op, stage_bytes, notes.size(), n.store->buffer.name(), no_tma});
+      notes.emplace_back();  // (written once the shared memory is laid out)
     } else {
       plan.form = EpilogueForm::Paired;
       plan.why = why;
@@ -422,14 +416,79 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     }
     edits.loops[op] = plan;
   }
+  // Per-warp slabs (EpiloguePlan::per_warp) for stmatrix tiles not stored
+  // by TMA: a kWarpSlabBytes buffer a MMA warp, 128-byte aligned after every
+  // other shared byte, shared by the kernel's per-warp nests (each warp
+  // runs them in order); the persistent kernel's remaining tiles after it.
+  // Measured on the H200 (bench/RESULTS.md, session 14): the seed 32.1-32.8
+  // -> 31.1-31.3 us, gemm_f16 30.5-31.1 -> 29.0-30.4, at 128x256x64/3/8.
+  const int64_t mma_threads =
+      kernel.launch.consumer_threads > 0
+          ? int64_t{kernel.launch.consumer_threads} * kernel.launch.consumer_teams
+          : kernel.launch.num_threads;
+  auto align_up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
+  std::unordered_set<const ForNode*> per_warp;
+  if (context.cuda.warp_staged_epilogue)
+    for (const StagedNest& sn : staged_nests) {
+      const EpiloguePlan& p = std::get<EpiloguePlan>(edits.loops.at(sn.op));
+      if (p.stmatrix && p.tma_store < 0) per_warp.insert(sn.op);
+    }
+  const int64_t warp_offset = align_up(kernel.launch.dynamic_shared_bytes, 128);
+  int64_t warp_bytes = per_warp.empty() ? 0 : mma_threads / 32 * kWarpSlabBytes;
+  // The persistent kernel's own-region tiles that remain, after the slabs.
+  // Their tile's bytes (the largest), where they start, and the end of it all.
+  int64_t tiles_base = region;
+  auto own_tiles_layout = [&](int64_t base, int64_t* bytes, int64_t* at) {
+    *bytes = 0;
+    for (const StagedNest& sn : staged_nests)
+      if (own_region && !per_warp.count(sn.op)) *bytes = std::max(*bytes, sn.bytes);
+    *at = align_up(base, align);
+    return *bytes == 0 ? base : *at + (teams > 1 ? teams * align_up(*bytes, align) : *bytes);
+  };
+  if (!per_warp.empty() && own_tiles_layout(warp_offset + warp_bytes, &region_bytes, &tiles_base) >
+                               kMaxDynamicSharedBytes) {
+    per_warp.clear();
+    warp_bytes = 0;
+    notes.push_back(fmt::format("epilogue: not staged per warp (its {} bytes of warp buffers do not "
+                                "fit beside the kernel's other shared memory)",
+                                mma_threads / 32 * kWarpSlabBytes));
+  }
+  const int64_t end = own_tiles_layout(
+      per_warp.empty() ? kernel.launch.dynamic_shared_bytes : warp_offset + warp_bytes,
+      &region_bytes, &tiles_base);
   // Team t's region starts t * team_stride bytes after the first.
-  const int64_t team_stride = (region_bytes + align - 1) / align * align;
-  for (const ForNode* op : team_regions) std::get<EpiloguePlan>(edits.loops.at(op)).team_stride = team_stride;
+  const int64_t team_stride = align_up(region_bytes, align);
+  for (const StagedNest& sn : staged_nests) {
+    EpiloguePlan& p = std::get<EpiloguePlan>(edits.loops.at(sn.op));
+    if (per_warp.count(sn.op)) {
+      p.per_warp = true;
+      p.pitch = 0;
+      p.offset = warp_offset;
+    } else if (own_region) {
+      p.offset = tiles_base;
+      if (teams > 1) p.team_stride = team_stride;
+    }
+    notes[sn.note] =
+        "epilogue into " + sn.name + ": staged through shared memory" +
+        (p.per_warp ? fmt::format(" per warp by stmatrix (each MMA warp its own 16-row slabs, 64 "
+                                  "columns at a time in a {}-byte buffer of its own; no block "
+                                  "barrier)",
+                                  kWarpSlabBytes)
+                    : p.stmatrix ? " by stmatrix" : "") +
+        (p.pair_cast ? ", f32 pairs cast together" : "") +
+        (p.tma_store >= 0
+             ? std::string(", stored by TMA (a 128-byte swizzled box a 64-column strip)")
+             : ", stored in 16-byte row chunks" +
+                   std::string(!p.contiguous_chunks ? ""
+                               : p.chunk_mask_varies
+                                   ? " (proved contiguous and aligned; masked per element)"
+                                   : " (proved contiguous and aligned)") +
+                   (sn.no_tma.empty() ? "" : " (not by TMA: " + sn.no_tma + ")"));
+  }
   Kernel out = with_plans(kernel, edits);
   if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
   for (TensorMapPlan& m : store_maps) out.launch.tensor_maps.push_back(std::move(m));
-  if (region_bytes > 0)
-    out.launch.dynamic_shared_bytes = region + (teams > 1 ? teams * team_stride : region_bytes);
+  if (warp_bytes > 0 || region_bytes > 0) out.launch.dynamic_shared_bytes = end;
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
   return out;
 }

@@ -16,9 +16,11 @@ namespace {
 const PipelinePlan* pipeline_plan(const ForNode* f) {
   return std::get_if<PipelinePlan>(&f->plan);
 }
+// (A per-warp one is not: its warp buffers lie after every other shared
+// byte and each warp orders its own accesses.)
 bool staged_epilogue(const ForNode* f) {
   const auto* e = std::get_if<EpiloguePlan>(&f->plan);
-  return e && e->form == EpilogueForm::Staged;
+  return e && e->form == EpilogueForm::Staged && !e->per_warp;
 }
 // A pipelined loop whose first copies are issued before any barrier of its
 // own (ring, fragment_pipelined, wgmma_async; in_order opens each
@@ -247,7 +249,9 @@ class Dedupe {
         after_ws_ = true;
       }
       nested(f->body);
-      synced_ = true;  // every form ends with a barrier
+      // Every form ends with a barrier (a warp-specialized loop unless its
+      // plan says none is needed).
+      synced_ = pipeline_plan(f)->barrier_after;
       pending_ = nullptr;
     } else if (const ForNode* f = s.as<ForNode>()) {
       nested(f->body);
@@ -310,11 +314,59 @@ class Apply final : public IRMutator {
 
 }  // namespace
 
+// The warp-specialized loops of a kernel that is not persistent after which
+// nothing touches shared memory: their MMA warpgroups need no barrier
+// after them (PipelinePlan::barrier_after). Such a loop is at the kernel's
+// top level (verifier), so what follows it in program order is all that
+// runs after it.
+std::unordered_set<const ForNode*> loops_without_barrier_after(const Kernel& kernel) {
+  std::unordered_set<const ForNode*> out;
+  if (kernel.launch.persistent) return out;
+  struct Walk {
+    std::vector<const ForNode*> open;  // loops after which nothing touched shared memory yet
+    std::unordered_set<const ForNode*> touched;
+    void leaf(const Stmt& s) {
+      if (!accesses(s).any() && !s.as<BarrierNode>()) return;
+      for (const ForNode* f : open) touched.insert(f);
+      open.clear();
+    }
+    void walk(const Stmt& s) {
+      if (!s.defined()) return;
+      if (const SeqNode* q = s.as<SeqNode>()) {
+        for (const Stmt& t : q->stmts) walk(t);
+      } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+        leaf(EvaluateNode::make(l->value));
+        walk(l->body);
+      } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+        walk(a->body);
+      } else if (const ForNode* f = s.as<ForNode>();
+                 f && pipeline_plan(f) &&
+                 pipeline_plan(f)->form == PipelineForm::WarpSpecialized) {
+        leaf(s);
+        open.push_back(f);
+      } else {
+        leaf(s);
+      }
+    }
+  } w;
+  w.walk(kernel.body);
+  for (const ForNode* f : w.open) out.insert(f);
+  return out;
+}
+
 Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
   TF_CHECK(kernel.launch.defined, "sync runs after lower_gemm");
   Kernel out = kernel;
   Insert insert(kernel.body);
   out.body = insert.mutate(kernel.body);
+  // (Before the dedupe, which takes a loop without one as unsynced after it.)
+  PlanEdits edits;
+  for (const ForNode* f : loops_without_barrier_after(out)) {
+    PipelinePlan p = *pipeline_plan(f);
+    p.barrier_after = false;
+    edits.loops[f] = p;
+  }
+  if (!edits.loops.empty()) out = with_plans(out, edits);
   Dedupe dedupe(kernel.launch.async_barriers);
   dedupe.walk(out.body);
   Apply apply(dedupe);

@@ -8,7 +8,8 @@
 //    tile are done), and one before the first later statement that touches
 //    the tile (its data is visible; right after it inside a loop or a
 //    branch), so independent copies share one;
-//  - before a staged epilogue (it reuses the shared memory from offset 0);
+//  - before a staged epilogue (it reuses the shared memory from offset 0;
+//    not a per-warp one, whose buffers are its warps' own);
 //  - before a pipelined loop whose form issues its first copies before a
 //    barrier of its own (ring, fragment_pipelined, wgmma_async) when
 //    earlier code touched its tiles, a staged epilogue ran before it, or a
@@ -22,7 +23,9 @@
 // (or since a loop form that ended with one, or since split-K's
 // if_last_arrival, whose election meets the threads), and a barrier followed, with
 // no shared-memory access between, by a warp-specialized loop (whose
-// opening barrier orders the same accesses).
+// opening barrier orders the same accesses). A warp-specialized loop of a
+// kernel that is not persistent, with no shared-memory access after it in
+// the kernel, ends without its barrier (PipelinePlan::barrier_after).
 #pragma once
 
 #include "passes/pipeline.h"
