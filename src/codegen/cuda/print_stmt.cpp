@@ -264,14 +264,21 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     // A per-warp epilogue stages and stores slab by slab: this opens the
     // slab loop, which the copy-out closes.
     const std::string slab = plan->per_warp ? "tf_s" + std::to_string(tmp_++) : "";
-    if (plan->per_warp) {
-      TF_CHECK(plan->stmatrix, "cuda printer: a per-warp staged epilogue without stmatrix");
+    TF_CHECK(!plan->per_warp || plan->stmatrix,
+             "cuda printer: a per-warp staged epilogue without stmatrix");
+    if (plan->stmatrix) {
+      // Four pairs an stmatrix.x4: elements e8 .. e8 + 7 (WgmmaTile::stsm_row/col),
+      // those of slab `slab` in a per-warp epilogue.
+      const std::string e8 = frag_e_;
       line("const unsigned tf_esa = tf::smem_addr(tf_es);");
       line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kSlabs; ++{0})", slab, f));
-      const std::string e8 = frag_e_;
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = {1} * 32; {0} < {1} * 32 + 32; {0} += 8)", e8, slab));
+      if (plan->per_warp) {
+        open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kSlabs; ++{0})", slab, f));
+        line("#pragma unroll");
+        open(fmt::format("for (int {0} = {1} * 32; {0} < {1} * 32 + 32; {0} += 8)", e8, slab));
+      } else {
+        open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; {0} += 8)", e8, f));
+      }
       line("unsigned tf_q[4];");
       line("#pragma unroll");
       open("for (int tf_pp = 0; tf_pp < 4; ++tf_pp)");
@@ -281,26 +288,11 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
       line("tf_q[tf_pp] = " + packed + ";");
       close();
-      line(fmt::format("tf::stmatrix_x4(tf_esa + {}.slab_stsm_offset({}), tf_q[0], tf_q[1], tf_q[2], "
-                       "tf_q[3]);",
-                       f, e8));
-      close();
-    } else if (plan->stmatrix) {
-      // Four pairs an stmatrix.x4: elements e8 .. e8 + 7 (WgmmaTile::stsm_row/col).
-      const std::string e8 = frag_e_;
-      line("const unsigned tf_esa = tf::smem_addr(tf_es);");
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; {0} += 8)", e8, f));
-      line("unsigned tf_q[4];");
-      line("#pragma unroll");
-      open("for (int tf_pp = 0; tf_pp < 4; ++tf_pp)");
-      const std::string e0 = tmp("tf_e");
-      line(fmt::format("const int {} = {} + 2 * tf_pp;", e0, e8));
-      capture_pair(t, e0);
-      line("(void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;");
-      line("tf_q[tf_pp] = " + packed + ";");
-      close();
-      if (tma)  // (an 8-element row of a matrix is one 16-byte chunk of a strip)
+      if (plan->per_warp)
+        line(fmt::format("tf::stmatrix_x4(tf_esa + {}.slab_stsm_offset({}), tf_q[0], tf_q[1], "
+                         "tf_q[2], tf_q[3]);",
+                         f, e8));
+      else if (tma)  // (an 8-element row of a matrix is one 16-byte chunk of a strip)
         line(fmt::format("tf::stmatrix_x4(tf_esa + tf::mn_swizzled<{2}, {3}, {4}>({0}.stsm_row({1}), "
                          "{0}.stsm_col({1})) * {4}, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);",
                          f, e8, rows, cols, out_bytes));

@@ -320,15 +320,11 @@ class Apply final : public IRMutator {
 // top level (verifier), so what follows it in program order is all that
 // runs after it.
 std::unordered_set<const ForNode*> loops_without_barrier_after(const Kernel& kernel) {
-  std::unordered_set<const ForNode*> out;
-  if (kernel.launch.persistent) return out;
+  if (kernel.launch.persistent) return {};
   struct Walk {
     std::vector<const ForNode*> open;  // loops after which nothing touched shared memory yet
-    std::unordered_set<const ForNode*> touched;
     void leaf(const Stmt& s) {
-      if (!accesses(s).any() && !s.as<BarrierNode>()) return;
-      for (const ForNode* f : open) touched.insert(f);
-      open.clear();
+      if (accesses(s).any() || s.as<BarrierNode>()) open.clear();
     }
     void walk(const Stmt& s) {
       if (!s.defined()) return;
@@ -350,8 +346,7 @@ std::unordered_set<const ForNode*> loops_without_barrier_after(const Kernel& ker
     }
   } w;
   w.walk(kernel.body);
-  for (const ForNode* f : w.open) out.insert(f);
-  return out;
+  return {w.open.begin(), w.open.end()};
 }
 
 Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
