@@ -197,7 +197,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
               {"stmatrix", e.stmatrix},
               {"contiguous_chunks", e.contiguous_chunks},
               {"pair_cast", e.pair_cast},
-              {"per_warp", e.per_warp}};
+              {"per_warp", e.per_warp},
+              {"tma_store", e.tma_store}};
     if (!e.why.empty()) j["why"] = e.why;
     epilogues.push_back(j);
   }
@@ -341,7 +342,8 @@ void render_cuda(std::ostream& out, const json& c) {
         << (e.value("per_warp", false) ? " per warp" : "")
         << (e.at("stmatrix").get<bool>() ? " by stmatrix" : "")
         << (e.value("pair_cast", false) ? ", f32 pairs cast together" : "")
-        << (e.value("contiguous_chunks", false) ? ", proved 16-byte chunks" : "");
+        << (e.value("contiguous_chunks", false) ? ", proved 16-byte chunks" : "")
+        << (e.value("tma_store", false) ? ", stored by TMA" : "");
     if (e.contains("why")) out << " (" << e.at("why").get<std::string>() << ")";
     out << "\n";
   }

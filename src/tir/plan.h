@@ -316,7 +316,18 @@ struct EpiloguePlan {
   // orders them: no block barrier before or after the staging, and the
   // region lies after every other shared byte (the operand rings may still
   // be read by the other warpgroup's wgmma). `pitch` is 0.
+  // With tma_store >= 0 (the map's box one slab, 16 rows x 64 columns,
+  // 128-byte swizzled: the buffer's layout) the warp's lane 0 stores each
+  // slab by one TMA box from its buffer, after the warp's stmatrix and
+  // fence.proxy.async, and slab s takes buffer s % slab_buffers of the
+  // warp's, waiting before its stmatrix until the slab stored from that
+  // buffer has been read (cp.async.bulk.wait_group.read); `offset` is then
+  // 1024-byte aligned (the swizzle).
   bool per_warp = false;
+  // per_warp: buffers of kWarpSlabBytes a MMA warp (1, or 2 for TMA stores:
+  // the next slab is staged while the last one's box is read), warp w's
+  // at offset + w * slab_buffers * kWarpSlabBytes.
+  int slab_buffers = 0;
   std::string why;     // why not staged (paired), for explain
 };
 

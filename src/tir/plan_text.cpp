@@ -339,6 +339,7 @@ PlanClause to_clause(const LoopPlan& p) {
     if (e->team_stride > 0) c.push_back(num("team_stride", e->team_stride));
     if (e->tma_store >= 0) c.push_back(num("tma_store", e->tma_store));
     if (e->per_warp) c.push_back(num("per_warp", 1));
+    if (e->slab_buffers > 0) c.push_back(num("slab_buffers", e->slab_buffers));
     if (!e->why.empty()) c.push_back(str("why", e->why));
     return c;
   }
@@ -371,7 +372,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   }
   if (auto form = try_enum<EpilogueForm>(k)) {
     only(c, {"pitch", "stmatrix", "contiguous_chunks", "chunk_mask_varies", "pair_cast", "offset",
-             "team_stride", "tma_store", "per_warp", "why"});
+             "team_stride", "tma_store", "per_warp", "slab_buffers", "why"});
     EpiloguePlan e;
     e.form = *form;
     e.pitch = get_int(c, "pitch", 0);
@@ -383,6 +384,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     e.team_stride = get_int(c, "team_stride", 0);
     e.tma_store = static_cast<int>(get_int(c, "tma_store", -1));
     e.per_warp = get_int(c, "per_warp", 0) != 0;
+    e.slab_buffers = static_cast<int>(get_int(c, "slab_buffers", 0));
     e.why = get_str(c, "why");
     return e;
   }

@@ -109,7 +109,8 @@ class Serializer final : public IRVisitor {
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
       ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset, e->contiguous_chunks,
-            e->chunk_mask_varies, e->pair_cast, e->team_stride, e->tma_store, e->per_warp});
+            e->chunk_mask_varies, e->pair_cast, e->team_stride, e->tma_store, e->per_warp,
+            e->slab_buffers});
       str(e->why);
     }
   }

@@ -82,6 +82,9 @@ struct Target {
   X(warp_staged_epilogue, true,                                                                \
     "sm_90a: a stmatrix epilogue stages and stores per MMA warp, 16 rows x 64 columns at a "   \
     "time in a buffer of its own, with no block barrier")                                      \
+  X(warp_tma_store, true,                                                                      \
+    "sm_90a: a per-warp staged epilogue into an unmasked 2-D row-major 16-bit output stores "  \
+    "each slab by one TMA box from lane 0 (two buffers a warp)")                               \
   X(proved_epilogue_chunks, true,                                                              \
     "a staged epilogue whose 16-byte row chunks axis_info proves contiguous and aligned "      \
     "stores them with no run-time pointer or alignment test")                                 \

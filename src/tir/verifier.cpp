@@ -440,17 +440,16 @@ class PlanVerifier final : public StmtVisitor {
     const auto* pipe = std::get_if<PipelinePlan>(&op->plan);
     const bool ws = pipe && pipe->form == PipelineForm::WarpSpecialized;
     if (ws) warp_specialized(op, *pipe);
-    if (pipe && !pipe->barrier_after && (!ws || launch_.persistent))
-      error("a pipelined loop without the barrier after it that is not a warp-specialized loop "
-            "of a kernel that is not persistent");
+    if (pipe && !pipe->barrier_after && !ws)
+      error("a pipelined loop without the barrier after it that is not a warp-specialized loop");
     if (const auto* e = std::get_if<EpiloguePlan>(&op->plan)) {
       if (e->form == EpilogueForm::Staged)
         staged(op, *e);
       else if (e->stmatrix || e->contiguous_chunks || e->chunk_mask_varies || e->pair_cast ||
-               e->tma_store >= 0 || e->team_stride > 0 || e->per_warp)
+               e->tma_store >= 0 || e->team_stride > 0 || e->per_warp || e->slab_buffers != 0)
         error(fmt::format("a {} epilogue with a staged epilogue's field (stmatrix, "
                           "contiguous_chunks, chunk_mask_varies, pair_cast, tma_store, "
-                          "team_stride, per_warp)",
+                          "team_stride, per_warp, slab_buffers)",
                           epilogue_form_name(e->form)));
       if (e->form == EpilogueForm::FragmentOrder && launch_.workspace_fragment_order < 0)
         error("a fragment_order epilogue in a kernel without a fragment-order workspace");
@@ -708,10 +707,30 @@ class PlanVerifier final : public StmtVisitor {
         error(fmt::format("a staged epilogue stored by TMA through tensor map {}, which the "
                           "launch has not (with the 128-byte swizzle)",
                           e.tma_store));
-      if (!e.stmatrix || !launch_.persistent || e.offset % 1024 != 0 ||
-          e.team_stride % 1024 != 0 || store.global->mask.defined())
-        error("a staged epilogue stored by TMA that is not an unmasked stmatrix tile in a "
-              "persistent kernel's 1024-byte aligned region");
+      // (A whole tile only in a persistent kernel's own region; per-warp
+      // slabs in any kernel, the box one slab.)
+      // (Masked only by the output's bounds, which TMA clips at: each
+      // term `x < dim`, the epilogue pass having proved x the index.)
+      std::function<bool(const Expr&)> bounds = [&](const Expr& m) {
+        if (const AndNode* a = m.as<AndNode>()) return bounds(a->a) && bounds(a->b);
+        const LTNode* lt = m.as<LTNode>();
+        const int64_t* c = lt ? as_const_int(lt->b) : nullptr;
+        if (!c) return false;
+        for (const Expr& d : store.global->buffer->shape)
+          if (const int64_t* e = as_const_int(d); e && *e == *c) return true;
+        return false;
+      };
+      if (!e.stmatrix || (!e.per_warp && !launch_.persistent) || e.offset % 1024 != 0 ||
+          e.team_stride % 1024 != 0 ||
+          (store.global->mask.defined() && !bounds(store.global->mask)))
+        error("a staged epilogue stored by TMA that is not a stmatrix tile, masked at most by "
+              "its output's bounds, in a persistent kernel's (or per-warp slabs in a) 1024-byte "
+              "aligned region");
+      if (e.per_warp && e.tma_store < static_cast<int>(launch_.tensor_maps.size()) &&
+          launch_.tensor_maps[e.tma_store].box != std::vector<int>{64, 16})
+        error(fmt::format("a per-warp staged epilogue stored by TMA through tensor map {}, whose "
+                          "box is not one slab (64 columns x 16 rows)",
+                          e.tma_store));
     }
     if (e.team_stride > 0 && launch_.consumer_teams < 2)
       error("a staged epilogue with a team stride in a kernel of one consumer team");
@@ -725,21 +744,26 @@ class PlanVerifier final : public StmtVisitor {
                           "an f32 value to f16 or bf16",
                           store.global->buffer.name()));
     }
+    if (!e.per_warp && e.slab_buffers != 0)
+      error("a staged epilogue that is not per warp with slab_buffers");
     if (e.per_warp) {
       // Per-warp slabs: stmatrix'd 16-bit values, a buffer a MMA warp after
       // every other shared byte (mbarriers included), within the launch's.
       const int64_t mma_threads = launch_.consumer_threads > 0
                                       ? int64_t{launch_.consumer_threads} * launch_.consumer_teams
                                       : launch_.num_threads;
-      const int64_t bytes = mma_threads / 32 * kWarpSlabBytes;
+      const int64_t bytes = mma_threads / 32 * e.slab_buffers * kWarpSlabBytes;
       int64_t end = 0;  // of the laid-out buffers and the mbarriers
       for (const auto& [b, a] : allocs_)
         if (const auto* q = std::get_if<SharedPlan>(&a->plan)) end = std::max(end, q->offset + q->bytes);
       if (mbarrier_end_ > end) end = mbarrier_end_;
-      if (!e.stmatrix || e.tma_store >= 0 || e.team_stride > 0 || e.pitch != 0 ||
-          dtype_size(dt) != 2)
+      if (!e.stmatrix || e.team_stride > 0 || e.pitch != 0 || dtype_size(dt) != 2)
         error("a per-warp staged epilogue that is not a stmatrix tile of 16-bit values (without "
-              "a TMA store, a team stride or a pitch)");
+              "a team stride or a pitch)");
+      if (e.slab_buffers != 1 && !(e.slab_buffers == 2 && e.tma_store >= 0))
+        error(fmt::format("a per-warp staged epilogue with {} buffers a warp (1, or 2 with TMA "
+                          "stores)",
+                          e.slab_buffers));
       if (e.offset % 128 != 0 || e.offset < end ||
           e.offset + bytes > launch_.dynamic_shared_bytes)
         error(fmt::format("a per-warp staged epilogue's buffers at {} are not 128-byte aligned "

@@ -70,6 +70,7 @@ struct CudaEpilogue {
   bool contiguous_chunks = false;  // staged: 16-byte chunks proved contiguous and aligned
   bool pair_cast = false;          // staged: f32 pairs cast to f16/bf16 together
   bool per_warp = false;           // staged: by each MMA warp in its own buffer, no block barrier
+  bool tma_store = false;          // staged: stored by TMA boxes (per warp: a box a slab)
   std::string why;   // paired: why not staged
 };
 

@@ -198,6 +198,11 @@ CudaKernel Printer::run() {
         ws_setup(split_pipelined_body(ws), *plan);
     }
     stmt(k_.body);
+    // (Per-warp slabs' TMA stores: each warp's lane 0 issued its own.)
+    TF_CHECK(!bulk_stores_ || warp_bulk_stores_,
+             "cuda printer: whole-tile TMA stores in a kernel that is not persistent");
+    if (warp_bulk_stores_)
+      line("if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits");
   }
   if (launch.block_timeline)
     line("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, tf_tl_data, tf_tl_loop);");

@@ -154,14 +154,16 @@ void Printer::emit_persistent() {
       // (the block timeline: the first tile's main loop's end)
       timeline_point("tf_tl_loop");
       // Every MMA warp (of the team) is past the last tile's epilogue (the
-      // staged tile's readers) and done with this tile's main loop.
-      line(block_barrier_);
+      // staged tile's readers) and done with this tile's main loop; none
+      // where nothing the MMA warps run touches shared memory but the loop
+      // (a per-warp epilogue: PipelinePlan::barrier_after, sync).
+      if (plan.barrier_after) line(block_barrier_);
     }
   }
   close();
   if (bulk_stores_)
-    line(fmt::format("if ({} == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits",
-                     tid_sym_));
+    line(fmt::format("if ({} {}== 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits",
+                     tid_sym_, warp_bulk_stores_ ? "% 32 " : ""));
   tid_sym_ = "tf_tid";
 }
 

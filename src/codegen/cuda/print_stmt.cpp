@@ -129,7 +129,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
   TF_CHECK(plan != nullptr, "cuda printer: an epilogue nest without an EpiloguePlan");
   result_.epilogues.push_back(
       {std::string(epilogue_form_name(plan->form)), plan->stmatrix, plan->contiguous_chunks,
-       plan->pair_cast, plan->per_warp, plan->why});
+       plan->pair_cast, plan->per_warp, plan->tma_store >= 0, plan->why});
   const EpilogueNest nest = epilogue_nest(op, frag);
   const ForNode* inner = nest.inner;
   const std::string f = buf(Buffer(frag));
@@ -223,7 +223,16 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     const int64_t rows = const_of(frag->shape[0], "a fragment extent");
     const int64_t cols = const_of(frag->shape[1], "a fragment extent");
     const bool tma = plan->tma_store >= 0;
-    if (tma)
+    // Per-warp slabs stored by TMA boxes from each warp's lane 0.
+    const bool slab_tma = tma && plan->per_warp;
+    const int64_t warp_bytes = int64_t{plan->slab_buffers} * kWarpSlabBytes;
+    if (slab_tma)
+      line(fmt::format("// epilogue staged per warp ({} x {} {}: each MMA warp its 16-row slabs, 64 "
+                       "columns at a time, in {} {}-byte buffer{} of its own at shared offset {}), "
+                       "each slab stored by a TMA box (tf_map{}) from the warp's lane 0",
+                       rows, cols, t, plan->slab_buffers > 1 ? "two" : "a", kWarpSlabBytes,
+                       plan->slab_buffers > 1 ? "s" : "", plan->offset, plan->tma_store));
+    else if (tma)
       line(fmt::format("// epilogue staged in shared memory ({} x {} {}, 128-byte swizzled strips of "
                        "64 columns), stored by TMA (tf_map{})",
                        rows, cols, t, plan->tma_store));
@@ -244,8 +253,8 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                                          : "tf::pack_pair(tf_v0, tf_v1)";
     line(plan->per_warp
              ? fmt::format("const unsigned char* tf_es = tf_smem + {} + (tf_tid / 32) * {};  // "
-                           "this warp's buffer",
-                           plan->offset, kWarpSlabBytes)
+                           "this warp's buffer{}",
+                           plan->offset, warp_bytes, plan->slab_buffers > 1 ? "s" : "")
          : plan->team_stride > 0
              ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1} + tf_team * {2});  "
                            "// this team's region",
@@ -253,7 +262,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
          : plan->offset > 0
              ? fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem + {1});", t, plan->offset)
              : fmt::format("{0}* tf_es = reinterpret_cast<{0}*>(tf_smem);", t));
-    if (tma) {
+    if (tma && !slab_tma) {
       // The last tile's TMA stores read this tile: the issuing thread waits
       // for them, the team at the barrier.
       line(fmt::format("if ({} == 0) tf::bulk_wait_read<0>();  // the last tile's TMA stores "
@@ -274,6 +283,23 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line("#pragma unroll");
       if (plan->per_warp) {
         open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kSlabs; ++{0})", slab, f));
+        if (slab_tma) {
+          // The slab's buffer, once the box last stored from it has been
+          // read: the warp's only other pending group is the last slab's,
+          // from the other buffer (none before the first slab).
+          line(plan->slab_buffers > 1
+                   ? fmt::format("const unsigned tf_esb = tf_esa + ({} % 2) * {};", slab,
+                                 kWarpSlabBytes)
+                   : std::string("const unsigned tf_esb = tf_esa;"));
+          open(fmt::format("if ({} % 32 == 0)", tid_sym_));
+          if (plan->slab_buffers > 1)
+            line(fmt::format("if ({} == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();",
+                             slab));
+          else
+            line("tf::bulk_wait_read<0>();");
+          close();
+          line("__syncwarp();");
+        }
         line("#pragma unroll");
         open(fmt::format("for (int {0} = {1} * 32; {0} < {1} * 32 + 32; {0} += 8)", e8, slab));
       } else {
@@ -289,9 +315,9 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line("tf_q[tf_pp] = " + packed + ";");
       close();
       if (plan->per_warp)
-        line(fmt::format("tf::stmatrix_x4(tf_esa + {}.slab_stsm_offset({}), tf_q[0], tf_q[1], "
+        line(fmt::format("tf::stmatrix_x4({} + {}.slab_stsm_offset({}), tf_q[0], tf_q[1], "
                          "tf_q[2], tf_q[3]);",
-                         f, e8));
+                         slab_tma ? "tf_esb" : "tf_esa", f, e8));
       else if (tma)  // (an 8-element row of a matrix is one 16-byte chunk of a strip)
         line(fmt::format("tf::stmatrix_x4(tf_esa + tf::mn_swizzled<{2}, {3}, {4}>({0}.stsm_row({1}), "
                          "{0}.stsm_col({1})) * {4}, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);",
@@ -316,6 +342,7 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     }
     // (The frag name, for the per-warp slab's rows and columns below.)
     const std::string frag_name = f;
+    if (slab_tma) line("tf::fence_async_proxy();  // the slab, for the TMA store's reads");
     line(plan->per_warp ? std::string("__syncwarp();") : block_barrier_);
     // The nest's row and column vars bound to `row` and `col`, and the lets
     // the store's address and mask read (in the current block).
@@ -327,6 +354,27 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
           line(fmt::format("const {} {} = {};", cuda_type(nest_lets[i]->var.dtype()),
                            var(nest_lets[i]->var), expr(nest_lets[i]->value)));
     };
+    if (slab_tma) {
+      // Lane 0 stores the slab by one box at the store's origin (the row
+      // and column vars 0) plus the slab's, a bulk group of its own.
+      TF_CHECK(store->indices.size() == 2,
+               "cuda printer: a TMA-stored epilogue that is not a 2-D stmatrix tile");
+      frag_ = nullptr;
+      open(fmt::format("if ({} % 32 == 0)", tid_sym_));
+      bind_store_vars("0", "0");
+      line(fmt::format("tf::tma_store_2d(&tf_map{}, tf_esb, static_cast<int>({}) + "
+                       "{}.slab_col({}), static_cast<int>({}) + {}.slab_row({}));",
+                       plan->tma_store, expr(store->indices[1]), frag_name, slab,
+                       expr(store->indices[0]), frag_name, slab));
+      line("tf::bulk_commit();");
+      close();
+      close();  // the slab loop
+      bulk_stores_ = true;
+      warp_bulk_stores_ = true;
+      in_threads_ = saved;
+      frag_vars_.clear();
+      return;
+    }
     if (tma) {
       // One thread issues a box a strip at the store's origin (the row and
       // column vars 0) and commits them as one bulk group.

@@ -165,6 +165,8 @@ class Printer {
   // An epilogue issued TMA stores (cp.async.bulk): the issuing thread waits
   // for them before the consumers' code ends.
   bool bulk_stores_ = false;
+  // ... from each MMA warp's lane 0 (per-warp slabs): each of them waits.
+  bool warp_bulk_stores_ = false;
   bool record_copies_ = true;  // emit_copy lists the copy in result_.copies
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_names_;

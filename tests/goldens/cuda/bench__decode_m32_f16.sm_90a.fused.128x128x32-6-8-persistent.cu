@@ -4,7 +4,7 @@
 // persistent: each block takes tiles block, block + blocks, ...; the producer fills the next tile's stages while the MMA warpgroups store the last
 // prologue prefetch: the producer loads tile t + 1's 128 rows of `idx` into registers while tile t's copies run
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned) (not by TMA: a masked store)
+// epilogue into t4: staged through shared memory by stmatrix, f32 pairs cast together, stored by TMA (a 128-byte swizzled box a 64-column strip)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -17,7 +17,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     const tf::f16* __restrict__ w,
     tf::f16* __restrict__ t4,
     tf::Status* __restrict__ tf_status,
-    const __grid_constant__ tf::TmaDesc tf_map0) {
+    const __grid_constant__ tf::TmaDesc tf_map0,
+    const __grid_constant__ tf::TmaDesc tf_map1) {
   constexpr int kThreads = 384;
   constexpr int kMmaThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
@@ -171,54 +172,49 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     if (128 > 0) tf::mbar_arrive(&tf_empty[(tf_git + 128 - 1) % 6]);
     tf_git += 128;
     tf::mma_barrier<256>();
-    // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 100608), stored in 16-byte row chunks (proved contiguous and aligned)
-    const unsigned char* tf_es = tf_smem + 100608 + (tf_tid / 32) * 2048;  // this warp's buffer
+    // epilogue staged in shared memory (128 x 128 tf::f16, 128-byte swizzled strips of 64 columns), stored by TMA (tf_map1)
+    tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem + 101376);
+    if (tf_tid == 0) tf::bulk_wait_read<0>();  // the last tile's TMA stores have read the staged tile
+    tf::mma_barrier<256>();
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s22 = 0; tf_s22 < decltype(C_f)::kSlabs; ++tf_s22) {
+    for (int tf_e21 = 0; tf_e21 < decltype(C_f)::kElems; tf_e21 += 8) {
+      unsigned tf_q[4];
       #pragma unroll
-      for (int tf_e21 = tf_s22 * 32; tf_e21 < tf_s22 * 32 + 32; tf_e21 += 8) {
-        unsigned tf_q[4];
-        #pragma unroll
-        for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e23 = tf_e21 + 2 * tf_pp;
-          bool tf_ok0 = false, tf_ok1 = false;
-          tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-          {
-            const int i_4 = C_f.row(tf_e23);
-            const int j_1 = C_f.col(tf_e23);
-            const int n = ((pid * 128) + j_1);
-            tf_ok0 = (i_4 < 32);
-            tf_p0 = &t4[i_4 * 11008 + n];
-            tf_v0 = C_f.value(tf_e23);
-          }
-          {
-            const int i_4 = C_f.row((tf_e23 + 1));
-            const int j_1 = C_f.col((tf_e23 + 1));
-            const int n = ((pid * 128) + j_1);
-            tf_ok1 = (i_4 < 32);
-            tf_p1 = &t4[i_4 * 11008 + n];
-            tf_v1 = C_f.value((tf_e23 + 1));
-          }
-          (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-          tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
-        }
-        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e21), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
-      }
-      __syncwarp();
-      #pragma unroll
-      for (int tf_k = 0; tf_k < 4; ++tf_k) {
-        const int tf_row = C_f.slab_row(tf_s22) + C_f.slab_chunk_row(tf_k);
-        const int tf_col = C_f.slab_col(tf_s22) + C_f.slab_chunk_col();
-        const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
+      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+        const int tf_e22 = tf_e21 + 2 * tf_pp;
+        bool tf_ok0 = false, tf_ok1 = false;
+        tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
         {
-          const int i_4 = tf_row;
-          const int j_1 = tf_col;
+          const int i_4 = C_f.row(tf_e22);
+          const int j_1 = C_f.col(tf_e22);
           const int n = ((pid * 128) + j_1);
-          if ((i_4 < 32)) tf::store16(&t4[i_4 * 11008 + n], tf_src);
+          tf_ok0 = (i_4 < 32);
+          tf_p0 = &t4[i_4 * 11008 + n];
+          tf_v0 = C_f.value(tf_e22);
         }
+        {
+          const int i_4 = C_f.row((tf_e22 + 1));
+          const int j_1 = C_f.col((tf_e22 + 1));
+          const int n = ((pid * 128) + j_1);
+          tf_ok1 = (i_4 < 32);
+          tf_p1 = &t4[i_4 * 11008 + n];
+          tf_v1 = C_f.value((tf_e22 + 1));
+        }
+        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+        tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
       }
-      __syncwarp();  // the warp's reads of its buffer are done before the next slab
+      tf::stmatrix_x4(tf_esa + tf::mn_swizzled<128, 128, 2>(C_f.stsm_row(tf_e21), C_f.stsm_col(tf_e21)) * 2, tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+    }
+    tf::mma_barrier<256>();
+    if (tf_tid == 0) {
+      const int i_4 = 0;
+      const int j_1 = 0;
+      const int n = ((pid * 128) + j_1);
+      tf::tma_store_2d(&tf_map1, tf_esa + 0, static_cast<int>(n) + 0, static_cast<int>(i_4));
+      tf::tma_store_2d(&tf_map1, tf_esa + 16384, static_cast<int>(n) + 64, static_cast<int>(i_4));
+      tf::bulk_commit();
     }
   }
+  if (tf_tid == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

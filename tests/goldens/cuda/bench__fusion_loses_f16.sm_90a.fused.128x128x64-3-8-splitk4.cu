@@ -2,7 +2,7 @@
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 SPLIT_K=4 num_stages=3 num_warps=8
 // wgmma main loop not warp-specialized: copy A_s is register-staged (its producer would spill)
 // epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
-// epilogue into t18: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t18: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -15,7 +15,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf::f16* __restrict__ t18,
     float* __restrict__ splitk_workspace,
     int* __restrict__ splitk_counters,
-    tf::Status* __restrict__ tf_status) {
+    tf::Status* __restrict__ tf_status,
+    const __grid_constant__ tf::TmaDesc tf_map0) {
   constexpr int kThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
   extern __shared__ __align__(1024) unsigned char tf_smem[];
@@ -93,11 +94,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       const float cse_1 = C_f.value(tf_e8);
       C_f.c[tf_e8] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 33554432 + pid * 16384 + 0 * 128 + 0])[tf_e8 * kThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 33554432 + pid * 16384 + 0 * 128 + 0])[tf_e8 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 33554432 + pid * 16384 + 0 * 128 + 0])[tf_e8 * kThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 33554432 + pid * 16384 + 0 * 128 + 0])[tf_e8 * kThreads + tf_tid] : 0x0p+0f)));
     }
-    // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 98304), stored in 16-byte row chunks (proved contiguous and aligned)
-    const unsigned char* tf_es = tf_smem + 98304 + (tf_tid / 32) * 2048;  // this warp's buffer
+    // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 98304), each slab stored by a TMA box (tf_map0) from the warp's lane 0
+    const unsigned char* tf_es = tf_smem + 98304 + (tf_tid / 32) * 4096;  // this warp's buffers
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
     for (int tf_s10 = 0; tf_s10 < decltype(C_f)::kSlabs; ++tf_s10) {
+      const unsigned tf_esb = tf_esa + (tf_s10 % 2) * 2048;
+      if (tf_tid % 32 == 0) {
+        if (tf_s10 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+      }
+      __syncwarp();
       #pragma unroll
       for (int tf_e9 = tf_s10 * 32; tf_e9 < tf_s10 * 32 + 32; tf_e9 += 8) {
         unsigned tf_q[4];
@@ -127,23 +133,19 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e9), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e9), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
+      tf::fence_async_proxy();  // the slab, for the TMA store's reads
       __syncwarp();
-      #pragma unroll
-      for (int tf_k = 0; tf_k < 4; ++tf_k) {
-        const int tf_row = C_f.slab_row(tf_s10) + C_f.slab_chunk_row(tf_k);
-        const int tf_col = C_f.slab_col(tf_s10) + C_f.slab_chunk_col();
-        const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
-        {
-          const int i_3 = tf_row;
-          const int j_3 = tf_col;
-          const int m = ((pid_m * 128) + i_3);
-          const int n = ((pid_n * 128) + j_3);
-          tf::store16(&t18[m * 16384 + n], tf_src);
-        }
+      if (tf_tid % 32 == 0) {
+        const int i_3 = 0;
+        const int j_3 = 0;
+        const int m = ((pid_m * 128) + i_3);
+        const int n = ((pid_n * 128) + j_3);
+        tf::tma_store_2d(&tf_map0, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s10), static_cast<int>(m) + C_f.slab_row(tf_s10));
+        tf::bulk_commit();
       }
-      __syncwarp();  // the warp's reads of its buffer are done before the next slab
     }
   }
+  if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

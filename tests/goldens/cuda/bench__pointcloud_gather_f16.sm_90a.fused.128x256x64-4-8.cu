@@ -3,7 +3,7 @@
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // producer start: the mbarriers are set up at the kernel's entry and the producer does not wait for the statements before the main loop; it loads the rows it gathers itself (idx_rows, idx_ok forwarded from shared memory into its hoisted addresses); it issues the TMA copies of the first 4 of 4 stages before its gathered rows' addresses, whose index load then overlaps those bytes (the first 128 blocks read 1 distinct affine tiles, 32 KiB a stage; at most 4 MiB ahead of the index load)
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -16,7 +16,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     const tf::f16* __restrict__ w,
     tf::f16* __restrict__ t4,
     tf::Status* __restrict__ tf_status,
-    const __grid_constant__ tf::TmaDesc tf_map0) {
+    const __grid_constant__ tf::TmaDesc tf_map0,
+    const __grid_constant__ tf::TmaDesc tf_map1) {
   constexpr int kThreads = 384;
   constexpr int kMmaThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
@@ -107,11 +108,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     if (tf_it1 > 0) tf::mbar_arrive(&tf_empty[(tf_it1 + 3) % 4]);
   }
   C_f.wait();
-  // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 196736), stored in 16-byte row chunks (proved contiguous and aligned)
-  const unsigned char* tf_es = tf_smem + 196736 + (tf_tid / 32) * 2048;  // this warp's buffer
+  // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 197632), each slab stored by a TMA box (tf_map1) from the warp's lane 0
+  const unsigned char* tf_es = tf_smem + 197632 + (tf_tid / 32) * 4096;  // this warp's buffers
   const unsigned tf_esa = tf::smem_addr(tf_es);
   #pragma unroll
   for (int tf_s8 = 0; tf_s8 < decltype(C_f)::kSlabs; ++tf_s8) {
+    const unsigned tf_esb = tf_esa + (tf_s8 % 2) * 2048;
+    if (tf_tid % 32 == 0) {
+      if (tf_s8 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+    }
+    __syncwarp();
     #pragma unroll
     for (int tf_e7 = tf_s8 * 32; tf_e7 < tf_s8 * 32 + 32; tf_e7 += 8) {
       unsigned tf_q[4];
@@ -139,21 +145,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
         tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
       }
-      tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e7), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+      tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e7), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
     }
+    tf::fence_async_proxy();  // the slab, for the TMA store's reads
     __syncwarp();
-    #pragma unroll
-    for (int tf_k = 0; tf_k < 4; ++tf_k) {
-      const int tf_row = C_f.slab_row(tf_s8) + C_f.slab_chunk_row(tf_k);
-      const int tf_col = C_f.slab_col(tf_s8) + C_f.slab_chunk_col();
-      const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
-      {
-        const int i_2 = tf_row;
-        const int j_1 = tf_col;
-        const int m = ((pid_m * 128) + i_2);
-        if ((j_1 < 128)) tf::store16(&t4[m * 128 + j_1], tf_src);
-      }
+    if (tf_tid % 32 == 0) {
+      const int i_2 = 0;
+      const int j_1 = 0;
+      const int m = ((pid_m * 128) + i_2);
+      tf::tma_store_2d(&tf_map1, tf_esb, static_cast<int>(j_1) + C_f.slab_col(tf_s8), static_cast<int>(m) + C_f.slab_row(tf_s8));
+      tf::bulk_commit();
     }
-    __syncwarp();  // the warp's reads of its buffer are done before the next slab
   }
+  if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // producer start: the mbarriers are set up at the kernel's entry and the producer does not wait for the statements before the main loop
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -42,7 +42,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     tf::f16* __restrict__ t4,
     tf::Status* __restrict__ tf_status,
     const __grid_constant__ tf::TmaDesc tf_map0,
-    const __grid_constant__ tf::TmaDesc tf_map1) {
+    const __grid_constant__ tf::TmaDesc tf_map1,
+    const __grid_constant__ tf::TmaDesc tf_map2) {
   constexpr int kThreads = 384;
   constexpr int kMmaThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
@@ -99,11 +100,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     if (tf_it0 > 0) tf::mbar_arrive(&tf_empty[(tf_it0 + 2) % 3]);
   }
   C_f.wait();
-  // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 98432), stored in 16-byte row chunks (proved contiguous and aligned)
-  const unsigned char* tf_es = tf_smem + 98432 + (tf_tid / 32) * 2048;  // this warp's buffer
+  // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 99328), each slab stored by a TMA box (tf_map2) from the warp's lane 0
+  const unsigned char* tf_es = tf_smem + 99328 + (tf_tid / 32) * 4096;  // this warp's buffers
   const unsigned tf_esa = tf::smem_addr(tf_es);
   #pragma unroll
   for (int tf_s2 = 0; tf_s2 < decltype(C_f)::kSlabs; ++tf_s2) {
+    const unsigned tf_esb = tf_esa + (tf_s2 % 2) * 2048;
+    if (tf_tid % 32 == 0) {
+      if (tf_s2 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+    }
+    __syncwarp();
     #pragma unroll
     for (int tf_e1 = tf_s2 * 32; tf_e1 < tf_s2 * 32 + 32; tf_e1 += 8) {
       unsigned tf_q[4];
@@ -133,22 +139,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
         (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
         tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
       }
-      tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e1), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+      tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e1), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
     }
+    tf::fence_async_proxy();  // the slab, for the TMA store's reads
     __syncwarp();
-    #pragma unroll
-    for (int tf_k = 0; tf_k < 4; ++tf_k) {
-      const int tf_row = C_f.slab_row(tf_s2) + C_f.slab_chunk_row(tf_k);
-      const int tf_col = C_f.slab_col(tf_s2) + C_f.slab_chunk_col();
-      const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
-      {
-        const int i = tf_row;
-        const int j = tf_col;
-        const int m = ((pid_m * 128) + i);
-        const int n = ((pid_n * 128) + j);
-        tf::store16(&t4[m * 2048 + n], tf_src);
-      }
+    if (tf_tid % 32 == 0) {
+      const int i = 0;
+      const int j = 0;
+      const int m = ((pid_m * 128) + i);
+      const int n = ((pid_n * 128) + j);
+      tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s2), static_cast<int>(m) + C_f.slab_row(tf_s2));
+      tf::bulk_commit();
     }
-    __syncwarp();  // the warp's reads of its buffer are done before the next slab
   }
+  if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

@@ -4,7 +4,7 @@
 // persistent: each block takes tiles block, block + blocks, ...; the producer fills the next tile's stages while the MMA warpgroups store the last
 // prologue prefetch: the producer loads tile t + 1's 128 rows of `idx` into registers while tile t's copies run
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
-// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned) (not by TMA: a masked store)
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned) (not by TMA: not a 2-D store of 16-bit elements)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -178,7 +178,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (2 > 0) tf::mbar_arrive(&tf_empty[(tf_git + 2 - 1) % 6]);
     tf_git += 2;
-    tf::mma_barrier<256>();
     // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 100608), stored in 16-byte row chunks (proved contiguous and aligned)
     const unsigned char* tf_es = tf_smem + 100608 + (tf_tid / 32) * 2048;  // this warp's buffer
     const unsigned tf_esa = tf::smem_addr(tf_es);

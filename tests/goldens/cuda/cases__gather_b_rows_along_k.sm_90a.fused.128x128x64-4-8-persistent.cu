@@ -2,7 +2,7 @@
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 PERSISTENT=1 num_stages=4 num_warps=8
 // loop k not software-pipelined (irregular body: statements between or after the copies other than the gemm (e.g. an index check of a gather along K)): its tiles get one stage
 // not persistent: no warp-specialized main loop (the persistent form is sm_90a's warp-specialized wgmma kernel's)
-// epilogue into t4: paired stores from the accumulators, not staged: its 34816-byte tile exceeds the kernel's shared memory
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"
@@ -14,7 +14,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const tf::f16* __restrict__ w,
     const int* __restrict__ idx,
     tf::f16* __restrict__ t4,
-    tf::Status* __restrict__ tf_status) {
+    tf::Status* __restrict__ tf_status,
+    const __grid_constant__ tf::TmaDesc tf_map0) {
   constexpr int kThreads = 256;
   const int tf_tid = static_cast<int>(threadIdx.x);
   extern __shared__ __align__(1024) unsigned char tf_smem[];
@@ -59,33 +60,57 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     C_f.mma(A_s, B_s);
   }
   tf::async_barrier();
+  // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 32768), each slab stored by a TMA box (tf_map0) from the warp's lane 0
+  const unsigned char* tf_es = tf_smem + 32768 + (tf_tid / 32) * 4096;  // this warp's buffers
+  const unsigned tf_esa = tf::smem_addr(tf_es);
   #pragma unroll
-  for (int tf_e5 = 0; tf_e5 < decltype(C_f)::kElems; tf_e5 += 2) {
-    bool tf_ok0 = false, tf_ok1 = false;
-    tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; tf::f16 tf_v0{}, tf_v1{};
-    {
-      const int i_3 = C_f.row(tf_e5);
-      const int j_2 = C_f.col(tf_e5);
+  for (int tf_s6 = 0; tf_s6 < decltype(C_f)::kSlabs; ++tf_s6) {
+    const unsigned tf_esb = tf_esa + (tf_s6 % 2) * 2048;
+    if (tf_tid % 32 == 0) {
+      if (tf_s6 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int tf_e5 = tf_s6 * 32; tf_e5 < tf_s6 * 32 + 32; tf_e5 += 8) {
+      unsigned tf_q[4];
+      #pragma unroll
+      for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+        const int tf_e7 = tf_e5 + 2 * tf_pp;
+        bool tf_ok0 = false, tf_ok1 = false;
+        tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+        {
+          const int i_3 = C_f.row(tf_e7);
+          const int j_2 = C_f.col(tf_e7);
+          const int m = ((pid_m * 128) + i_3);
+          const int n = ((pid_n * 128) + j_2);
+          tf_ok0 = true;
+          tf_p0 = &t4[m * 256 + n];
+          tf_v0 = C_f.value(tf_e7);
+        }
+        {
+          const int i_3 = C_f.row((tf_e7 + 1));
+          const int j_2 = C_f.col((tf_e7 + 1));
+          const int m = ((pid_m * 128) + i_3);
+          const int n = ((pid_n * 128) + j_2);
+          tf_ok1 = true;
+          tf_p1 = &t4[m * 256 + n];
+          tf_v1 = C_f.value((tf_e7 + 1));
+        }
+        (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+        tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+      }
+      tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e5), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+    }
+    tf::fence_async_proxy();  // the slab, for the TMA store's reads
+    __syncwarp();
+    if (tf_tid % 32 == 0) {
+      const int i_3 = 0;
+      const int j_2 = 0;
       const int m = ((pid_m * 128) + i_3);
       const int n = ((pid_n * 128) + j_2);
-      tf_ok0 = true;
-      tf_p0 = &t4[m * 256 + n];
-      tf_v0 = tf::cast<tf::f16>(C_f.value(tf_e5));
-    }
-    {
-      const int i_3 = C_f.row((tf_e5 + 1));
-      const int j_2 = C_f.col((tf_e5 + 1));
-      const int m = ((pid_m * 128) + i_3);
-      const int n = ((pid_n * 128) + j_2);
-      tf_ok1 = true;
-      tf_p1 = &t4[m * 256 + n];
-      tf_v1 = tf::cast<tf::f16>(C_f.value((tf_e5 + 1)));
-    }
-    if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {
-      tf::store_pair(tf_p0, tf_v0, tf_v1);
-    } else {
-      if (tf_ok0) *tf_p0 = tf_v0;
-      if (tf_ok1) *tf_p1 = tf_v1;
+      tf::tma_store_2d(&tf_map0, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s6), static_cast<int>(m) + C_f.slab_row(tf_s6));
+      tf::bulk_commit();
     }
   }
+  if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits
 }

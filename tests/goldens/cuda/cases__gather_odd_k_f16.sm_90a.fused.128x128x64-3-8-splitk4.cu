@@ -2,7 +2,7 @@
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=128 GROUP_M=8 SPLIT_K=4 num_stages=3 num_warps=8
 // wgmma main loop not warp-specialized: copy B_s is register-staged (its producer would spill)
 // epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
-// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks
+// epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (not by TMA: an output row pitch or base not 16-byte aligned)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
 #include "tf_copy.cuh"

@@ -39,6 +39,14 @@ driver::CompiledProgram compile_for(const std::string& path, const char* target,
   return driver::compile(p.graph, co);
 }
 
+// The tensor maps a kernel's epilogues store through (after the copies'):
+// one an epilogue stored by TMA.
+size_t store_maps(const codegen::CudaKernel& c) {
+  size_t n = 0;
+  for (const codegen::CudaEpilogue& e : c.epilogues) n += e.tma_store;
+  return n;
+}
+
 class CudaCompile : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -216,7 +224,7 @@ TEST_F(CudaCompile, SeedHoistsTheIndexAndPipelinesCpAsync16) {
     }
     if (hopper) {
       EXPECT_NE(src.find("tf::tma_load<2>(&B_s["), std::string::npos) << src;
-      ASSERT_EQ(c.tensor_maps.size(), 1u);
+      ASSERT_EQ(c.tensor_maps.size(), 1u + store_maps(c));
       EXPECT_EQ(c.tensor_maps[0].box, (std::vector<int>{64, 64}));
       EXPECT_EQ(c.tensor_maps[0].swizzle_bytes, 128);
       EXPECT_EQ(c.tensor_maps[0].dims, (std::vector<int64_t>{2048, 2048}));
@@ -237,9 +245,14 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
   ASSERT_EQ(p.kernels.size(), 1u);
   const codegen::CudaKernel& c = *p.kernels[0].cuda;
   EXPECT_EQ(c.producer_threads, 128);
-  ASSERT_EQ(c.tensor_maps.size(), 2u) << c.source;
+  // Its 16-bit row-major output goes out per warp by TMA, a box a 16-row
+  // slab (warp_tma_store).
+  ASSERT_EQ(store_maps(c), 1u) << c.source;
+  ASSERT_EQ(c.tensor_maps.size(), 3u) << c.source;
   EXPECT_EQ(c.tensor_maps[0].box, (std::vector<int>{64, c.gemms[0].block_m}));
   EXPECT_EQ(c.tensor_maps[1].box, (std::vector<int>{64, 64}));
+  EXPECT_EQ(c.tensor_maps[2].box, (std::vector<int>{64, 16}));
+  EXPECT_NE(c.source.find("tf::tma_store_2d(&tf_map2, tf_esb"), std::string::npos) << c.source;
   for (const codegen::CudaCopy& cp : c.copies) EXPECT_EQ(cp.mode, "tma") << cp.dst;
   EXPECT_NE(c.source.find("tf::mbar_arrive_expect_tx("), std::string::npos) << c.source;
   EXPECT_EQ(c.source.find("cp_async_16"), std::string::npos) << c.source;
@@ -256,7 +269,7 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
     SCOPED_TRACE(gather ? "tma_row_gather=1" : "default");
     for (const codegen::CudaCopy& cp : sc.copies)
       if (cp.dst == "A_s") EXPECT_EQ(cp.mode, gather ? "tma" : "cp_async");
-    EXPECT_EQ(sc.tensor_maps.size(), gather ? 2u : 1u);
+    EXPECT_EQ(sc.tensor_maps.size(), (gather ? 2u : 1u) + store_maps(sc));
     EXPECT_EQ(sc.source.find("(index_ok[i_3]) ? static_cast<int>(index_rows[i_3]) : -1") !=
                   std::string::npos,
               gather)
@@ -295,7 +308,7 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
           const bool gather_tma = v.options().tma_row_gather && std::string(wp.name) == "gather_f16" &&
                                   cfg.block_k * 2 % 128 == 0;
           const int maps = !ws || !v.options().tma ? 0 : wp.tma_maps + (gather_tma ? 1 : 0);
-          EXPECT_EQ(static_cast<int>(c.tensor_maps.size()), maps) << c.source;
+          EXPECT_EQ(static_cast<int>(c.tensor_maps.size() - store_maps(c)), maps) << c.source;
           // The cluster variant forms a cluster where the grid pairs up
           // (the pass proves each pair shares B: neighbouring M tiles of one
           // N tile, and of one K split under split-K).
@@ -730,28 +743,46 @@ TEST_F(CudaCompile, FragmentPipelineOnlyForLargeWarpTiles) {
 //   2048-element rows): a mask per element, a store16 when all hold;
 // - no proof (row stride 2044): the run-time pointer and alignment tests.
 // No form compares pointers or tests alignment where the chunks are proved.
+// (The copy-out with warp_tma_store=0: by default the first three forms,
+// whose masks are only their bounds and whose rows are 16-byte aligned, go
+// out by a TMA box a slab, with no copy-out; the fourth keeps it.)
 TEST_F(CudaCompile, StagedCopyOutFollowsTheChunkProof) {
   struct Form {
     const char* param;
     const char* mask;
-    bool proved, one_mask;
+    bool proved, one_mask, tma;
   };
   int n = 0;
-  for (const Form& f : {Form{"global f16[2048, 2048] strides [2048, 1] align 16", "", true, true},
-                        Form{"global f16[2048, 2040] strides [2040, 1] align 16",
-                             "pid_n*128 + j_2 < 2040", true, true},
-                        Form{"global f16[2048, 2044] strides [2048, 1] align 16",
-                             "pid_n*128 + j_2 < 2044", true, false},
-                        Form{"global f16[2048, 2044] strides [2044, 1] align 16",
-                             "pid_n*128 + j_2 < 2044", false, false}}) {
+  for (const Form& f :
+       {Form{"global f16[2048, 2048] strides [2048, 1] align 16", "", true, true, true},
+        Form{"global f16[2048, 2040] strides [2040, 1] align 16", "pid_n*128 + j_2 < 2040", true,
+             true, true},
+        Form{"global f16[2048, 2044] strides [2048, 1] align 16", "pid_n*128 + j_2 < 2044", true,
+             false, true},
+        Form{"global f16[2048, 2044] strides [2044, 1] align 16", "pid_n*128 + j_2 < 2044",
+             false, false, false}}) {
     SCOPED_TRACE(std::string(f.param) + " mask " + f.mask);
     codegen::testing::GemmText g = codegen::testing::wgmma_gemm("layout");
     g.params = std::string("  out2: ") + f.param + ",\n";
     g.store = std::string("out2[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2])") +
               (*f.mask ? std::string(", mask=(") + f.mask + ")" : "");
-    tir::Kernel k = tir::parse_kernel(g.text());
-    k = codegen::testing::cuda_pass("epilogue")(k);
-    k = codegen::testing::cuda_pass("sync")(k);
+    const tir::Kernel in = tir::parse_kernel(g.text());
+    {
+      tir::Kernel k = codegen::testing::cuda_pass("epilogue")(in);
+      k = codegen::testing::cuda_pass("sync")(k);
+      const codegen::CudaKernel ck = codegen::emit_cuda(k, *tir::Target::parse("sm_90a"));
+      EXPECT_EQ(store_maps(ck), f.tma ? 1u : 0u) << ck.source;
+      EXPECT_EQ(ck.source.find("tf::tma_store_2d(") != std::string::npos, f.tma) << ck.source;
+      EXPECT_EQ(ck.source.find("tf::store16(") == std::string::npos, f.tma) << ck.source;
+      const cuda::CompiledKernel c =
+          cuda::compile_cuda(ck.source, ck.name + "_slab_tma" + std::to_string(n),
+                             driver::cuda_compile_options("sm_90a"));
+      ASSERT_TRUE(c.usage.present || cuda::cuda_available()) << c.log;
+      if (c.usage.present) EXPECT_EQ(c.usage.spill_store_bytes, 0) << c.log;
+    }
+    const tir::CudaOptions copy_out = codegen::testing::options({"warp_tma_store=0"});
+    tir::Kernel k = codegen::testing::cuda_pass("epilogue", copy_out)(in);
+    k = codegen::testing::cuda_pass("sync", copy_out)(k);
     const codegen::CudaKernel ck = codegen::emit_cuda(k, *tir::Target::parse("sm_90a"));
     const std::string& src = ck.source;
     EXPECT_NE(src.find("tf::cast_pack2<tf::f16>(tf_v0, tf_v1)"), std::string::npos) << src;

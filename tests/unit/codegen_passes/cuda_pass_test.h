@@ -155,15 +155,31 @@ inline constexpr const char* kStagedNote =
 // cast of f32.
 inline constexpr const char* kStagedPlan =
     "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1";
-// The same staged per warp (the default, CudaOptions::warp_staged_epilogue):
-// 8 MMA warps' 2048-byte buffers at 98432, after the mbarriers (98352
-// rounded up to 128 bytes), so the kernel's shared bytes grow to 114816.
+// The same staged per warp (the default, CudaOptions::warp_staged_epilogue)
+// and each slab stored by a TMA box (CudaOptions::warp_tma_store): 8 MMA
+// warps' two 2048-byte buffers at 99328, after the mbarriers (98352 rounded
+// up to 1024 bytes, the swizzle), so the kernel's shared bytes grow to
+// 132096, and out gets tensor map 2 (kSlabMap), one slab a box.
 inline constexpr const char* kWarpStagedNote =
+    "epilogue into out: staged through shared memory per warp by stmatrix (each MMA warp its own "
+    "16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), "
+    "f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane "
+    "0)";
+inline constexpr const char* kWarpStagedPlan =
+    "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=99328, tma_store=2, per_warp=1, "
+    "slab_buffers=2";
+inline constexpr const char* kSlabMap =
+    "(param=2, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 16], swizzle=128)";
+// Per warp with the 16-byte copy-out (warp_tma_store=0, or an output TMA
+// cannot store): one buffer a warp at 98432 (128-byte aligned), the
+// kernel's shared bytes 114816.
+inline constexpr const char* kWarpCopyOutNote =
     "epilogue into out: staged through shared memory per warp by stmatrix (each MMA warp its own "
     "16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 "
     "pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)";
-inline constexpr const char* kWarpStagedPlan =
-    "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432, per_warp=1";
+inline constexpr const char* kWarpCopyOutPlan =
+    "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432, per_warp=1, "
+    "slab_buffers=1";
 // The TMA copies of its operand tiles, and their tensor maps.
 inline constexpr const char* kTmaA =
     "tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384, reason=\"affine "
@@ -223,7 +239,8 @@ inline GemmText wgmma_gemm(std::string_view after) {
   }
   if (stage >= 8) {
     g.epilogue_plan = kWarpStagedPlan;
-    shared = "shared_bytes=114816, shared_align=1024";
+    shared = "shared_bytes=132096, shared_align=1024";
+    maps.insert(maps.size() - 1, std::string(", ") + kSlabMap);
     notes += std::string(", \"") + kWarpStagedNote + "\"";
   }
   // Nothing after the loop touches shared memory: no barrier after it.

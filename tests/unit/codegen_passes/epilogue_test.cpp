@@ -56,43 +56,111 @@ TEST(Epilogue, StagedThroughSharedMemory) {
   expect_whole_tile(in.text(), out.text());
 }
 
-// By default a stmatrix tile is staged per warp: 8 MMA warps' 2048-byte
-// buffers after the mbarriers (98352 rounded up to 98432), the kernel's
-// shared bytes 114816 (testing::kWarpStagedPlan).
+// By default a stmatrix tile is staged per warp and each slab goes out by a
+// TMA box: 8 MMA warps' two 2048-byte buffers after the mbarriers (98352
+// rounded up to 99328, the swizzle's 1024 bytes), the kernel's shared bytes
+// 132096, and a tensor map of out whose box is one slab (64 columns x 16
+// rows; testing::kWarpStagedPlan, kSlabMap).
 TEST(Epilogue, PerWarpByDefault) {
   GemmText in = testing::wgmma_gemm("layout");
   GemmText out = in;
   out.epilogue_plan = testing::kWarpStagedPlan;
-  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=114816");
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=132096");
+  out.launch.insert(out.launch.find("], notes"), std::string(", ") + testing::kSlabMap);
   out = testing::with_note(out, testing::kWarpStagedNote);
   EXPECT_EQ(out.text(), testing::wgmma_gemm("epilogue").text());
   expect_cuda_pass("epilogue", in.text(), out.text());
 }
 
-// A persistent kernel's masked tile (not by TMA): per warp too, its
-// buffers right after the rings, and no tile region.
+// With warp_tma_store=0 each warp stores its slabs itself, in 16-byte row
+// chunks: one buffer a warp, 128-byte aligned (98432), no tensor map.
+TEST(Epilogue, PerWarpCopyOutWithoutTmaStores) {
+  GemmText in = testing::wgmma_gemm("layout");
+  GemmText out = in;
+  out.epilogue_plan = testing::kWarpCopyOutPlan;
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=114816");
+  out = testing::with_note(out, testing::kWarpCopyOutNote);
+  expect_cuda_pass("epilogue", in.text(), out.text(), options({"warp_tma_store=0"}));
+}
+
+// A persistent kernel's masked tile (not by TMA): per warp with the
+// copy-out, its buffer right after the rings, and no tile region.
 TEST(Epilogue, PerWarpInAPersistentKernel) {
   GemmText in = testing::wgmma_gemm("layout");
   in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
   in.store =
       "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2]), mask=(pid_m*128 + i_2 < 2000)";
   GemmText out = in;
-  out.epilogue_plan = testing::kWarpStagedPlan;
+  out.epilogue_plan = testing::kWarpCopyOutPlan;
   out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=114816");
   out = testing::with_note(
-      out, std::string(testing::kWarpStagedNote) + " (not by TMA: a masked store)");
+      out, std::string(testing::kWarpCopyOutNote) + " (not by TMA: a masked store)");
   expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// A store masked only by the output's bounds (an M or N tail: here rows
+// below 2048 of a [2048, 2048] output, columns below 2048) goes out by TMA
+// slabs too: TMA clips at the bounds itself.
+TEST(Epilogue, MaskedByItsBoundsStoredByTma) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.store =
+      "out[pid_m*128 + i_2, pid_n*128 + j_2] = f16(C_f[i_2, j_2]), mask=(pid_m*128 + i_2 < 2048 && "
+      "pid_n*128 + j_2 < 2048)";
+  GemmText out = in;
+  out.epilogue_plan = testing::kWarpStagedPlan;
+  out.launch.replace(out.launch.find("shared_bytes=98352"), 18, "shared_bytes=132096");
+  out.launch.insert(out.launch.find("], notes"), std::string(", ") + testing::kSlabMap);
+  out = testing::with_note(out, testing::kWarpStagedNote);
+  expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// A persistent kernel whose rings leave no room for the whole tile (here
+// 198912 bytes before it, as a 4-stage 128x256 ring: the 34816-byte tile
+// at 199680 would end past the 227 KiB) but room for the slabs: per warp,
+// two buffers a warp at 199680, ending exactly at 232448. Without the
+// per-warp option, paired stores, and the note says why.
+TEST(Epilogue, PerWarpWhereOnlyTheSlabsFit) {
+  GemmText in = testing::wgmma_gemm("layout");
+  in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
+  in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=198912");
+  GemmText out = in;
+  out.epilogue_plan =
+      "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=199680, tma_store=2, "
+      "per_warp=1, slab_buffers=2";
+  out.launch.replace(out.launch.find("shared_bytes=198912"), 19, "shared_bytes=232448");
+  out.launch.insert(out.launch.find("], notes"), std::string(", ") + testing::kSlabMap);
+  out = testing::with_note(out, testing::kWarpStagedNote);
+  expect_cuda_pass("epilogue", in.text(), out.text());
+  expect_whole_tile(in.text(),
+                    paired(in, "its 34816-byte tile does not fit beside the persistent kernel's "
+                               "rings")
+                        .text());
 }
 
 // Where the warp buffers do not fit beside the kernel's shared memory
 // (here 220000 bytes: 16 KiB more exceed the 227 KiB a block may have), the
-// whole tile, and a note says why.
+// whole tile, and a note says why. Where two buffers a warp do not fit but
+// one does (205000 bytes), one, and a note says so.
 TEST(Epilogue, WholeTileWhereTheWarpBuffersDoNotFit) {
   GemmText in = testing::wgmma_gemm("layout");
   in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=220000");
   GemmText out = staged(in);
   out = testing::with_note(out,
                            "epilogue: not staged per warp (its 16384 bytes of warp buffers do not "
+                           "fit beside the kernel's other shared memory)");
+  expect_cuda_pass("epilogue", in.text(), out.text());
+  in.launch.replace(in.launch.find("shared_bytes=220000"), 19, "shared_bytes=205000");
+  out = in;
+  out.epilogue_plan =
+      "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=205824, tma_store=2, "
+      "per_warp=1, slab_buffers=1";
+  out.launch.replace(out.launch.find("shared_bytes=205000"), 19, "shared_bytes=222208");
+  out.launch.insert(out.launch.find("], notes"), std::string(", ") + testing::kSlabMap);
+  std::string note = testing::kWarpStagedNote;
+  note.replace(note.find("in two 2048-byte buffers"), 24, "in a 2048-byte buffer");
+  out = testing::with_note(out, note);
+  out = testing::with_note(out,
+                           "epilogue: one slab buffer a warp, not two (two, 32768 bytes, do not "
                            "fit beside the kernel's other shared memory)");
   expect_cuda_pass("epilogue", in.text(), out.text());
 }
@@ -132,6 +200,9 @@ TEST(Epilogue, PersistentTileStoredByTma) {
                            "pairs cast together, stored by TMA (a 128-byte swizzled box a "
                            "64-column strip)");
   expect_whole_tile(in.text(), out.text());
+  // (By default too: where the persistent kernel can store the tile whole
+  // by TMA, it is not staged per warp.)
+  expect_cuda_pass("epilogue", in.text(), out.text());
   GemmText copy_out = in;
   copy_out.epilogue_plan =
       "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432";

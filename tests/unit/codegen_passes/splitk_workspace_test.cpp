@@ -63,7 +63,7 @@ const char* const kSplitPlanned = R"TIR(kernel gemm0(
   t2: global f16[64, 128] strides [128, 1] align 16,
   splitk_workspace: global f32[2, 1, 64, 128] align 16,
   splitk_counters: global i32[1] align 16,
-) grid(pid_k: 2, pid: 1) attrs(BLOCK_K = 64, BLOCK_M = 64, BLOCK_N = 128, GROUP_M = 8, SPLIT_K = 2, num_stages = 3, num_warps = 4) plan(threads=256, consumer_threads=128, shared_bytes=82048, shared_align=1024, async_barriers=1, workspace_fragment_order=3, tensor_maps=[(param=0, elem=2, dims=[512, 64], strides=[1024], box=[64, 64], swizzle=128), (param=1, elem=2, dims=[128, 512], strides=[256], box=[64, 64], swizzle=128)], notes=["warp-specialized: warpgroup 1 issues the copies (mbarrier pipeline), warpgroups 0..0 run wgmma", "no register budgets (setmaxnreg): a 256-thread block (budgets are set for two MMA warpgroups)", "epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)", "epilogue into t2: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned)"]) {
+) grid(pid_k: 2, pid: 1) attrs(BLOCK_K = 64, BLOCK_M = 64, BLOCK_N = 128, GROUP_M = 8, SPLIT_K = 2, num_stages = 3, num_warps = 4) plan(threads=256, consumer_threads=128, shared_bytes=91136, shared_align=1024, async_barriers=1, workspace_fragment_order=3, tensor_maps=[(param=0, elem=2, dims=[512, 64], strides=[1024], box=[64, 64], swizzle=128), (param=1, elem=2, dims=[128, 512], strides=[256], box=[64, 64], swizzle=128), (param=2, elem=2, dims=[128, 64], strides=[256], box=[64, 16], swizzle=128)], notes=["warp-specialized: warpgroup 1 issues the copies (mbarrier pipeline), warpgroups 0..0 run wgmma", "no register budgets (setmaxnreg): a 256-thread block (budgets are set for two MMA warpgroups)", "epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)", "epilogue into t2: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)"]) {
   alloc A_s: shared f16[64, 64] plan(swizzled, stages=3, offset=0, bytes=24576)
   alloc B_s: shared f16[64, 128] plan(mn_swizzled, stages=3, offset=24576, bytes=49152)
   alloc C_f: fragment f32[64, 128] plan(wgmma, operand=f16, block=[64, 128, 64], warps=[1, 1])
@@ -86,7 +86,7 @@ const char* const kSplitPlanned = R"TIR(kernel gemm0(
         C_f[i_3, j_3] = select(pid_k == 0, cse_1, load(splitk_workspace, [0, pid, i_3, j_3], mask=(pid_k != 0))) + select(pid_k == 1, cse_1, load(splitk_workspace, [1, pid, i_3, j_3], mask=(pid_k != 1)))
       }
     }
-    for i_4 in parallel(0, 64) plan(staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=73856, per_warp=1) {
+    for i_4 in parallel(0, 64) plan(staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=74752, tma_store=2, per_warp=1, slab_buffers=2) {
       for j_4 in parallel(0, 128) {
         let n = pid*128 + j_4
         t2[i_4, n] = f16(C_f[i_4, j_4])

@@ -109,7 +109,9 @@ TEST(Sync, BlockAsyncWhereTheKernelHasAWgmmaTile) {
 // (warp_staged_epilogue=0): the form that needs barriers around it.
 GemmText whole_tile(GemmText g) {
   g.epilogue_plan = testing::kStagedPlan;
-  g.launch.replace(g.launch.find("shared_bytes=114816"), 19, "shared_bytes=98352");
+  g.launch.replace(g.launch.find("shared_bytes=132096"), 19, "shared_bytes=98352");
+  const std::string slab_map = std::string(", ") + testing::kSlabMap;
+  g.launch.replace(g.launch.find(slab_map), slab_map.size(), "");
   g.launch.replace(g.launch.find(testing::kWarpStagedNote),
                    std::string_view(testing::kWarpStagedNote).size(), testing::kStagedNote);
   return g;
@@ -132,6 +134,30 @@ TEST(Sync, NoBarrierAfterTheLoopBeforeAPerWarpEpilogue) {
   later.after = "evaluate(A_s[0, 0])\n";
   std::string out = later.text();
   expect_cuda_pass("sync", later.text(), out);
+}
+
+// In a persistent kernel the MMA warps also run the next tile's statements
+// before the loop: with a per-warp epilogue and nothing else of theirs
+// touching shared memory, its loop needs no barrier after it either (the
+// warps of one tile drift apart up to the ring's mbarriers). A whole tile
+// staged in the kernel's own region keeps it: the last tile's copy-out
+// reads that region.
+TEST(Sync, NoBarrierAfterThePersistentLoopBeforeAPerWarpEpilogue) {
+  auto persistent = [](GemmText g) {
+    g.launch.insert(g.launch.find(", tensor_maps"), ", persistent=1");
+    return g;
+  };
+  expect_cuda_pass("sync", persistent(testing::wgmma_gemm("epilogue")).text(),
+                   persistent(testing::wgmma_gemm("sync")).text());
+  GemmText whole = persistent(testing::wgmma_gemm("epilogue"));
+  whole.epilogue_plan =
+      "staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=98432";
+  whole.launch.replace(whole.launch.find("shared_bytes=132096"), 19, "shared_bytes=133248");
+  const std::string slab_map = std::string(", ") + testing::kSlabMap;
+  whole.launch.replace(whole.launch.find(slab_map), slab_map.size(), "");
+  whole.launch.replace(whole.launch.find(testing::kWarpStagedNote),
+                       std::string_view(testing::kWarpStagedNote).size(), testing::kStagedNote);
+  expect_cuda_pass("sync", whole.text(), whole.text());
 }
 
 // The seed's shape: a row index tile copied before the warp-specialized

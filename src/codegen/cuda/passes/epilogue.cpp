@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_set>
+#include <utility>
 
 #include "analysis/axis_info.h"
 #include "codegen/cuda/structure.h"
@@ -216,9 +217,27 @@ ChunkProof prove_chunks(const Kernel& kernel, const ForNode* op, const EpilogueN
   return {true, a.mask_constancy[1] % vec != 0};
 }
 
+// Whether `mask` (in the nest's vars) says only that the 2-D store's
+// indices `idx` lie within the output's `dims` (rows, columns): a
+// conjunction of `idx[d] < dims[d]` terms. A TMA store clips at those
+// bounds itself (PTX ISA 9.7.9.25.5.2: box elements outside the tensor are
+// not written), so such a mask (M and N tails) needs no test.
+bool mask_is_bounds(const Expr& mask, const std::vector<Expr>& idx, const int64_t dims[2]) {
+  if (const AndNode* a = mask.as<AndNode>())
+    return mask_is_bounds(a->a, idx, dims) && mask_is_bounds(a->b, idx, dims);
+  const LTNode* lt = mask.as<LTNode>();
+  const int64_t* bound = lt ? as_const_int(lt->b) : nullptr;
+  if (!bound) return false;
+  for (int d = 0; d < 2; ++d) {
+    const int64_t* diff = as_const_int(passes::simplify(SubNode::make(lt->a, idx[d])));
+    if (*bound == dims[d] && diff && *diff == 0) return true;
+  }
+  return false;
+}
+
 // The tensor map a TMA store of the staged rows x cols tile of nest `op`
 // uses (EpiloguePlan::tma_store), or why there is none: the store is
-// unmasked, into a 2-D global buffer of constant shape, row-major with a
+// unmasked (or masked by its bounds alone), into a 2-D global buffer of constant shape, row-major with a
 // 16-byte aligned base and row pitch, at (row origin + the row var, column
 // origin + the column var) with both origins free of the nest's vars (the
 // nest's lets substituted), its rows 128-byte strips of 16-bit elements.
@@ -234,7 +253,6 @@ std::optional<TensorMapPlan> tma_store_map(const Kernel& kernel, const ForNode* 
     *why = w;
     return std::nullopt;
   };
-  if (st->mask.defined()) return no("a masked store");
   if (b->shape.size() != 2 || elem != 2) return no("not a 2-D store of 16-bit elements");
   if (rows > 256 || (cols * elem) % 128 != 0) return no("the tile is not whole 128-byte strips");
   const int64_t* d0 = as_const_int(b->shape[0]);
@@ -253,6 +271,13 @@ std::optional<TensorMapPlan> tma_store_map(const Kernel& kernel, const ForNode* 
   std::vector<Expr> idx = st->indices;
   for (Expr& e : idx)
     for (size_t i = n.lets.size(); i-- > 0;) e = substitute(e, n.lets[i]->var, n.lets[i]->value);
+  if (st->mask.defined()) {
+    Expr mask = st->mask;
+    for (size_t i = n.lets.size(); i-- > 0;)
+      mask = substitute(mask, n.lets[i]->var, n.lets[i]->value);
+    const int64_t dims[2] = {*d0, *d1};
+    if (!mask_is_bounds(mask, idx, dims)) return no("a masked store");
+  }
   const Var& r = op->var;
   const Var& c = n.inner->var;
   const Expr o0 = passes::simplify(SubNode::make(idx[0], r));
@@ -329,6 +354,12 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     int64_t bytes;
     size_t note;
     std::string name, no_tma;
+    // Set where the whole tile does not fit (why) but the per-warp slabs
+    // may: staged only per warp, else paired.
+    std::string whole_tile_why;
+    // The TMA maps its tile (box: a 64-column strip) and its slabs (box: 16
+    // rows x 64 columns) would use, where it has them.
+    std::optional<TensorMapPlan> tile_map, slab_map;
   };
   std::vector<StagedNest> staged_nests;
   std::vector<TensorMapPlan> store_maps;     // TMA stores' maps, after the launch's
@@ -338,6 +369,17 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   // threads that own the elements, coalesced, without a shared-memory tile.
   const ForNode* ws_nest = nullptr;
   const int ws_param = fragment_order_workspace(kernel, find.nests, &ws_nest);
+  // Per-warp slabs (see below): the MMA threads, and whether one buffer a
+  // warp would fit after every other shared byte.
+  const int64_t mma_threads =
+      kernel.launch.consumer_threads > 0
+          ? int64_t{kernel.launch.consumer_threads} * kernel.launch.consumer_teams
+          : kernel.launch.num_threads;
+  auto align_up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
+  const bool warp_buffers_fit =
+      context.cuda.warp_staged_epilogue &&
+      align_up(kernel.launch.dynamic_shared_bytes, 128) + mma_threads / 32 * kWarpSlabBytes <=
+          kMaxDynamicSharedBytes;
   for (const ForNode* op : find.nests) {
     if (op == ws_nest) {
       EpiloguePlan fo;
@@ -362,7 +404,23 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     const int64_t out_bytes = dtype_size(n.store->buffer.dtype());
     const int64_t pitch = const_of(frag->shape[1], "a fragment extent") + 16 / out_bytes;
     const int64_t stage_bytes = const_of(frag->shape[0], "a fragment extent") * pitch * out_bytes;
+    // A wgmma D fragment is stmatrix's (PTX ISA 9.7.9.17): 16-bit outputs
+    // stage four pairs an instruction. Measured on the H200 (hand-edited
+    // seed kernel): 0.5 to 1.1 us of 32, 20% fewer instructions; 32-bit
+    // stores of the packed pairs gained nothing. Its addressing takes
+    // registers beside the accumulators: at 128 a thread within the 168 of
+    // a 384-thread block it spilled 36 bytes (bmm 128x256, ptxas 13.0), so
+    // there only with a register budget.
+    const int threads = kernel.launch.consumer_threads > 0 ? kernel.launch.consumer_threads
+                                                           : kernel.launch.num_threads;
+    const int64_t accumulators = int64_t{f->block_m} * f->block_n / threads;
+    const bool stmatrix_values = context.cuda.stmatrix_epilogue && f->family == MmaFamily::Wgmma &&
+                                 out_bytes == 2 &&
+                                 (accumulators <= 64 || find.consumer_registers >= 200);
     std::string why;
+    // Where the whole tile does not fit but its values could be staged per
+    // warp, the whole tile's reason, kept should the slabs not fit either.
+    std::string whole_tile_why;
     if (!context.cuda.staged_epilogue)
       why = "the staged_epilogue option is off";
     else if (stage_bytes * (own_region ? teams : 1) > room)
@@ -371,25 +429,14 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
                                      stage_bytes, teams > 1 ? " (one a consumer team)" : "")
                        : fmt::format("its {}-byte tile exceeds the kernel's shared memory",
                                      stage_bytes);
-    else
-      why = staging_problem(n);
+    if (!why.empty() && context.cuda.staged_epilogue && stmatrix_values && warp_buffers_fit)
+      whole_tile_why = std::exchange(why, "");
+    if (why.empty()) why = staging_problem(n);
     const bool staged = why.empty() && out_bytes >= 1 && out_bytes <= 8 && 16 % out_bytes == 0;
     if (staged) {
       plan.form = EpilogueForm::Staged;
       plan.pitch = pitch;
-      // A wgmma accumulator's D fragment is stmatrix's (PTX ISA 9.7.9.17):
-      // 16-bit outputs stage four pairs an instruction. Measured on the H200
-      // (hand-edited seed kernel): 0.5 to 1.1 us of 32, 20% fewer
-      // instructions; 32-bit stores of the packed pairs gained nothing.
-      // Its addressing takes registers beside the accumulators: at 128 a
-      // thread within the 168 of a 384-thread block it spilled 36 bytes
-      // (bmm 128x256, ptxas 13.0), so there only with a register budget.
-      const int threads = kernel.launch.consumer_threads > 0 ? kernel.launch.consumer_threads
-                                                             : kernel.launch.num_threads;
-      const int64_t accumulators = int64_t{f->block_m} * f->block_n / threads;
-      plan.stmatrix = context.cuda.stmatrix_epilogue && f->family == MmaFamily::Wgmma &&
-                      out_bytes == 2 && (pitch * out_bytes) % 16 == 0 &&
-                      (accumulators <= 64 || find.consumer_registers >= 200);
+      plan.stmatrix = stmatrix_values && ((pitch * out_bytes) % 16 == 0 || !whole_tile_why.empty());
       const int64_t vec = 16 / out_bytes;
       if (context.cuda.proved_epilogue_chunks) {
         const ChunkProof proof = prove_chunks(kernel, op, n, vec);
@@ -397,16 +444,17 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
         plan.chunk_mask_varies = proof.contiguous && proof.mask_varies;
       }
       plan.pair_cast = context.cuda.pair_cast_epilogue && casts_f32_to_half(n.store);
-      std::string no_tma;
-      if (tma_stores && plan.stmatrix) {
+      StagedNest sn{op, whole_tile_why.empty() ? stage_bytes : 0, notes.size(),
+                    n.store->buffer.name(), "", whole_tile_why, std::nullopt, std::nullopt};
+      if (plan.stmatrix) {
         const int64_t rows = const_of(frag->shape[0], "a fragment extent");
         const int64_t cols = const_of(frag->shape[1], "a fragment extent");
-        if (std::optional<TensorMapPlan> m = tma_store_map(kernel, op, n, rows, cols, &no_tma)) {
-          plan.tma_store = static_cast<int>(kernel.launch.tensor_maps.size() + store_maps.size());
-          store_maps.push_back(*m);
-        }
+        if (tma_stores && whole_tile_why.empty())
+          sn.tile_map = tma_store_map(kernel, op, n, rows, cols, &sn.no_tma);
+        if (context.cuda.warp_staged_epilogue && context.cuda.warp_tma_store)
+          sn.slab_map = tma_store_map(kernel, op, n, 16, cols, &sn.no_tma);
       }
-      staged_nests.push_back({op, stage_bytes, notes.size(), n.store->buffer.name(), no_tma});
+      staged_nests.push_back(std::move(sn));
       notes.emplace_back();  // (written once the shared memory is laid out)
     } else {
       plan.form = EpilogueForm::Paired;
@@ -416,25 +464,33 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     }
     edits.loops[op] = plan;
   }
-  // Per-warp slabs (EpiloguePlan::per_warp) for stmatrix tiles not stored
-  // by TMA: a kWarpSlabBytes buffer a MMA warp, 128-byte aligned after every
-  // other shared byte, shared by the kernel's per-warp nests (each warp
-  // runs them in order); the persistent kernel's remaining tiles after it.
+  // Per-warp slabs (EpiloguePlan::per_warp) for stmatrix tiles: a
+  // kWarpSlabBytes buffer a MMA warp (two where their slabs go out by TMA),
+  // after every other shared byte, shared by the kernel's per-warp nests
+  // (each warp runs them in order); the persistent kernel's remaining
+  // tiles after them. A tile the persistent kernel can store whole by TMA
+  // stays whole: measured on the H200 (session 15, gather_heavy at
+  // 128x256x64/3/8/persistent, two rounds) 63.5, 66.6 us against 66.7, 67.5
+  // with TMA slabs and 66.7, 66.4 with the warps' copy-out.
   // Measured on the H200 (bench/RESULTS.md, session 14): the seed 32.1-32.8
   // -> 31.1-31.3 us, gemm_f16 30.5-31.1 -> 29.0-30.4, at 128x256x64/3/8.
-  const int64_t mma_threads =
-      kernel.launch.consumer_threads > 0
-          ? int64_t{kernel.launch.consumer_threads} * kernel.launch.consumer_teams
-          : kernel.launch.num_threads;
-  auto align_up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
   std::unordered_set<const ForNode*> per_warp;
+  bool slab_tma = true;  // every per-warp nest's slabs by TMA
   if (context.cuda.warp_staged_epilogue)
     for (const StagedNest& sn : staged_nests) {
       const EpiloguePlan& p = std::get<EpiloguePlan>(edits.loops.at(sn.op));
-      if (p.stmatrix && p.tma_store < 0) per_warp.insert(sn.op);
+      if (p.stmatrix && !sn.tile_map) {
+        per_warp.insert(sn.op);
+        // (One nest's plain stores would read buffers that another's TMA
+        // boxes may still read: all by TMA, or none.)
+        slab_tma = slab_tma && sn.slab_map.has_value();
+      }
     }
-  const int64_t warp_offset = align_up(kernel.launch.dynamic_shared_bytes, 128);
-  int64_t warp_bytes = per_warp.empty() ? 0 : mma_threads / 32 * kWarpSlabBytes;
+  slab_tma = slab_tma && !per_warp.empty();
+  const int64_t warp_offset =
+      align_up(kernel.launch.dynamic_shared_bytes, slab_tma ? 1024 : 128);
+  int slab_buffers = per_warp.empty() ? 0 : slab_tma ? 2 : 1;
+  auto warp_bytes = [&] { return mma_threads / 32 * slab_buffers * kWarpSlabBytes; };
   // The persistent kernel's own-region tiles that remain, after the slabs.
   // Their tile's bytes (the largest), where they start, and the end of it all.
   int64_t tiles_base = region;
@@ -445,39 +501,75 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     *at = align_up(base, align);
     return *bytes == 0 ? base : *at + (teams > 1 ? teams * align_up(*bytes, align) : *bytes);
   };
-  if (!per_warp.empty() && own_tiles_layout(warp_offset + warp_bytes, &region_bytes, &tiles_base) >
-                               kMaxDynamicSharedBytes) {
+  auto fits = [&] {
+    return own_tiles_layout(warp_offset + warp_bytes(), &region_bytes, &tiles_base) <=
+           kMaxDynamicSharedBytes;
+  };
+  if (slab_buffers == 2 && !fits()) {
+    slab_buffers = 1;
+    if (fits())
+      notes.push_back(fmt::format("epilogue: one slab buffer a warp, not two (two, {} bytes, do "
+                                  "not fit beside the kernel's other shared memory)",
+                                  2 * warp_bytes()));
+  }
+  if (slab_buffers > 0 && !fits()) {
     per_warp.clear();
-    warp_bytes = 0;
     notes.push_back(fmt::format("epilogue: not staged per warp (its {} bytes of warp buffers do not "
                                 "fit beside the kernel's other shared memory)",
-                                mma_threads / 32 * kWarpSlabBytes));
+                                warp_bytes()));
+    slab_buffers = 0;
+    slab_tma = false;
   }
   const int64_t end = own_tiles_layout(
-      per_warp.empty() ? kernel.launch.dynamic_shared_bytes : warp_offset + warp_bytes,
+      per_warp.empty() ? kernel.launch.dynamic_shared_bytes : warp_offset + warp_bytes(),
       &region_bytes, &tiles_base);
   // Team t's region starts t * team_stride bytes after the first.
   const int64_t team_stride = align_up(region_bytes, align);
-  for (const StagedNest& sn : staged_nests) {
+  const int first_map = static_cast<int>(kernel.launch.tensor_maps.size());
+  for (StagedNest& sn : staged_nests) {
     EpiloguePlan& p = std::get<EpiloguePlan>(edits.loops.at(sn.op));
+    if (!sn.whole_tile_why.empty() && !per_warp.count(sn.op)) {
+      // Only its slabs fitted, and they were not taken.
+      EpiloguePlan paired;
+      paired.form = EpilogueForm::Paired;
+      paired.why = sn.whole_tile_why;
+      p = paired;
+      notes[sn.note] = "epilogue into " + sn.name +
+                       ": paired stores from the accumulators, not staged: " + sn.whole_tile_why;
+      continue;
+    }
+    std::optional<TensorMapPlan>* map = nullptr;
     if (per_warp.count(sn.op)) {
       p.per_warp = true;
       p.pitch = 0;
       p.offset = warp_offset;
-    } else if (own_region) {
-      p.offset = tiles_base;
-      if (teams > 1) p.team_stride = team_stride;
+      p.slab_buffers = slab_buffers;
+      if (slab_tma) map = &sn.slab_map;
+    } else {
+      if (own_region) {
+        p.offset = tiles_base;
+        if (teams > 1) p.team_stride = team_stride;
+      }
+      if (sn.tile_map) map = &sn.tile_map;
+    }
+    if (map) {
+      p.tma_store = first_map + static_cast<int>(store_maps.size());
+      store_maps.push_back(**map);
     }
     notes[sn.note] =
         "epilogue into " + sn.name + ": staged through shared memory" +
         (p.per_warp ? fmt::format(" per warp by stmatrix (each MMA warp its own 16-row slabs, 64 "
-                                  "columns at a time in a {}-byte buffer of its own; no block "
+                                  "columns at a time in {} {}-byte buffer{} of its own; no block "
                                   "barrier)",
-                                  kWarpSlabBytes)
+                                  p.slab_buffers == 2 ? "two" : "a", kWarpSlabBytes,
+                                  p.slab_buffers == 2 ? "s" : "")
                     : p.stmatrix ? " by stmatrix" : "") +
         (p.pair_cast ? ", f32 pairs cast together" : "") +
         (p.tma_store >= 0
-             ? std::string(", stored by TMA (a 128-byte swizzled box a 64-column strip)")
+             ? std::string(p.per_warp ? ", stored by TMA (a 128-byte swizzled box a slab, from "
+                                        "the warp's lane 0)"
+                                      : ", stored by TMA (a 128-byte swizzled box a 64-column "
+                                        "strip)")
              : ", stored in 16-byte row chunks" +
                    std::string(!p.contiguous_chunks ? ""
                                : p.chunk_mask_varies
@@ -488,7 +580,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   Kernel out = with_plans(kernel, edits);
   if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
   for (TensorMapPlan& m : store_maps) out.launch.tensor_maps.push_back(std::move(m));
-  if (warp_bytes > 0 || region_bytes > 0) out.launch.dynamic_shared_bytes = end;
+  if (!per_warp.empty() || region_bytes > 0) out.launch.dynamic_shared_bytes = end;
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
   return out;
 }

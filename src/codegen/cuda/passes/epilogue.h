@@ -16,11 +16,14 @@
 //    below the mbarriers (the operand stages are dead by then: nothing
 //    reads them after the main loop; in a persistent kernel a region of
 //    its own after them, where it fits). A 16-bit stmatrix tile not stored
-//    by TMA is staged per warp where its buffers fit
-//    (CudaOptions::warp_staged_epilogue; EpiloguePlan::per_warp): each MMA
-//    warp stages the 16-row slabs it holds, 64 columns at a time, in a
-//    2 KiB buffer of its own after every other shared byte, and stores
-//    them itself, ordered by __syncwarp alone;
+//    whole by TMA is staged per warp where its buffers fit
+//    (CudaOptions::warp_staged_epilogue; EpiloguePlan::per_warp), also
+//    where only they fit beside a persistent kernel's rings: each MMA warp
+//    stages the 16-row slabs it holds, 64 columns at a time, in a 2 KiB
+//    buffer of its own after every other shared byte, and stores them
+//    itself, ordered by __syncwarp alone; into an unmasked 2-D row-major
+//    output by one TMA box a slab from its lane 0, two buffers a warp
+//    (CudaOptions::warp_tma_store);
 //  - `paired` otherwise for a tensor-core tile: each thread's column pairs
 //    (e, e + 1) computed together and stored with one access of twice the
 //    width where the addresses are adjacent, aligned and both unmasked.

@@ -1,6 +1,9 @@
 #include "codegen/cuda/passes/sync.h"
 
+#include <optional>
+#include <string>
 #include <unordered_map>
+#include <vector>
 #include <unordered_set>
 
 #include "codegen/cuda/structure.h"
@@ -21,6 +24,16 @@ const PipelinePlan* pipeline_plan(const ForNode* f) {
 bool staged_epilogue(const ForNode* f) {
   const auto* e = std::get_if<EpiloguePlan>(&f->plan);
   return e && e->form == EpilogueForm::Staged && !e->per_warp;
+}
+// Whether a statement holds a barrier.
+bool contains_barrier(const Stmt& s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const BarrierNode*) override { found = true; }
+  } f;
+  f.visit_stmt(s);
+  return f.found;
 }
 // A pipelined loop whose first copies are issued before any barrier of its
 // own (ring, fragment_pipelined, wgmma_async; in_order opens each
@@ -314,13 +327,30 @@ class Apply final : public IRMutator {
 
 }  // namespace
 
-// The warp-specialized loops of a kernel that is not persistent after which
-// nothing touches shared memory: their MMA warpgroups need no barrier
-// after them (PipelinePlan::barrier_after). Such a loop is at the kernel's
-// top level (verifier), so what follows it in program order is all that
-// runs after it.
+// The warp-specialized loops after which nothing the MMA warpgroups run
+// touches shared memory: they need no barrier after them
+// (PipelinePlan::barrier_after). Such a loop is at the kernel's top level
+// (verifier), so in a kernel that is not persistent what follows it in
+// program order is all that runs after it. In a persistent one the MMA
+// warpgroups run their statements before it too (the next tile's), so
+// none of those may touch shared memory or meet at a barrier (the
+// producer's, persistent_roles, are the producer's own).
 std::unordered_set<const ForNode*> loops_without_barrier_after(const Kernel& kernel) {
-  if (kernel.launch.persistent) return {};
+  if (kernel.launch.persistent) {
+    std::string why;
+    const std::optional<std::vector<RoleItem>> roles = persistent_roles(kernel, &why);
+    if (!roles) return {};
+    const ForNode* loop = nullptr;
+    for (const RoleItem& r : *roles) {
+      if (r.kind == RoleItem::Kind::kLoop) loop = r.stmt.as<ForNode>();
+      if (r.kind == RoleItem::Kind::kConsumer &&
+          (accesses(r.stmt).any() || contains_barrier(r.stmt)))
+        return {};
+    }
+    const PipelinePlan* p = loop ? pipeline_plan(loop) : nullptr;
+    if (!p || p->form != PipelineForm::WarpSpecialized) return {};
+    return {loop};
+  }
   struct Walk {
     std::vector<const ForNode*> open;  // loops after which nothing touched shared memory yet
     void leaf(const Stmt& s) {
