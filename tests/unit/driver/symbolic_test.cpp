@@ -267,6 +267,26 @@ TEST(Symbolic, OutOfRangeIndexReportsTheBoundSize) {
             "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
 }
 
+// Past a 1-D index the compiled kernels name a symbolic size by its symbol
+// (a GPU status word has no room for the size); the reference says the same,
+// never the bound number or the generic graph's placeholder.
+TEST(Symbolic, TwoDimIndexNamesTheSymbolicSizeOnEveryEngine) {
+  const char* source = "def g(x: f32[T, 8], idx: i64[M, 2]):\n    return x[idx]\n";
+  const Program generic = parse_program(source, "p.tfs");
+  const SymbolValues v = {{"T", 5}, {"M", 3}};
+  const Program bound = parse_program(source, "p.tfs", &v);
+  std::vector<Tensor> inputs = make_random_inputs(bound.graph, 3);
+  for (int64_t i = 0; i < 6; ++i) inputs[1].set_linear(i, i % 5);
+  inputs[1].set_linear(3, 7);  // idx[1, 1]: past the end of T = 5
+  const Binding b = driver::bind_symbols(generic.graph, inputs);
+  driver::CompileOptions co;
+  co.lower.specialization = driver::specialize(generic.graph, b, descs(inputs));
+  const driver::CompiledProgram c = driver::compile(generic.graph, co);
+  const std::string want = "index 7 is out of bounds for dim 0 of `x` (size T): `idx`[1, 1] = 7";
+  EXPECT_EQ(user_error([&] { driver::execute(c, inputs); }), want);
+  EXPECT_EQ(user_error([&] { evaluate(bound.graph, inputs); }), want);
+}
+
 TEST(Symbolic, SizeBuckets) {
   EXPECT_EQ(driver::size_bucket(0), 0);
   EXPECT_EQ(driver::size_bucket(1), 1);
