@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "driver/compile.h"
@@ -285,6 +286,21 @@ TEST(Symbolic, TwoDimIndexNamesTheSymbolicSizeOnEveryEngine) {
   const std::string want = "index 7 is out of bounds for dim 0 of `x` (size T): `idx`[1, 1] = 7";
   EXPECT_EQ(user_error([&] { driver::execute(c, inputs); }), want);
   EXPECT_EQ(user_error([&] { evaluate(bound.graph, inputs); }), want);
+}
+
+// A zero-size tensor bound with a huge other dim has no elements; the limit
+// its dims break is named, not "more than 2^40 elements".
+TEST(Symbolic, BindingAnEmptyTensorWithAHugeDimNamesTheLimit) {
+  const Program generic = parse_program("def g(x: f32[T, 0]):\n    return x + 1.0\n", "p.tfs");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  std::vector<ArgDesc> args = {{DType::F32, {max, 0}, {0, 1}, 0}};
+  const std::string msg = user_error([&] { driver::bind_symbols(generic.graph, args); });
+  EXPECT_EQ(msg.find("more than 2^40 elements"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at T=9223372036854775807"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("`x` (f32[9223372036854775807, 0]) has no elements"), std::string::npos)
+      << msg;
+  args[0].shape = {int64_t{1} << 40, 0};
+  EXPECT_NO_THROW(driver::bind_symbols(generic.graph, args));
 }
 
 TEST(Symbolic, SizeBuckets) {
