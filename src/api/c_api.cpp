@@ -55,6 +55,8 @@ tf_status guarded(Body body) {
         return fail(TF_ERROR_VALUE, e.what());
       case ErrorKind::kIndex:
         return fail(TF_ERROR_INDEX, e.what());
+      case ErrorKind::kUnsupported:
+        return fail(TF_ERROR_UNSUPPORTED, e.what());
       case ErrorKind::kGeneric:
         break;
     }
@@ -358,6 +360,8 @@ const char* tf_status_name(tf_status status) {
       return "TF_ERROR_OUT_OF_MEMORY";
     case TF_ERROR_INTERNAL:
       return "TF_ERROR_INTERNAL";
+    case TF_ERROR_UNSUPPORTED:
+      return "TF_ERROR_UNSUPPORTED";
   }
   return "TF_ERROR_UNKNOWN";
 }

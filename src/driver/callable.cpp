@@ -576,7 +576,23 @@ json Callable::explain(const std::vector<CallTensor>* inputs, const std::string&
 std::vector<std::string> Callable::tune(const std::vector<SymbolValues>& sizes, bool retune) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::vector<std::string> lines;
-  const bool gpu = options_.device != "cpu" && cuda::cuda_available();
+  std::string why_not;
+  const bool gpu = options_.device != "cpu" && cuda::cuda_available(&why_not);
+  if (!gpu) {
+    // Bad bindings are the caller's first problem; then there is nothing a
+    // CPU could tune (the executor runs the fused plan at its heuristic
+    // config).
+    const Graph& g = program_.graph;
+    for (const SymbolValues& values : sizes)
+      binding_of(g, values, "give every symbol a size");
+    throw UserError(ErrorKind::kUnsupported,
+                    options_.device == "cpu"
+                        ? std::string("tuning needs a CUDA device, but the program was compiled "
+                                      "with device=\"cpu\"; nothing was tuned (the CPU executor "
+                                      "runs the fused plan at its heuristic config)")
+                        : "tuning needs a CUDA device, and no GPU is usable (" + why_not +
+                              "); nothing was tuned");
+  }
   for (const SymbolValues& values : sizes) {
     TuneOptions to;
     if (gpu) to.device = cuda_tune_device();

@@ -143,7 +143,10 @@ class Callable {
 
   // Tunes ahead of time (GPU) at each binding, keeping the result per size
   // bucket in the tuning cache; returns one line per binding (as `tilefuse
-  // tune` prints). On the CPU nothing is tuned (the lines say so).
+  // tune` prints). Tuning needs a CUDA device: with device "cpu", or where
+  // no GPU is usable, it checks the bindings (UserError kValue naming a
+  // missing or unknown size), then throws UserError kUnsupported saying
+  // why, and tunes nothing.
   std::vector<std::string> tune(const std::vector<SymbolValues>& sizes, bool retune);
 
   // How many programs were compiled so far (one per specialization, plan

@@ -245,9 +245,18 @@ int main(void) {
   tf_free_string(json);
   char* report = NULL;
   const char* sizes[2] = {"T=64,K=32,M=16", "T=64,K=32,M=1000"};
+  /* Tuning needs a CUDA device: p is compiled with device "cpu". */
+  report = (char*)1;
   s = tf_tune(p, sizes, 2, 0, &report);
-  CHECK(s == TF_OK && report && strstr(report, "not tuned"), "%s", report ? report : tf_last_error());
-  tf_free_string(report);
+  CHECK(s == TF_ERROR_UNSUPPORTED && report == NULL &&
+            strstr(tf_last_error(), "tuning needs a CUDA device") &&
+            strstr(tf_last_error(), "device=\"cpu\""),
+        "%s %s", tf_status_name(s), tf_last_error());
+  CHECK(strcmp(tf_status_name(TF_ERROR_UNSUPPORTED), "TF_ERROR_UNSUPPORTED") == 0, "status name");
+  const char* missing[1] = {"T=64,K=32"};
+  s = tf_tune(p, missing, 1, 0, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "symbolic dim M needs a size"), "%s %s",
+        tf_status_name(s), tf_last_error());
   const char* bad_sizes[1] = {"T=4,Q"};
   CHECK(tf_tune(p, bad_sizes, 1, 0, NULL) == TF_ERROR_INVALID_ARGUMENT, "bad sizes");
   const char* twice[1] = {"T=4,K=8,M=2,T=8"};
