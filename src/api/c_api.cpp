@@ -120,13 +120,26 @@ void fill_call_tensor(const DLTensor* t, const char* role, const std::string& na
   if (!t) throw UserError(ErrorKind::kValue, what() + " is NULL");
   CallTensor& c = *out;
   c.device_id = 0;
+  // The device says where the data is; whether the memory really is there
+  // is checked at each call (driver::placement_problem), before any access.
   switch (t->device.device_type) {
     case kDLCPU:
+      if (t->device.device_id != 0)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("{} is a CPU tensor (DLPack kDLCPU) with device_id {}; a CPU "
+                                    "tensor's device_id is 0",
+                                    what(), t->device.device_id));
+      c.device = DeviceKind::kCpu;
+      break;
     case kDLCUDAHost:
       c.device = DeviceKind::kCpu;
       break;
     case kDLCUDA:
     case kDLCUDAManaged:
+      if (t->device.device_id < 0)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("{} is on CUDA device {}; a device ordinal is 0 or more",
+                                    what(), t->device.device_id));
       c.device = DeviceKind::kCuda;
       c.device_id = t->device.device_id;
       break;

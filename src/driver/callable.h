@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "driver/tune.h"
 #include "graph/graph.h"
 #include "lower/specialization.h"
+#include "runtime/cuda/device.h"
 
 namespace tilefuse::driver {
 
@@ -53,6 +55,14 @@ struct CallTensor {
   Shape shape;
   std::vector<int64_t> strides;
 };
+
+// Whether `t`'s memory is where its device says, given what the driver knows
+// of t.data (`info`): nullopt when it is (or `t` has no elements: nothing is
+// addressed), else the problem, worded to follow the tensor's name ("is
+// declared on cuda:1 (DLPack kDLCUDA) but its memory is on cuda:0"). A CUDA
+// tensor needs device memory of its GPU or managed memory; a CPU tensor
+// anything but device memory (pageable, page-locked or managed memory).
+std::optional<std::string> placement_problem(const CallTensor& t, const cuda::PointerInfo& info);
 
 struct CallableOptions {
   // Where calls may run: "auto" (where the tensors are), "cpu" or "cuda"

@@ -186,6 +186,20 @@ int main(void) {
   s = tf_run(p, in, 4, outs, 1, NULL, NULL);
   CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "cuda:0"), "%s", tf_last_error());
   tw.device.device_type = kDLCPU;
+  /* A DLPack device that cannot be: a CPU tensor's device_id is 0, a CUDA
+     ordinal is not negative. */
+  tw.device.device_id = 3;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `w` is a CPU tensor (DLPack kDLCPU) "
+                                                       "with device_id 3"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  tw.device.device_type = kDLCUDA;
+  tw.device.device_id = -1;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `w` is on CUDA device -1"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  tw.device.device_type = kDLCPU;
+  tw.device.device_id = 0;
   /* idx[1] = 5 is in range for T = 6; 6 is not. */
   s = tf_run(p, in, 4, outs, 1, NULL, NULL);
   CHECK(s == TF_OK, "%s", tf_last_error());
@@ -289,6 +303,25 @@ int main(void) {
     s = tf_run(two, ins2, 1, outs2, 2, NULL, NULL);
     CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "overlaps output"), "%s %s",
           tf_status_name(s), tf_last_error());
+    /* Host memory declared as CUDA memory is never launched on: without a GPU
+       the call says there is none; with one, that the pointer is not CUDA
+       memory. */
+    float other[4];
+    o0.data = other;
+    ta.device.device_type = o0.device.device_type = kDLCUDA;
+    const DLTensor* outs1[1] = {&o0};
+    tf_program* one = NULL;
+    s = tf_compile_source("def g(a: f32[4]):\n    return a * 2.0\n", "one.tfs", NULL, &one);
+    CHECK(s == TF_OK, "%s", tf_last_error());
+    if (one) {
+      s = tf_run(one, ins2, 1, outs1, 1, NULL, NULL);
+      CHECK((s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `a` is declared on cuda:0 "
+                                                            "(DLPack kDLCUDA) but its data pointer") &&
+             strstr(tf_last_error(), "is not CUDA memory")) ||
+                (s == TF_ERROR_RUNTIME && strstr(tf_last_error(), "No CUDA device")),
+            "%s %s", tf_status_name(s), tf_last_error());
+      tf_program_free(one);
+    }
     tf_program_free(two);
   }
 
