@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 /* The version of this API; tf_api_version() returns the library's. */
-#define TILEFUSE_API_VERSION 1
+#define TILEFUSE_API_VERSION 2
 
 typedef enum tf_status {
   TF_OK = 0,
@@ -91,7 +91,8 @@ typedef enum tf_status {
   TF_ERROR_WORKSPACE = 6,        /* the workspace is too small: see tf_run; nothing ran */
   TF_ERROR_RUNTIME = 7,          /* no usable GPU, a CUDA or NVRTC failure, a kernel it cannot run */
   TF_ERROR_OUT_OF_MEMORY = 8,    /* host or device memory ran out */
-  TF_ERROR_INTERNAL = 9          /* a bug in tilefuse (please report it) */
+  TF_ERROR_INTERNAL = 9,         /* a bug in tilefuse (please report it) */
+  TF_ERROR_UNSUPPORTED = 10      /* nothing to do here: tf_tune without a CUDA device (API 2) */
 } tf_status;
 
 /* A compiled program (opaque). */
@@ -221,7 +222,12 @@ TF_API tf_status tf_explain(tf_program* program, const DLTensor* const* inputs, 
  * bindings, each "T=4096,M=16" (a fixed program: ""), keeping the winner
  * per size bucket in the tuning cache (retune: search again even when one
  * is cached). *report (when not NULL; the caller's) has one line per
- * binding. On the CPU nothing is tuned (the report says so). */
+ * binding. Tuning needs a CUDA device: for a program compiled with
+ * device "cpu", or where no GPU is usable, the bindings are checked
+ * (TF_ERROR_INVALID_ARGUMENT / TF_ERROR_VALUE as below), then nothing is
+ * tuned and the result is TF_ERROR_UNSUPPORTED, tf_last_error() saying why
+ * (*report stays NULL). Malformed bindings are TF_ERROR_INVALID_ARGUMENT; a
+ * size for a name that is not a symbol, or a missing one, TF_ERROR_VALUE. */
 TF_API tf_status tf_tune(tf_program* program, const char* const* sizes, int num_sizes, int retune,
                          char** report);
 

@@ -186,6 +186,28 @@ def test_jit_equals_eager():
         assert rel_err(prologue_epilogue(x, w, b, idx), prologue_epilogue.eager(x, w, b, idx)) < 1e-2
 
 
+def test_maximum_minimum_match_torch_on_signed_zeros():
+    """torch.maximum / minimum on CUDA order -0 below +0 in either operand order;
+    tilefuse's kernels give the same zeros in every dtype (a NaN operand: NaN)."""
+    torch = cuda_torch()
+    k = tilefuse.compile("def mm(a: f32[N], b: f32[N]):\n"
+                         "    return torch.maximum(a, b), torch.minimum(a, b)\n")
+    nan = float("nan")
+    a = torch.tensor([-0.0, 0.0, -0.0, 0.0, nan, 1.0, -2.0] * 40, device="cuda")
+    b = torch.tensor([0.0, -0.0, -0.0, 0.0, 1.0, nan, 3.0] * 40, device="cuda")
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        kk = k if dt == torch.float32 else tilefuse.compile(
+            "def mm(a: {0}[N], b: {0}[N]):\n    return torch.maximum(a, b), torch.minimum(a, b)\n"
+            .format({torch.float16: "f16", torch.bfloat16: "bf16"}[dt]))
+        x, y = a.to(dt), b.to(dt)
+        hi, lo = kk(x, y, check="sync")
+        for got, want in ((hi, torch.maximum(x, y)), (lo, torch.minimum(x, y))):
+            assert torch.equal(torch.isnan(got), torch.isnan(want)), (dt, got, want)
+            ok = ~torch.isnan(want)
+            assert torch.equal(got[ok], want[ok]), (dt, got, want)
+            assert torch.equal(torch.signbit(got[ok]), torch.signbit(want[ok])), (dt, got, want)
+
+
 def test_wrong_device_and_dtype_name_the_parameter():
     torch = cuda_torch()
     k = tilefuse.compile(TINY)

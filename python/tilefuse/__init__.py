@@ -13,7 +13,7 @@ any Python 3 and any torch or numpy. The library is found in the source tree's
 build/ directory, or where $TILEFUSE_LIBRARY points.
 """
 
-from ._errors import CompileError, Error, IndexOutOfRange, InternalError
+from ._errors import CompileError, Error, IndexOutOfRange, InternalError, Unsupported
 from ._jit import JitFunction, jit
 from ._kernel import Kernel, Parameter, compile, synchronize
 from . import _lib
@@ -31,4 +31,4 @@ def version():
 
 
 __all__ = ["compile", "jit", "synchronize", "Kernel", "JitFunction", "Parameter", "CompileError",
-           "Error", "IndexOutOfRange", "InternalError", "library_path", "version"]
+           "Error", "IndexOutOfRange", "InternalError", "Unsupported", "library_path", "version"]

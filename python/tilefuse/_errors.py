@@ -19,6 +19,11 @@ class InternalError(Error):
     """A bug in tilefuse (please report it with the program)."""
 
 
+class Unsupported(Error):
+    """A request there is nothing to do for here: Kernel.tune where no CUDA device
+    is usable or on a kernel compiled with device="cpu" (tuning needs a GPU)."""
+
+
 _INDEX_MESSAGE = re.compile(
     r"index (-?\d+) is out of bounds for dim (\d+) of (.+?) \(size (\w+)\): (.+?)(\[[^\]]*\])? = (-?\d+)"
     r"(?: \(.*\))?$")
@@ -71,4 +76,6 @@ def raise_for(status, message=None):
         raise MemoryError(message)
     if status == _lib.ERROR_INTERNAL:
         raise InternalError(message)
+    if status == _lib.ERROR_UNSUPPORTED:
+        raise Unsupported(message)
     raise Error(message)

@@ -548,7 +548,9 @@ class Kernel:
         k.tune(T=4096, M=[1, 16, 128, 1024]), keeping each winner per size bucket
         in the tuning cache, where later calls in that bucket find it (a call
         never tunes; a first call in an untuned bucket uses the heuristic
-        config). Returns one line per combination. The CPU tunes nothing."""
+        config). Returns one line per combination. Tuning needs a CUDA device:
+        on a kernel compiled with device="cpu", or where no GPU is usable, it
+        raises tilefuse.Unsupported saying why (after checking the sizes)."""
         missing = [s for s in self.symbols if s not in sizes]
         if missing:
             raise TypeError(f"tune needs sizes for {', '.join(missing)}")

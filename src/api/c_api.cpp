@@ -55,6 +55,8 @@ tf_status guarded(Body body) {
         return fail(TF_ERROR_VALUE, e.what());
       case ErrorKind::kIndex:
         return fail(TF_ERROR_INDEX, e.what());
+      case ErrorKind::kUnsupported:
+        return fail(TF_ERROR_UNSUPPORTED, e.what());
       case ErrorKind::kGeneric:
         break;
     }
@@ -118,13 +120,26 @@ void fill_call_tensor(const DLTensor* t, const char* role, const std::string& na
   if (!t) throw UserError(ErrorKind::kValue, what() + " is NULL");
   CallTensor& c = *out;
   c.device_id = 0;
+  // The device says where the data is; whether the memory really is there
+  // is checked at each call (driver::placement_problem), before any access.
   switch (t->device.device_type) {
     case kDLCPU:
+      if (t->device.device_id != 0)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("{} is a CPU tensor (DLPack kDLCPU) with device_id {}; a CPU "
+                                    "tensor's device_id is 0",
+                                    what(), t->device.device_id));
+      c.device = DeviceKind::kCpu;
+      break;
     case kDLCUDAHost:
       c.device = DeviceKind::kCpu;
       break;
     case kDLCUDA:
     case kDLCUDAManaged:
+      if (t->device.device_id < 0)
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("{} is on CUDA device {}; a device ordinal is 0 or more",
+                                    what(), t->device.device_id));
       c.device = DeviceKind::kCuda;
       c.device_id = t->device.device_id;
       break;
@@ -358,6 +373,8 @@ const char* tf_status_name(tf_status status) {
       return "TF_ERROR_OUT_OF_MEMORY";
     case TF_ERROR_INTERNAL:
       return "TF_ERROR_INTERNAL";
+    case TF_ERROR_UNSUPPORTED:
+      return "TF_ERROR_UNSUPPORTED";
   }
   return "TF_ERROR_UNKNOWN";
 }

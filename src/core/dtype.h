@@ -35,7 +35,9 @@
 // f8e5m2 0x7F | sign.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,5 +97,33 @@ float f8e5m2_bits_to_f32(uint8_t b);
 // store_element rounds with round_to first.
 double load_element(DType dt, const void* p);
 void store_element(DType dt, void* p, double v);
+
+// torch.maximum / torch.minimum on floating values (float or double), the
+// one rule of every engine: the reference evaluator, the CPU executor,
+// constant folding and the CUDA helpers (src/runtime/device/tf_numeric.cuh,
+// which must agree bit for bit).
+// - A NaN operand gives the positive quiet NaN (c10's
+//   std::numeric_limits<T>::quiet_NaN() in PyTorch's CPU kernel; stored to a
+//   narrow type it is that type's canonical NaN).
+// - Otherwise IEEE 754-2019 maximum / minimum: -0 < +0, so max(-0, +0) and
+//   max(+0, -0) are +0, min of the two is -0, whatever the operand order.
+//   PyTorch's CUDA kernels give exactly this (the GPU's max.f32 / min.f32).
+//   Its CPU kernels depend on the position: the vectorized loop
+//   (_mm256_max_ps) returns the second operand of a +-0 tie, the scalar tail
+//   (std::max) the first, so no order-based rule matches PyTorch on the CPU
+//   for every element; the sign-ordered rule is the one that is the same in
+//   every engine and under any reordering of the operands.
+template <class T>
+T float_maximum(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? b : a;  // +-0: the positive one
+  return a > b ? a : b;
+}
+template <class T>
+T float_minimum(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? a : b;  // +-0: the negative one
+  return a < b ? a : b;
+}
 
 }  // namespace tilefuse

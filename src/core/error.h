@@ -32,6 +32,7 @@ enum class ErrorKind {
   kType,   // an argument of the wrong dtype
   kValue,  // an argument of the wrong shape, layout or size (a symbolic dim bound twice)
   kIndex,  // an index out of range at run time (a failed bounds check)
+  kUnsupported,  // a request this machine or program cannot serve (tuning without a CUDA device)
 };
 
 // A problem the user can fix. `what()` is one clear sentence without

@@ -66,10 +66,19 @@ void for_each_offset(const Shape& shape, const std::vector<int64_t>& strides, F&
 
 }  // namespace
 
-int64_t shape_numel(const Shape& shape) {
+std::optional<int64_t> checked_numel(const Shape& shape) {
+  // A zero dim first: the other dims of an empty tensor may multiply past
+  // int64 without making it any less empty.
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
   return n;
+}
+
+int64_t shape_numel(const Shape& shape) {
+  return checked_numel(shape).value_or(std::numeric_limits<int64_t>::max());
 }
 
 Shape contiguous_strides(const Shape& shape) {
@@ -137,13 +146,12 @@ Tensor Tensor::from_blob(void* data, DType dtype, const Shape& shape,
 }
 
 Tensor Tensor::empty(DType dtype, const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    TF_CHECK(d >= 0, "Tensor::empty: negative dim in " + shape_to_string(shape));
-    TF_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d / 8,
-             "Tensor::empty: shape too large: " + shape_to_string(shape));
-    n *= d;
-  }
+  for (int64_t d : shape) TF_CHECK(d >= 0, "Tensor::empty: negative dim in " + shape_to_string(shape));
+  // The bytes of every element fit in int64 (a zero dim: no bytes at all).
+  const std::optional<int64_t> count = checked_numel(shape);
+  TF_CHECK(count && *count <= std::numeric_limits<int64_t>::max() / 8,
+           "Tensor::empty: shape too large: " + shape_to_string(shape));
+  const int64_t n = *count;
   Tensor t;
   try {
     t.storage_ = std::make_shared<Storage>(static_cast<size_t>(n) * dtype_size(dtype));

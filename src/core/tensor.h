@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -16,7 +17,12 @@ namespace tilefuse {
 
 using Shape = std::vector<int64_t>;
 
-int64_t shape_numel(const Shape& shape);       // product of dims; 1 for a 0-dim shape
+// The number of elements: the product of the dims, 1 for a 0-dim shape, 0
+// when any dim is 0 (whatever the others: [INT64_MAX, 0] has 0 elements).
+// checked_numel is nullopt when the product of the dims overflows int64;
+// shape_numel saturates there at INT64_MAX.
+std::optional<int64_t> checked_numel(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);  // row-major (C order), in elements
 // Whether `strides` (elements) lay out `shape` row-major with no gaps.
 // PyTorch's rule: dims of size 1 may have any stride; an empty tensor is

@@ -281,6 +281,26 @@ std::pair<DeviceKind, int> call_device(const Graph& g, const std::vector<std::st
   return *where;
 }
 
+// Checks every tensor's memory against its device (every call: the pointers
+// are not in the signature), before anything reads or writes it. `libs`: the
+// driver of a CUDA call; nullptr for a CPU call, which asks only a driver
+// the process has loaded already.
+void check_placement(const Graph& g, const std::vector<std::string>& output_names,
+                     const std::vector<CallTensor>& inputs, const std::vector<CallTensor>& outputs,
+                     const cuda::CudaLibraries* libs) {
+  auto check = [&](const CallTensor& t, auto&& what) {
+    if (shape_numel(t.shape) == 0) return;
+    const cuda::PointerInfo info =
+        libs ? cuda::pointer_info(*libs, t.data) : cuda::pointer_info_if_loaded(t.data);
+    if (std::optional<std::string> problem = placement_problem(t, info))
+      throw UserError(ErrorKind::kValue, what() + " " + *problem);
+  };
+  for (size_t i = 0; i < inputs.size() && i < g.parameters().size(); ++i)
+    check(inputs[i], [&] { return fmt::format("input `{}`", g.node(g.parameters()[i]).name); });
+  for (size_t j = 0; j < outputs.size() && j < output_names.size(); ++j)
+    check(outputs[j], [&] { return fmt::format("output `{}`", output_names[j]); });
+}
+
 // Checks the outputs against the graph's at `binding`.
 void check_outputs(const Graph& g, const std::vector<std::string>& names, const Binding& binding,
                    const std::vector<CallTensor>& outputs, bool cuda) {
@@ -309,6 +329,35 @@ void check_outputs(const Graph& g, const std::vector<std::string>& names, const 
 }
 
 }  // namespace
+
+std::optional<std::string> placement_problem(const CallTensor& t, const cuda::PointerInfo& info) {
+  using Kind = cuda::PointerInfo::Kind;
+  if (shape_numel(t.shape) == 0 || info.kind == Kind::kManaged) return std::nullopt;
+  const auto address = reinterpret_cast<std::uintptr_t>(t.data);
+  if (t.device == DeviceKind::kCpu) {
+    if (info.kind != Kind::kDevice) return std::nullopt;
+    return fmt::format("is a CPU tensor (DLPack kDLCPU) but its data pointer 0x{:x} is device "
+                       "memory of cuda:{}: pass it as a CUDA tensor (kDLCUDA, device_id {})",
+                       address, info.device, info.device);
+  }
+  const std::string declared = fmt::format("is declared on cuda:{} (DLPack kDLCUDA)", t.device_id);
+  switch (info.kind) {
+    case Kind::kDevice:
+      if (info.device == t.device_id) return std::nullopt;
+      return fmt::format("{} but its memory is on cuda:{}: give the tensor's device_id as {}",
+                         declared, info.device, info.device);
+    case Kind::kHost:
+      return fmt::format("{} but its data pointer 0x{:x} is page-locked host memory: pass it as a "
+                         "CPU tensor (kDLCPU or kDLCUDAHost)",
+                         declared, address);
+    case Kind::kNotCuda:
+    case Kind::kManaged:
+      break;
+  }
+  return fmt::format("{} but its data pointer 0x{:x} is not CUDA memory (host memory?): pass "
+                     "memory of that GPU, or a host tensor as kDLCPU",
+                     declared, address);
+}
 
 std::vector<Shape> Callable::output_shapes(const std::vector<CallTensor>& inputs) const {
   const Graph& g = program_.graph;
@@ -471,6 +520,8 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   for (size_t j = 0; j < outputs.size(); ++j)
     if (outputs[j].data == nullptr)
       check_data(outputs[j], fmt::format("output `{}`", impl_->output_names[j]));
+  check_placement(g, impl_->output_names, inputs, outputs,
+                  cuda ? &impl_->last_cuda->libs() : nullptr);
   // Outputs never overlap inputs: the kernels read inputs that no write can
   // change (tir/ir.h, "Hoisting"). Nor each other: one would silently lose
   // the other's values.
@@ -522,6 +573,12 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   for (const auto& [id, loaded] : impl_->loaded)
     if (id == device_id) loaded->poll_status();
   const auto stream = static_cast<cuda::CUstream>(context.stream);
+  if (!dev.owns_stream(stream))
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("the call's stream is not a stream of cuda:{}'s primary context, "
+                                "where its tensors are and tilefuse launches: pass a stream of "
+                                "that device (torch.cuda.current_stream(device))",
+                                device_id));
   const std::size_t needed = impl_->last_workspace_needed;
   if (needed > context.workspace_bytes || (needed > 0 && !context.workspace))
     throw WorkspaceTooSmall(needed);
@@ -576,7 +633,23 @@ json Callable::explain(const std::vector<CallTensor>* inputs, const std::string&
 std::vector<std::string> Callable::tune(const std::vector<SymbolValues>& sizes, bool retune) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::vector<std::string> lines;
-  const bool gpu = options_.device != "cpu" && cuda::cuda_available();
+  std::string why_not;
+  const bool gpu = options_.device != "cpu" && cuda::cuda_available(&why_not);
+  if (!gpu) {
+    // Bad bindings are the caller's first problem; then there is nothing a
+    // CPU could tune (the executor runs the fused plan at its heuristic
+    // config).
+    const Graph& g = program_.graph;
+    for (const SymbolValues& values : sizes)
+      binding_of(g, values, "give every symbol a size");
+    throw UserError(ErrorKind::kUnsupported,
+                    options_.device == "cpu"
+                        ? std::string("tuning needs a CUDA device, but the program was compiled "
+                                      "with device=\"cpu\"; nothing was tuned (the CPU executor "
+                                      "runs the fused plan at its heuristic config)")
+                        : "tuning needs a CUDA device, and no GPU is usable (" + why_not +
+                              "); nothing was tuned");
+  }
   for (const SymbolValues& values : sizes) {
     TuneOptions to;
     if (gpu) to.device = cuda_tune_device();

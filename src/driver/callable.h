@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "driver/tune.h"
 #include "graph/graph.h"
 #include "lower/specialization.h"
+#include "runtime/cuda/device.h"
 
 namespace tilefuse::driver {
 
@@ -53,6 +55,14 @@ struct CallTensor {
   Shape shape;
   std::vector<int64_t> strides;
 };
+
+// Whether `t`'s memory is where its device says, given what the driver knows
+// of t.data (`info`): nullopt when it is (or `t` has no elements: nothing is
+// addressed), else the problem, worded to follow the tensor's name ("is
+// declared on cuda:1 (DLPack kDLCUDA) but its memory is on cuda:0"). A CUDA
+// tensor needs device memory of its GPU or managed memory; a CPU tensor
+// anything but device memory (pageable, page-locked or managed memory).
+std::optional<std::string> placement_problem(const CallTensor& t, const cuda::PointerInfo& info);
 
 struct CallableOptions {
   // Where calls may run: "auto" (where the tensors are), "cpu" or "cuda"
@@ -143,7 +153,10 @@ class Callable {
 
   // Tunes ahead of time (GPU) at each binding, keeping the result per size
   // bucket in the tuning cache; returns one line per binding (as `tilefuse
-  // tune` prints). On the CPU nothing is tuned (the lines say so).
+  // tune` prints). Tuning needs a CUDA device: with device "cpu", or where
+  // no GPU is usable, it checks the bindings (UserError kValue naming a
+  // missing or unknown size), then throws UserError kUnsupported saying
+  // why, and tunes nothing.
   std::vector<std::string> tune(const std::vector<SymbolValues>& sizes, bool retune);
 
   // How many programs were compiled so far (one per specialization, plan

@@ -85,17 +85,13 @@ Binding bind_symbols(const Graph& g, const std::vector<ArgDesc>& inputs) {
     TF_CHECK(b[s] >= 0, "symbol " + g.symbols()[s].name + " not bound by any input");
   // Tensors stay within graph.h's size limit at this binding.
   for (const Node& n : g.nodes()) {
-    int64_t extent = 1;
-    for (size_t d = 0; d < n.shape.size(); ++d) {
-      const int64_t e = std::max<int64_t>(bound_shape(n, b)[d], 1);
-      if (e > kMaxNumel || extent > kMaxNumel / e)
-        throw UserError(ErrorKind::kValue,
-                        fmt::format("at {} the program has a tensor of more than 2^40 elements "
-                                    "({}{})",
-                                    binding_string(g, b), dtype_name(n.dtype),
-                                    shape_to_string(bound_shape(n, b))));
-      extent *= e;
-    }
+    const Shape shape = bound_shape(n, b);
+    const std::string problem = size_limit_violation(shape);
+    if (!problem.empty())
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("at {} the program has a tensor that is too large: {} ({}{}) {}",
+                                  binding_string(g, b), describe_value(n), dtype_name(n.dtype),
+                                  shape_to_string(shape), problem));
   }
   return b;
 }

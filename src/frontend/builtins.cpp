@@ -46,6 +46,9 @@ struct Call {
   int64_t integer(size_t i) const { return expect_int(arg(i), what(i)); }
   Operand result(ValueId v) const { return Operand::tensor(v, span); }
   const Node& node(ValueId v) const { return g.node(v); }
+  // v's shape in a message: symbolic dims by name ("[M, K]"), never by their
+  // placeholder sizes.
+  std::string shape_text(ValueId v) const { return symbolic_shape_string(g, g.node(v)); }
 };
 
 using Handler = Operand (*)(Call&);
@@ -158,7 +161,7 @@ Operand mm(Call& c) {
   const Shape& sb = c.node(b).shape;
   if (sa.size() != 2 || sb.size() != 2)
     throw UserError(fmt::format("{}() expects two 2-D matrices, found shapes {} and {}", c.display,
-                                shape_to_string(sa), shape_to_string(sb)),
+                                c.shape_text(a), c.shape_text(b)),
                     c.loc);
   return c.result(c.g.matmul(a, b, c.loc));
 }
@@ -170,11 +173,13 @@ Operand bmm(Call& c) {
   const Shape& sb = c.node(b).shape;
   if (sa.size() != 3 || sb.size() != 3)
     throw UserError(fmt::format("{}() expects two 3-D tensors, found shapes {} and {}", c.display,
-                                shape_to_string(sa), shape_to_string(sb)),
+                                c.shape_text(a), c.shape_text(b)),
                     c.loc);
-  if (sa[0] != sb[0])
+  // The batch dims: one fixed size, or one symbol (a symbol's placeholder
+  // size could equal a fixed size or another symbol's by chance).
+  if (sa[0] != sb[0] || c.node(a).symbol(0) != c.node(b).symbol(0))
     throw UserError(fmt::format("{}() batch sizes differ: shapes {} and {}", c.display,
-                                shape_to_string(sa), shape_to_string(sb)),
+                                c.shape_text(a), c.shape_text(b)),
                     c.loc);
   return c.result(c.g.matmul(a, b, c.loc));
 }
@@ -209,7 +214,7 @@ Operand linear(Call& c) {
   const Shape& sw = c.node(w).shape;
   if (sw.size() != 1 && sw.size() != 2)
     throw UserError(fmt::format("{}() expects a 1-D or 2-D weight, found shape {}", c.display,
-                                shape_to_string(sw)),
+                                c.shape_text(w)),
                     c.arg(1).loc);
   ValueId wt = sw.size() == 2 ? c.g.transpose(w, 0, 1, c.loc) : w;
   if (c.has(2)) {
@@ -241,7 +246,7 @@ Operand index_select(Call& c) {
   const Shape& si = c.node(idx).shape;
   if (si.size() > 1)
     throw UserError(
-        fmt::format("{}() expects a 1-D index, found shape {}", c.display, shape_to_string(si)),
+        fmt::format("{}() expects a 1-D index, found shape {}", c.display, c.shape_text(idx)),
         c.arg(2).loc);
   // A 0-d index selects one entry and keeps the dim (PyTorch: the result's
   // size along `dim` is index.numel()), unlike x[i], which drops it.
@@ -267,7 +272,7 @@ Operand t(Call& c) {
   size_t rank = c.node(x).shape.size();
   if (rank > 2)
     throw UserError(fmt::format("{}() expects a tensor of at most 2 dims, found shape {}",
-                                c.display, shape_to_string(c.node(x).shape)),
+                                c.display, c.shape_text(x)),
                     c.loc);
   return c.result(rank == 2 ? c.g.transpose(x, 0, 1, c.loc) : x);
 }
@@ -566,7 +571,7 @@ Operand apply_subscript(Graph& g, const Operand& base, const std::vector<IndexIt
     }
     if (++consuming > rank)
       throw UserError(fmt::format("too many indices for a tensor of {} dim{} (shape {})", rank,
-                                  rank == 1 ? "" : "s", shape_to_string(g.node(x).shape)),
+                                  rank == 1 ? "" : "s", symbolic_shape_string(g, g.node(x))),
                       it.loc);
   }
   // `d` walks the dims of the current view: a slice keeps its dim, a select

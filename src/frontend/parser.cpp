@@ -965,7 +965,7 @@ class Parser {
     if (attr == "mT") {
       if (rank < 2)
         fail(name, fmt::format(".mT needs a tensor of at least 2 dims, found shape {}",
-                               shape_to_string(g_.node(x).shape)));
+                               symbolic_shape_string(g_, g_.node(x))));
       return Operand::tensor(g_.transpose(x, -2, -1, name.loc), loc);
     }
     if (is_method(attr))

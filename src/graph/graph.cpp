@@ -171,25 +171,23 @@ void check_size(const Graph& g, const Node& n) {
                         "index at most " + std::to_string(kMaxRank) + " (" + type_string(g, n) + ")",
                     n.loc);
   }
-  int64_t extent = 1;
+  // A symbolic dim at its generic placeholder size (no size given yet)
+  // counts as 1 here: the bound sizes are checked when they are bound
+  // (driver::bind_symbols), and four placeholders of ~1000 would pass 2^40
+  // for a program that is fine at its real sizes.
+  Shape checked = n.shape;
   for (size_t i = 0; i < n.shape.size(); ++i) {
-    // A symbolic dim at its generic placeholder size (no size given yet)
-    // counts as 1 here: the bound sizes are checked when they are bound
-    // (driver::bind_symbols), and four placeholders of ~1000 would pass 2^40
-    // for a program that is fine at its real sizes.
     const SymbolId sym = n.symbol(i);
     if (sym != kFixedDim && g.symbols()[static_cast<size_t>(sym)].value ==
                                 generic_symbol_value(static_cast<size_t>(sym)))
-      continue;
-    const int64_t e = std::max<int64_t>(n.shape[i], 1);
-    if (e > kMaxNumel || extent > kMaxNumel / e) {
-      const std::string what = n.kind == OpKind::Parameter
-                                   ? "parameter `" + n.name + "`"
-                                   : "the result of " + std::string(op_kind_name(n.kind));
-      throw UserError(what + " is too large: " + type_string(g, n) + " has more than 2^40 elements",
-                      n.loc);
-    }
-    extent *= e;
+      checked[i] = 1;
+  }
+  const std::string problem = size_limit_violation(checked);
+  if (!problem.empty()) {
+    const std::string what = n.kind == OpKind::Parameter
+                                 ? "parameter `" + n.name + "`"
+                                 : "the result of " + std::string(op_kind_name(n.kind));
+    throw UserError(what + " is too large: " + type_string(g, n) + " " + problem, n.loc);
   }
 }
 
@@ -285,6 +283,25 @@ bool foldable(BinaryOp op) {
 }
 
 }  // namespace
+
+std::string size_limit_violation(const Shape& shape) {
+  int64_t extent = 1;  // the dims multiplied, size-0 dims as 1
+  bool empty = false, over = false;
+  for (int64_t d : shape) {
+    empty = empty || d == 0;
+    const int64_t e = std::max<int64_t>(d, 1);
+    if (!over && (e > kMaxNumel || extent > kMaxNumel / e)) over = true;
+    if (!over) extent *= e;
+  }
+  if (!over) return "";
+  if (!empty) return "has more than 2^40 elements";
+  std::string dims;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] > 1) dims += (dims.empty() ? "" : " * ") + std::to_string(shape[i]);
+  return "has no elements (a dim is 0), but its other dims multiply to more than 2^40 (" + dims +
+         "): every dim of a tensor counts toward tilefuse's 2^40 limit, a size-0 dim as 1, so "
+         "that strides, offsets and loop bounds stay far from int64 overflow";
+}
 
 ValueId Graph::add(Node node) {
   const ValueId id = size();

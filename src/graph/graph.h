@@ -331,6 +331,12 @@ inline constexpr int kMaxRank = 8;
 // int64 overflow); a larger one is a UserError.
 inline constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
+// "" when `shape` is within kMaxNumel (its dims multiplied, size-0 dims
+// counted as 1); else what is wrong, as the words that follow the tensor's
+// type in an error: "has more than 2^40 elements", or for a tensor with a
+// size-0 dim (no elements) the bound its other dims break, naming them.
+std::string size_limit_violation(const Shape& shape);
+
 // torch.promote_types over tilefuse's dtypes. Throws UserError (at `loc`)
 // where PyTorch would need a type we lack (i8 with u8 gives int16) and for
 // any float8 type mixed with another dtype (PyTorch: "Promotion for Float8

@@ -362,13 +362,16 @@ Tensor read_npy(const std::string& path) {
   if (shape_v->kind != PyValue::Kind::Tuple && shape_v->kind != PyValue::Kind::List)
     fail(path, "'shape' is not a tuple");
   Shape shape;
-  int64_t numel = 1;
   for (const PyValue& dim : shape_v->items) {
     if (dim.kind != PyValue::Kind::Int) fail(path, "'shape' holds a non-integer");
     if (dim.i < 0) fail(path, "'shape' holds a negative size " + std::to_string(dim.i));
     shape.push_back(dim.i);
-    if (__builtin_mul_overflow(numel, dim.i, &numel)) fail(path, "'shape' is too large");
   }
+  // A zero dim makes the array empty whatever the other dims are.
+  const std::optional<int64_t> count = checked_numel(shape);
+  if (!count)
+    fail(path, "'shape' " + shape_to_string(shape) + " is too large: more than 2^63 elements");
+  const int64_t numel = *count;
   // C and Fortran order lay out the bytes the same when at most one dim is
   // longer than 1 (NumPy itself writes 1-D arrays as fortran_order False).
   if (fortran->b && std::count_if(shape.begin(), shape.end(), [](int64_t n) { return n > 1; }) > 1)

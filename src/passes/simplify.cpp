@@ -586,18 +586,16 @@ class Simplifier : public IRMutator {
   Expr min_max(const Node* op, bool is_min) {
     Expr a = mutate(op->a), b = mutate(op->b);
     DType dt = op->dtype;
-    // min(x, x) == x for every x, NaN included.
-    if (structural_equal(a, b)) return a;
     if (is_floating(dt)) {
+      // Folded by the engines' rule (core/dtype.h float_minimum /
+      // float_maximum: a NaN gives the quiet NaN, -0 < +0). min(x, x) is not
+      // x when x is a NaN of another sign or payload, so it stays.
       const double *x = as_const_float(a), *y = as_const_float(b);
-      // NaN propagates; min(-0, +0) is left alone (its sign is the libm's).
-      if (x && y && !(*x == 0 && *y == 0)) {
-        if (std::isnan(*x)) return a;
-        if (std::isnan(*y)) return b;
-        return (is_min ? *x <= *y : *x >= *y) ? a : b;
-      }
+      if (x && y) return make_const(dt, is_min ? float_minimum(*x, *y) : float_maximum(*x, *y));
       return rebuild(op, a, b);
     }
+    // min(x, x) == x for integers.
+    if (structural_equal(a, b)) return a;
     if (as_const_int(a) && !as_const_int(b)) return mutate(Node::make(b, a));
     Bounds ba = bounds(a), bb = bounds(b);
     if (ba.hi <= bb.lo) return is_min ? a : b;

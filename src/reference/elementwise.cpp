@@ -106,27 +106,24 @@ C floating_fn2(C a, C b, Fn fn) {
   }
 }
 
-template <typename C>
-bool is_nan(C x) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return std::isnan(x);
-  } else {
-    return false;
-  }
-}
-
-// PyTorch: `(a != a || b != b) ? NaN : std::max(a, b)`.
+// torch.maximum / minimum: core/dtype.h's float_maximum / float_minimum on
+// floats (a NaN gives the quiet NaN; -0 < +0), std::max / std::min on
+// integers.
 template <typename C>
 C maximum(C a, C b) {
-  if (is_nan(a)) return a;
-  if (is_nan(b)) return b;
-  return (a < b) ? b : a;
+  if constexpr (std::is_floating_point_v<C>) {
+    return float_maximum(a, b);
+  } else {
+    return (a < b) ? b : a;
+  }
 }
 template <typename C>
 C minimum(C a, C b) {
-  if (is_nan(a)) return a;
-  if (is_nan(b)) return b;
-  return (b < a) ? b : a;
+  if constexpr (std::is_floating_point_v<C>) {
+    return float_minimum(a, b);
+  } else {
+    return (b < a) ? b : a;
+  }
 }
 
 template <typename C>

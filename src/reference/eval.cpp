@@ -322,9 +322,15 @@ Tensor Evaluator::eval_node(const Node& n) {
       const Node& idx_node = g_.node(n.inputs[1]);
       std::string idx_name = describe_value(idx_node);
       if (idx_node.name.empty()) idx_name = "(" + idx_name + ")";
+      // A symbolic dim indexed by an index of 2 dims or more is named by its
+      // symbol, as the compiled kernels name it (lower/expr_lowering.cpp).
+      const Node& x_node = g_.node(n.inputs[0]);
+      const SymbolId sym = x_node.symbol(n.dim);
+      const std::string size_name =
+          sym != kFixedDim && idx_node.shape.size() > 1 ? g_.symbols()[sym].name : std::string();
       try {
         reference::gather(values_[n.inputs[0]], n.dim, exact_tensor(n.inputs[1]), out,
-                          {describe_value(g_.node(n.inputs[0])), idx_name}, pool_,
+                          {describe_value(x_node), idx_name, size_name}, pool_,
                           n.index_wraps_negative);
       } catch (const UserError& e) {
         // The run-time error, at the gather's place in the program.

@@ -69,8 +69,8 @@ void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
   if (first_bad != std::numeric_limits<int64_t>::max()) {
     const int64_t v = indices[first_bad];
     throw UserError("index " + std::to_string(v) + " is out of bounds for dim " +
-                    std::to_string(dim) + " of " + names.x + " (size " + std::to_string(size) +
-                    "): " + names.idx + position_string(idx.shape(), first_bad) + " = " +
+                    std::to_string(dim) + " of " + names.x + " (size " +
+                    (names.size.empty() ? std::to_string(size) : names.size) + "): " + names.idx + position_string(idx.shape(), first_bad) + " = " +
                     std::to_string(v));
   }
   for (int64_t& v : indices)

@@ -15,6 +15,10 @@ namespace tilefuse::reference {
 struct GatherNames {
   std::string x;
   std::string idx;
+  // How the message names the size of x's dim: "" for the number; a symbol's
+  // name ("T") where the compiled kernels name it so (a symbolic dim indexed
+  // by an index of 2 dims or more: lower/expr_lowering.cpp).
+  std::string size;
 };
 
 // Every index is read and checked before any element of `x` is: a value v

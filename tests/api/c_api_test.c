@@ -186,6 +186,20 @@ int main(void) {
   s = tf_run(p, in, 4, outs, 1, NULL, NULL);
   CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "cuda:0"), "%s", tf_last_error());
   tw.device.device_type = kDLCPU;
+  /* A DLPack device that cannot be: a CPU tensor's device_id is 0, a CUDA
+     ordinal is not negative. */
+  tw.device.device_id = 3;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `w` is a CPU tensor (DLPack kDLCPU) "
+                                                       "with device_id 3"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  tw.device.device_type = kDLCUDA;
+  tw.device.device_id = -1;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `w` is on CUDA device -1"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  tw.device.device_type = kDLCPU;
+  tw.device.device_id = 0;
   /* idx[1] = 5 is in range for T = 6; 6 is not. */
   s = tf_run(p, in, 4, outs, 1, NULL, NULL);
   CHECK(s == TF_OK, "%s", tf_last_error());
@@ -245,9 +259,18 @@ int main(void) {
   tf_free_string(json);
   char* report = NULL;
   const char* sizes[2] = {"T=64,K=32,M=16", "T=64,K=32,M=1000"};
+  /* Tuning needs a CUDA device: p is compiled with device "cpu". */
+  report = (char*)1;
   s = tf_tune(p, sizes, 2, 0, &report);
-  CHECK(s == TF_OK && report && strstr(report, "not tuned"), "%s", report ? report : tf_last_error());
-  tf_free_string(report);
+  CHECK(s == TF_ERROR_UNSUPPORTED && report == NULL &&
+            strstr(tf_last_error(), "tuning needs a CUDA device") &&
+            strstr(tf_last_error(), "device=\"cpu\""),
+        "%s %s", tf_status_name(s), tf_last_error());
+  CHECK(strcmp(tf_status_name(TF_ERROR_UNSUPPORTED), "TF_ERROR_UNSUPPORTED") == 0, "status name");
+  const char* missing[1] = {"T=64,K=32"};
+  s = tf_tune(p, missing, 1, 0, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "symbolic dim M needs a size"), "%s %s",
+        tf_status_name(s), tf_last_error());
   const char* bad_sizes[1] = {"T=4,Q"};
   CHECK(tf_tune(p, bad_sizes, 1, 0, NULL) == TF_ERROR_INVALID_ARGUMENT, "bad sizes");
   const char* twice[1] = {"T=4,K=8,M=2,T=8"};
@@ -280,6 +303,25 @@ int main(void) {
     s = tf_run(two, ins2, 1, outs2, 2, NULL, NULL);
     CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "overlaps output"), "%s %s",
           tf_status_name(s), tf_last_error());
+    /* Host memory declared as CUDA memory is never launched on: without a GPU
+       the call says there is none; with one, that the pointer is not CUDA
+       memory. */
+    float other[4];
+    o0.data = other;
+    ta.device.device_type = o0.device.device_type = kDLCUDA;
+    const DLTensor* outs1[1] = {&o0};
+    tf_program* one = NULL;
+    s = tf_compile_source("def g(a: f32[4]):\n    return a * 2.0\n", "one.tfs", NULL, &one);
+    CHECK(s == TF_OK, "%s", tf_last_error());
+    if (one) {
+      s = tf_run(one, ins2, 1, outs1, 1, NULL, NULL);
+      CHECK((s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `a` is declared on cuda:0 "
+                                                            "(DLPack kDLCUDA) but its data pointer") &&
+             strstr(tf_last_error(), "is not CUDA memory")) ||
+                (s == TF_ERROR_RUNTIME && strstr(tf_last_error(), "No CUDA device")),
+            "%s %s", tf_status_name(s), tf_last_error());
+      tf_program_free(one);
+    }
     tf_program_free(two);
   }
 

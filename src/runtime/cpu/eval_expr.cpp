@@ -114,17 +114,6 @@ T float_mod(T a, T b) {
   return r;
 }
 
-template <class T>
-T nan_min(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  return a < b ? a : b;
-}
-template <class T>
-T nan_max(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  return a > b ? a : b;
-}
-
 template <ExprKind K>
 constexpr bool kAlwaysFalse = false;
 
@@ -243,9 +232,9 @@ struct BinaryCode final : ExprCode {
     else if constexpr (K == ExprKind::Mod)
       return float_mod(x, y);
     else if constexpr (K == ExprKind::Min)
-      return nan_min(x, y);
+      return float_minimum(x, y);
     else if constexpr (K == ExprKind::Max)
-      return nan_max(x, y);
+      return float_maximum(x, y);
     else if constexpr (K == ExprKind::EQ)
       return x == y;
     else if constexpr (K == ExprKind::NE)

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"
@@ -51,6 +53,11 @@ struct ExtraEntryPoints {
   CUresult (*cuMemHostGetDevicePointer_v2)(CUdeviceptr* dptr, void* p, unsigned flags) = nullptr;
   // [Memory Management] CUresult cuMemFreeHost(void* p)
   CUresult (*cuMemFreeHost)(void* p) = nullptr;
+  // [Unified Addressing] CUresult cuPointerGetAttribute(void* data,
+  //     CUpointer_attribute attribute, CUdeviceptr ptr)   (the attribute is a C enum: int)
+  CUresult (*cuPointerGetAttribute)(void* data, int attribute, CUdeviceptr ptr) = nullptr;
+  // [Stream Management] CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx)
+  CUresult (*cuStreamGetCtx)(CUstream stream, CUcontext* ctx) = nullptr;
 };
 
 template <typename Fn>
@@ -74,9 +81,46 @@ const ExtraEntryPoints& extra(const CudaLibraries& libs) {
     resolve(libs.libcuda_handle, x.cuMemHostAlloc, "cuMemHostAlloc");
     resolve(libs.libcuda_handle, x.cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2");
     resolve(libs.libcuda_handle, x.cuMemFreeHost, "cuMemFreeHost");
+    resolve(libs.libcuda_handle, x.cuPointerGetAttribute, "cuPointerGetAttribute");
+    resolve(libs.libcuda_handle, x.cuStreamGetCtx, "cuStreamGetCtx");
     return x;
   }();
   return e;
+}
+
+// CUpointer_attribute and CUmemorytype values (cuda.h).
+constexpr int kPointerAttrMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (unsigned)
+constexpr int kPointerAttrIsManaged = 8;      // CU_POINTER_ATTRIBUTE_IS_MANAGED (unsigned)
+constexpr int kPointerAttrDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (int)
+constexpr unsigned kMemoryTypeHost = 1;       // CU_MEMORYTYPE_HOST
+constexpr unsigned kMemoryTypeDevice = 2;     // CU_MEMORYTYPE_DEVICE
+
+using PointerGetAttributeFn = CUresult (*)(void*, int, CUdeviceptr);
+
+PointerInfo query_pointer(PointerGetAttributeFn get, const void* p) {
+  PointerInfo info;
+  if (get == nullptr || p == nullptr) return info;
+  const auto ptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+  // A pointer the driver did not allocate, map or register is
+  // CUDA_ERROR_INVALID_VALUE; an uninitialized driver knows no pointer.
+  unsigned type = 0;
+  if (get(&type, kPointerAttrMemoryType, ptr) != kCudaSuccess) return info;
+  unsigned managed = 0;
+  if (get(&managed, kPointerAttrIsManaged, ptr) != kCudaSuccess) managed = 0;
+  int ordinal = -1;
+  if (get(&ordinal, kPointerAttrDeviceOrdinal, ptr) != kCudaSuccess) ordinal = -1;
+  if (managed) {
+    info.kind = PointerInfo::Kind::kManaged;
+  } else if (type == kMemoryTypeDevice) {
+    info.kind = PointerInfo::Kind::kDevice;
+  } else if (type == kMemoryTypeHost) {
+    info.kind = PointerInfo::Kind::kHost;
+    ordinal = -1;
+  } else {
+    return info;
+  }
+  info.device = ordinal;
+  return info;
 }
 
 // CUresult codes the user can act on (cuda.h, enum cudaError_enum).
@@ -97,6 +141,30 @@ bool is_user_facing(CUresult rc) {
 }
 
 }  // namespace
+
+PointerInfo pointer_info(const CudaLibraries& libs, const void* p) {
+  return query_pointer(extra(libs).cuPointerGetAttribute, p);
+}
+
+PointerInfo pointer_info_if_loaded(const void* p) {
+  static std::atomic<PointerGetAttributeFn> cached{nullptr};
+  PointerGetAttributeFn get = cached.load(std::memory_order_acquire);
+  if (get == nullptr) {
+    // RTLD_NOLOAD: a handle only if the process has loaded libcuda already
+    // (by soname, wherever from). Once found, the handle stays open so the
+    // entry point stays valid; until then each call looks again (PyTorch
+    // loads the driver lazily).
+    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (handle == nullptr) return {};
+    get = reinterpret_cast<PointerGetAttributeFn>(dlsym(handle, "cuPointerGetAttribute"));
+    if (get == nullptr) {
+      dlclose(handle);
+      return {};
+    }
+    cached.store(get, std::memory_order_release);
+  }
+  return query_pointer(get, p);
+}
 
 void check_cuda(const CudaLibraries& libs, CUresult rc, const char* call) {
   if (rc == kCudaSuccess) return;
@@ -167,6 +235,14 @@ bool Device::is_capturing(CUstream stream) const {
   int status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
   check_cuda(*libs_, capturing(stream, &status), "cuStreamIsCapturing");
   return status != 0;
+}
+
+bool Device::owns_stream(CUstream stream) const {
+  auto* get_ctx = extra(*libs_).cuStreamGetCtx;
+  if (stream == nullptr || get_ctx == nullptr) return true;
+  CUcontext ctx = nullptr;
+  check_cuda(*libs_, get_ctx(stream, &ctx), "cuStreamGetCtx");
+  return ctx == ctx_;
 }
 
 void Device::copy_async(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes,

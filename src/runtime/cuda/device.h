@@ -119,6 +119,31 @@ class Module {
   CUmodule mod_ = nullptr;
 };
 
+// Where the memory at a host-side address lives, as the driver sees it
+// (cuPointerGetAttribute, "Unified Addressing"): CU_POINTER_ATTRIBUTE_IS_MANAGED,
+// _MEMORY_TYPE and _DEVICE_ORDINAL.
+struct PointerInfo {
+  enum class Kind {
+    kNotCuda,  // the driver does not know it: pageable host memory (or no driver)
+    kHost,     // page-locked host memory (cuMemHostAlloc, cudaHostRegister)
+    kDevice,   // device memory of the GPU `device`
+    kManaged,  // managed (unified) memory, reachable from the host and the GPUs
+  };
+  Kind kind = Kind::kNotCuda;
+  int device = -1;  // the GPU's ordinal for kDevice and kManaged, else -1
+};
+
+// Queries `p` through `libs` (a libcuda loaded by load_cuda_libraries()).
+// A pointer the driver does not know, or a driver without
+// cuPointerGetAttribute, is kNotCuda.
+PointerInfo pointer_info(const CudaLibraries& libs, const void* p);
+
+// The same without loading anything: through the libcuda this process has
+// already loaded (tilefuse's, or PyTorch's), kNotCuda when none is loaded or
+// initialized (then no CUDA memory exists in the process). For checking a
+// CPU tensor's pointer without opening the driver for a CPU call.
+PointerInfo pointer_info_if_loaded(const void* p);
+
 // A timing event (cuEventCreate with default flags), destroyed on
 // destruction.
 class Event {
@@ -177,8 +202,13 @@ class Device {
   // cuStreamIsCapturing: whether `stream` is being captured into a CUDA
   // graph (false when the driver lacks the entry point).
   bool is_capturing(CUstream stream) const;
+  CUcontext context() const { return ctx_; }
   // cuMemcpyDtoDAsync of `bytes` on `stream`.
   void copy_async(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream stream) const;
+  // Whether a launch on `stream` runs in this device's primary context, where
+  // tilefuse loads its kernels (cuStreamGetCtx; nullptr, the default stream,
+  // always does; true when the driver lacks the entry point).
+  bool owns_stream(CUstream stream) const;
 
  private:
   const CudaLibraries* libs_ = nullptr;

@@ -54,9 +54,11 @@
 // modulo follows the divisor; b == 0 gives 0 for both, b == -1 gives -a
 // (wrapped) and 0, as the CPU executor (eval_expr.cpp floor_div/floor_mod).
 // floormod on floats: fmod, plus b where the signs differ (eval_expr.cpp).
-// min / max: NaN-propagating for floats (torch.minimum / maximum), otherwise
-// `a < b ? a : b` / `a > b ? a : b` exactly as the CPU (so min(-0, +0) is
-// +0, the second operand); plain for integers.
+// min / max on floats: core/dtype.h's float_minimum / float_maximum, as the
+// CPU executor and the reference: a NaN operand gives the type's canonical
+// quiet NaN, else IEEE 754-2019 minimum / maximum (-0 < +0, so max(-0, +0)
+// and max(+0, -0) are +0 and min of them -0, whatever the order; PyTorch's
+// CUDA kernels agree). Plain `a < b ? a : b` / `a > b ? a : b` for integers.
 //
 // Math (TILEFUSE_FOR_EACH_TIR_INTRINSIC in src/tir/ir.h): tf::exp(x) etc. for
 // float and double with the accurate CUDA math library functions (expf, not
@@ -623,39 +625,48 @@ TF_NUMERIC_NARROW_FLOORMOD(f8e5m2)
 
 // ---- min / max -------------------------------------------------------------
 
+// A tie (a == b, so both zeros when they differ) picks by sign: the
+// negative operand for min, the positive for max.
 TF_DEVICE float min(float a, float b) {
   if (detail::f32_is_nan(a) || detail::f32_is_nan(b)) return __uint_as_float(0x7FC00000u);
+  if (a == b) return (__float_as_uint(a) >> 31) ? a : b;
   return a < b ? a : b;
 }
 TF_DEVICE float max(float a, float b) {
   if (detail::f32_is_nan(a) || detail::f32_is_nan(b)) return __uint_as_float(0x7FC00000u);
+  if (a == b) return (__float_as_uint(a) >> 31) ? b : a;
   return a > b ? a : b;
 }
 TF_DEVICE double min(double a, double b) {
   if (detail::f64_is_nan(a) || detail::f64_is_nan(b))
     return __longlong_as_double(0x7FF8000000000000ll);
+  if (a == b) return __double_as_longlong(a) < 0 ? a : b;
   return a < b ? a : b;
 }
 TF_DEVICE double max(double a, double b) {
   if (detail::f64_is_nan(a) || detail::f64_is_nan(b))
     return __longlong_as_double(0x7FF8000000000000ll);
+  if (a == b) return __double_as_longlong(a) < 0 ? b : a;
   return a > b ? a : b;
 }
-#define TF_NUMERIC_HALF_MINMAX(T, NAN_BITS)                                 \
+// SIGN_BIT: the sign bit of the storage (0x8000 or 0x80).
+#define TF_NUMERIC_HALF_MINMAX(T, NAN_BITS, SIGN_BIT)                       \
   TF_DEVICE T min(T a, T b) {                                               \
     const float x = detail::to_f32(a), y = detail::to_f32(b);               \
     if (detail::f32_is_nan(x) || detail::f32_is_nan(y)) return T{NAN_BITS}; \
+    if (x == y) return (a.bits & SIGN_BIT) ? a : b;                         \
     return x < y ? a : b;                                                   \
   }                                                                         \
   TF_DEVICE T max(T a, T b) {                                               \
     const float x = detail::to_f32(a), y = detail::to_f32(b);               \
     if (detail::f32_is_nan(x) || detail::f32_is_nan(y)) return T{NAN_BITS}; \
+    if (x == y) return (a.bits & SIGN_BIT) ? b : a;                         \
     return x > y ? a : b;                                                   \
   }
-TF_NUMERIC_HALF_MINMAX(f16, 0x7E00)
-TF_NUMERIC_HALF_MINMAX(bf16, 0x7FC0)
-TF_NUMERIC_HALF_MINMAX(f8e4m3, 0x7F)
-TF_NUMERIC_HALF_MINMAX(f8e5m2, 0x7F)
+TF_NUMERIC_HALF_MINMAX(f16, 0x7E00, 0x8000)
+TF_NUMERIC_HALF_MINMAX(bf16, 0x7FC0, 0x8000)
+TF_NUMERIC_HALF_MINMAX(f8e4m3, 0x7F, 0x80)
+TF_NUMERIC_HALF_MINMAX(f8e5m2, 0x7F, 0x80)
 #undef TF_NUMERIC_HALF_MINMAX
 #define TF_NUMERIC_INT_MINMAX(T) \
   TF_DEVICE T min(T a, T b) {    \

@@ -31,6 +31,25 @@ TEST(Shape, Helpers) {
   EXPECT_EQ(shape_to_string({5}), "[5]");
 }
 
+// A zero dim makes a tensor empty whatever its other dims are: the count is
+// 0, not an overflow, in any dim order; without one, an overflowing product
+// is no count (checked_numel) or INT64_MAX (shape_numel), never a wrap.
+TEST(Shape, NumelOfEmptyShapesWithHugeDims) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  for (const Shape& s : {Shape{max, 0}, Shape{0, max}, Shape{max, 2, 0}, Shape{max, max, 0, max}}) {
+    EXPECT_EQ(checked_numel(s), std::optional<int64_t>(0)) << shape_to_string(s);
+    EXPECT_EQ(shape_numel(s), 0) << shape_to_string(s);
+  }
+  EXPECT_EQ(checked_numel({max, 2}), std::nullopt);
+  EXPECT_EQ(shape_numel({max, 2}), max);
+  EXPECT_EQ(checked_numel({int64_t{1} << 31, int64_t{1} << 31}), int64_t{1} << 62);
+  EXPECT_EQ(checked_numel({}), std::optional<int64_t>(1));
+  // An empty tensor of such a shape is allocated (no bytes) and reads as empty.
+  const Tensor t = Tensor::empty(DType::F32, {max, 0});
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.shape(), (Shape{max, 0}));
+}
+
 TEST(Storage, AlignedAndSized) {
   for (size_t n : {0, 1, 63, 64, 65, 1000}) {
     Storage s(n);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "driver/compile.h"
@@ -265,6 +266,41 @@ TEST(Symbolic, OutOfRangeIndexReportsTheBoundSize) {
   // The reference says the same.
   EXPECT_EQ(user_error([&] { evaluate(bound.graph, inputs); }),
             "index 5 is out of bounds for dim 0 of `x` (size 5): `idx`[1] = 5");
+}
+
+// Past a 1-D index the compiled kernels name a symbolic size by its symbol
+// (a GPU status word has no room for the size); the reference says the same,
+// never the bound number or the generic graph's placeholder.
+TEST(Symbolic, TwoDimIndexNamesTheSymbolicSizeOnEveryEngine) {
+  const char* source = "def g(x: f32[T, 8], idx: i64[M, 2]):\n    return x[idx]\n";
+  const Program generic = parse_program(source, "p.tfs");
+  const SymbolValues v = {{"T", 5}, {"M", 3}};
+  const Program bound = parse_program(source, "p.tfs", &v);
+  std::vector<Tensor> inputs = make_random_inputs(bound.graph, 3);
+  for (int64_t i = 0; i < 6; ++i) inputs[1].set_linear(i, i % 5);
+  inputs[1].set_linear(3, 7);  // idx[1, 1]: past the end of T = 5
+  const Binding b = driver::bind_symbols(generic.graph, inputs);
+  driver::CompileOptions co;
+  co.lower.specialization = driver::specialize(generic.graph, b, descs(inputs));
+  const driver::CompiledProgram c = driver::compile(generic.graph, co);
+  const std::string want = "index 7 is out of bounds for dim 0 of `x` (size T): `idx`[1, 1] = 7";
+  EXPECT_EQ(user_error([&] { driver::execute(c, inputs); }), want);
+  EXPECT_EQ(user_error([&] { evaluate(bound.graph, inputs); }), want);
+}
+
+// A zero-size tensor bound with a huge other dim has no elements; the limit
+// its dims break is named, not "more than 2^40 elements".
+TEST(Symbolic, BindingAnEmptyTensorWithAHugeDimNamesTheLimit) {
+  const Program generic = parse_program("def g(x: f32[T, 0]):\n    return x + 1.0\n", "p.tfs");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  std::vector<ArgDesc> args = {{DType::F32, {max, 0}, {0, 1}, 0}};
+  const std::string msg = user_error([&] { driver::bind_symbols(generic.graph, args); });
+  EXPECT_EQ(msg.find("more than 2^40 elements"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at T=9223372036854775807"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("`x` (f32[9223372036854775807, 0]) has no elements"), std::string::npos)
+      << msg;
+  args[0].shape = {int64_t{1} << 40, 0};
+  EXPECT_NO_THROW(driver::bind_symbols(generic.graph, args));
 }
 
 TEST(Symbolic, SizeBuckets) {

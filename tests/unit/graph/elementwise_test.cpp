@@ -1,6 +1,7 @@
 // Parameters, Python numbers, broadcasting and the elementwise builders.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,6 +120,28 @@ TEST(Parameter, SizeIsLimitedTo2To40Elements) {
         g.parameter("f", DType::U8, {huge, 0}, std::nullopt, kLoc);
       },
       "too large");
+}
+
+// A tensor with a size-0 dim has no elements; its other dims still count
+// toward the limit (strides, offsets and loop bounds span them), and the
+// message says so instead of claiming more than 2^40 elements.
+TEST(Parameter, AnEmptyTensorIsNotSaidToHaveTooManyElements) {
+  Graph g;
+  EXPECT_NO_THROW(g.parameter("a", DType::F32, {int64_t{1} << 40, 0}, std::nullopt, {}));
+  EXPECT_NO_THROW(g.parameter("b", DType::F32, {0, 1 << 20, 1 << 20}, std::nullopt, {}));
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  for (const Shape& shape : {Shape{max, 0}, Shape{0, max}, Shape{0, 1 << 21, 1 << 20}}) {
+    try {
+      g.parameter("x", DType::F32, shape, std::nullopt, kLoc);
+      ADD_FAILURE() << "no error for " << shape_to_string(shape);
+    } catch (const UserError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.find("more than 2^40 elements"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("has no elements"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("other dims multiply to more than 2^40"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(shape_to_string(shape).substr(1, 6)), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(Scalar, NodeDtypeIsPyTorchsDefaultForItsKind) {

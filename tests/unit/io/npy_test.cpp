@@ -179,6 +179,13 @@ TEST_F(NpyTest, EmptyShapes) {
     EXPECT_EQ(r.shape(), shape);
     EXPECT_EQ(r.numel(), 0);
   }
+  // An empty array whose other dims multiply past int64 is still empty.
+  const Tensor big = read_npy(write_bytes(
+      "big0.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                         "(4611686018427387904, 4, 0), }",
+                         "")));
+  EXPECT_EQ(big.shape(), (Shape{int64_t{1} << 62, 4, 0}));
+  EXPECT_EQ(big.numel(), 0);
   // 0-dim holds one element.
   write_npy(path("s.npy"), Tensor::full(DType::F16, {}, -0.75));
   const Tensor s = read_npy(path("s.npy"));

@@ -63,6 +63,33 @@ TEST(Simplify, ConstantFolding) {
   expect_expr("3 < 5 && 2.0 >= nan", "false");
 }
 
+// Float min / max fold by the engines' rule (core/dtype.h): -0 < +0 in
+// either order, a NaN gives the quiet NaN; max(f, f) stays (f may be a NaN
+// of another sign, which max turns into the positive one).
+TEST(Simplify, FloatMinMaxFoldLikeTheEngines) {
+  auto as_const_float = [](const Expr& e) -> const double* {
+    const auto* f = e.as<FloatImmNode>();
+    return f ? &f->value : nullptr;
+  };
+  const Expr pz = make_const(DType::F32, 0.0), nz = make_const(DType::F32, -0.0);
+  for (const auto& [a, b] : {std::pair{nz, pz}, std::pair{pz, nz}}) {
+    const Expr max_ab = simplify(tir::max(a, b)), min_ab = simplify(tir::min(a, b));
+    const double* hi = as_const_float(max_ab);
+    const double* lo = as_const_float(min_ab);
+    ASSERT_NE(hi, nullptr);
+    ASSERT_NE(lo, nullptr);
+    EXPECT_FALSE(std::signbit(*hi)) << print(tir::max(a, b));
+    EXPECT_TRUE(std::signbit(*lo)) << print(tir::min(a, b));
+  }
+  const Expr max_nan =
+      simplify(tir::max(make_const(DType::F32, -std::nan("")), make_const(DType::F32, 1.0)));
+  const double* nan = as_const_float(max_nan);
+  ASSERT_NE(nan, nullptr);
+  EXPECT_TRUE(std::isnan(*nan) && !std::signbit(*nan));
+  expect_expr("max(f, f)", "max(f, f)");
+  expect_expr("min(x, x)", "x");
+}
+
 TEST(Simplify, Identities) {
   expect_expr("x + 0", "x");
   expect_expr("0 + x", "x");

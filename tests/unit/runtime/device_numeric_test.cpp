@@ -1206,16 +1206,15 @@ TEST(DeviceNumericGpu, HalfArithmeticRoundsOnceLikeTheCpu) {
   check_half_ops(DType::F8E5M2, "half_ops_f8e5m2");
 }
 
-// NaN-propagating min / max and floor modulo on floats (eval_expr.cpp).
+// NaN-propagating min / max (core/dtype.h: -0 < +0) and floor modulo on
+// floats (eval_expr.cpp).
 template <class T>
 T host_nan_min(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  return a < b ? a : b;
+  return float_minimum(a, b);
 }
 template <class T>
 T host_nan_max(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  return a > b ? a : b;
+  return float_maximum(a, b);
 }
 template <class T>
 T host_float_mod(T a, T b) {
