@@ -229,8 +229,9 @@ bool mask_is_bounds(const Expr& mask, const std::vector<Expr>& idx, const int64_
   const int64_t* bound = lt ? as_const_int(lt->b) : nullptr;
   if (!bound) return false;
   for (int d = 0; d < 2; ++d) {
-    const int64_t* diff = as_const_int(passes::simplify(SubNode::make(lt->a, idx[d])));
-    if (*bound == dims[d] && diff && *diff == 0) return true;
+    const Expr diff = passes::simplify(SubNode::make(lt->a, idx[d]));  // (kept alive: read below)
+    const int64_t* c = as_const_int(diff);
+    if (*bound == dims[d] && c && *c == 0) return true;
   }
   return false;
 }
