@@ -238,8 +238,9 @@ bool mask_is_bounds(const Expr& mask, const std::vector<Expr>& idx, const int64_
 
 // The tensor map a TMA store of the staged rows x cols tile of nest `op`
 // uses (EpiloguePlan::tma_store), or why there is none: the store is
-// unmasked (or masked by its bounds alone), into a 2-D global buffer of constant shape, row-major with a
-// 16-byte aligned base and row pitch, at (row origin + the row var, column
+// unmasked (or masked by the output's bounds alone, mask_is_bounds), into
+// a 2-D global buffer of constant shape, row-major with a 16-byte aligned
+// base and row pitch, at (row origin + the row var, column
 // origin + the column var) with both origins free of the nest's vars (the
 // nest's lets substituted), its rows 128-byte strips of 16-bit elements.
 // The map's box is one strip of the tile (64 columns x rows), 128-byte
