@@ -109,7 +109,7 @@ typedef struct tf_options {
   const char* cache_dir; /* root of the kernel and tuning caches; NULL (default):
                             $TILEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tilefuse, else
                             ~/.cache/tilefuse */
-  int threads;          /* CPU executor threads; 0 (default): all */
+  int threads;          /* CPU executor threads, 0 to 1024; 0 (default): all */
 } tf_options;
 
 TF_API void tf_options_init(tf_options* options);

@@ -275,6 +275,9 @@ def test_hostile_arguments_get_errors_and_the_kernel_stays_usable():
         tilefuse.compile(src, device=5)
     with raises(TypeError, match="threads must be an int"):
         tilefuse.compile(src, threads="4")
+    # A thread each: an absurd count is refused at compile, before any call.
+    with raises(ValueError, match="threads must be 0 \\(all\\) to 1024, got 1073741824"):
+        tilefuse.compile(src, threads=2**30)
     with raises(ValueError, match="contains a NUL character at offset"):
         tilefuse.compile(src.replace("* 2.0", "\0* 2.0"))
     k = tilefuse.compile(src, device="cpu")
@@ -327,6 +330,10 @@ def test_jit_runs_the_program_and_reports_errors_in_this_file():
     line = int(str(e.value).split("test_numpy.py:")[1].split(":")[0])
     with open(__file__) as f:
         assert "return x @ nothing" in f.read().splitlines()[line - 1]
+
+    # A lambda has no `def` to compile: a CompileError that says so.
+    with raises(tilefuse.CompileError, match="defined with `def`, not a lambda"):
+        tilefuse.jit(lambda x: x)(np.ones(2, np.float32))
 
 
 def test_jit_eager_matches_torch():

@@ -13,15 +13,26 @@ def _source_of(fn):
     """The function's text as a .tfs program: dedented, the string annotations of
     its parameters unquoted (each quote replaced by a space, so columns hold), the
     first line where the function's is in its file (so diagnostics point there)."""
+    from ._errors import CompileError
+    if getattr(fn, "__name__", "") == "<lambda>":
+        raise CompileError(f"@tilefuse.jit needs a function defined with `def`, not a lambda "
+                           f"({fn.__qualname__})")
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
-        from ._errors import CompileError
         raise CompileError(f"@tilefuse.jit needs the source of {fn.__qualname__} (defined in a "
                            f"file, not typed at a prompt): {e}") from None
     text = textwrap.dedent("".join(lines))
-    tree = ast.parse(text)
-    func = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise CompileError(f"@tilefuse.jit could not read the source of {fn.__qualname__} as a "
+                           f"`def`: {e}") from None
+    func = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                None)
+    if func is None:
+        raise CompileError(f"@tilefuse.jit needs a function defined with `def`; the source of "
+                           f"{fn.__qualname__} holds none")
     rows = text.splitlines(keepends=True)
     args = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
     for a in args:

@@ -619,8 +619,8 @@ def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning
             raise ValueError(f"tilefuse.compile: {key} contains a NUL character")
     if isinstance(threads, bool) or not isinstance(threads, int):
         raise TypeError(f"tilefuse.compile: threads must be an int, got {type(threads).__name__}")
-    if threads < 0:
-        raise ValueError(f"tilefuse.compile: threads must be >= 0 (0: all), got {threads}")
+    if threads < 0 or threads > 1024:
+        raise ValueError(f"tilefuse.compile: threads must be 0 (all) to 1024, got {threads}")
     if cache_dir is not None:
         cache_dir = os.fspath(cache_dir)
     lib = _lib.lib()

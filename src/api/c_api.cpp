@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "driver/callable.h"
 #include "frontend/frontend.h"
+#include "reference/thread_pool.h"
 
 namespace {
 
@@ -239,9 +240,9 @@ tilefuse::driver::CallableOptions callable_options(const tf_options* o) {
   c.allow_tf32 = o->allow_tf32 != 0;
   c.tuning = o->tuning != 0;
   if (o->cache_dir) c.cache_root = o->cache_dir;
-  if (o->threads < 0)
-    throw UserError(fmt::format("tf_options.threads must be >= 0 (0: every core), got {}",
-                                o->threads));
+  if (o->threads < 0 || o->threads > tilefuse::reference::kMaxThreads)
+    throw UserError(fmt::format("tf_options.threads must be 0 (every core) to {}, got {}",
+                                tilefuse::reference::kMaxThreads, o->threads));
   c.cpu_threads = o->threads;
   return c;
 }

@@ -22,6 +22,27 @@ bool is_continuation_byte(char c) {
   return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
 }
 
+// `line` as shown under a diagnostic: each control byte other than a tab
+// (a NUL would end the message where it is printed, an ESC would drive the
+// terminal) as its Unicode control picture, U+2400 + byte (U+2421 for DEL):
+// one code point for one, so the caret's columns stay as counted.
+std::string shown(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  for (const char ch : line) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t') || c == 0x7F) {
+      const unsigned cp = c == 0x7F ? 0x2421u : 0x2400u + c;
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_diagnostic(const std::string& file, std::string_view source,
@@ -50,7 +71,7 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
   const bool cut_left = first > 0, cut_right = last < n;
   out += "  ";
   if (cut_left) out += "...";
-  out += line;
+  out += shown(line);
   if (cut_right) out += "...";
   out += "\n  ";
   if (cut_left) out += "   ";

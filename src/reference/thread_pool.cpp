@@ -29,7 +29,7 @@ ThreadPool::ThreadPool(int num_threads) {
     stop_workers();
     throw UserError("could not start " + std::to_string(num_threads - 1) +
                     " worker threads (" + std::to_string(started) +
-                    " started): " + e.what() + "; use fewer --threads");
+                    " started): " + e.what() + "; ask for fewer threads");
   }
 }
 

@@ -18,6 +18,11 @@
 
 namespace tilefuse::reference {
 
+// The most threads a pool may be asked for (the CLI's --threads and the C
+// API's tf_options.threads): a thread each, so an absurd count would
+// exhaust the machine's thread limit before failing.
+inline constexpr int kMaxThreads = 1024;
+
 class ThreadPool {
  public:
   // `num_threads` counts the calling thread; 0 means hardware_concurrency().

@@ -126,8 +126,14 @@ int main(void) {
   tf_options_init(&o);
   o.threads = -5;
   s = tf_compile_source(kProgram, "f.tfs", &o, &bad);
-  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "threads must be >= 0"),
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "threads must be 0"),
         "negative threads: %s %s", tf_status_name(s), tf_last_error());
+  /* A thread each: an absurd count is refused before any thread starts. */
+  tf_options_init(&o);
+  o.threads = 1 << 30;
+  s = tf_compile_source(kProgram, "f.tfs", &o, &bad);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "to 1024, got 1073741824"),
+        "huge threads: %s %s", tf_status_name(s), tf_last_error());
 
   tf_options_init(&o);
   o.device = "cpu";

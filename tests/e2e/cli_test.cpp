@@ -561,6 +561,14 @@ TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {
       {"emit " + prog + " --plan half", {"half", "fused", "unfused"}},
       {"emit " + prog + " --stage=tir-opt --dump-after=licn", {"licn", "licm", "lower_copies"}},
       {"emit " + prog + " --stage=graph --dump-after=licm", {"--dump-after", "tir", "tir-opt"}},
+      // --cuda-option and --gemm-config are checked on every path, though
+      // only a GPU compile uses them: at --stage=graph, and in a CPU run.
+      {"emit " + prog + " --stage=graph --cuda-option foo=1", {"--cuda-option", "`foo`", "wgmma"}},
+      {"emit " + prog + " --stage=graph --gemm-config abc", {"--gemm-config", "`abc`", "128x"}},
+      {"run " + prog + " --device cpu --cuda-option foo=1", {"--cuda-option", "`foo`", "wgmma"}},
+      {"run " + prog + " --engine reference --cuda-option wgmma=2",
+       {"--cuda-option", "wgmma=2", "NAME=0"}},
+      {"run " + prog + " --device cpu --gemm-config abc", {"--gemm-config", "`abc`", "128x"}},
   };
   for (const Case& c : cases) {
     Result r = run_cli(c.args);

@@ -375,6 +375,11 @@ int run_command(const RunOptions& options) {
       if (!gpu && options.device == "cuda") throw UserError("--device cuda: " + why_cpu);
     }
     const double device_ms = ms_since(kProcessStart);
+    // --cuda-option and --gemm-config are checked on every path (a bad one
+    // is an error on the CPU and with the reference engine too, as in the
+    // other commands), though only a GPU run uses them.
+    const tir::CudaOptions cuda_options = parse_cuda_options(options.cuda_options);
+    if (!options.gemm_config.empty()) (void)parse_gemm_config(options.gemm_config, !gpu);
 
     EvalOptions eval;
     eval.num_threads = options.threads;
@@ -411,7 +416,7 @@ int run_command(const RunOptions& options) {
                                       dev.arch()));
         co.target = *t;
         co.allow_tf32 = options.allow_tf32;
-        co.cuda = parse_cuda_options(options.cuda_options);
+        co.cuda = cuda_options;
         // The plan and its config: the tuned choice (cached, else tuned now)
         // for --plan auto or --retune; an explicit plan takes its tuned
         // config when a tuning is cached, else the heuristic's.
@@ -607,10 +612,7 @@ int emit_command(const EmitOptions& options) {
         if (!options.dump_after.empty() && !kernels)
           throw UserError(
               "--dump-after prints kernels: use it with --stage=tir or --stage=tir-opt");
-        if (options.stage == "graph") {
-          std::cout << g.to_string();
-          return kOk;
-        }
+        // (Every option is checked, at every stage.)
         driver::CompileOptions co;
         co.plan = parse_plan(options.plan);
         co.target = parse_target(options.target);
@@ -618,6 +620,10 @@ int emit_command(const EmitOptions& options) {
         co.cuda = parse_cuda_options(options.cuda_options);
         if (!options.gemm_config.empty())
           co.lower.gemm_config = parse_gemm_config(options.gemm_config, !co.target.is_cuda());
+        if (options.stage == "graph") {
+          std::cout << g.to_string();
+          return kOk;
+        }
         if (options.stage == "plan") {
           std::cout << to_string(g, build_plan(g, co.plan));
           return kOk;

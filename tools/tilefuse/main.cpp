@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "driver/compile.h"
+#include "reference/thread_pool.h"
 #include "runtime/cuda/timing.h"
 #include "tir/target.h"
 
@@ -79,9 +80,8 @@ int main(int argc, char** argv) {
                     "The longest program file read, in bytes or with K, M, G (default 16M)")
         ->transform(byte_size);
   };
-  // --threads: 0 (all) .. kMaxThreads; a thread each, so an absurd count
-  // would exhaust the machine's thread limit.
-  constexpr int kMaxThreads = 1024;
+  // --threads: 0 (all) .. kMaxThreads (reference/thread_pool.h).
+  using tilefuse::reference::kMaxThreads;
   const CLI::Validator thread_count = CLI::Validator(
       [](std::string& v) -> std::string {
         char* end = nullptr;

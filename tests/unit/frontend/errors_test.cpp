@@ -404,6 +404,25 @@ TEST(FormatDiagnostic, TabsAreCopiedSoTheCaretLinesUp) {
             std::string("t.tfs:2:11: error: ") + e.what() + "\n  \treturn\tx $\n  \t      \t  ^\n");
 }
 
+// Control bytes in the quoted line are shown as their Unicode control
+// pictures (a NUL would end the printed message there, an ESC would drive
+// the terminal), one column each, so the caret still lines up and the
+// message ends with its caret line.
+TEST(FormatDiagnostic, ControlBytesAreShownAsPictures) {
+  std::string src = "def f(x: f32[4]):\n    return x\x1b[31m + \x01\n";
+  src.insert(src.find("+ "), 1, '\0');
+  UserError e = error_of(src);
+  ASSERT_TRUE(e.loc().valid());
+  const std::string rendered = format_diagnostic("c.tfs", src, e);
+  EXPECT_EQ(rendered.find('\0'), std::string::npos);
+  EXPECT_EQ(rendered.find('\x1b'), std::string::npos);
+  EXPECT_NE(rendered.find("return x\u241b[31m \u2400+ \u2401"), std::string::npos) << rendered;
+  // The caret line: one column a code point from the line's start.
+  const std::string caret_line = rendered.substr(rendered.rfind("\n  ", rendered.size() - 2) + 3);
+  EXPECT_EQ(caret_line, std::string(static_cast<size_t>(e.loc().col - 1), ' ') + "^\n")
+      << rendered;
+}
+
 // A very long line shows a window around the column, cut with "...": the
 // caret still points at the offending character, and the diagnostic of a
 // 4 MB line is not 8 MB.
