@@ -48,7 +48,12 @@ Timing summarize_samples(std::vector<double> samples_ms);
 
 // The size of the buffer time_on_device() writes to flush the L2: twice the
 // device's L2 (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, CUDA Driver API reference,
-// "Device Management"), at least 128 MiB. Bytes.
+// "Device Management"), at least 256 MiB: the buffer triton.testing.do_bench
+// writes, so that bench and the peers' scripts time from the same state. The
+// size matters beyond emptying the L2: on the H200 a 100 MiB flush (twice its
+// L2) left the next GEMM 10-35% slower than a 256 MiB one, and back-to-back
+// launches without a flush slower still (bench/RESULTS.md, session 16).
+// Bytes.
 std::size_t l2_flush_bytes(const Device& device);
 
 // Flushes the L2 as time_on_device does before a timed repeat: a
