@@ -117,17 +117,27 @@ Timing time_on_device(const Device& device, const std::function<void()>& launch,
   DeviceBuffer flush;
   if (options.flush_l2) flush = DeviceBuffer(device, l2_flush_bytes(device));
 
-  for (int i = 0; i < options.warmup; ++i) launch();
+  // The warm-up runs the timed loop's own sequence (flush, launch), so that
+  // the timed repeats start in that loop's steady state. Back-to-back
+  // launches without the flushes in between drew more power: on the H200 the
+  // first 100 repeats after 100 ms of them ran a GEMM ~15% slower than
+  // triton.testing.do_bench's thousands of flushed repeats (bench/RESULTS.md,
+  // session 16).
+  auto warm = [&](int i) {
+    if (options.flush_l2) flush_cache(device, flush, i);
+    launch();
+  };
+  for (int i = 0; i < options.warmup; ++i) warm(i);
   device.synchronize();
   if (options.warmup_ms > 0) {
-    // Time one run, then keep the GPU busy for about warmup_ms.
+    // Time one flushed run, then keep the GPU busy for about warmup_ms.
     Event a(device), b(device);
     a.record();
-    launch();
+    warm(0);
     b.record();
     const double one_ms = std::max(1e-3, static_cast<double>(b.elapsed_ms_since(a)));
     const int extra = static_cast<int>(std::min(10000.0, std::ceil(options.warmup_ms / one_ms)));
-    for (int i = 0; i < extra; ++i) launch();
+    for (int i = 0; i < extra; ++i) warm(i + 1);
     device.synchronize();
   }
 

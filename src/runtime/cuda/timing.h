@@ -66,8 +66,10 @@ void flush_l2(const Device& device);
 // Times GPU work. `launch` must enqueue the work on the context's default
 // (legacy NULL) stream of `device` -- Function::launch and
 // CublasLtGemm::run do -- and must not synchronize. It is called
-// options.warmup times, then the device is synchronized (a fault in the
-// work throws there); then per repeat: if options.flush_l2, a
+// options.warmup times, then for about options.warmup_ms of GPU time, each
+// call after a flush as in the timed loop (so the timed repeats start in
+// that loop's steady state of clocks and power), then the device is
+// synchronized (a fault in the work throws there); then per repeat: if options.flush_l2, a
 // cuMemsetD8Async of a l2_flush_bytes() device buffer (allocated once per
 // call) on the same stream, so it completes before the start event and is not
 // timed, while the host runs ahead to queue the launch; then a start
