@@ -25,6 +25,10 @@ With no program, every bench/programs/*.tfs (`--cases` adds tests/cases/*.tfs). 
  4. Timing: triton.testing.do_bench (median, L2 flushed by do_bench; --warmup-ms/--rep-ms) where
     Triton is installed, else (or with --timer events) CUDA events around each call after zeroing a
     256 MiB buffer, median of --repeats calls after --warmup calls — tilefuse bench's own method.
+ 5. In the same child, unless --no-same-timer: tilefuse's tuned choice (the `tilefuse` package in
+    python/, over the libtilefuse.so next to the binary or $TILEFUSE_LIBRARY, with the caches
+    bench just filled) is called on the same torch tensors, checked against eager, and timed by
+    the same timer as eager (`tf µs, torch timer`): one method for both sides.
 
 One table of times and ratios is printed at the end (ratio < 1: tilefuse is faster), and --json OUT
 writes everything. Without torch, or without a CUDA device, it prints
@@ -409,6 +413,16 @@ def find_tilefuse(explicit):
     return shutil.which("tilefuse")
 
 
+def tilefuse_library(tf):
+    """The libtilefuse.so the same-timer column loads: $TILEFUSE_LIBRARY, else the one next to
+    the tilefuse binary `tf`; None when there is none."""
+    env = os.environ.get("TILEFUSE_LIBRARY")
+    if env:
+        return os.path.abspath(env) if os.path.exists(env) else None
+    lib = os.path.join(os.path.dirname(os.path.abspath(tf)), "libtilefuse.so")
+    return lib if os.path.exists(lib) else None
+
+
 def run_cmd(cmd, timeout):
     t0 = time.time()
     try:
@@ -539,6 +553,28 @@ def time_fn(torch, fn, spec):
     return med * 1e3, f"CUDA events median of {n}, 256 MiB L2 flush"
 
 
+def tilefuse_same_timer(torch, fn, args, spec, res):
+    """tilefuse's tuned choice called from Python (the tilefuse package over
+    spec["tilefuse_library"], the kernel and tuning caches `tilefuse bench` just filled) on the
+    torch tensors eager ran on, timed by the same time_fn as eager: one method for both sides.
+    Fills res["tilefuse_us"] and res["tilefuse_py_vs_eager"] (its outputs against eager's), or
+    a note saying why not."""
+    try:
+        if spec["python_dir"] not in sys.path:
+            sys.path.insert(0, spec["python_dir"])
+        os.environ["TILEFUSE_LIBRARY"] = spec["tilefuse_library"]
+        import tilefuse
+        k = tilefuse.compile(spec["program"], device="cuda", plan="auto")
+        out = k(*args)
+        torch.cuda.synchronize()
+        res["tilefuse_py_vs_eager"] = rel_diff(torch, out, fn(*args))
+        del out
+        res["tilefuse_us"], _ = time_fn(torch, lambda: k(*args), spec)
+    except Exception as e:  # noqa: BLE001 - reported as a note; eager's figures stand
+        msg = (f"{type(e).__name__}: {e}".strip().splitlines() or ["?"])[0][:300]
+        res["notes"].append("tilefuse by the torch timer failed: " + msg)
+
+
 def torch_worker(spec, res):
     """Runs one program through torch eager and torch.compile, filling `res` as it goes (so that
     an exception leaves what was measured before it)."""
@@ -568,6 +604,8 @@ def torch_worker(spec, res):
             del tf_outs
         del out, outs
         res["eager_us"], res["timer"] = time_fn(torch, lambda: fn(*args), spec)
+        if spec.get("tilefuse_library"):
+            tilefuse_same_timer(torch, fn, args, spec, res)
         if spec["compile"]:
             try:
                 t0 = time.time()
@@ -647,7 +685,8 @@ def fmt_ratio(a, b):
 def render_table(results):
     head = ["program", "shapes", "eager µs", "max-autotune µs", "tilefuse µs", "fused µs",
             "unfused+cuBLASLt µs", "cuBLASLt GEMM µs", "tf/eager", "tf/max-autotune",
-            "tf rel_err", "eager~tf", "compile~eager"]
+            "tf µs, torch timer", "tf/eager, torch timer", "tf rel_err", "eager~tf",
+            "compile~eager"]
     rows = []
     notes = []
     for r in results:
@@ -667,7 +706,8 @@ def render_table(results):
                      fmt_us(tq.get("compile_us")), label, fmt_us(us("fused")),
                      fmt_us(us("cublaslt")), fmt_us(us("gemm_only")),
                      fmt_ratio(chosen, tq.get("eager_us")),
-                     fmt_ratio(chosen, tq.get("compile_us")), fmt_err(tf_err),
+                     fmt_ratio(chosen, tq.get("compile_us")), fmt_us(tq.get("tilefuse_us")),
+                     fmt_ratio(tq.get("tilefuse_us"), tq.get("eager_us")), fmt_err(tf_err),
                      fmt_err(tq.get("eager_vs_tilefuse")), fmt_err(tq.get("compile_vs_eager"))])
         for n in r.get("notes", []):
             notes.append(f"{r['program']}: {n}")
@@ -717,6 +757,8 @@ def parse_args(argv):
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--no-cross-check", action="store_true",
                     help="skip tilefuse run + the eager~tf comparison")
+    ap.add_argument("--no-same-timer", action="store_true",
+                    help="skip timing tilefuse's chosen plan from Python by the torch timer")
     ap.add_argument("--tilefuse-args", default="", help="extra tilefuse bench arguments, "
                                                         "e.g. --tilefuse-args=--retune")
     ap.add_argument("--tilefuse-device", default="cuda", choices=["cuda", "cpu"],
@@ -762,6 +804,9 @@ def process_program(i, n, path, tf, work, args):
     spec = {"program": os.path.abspath(path), "inputs_dir": inputs_dir,
             "compile": not args.no_compile, "timer": args.timer, "repeats": args.repeats,
             "warmup": args.warmup, "warmup_ms": args.warmup_ms, "rep_ms": args.rep_ms}
+    lib = tilefuse_library(tf)
+    if lib and not args.no_same_timer:
+        spec["tilefuse_library"], spec["python_dir"] = lib, os.path.join(REPO, "python")
     if not args.no_cross_check:
         tr = tilefuse_run(tf, path, prog, inputs_dir, out_dir, args)
         r["tilefuse_run"] = tr
@@ -786,6 +831,9 @@ def print_report(results, repeats):
           f"median of {repeats}, L2 flushed). µs are medians; ratios < 1: tilefuse faster.")
     print("tilefuse µs = the tuned `chosen` row; rel_err: tilefuse vs its f64 oracle; eager~tf: "
           "‖eager − tilefuse‖/‖tilefuse‖; compile~eager: ‖compile − eager‖/‖eager‖.")
+    print("tf µs, torch timer = the same tuned choice called from Python (the tilefuse package) "
+          "on eager's tensors and timed by eager's timer: one method for both sides. bench's "
+          "own loop timed 50-60 µs GEMMs ~15% above do_bench (bench/RESULTS.md, session 16).")
     print(table)
     for n in notes:
         print("  note: " + n)

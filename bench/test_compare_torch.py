@@ -295,6 +295,32 @@ class Npy(unittest.TestCase):
         self.assertEqual(struct.unpack("<6q", data), (1, 2, 3, -4, 5, 6))
 
 
+class SameTimerLibrary(unittest.TestCase):
+    """Where the same-timer column finds libtilefuse.so: $TILEFUSE_LIBRARY, else next to the
+    binary, else nowhere (the column is then left out)."""
+
+    def test_lookup(self):
+        saved = os.environ.pop("TILEFUSE_LIBRARY", None)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                tf = os.path.join(tmp, "tilefuse")
+                open(tf, "w").close()
+                self.assertIsNone(ct.tilefuse_library(tf))
+                lib = os.path.join(tmp, "libtilefuse.so")
+                open(lib, "w").close()
+                self.assertEqual(ct.tilefuse_library(tf), lib)
+                other = os.path.join(tmp, "other.so")
+                open(other, "w").close()
+                os.environ["TILEFUSE_LIBRARY"] = other
+                self.assertEqual(ct.tilefuse_library(tf), other)
+                os.environ["TILEFUSE_LIBRARY"] = os.path.join(tmp, "missing.so")
+                self.assertIsNone(ct.tilefuse_library(tf))
+        finally:
+            os.environ.pop("TILEFUSE_LIBRARY", None)
+            if saved is not None:
+                os.environ["TILEFUSE_LIBRARY"] = saved
+
+
 @unittest.skipUnless(TILEFUSE, "no tilefuse binary")
 class TilefuseSide(unittest.TestCase):
     def test_bench_run_table(self):
@@ -326,11 +352,16 @@ class TilefuseSide(unittest.TestCase):
                                 "torch": {"eager_us": 2 * picked["chosen"]["median_us"],
                                           "eager_vs_tilefuse": 1e-3},
                                 "notes": ["torch.compile failed: x"]})
+        # The second program also has its same-timer figure (a quarter of eager's).
+        results[1]["torch"]["tilefuse_us"] = results[1]["torch"]["eager_us"] / 4
         table, notes = ct.render_table(results)
         lines = table.splitlines()
         self.assertEqual(len(lines), 4)
         self.assertIn("tf/eager", lines[0])
+        self.assertIn("tf/eager, torch timer", lines[0])
         self.assertIn("0.50", lines[2])
+        self.assertIn("0.25", lines[3])
+        self.assertNotIn("0.25", lines[2])
         self.assertEqual(notes, ["dequant_int8_prologue: torch.compile failed: x",
                                  "gather_negative_index: torch.compile failed: x"])
 
