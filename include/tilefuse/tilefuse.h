@@ -57,7 +57,9 @@
  * kDLFloat8_e4m3fn) and f8e5m2 (code 12, kDLFloat8_e5m2). Device kDLCPU or
  * kDLCUDAHost (run by the CPU executor), kDLCUDA or kDLCUDAManaged (run on
  * that GPU). Strides in elements, non-negative (NULL: row-major); data plus
- * byte_offset is the first element. Inputs may have any such layout;
+ * byte_offset is the first element (TF_ERROR_VALUE where that sum, or the
+ * elements' bytes after it, would wrap around the address space). Inputs
+ * may have any such layout;
  * outputs must be row-major contiguous (and 16-byte aligned on a GPU). All
  * tensors of a call are on one device.
  */

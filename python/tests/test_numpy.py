@@ -296,6 +296,14 @@ def test_hostile_arguments_get_errors_and_the_kernel_stays_usable():
     shared = np.empty((3, 4), np.float32)
     with raises(ValueError, match="overlaps output"):
         k(x, out=(shared, shared))
+    # out= that is not a tensor is a TypeError, and a DLPack producer is taken,
+    # with numpy inputs too (an AttributeError on .flags before).
+    for bad in ((None, np.empty((3, 4), np.float32)), (3, np.empty((3, 4), np.float32))):
+        with raises(TypeError):
+            k(x, out=bad)
+    o1, o2 = np.zeros((3, 4), np.float32), np.zeros((3, 4), np.float32)
+    k(x, out=(_dlpack_producer(o1, 2), _dlpack_producer(o2, 2)))
+    assert np.array_equal(o1, x * 2) and np.array_equal(o2, x + 1)
     # A malformed DLPack producer: negative dims, dims with no shape, and more
     # dims than the parameter has (with no .ndim to size the retry by).
     with raises(ValueError, match="its DLPack tensor has -1 dims"):

@@ -438,9 +438,10 @@ class Kernel:
             raise ValueError(f"{self.name} has {self._n_out} output"
                              f"{'' if self._n_out == 1 else 's'}, out= gives {len(outs)}")
         for j, o in enumerate(outs):
-            if kind == "numpy" or (_np is not None and isinstance(o, _np.ndarray)):
-                if not o.flags.writeable:
-                    raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
+            # (A numpy out= can be read-only; any other out= is packed, or
+            # refused by _pack with a TypeError, whatever the inputs are.)
+            if _np is not None and isinstance(o, _np.ndarray) and not o.flags.writeable:
+                raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
             r = self._pack(b, n_in + j, o, keep)
             if r is None:
                 self._buffers(b.want)

@@ -187,6 +187,16 @@ void fill_call_tensor(const DLTensor* t, const char* role, const std::string& na
                                   "copy",
                                   what(), c.strides[d], d));
   }
+  // The first element is at data + byte_offset: an offset that wraps that
+  // sum around the address space (e.g. (uint64_t)-8, which reached 8 bytes
+  // before the buffer) or that no allocation could have is refused.
+  const auto base = reinterpret_cast<uintptr_t>(t->data);
+  if (t->byte_offset > static_cast<uint64_t>(INT64_MAX) ||
+      t->byte_offset > static_cast<uint64_t>(UINTPTR_MAX - base))
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("{} has the byte_offset {}: data + byte_offset wraps around the "
+                                "address space",
+                                what(), t->byte_offset));
   c.data = static_cast<char*>(t->data) + t->byte_offset;
 }
 

@@ -57,18 +57,24 @@ using Uses = std::vector<std::vector<std::pair<ValueId, size_t>>>;
 // anything else, or `v` (or a view of it on the way) is a graph output.
 std::optional<double> gathered_elements(const Graph& g, const Uses& uses,
                                         const std::set<ValueId>& outputs, ValueId v) {
-  if (outputs.count(v)) return std::nullopt;
+  // A worklist, not recursion: a chain of views is as long as the program
+  // (80,000 `.T` segfaulted here at the default stack). A view has one
+  // input, so the views below `v` form a tree and each is visited once.
   double total = 0;
-  for (const auto& [user, slot] : uses[static_cast<size_t>(v)]) {
-    const Node& u = g.node(user);
-    if (u.kind == OpKind::Index && slot == 0) {
-      total += static_cast<double>(shape_numel(u.shape));
-    } else if (is_view_kind(u.kind)) {
-      const std::optional<double> through = gathered_elements(g, uses, outputs, user);
-      if (!through) return std::nullopt;
-      total += *through;
-    } else {
-      return std::nullopt;
+  std::vector<ValueId> pending{v};
+  while (!pending.empty()) {
+    const ValueId at = pending.back();
+    pending.pop_back();
+    if (outputs.count(at)) return std::nullopt;
+    for (const auto& [user, slot] : uses[static_cast<size_t>(at)]) {
+      const Node& u = g.node(user);
+      if (u.kind == OpKind::Index && slot == 0) {
+        total += static_cast<double>(shape_numel(u.shape));
+      } else if (is_view_kind(u.kind)) {
+        pending.push_back(user);
+      } else {
+        return std::nullopt;
+      }
     }
   }
   return total;

@@ -227,12 +227,26 @@ void check_layout(const CallTensor& t, const std::string& what) {
                                 what, shape_to_string(t.shape), fmt::join(t.strides, ", ")));
 }
 
+// Whether a tensor's bytes run past the end of the address space from where
+// they start (its layout passed check_layout: under 2^63 bytes, so the end
+// wraps at most once).
+bool span_wraps(const CallTensor& t) {
+  const auto [first, last] = byte_span(t);
+  return last < first;
+}
+
 // The check of a tensor's data pointer (every call: the pointer is not in
-// the signature): a tensor with elements has memory.
+// the signature): a tensor with elements has memory, and its bytes do not
+// wrap around the address space (span_wraps).
 void check_data(const CallTensor& t, const std::string& what) {
   if (t.data == nullptr && shape_numel(t.shape) != 0)
     throw UserError(ErrorKind::kValue, fmt::format("{} has {} elements and NULL data", what,
                                                    shape_numel(t.shape)));
+  if (span_wraps(t))
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("{} starts at address {:#x} and its {} elements run past the end "
+                                "of the address space",
+                                what, reinterpret_cast<uint64_t>(t.data), shape_numel(t.shape)));
 }
 
 std::vector<ArgDesc> descs_of(const std::vector<CallTensor>& ts) {
@@ -514,11 +528,12 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   const Binding& binding = impl_->last_binding;
   const bool cuda = impl_->last_kind == DeviceKind::kCuda;
   const int device_id = impl_->last_device;
+  // (The names are formatted only for a tensor that fails.)
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].data == nullptr)
+    if (inputs[i].data == nullptr || span_wraps(inputs[i]))
       check_data(inputs[i], fmt::format("input `{}`", g.node(g.parameters()[i]).name));
   for (size_t j = 0; j < outputs.size(); ++j)
-    if (outputs[j].data == nullptr)
+    if (outputs[j].data == nullptr || span_wraps(outputs[j]))
       check_data(outputs[j], fmt::format("output `{}`", impl_->output_names[j]));
   check_placement(g, impl_->output_names, inputs, outputs,
                   cuda ? &impl_->last_cuda->libs() : nullptr);

@@ -10,6 +10,22 @@ using graph_internal::type_string;
 
 namespace {
 
+// Dims [begin, end) of `n` (their sizes and symbols) as a node of their own.
+Node dims_node(const Node& n, size_t begin, size_t end) {
+  Node part;
+  part.dtype = n.dtype;
+  part.shape.assign(n.shape.begin() + static_cast<std::ptrdiff_t>(begin),
+                    n.shape.begin() + static_cast<std::ptrdiff_t>(end));
+  for (size_t d = begin; d < end; ++d) part.dim_symbols.push_back(n.symbol(d));
+  return part;
+}
+
+// Dims [begin, end) of `n` as text, a symbolic dim by its name ("[B]"),
+// never by the generic graph's placeholder size.
+std::string dims_string(const Graph& g, const Node& n, size_t begin, size_t end) {
+  return symbolic_shape_string(g, dims_node(n, begin, end));
+}
+
 std::string dt(DType d) {
   return std::string(dtype_name(d));
 }
@@ -108,11 +124,18 @@ ValueId Graph::matmul(ValueId av, ValueId bv, SourceLoc loc) {
   check_k(*this, "matmul", a, na - 1, b, nb == 1 ? 0 : nb - 2, loc);
   const Shape batch_a(a.shape.begin(), a.shape.end() - std::min<size_t>(na, 2));
   const Shape batch_b(b.shape.begin(), b.shape.end() - std::min<size_t>(nb, 2));
+  // The batch dims broadcast like elementwise operands (a symbolic one only
+  // against 1: broadcast_symbols says which, by name, before the sizes are
+  // compared at the generic graph's placeholder sizes).
+  std::vector<SymbolId> batch_symbols = graph_internal::broadcast_symbols(
+      *this, "matmul batch", dims_node(a, 0, batch_a.size()), dims_node(b, 0, batch_b.size()),
+      loc);
   auto batch = broadcast_shapes(batch_a, batch_b);
   if (!batch) {
- throw UserError("matmul batch dimensions do not broadcast: " + type_string(*this, a) +
-                        " @ " + type_string(*this, b) + " (batch shapes " + shape_to_string(batch_a) + " and " +
-                        shape_to_string(batch_b) + ")",
+    throw UserError("matmul batch dimensions do not broadcast: " + type_string(*this, a) +
+                        " @ " + type_string(*this, b) + " (batch shapes " +
+                        dims_string(*this, a, 0, batch_a.size()) + " and " +
+                        dims_string(*this, b, 0, batch_b.size()) + ")",
                     loc);
   }
   Node n;
@@ -124,15 +147,8 @@ ValueId Graph::matmul(ValueId av, ValueId bv, SourceLoc loc) {
   if (na >= 2) n.shape.push_back(a.shape[na - 2]);
   if (nb >= 2) n.shape.push_back(b.shape[nb - 1]);
   if (a.has_symbolic_dim() || b.has_symbolic_dim()) {
-    // The batch dims broadcast like elementwise operands (a symbolic one
-    // only against 1); then M from a, N from b.
-    Node ba, bb;
-    ba.shape = batch_a;
-    ba.dim_symbols.assign(a.dim_symbols.begin(), a.dim_symbols.begin() + batch_a.size());
-    bb.shape = batch_b;
-    bb.dim_symbols.assign(b.dim_symbols.begin(), b.dim_symbols.begin() + batch_b.size());
-    std::vector<SymbolId> syms =
-        graph_internal::broadcast_symbols(*this, "matmul batch", ba, bb, loc);
+    // The batch dims' symbols, then M from a, N from b.
+    std::vector<SymbolId> syms = std::move(batch_symbols);
     syms.resize(n.shape.size() - (na >= 2) - (nb >= 2), kFixedDim);
     if (na >= 2) syms.push_back(a.symbol(na - 2));
     if (nb >= 2) syms.push_back(b.symbol(nb - 1));
@@ -179,8 +195,12 @@ ValueId Graph::addmm(ValueId biasv, ValueId av, ValueId bv, double beta, double 
   // The bias is expanded to [M, N] (expand_size), so broadcasting must not grow it.
   const auto bc = broadcast_shapes(bias.shape, out);
   if (!bc || *bc != out) {
+    Node result;
+    result.shape = out;
+    result.dim_symbols = {a.symbol(0), b.symbol(1)};
     throw UserError("addmm bias " + type_string(*this, bias) +
-                        " cannot be broadcast to the result shape " + shape_to_string(out),
+                        " cannot be broadcast to the result shape " +
+                        symbolic_shape_string(*this, result),
                     loc);
   }
   Node n;

@@ -236,6 +236,26 @@ int main(void) {
             strstr(tf_last_error(), "reaches past 2^63 bytes"),
         "%s %s", tf_status_name(s), tf_last_error());
   tx.strides = NULL;
+  /* A byte_offset that wraps data + byte_offset around the address space (it
+     reached 8 bytes before the buffer), and data whose elements run past
+     the address space's end: errors, nothing read or written. */
+  tx.byte_offset = (uint64_t)-8;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `x` has the byte_offset "
+                                                       "18446744073709551608"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  tx.byte_offset = 0;
+  to.byte_offset = (uint64_t)1 << 63;
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "output `out0` has the byte_offset"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  to.byte_offset = 0;
+  tx.data = (void*)(UINTPTR_MAX - 15);
+  s = tf_run(p, in, 4, outs, 1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `x` starts at address") &&
+            strstr(tf_last_error(), "run past the end of the address space"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  tx.data = x;
   s = tf_run(p, in, -1, outs, 1, NULL, NULL);
   CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "negative input count -1"), "%s %s",
         tf_status_name(s), tf_last_error());

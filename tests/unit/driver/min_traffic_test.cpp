@@ -3,6 +3,8 @@
 // shapes: gathered rows once each, other inputs once, outputs once.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -71,6 +73,40 @@ TEST(MinTraffic, GatherThroughAViewAndOfTheWeights) {
   EXPECT_EQ(bytes_of("def f(x: f16[16, 8], w: f16[64, 4], idx: i32[8] in [0, 64)):\n"
                      "    return x @ w[idx]\n"),
             16 * 8 * 2 + 8 * 4 * 2 + 8 * 4 + 16 * 4 * 2);  // 480
+}
+
+// A gather behind 20,000 views (`.T` after `.T`): the walk to the Index is a
+// loop, not a recursion a view deep. It segfaulted `bench` at ~70,000 views
+// on the default 8 MiB stack; here it runs on a 256 KiB one.
+TEST(MinTraffic, AGatherBehindALongChainOfViews) {
+  std::string source =
+      "def f(x: f16[8, 100], idx: i64[50] in [0, 100), w: f16[8, 4]):\n    y0 = x.T\n";
+  constexpr int kViews = 20000;
+  for (int i = 0; i < kViews; ++i)
+    source += "    y" + std::to_string(i + 1) + " = y" + std::to_string(i) + ".T\n";
+  source += "    return y" + std::to_string(kViews) + "[idx] @ w\n";
+  const Graph graph = parse_program(source, "test.tfs").graph;
+  struct Job {
+    const Graph* graph;
+    double bytes = -1;
+  } job{&graph};
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* p) -> void* {
+                  auto* j = static_cast<Job*>(p);
+                  j->bytes = driver::min_traffic_bytes(*j->graph);
+                  return nullptr;
+                },
+                &job),
+            0);
+  ASSERT_EQ(pthread_join(thread, nullptr), 0);
+  pthread_attr_destroy(&attr);
+  // As x.T[idx] @ w: 50 gathered columns of 8 f16, the index, w, the output.
+  EXPECT_EQ(job.bytes, 50 * 8 * 2 + 50 * 8 + 8 * 4 * 2 + 50 * 4 * 2);  // 1664
 }
 
 TEST(MinTraffic, AnInputReturnedAsIsIsReadAndWritten) {

@@ -151,6 +151,34 @@ TEST(Matmul, Errors) {
             "[2] and [5])");
 }
 
+// A symbolic dim is named in the message, never shown as the generic
+// graph's placeholder size; and its broadcast against a fixed size says why.
+TEST(Matmul, SymbolicDimsAreNamedInErrors) {
+  Graph g;
+  const SymbolId batch = g.add_symbol("B", 1041, kLoc);
+  const SymbolId t = g.add_symbol("T", 1233, kLoc);
+  const ValueId x = g.parameter("x", DType::F32, {1041, 4, 8}, std::nullopt, kLoc,
+                                {batch, kFixedDim, kFixedDim});
+  const ValueId w = g.parameter("w", DType::F32, {3, 8, 3}, std::nullopt, kLoc);
+  EXPECT_EQ(expect_user_error([&] { g.matmul(x, w, kLoc); }, "batch"),
+            "matmul batch operands do not broadcast for every size: f32[B] and f32[3] at "
+            "dimension 0: the symbolic dim `B` against the fixed size 3 (a symbolic dim "
+            "broadcasts only against 1; make it fixed)");
+  // A fixed operand against a symbolic one the other way round.
+  const ValueId v = g.parameter("v", DType::F32, {3, 2, 4}, std::nullopt, kLoc);
+  EXPECT_EQ(expect_user_error([&] { g.matmul(v, x, kLoc); }, "batch"),
+            "matmul batch operands do not broadcast for every size: f32[3] and f32[B] at "
+            "dimension 0: the symbolic dim `B` against the fixed size 3 (a symbolic dim "
+            "broadcasts only against 1; make it fixed)");
+  // addmm's bias against an [T, 3] result: the result is shown as [T, 3].
+  const ValueId a = g.parameter("a", DType::F32, {1233, 8}, std::nullopt, kLoc, {t, kFixedDim});
+  const ValueId b = g.parameter("b", DType::F32, {8, 3}, std::nullopt, kLoc);
+  const ValueId bias = g.parameter("bias", DType::F32, {2, 3}, std::nullopt, kLoc);
+  const std::string msg = expect_user_error([&] { g.addmm(bias, a, b, 1, 1, kLoc); }, "bias");
+  EXPECT_EQ(msg.find("1233"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("`T`"), std::string::npos) << msg;
+}
+
 TEST(Addmm, ShapesAndAttributes) {
   Graph g;
   const ValueId a = param(g, DType::F16, {3, 5});
