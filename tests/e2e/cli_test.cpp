@@ -568,6 +568,16 @@ TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {
       {"run " + prog + " --device cpu --cuda-option foo=1", {"--cuda-option", "`foo`", "wgmma"}},
       {"run " + prog + " --engine reference --cuda-option wgmma=2",
        {"--cuda-option", "wgmma=2", "NAME=0"}},
+      // Exactly 0 or 1, as --help says: no other spelling of a boolean.
+      {"emit " + prog + " --stage=graph --cuda-option wgmma=true",
+       {"--cuda-option: a CUDA option is NAME=0 or NAME=1, got `wgmma=true`", "", ""}},
+      {"emit " + prog + " --stage=graph --cuda-option tma=off",
+       {"--cuda-option: a CUDA option is NAME=0 or NAME=1, got `tma=off`", "", ""}},
+      {"run " + prog + " --device cpu --cuda-option tma=false",
+       {"--cuda-option: a CUDA option is NAME=0 or NAME=1, got `tma=false`", "", ""}},
+      {"explain " + prog + " --cuda-option wgmma=on", {"got `wgmma=on`", "", ""}},
+      {"explain " + prog + " --cuda-option wgmma=01", {"got `wgmma=01`", "", ""}},
+      {"explain " + prog + " --cuda-option wgmma", {"got `wgmma`", "", ""}},
       {"run " + prog + " --device cpu --gemm-config abc", {"--gemm-config", "`abc`", "128x"}},
   };
   for (const Case& c : cases) {
