@@ -171,6 +171,13 @@ def test_errors():
     assert "^" in str(e.value)
     with raises(FileNotFoundError):
         tilefuse.compile("/nonexistent/program.tfs")
+    # A FIFO that nothing writes to is refused at once, not waited on.
+    with tempfile.TemporaryDirectory() as d:
+        fifo = os.path.join(d, "p.tfs")
+        os.mkfifo(fifo)
+        with raises(ValueError, match=r"cannot read '.*p\.tfs': not a regular file \(a FIFO\) "
+                                      r"and nothing is writing to it"):
+            tilefuse.compile(fifo)
     with raises(ValueError, match='device must be'):
         tilefuse.compile(GATHER, device="gpu")
     with raises(ValueError, match='check must be'):
