@@ -512,9 +512,13 @@ class Parser {
       for (const DimDecl& d : p.dims) {
         const SymbolId s = d.symbol.empty() ? kFixedDim : g_.find_symbol(d.symbol);
         const int64_t size = s == kFixedDim ? d.value : g_.symbols()[s].value;
+        // A symbol at its generic placeholder size (no size given) counts as
+        // 1: eight placeholders of ~1000 overflow int64, and the sizes are
+        // checked when they are given (here, with `values`, or when bound).
+        const bool given = s == kFixedDim || (values_ && values_->count(d.symbol) != 0);
         // Strides are products of the dims after them, so even with a zero dim
         // elsewhere the product of the non-zero dims must fit in int64.
-        if (size != 0 && __builtin_mul_overflow(nonzero_product, size, &nonzero_product))
+        if (given && size != 0 && __builtin_mul_overflow(nonzero_product, size, &nonzero_product))
           throw UserError(
               s == kFixedDim
                   ? std::string("the shape has too many elements (the product of its dims overflows)")
