@@ -99,9 +99,17 @@ bool strip_underscores(std::string_view s, int base, std::string& out) {
   return true;
 }
 
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// `source` without a leading UTF-8 byte order mark (what some editors write
+// first): it is not part of the program, and columns count from after it.
+std::string_view skip_bom(std::string_view source) {
+  return source.starts_with(kUtf8Bom) ? source.substr(kUtf8Bom.size()) : source;
+}
+
 class Lexer {
  public:
-  explicit Lexer(std::string_view src) : src_(src) {}
+  explicit Lexer(std::string_view src) : src_(skip_bom(src)) {}
 
   std::vector<Token> run() {
     indents_.push_back("");
@@ -528,6 +536,7 @@ std::string describe_token(const Token& token) {
 
 std::string_view source_line(std::string_view source, int line) {
   if (line < 1) return {};
+  source = skip_bom(source);
   size_t pos = 0;
   for (int l = 1; l < line; ++l) {
     size_t br = source.find_first_of("\r\n", pos);

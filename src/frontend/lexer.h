@@ -93,13 +93,16 @@ struct Token {
 };
 
 // Splits `source` into tokens; the last one is always End. Throws UserError.
+// A leading UTF-8 byte order mark (EF BB BF) is skipped: line 1's columns
+// count from after it.
 std::vector<Token> tokenize(std::string_view source);
 
 // How diagnostics name a token: "'('", "name 'x'", "integer '12'", "end of line".
 std::string describe_token(const Token& token);
 
 // Line `line` (1-based) of `source` without its line break; empty when out of
-// range. Uses the lexer's line-break rule (\n, \r\n and a lone \r).
+// range. Uses the lexer's line-break rule (\n, \r\n and a lone \r); line 1
+// starts after a leading UTF-8 byte order mark, as the lexer's columns do.
 std::string_view source_line(std::string_view source, int line);
 
 }  // namespace tilefuse::frontend

@@ -284,6 +284,28 @@ TEST(Cli, IntegerLiteralsAreExact) {
   fs::remove_all(dir);
 }
 
+// A program saved with a UTF-8 byte order mark runs as without it, and a
+// diagnostic's columns count from after the mark.
+TEST(Cli, ByteOrderMarkIsSkipped) {
+  fs::path dir = temp_dir("bom");
+  const std::string prog = (dir / "bom.tfs").string();
+  std::ofstream(prog) << "\xEF\xBB\xBF" << "def f(x: f32[4]):\n    return x + 1.0\n";
+  Result r = run_cli("emit " + prog + " --stage=graph");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "%0 = parameter x : f32[4]\n%1 = scalar 1.0 : f32[]\n%2 = add %0, %1 : f32[4]\n"
+            "return %2\n");
+  Result run = run_cli("run " + prog + " --device cpu --check");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string bad = (dir / "bad.tfs").string();
+  std::ofstream(bad) << "\xEF\xBB\xBF" << "def f(x: f32[4]) $:\n    return x\n";
+  Result e = run_cli("emit " + bad);
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_EQ(e.output, bad + ":1:18: error: unexpected character '$'\n  def f(x: f32[4]) $:\n" +
+                          std::string(19, ' ') + "^\n");
+  fs::remove_all(dir);
+}
+
 TEST(Cli, BadInputFilesAreUserErrors) {
   fs::path dir = temp_dir("badnpy");
   std::string prog = case_path("gather_negative_index.tfs");

@@ -453,6 +453,24 @@ TEST(FormatDiagnostic, Utf8CountsAsOneColumn) {
   EXPECT_NE(rendered.find(caret_line), std::string::npos) << rendered;
 }
 
+// After a leading UTF-8 byte order mark, line 1's columns and its quoted
+// text start after the mark, as an editor shows them.
+TEST(FormatDiagnostic, ByteOrderMarkIsNotAColumn) {
+  const std::string src = "\xEF\xBB\xBF" "def f(x: f32[4]) $:\n    return x\n";
+  UserError e = error_of(src);
+  EXPECT_EQ(format_diagnostic("b.tfs", src, e),
+            "b.tfs:1:18: error: unexpected character '$'\n"
+            "  def f(x: f32[4]) $:\n" +
+                std::string(19, ' ') + "^\n");
+  const std::string src2 = "\xEF\xBB\xBF" "def f(x: f32[4]):\n    return y\n";
+  UserError e2 = error_of(src2);
+  EXPECT_EQ(format_diagnostic("b.tfs", src2, e2), std::string("b.tfs:2:12: error: ") + e2.what() +
+                                                      "\n      return y\n" +
+                                                      std::string(13, ' ') + "^\n");
+  // And the program parses as without it.
+  EXPECT_EQ(parse("\xEF\xBB\xBF" "def f(x: f32[4]):\n    return x\n").name, "f");
+}
+
 TEST(FormatDiagnostic, CrlfSourceLinesHaveNoCarriageReturn) {
   std::string src = "def f(x: f32[4]):\r\n    return y\r\n";
   UserError e = error_of(src);

@@ -72,6 +72,26 @@ TEST(Lexer, Numbers) {
     EXPECT_THROW(tokenize(bad), UserError) << bad;
 }
 
+// A UTF-8 byte order mark before the program is skipped: columns count from
+// after it, as an editor shows them. Anywhere else it is a non-ASCII character.
+TEST(Lexer, LeadingByteOrderMarkIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string src = bom + "def f\n  x\n";
+  std::vector<Token> t = tokenize(src);
+  ASSERT_EQ(t[0].kind, K::KwDef);
+  EXPECT_EQ(t[0].text, "def");
+  EXPECT_EQ(t[0].loc.line, 1);
+  EXPECT_EQ(t[0].loc.col, 1);
+  EXPECT_EQ(t[1].loc.col, 5);
+  EXPECT_EQ(kinds(src), kinds("def f\n  x\n"));
+  EXPECT_EQ(source_line(bom + "one\ntwo", 1), "one");
+  EXPECT_EQ(source_line(bom + "one\ntwo", 2), "two");
+  EXPECT_EQ(tokenize(bom).back().kind, K::End);
+  EXPECT_THROW(tokenize("a " + bom), UserError);
+  EXPECT_THROW(tokenize("a\n" + bom + "b"), UserError);
+  EXPECT_THROW(tokenize(bom + bom + "a"), UserError);  // only one is skipped
+}
+
 TEST(Lexer, OperatorsLongestMatch) {
   EXPECT_EQ(kinds("a**b//c->d...e<=f>=g==h!=i+=j@=k"),
             (std::vector<K>{K::Name, K::StarStar, K::Name, K::SlashSlash, K::Name, K::Arrow,
