@@ -324,6 +324,21 @@ const BadProgram kBadPrograms[] = {
      "expected a tensor for the right operand of '@', found the integer 2"},
     {"constant_division_by_zero", ret(X, "x * (1 / 0)"), 2, 19, "division by zero"},
     {"constant_overflow", ret(X, "x * (9223372036854775807 + 1)"), 2, 37, "integer overflow"},
+    // 2**63 is an int64 only negated (-9223372036854775808 is INT64_MIN).
+    {"int64_min_magnitude_alone", ret(X, "x * 9223372036854775808"), 2, 16,
+     "integer literal '9223372036854775808' is too large (the limit is 2**63 - 1)"},
+    {"int64_min_magnitude_subtracted", ret(X, "x - 9223372036854775808"), 2, 16,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_magnitude_in_parentheses", ret(X, "x * -(9223372036854775808)"), 2, 18,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_negated_twice", ret(X, "x * --9223372036854775808"), 2, 16,
+     "integer overflow in a constant expression"},
+    {"int64_min_magnitude_as_bound", "def f(i: i64[3] in [0, 9223372036854775808)):\n    return i\n",
+     1, 24, "integer literal '9223372036854775808' is too large"},
+    {"int64_min_magnitude_as_dim", "def f(x: f32[9223372036854775808]):\n    return x\n", 1, 14,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_as_dim", "def f(x: f32[-9223372036854775808]):\n    return x\n", 1, 14,
+     "dimension sizes must be non-negative, found -9223372036854775808"},
 };
 
 class BadProgramTest : public ::testing::TestWithParam<BadProgram> {};
