@@ -188,8 +188,9 @@ ValueId Graph::expand(ValueId xv, const std::vector<int64_t>& sizes, SourceLoc l
     if (d >= 0) {
       n.strides[i] = n.shape[i] == x.shape[d] ? x.strides[d] : 0;
     } else {
-      n.strides[i] = n.shape[i] != 1 ? 0
-                     : (i + 1 < k ? saturating_madd(0, n.shape[i + 1], n.strides[i + 1]) : 1);
+      n.strides[i] = n.shape[i] != 1
+                         ? 0
+                         : (i + 1 < k ? saturating_madd(0, n.shape[i + 1], n.strides[i + 1]) : 1);
     }
   }
   return add(std::move(n));

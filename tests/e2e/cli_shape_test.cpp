@@ -171,10 +171,11 @@ TEST_F(CliShape, EightSymbolicDimsOnOneTensor) {
                       "A=100000,B=100000,C=100000,D=100000,E=1,F=1,G=1,H=1");
   EXPECT_EQ(huge.exit_code, 1);
   EXPECT_EQ(huge.output,
-            prog + ":1:27: error: the shape of 'x' has too many elements with D = 100000 (the "
-                   "product of its dims overflows)\n"
-                   "  def eight(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4]):\n"
-                   "                            ^\n");
+            prog +
+                ":1:27: error: the shape of 'x' has too many elements with D = 100000 (the "
+                "product of its dims overflows)\n"
+                "  def eight(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4]):\n"
+                "                            ^\n");
 }
 
 }  // namespace

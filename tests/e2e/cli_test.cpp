@@ -301,8 +301,8 @@ TEST(Cli, Int64MinIsALiteral) {
   for (const char* engine : {"executor", "reference"}) {
     SCOPED_TRACE(engine);
     const fs::path out = dir / engine;
-    Result r = run_cli("run " + prog + " --engine " + engine + " --check --save-output " +
-                       out.string());
+    Result r =
+        run_cli("run " + prog + " --engine " + engine + " --check --save-output " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const Tensor sum = read_npy((out / "out0.npy").string());
     const Tensor i = read_npy((out / "i.npy").string());
@@ -313,10 +313,11 @@ TEST(Cli, Int64MinIsALiteral) {
   std::ofstream(bad) << "def f(x: i64[2]):\n    return x + 9223372036854775808\n";
   Result r = run_cli("emit " + bad);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, bad + ":2:16: error: integer literal '9223372036854775808' is too large (the "
-                            "limit is 2**63 - 1)\n"
-                            "      return x + 9223372036854775808\n"
-                            "                 ^~~~~~~~~~~~~~~~~~~\n");
+  EXPECT_EQ(r.output, bad +
+                          ":2:16: error: integer literal '9223372036854775808' is too large (the "
+                          "limit is 2**63 - 1)\n"
+                          "      return x + 9223372036854775808\n"
+                          "                 ^~~~~~~~~~~~~~~~~~~\n");
   fs::remove_all(dir);
 }
 
@@ -325,7 +326,8 @@ TEST(Cli, Int64MinIsALiteral) {
 TEST(Cli, ByteOrderMarkIsSkipped) {
   fs::path dir = temp_dir("bom");
   const std::string prog = (dir / "bom.tfs").string();
-  std::ofstream(prog) << "\xEF\xBB\xBF" << "def f(x: f32[4]):\n    return x + 1.0\n";
+  std::ofstream(prog) << "\xEF\xBB\xBF"
+                      << "def f(x: f32[4]):\n    return x + 1.0\n";
   Result r = run_cli("emit " + prog + " --stage=graph");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output,
@@ -334,7 +336,8 @@ TEST(Cli, ByteOrderMarkIsSkipped) {
   Result run = run_cli("run " + prog + " --device cpu --check");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   const std::string bad = (dir / "bad.tfs").string();
-  std::ofstream(bad) << "\xEF\xBB\xBF" << "def f(x: f32[4]) $:\n    return x\n";
+  std::ofstream(bad) << "\xEF\xBB\xBF"
+                     << "def f(x: f32[4]) $:\n    return x\n";
   Result e = run_cli("emit " + bad);
   EXPECT_EQ(e.exit_code, 1);
   EXPECT_EQ(e.output, bad + ":1:18: error: unexpected character '$'\n  def f(x: f32[4]) $:\n" +

@@ -183,8 +183,7 @@ TEST(Robustness, AProgramFifoWithNoWriterIsNotWaitedOn) {
   const std::string prog = write_program("piped", "def piped(x: f32[4]):\n    return x * 2.0\n");
   testing::CliOptions slow_writer;
   slow_writer.env = "(sleep 0.5; cat " + prog + ") | ";
-  const MeasuredCliResult piped =
-      within_budget("emit /dev/stdin --stage=graph", {0}, slow_writer);
+  const MeasuredCliResult piped = within_budget("emit /dev/stdin --stage=graph", {0}, slow_writer);
   EXPECT_EQ(piped.output,
             "%0 = parameter x : f32[4]\n%1 = scalar 2.0 : f32[]\n%2 = mul %0, %1 : f32[4]\n"
             "return %2\n");

@@ -67,9 +67,9 @@ TEST(Lexer, Numbers) {
   EXPECT_EQ(first("2E+2").float_value, 200.0);
   EXPECT_EQ(first("1_0.5e1_0").float_value, 10.5e10);
   EXPECT_EQ(first("1e-400").float_value, 0.0);  // underflows to zero, as in Python
-  for (const char* bad : {"1e", "1e+", "12abc", "0x", "0b2", "1__2", "1_", "01", "1.2.3", "1ee3",
-                          "9223372036854775809", "18446744073709551616", "0x8000000000000001",
-                          "1e400", "5j"})
+  for (const char* bad :
+       {"1e", "1e+", "12abc", "0x", "0b2", "1__2", "1_", "01", "1.2.3", "1ee3",
+        "9223372036854775809", "18446744073709551616", "0x8000000000000001", "1e400", "5j"})
     EXPECT_THROW(tokenize(bad), UserError) << bad;
   // 2**63 is a token (INT64_MIN's magnitude: the parser takes it after a
   // unary '-' only); 2**63 - 1 is an ordinary integer.
