@@ -122,7 +122,10 @@ TF_API void tf_options_init(tf_options* options);
  * *out is a new program. options may be NULL (the defaults). */
 TF_API tf_status tf_compile_source(const char* source, const char* name, const tf_options* options,
                                    tf_program** out);
-/* The same for the program in the file at `path`. */
+/* The same for the program in the file at `path`. A file that cannot be
+ * read is TF_ERROR_INVALID_ARGUMENT, "cannot read 'PATH': WHY" (missing, a
+ * directory, longer than 16 MiB, a FIFO that nothing is writing to, a device
+ * with no input ready: reading never waits for a writer that may not come). */
 TF_API tf_status tf_compile_file(const char* path, const tf_options* options, tf_program** out);
 /* Frees a program (NULL is fine): waits for the GPUs it ran on (its kernels
  * must finish before their code is unloaded), then frees it. A CUDA graph that

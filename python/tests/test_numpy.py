@@ -111,6 +111,27 @@ def test_symbolic_dims_many_sizes_one_compile():
     assert 1 < k.compile_count <= 5
 
 
+def test_eight_symbolic_dims_bom_and_int64_min():
+    # Eight symbolic dims on one tensor (the generic sizes multiply past int64).
+    rng = np.random.default_rng(fresh_seed())
+    k = tilefuse.compile("def eight(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4]):\n"
+                         "    return x @ w\n", device="cpu")
+    assert k.symbols == ("A", "B", "C", "D", "E", "F", "G", "H")
+    x = rand(rng, (2, 1, 3, 2, 1, 2, 2, 3), np.float32)
+    w = rand(rng, (3, 4), np.float32)
+    out = k(x, w)
+    assert out.shape == (2, 1, 3, 2, 1, 2, 2, 4)
+    ref = (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float32)
+    assert rel_err(out, ref) < 1e-5
+    # A leading UTF-8 byte order mark is skipped; INT64_MIN is a literal.
+    k = tilefuse.compile("\ufeffdef m(x: i64[T]):\n    return x * 0 + -9223372036854775808\n",
+                         device="cpu")
+    out = k(np.arange(3, dtype=np.int64))
+    assert out.dtype == np.int64 and list(out) == [-2**63] * 3
+    with raises(tilefuse.CompileError, match=r"p\.tfs:1:18: error: unexpected character '\$'"):
+        tilefuse.compile("\ufeffdef f(x: f32[4]) $:\n    return x\n", name="p.tfs")
+
+
 def test_several_outputs_and_out():
     rng = np.random.default_rng(fresh_seed())
     k = tilefuse.compile(TWO_OUTPUTS, device="cpu")
@@ -171,6 +192,13 @@ def test_errors():
     assert "^" in str(e.value)
     with raises(FileNotFoundError):
         tilefuse.compile("/nonexistent/program.tfs")
+    # A FIFO that nothing writes to is refused at once, not waited on.
+    with tempfile.TemporaryDirectory() as d:
+        fifo = os.path.join(d, "p.tfs")
+        os.mkfifo(fifo)
+        with raises(ValueError, match=r"cannot read '.*p\.tfs': not a regular file \(a FIFO\) "
+                                      r"and nothing is writing to it"):
+            tilefuse.compile(fifo)
     with raises(ValueError, match='device must be'):
         tilefuse.compile(GATHER, device="gpu")
     with raises(ValueError, match='check must be'):

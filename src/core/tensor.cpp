@@ -86,7 +86,10 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);  // size-0/1 dims do not change later strides
+    // Size-0/1 dims do not change later strides. A shape whose product
+    // overflows (a graph's generic placeholder sizes, graph.h) saturates.
+    if (__builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s))
+      s = std::numeric_limits<int64_t>::max();
   }
   return strides;
 }

@@ -23,7 +23,10 @@ using Shape = std::vector<int64_t>;
 // shape_numel saturates there at INT64_MAX.
 std::optional<int64_t> checked_numel(const Shape& shape);
 int64_t shape_numel(const Shape& shape);
-Shape contiguous_strides(const Shape& shape);  // row-major (C order), in elements
+// Row-major (C order) strides, in elements, a size-0 dim counted as 1; a
+// stride past int64 saturates at INT64_MAX (a graph's generic placeholder
+// sizes can multiply that far, graph.h; a tensor's shape cannot).
+Shape contiguous_strides(const Shape& shape);
 // Whether `strides` (elements) lay out `shape` row-major with no gaps.
 // PyTorch's rule: dims of size 1 may have any stride; an empty tensor is
 // contiguous.

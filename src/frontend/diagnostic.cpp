@@ -100,39 +100,81 @@ std::string format_diagnostic(const std::string& file, std::string_view source,
   return out;
 }
 
+namespace {
+
+// What a file that is not a regular file is, for messages.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+}  // namespace
+
 std::string read_program_file(const std::string& path, const LoadOptions& options) {
+  const auto cannot = [&](const std::string& why) {
+    return UserError(fmt::format("cannot read '{}': {}", path, why));
+  };
   // POSIX open(2) with O_NONBLOCK, so that opening a FIFO with no writer does
-  // not wait for one (it then reads as empty); blocking is restored before
-  // the reads, so a pipe with a writer (`<(cat p.tfs)`) is read whole.
+  // not wait for one, and reads that would block are seen (EAGAIN) rather
+  // than waited on.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (fd < 0) {
+    const int open_errno = errno;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      throw cannot("not a regular file (a socket)");
+    throw cannot(std::strerror(open_errno));
+  }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) throw UserError(fmt::format("cannot read '{}': it is a directory", path));
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (::fstat(fd, &st) != 0) throw cannot(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw cannot("it is a directory");
+  const bool fifo = S_ISFIFO(st.st_mode);
   // At most max_bytes + 1 bytes, whatever the file claims to be.
   const auto too_long = [&] {
-    return UserError(
-        fmt::format("cannot read '{}': it is longer than {}, the most a program may be "
+    return cannot(
+        fmt::format("it is longer than {}, the most a program may be "
                     "(--max-program-size raises the limit)",
-                    path, format_bytes(options.max_bytes)));
+                    format_bytes(options.max_bytes)));
   };
   if (S_ISREG(st.st_mode) && st.st_size > options.max_bytes) throw too_long();
   std::string text;
   char buf[1 << 16];
+  bool blocking = false;
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw UserError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        // Nothing to read yet. A pipe or FIFO that gives EAGAIN has a writer
+        // (`<(gen)` still generating): wait for it. Anything else (a
+        // terminal, a device) might never give input.
+        if (!fifo)
+          throw cannot(fmt::format("not a regular file ({}) and it has no input ready",
+                                   file_kind(st.st_mode)));
+        const int flags = ::fcntl(fd, F_GETFL);
+        if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+          throw cannot(std::strerror(errno));
+        blocking = true;
+        continue;
+      }
+      throw cannot(std::strerror(errno));
     }
-    if (n == 0) break;
+    if (n == 0) {
+      // A FIFO read empty before any wait has no writer: a named FIFO that
+      // nothing has opened for writing (waiting for one could be forever), or
+      // a pipe whose writer wrote nothing.
+      if (fifo && !blocking && text.empty())
+        throw cannot("not a regular file (a FIFO) and nothing is writing to it");
+      break;
+    }
     text.append(buf, static_cast<size_t>(n));
     if (static_cast<int64_t>(text.size()) > options.max_bytes) throw too_long();
   }

@@ -46,11 +46,17 @@ struct LoadOptions {
   int64_t max_bytes = int64_t{16} << 20;
 };
 
-// Reads `path` and parses it; an unreadable, or too long, file is a
-// UserError.
+// Reads `path` (read_program_file) and parses it (parse_program).
 Program load_program(const std::string& path, const LoadOptions& options = {});
-// The text of the program file at `path`; an unreadable, or too long, file
-// is a UserError.
+// The text of the program file at `path`. Never blocks on a file that has
+// nothing to read: a UserError "cannot read 'PATH': WHY" for
+//  - a file that cannot be opened or read (WHY: strerror), a directory;
+//  - a FIFO or pipe with no writer ("not a regular file (a FIFO) and
+//    nothing is writing to it"); a pipe with a writer (`<(gen)`) is read
+//    until the writer closes it;
+//  - a socket, or a device with no input ready (a terminal): "not a regular
+//    file (a character device) and it has no input ready";
+//  - a file longer than options.max_bytes.
 std::string read_program_file(const std::string& path, const LoadOptions& options = {});
 
 // Renders an error as the CLI prints it:

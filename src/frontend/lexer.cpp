@@ -99,9 +99,17 @@ bool strip_underscores(std::string_view s, int base, std::string& out) {
   return true;
 }
 
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// `source` without a leading UTF-8 byte order mark (what some editors write
+// first): it is not part of the program, and columns count from after it.
+std::string_view skip_bom(std::string_view source) {
+  return source.starts_with(kUtf8Bom) ? source.substr(kUtf8Bom.size()) : source;
+}
+
 class Lexer {
  public:
-  explicit Lexer(std::string_view src) : src_(src) {}
+  explicit Lexer(std::string_view src) : src_(skip_bom(src)) {}
 
   std::vector<Token> run() {
     indents_.push_back("");
@@ -296,6 +304,17 @@ class Lexer {
     line_has_tokens_ = true;
   }
 
+  // An Int token of magnitude `v` (`past_u64`: more than 2**64 - 1). Up to
+  // 2**63 - 1 it is the value; 2**63 is INT64_MIN's magnitude, kept for a
+  // unary '-' (Token::int_is_2_pow_63); more is too large.
+  void set_int(std::string_view text, SourceLoc loc, bool past_u64, uint64_t v, Token& t) {
+    constexpr uint64_t kTwoPow63 = uint64_t{1} << 63;
+    if (past_u64 || v > kTwoPow63) fail(too_large_message(text), loc);
+    t.kind = TokenKind::Int;
+    t.int_is_2_pow_63 = v == kTwoPow63;
+    t.int_value = t.int_is_2_pow_63 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(v);
+  }
+
   void parse_number(std::string_view text, SourceLoc loc, Token& t) {
     auto bad = [&](std::string_view why) {
       fail(fmt::format("invalid number literal '{}'{}", text, why), loc);
@@ -313,12 +332,10 @@ class Lexer {
         if (!is_digit_of_base(c, base)) bad("");
       uint64_t v = 0;
       auto [p, ec] = std::from_chars(clean.data(), clean.data() + clean.size(), v, base);
-      if (ec == std::errc::result_out_of_range ||
-          v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail(fmt::format("integer literal '{}' is too large (the limit is 2**63 - 1)", text), loc);
-      if (ec != std::errc() || p != clean.data() + clean.size()) bad("");
-      t.kind = TokenKind::Int;
-      t.int_value = static_cast<int64_t>(v);
+      if (ec != std::errc::result_out_of_range &&
+          (ec != std::errc() || p != clean.data() + clean.size()))
+        bad("");
+      set_int(text, loc, ec == std::errc::result_out_of_range, v, t);
       return;
     }
     // Decimal: digits [. digits] [e [+-] digits], with at least one digit
@@ -360,11 +377,7 @@ class Lexer {
         bad(" (leading zeros are not allowed in decimal integers)");
       uint64_t v = 0;
       auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), v);
-      if (ec == std::errc::result_out_of_range ||
-          v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail(fmt::format("integer literal '{}' is too large (the limit is 2**63 - 1)", text), loc);
-      t.kind = TokenKind::Int;
-      t.int_value = static_cast<int64_t>(v);
+      set_int(text, loc, ec == std::errc::result_out_of_range, v, t);
       return;
     }
     clean = (a.empty() ? "0" : a) + "." + (b.empty() ? "0" : b);
@@ -501,6 +514,10 @@ class Lexer {
 
 }  // namespace
 
+std::string too_large_message(std::string_view literal) {
+  return fmt::format("integer literal '{}' is too large (the limit is 2**63 - 1)", literal);
+}
+
 std::vector<Token> tokenize(std::string_view source) {
   return Lexer(source).run();
 }
@@ -528,6 +545,7 @@ std::string describe_token(const Token& token) {
 
 std::string_view source_line(std::string_view source, int line) {
   if (line < 1) return {};
+  source = skip_bom(source);
   size_t pos = 0;
   for (int l = 1; l < line; ++l) {
     size_t br = source.find_first_of("\r\n", pos);

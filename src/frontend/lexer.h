@@ -89,17 +89,29 @@ struct Token {
   std::string_view text;  // the exact source text (empty for NEWLINE/INDENT/DEDENT/End)
   SourceLoc loc;
   int64_t int_value = 0;   // Int
+  // Int: the literal is 2**63, one past INT64_MAX (int_value is then
+  // INT64_MIN). Only its negation is an int64 (`-9223372036854775808`); the
+  // parser takes it after a unary '-' and reports it as too large elsewhere.
+  bool int_is_2_pow_63 = false;
   double float_value = 0;  // Float
 };
 
 // Splits `source` into tokens; the last one is always End. Throws UserError.
+// A leading UTF-8 byte order mark (EF BB BF) is skipped: line 1's columns
+// count from after it.
 std::vector<Token> tokenize(std::string_view source);
+
+// The error for an integer literal past 2**63 - 1 (`literal` as written):
+// the lexer's for one past 2**63, the parser's for 2**63 anywhere but after
+// a unary '-'.
+std::string too_large_message(std::string_view literal);
 
 // How diagnostics name a token: "'('", "name 'x'", "integer '12'", "end of line".
 std::string describe_token(const Token& token);
 
 // Line `line` (1-based) of `source` without its line break; empty when out of
-// range. Uses the lexer's line-break rule (\n, \r\n and a lone \r).
+// range. Uses the lexer's line-break rule (\n, \r\n and a lone \r); line 1
+// starts after a leading UTF-8 byte order mark, as the lexer's columns do.
 std::string_view source_line(std::string_view source, int line);
 
 }  // namespace tilefuse::frontend

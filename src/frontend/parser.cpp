@@ -185,6 +185,20 @@ class Parser {
  private:
   // --- token access ----------------------------------------------------------
 
+  // The value of the Int token `t`, negated when `negated` (a unary '-' or a
+  // bound's '-' before it). The literal 2**63 is only valid negated
+  // (INT64_MIN); anywhere else it is a UserError at the literal.
+  static int64_t int_literal(const Token& t, bool negated) {
+    if (t.int_is_2_pow_63) {
+      if (!negated) throw UserError(frontend::too_large_message(t.text), t.loc);
+      return std::numeric_limits<int64_t>::min();
+    }
+    return negated ? -t.int_value : t.int_value;
+  }
+  static bool is_postfix_start(TokenKind k) {
+    return k == TokenKind::Dot || k == TokenKind::LParen || k == TokenKind::LBracket;
+  }
+
   const Token& peek(size_t ahead = 0) const {
     return toks_[std::min(pos_ + ahead, toks_.size() - 1)];
   }
@@ -422,6 +436,7 @@ class Parser {
                                  describe_token(peek())));
       const Token& dim = next();
       loc = span(loc, dim.loc);
+      if (dim.int_is_2_pow_63 && !negative) int_literal(dim, false);  // too large
       if (negative)
         throw UserError(fmt::format("dimension sizes must be non-negative, found -{}", dim.text),
                         loc);
@@ -466,7 +481,7 @@ class Parser {
                                describe_token(peek())));
     const Token& v = next();
     b.loc = span(b.loc, v.loc);
-    b.value = b.negated ? -v.int_value : v.int_value;
+    b.value = int_literal(v, b.negated);
     return b;
   }
 
@@ -512,9 +527,13 @@ class Parser {
       for (const DimDecl& d : p.dims) {
         const SymbolId s = d.symbol.empty() ? kFixedDim : g_.find_symbol(d.symbol);
         const int64_t size = s == kFixedDim ? d.value : g_.symbols()[s].value;
+        // A symbol at its generic placeholder size (no size given) counts as
+        // 1: eight placeholders of ~1000 overflow int64, and the sizes are
+        // checked when they are given (here, with `values`, or when bound).
+        const bool given = s == kFixedDim || (values_ && values_->count(d.symbol) != 0);
         // Strides are products of the dims after them, so even with a zero dim
         // elsewhere the product of the non-zero dims must fit in int64.
-        if (size != 0 && __builtin_mul_overflow(nonzero_product, size, &nonzero_product))
+        if (given && size != 0 && __builtin_mul_overflow(nonzero_product, size, &nonzero_product))
           throw UserError(
               s == kFixedDim
                   ? std::string("the shape has too many elements (the product of its dims overflows)")
@@ -588,8 +607,7 @@ class Parser {
     if (!at(TokenKind::Int))
       fail(peek(),
            fmt::format("expected an integer for {}, found {}", what, describe_token(peek())));
-    int64_t v = next().int_value;
-    return negative ? -v : v;
+    return int_literal(next(), negative);
   }
 
   // --- statements --------------------------------------------------------------
@@ -783,6 +801,15 @@ class Parser {
       if (at(TokenKind::StarStar)) fail(peek(), "the '**' operator is not supported");
       return v;
     }
+    // `-9223372036854775808`: a '-' right before the literal 2**63 (nothing
+    // postfix after it) folds to INT64_MIN, whose magnitude is no int64.
+    if (at(TokenKind::Minus) && peek(1).kind == TokenKind::Int && peek(1).int_is_2_pow_63 &&
+        !is_postfix_start(peek(2).kind)) {
+      const Token& op = next();
+      const Token& lit = next();
+      if (at(TokenKind::StarStar)) fail(peek(), "the '**' operator is not supported");
+      return Operand::integer(int_literal(lit, true), span(op.loc, lit.loc));
+    }
     NestingGuard guard(*this);
     const Token& op = next();
     Operand v = parse_unary();
@@ -814,7 +841,7 @@ class Parser {
         return lookup(t);
       case TokenKind::Int:
         next();
-        return Operand::integer(t.int_value, t.loc);
+        return Operand::integer(int_literal(t, false), t.loc);
       case TokenKind::Float:
         next();
         return Operand::floating(t.float_value, t.loc);

@@ -288,11 +288,12 @@ class Graph {
   //   %ID = OP OPERANDS ATTRS : DTYPE[SHAPE] [VIEW LAYOUT] [  # NAME]
   // then one `return %a, %b` line. A graph with symbols starts with
   // `symbols T=2048, N=64` (their values here); a symbolic dim prints as its
-  // name in every SHAPE (`f16[T, 4096]`), and a range bound as `T` / `-T`. OP is the unary/binary op name for those
-  // kinds, else the lower-case kind. Operands are `%id`s separated by ", ";
+  // name in every SHAPE (`f16[T, 4096]`), and a range bound as `T` / `-T`. OP is the unary/binary
+  // op name for those kinds, else the lower-case kind. Operands are `%id`s separated by ", ";
   // attributes are `key=value`. A view's layout is `strides=[..] offset=N
-  // root=%R`; `# NAME` is the .tfs variable a non-parameter value is bound
-  // to. Per kind:
+  // root=%R` (a stride or offset past int64, which only the generic
+  // placeholder sizes of many symbolic dims reach, prints as `?`); `# NAME` is the .tfs variable a
+  // non-parameter value is bound to. Per kind:
   //   %0 = parameter x : f16[64, 32]
   //   %1 = parameter idx in [0, 64) : i64[50]
   //   %2 = scalar 0.5 : f32[]            (True/False, 3, 0.5, 1e+20, inf, nan)

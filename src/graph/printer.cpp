@@ -1,6 +1,7 @@
 // The graph's stable text form; the format is documented at Graph::to_string.
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "graph/graph.h"
@@ -109,8 +110,15 @@ std::string Graph::to_string() const {
     const Node& n = nodes_[static_cast<size_t>(v)];
     out += id(v) + " = " + op_text(*this, n) + " : " + graph_internal::type_string(*this, n);
     if (n.is_view()) {
-      out += " strides=" + shape_to_string(n.strides) + " offset=" + std::to_string(n.offset) +
-             " root=" + id(n.storage_root);
+      // INT64_MAX is a saturated stride or offset (generic placeholder sizes
+      // multiplied past int64): `?`.
+      const auto layout_number = [](int64_t v) {
+        return v == std::numeric_limits<int64_t>::max() ? std::string("?") : std::to_string(v);
+      };
+      out += " strides=[";
+      for (size_t d = 0; d < n.strides.size(); ++d)
+        out += (d == 0 ? "" : ", ") + layout_number(n.strides[d]);
+      out += "] offset=" + layout_number(n.offset) + " root=" + id(n.storage_root);
     }
     if (n.kind != OpKind::Parameter && !n.name.empty()) out += "  # " + n.name;
     out += "\n";

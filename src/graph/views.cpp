@@ -3,6 +3,7 @@
 // A view aliases its input's storage: its strides and offset are derived from
 // the input's (which are relative to the input's storage_root), and it shares
 // that root. The geometry is ATen's (TensorShape.cpp, ExpandUtils.cpp).
+#include <limits>
 #include <string>
 
 #include "graph/graph.h"
@@ -33,6 +34,17 @@ Node view_of(const Node& x, ValueId xv, OpKind kind, SourceLoc loc) {
   n.offset = x.offset;
   n.storage_root = x.storage_root;
   return n;
+}
+
+// a + b * c, saturating at INT64_MAX. Only a generic graph's placeholder
+// sizes (graph.h) make a stride or an offset that large; the lowering does
+// not read a view's numeric strides or offset (it builds its own from the
+// symbols), and a bound graph's tensors stay below 2^40 elements.
+int64_t saturating_madd(int64_t a, int64_t b, int64_t c) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(b, c, &r) || __builtin_add_overflow(a, r, &r))
+    return std::numeric_limits<int64_t>::max();
+  return r;
 }
 
 }  // namespace
@@ -72,7 +84,7 @@ ValueId Graph::slice(ValueId xv, int64_t dim, std::optional<int64_t> start,
   n.shape[d] = len;
   // A dim of size <= 1 never uses its stride; a huge step there must not overflow.
   if (__builtin_mul_overflow(x.strides[d], step, &n.strides[d])) n.strides[d] = x.strides[d];
-  n.offset = x.offset + s * x.strides[d];
+  n.offset = saturating_madd(x.offset, s, x.strides[d]);
   n.dim = d;
   n.start = s;
   n.end = e;
@@ -176,7 +188,9 @@ ValueId Graph::expand(ValueId xv, const std::vector<int64_t>& sizes, SourceLoc l
     if (d >= 0) {
       n.strides[i] = n.shape[i] == x.shape[d] ? x.strides[d] : 0;
     } else {
-      n.strides[i] = n.shape[i] != 1 ? 0 : (i + 1 < k ? n.shape[i + 1] * n.strides[i + 1] : 1);
+      n.strides[i] = n.shape[i] != 1
+                         ? 0
+                         : (i + 1 < k ? saturating_madd(0, n.shape[i + 1], n.strides[i + 1]) : 1);
     }
   }
   return add(std::move(n));
@@ -200,7 +214,7 @@ ValueId Graph::select(ValueId xv, int64_t dim, int64_t index, SourceLoc loc) {
   }
   const int64_t i = index < 0 ? index + size : index;
   Node n = view_of(x, xv, OpKind::Select, loc);
-  n.offset = x.offset + i * x.strides[d];
+  n.offset = saturating_madd(x.offset, i, x.strides[d]);
   n.shape.erase(n.shape.begin() + d);
   if (!n.dim_symbols.empty()) n.dim_symbols.erase(n.dim_symbols.begin() + d);
   n.strides.erase(n.strides.begin() + d);

@@ -17,9 +17,11 @@ bool CudaOptions::set(std::string_view assignment, std::string* error) {
   const std::string_view name = assignment.substr(0, eq);
   const std::string_view value = eq == std::string_view::npos ? "" : assignment.substr(eq + 1);
   bool v = false;
-  if (value == "1" || value == "true" || value == "on") {
+  // Exactly 0 or 1, as --help says (no other spelling of a boolean is
+  // accepted anywhere in the CLI's option values).
+  if (value == "1") {
     v = true;
-  } else if (value != "0" && value != "false" && value != "off") {
+  } else if (value != "0") {
     *error = "a CUDA option is NAME=0 or NAME=1, got `" + std::string(assignment) + "`";
     return false;
   }

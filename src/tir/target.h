@@ -125,8 +125,9 @@ struct CudaOptions {
   // "name=0,name=1,..." of the options that differ from the defaults ("" for
   // none): what the caches key on and explain prints.
   std::string key() const;
-  // Sets one option from "NAME=VALUE" (VALUE 0/1/true/false/on/off); false
-  // with *error set for an unknown name or value.
+  // Sets one option from "NAME=0" or "NAME=1"; false with *error set for an
+  // unknown name ("unknown CUDA option `foo` (options: ...)") or any other
+  // value ("a CUDA option is NAME=0 or NAME=1, got `wgmma=true`").
   bool set(std::string_view assignment, std::string* error);
   // Every option: name, default and help, for --help.
   struct Info {

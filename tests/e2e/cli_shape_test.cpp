@@ -131,5 +131,52 @@ TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
 }
 
+// Eight symbolic dims on one tensor: the generic graph's placeholder sizes
+// multiply past int64, yet the program compiles without sizes and runs at
+// small ones, matching the reference; sizes the user gives that overflow are
+// named as given (the placeholders never appear in a message).
+TEST_F(CliShape, EightSymbolicDimsOnOneTensor) {
+  const std::string prog = (dir_ / "eight.tfs").string();
+  std::ofstream(prog) << "def eight(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4]):\n"
+                         "    return torch.relu(x @ w + 1.0)\n";
+  auto graph = run_cli("emit " + prog + " --stage=graph");
+  EXPECT_EQ(graph.exit_code, 0) << graph.output;
+  EXPECT_EQ(graph.output,
+            "symbols A=1041, B=1073, C=1105, D=1137, E=1169, F=1201, G=1233, H=1265\n"
+            "%0 = parameter x : f32[A, B, C, D, E, F, G, H]\n"
+            "%1 = parameter w : f32[H, 4]\n"
+            "%2 = matmul %0, %1 : f32[A, B, C, D, E, F, G, 4]\n"
+            "%3 = scalar 1.0 : f32[]\n"
+            "%4 = add %2, %3 : f32[A, B, C, D, E, F, G, 4]\n"
+            "%5 = relu %4 : f32[A, B, C, D, E, F, G, 4]\n"
+            "return %5\n");
+  for (const char* args : {"emit --stage=tir-opt", "emit --stage=cuda --target sm_90a",
+                           "explain --target sm_80", "explain"}) {
+    auto r = run_cli(std::string(args) + " " + prog);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output.substr(0, 2000);
+  }
+  const std::string shape = "A=2,B=1,C=3,D=2,E=1,F=2,G=2,H=3";
+  for (const char* plan : {"fused", "unfused"}) {
+    SCOPED_TRACE(plan);
+    auto r = run_cli("run " + prog + " --device cpu --check --plan " + std::string(plan) +
+                     " --shape " + shape);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("  out0: f32[2, 1, 3, 2, 1, 2, 2, 4]  sum="), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("check: out0 rel_err="), std::string::npos) << r.output;
+    auto ref = run_cli("run " + prog + " --engine reference --shape " + shape);
+    EXPECT_EQ(output_line(r.output), output_line(ref.output)) << r.output << ref.output;
+  }
+  auto huge = run_cli("run " + prog + " --device cpu --shape " +
+                      "A=100000,B=100000,C=100000,D=100000,E=1,F=1,G=1,H=1");
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_EQ(huge.output,
+            prog +
+                ":1:27: error: the shape of 'x' has too many elements with D = 100000 (the "
+                "product of its dims overflows)\n"
+                "  def eight(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4]):\n"
+                "                            ^\n");
+}
+
 }  // namespace
 }  // namespace tilefuse

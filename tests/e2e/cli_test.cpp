@@ -284,6 +284,67 @@ TEST(Cli, IntegerLiteralsAreExact) {
   fs::remove_all(dir);
 }
 
+// INT64_MIN as a literal and as a range bound runs on every engine: the
+// bound's values are drawn, the literal is added exactly (wrapping as int64
+// does in PyTorch). 2**63 without its '-' is a located error.
+TEST(Cli, Int64MinIsALiteral) {
+  fs::path dir = temp_dir("int64min");
+  const std::string prog = (dir / "min.tfs").string();
+  std::ofstream(prog) << "def f(x: i64[2], i: i64[3] in [-9223372036854775808, "
+                         "-9223372036854775807)):\n"
+                         "    return x * 0 + -9223372036854775808, i\n";
+  auto i64_at = [](const Tensor& t, int i) {
+    int64_t v = 0;
+    std::memcpy(&v, t.data_ptr() + 8 * i, 8);
+    return v;
+  };
+  for (const char* engine : {"executor", "reference"}) {
+    SCOPED_TRACE(engine);
+    const fs::path out = dir / engine;
+    Result r =
+        run_cli("run " + prog + " --engine " + engine + " --check --save-output " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const Tensor sum = read_npy((out / "out0.npy").string());
+    const Tensor i = read_npy((out / "i.npy").string());
+    for (int k = 0; k < 2; ++k) EXPECT_EQ(i64_at(sum, k), INT64_MIN);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(i64_at(i, k), INT64_MIN);
+  }
+  const std::string bad = (dir / "bad.tfs").string();
+  std::ofstream(bad) << "def f(x: i64[2]):\n    return x + 9223372036854775808\n";
+  Result r = run_cli("emit " + bad);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, bad +
+                          ":2:16: error: integer literal '9223372036854775808' is too large (the "
+                          "limit is 2**63 - 1)\n"
+                          "      return x + 9223372036854775808\n"
+                          "                 ^~~~~~~~~~~~~~~~~~~\n");
+  fs::remove_all(dir);
+}
+
+// A program saved with a UTF-8 byte order mark runs as without it, and a
+// diagnostic's columns count from after the mark.
+TEST(Cli, ByteOrderMarkIsSkipped) {
+  fs::path dir = temp_dir("bom");
+  const std::string prog = (dir / "bom.tfs").string();
+  std::ofstream(prog) << "\xEF\xBB\xBF"
+                      << "def f(x: f32[4]):\n    return x + 1.0\n";
+  Result r = run_cli("emit " + prog + " --stage=graph");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "%0 = parameter x : f32[4]\n%1 = scalar 1.0 : f32[]\n%2 = add %0, %1 : f32[4]\n"
+            "return %2\n");
+  Result run = run_cli("run " + prog + " --device cpu --check");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string bad = (dir / "bad.tfs").string();
+  std::ofstream(bad) << "\xEF\xBB\xBF"
+                     << "def f(x: f32[4]) $:\n    return x\n";
+  Result e = run_cli("emit " + bad);
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_EQ(e.output, bad + ":1:18: error: unexpected character '$'\n  def f(x: f32[4]) $:\n" +
+                          std::string(19, ' ') + "^\n");
+  fs::remove_all(dir);
+}
+
 TEST(Cli, BadInputFilesAreUserErrors) {
   fs::path dir = temp_dir("badnpy");
   std::string prog = case_path("gather_negative_index.tfs");
@@ -568,6 +629,16 @@ TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {
       {"run " + prog + " --device cpu --cuda-option foo=1", {"--cuda-option", "`foo`", "wgmma"}},
       {"run " + prog + " --engine reference --cuda-option wgmma=2",
        {"--cuda-option", "wgmma=2", "NAME=0"}},
+      // Exactly 0 or 1, as --help says: no other spelling of a boolean.
+      {"emit " + prog + " --stage=graph --cuda-option wgmma=true",
+       {"--cuda-option: a CUDA option is NAME=0 or NAME=1, got `wgmma=true`", "", ""}},
+      {"emit " + prog + " --stage=graph --cuda-option tma=off",
+       {"--cuda-option: a CUDA option is NAME=0 or NAME=1, got `tma=off`", "", ""}},
+      {"run " + prog + " --device cpu --cuda-option tma=false",
+       {"--cuda-option: a CUDA option is NAME=0 or NAME=1, got `tma=false`", "", ""}},
+      {"explain " + prog + " --cuda-option wgmma=on", {"got `wgmma=on`", "", ""}},
+      {"explain " + prog + " --cuda-option wgmma=01", {"got `wgmma=01`", "", ""}},
+      {"explain " + prog + " --cuda-option wgmma", {"got `wgmma`", "", ""}},
       {"run " + prog + " --device cpu --gemm-config abc", {"--gemm-config", "`abc`", "128x"}},
   };
   for (const Case& c : cases) {

@@ -165,6 +165,36 @@ TEST(Robustness, BenchRepeatsAreBounded) {
   within_budget("bench --device cpu --warmup 1000000000 " + prog, {1});
 }
 
+// A program path that is a FIFO nothing writes to is an error at once, on
+// every command (it hung: the diagnostic re-opened the file to quote it).
+// A pipe with a writer is read until the writer closes it, and a located
+// error quotes the text read (a pipe cannot be read twice).
+TEST(Robustness, AProgramFifoWithNoWriterIsNotWaitedOn) {
+  const fs::path fifo = temp_dir() / "fifo.tfs";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  for (const char* command : {"run", "emit", "explain", "bench", "tune"}) {
+    SCOPED_TRACE(command);
+    const MeasuredCliResult r = within_budget(std::string(command) + " " + fifo.string(), {1});
+    EXPECT_LT(r.seconds, 10.0);
+    EXPECT_EQ(r.output, fifo.string() + ": error: cannot read '" + fifo.string() +
+                            "': not a regular file (a FIFO) and nothing is writing to it\n");
+  }
+  fs::remove(fifo);
+  const std::string prog = write_program("piped", "def piped(x: f32[4]):\n    return x * 2.0\n");
+  testing::CliOptions slow_writer;
+  slow_writer.env = "(sleep 0.5; cat " + prog + ") | ";
+  const MeasuredCliResult piped = within_budget("emit /dev/stdin --stage=graph", {0}, slow_writer);
+  EXPECT_EQ(piped.output,
+            "%0 = parameter x : f32[4]\n%1 = scalar 2.0 : f32[]\n%2 = mul %0, %1 : f32[4]\n"
+            "return %2\n");
+  testing::CliOptions bad_writer;
+  bad_writer.env = "printf 'def bad(x: f32[4]):\\n    return x $ 2\\n' | ";
+  const MeasuredCliResult bad = within_budget("emit /dev/stdin", {1}, bad_writer);
+  EXPECT_EQ(bad.output,
+            "/dev/stdin:2:14: error: unexpected character '$'\n      return x $ 2\n"
+            "               ^\n");
+}
+
 // A FIFO named like a tuning-cache entry (or a symlink) is not an entry:
 // explain reads every entry of the tuning folder and must not block on it.
 TEST(Robustness, AFifoInTheTuningCacheDoesNotBlock) {

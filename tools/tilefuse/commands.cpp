@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -40,18 +39,10 @@
 namespace tilefuse::cli {
 namespace {
 
-// The text of `path`, or "" when it cannot be read (the error being
-// reported then says so).
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Prints a UserError as a diagnostic against the program's source (`program`
-// when it was parsed, else the file as it is on disk).
-int report(const UserError& e, const Program* program, const std::string& file) {
-  std::string text = program ? format_diagnostic(program->file, program->source, e)
-                             : format_diagnostic(file, e.loc().valid() ? read_text(file) : "", e);
+// Prints a UserError as a diagnostic against `source`, the program's text
+// as read (empty when it could not be read: the error says why).
+int report(const UserError& e, const std::string& file, std::string_view source) {
+  std::string text = format_diagnostic(file, source, e);
   std::fprintf(stderr, "%s", text.c_str());
   if (text.empty() || text.back() != '\n') std::fputc('\n', stderr);
   return kUserError;
@@ -234,17 +225,21 @@ tir::Target parse_target(const std::string& name) {
 template <class Options, class Body>
 int with_program(const Options& options, Body body, void (*before_report)() = nullptr) {
   const std::string& path = options.program;
+  // The file is read once: a diagnostic quotes the text that was parsed
+  // (a pipe cannot be read again, a FIFO's second open could block).
+  std::string source;
   std::optional<Program> program;
   try {
-    program = load_program(path, LoadOptions{.max_bytes = options.max_program_bytes});
+    source = read_program_file(path, LoadOptions{.max_bytes = options.max_program_bytes});
+    program = parse_program(source, path);
   } catch (const UserError& e) {
-    return report(e, nullptr, path);
+    return report(e, path, source);
   }
   try {
     return body(*program);
   } catch (const UserError& e) {
     if (before_report) before_report();
-    return report(e, &*program, path);
+    return report(e, program->file, program->source);
   }
 }
 

@@ -26,6 +26,9 @@ TEST(Shape, Helpers) {
   EXPECT_EQ(contiguous_strides({2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));
   EXPECT_EQ(contiguous_strides({}), (std::vector<int64_t>{}));
   EXPECT_EQ(contiguous_strides({3, 0, 2}), (std::vector<int64_t>{2, 2, 1}));  // as PyTorch
+  // Past int64 a stride saturates (a generic graph's placeholder sizes), never wraps.
+  const int64_t max = std::numeric_limits<int64_t>::max(), big = int64_t{1} << 32;
+  EXPECT_EQ(contiguous_strides({2, big, big, 3}), (std::vector<int64_t>{max, 3 * big, 3, 1}));
   EXPECT_EQ(shape_to_string({2048, 2048}), "[2048, 2048]");
   EXPECT_EQ(shape_to_string({}), "[]");
   EXPECT_EQ(shape_to_string({5}), "[5]");

@@ -171,6 +171,25 @@ TEST(Scalars, IntegerLiteralsAreExactInt64) {
   EXPECT_THROW(expr("x: i64[4]", "x + (9223372036854775807 + 1)"), UserError);
 }
 
+// INT64_MIN is written as Python writes it, a '-' before 2**63, wherever a
+// negated literal goes: an operand, a keyword argument, a range bound.
+TEST(Scalars, Int64MinIsANegatedLiteral) {
+  Program p = expr("x: i64[4]", "x + -9223372036854775808");
+  EXPECT_EQ(scalar_operand(p).iscalar, INT64_MIN);
+  EXPECT_EQ(scalar_operand(p).dtype, DType::I64);
+  p = expr("x: i64[4]", "x * - 0x8000000000000000");
+  EXPECT_EQ(scalar_operand(p).iscalar, INT64_MIN);
+  p = expr("x: i64[4]", "x + (-9223372036854775808 + 1)");
+  EXPECT_EQ(scalar_operand(p).iscalar, -9223372036854775807);
+  p = expr("x: i64[4]", "torch.clamp(x, min=-9223372036854775808)");
+  ASSERT_TRUE(output(p).clamp_min);
+  EXPECT_EQ(*output(p).clamp_min, -9223372036854775808.0);
+  p = parse("def f(i: i64[3] in [-9223372036854775808, 9223372036854775807)):\n    return i\n");
+  ASSERT_TRUE(p.graph.node(p.graph.parameters()[0]).range);
+  EXPECT_EQ(p.graph.node(p.graph.parameters()[0]).range->lo, INT64_MIN);
+  EXPECT_EQ(p.graph.node(p.graph.parameters()[0]).range->hi, INT64_MAX);
+}
+
 // Symbolic dims at their generic placeholder sizes do not count toward the
 // 2^40-element limit (four placeholders of ~1000 would pass it): the sizes
 // are checked when given, at parse time with values, else when bound.

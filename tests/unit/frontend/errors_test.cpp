@@ -324,6 +324,22 @@ const BadProgram kBadPrograms[] = {
      "expected a tensor for the right operand of '@', found the integer 2"},
     {"constant_division_by_zero", ret(X, "x * (1 / 0)"), 2, 19, "division by zero"},
     {"constant_overflow", ret(X, "x * (9223372036854775807 + 1)"), 2, 37, "integer overflow"},
+    // 2**63 is an int64 only negated (-9223372036854775808 is INT64_MIN).
+    {"int64_min_magnitude_alone", ret(X, "x * 9223372036854775808"), 2, 16,
+     "integer literal '9223372036854775808' is too large (the limit is 2**63 - 1)"},
+    {"int64_min_magnitude_subtracted", ret(X, "x - 9223372036854775808"), 2, 16,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_magnitude_in_parentheses", ret(X, "x * -(9223372036854775808)"), 2, 18,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_negated_twice", ret(X, "x * --9223372036854775808"), 2, 16,
+     "integer overflow in a constant expression"},
+    {"int64_min_magnitude_as_bound",
+     "def f(i: i64[3] in [0, 9223372036854775808)):\n    return i\n", 1, 24,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_magnitude_as_dim", "def f(x: f32[9223372036854775808]):\n    return x\n", 1, 14,
+     "integer literal '9223372036854775808' is too large"},
+    {"int64_min_as_dim", "def f(x: f32[-9223372036854775808]):\n    return x\n", 1, 14,
+     "dimension sizes must be non-negative, found -9223372036854775808"},
 };
 
 class BadProgramTest : public ::testing::TestWithParam<BadProgram> {};
@@ -451,6 +467,25 @@ TEST(FormatDiagnostic, Utf8CountsAsOneColumn) {
   std::string caret_line(22, ' ');
   caret_line += "^\n";
   EXPECT_NE(rendered.find(caret_line), std::string::npos) << rendered;
+}
+
+// After a leading UTF-8 byte order mark, line 1's columns and its quoted
+// text start after the mark, as an editor shows them.
+TEST(FormatDiagnostic, ByteOrderMarkIsNotAColumn) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string src = bom + "def f(x: f32[4]) $:\n    return x\n";
+  UserError e = error_of(src);
+  EXPECT_EQ(format_diagnostic("b.tfs", src, e),
+            "b.tfs:1:18: error: unexpected character '$'\n"
+            "  def f(x: f32[4]) $:\n" +
+                std::string(19, ' ') + "^\n");
+  const std::string src2 = bom + "def f(x: f32[4]):\n    return y\n";
+  UserError e2 = error_of(src2);
+  EXPECT_EQ(format_diagnostic("b.tfs", src2, e2),
+            std::string("b.tfs:2:12: error: ") + e2.what() + "\n      return y\n" +
+                std::string(13, ' ') + "^\n");
+  // And the program parses as without it.
+  EXPECT_EQ(parse(bom + "def f(x: f32[4]):\n    return x\n").name, "f");
 }
 
 TEST(FormatDiagnostic, CrlfSourceLinesHaveNoCarriageReturn) {

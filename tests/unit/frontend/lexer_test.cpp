@@ -67,9 +67,48 @@ TEST(Lexer, Numbers) {
   EXPECT_EQ(first("2E+2").float_value, 200.0);
   EXPECT_EQ(first("1_0.5e1_0").float_value, 10.5e10);
   EXPECT_EQ(first("1e-400").float_value, 0.0);  // underflows to zero, as in Python
-  for (const char* bad : {"1e", "1e+", "12abc", "0x", "0b2", "1__2", "1_", "01", "1.2.3", "1ee3",
-                          "9223372036854775808", "1e400", "5j"})
+  for (const char* bad :
+       {"1e", "1e+", "12abc", "0x", "0b2", "1__2", "1_", "01", "1.2.3", "1ee3",
+        "9223372036854775809", "18446744073709551616", "0x8000000000000001", "1e400", "5j"})
     EXPECT_THROW(tokenize(bad), UserError) << bad;
+  // 2**63 is a token (INT64_MIN's magnitude: the parser takes it after a
+  // unary '-' only); 2**63 - 1 is an ordinary integer.
+  for (const char* two_pow_63 : {"9223372036854775808", "0x8000000000000000",
+                                 "0o1000000000000000000000", "9_223_372_036_854_775_808"}) {
+    const Token t = first(two_pow_63);
+    EXPECT_EQ(t.kind, K::Int) << two_pow_63;
+    EXPECT_TRUE(t.int_is_2_pow_63) << two_pow_63;
+    EXPECT_EQ(t.int_value, INT64_MIN) << two_pow_63;
+  }
+  EXPECT_FALSE(first("9223372036854775807").int_is_2_pow_63);
+  try {
+    tokenize("x * 9223372036854775809");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "integer literal '9223372036854775809' is too large (the limit is 2**63 - 1)");
+    EXPECT_EQ(e.loc().col, 5);
+  }
+}
+
+// A UTF-8 byte order mark before the program is skipped: columns count from
+// after it, as an editor shows them. Anywhere else it is a non-ASCII character.
+TEST(Lexer, LeadingByteOrderMarkIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string src = bom + "def f\n  x\n";
+  std::vector<Token> t = tokenize(src);
+  ASSERT_EQ(t[0].kind, K::KwDef);
+  EXPECT_EQ(t[0].text, "def");
+  EXPECT_EQ(t[0].loc.line, 1);
+  EXPECT_EQ(t[0].loc.col, 1);
+  EXPECT_EQ(t[1].loc.col, 5);
+  EXPECT_EQ(kinds(src), kinds("def f\n  x\n"));
+  EXPECT_EQ(source_line(bom + "one\ntwo", 1), "one");
+  EXPECT_EQ(source_line(bom + "one\ntwo", 2), "two");
+  EXPECT_EQ(tokenize(bom).back().kind, K::End);
+  EXPECT_THROW(tokenize("a " + bom), UserError);
+  EXPECT_THROW(tokenize("a\n" + bom + "b"), UserError);
+  EXPECT_THROW(tokenize(bom + bom + "a"), UserError);  // only one is skipped
 }
 
 TEST(Lexer, OperatorsLongestMatch) {

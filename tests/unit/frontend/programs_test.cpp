@@ -1,10 +1,16 @@
 // The shared example programs and whole-program structure: imports,
 // comments, blank lines, indentation, multiple returns, load_program.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <thread>
 
 #include "frontend/frontend.h"
 #include "frontend_test_util.h"
@@ -288,6 +294,57 @@ TEST(Program, LoadProgramNamesAnUnreadablePath) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("directory"), std::string::npos);
   }
+}
+
+// A FIFO that nothing writes to is refused at once (waiting could be
+// forever); were it waited on, the test opens it for writing itself after 10
+// s, so it fails rather than hangs.
+TEST(Program, ReadProgramFileRefusesAFifoWithNoWriter) {
+  const fs::path dir = fs::temp_directory_path() / ("tilefuse_fifo_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "p.tfs").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto read = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      read_program_file(fifo);
+      return "no error";
+    } catch (const UserError& e) {
+      return e.what();
+    }
+  });
+  if (read.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "read_program_file waited for a writer";
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  EXPECT_EQ(read.get(),
+            "cannot read '" + fifo + "': not a regular file (a FIFO) and nothing is writing to it");
+  fs::remove_all(dir);
+}
+
+// A pipe with a writer (`<(gen)`, `gen | tilefuse run /dev/stdin`) is read
+// until the writer closes it, however long the writer takes to start.
+TEST(Program, ReadProgramFileWaitsForAPipesWriter) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string text = "def g(x: f32[3]):\n    return x.exp()\n";
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(::write(fds[1], text.data(), 10), 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(::write(fds[1], text.data() + 10, text.size() - 10),
+              static_cast<ssize_t>(text.size() - 10));
+    ::close(fds[1]);
+  });
+  std::string got;
+  try {
+    got = read_program_file("/dev/fd/" + std::to_string(fds[0]));
+  } catch (const UserError& e) {
+    ADD_FAILURE() << e.what();
+  }
+  writer.join();
+  ::close(fds[0]);
+  EXPECT_EQ(got, text);
 }
 
 TEST(Program, SourceAndFileAreKept) {

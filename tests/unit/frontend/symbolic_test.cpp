@@ -2,6 +2,8 @@
 // symbols flow through the ops, and the graph's text form.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "frontend/frontend.h"
 
 namespace tilefuse::testing {
@@ -32,6 +34,52 @@ TEST(Symbolic, UnboundSymbolsTakeGenericValues) {
   ASSERT_TRUE(idx.range);
   EXPECT_EQ(idx.range->hi_symbol, 0);
   EXPECT_EQ(idx.range->hi, g.symbols()[0].value);
+}
+
+// Eight symbolic dims on one tensor: the generic placeholders (each over
+// 1000) multiply past int64, which the generic graph tolerates (its strides
+// saturate; kernels never read them). Given sizes are checked, and an
+// overflow names only a size the user gave.
+TEST(Symbolic, EightSymbolicDimsOnOneTensor) {
+  const std::string src =
+      "def f(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4], y: f32[4, K, K, K, K, K, K, K]):\n"
+      "    return x @ w + 1.0, y[3] * 2.0\n";
+  const Program p = parse_program(src, "f.tfs");
+  const Graph& g = p.graph;
+  ASSERT_EQ(g.symbols().size(), 9u);
+  EXPECT_EQ(symbolic_shape_string(g, g.node(g.outputs()[0])), "[A, B, C, D, E, F, G, 4]");
+  EXPECT_EQ(symbolic_shape_string(g, g.node(g.outputs()[1])), "[K, K, K, K, K, K, K]");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(g.node(g.parameters()[0]).shape[0], generic_symbol_value(0));
+  // y[3]: a view whose offset (3 * K^7 at ~1300) saturates; printed as `?`.
+  const std::string text = g.to_string();
+  EXPECT_NE(text.find("select %2 dim=0 index=3 : f32[K, K, K, K, K, K, K] strides=[" +
+                      std::to_string(g.node(g.parameters()[2]).strides[1]) + ", "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("] offset=? root=%2"), std::string::npos) << text;
+  for (const Node& n : g.nodes())
+    for (int64_t st : n.strides) EXPECT_GE(st, 0) << text;  // saturated, not wrapped
+  EXPECT_EQ(g.node(g.parameters()[2]).strides[0], max);
+  // Small sizes: the exact shapes.
+  SymbolValues small = {{"A", 2}, {"B", 1}, {"C", 3}, {"D", 2}, {"E", 1},
+                        {"F", 2}, {"G", 2}, {"H", 3}, {"K", 2}};
+  const Program b = parse_program(src, "f.tfs", &small);
+  EXPECT_EQ(b.graph.node(b.graph.outputs()[0]).shape, (Shape{2, 1, 3, 2, 1, 2, 2, 4}));
+  EXPECT_EQ(b.graph.node(b.graph.outputs()[1]).shape, (Shape{2, 2, 2, 2, 2, 2, 2}));
+  // Given sizes whose product overflows: the message names the given size.
+  SymbolValues huge = small;
+  for (const char* s : {"A", "B", "C", "D"}) huge[s] = 100000;
+  try {
+    parse_program(src, "f.tfs", &huge);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the shape of 'x' has too many elements with D = 100000 (the product of its dims "
+              "overflows)");
+    EXPECT_EQ(e.loc().line, 1);
+    EXPECT_EQ(e.loc().col, 23);  // D
+  }
 }
 
 TEST(Symbolic, BoundValuesGiveTheSameNodes) {
