@@ -423,6 +423,15 @@ def test_explain_and_tune_on_the_cpu():
     assert issubclass(tilefuse.Unsupported, tilefuse.Error)
     with r(TypeError, match="tune needs sizes for M"):
         k.tune(T=64)
+    # Sizes are ints: an empty list, a float, a string, None or a bool is an
+    # error naming the symbol (4.7 was truncated to 4, "4" accepted).
+    with r(ValueError, match="tune: T is given no size"):
+        k.tune(T=[], M=1)
+    for bad in (4.7, "4", None, True):
+        with r(TypeError, match="tune: T must be an int or a list of ints"):
+            k.tune(T=bad, M=1)
+    with r(TypeError, match="tune: M must be an int or a list of ints, got float 2.5"):
+        k.tune(T=64, M=[1, 2.5])
 
 
 def test_torch_cpu_tensors():

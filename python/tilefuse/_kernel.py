@@ -560,6 +560,14 @@ class Kernel:
             raise TypeError(f"{', '.join(unknown)}: not a symbolic dim of {self.name}")
         names = list(sizes)
         lists = [list(v) if isinstance(v, (list, tuple, range)) else [v] for v in sizes.values()]
+        for n, vs in zip(names, lists):
+            if not vs:
+                raise ValueError(f"tune: {n} is given no size (an empty list)")
+            for v in vs:
+                # An int (bool is not a size); 4.7 or "4" is refused, not truncated.
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise TypeError(f"tune: {n} must be an int or a list of ints, got "
+                                    f"{type(v).__name__} {v!r}")
         combos = [",".join(f"{n}={int(v)}" for n, v in zip(names, c))
                   for c in itertools.product(*lists)] or [""]
         arr = (ctypes.c_char_p * len(combos))(*[c.encode() for c in combos])
