@@ -110,6 +110,12 @@ SymbolValues symbol_values(const Graph& g, const Binding& b) {
 }
 
 Binding binding_of(const Graph& g, const SymbolValues& values, const std::string& how) {
+  // A name the program does not have first: it is likely the misspelling of
+  // the one that is then reported missing.
+  for (const auto& [name, value] : values)
+    if (g.find_symbol(name) == kFixedDim)
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("`{}` is not a symbolic dim of the program", name));
   Binding b;
   std::string missing;
   for (const Symbol& s : g.symbols()) {
@@ -126,10 +132,6 @@ Binding binding_of(const Graph& g, const SymbolValues& values, const std::string
                     fmt::format("the program's symbolic dim{} {} need{} a size: {}",
                                 missing.find(',') == std::string::npos ? "" : "s", missing,
                                 missing.find(',') == std::string::npos ? "s" : "", how));
-  for (const auto& [name, value] : values)
-    if (g.find_symbol(name) == kFixedDim)
-      throw UserError(ErrorKind::kValue,
-                      fmt::format("`{}` is not a symbolic dim of the program", name));
   return b;
 }
 

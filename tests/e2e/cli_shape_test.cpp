@@ -67,6 +67,20 @@ TEST_F(CliShape, Errors) {
   auto unknown = run_cli("run " + prog_ + " --device cpu --shape T=5,M=2,Q=1");
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.output.find("`Q` is not a symbolic dim"), std::string::npos) << unknown.output;
+  // An unknown name is reported before the missing one it may misspell.
+  auto misspelt = run_cli("run " + prog_ + " --device cpu --shape T=5,Q=1");
+  EXPECT_EQ(misspelt.exit_code, 1);
+  EXPECT_NE(misspelt.output.find("`Q` is not a symbolic dim"), std::string::npos)
+      << misspelt.output;
+  // Blanks around an item are not part of its name or size.
+  for (const char* spaced : {"'T=5, M=2'", "' T=5 ,M = 2 '"}) {
+    auto r = run_cli("run " + prog_ + " --device cpu --shape " + spaced);
+    EXPECT_EQ(r.exit_code, 0) << spaced << "\n" << r.output;
+    EXPECT_NE(r.output.find("out0: f16[2, 40]"), std::string::npos) << r.output;
+  }
+  auto blank = run_cli("run " + prog_ + " --device cpu --shape ' =5'");
+  EXPECT_EQ(blank.exit_code, 1);
+  EXPECT_NE(blank.output.find("--shape expects NAME=SIZE"), std::string::npos) << blank.output;
   auto bad = run_cli("run " + prog_ + " --device cpu --shape T=-5,M=2");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("--shape expects NAME=SIZE"), std::string::npos) << bad.output;

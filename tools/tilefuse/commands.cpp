@@ -250,7 +250,11 @@ SymbolValues parse_shapes(const std::vector<std::string>& specs) {
     size_t start = 0;
     while (start <= spec.size()) {
       const size_t end = std::min(spec.find(',', start), spec.size());
-      const std::string item = spec.substr(start, end - start);
+      // Blanks around an item ("M=2, T=1") are not part of the name or size.
+      std::string item = spec.substr(start, end - start);
+      const size_t first = item.find_first_not_of(" \t");
+      item = first == std::string::npos ? std::string()
+                                        : item.substr(first, item.find_last_not_of(" \t") + 1 - first);
       const size_t eq = item.find('=');
       char* tail = nullptr;
       errno = 0;
@@ -260,8 +264,13 @@ SymbolValues parse_shapes(const std::vector<std::string>& specs) {
           errno == ERANGE || size < 0)
         throw UserError(fmt::format("--shape expects NAME=SIZE (a non-negative integer), got `{}`",
                                     item));
-      if (!v.emplace(item.substr(0, eq), size).second)
-        throw UserError(fmt::format("--shape gives `{}` twice", item.substr(0, eq)));
+      std::string name = item.substr(0, eq);
+      name.erase(name.find_last_not_of(" \t") + 1);  // "T =1"
+      if (name.empty())
+        throw UserError(fmt::format("--shape expects NAME=SIZE (a non-negative integer), got `{}`",
+                                    item));
+      if (!v.emplace(name, size).second)
+        throw UserError(fmt::format("--shape gives `{}` twice", name));
       start = end + 1;
     }
   }
