@@ -98,6 +98,9 @@ struct Callable::Impl {
   std::map<std::string, std::unique_ptr<Entry>> entries;
   std::map<std::string, Entry*> by_call;
   std::set<int> devices;  // CUDA devices calls ran on
+  // A call's byte spans (byte_span) of its inputs and outputs, computed
+  // once a call (under `mutex`; kept for their storage).
+  std::vector<std::pair<uint64_t, uint64_t>> input_spans, output_spans;
   int compiles = 0;
   std::vector<std::string> output_names;
   // The last call's signature (every input's and output's dtype, device,
@@ -227,22 +230,19 @@ void check_layout(const CallTensor& t, const std::string& what) {
                                 what, shape_to_string(t.shape), fmt::join(t.strides, ", ")));
 }
 
-// Whether a tensor's bytes run past the end of the address space from where
-// they start (its layout passed check_layout: under 2^63 bytes, so the end
-// wraps at most once).
-bool span_wraps(const CallTensor& t) {
-  const auto [first, last] = byte_span(t);
-  return last < first;
-}
+// Whether a byte span runs past the end of the address space from where it
+// starts (the tensor's layout passed check_layout: under 2^63 bytes, so the
+// end wraps at most once).
+bool wraps(const std::pair<uint64_t, uint64_t>& span) { return span.second < span.first; }
 
 // The check of a tensor's data pointer (every call: the pointer is not in
 // the signature): a tensor with elements has memory, and its bytes do not
-// wrap around the address space (span_wraps).
+// wrap around the address space.
 void check_data(const CallTensor& t, const std::string& what) {
   if (t.data == nullptr && shape_numel(t.shape) != 0)
     throw UserError(ErrorKind::kValue, fmt::format("{} has {} elements and NULL data", what,
                                                    shape_numel(t.shape)));
-  if (span_wraps(t))
+  if (wraps(byte_span(t)))
     throw UserError(ErrorKind::kValue,
                     fmt::format("{} starts at address {:#x} and its {} elements run past the end "
                                 "of the address space",
@@ -528,23 +528,32 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   const Binding& binding = impl_->last_binding;
   const bool cuda = impl_->last_kind == DeviceKind::kCuda;
   const int device_id = impl_->last_device;
-  // (The names are formatted only for a tensor that fails.)
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].data == nullptr || span_wraps(inputs[i]))
+  // Each tensor's byte span once, for the checks below. (The names are
+  // formatted only for a tensor that fails.)
+  auto& in_spans = impl_->input_spans;
+  auto& out_spans = impl_->output_spans;
+  in_spans.clear();
+  out_spans.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in_spans.push_back(byte_span(inputs[i]));
+    if (inputs[i].data == nullptr || wraps(in_spans.back()))
       check_data(inputs[i], fmt::format("input `{}`", g.node(g.parameters()[i]).name));
-  for (size_t j = 0; j < outputs.size(); ++j)
-    if (outputs[j].data == nullptr || span_wraps(outputs[j]))
+  }
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    out_spans.push_back(byte_span(outputs[j]));
+    if (outputs[j].data == nullptr || wraps(out_spans.back()))
       check_data(outputs[j], fmt::format("output `{}`", impl_->output_names[j]));
+  }
   check_placement(g, impl_->output_names, inputs, outputs,
                   cuda ? &impl_->last_cuda->libs() : nullptr);
   // Outputs never overlap inputs: the kernels read inputs that no write can
   // change (tir/ir.h, "Hoisting"). Nor each other: one would silently lose
   // the other's values.
   for (size_t j = 0; j < outputs.size(); ++j) {
-    const auto [olo, ohi] = byte_span(outputs[j]);
+    const auto [olo, ohi] = out_spans[j];
     if (olo == ohi) continue;
     for (size_t k = 0; k < j; ++k) {
-      const auto [klo, khi] = byte_span(outputs[k]);
+      const auto [klo, khi] = out_spans[k];
       if (klo < ohi && olo < khi)
         throw UserError(ErrorKind::kValue,
                         fmt::format("output `{}` overlaps output `{}`; each output needs memory "
@@ -552,7 +561,7 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
                                     impl_->output_names[j], impl_->output_names[k]));
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto [ilo, ihi] = byte_span(inputs[i]);
+      const auto [ilo, ihi] = in_spans[i];
       if (ilo < ohi && olo < ihi)
         throw UserError(ErrorKind::kValue,
                         fmt::format("output `{}` overlaps input `{}`; outputs must not share "
