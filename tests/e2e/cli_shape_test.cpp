@@ -103,6 +103,42 @@ TEST_F(CliShape, Errors) {
       << oob.output;
 }
 
+// An index without a range into a dim bound to 0: no random index can be
+// drawn. The error says so at the index parameter and names the indexed dim,
+// rather than a run-time "index 0 is out of bounds" blaming the program;
+// given as an --input, the parameter is not drawn and the run reports its
+// values as usual.
+TEST_F(CliShape, RandomIndexIntoAnEmptyDimIsAClearError) {
+  const std::string prog = (dir_ / "e.tfs").string();
+  std::ofstream(prog) << "def e(x: f16[T, 64], i: i64[M]):\n    return x[i]\n";
+  for (const char* command : {"run", "bench"}) {
+    SCOPED_TRACE(command);
+    auto r = run_cli(std::string(command) + " " + prog + " --device cpu --shape T=0,M=3");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("e.tfs:1:22: error: cannot draw a random index for parameter `i`: it "
+                            "indexes dim 0 of `x` (f16[T, 64] with T = 0), whose size is 0, so no "
+                            "index value is valid"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("out of bounds"), std::string::npos) << r.output;
+  }
+  // M = 0 too: nothing to draw, and the run works.
+  auto empty = run_cli("run " + prog + " --device cpu --check --shape T=0,M=0");
+  EXPECT_EQ(empty.exit_code, 0) << empty.output;
+  // Given by --input, `i` is the user's: its bad value is the run's error.
+  const std::string npy = (dir_ / "i.npy").string();
+  {
+    const Tensor i = Tensor::empty(DType::I64, {3});
+    for (int64_t k = 0; k < 3; ++k) i.set_linear(k, 0);
+    write_npy(npy, i);
+  }
+  auto given = run_cli("run " + prog + " --device cpu --shape T=0,M=3 --input i=" + npy);
+  EXPECT_EQ(given.exit_code, 1) << given.output;
+  EXPECT_NE(given.output.find("index 0 is out of bounds for dim 0 of `x` (size 0)"),
+            std::string::npos)
+      << given.output;
+}
+
 TEST_F(CliShape, EmitAndExplain) {
   auto tir = run_cli("emit " + prog_ + " --stage=tir");
   EXPECT_EQ(tir.exit_code, 0) << tir.output;

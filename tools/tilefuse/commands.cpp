@@ -141,6 +141,21 @@ driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs
 
 using driver::output_names;
 
+// Which parameters (by position) an `--input name=file.npy` gives: those are
+// not drawn at random (make_random_inputs), so a parameter that no random
+// value fits (an index into an empty dim) can still be given. Malformed
+// specs are load_inputs' to report.
+std::vector<bool> given_inputs(const Graph& g, const std::vector<std::string>& specs) {
+  std::vector<bool> given(g.parameters().size(), false);
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos) continue;
+    for (size_t i = 0; i < g.parameters().size(); ++i)
+      if (g.node(g.parameters()[i]).name == spec.substr(0, eq)) given[i] = true;
+  }
+  return given;
+}
+
 // Replaces the random input of each `name=file.npy` parameter. A file's dtype
 // must equal the parameter's, except that bf16/f8 parameters (which .npy
 // cannot hold) read any floating file, rounded.
@@ -367,7 +382,8 @@ int run_command(const RunOptions& options) {
     // second thread while the kernels compile: "" once loaded, else why not.
     std::future<std::string> cublaslt_load;
     // On --threads threads (the same values with any count).
-    std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    std::vector<Tensor> inputs =
+        make_random_inputs(g, options.seed, options.threads, given_inputs(g, options.inputs));
     load_inputs(g, options.inputs, inputs);
     const Specialization spec = cli_specialization(loaded, inputs);
     const double inputs_ms = ms_since(kProcessStart);
@@ -702,7 +718,8 @@ int bench_command(const BenchOptions& options) {
     bo.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty())
       bo.lower.gemm_config = parse_gemm_config(options.gemm_config, !gpu);
-    std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    std::vector<Tensor> inputs =
+        make_random_inputs(g, options.seed, options.threads, given_inputs(g, options.inputs));
     load_inputs(g, options.inputs, inputs);
     bo.compile_graph = &loaded.generic.graph;
     bo.specialization = cli_specialization(loaded, inputs);
