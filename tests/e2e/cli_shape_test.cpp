@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 namespace tilefuse {
 namespace {
 
+using testing::CliOptions;
 using testing::run_cli;
 
 // A program with two symbolic dims in a temporary file.
@@ -137,6 +138,28 @@ TEST_F(CliShape, RandomIndexIntoAnEmptyDimIsAClearError) {
   EXPECT_NE(given.output.find("index 0 is out of bounds for dim 0 of `x` (size 0)"),
             std::string::npos)
       << given.output;
+}
+
+// Without a usable GPU, `tune --device auto` says why once, not at the end
+// of every shape's line (the reason lists every libcuda path tried).
+TEST_F(CliShape, TuneWithoutAGpuSaysWhyOnce) {
+  const CliOptions no_cuda{.env = "TILEFUSE_LIBCUDA=/nonexistent/libcuda.so.1 "};
+  auto r = run_cli("tune " + prog_ + " --shapes T=64 --shapes M=1,16,100", no_cuda);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  size_t count = 0;
+  for (size_t at = r.output.find("/nonexistent/libcuda.so.1"); at != std::string::npos;
+       at = r.output.find("/nonexistent/libcuda.so.1", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u) << r.output;
+  EXPECT_EQ(r.output.rfind("device: cpu, because ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("g: T=64, M=16 (bucket T=64, M=16): not tuned: on the CPU the executor "
+                          "runs the fused plan at its heuristic config\n"),
+            std::string::npos)
+      << r.output;
+  // --device cpu: no reason to give, and no empty "()" after each line.
+  auto cpu = run_cli("tune " + prog_ + " --device cpu --shapes T=64 --shapes M=1");
+  EXPECT_EQ(cpu.output.find("()"), std::string::npos) << cpu.output;
+  EXPECT_EQ(cpu.output.find("device: cpu"), std::string::npos) << cpu.output;
 }
 
 TEST_F(CliShape, EmitAndExplain) {

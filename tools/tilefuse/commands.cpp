@@ -932,6 +932,9 @@ int tune_command(const TuneCommandOptions& options) {
         }
       combos = std::move(next);
     }
+    // Why there is no GPU (every library path tried) is said once, not on
+    // every shape's line.
+    if (!gpu && !why_cpu.empty()) std::printf("device: cpu, because %s\n", why_cpu.c_str());
     for (const SymbolValues& values : combos) {
       driver::TuneOptions to;
       if (gpu) to.device = driver::cuda_tune_device();
@@ -939,8 +942,7 @@ int tune_command(const TuneCommandOptions& options) {
       to.allow_tf32 = options.allow_tf32;
       to.name = generic.name;
       to.cpu_threads = options.threads;
-      std::string line = driver::tune_at(generic, values, to, gpu, options.seed);
-      if (!gpu) line += " (" + why_cpu + ")";
+      const std::string line = driver::tune_at(generic, values, to, gpu, options.seed);
       std::printf("%s\n", line.c_str());
     }
     return kOk;
