@@ -140,6 +140,54 @@ TEST_F(CliShape, RandomIndexIntoAnEmptyDimIsAClearError) {
       << given.output;
 }
 
+// --input files bind the symbolic dims of their parameters (no --shape
+// needed for them); a size that disagrees with --shape or with another file
+// is an error naming both.
+TEST_F(CliShape, InputFilesBindSymbolicDims) {
+  const std::string prog = (dir_ / "b.tfs").string();
+  std::ofstream(prog) << "def b(x: f16[M, 64], y: f16[M, 64]):\n    return x + y\n";
+  auto write = [&](const std::string& name, int64_t rows) {
+    const std::string path = (dir_ / name).string();
+    const Tensor t = Tensor::empty(DType::F16, {rows, 64});
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_linear(i, 0.5);
+    write_npy(path, t);
+    return path;
+  };
+  const std::string a10 = write("a10.npy", 10), b10 = write("b10.npy", 10),
+                    b12 = write("b12.npy", 12);
+  auto r = run_cli("run " + prog + " --device cpu --check --input x=" + a10 + " --input y=" + b10);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out0: f16[10, 64]  sum=640"), std::string::npos) << r.output;
+  // One file binds M; the other parameter is drawn at that size.
+  auto one = run_cli("run " + prog + " --device cpu --input x=" + a10);
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("out0: f16[10, 64]"), std::string::npos) << one.output;
+  // The same size as --shape is fine; another is an error naming both.
+  auto same = run_cli("run " + prog + " --device cpu --shape M=10 --input x=" + a10);
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  auto shape = run_cli("run " + prog + " --device cpu --shape M=12 --input x=" + a10);
+  EXPECT_EQ(shape.exit_code, 1) << shape.output;
+  EXPECT_NE(
+      shape.output.find("symbolic dim `M` is 12 in --shape but 10 in `x` (" + a10 + ", dim 0)"),
+      std::string::npos)
+      << shape.output;
+  auto files =
+      run_cli("bench " + prog + " --device cpu --repeats 1 --input x=" + a10 + " --input y=" + b12);
+  EXPECT_EQ(files.exit_code, 1) << files.output;
+  EXPECT_NE(files.output.find("symbolic dim `M` is 10 in `x` (" + a10 + ", dim 0) but 12 in `y` (" +
+                              b12 + ", dim 0)"),
+            std::string::npos)
+      << files.output;
+  // A file of another rank names the parameter's type and the file's shape.
+  const std::string flat = (dir_ / "flat.npy").string();
+  write_npy(flat, Tensor::empty(DType::F16, {64}));
+  auto rank = run_cli("run " + prog + " --device cpu --input x=" + flat);
+  EXPECT_EQ(rank.exit_code, 1) << rank.output;
+  EXPECT_NE(rank.output.find("input `x` has 2 dims (f16[M, 64]) but " + flat + " holds [64]"),
+            std::string::npos)
+      << rank.output;
+}
+
 // Without a usable GPU, `tune --device auto` says why once, not at the end
 // of every shape's line (the reason lists every libcuda path tried).
 TEST_F(CliShape, TuneWithoutAGpuSaysWhyOnce) {

@@ -292,6 +292,49 @@ SymbolValues parse_shapes(const std::vector<std::string>& specs) {
   return v;
 }
 
+// Binds the symbolic dims of each `--input name=file.npy` parameter to the
+// file's sizes (read from its header), adding them to `values` (--shape's):
+// `x: f16[M, 64]` given a [10, 64] file binds M = 10. A size that disagrees
+// with --shape's or with another file's is a UserError naming both; a file
+// of another rank one naming the parameter's type and the file's shape.
+// Malformed specs and unknown names are left to load_inputs.
+void bind_input_symbols(const Graph& g, const std::vector<std::string>& specs,
+                        SymbolValues* values) {
+  std::map<std::string, std::string> source;  // symbol -> what gave its size
+  for (const auto& entry : *values) source[entry.first] = "--shape";
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) continue;
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    const Node* param = nullptr;
+    for (ValueId p : g.parameters())
+      if (g.node(p).name == name) param = &g.node(p);
+    if (!param || !param->has_symbolic_dim()) continue;
+    const NpyInfo info = read_npy_info(path);
+    const std::string type =
+        std::string(dtype_name(param->dtype)) + symbolic_shape_string(g, *param);
+    if (info.shape.size() != param->shape.size())
+      throw UserError(fmt::format("input `{}` has {} dim{} ({}) but {} holds {}", name,
+                                  param->shape.size(), param->shape.size() == 1 ? "" : "s", type,
+                                  path, shape_to_string(info.shape)));
+    for (size_t d = 0; d < param->shape.size(); ++d) {
+      const SymbolId s = param->symbol(d);
+      if (s == kFixedDim) continue;
+      const std::string& sym = g.symbols()[static_cast<size_t>(s)].name;
+      const int64_t size = info.shape[d];
+      const std::string here = fmt::format("`{}` ({}, dim {})", name, path, d);
+      const auto it = values->find(sym);
+      if (it == values->end()) {
+        values->emplace(sym, size);
+        source[sym] = here;
+      } else if (it->second != size) {
+        throw UserError(ErrorKind::kValue, fmt::format("symbolic dim `{}` is {} in {} but {} in {}",
+                                                       sym, it->second, source[sym], size, here));
+      }
+    }
+  }
+}
+
 // A program as a command sees it: the generic graph the kernels are
 // compiled from (and tuned for) and, with symbolic dims, the program bound
 // to --shape (its inputs, its reference). Without symbols both are the one
@@ -312,7 +355,11 @@ int with_shapes(const Options& options, bool need_shapes, Body body,
   return with_program(
       options,
       [&](const Program& generic) -> int {
-        const SymbolValues values = parse_shapes(options.shapes);
+        SymbolValues values = parse_shapes(options.shapes);
+        // run and bench: --input files bind the symbolic dims they hold.
+        if constexpr (requires { options.inputs; })
+          if (!generic.graph.symbols().empty())
+            bind_input_symbols(generic.graph, options.inputs, &values);
         if (generic.graph.symbols().empty()) {
           if (!values.empty())
             throw UserError(fmt::format("--shape: '{}' has no symbolic dims (every dim is fixed)",
