@@ -206,7 +206,7 @@ from torch import relu as r, gelu as g
 @torch.compile
 def shims(x: torch.float16[4, 8],   # a comment in the header
           idx: i64[3] in [-4, 4), w: f16[8, 2],
-          s: f32[]) -> torch.Tensor:
+          s: f32[]) -> tuple[torch.Tensor, torch.Tensor]:
     a = torch.gelu(x).silu() + nn.functional.silu(x) + g(x)
     a += 1
     b = torch.relu(a, inplace=False) + a.relu(inplace=False) + r(a, inplace=False)

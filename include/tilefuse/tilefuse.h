@@ -154,7 +154,9 @@ TF_API int tf_program_num_outputs(const tf_program* program); /* -1 for NULL */
 
 /* The shape output `index` has for these inputs (their symbolic dims
  * bound): its rank in *ndim and up to `capacity` sizes in `shape`. Checks
- * the inputs as tf_run does. */
+ * the inputs as tf_run does. A NULL program or ndim, a negative capacity, a
+ * NULL shape with a positive capacity and an index that is not an output's
+ * are TF_ERROR_INVALID_ARGUMENT, each message naming the argument. */
 TF_API tf_status tf_output_shape(tf_program* program, const DLTensor* const* inputs,
                                  int num_inputs, int index, int64_t* shape, int capacity,
                                  int* ndim);
@@ -176,7 +178,8 @@ TF_API void tf_run_options_init(tf_run_options* options);
  * (caller-allocated, of the output's dtype and shape for these inputs,
  * contiguous; an output may overlap neither an input nor another output).
  * options may be NULL. The counts must be the program's (TF_ERROR_VALUE
- * otherwise); a tensor with elements needs non-NULL data, and strides whose
+ * otherwise, a negative one too: "negative input count -1 (num_inputs)");
+ * a tensor with elements needs non-NULL data, and strides whose
  * farthest element lies 2^63 bytes or more from the first are refused
  * (TF_ERROR_VALUE naming the tensor).
  *
@@ -208,7 +211,8 @@ TF_API tf_status tf_run_managed(tf_program* program, DLManagedTensor* const* inp
                                 const tf_run_options* options, size_t* workspace_needed);
 
 /* The device workspace a tf_run with these inputs needs (0 on the CPU);
- * compiles the program for them if it was not yet. */
+ * compiles the program for them if it was not yet. The inputs are checked
+ * as tf_run checks them (a negative num_inputs is TF_ERROR_VALUE). */
 TF_API tf_status tf_workspace_size(tf_program* program, const DLTensor* const* inputs,
                                    int num_inputs, size_t* bytes);
 
@@ -219,7 +223,8 @@ TF_API tf_status tf_synchronize(tf_program* program);
 /* The explain account (the CLI's `explain --json`) of the kernels for
  * `target` ("cpu", "sm_80", "sm_90a", ...; NULL: where calls would run),
  * specialized for `inputs` when not NULL (their sizes and layouts), else the
- * generic kernels. *json is the caller's (tf_free_string). */
+ * generic kernels. *json is the caller's (tf_free_string). A negative
+ * num_inputs is TF_ERROR_VALUE, with or without inputs. */
 TF_API tf_status tf_explain(tf_program* program, const DLTensor* const* inputs, int num_inputs,
                             const char* target, char** json);
 
@@ -231,8 +236,11 @@ TF_API tf_status tf_explain(tf_program* program, const DLTensor* const* inputs, 
  * device "cpu", or where no GPU is usable, the bindings are checked
  * (TF_ERROR_INVALID_ARGUMENT / TF_ERROR_VALUE as below), then nothing is
  * tuned and the result is TF_ERROR_UNSUPPORTED, tf_last_error() saying why
- * (*report stays NULL). Malformed bindings are TF_ERROR_INVALID_ARGUMENT; a
- * size for a name that is not a symbol, or a missing one, TF_ERROR_VALUE. */
+ * (*report stays NULL). A NULL program, a negative num_sizes, a NULL sizes
+ * with a positive num_sizes, a NULL binding and malformed bindings are
+ * TF_ERROR_INVALID_ARGUMENT, the message naming the argument (and the
+ * count); a size for a name that is not a symbol, or a missing one,
+ * TF_ERROR_VALUE. */
 TF_API tf_status tf_tune(tf_program* program, const char* const* sizes, int num_sizes, int retune,
                          char** report);
 

@@ -372,6 +372,30 @@ def test_jit_runs_the_program_and_reports_errors_in_this_file():
         tilefuse.jit(lambda x: x)(np.ones(2, np.float32))
 
 
+def test_jit_checks_a_string_return_annotation():
+    """`-> "f32[T, 3]"` is unquoted like the parameters' annotations and checked
+    by the parser: a matching one compiles, a wrong one is a CompileError at the
+    returned value in this file naming both types."""
+    @tilefuse.jit(device="cpu")
+    def good(x: "f32[T, 8]", w: "f32[8, 3]") -> "f32[T, 3]":
+        return x @ w
+
+    x, w = np.ones((5, 8), np.float32), np.ones((8, 3), np.float32)
+    assert np.array_equal(good(x, w), np.full((5, 3), 8.0, np.float32))
+
+    @tilefuse.jit(device="cpu")
+    def bad(x: "f32[T, 8]", w: "f32[8, 3]") -> "f16[T, 3]":
+        return x @ w
+
+    with raises(tilefuse.CompileError,
+                match=r"test_numpy\.py:\d+:\d+: error: the returned value is f32\[T, 3\] but the "
+                      r"return annotation \(line \d+, column \d+\) says f16\[T, 3\]") as e:
+        bad.kernel
+    line = int(str(e.value).split("test_numpy.py:")[1].split(":")[0])
+    with open(__file__) as f:
+        assert "return x @ w" in f.read().splitlines()[line - 1]
+
+
 def test_jit_eager_matches_torch():
     try:
         import torch

@@ -11,7 +11,7 @@ from . import _kernel
 
 def _source_of(fn):
     """The function's text as a .tfs program: dedented, the string annotations of
-    its parameters unquoted (each quote replaced by a space, so columns hold), the
+    its parameters and its return unquoted (each quote replaced by a space, so columns hold), the
     first line where the function's is in its file (so diagnostics point there)."""
     from ._errors import CompileError
     if getattr(fn, "__name__", "") == "<lambda>":
@@ -35,8 +35,8 @@ def _source_of(fn):
                            f"{fn.__qualname__} holds none")
     rows = text.splitlines(keepends=True)
     args = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
-    for a in args:
-        ann = a.annotation
+    # The return annotation too (`-> "f16[M, 2048]"`): the parser checks it.
+    for ann in [a.annotation for a in args] + [func.returns]:
         if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
             row = ann.lineno - 1
             line = rows[row]

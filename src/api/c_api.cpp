@@ -224,12 +224,15 @@ struct tf_program {
     const std::vector<std::string>& names = inputs ? param_names : output_names;
     const char* what = inputs ? "input" : "output";
     if (n < 0)
-      throw UserError(ErrorKind::kValue, fmt::format("negative {} count {}", what, n));
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("negative {} count {} (num_{}s)", what, n, what));
     if (static_cast<size_t>(n) != names.size())
       throw UserError(ErrorKind::kValue,
                       fmt::format("the program takes {} {}{}, got {}", names.size(), what,
                                   names.size() == 1 ? "" : "s", n));
-    if (n > 0 && !ts) throw UserError(ErrorKind::kValue, std::string(what) + "s is NULL");
+    if (n > 0 && !ts)
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("{}s is NULL but num_{}s is {}", what, what, n));
     out->resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i)
       fill_call_tensor(ts[i], inputs ? "input" : "output", names[static_cast<size_t>(i)],
@@ -413,12 +416,18 @@ int tf_program_num_outputs(const tf_program* program) {
 tf_status tf_output_shape(tf_program* program, const DLTensor* const* inputs, int num_inputs,
                           int index, int64_t* shape, int capacity, int* ndim) {
   return guarded([&] {
-    if (!program || !ndim || (capacity > 0 && !shape))
-      return fail(TF_ERROR_INVALID_ARGUMENT, "program, shape or ndim is NULL");
-    if (index < 0 || static_cast<size_t>(index) >= program->output_names.size())
+    if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
+    if (!ndim) return fail(TF_ERROR_INVALID_ARGUMENT, "ndim is NULL");
+    if (capacity < 0)
+      return fail(
+          TF_ERROR_INVALID_ARGUMENT,
+          fmt::format("capacity is negative ({}); it is how many sizes `shape` holds", capacity));
+    if (capacity > 0 && !shape)
       return fail(TF_ERROR_INVALID_ARGUMENT,
-                  fmt::format("no output {} (the program has {})", index,
-                              program->output_names.size()));
+                  fmt::format("shape is NULL but capacity is {}", capacity));
+    if (index < 0 || static_cast<size_t>(index) >= program->output_names.size())
+      return fail(TF_ERROR_INVALID_ARGUMENT, fmt::format("no output {} (index; the program has {})",
+                                                         index, program->output_names.size()));
     const std::vector<tilefuse::Shape> shapes =
         program->callable->output_shapes(program->tensors(inputs, num_inputs, true));
     const tilefuse::Shape& s = shapes[static_cast<size_t>(index)];
@@ -496,7 +505,8 @@ tf_status tf_run_managed(tf_program* program, DLManagedTensor* const* inputs, in
 tf_status tf_workspace_size(tf_program* program, const DLTensor* const* inputs, int num_inputs,
                             size_t* bytes) {
   return guarded([&] {
-    if (!program || !bytes) return fail(TF_ERROR_INVALID_ARGUMENT, "program or bytes is NULL");
+    if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
+    if (!bytes) return fail(TF_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = program->callable->workspace_bytes(program->tensors(inputs, num_inputs, true));
     return TF_OK;
   });
@@ -513,8 +523,13 @@ tf_status tf_synchronize(tf_program* program) {
 tf_status tf_explain(tf_program* program, const DLTensor* const* inputs, int num_inputs,
                      const char* target, char** json) {
   return guarded([&] {
-    if (!program || !json) return fail(TF_ERROR_INVALID_ARGUMENT, "program or json is NULL");
+    if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
+    if (!json) return fail(TF_ERROR_INVALID_ARGUMENT, "json is NULL");
     *json = nullptr;
+    // Without inputs the count is not read, but a negative one is still a mistake.
+    if (num_inputs < 0)
+      throw UserError(ErrorKind::kValue,
+                      fmt::format("negative input count {} (num_inputs)", num_inputs));
     std::vector<CallTensor> ts;
     if (inputs) ts = program->tensors(inputs, num_inputs, true);
     const nlohmann::json account =
@@ -528,11 +543,17 @@ tf_status tf_tune(tf_program* program, const char* const* sizes, int num_sizes, 
                   char** report) {
   return guarded([&] {
     if (report) *report = nullptr;
-    if (!program || num_sizes < 0 || (num_sizes > 0 && !sizes))
-      return fail(TF_ERROR_INVALID_ARGUMENT, "program or sizes is NULL");
+    if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
+    if (num_sizes < 0)
+      return fail(TF_ERROR_INVALID_ARGUMENT,
+                  fmt::format("num_sizes is negative ({}); it is how many bindings `sizes` holds",
+                              num_sizes));
+    if (num_sizes > 0 && !sizes)
+      return fail(TF_ERROR_INVALID_ARGUMENT,
+                  fmt::format("sizes is NULL but num_sizes is {}", num_sizes));
     std::vector<tilefuse::SymbolValues> bindings;
     for (int i = 0; i < num_sizes; ++i) {
-      if (!sizes[i]) return fail(TF_ERROR_INVALID_ARGUMENT, "a size binding is NULL");
+      if (!sizes[i]) return fail(TF_ERROR_INVALID_ARGUMENT, fmt::format("sizes[{}] is NULL", i));
       tilefuse::SymbolValues v;
       const std::string text = sizes[i];
       size_t start = 0;

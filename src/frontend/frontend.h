@@ -3,7 +3,9 @@
 // Grammar and semantics: ../shared/DESIGN.md, "The .tfs language". A program
 // is one `def NAME(params): body` with typed tensor parameters
 // (`x: f16[2048, 2048]`, `idx: i64[50] in [-64, 64)`), statements
-// `name = expr` and `return expr[, expr...]`, and `#` comments.
+// `name = expr` and `return expr[, expr...]`, and `#` comments. An optional
+// return annotation (`-> f16[M, 64]`, `-> tuple[f32[4], f32[4]]`) is checked
+// against what `return` gives (parser.h).
 #pragma once
 
 #include <cstdint>

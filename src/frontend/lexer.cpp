@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -112,6 +114,15 @@ class Lexer {
   explicit Lexer(std::string_view src) : src_(skip_bom(src)) {}
 
   std::vector<Token> run() {
+    // A UTF-16 (or UTF-32) byte order mark: the whole file is in an encoding
+    // the lexer does not read, which "non-ASCII character" at 1:1 would hide.
+    for (const auto& [bom, name] : {std::pair{std::string_view("\xFF\xFE", 2), "FF FE"},
+                                    std::pair{std::string_view("\xFE\xFF", 2), "FE FF"}})
+      if (src_.starts_with(bom))
+        fail(fmt::format("the file looks UTF-16 encoded (it starts with the byte order mark {}); "
+                         "a program must be UTF-8: convert it (e.g. iconv -f UTF-16 -t UTF-8)",
+                         name),
+             here());
     indents_.push_back("");
     while (true) {
       if (at_line_start_ && brackets_.empty()) {

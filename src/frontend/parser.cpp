@@ -345,20 +345,162 @@ class Parser {
     if (at(TokenKind::Assign)) fail(peek(), "default values for parameters are not supported");
     expect(TokenKind::RParen, "',' or ')' in the parameter list");
     declare_parameters(params);
-    if (accept(TokenKind::Arrow)) skip_return_annotation();
+    if (accept(TokenKind::Arrow)) return_annotation_ = parse_return_annotation();
     expect(TokenKind::Colon, "':' after the parameter list");
     parse_body();
   }
 
-  // `-> torch.Tensor`, `-> tuple[Tensor, Tensor]`: documentation only.
-  void skip_return_annotation() {
-    int depth = 0;
-    while (!at(TokenKind::End) && !at(TokenKind::Newline)) {
-      TokenKind k = peek().kind;
-      if (k == TokenKind::Colon && depth == 0) return;
-      if (k == TokenKind::LParen || k == TokenKind::LBracket) ++depth;
-      if (k == TokenKind::RParen || k == TokenKind::RBracket) --depth;
-      next();
+  // The return annotation: what `return` must give, checked there.
+  //   annotation := type | ('tuple' | 'Tuple' | 'typing.Tuple') '[' type (',' type)* [','] ']'
+  //               | ('tuple' | ...) '[' type ',' '...' ']'      (any number of values, each a type)
+  //   type       := dotted '[' [dim (',' dim)* [',']] ']'   (a dtype and a shape, as a parameter's)
+  //               | 'torch.Tensor' | 'Tensor'               (any tensor: only the count is checked)
+  // A dim is an integer or a symbolic dim of the parameters. Anything else
+  // is a UserError at the annotation.
+  struct ReturnType {
+    SourceLoc loc;
+    std::optional<DType> dtype;     // nullopt: torch.Tensor, any dtype and shape
+    Shape shape;                    // with `dtype`: fixed sizes (0 where symbolic)
+    std::vector<SymbolId> symbols;  // with `dtype`: per dim, its symbol or kFixedDim
+  };
+  struct ReturnAnnotation {
+    SourceLoc loc;  // the whole annotation
+    std::vector<ReturnType> types;
+    bool tuple = false;     // `tuple[...]`
+    bool variadic = false;  // `tuple[T, ...]`: any number of values, each a T
+  };
+
+  ReturnAnnotation parse_return_annotation() {
+    ReturnAnnotation ann;
+    const SourceLoc start = peek().loc;
+    if (at(TokenKind::Name) &&
+        (peek().text == "tuple" || peek().text == "Tuple" || peek().text == "typing") &&
+        (peek(1).kind == TokenKind::LBracket || peek(1).kind == TokenKind::Dot)) {
+      auto [name, loc] = parse_dotted("a type");
+      if (name != "tuple" && name != "Tuple" && name != "typing.Tuple")
+        throw UserError(unsupported_return_annotation("name '" + name + "'"), loc);
+      expect(TokenKind::LBracket, fmt::format("'[' after '{}'", name));
+      ann.tuple = true;
+      while (!at(TokenKind::RBracket)) {
+        // `tuple[T, ...]`: any number of T (Python's variable-length tuple).
+        if (at(TokenKind::Ellipsis) && ann.types.size() == 1 && !ann.variadic) {
+          next();
+          ann.variadic = true;
+          break;
+        }
+        ann.types.push_back(parse_return_type());
+        if (!accept(TokenKind::Comma)) break;
+      }
+      if (ann.types.empty())
+        fail(peek(), fmt::format("expected the type of each returned value in '{}[...]', found {}",
+                                 name, describe_token(peek())));
+      expect(TokenKind::RBracket, fmt::format("',' or ']' in '{}[...]'", name));
+    } else {
+      ann.types.push_back(parse_return_type());
+    }
+    ann.loc = span(start, last_loc());
+    return ann;
+  }
+
+  static std::string unsupported_return_annotation(std::string_view found) {
+    return fmt::format(
+        "unsupported return annotation (found {}): write the returned type as a "
+        "parameter's, such as f16[M, 64] (checked against what 'return' gives), "
+        "torch.Tensor, or tuple[...] of those for several values",
+        found);
+  }
+
+  ReturnType parse_return_type() {
+    if (!at(TokenKind::Name)) fail(peek(), unsupported_return_annotation(describe_token(peek())));
+    auto [text, loc] = parse_dotted("a type");
+    ReturnType t;
+    t.loc = loc;
+    if (text == "torch.Tensor" || text == "Tensor") {
+      if (at(TokenKind::LBracket))
+        fail(peek(), fmt::format("'{}' takes no shape; write a dtype and a shape such as "
+                                 "f16[M, 64]",
+                                 text));
+      return t;
+    }
+    t.dtype = parse_dtype(text);
+    if (!t.dtype) {
+      // `NAME[...]` was meant as a dtype and a shape, unless NAME is one of
+      // Python's container types; anything else is not a type we check.
+      static const std::set<std::string_view> kContainers = {
+          "list", "List",     "typing.List",     "dict",  "Dict",         "typing.Dict", "set",
+          "Set",  "Optional", "typing.Optional", "Union", "typing.Union", "Sequence"};
+      if (at(TokenKind::LBracket) && !kContainers.count(text))
+        throw UserError(fmt::format("unknown dtype '{}' in the return annotation{}", text,
+                                    did_you_mean(text, dtype_spellings())),
+                        loc);
+      throw UserError(unsupported_return_annotation("name '" + text + "'"), loc);
+    }
+    ParamDecl decl;  // parse_shape's dims, resolved against the signature's symbols
+    parse_shape("the return annotation", &decl, "the returned type");
+    for (const DimDecl& d : decl.dims) {
+      if (d.symbol.empty()) {
+        t.shape.push_back(d.value);
+        t.symbols.push_back(kFixedDim);
+        continue;
+      }
+      const SymbolId s = g_.find_symbol(d.symbol);
+      if (s == kFixedDim)
+        throw UserError(fmt::format("'{}' in the return annotation is not a symbolic dim of a "
+                                    "parameter's shape",
+                                    d.symbol),
+                        d.loc);
+      t.shape.push_back(g_.symbols()[s].value);
+      t.symbols.push_back(s);
+    }
+    t.loc = span(loc, decl.shape_loc);
+    return t;
+  }
+
+  // "f16[M, 64]": a type as the annotation writes it.
+  std::string type_text(DType dtype, const Shape& shape,
+                        const std::vector<SymbolId>& symbols) const {
+    std::string out = std::string(dtype_name(dtype)) + "[";
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const SymbolId s = d < symbols.size() ? symbols[d] : kFixedDim;
+      out += (d == 0 ? "" : ", ") + (s == kFixedDim ? std::to_string(shape[d])
+                                                    : g_.symbols()[static_cast<size_t>(s)].name);
+    }
+    return out + "]";
+  }
+
+  // Holds what `return` gives to the return annotation, if any: the number
+  // of values, then each one's dtype and shape (a symbolic dim must be the
+  // same symbol, a fixed one the same size). A UserError at the `return`
+  // (count) or at the returned value (type), naming both types.
+  void check_return_annotation(const Token& ret, const std::vector<Operand>& values) const {
+    if (!return_annotation_) return;
+    const ReturnAnnotation& ann = *return_annotation_;
+    const SourceLoc where = ann.types.size() == 1 ? ann.types[0].loc : ann.loc;
+    if (!ann.variadic && values.size() != ann.types.size())
+      throw UserError(fmt::format("'return' gives {} value{} but the return annotation (line {}, "
+                                  "column {}) declares {}{}",
+                                  values.size(), values.size() == 1 ? "" : "s", where.line,
+                                  where.col, ann.types.size(),
+                                  ann.tuple ? "" : " (several values are annotated tuple[...])"),
+                      ret.loc);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const ReturnType& want = ann.types[ann.variadic ? 0 : i];
+      if (!want.dtype) continue;
+      const Node& n = g_.node(values[i].value);
+      std::vector<SymbolId> got_symbols(n.shape.size(), kFixedDim);
+      for (size_t d = 0; d < n.shape.size(); ++d) got_symbols[d] = n.symbol(d);
+      bool same = n.dtype == *want.dtype && n.shape.size() == want.shape.size();
+      for (size_t d = 0; same && d < n.shape.size(); ++d)
+        same = got_symbols[d] == want.symbols[d] &&
+               (want.symbols[d] != kFixedDim || n.shape[d] == want.shape[d]);
+      if (same) continue;
+      const std::string which = values.size() == 1
+                                    ? std::string("the returned value")
+                                    : fmt::format("returned value {} of {}", i + 1, values.size());
+      throw UserError(fmt::format("{} is {} but the return annotation (line {}, column {}) says {}",
+                                  which, type_text(n.dtype, n.shape, got_symbols), want.loc.line,
+                                  want.loc.col, type_text(*want.dtype, want.shape, want.symbols)),
+                      values[i].loc);
     }
   }
 
@@ -416,8 +558,12 @@ class Parser {
     return decl;
   }
 
-  void parse_shape(const std::string& pname, ParamDecl* decl) {
-    const Token& open = expect(TokenKind::LBracket, fmt::format("'[' and the shape of parameter '{}'", pname));
+  // `what` names the shape in the messages (default: "the shape of parameter 'NAME'").
+  void parse_shape(const std::string& pname, ParamDecl* decl, std::string_view what = {}) {
+    const Token& open =
+        expect(TokenKind::LBracket, what.empty()
+                                        ? fmt::format("'[' and the shape of parameter '{}'", pname)
+                                        : fmt::format("'[' and the shape of {}", what));
     while (!at(TokenKind::RBracket)) {
       SourceLoc loc = peek().loc;
       if (at(TokenKind::Name)) {
@@ -748,8 +894,9 @@ class Parser {
       if (!v.is_tensor())
         throw UserError(fmt::format("a returned value must be a tensor, found {}", describe(v)),
                         v.loc);
-      g_.add_output(v.value);
     }
+    check_return_annotation(ret, values);
+    for (const Operand& v : values) g_.add_output(v.value);
     returned_ = true;
   }
 
@@ -1144,6 +1291,7 @@ class Parser {
   bool returned_ = false;
   std::map<std::string, Operand, std::less<>> variables_;
   std::map<std::string, std::string, std::less<>> aliases_;  // name -> module or function path
+  std::optional<ReturnAnnotation> return_annotation_;        // `-> ...`, checked at `return`
 };
 
 }  // namespace

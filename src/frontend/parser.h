@@ -4,7 +4,10 @@
 //
 //   program    := (import | decorator | docstring)* function (docstring)* END
 //   import     := 'import' dotted ['as' NAME] | 'from' dotted 'import' NAME ['as' NAME]
-//   function   := 'def' NAME '(' [param (',' param)* [',']] ')' ['->' ...] ':' body
+//   function   := 'def' NAME '(' [param (',' param)* [',']] ')' ['->' returns] ':' body
+//   returns    := rtype | ('tuple' | 'Tuple' | 'typing.Tuple') '[' rtype (',' rtype)* [','] ']'
+//               | ('tuple' | 'Tuple' | 'typing.Tuple') '[' rtype ',' '...' ']'
+//   rtype      := dotted '[' [dim (',' dim)* [',']] ']' | 'torch.Tensor' | 'Tensor'
 //   param      := NAME ':' dotted '[' [dim (',' dim)* [',']] ']' ['in' '[' bound ',' bound ')']
 //   dim        := INT | NAME                  (a NAME is a symbolic dim, graph.h)
 //   bound      := ['-'] (INT | NAME)
@@ -19,6 +22,12 @@
 //   postfix    := atom ('.' NAME | '(' args ')' | '[' subscript ']')*
 //   atom       := NAME | INT | FLOAT | STRING | 'True' | 'False' | 'None'
 //               | '(' [expr (',' expr)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
+//
+// A return annotation is checked at `return`: the number of values, and each
+// typed one's dtype and shape (a dim is a size or a symbolic dim of the
+// parameters, which must match the returned dim's symbol); `torch.Tensor`
+// accepts any tensor. A mismatch is a UserError at the returned value naming
+// both types; any other annotation is a UserError at the annotation.
 //
 // The parser builds the Graph while it parses (see operand.h), so semantic
 // errors surface in source order, each at its own token. Expression nesting

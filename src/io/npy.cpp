@@ -279,9 +279,18 @@ uint64_t read_le(const unsigned char* p, int n) {
   return v;
 }
 
-}  // namespace
+// What a .npy header says, and the stream left at the data.
+struct NpyHeader {
+  Descr descr;
+  std::string descr_text;
+  Shape shape;
+  int64_t numel = 0;
+  uint64_t data_avail = 0;  // bytes after the header
+};
 
-Tensor read_npy(const std::string& path) {
+// Opens `path` and reads its header (every check read_npy documents but the
+// data's); `in` is left at the first data byte.
+NpyHeader read_header(const std::string& path, std::ifstream& in) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
   if (std::filesystem::is_directory(path, ec)) fail(path, "it is a directory");
@@ -289,7 +298,7 @@ Tensor read_npy(const std::string& path) {
   // device (a FIFO would block, /dev/zero never ends) is refused.
   if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
   errno = 0;
-  std::ifstream in(path, std::ios::binary);
+  in.open(path, std::ios::binary);
   if (!in) fail(path, errno ? std::strerror(errno) : "cannot open the file");
   in.seekg(0, std::ios::end);
   const std::streamoff file_size = in.tellg();
@@ -377,13 +386,38 @@ Tensor read_npy(const std::string& path) {
   if (fortran->b && std::count_if(shape.begin(), shape.end(), [](int64_t n) { return n > 1; }) > 1)
     fail(path, "Fortran-order arrays are not supported (save with np.ascontiguousarray)");
 
+  NpyHeader h;
+  h.descr = *d;
+  h.descr_text = descr->s;
+  h.shape = std::move(shape);
+  h.numel = numel;
+  h.data_avail = after_prefix - header_len;
+  return h;
+}
+
+}  // namespace
+
+NpyInfo read_npy_info(const std::string& path) {
+  std::ifstream in;
+  const NpyHeader h = read_header(path, in);
+  return {h.descr.dtype, h.shape};
+}
+
+Tensor read_npy(const std::string& path) {
+  std::ifstream in;
+  const NpyHeader h = read_header(path, in);
+  const Descr* const d = &h.descr;
+  const Shape& shape = h.shape;
+  const int64_t numel = h.numel;
+
   // The data: check its size against the file before allocating.
   const int item = dtype_size(d->dtype);
-  const uint64_t data_avail = after_prefix - header_len;
+  const uint64_t data_avail = h.data_avail;
   int64_t nbytes = 0;
   const bool overflow = __builtin_mul_overflow(numel, static_cast<int64_t>(item), &nbytes);
   if (overflow || static_cast<uint64_t>(nbytes) > data_avail) {
-    fail(path, "truncated data (shape " + shape_to_string(shape) + " of '" + descr->s + "' needs " +
+    fail(path, "truncated data (shape " + shape_to_string(shape) + " of '" + h.descr_text +
+                   "' needs " +
                    (overflow ? std::string("more than 2^63") : std::to_string(nbytes)) +
                    " bytes, the file has " + std::to_string(data_avail) + ")");
   }

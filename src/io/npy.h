@@ -16,6 +16,15 @@ namespace tilefuse {
 // (missing file, bad magic, unsupported dtype or Fortran order, truncated data).
 Tensor read_npy(const std::string& path);
 
+// A .npy file's dtype and shape, from its header alone (the data is not
+// read, nor its length checked: read_npy does that). Throws UserError as
+// read_npy does for the header.
+struct NpyInfo {
+  DType dtype;
+  Shape shape;
+};
+NpyInfo read_npy_info(const std::string& path);
+
 // Writes `t` (any strides) as a C-order .npy. Throws UserError on I/O failure.
 // The write is atomic (temporary file + rename).
 void write_npy(const std::string& path, const Tensor& t);

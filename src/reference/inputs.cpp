@@ -33,6 +33,8 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/memory.h"
 #include "reference/thread_pool.h"
@@ -366,15 +368,23 @@ FillFn bool_filler(const Tensor& t) {
   };
 }
 
-// The smallest size among the dims that parameter `param` indexes, or
-// nullopt when it is never used as a gather index. A use is an Index node
-// whose index operand (inputs[1]) is the parameter itself or a value that
-// only rearranges or converts its elements (views, casts and gathers of it),
-// since those carry the parameter's values unchanged into the gather.
-std::optional<int64_t> indexed_size(const Graph& g, ValueId param) {
+// A dim that a parameter indexes: the indexed value, the dim and its size.
+struct IndexedDim {
+  ValueId value = -1;
+  int64_t dim = 0;
+  int64_t size = 0;
+};
+
+// The smallest among the dims that parameter `param` indexes (the first of
+// them on a tie), or nullopt when it is never used as a gather index. A use
+// is an Index node whose index operand (inputs[1]) is the parameter itself
+// or a value that only rearranges or converts its elements (views, casts and
+// gathers of it), since those carry the parameter's values unchanged into
+// the gather.
+std::optional<IndexedDim> indexed_dim(const Graph& g, ValueId param) {
   std::vector<bool> carries(static_cast<size_t>(g.size()), false);
   carries[static_cast<size_t>(param)] = true;
-  std::optional<int64_t> size;
+  std::optional<IndexedDim> smallest;
   for (ValueId v = param + 1; v < g.size(); ++v) {
     const Node& n = g.node(v);
     if (n.inputs.empty()) continue;
@@ -396,14 +406,25 @@ std::optional<int64_t> indexed_size(const Graph& g, ValueId param) {
         TF_CHECK(n.dim >= 0 && n.dim < static_cast<int64_t>(x.shape.size()),
                  "index node with a bad dim");
         const int64_t s = x.shape[static_cast<size_t>(n.dim)];
-        size = size ? std::min(*size, s) : s;
+        if (!smallest || s < smallest->size) smallest = IndexedDim{n.inputs[0], n.dim, s};
         break;
       }
       default:
         break;
     }
   }
-  return size;
+  return smallest;
+}
+
+// "dim 0 of `x` (f16[T, 64] with T = 0)": the indexed dim, for messages.
+std::string describe_indexed_dim(const Graph& g, const IndexedDim& d) {
+  const Node& x = g.node(d.value);
+  std::string what = !x.name.empty() ? "`" + x.name + "`" : "%" + std::to_string(d.value);
+  std::string type = std::string(dtype_name(x.dtype)) + symbolic_shape_string(g, x);
+  const SymbolId s = x.symbol(static_cast<size_t>(d.dim));
+  if (s != kFixedDim)
+    type += " with " + g.symbols()[static_cast<size_t>(s)].name + " = " + std::to_string(d.size);
+  return fmt::format("dim {} of {} ({})", d.dim, what, type);
 }
 
 // How one parameter is drawn: `fill` writes elements [begin, end) from the
@@ -432,15 +453,21 @@ ParamPlan plan_integer(const Graph& g, ValueId param, const Tensor& t) {
     TF_CHECK(lo < hi, "parameter `" + node.name + "`: range does not fit its dtype");
     return {uniform_int_filler(t, lo, hi), false, std::pair{lo, hi}};
   }
-  if (const std::optional<int64_t> size = indexed_size(g, param)) {
-    const int64_t hi = std::min(*size, dhi);
+  if (const std::optional<IndexedDim> indexed = indexed_dim(g, param)) {
+    const int64_t size = indexed->size;
+    const int64_t hi = std::min(size, dhi);
     if (hi <= 0) {
-      // The indexed dim is empty: no index is valid. Zeros make the run
-      // report the bad index rather than us inventing a range.
-      t.fill(0);
-      return {};
+      if (t.numel() == 0) return {};
+      // The indexed dim is empty: no index is valid, so no value can be
+      // drawn. Saying so beats drawing zeros that the run then reports as
+      // an out-of-bounds index, as if the program were wrong.
+      throw UserError(fmt::format("cannot draw a random index for parameter `{}`: it indexes "
+                                  "{}, whose size is 0, so no index value is valid (give `{}` as "
+                                  "an input, or that dim a size above 0)",
+                                  node.name, describe_indexed_dim(g, *indexed), node.name),
+                      node.loc);
     }
-    if (t.numel() == *size && *size == hi) return {permutation_filler(t), true, std::nullopt};
+    if (t.numel() == size && size == hi) return {permutation_filler(t), true, std::nullopt};
     return {uniform_int_filler(t, 0, hi), false, std::nullopt};
   }
   return {uniform_int_filler(t, std::max<int64_t>(dlo, -128), std::min<int64_t>(dhi, 128)), false,
@@ -449,7 +476,8 @@ ParamPlan plan_integer(const Graph& g, ValueId param, const Tensor& t) {
 
 }  // namespace
 
-std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_threads) {
+std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_threads,
+                                       const std::vector<bool>& given) {
   const size_t num_params = g.parameters().size();
   std::vector<Tensor> inputs;
   std::vector<ParamPlan> plans(num_params);
@@ -457,6 +485,10 @@ std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_th
   for (size_t pos = 0; pos < num_params; ++pos) {
     const ValueId param = g.parameters()[pos];
     const Node& node = g.node(param);
+    if (pos < given.size() && given[pos]) {
+      inputs.emplace_back();  // the caller's (no plan: no task draws it)
+      continue;
+    }
     const AllocationPurpose purpose("input `" + node.name + "`");
     Tensor t = Tensor::empty(node.dtype, node.shape);
     if (node.dtype == DType::Bool) {

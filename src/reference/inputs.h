@@ -19,11 +19,19 @@ namespace tilefuse {
 // - integer used as a gather index without a range: uniform in the valid
 //   range [0, size) of the dim it indexes (the smallest such size if it
 //   indexes several), a random permutation when its numel equals that size;
+//   a UserError (at the parameter, naming it and the indexed dim) when that
+//   size is 0 and the parameter has elements: no index value is valid;
 // - other integers: uniform in the dtype's range clipped to [-128, 128);
 // - bool: fair coin.
 // Each parameter draws from its own streams (one per block of its elements),
 // so adding a parameter leaves the values of those before it unchanged.
-std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_threads = 0);
+// A parameter whose position is true in `given` (the caller has its value,
+// e.g. from a file) is neither drawn nor checked: its tensor is left
+// undefined (Tensor()) for the caller to replace; the others draw the same
+// values as without it. A UserError also when a symbolic range is empty at
+// these sizes.
+std::vector<Tensor> make_random_inputs(const Graph& g, uint64_t seed, int num_threads = 0,
+                                       const std::vector<bool>& given = {});
 
 namespace detail {
 // The stored bits of a float input drawn as k * 2^-52 (|k| <= 2^52; the

@@ -284,6 +284,7 @@ int main(void) {
         json ? json : tf_last_error());
   tf_free_string(json);
   char* report = NULL;
+  char* no_json = NULL;
   const char* sizes[2] = {"T=64,K=32,M=16", "T=64,K=32,M=1000"};
   /* Tuning needs a CUDA device: p is compiled with device "cpu". */
   report = (char*)1;
@@ -303,11 +304,48 @@ int main(void) {
   s = tf_tune(p, twice, 1, 0, NULL);
   CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "`T` twice"), "%s %s",
         tf_status_name(s), tf_last_error());
+  /* Negative counts say so, naming the argument and its value (tf_tune's
+     said "program or sizes is NULL"); NULL pointers name which one. */
+  s = tf_tune(p, sizes, -1, 0, NULL);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "num_sizes is negative (-1)") &&
+            !strstr(tf_last_error(), "NULL"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  s = tf_tune(p, NULL, 2, 0, NULL);
+  CHECK(
+      s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "sizes is NULL but num_sizes is 2"),
+      "%s %s", tf_status_name(s), tf_last_error());
+  s = tf_tune(NULL, sizes, 2, 0, NULL);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strcmp(tf_last_error(), "program is NULL") == 0, "%s %s",
+        tf_status_name(s), tf_last_error());
+  const char* null_binding[2] = {"T=64,K=32,M=16", NULL};
+  s = tf_tune(p, null_binding, 2, 0, NULL);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "sizes[1] is NULL"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  s = tf_explain(p, NULL, -3, "cpu", &no_json);
+  CHECK(s == TF_ERROR_VALUE && no_json == NULL &&
+            strstr(tf_last_error(), "negative input count -3 (num_inputs)"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  s = tf_workspace_size(p, in, -2, &ws_bytes);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "negative input count -2 (num_inputs)"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  int64_t out_shape[2];
+  int out_ndim = 0;
+  s = tf_output_shape(p, in, 4, 0, out_shape, -1, &out_ndim);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "capacity is negative (-1)"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  s = tf_output_shape(p, in, -1, 0, out_shape, 2, &out_ndim);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "negative input count -1 (num_inputs)"),
+        "%s %s", tf_status_name(s), tf_last_error());
+  s = tf_output_shape(p, in, 4, -1, out_shape, 2, &out_ndim);
+  CHECK(s == TF_ERROR_INVALID_ARGUMENT && strstr(tf_last_error(), "no output -1"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  s = tf_run(p, in, 4, outs, -1, NULL, NULL);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "negative output count -1 (num_outputs)"),
+        "%s %s", tf_status_name(s), tf_last_error());
   const char* unknown[1] = {"T=4,K=8,M=2,Z=16"};
   s = tf_tune(p, unknown, 1, 0, NULL);
   CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "`Z` is not a symbolic dim"), "%s %s",
         tf_status_name(s), tf_last_error());
-  char* no_json = NULL;
   s = tf_explain(p, NULL, 0, "sm_42", &no_json);
   CHECK(s == TF_ERROR_VALUE && no_json == NULL && strstr(tf_last_error(), "unknown target"),
         "%s %s", tf_status_name(s), tf_last_error());

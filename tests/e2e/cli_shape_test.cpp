@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 namespace tilefuse {
 namespace {
 
+using testing::CliOptions;
 using testing::run_cli;
 
 // A program with two symbolic dims in a temporary file.
@@ -101,6 +102,112 @@ TEST_F(CliShape, Errors) {
   EXPECT_NE(oob.output.find("index 9 is out of bounds for dim 0 of `x` (size 9): `idx`[1] = 9"),
             std::string::npos)
       << oob.output;
+}
+
+// An index without a range into a dim bound to 0: no random index can be
+// drawn. The error says so at the index parameter and names the indexed dim,
+// rather than a run-time "index 0 is out of bounds" blaming the program;
+// given as an --input, the parameter is not drawn and the run reports its
+// values as usual.
+TEST_F(CliShape, RandomIndexIntoAnEmptyDimIsAClearError) {
+  const std::string prog = (dir_ / "e.tfs").string();
+  std::ofstream(prog) << "def e(x: f16[T, 64], i: i64[M]):\n    return x[i]\n";
+  for (const char* command : {"run", "bench"}) {
+    SCOPED_TRACE(command);
+    auto r = run_cli(std::string(command) + " " + prog + " --device cpu --shape T=0,M=3");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("e.tfs:1:22: error: cannot draw a random index for parameter `i`: it "
+                            "indexes dim 0 of `x` (f16[T, 64] with T = 0), whose size is 0, so no "
+                            "index value is valid"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("out of bounds"), std::string::npos) << r.output;
+  }
+  // M = 0 too: nothing to draw, and the run works.
+  auto empty = run_cli("run " + prog + " --device cpu --check --shape T=0,M=0");
+  EXPECT_EQ(empty.exit_code, 0) << empty.output;
+  // Given by --input, `i` is the user's: its bad value is the run's error.
+  const std::string npy = (dir_ / "i.npy").string();
+  {
+    const Tensor i = Tensor::empty(DType::I64, {3});
+    for (int64_t k = 0; k < 3; ++k) i.set_linear(k, 0);
+    write_npy(npy, i);
+  }
+  auto given = run_cli("run " + prog + " --device cpu --shape T=0,M=3 --input i=" + npy);
+  EXPECT_EQ(given.exit_code, 1) << given.output;
+  EXPECT_NE(given.output.find("index 0 is out of bounds for dim 0 of `x` (size 0)"),
+            std::string::npos)
+      << given.output;
+}
+
+// --input files bind the symbolic dims of their parameters (no --shape
+// needed for them); a size that disagrees with --shape or with another file
+// is an error naming both.
+TEST_F(CliShape, InputFilesBindSymbolicDims) {
+  const std::string prog = (dir_ / "b.tfs").string();
+  std::ofstream(prog) << "def b(x: f16[M, 64], y: f16[M, 64]):\n    return x + y\n";
+  auto write = [&](const std::string& name, int64_t rows) {
+    const std::string path = (dir_ / name).string();
+    const Tensor t = Tensor::empty(DType::F16, {rows, 64});
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_linear(i, 0.5);
+    write_npy(path, t);
+    return path;
+  };
+  const std::string a10 = write("a10.npy", 10), b10 = write("b10.npy", 10),
+                    b12 = write("b12.npy", 12);
+  auto r = run_cli("run " + prog + " --device cpu --check --input x=" + a10 + " --input y=" + b10);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out0: f16[10, 64]  sum=640"), std::string::npos) << r.output;
+  // One file binds M; the other parameter is drawn at that size.
+  auto one = run_cli("run " + prog + " --device cpu --input x=" + a10);
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("out0: f16[10, 64]"), std::string::npos) << one.output;
+  // The same size as --shape is fine; another is an error naming both.
+  auto same = run_cli("run " + prog + " --device cpu --shape M=10 --input x=" + a10);
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  auto shape = run_cli("run " + prog + " --device cpu --shape M=12 --input x=" + a10);
+  EXPECT_EQ(shape.exit_code, 1) << shape.output;
+  EXPECT_NE(
+      shape.output.find("symbolic dim `M` is 12 in --shape but 10 in `x` (" + a10 + ", dim 0)"),
+      std::string::npos)
+      << shape.output;
+  auto files =
+      run_cli("bench " + prog + " --device cpu --repeats 1 --input x=" + a10 + " --input y=" + b12);
+  EXPECT_EQ(files.exit_code, 1) << files.output;
+  EXPECT_NE(files.output.find("symbolic dim `M` is 10 in `x` (" + a10 + ", dim 0) but 12 in `y` (" +
+                              b12 + ", dim 0)"),
+            std::string::npos)
+      << files.output;
+  // A file of another rank names the parameter's type and the file's shape.
+  const std::string flat = (dir_ / "flat.npy").string();
+  write_npy(flat, Tensor::empty(DType::F16, {64}));
+  auto rank = run_cli("run " + prog + " --device cpu --input x=" + flat);
+  EXPECT_EQ(rank.exit_code, 1) << rank.output;
+  EXPECT_NE(rank.output.find("input `x` has 2 dims (f16[M, 64]) but " + flat + " holds [64]"),
+            std::string::npos)
+      << rank.output;
+}
+
+// Without a usable GPU, `tune --device auto` says why once, not at the end
+// of every shape's line (the reason lists every libcuda path tried).
+TEST_F(CliShape, TuneWithoutAGpuSaysWhyOnce) {
+  const CliOptions no_cuda{.env = "TILEFUSE_LIBCUDA=/nonexistent/libcuda.so.1 "};
+  auto r = run_cli("tune " + prog_ + " --shapes T=64 --shapes M=1,16,100", no_cuda);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  size_t count = 0;
+  for (size_t at = r.output.find("/nonexistent/libcuda.so.1"); at != std::string::npos;
+       at = r.output.find("/nonexistent/libcuda.so.1", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u) << r.output;
+  EXPECT_EQ(r.output.rfind("device: cpu, because ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("g: T=64, M=16 (bucket T=64, M=16): not tuned: on the CPU the executor "
+                          "runs the fused plan at its heuristic config\n"),
+            std::string::npos)
+      << r.output;
+  // --device cpu: no reason to give, and no empty "()" after each line.
+  auto cpu = run_cli("tune " + prog_ + " --device cpu --shapes T=64 --shapes M=1");
+  EXPECT_EQ(cpu.output.find("()"), std::string::npos) << cpu.output;
+  EXPECT_EQ(cpu.output.find("device: cpu"), std::string::npos) << cpu.output;
 }
 
 TEST_F(CliShape, EmitAndExplain) {

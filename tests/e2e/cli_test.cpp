@@ -5,9 +5,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <string>
 
@@ -437,6 +438,38 @@ TEST(Cli, CheckComparesWithTheOracleRoundedToTheOutputDtype) {
   // The inf program's output really is inf everywhere (the check is not vacuous).
   Result inf = run_cli("run " + (dir / "inf.tfs").string() + " --device cpu");
   EXPECT_NE(inf.output.find("sum=inf"), std::string::npos) << inf.output;
+  fs::remove_all(dir);
+}
+
+// The tester's report: [[+NaN, -NaN], [-NaN, +NaN]] @ ones gives NaNs whose
+// signs may differ between the CPU executor and the f64 oracle. --check
+// matches NaN with NaN whatever the sign (relative_error), so that is no
+// failure, with either plan and with the reference engine.
+TEST(Cli, CheckMatchesNaNsOfEitherSign) {
+  fs::path dir = temp_dir("nan_sign");
+  const fs::path prog = dir / "dot.tfs";
+  std::ofstream(prog) << "def dot(a: f32[2, 2], b: f32[2, 2]):\n    return a @ b\n";
+  const Tensor a = Tensor::empty(DType::F32, {2, 2}), b = Tensor::empty(DType::F32, {2, 2});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double av[] = {nan, -nan, -nan, nan};
+  for (int64_t i = 0; i < 4; ++i) {
+    a.set_linear(i, av[i]);
+    b.set_linear(i, 1.0);
+  }
+  ASSERT_TRUE(std::signbit(a.get_linear(1)) && !std::signbit(a.get_linear(0)));
+  write_npy((dir / "a.npy").string(), a);
+  write_npy((dir / "b.npy").string(), b);
+  const std::string inputs =
+      " --input a=" + (dir / "a.npy").string() + " --input b=" + (dir / "b.npy").string();
+  for (const char* how : {"--plan fused", "--plan unfused", "--engine reference"}) {
+    Result r = run_cli("run " + prog.string() + " --device cpu --check " + how + inputs);
+    EXPECT_EQ(r.exit_code, 0) << how << "\n" << r.output;
+    // Every element is NaN (its sign is the engine's: the executor's sum
+    // prints as -nan, the reference evaluator's as nan).
+    EXPECT_NE(r.output.find("nan  xxh64="), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("check: out0 rel_err=0.000e+00 tol=1e-05 ok"), std::string::npos)
+        << r.output;
+  }
   fs::remove_all(dir);
 }
 

@@ -141,6 +141,21 @@ driver::TuneResult tune_on_gpu(const Graph& g, const std::vector<Tensor>& inputs
 
 using driver::output_names;
 
+// Which parameters (by position) an `--input name=file.npy` gives: those are
+// not drawn at random (make_random_inputs), so a parameter that no random
+// value fits (an index into an empty dim) can still be given. Malformed
+// specs are load_inputs' to report.
+std::vector<bool> given_inputs(const Graph& g, const std::vector<std::string>& specs) {
+  std::vector<bool> given(g.parameters().size(), false);
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos) continue;
+    for (size_t i = 0; i < g.parameters().size(); ++i)
+      if (g.node(g.parameters()[i]).name == spec.substr(0, eq)) given[i] = true;
+  }
+  return given;
+}
+
 // Replaces the random input of each `name=file.npy` parameter. A file's dtype
 // must equal the parameter's, except that bf16/f8 parameters (which .npy
 // cannot hold) read any floating file, rounded.
@@ -277,6 +292,49 @@ SymbolValues parse_shapes(const std::vector<std::string>& specs) {
   return v;
 }
 
+// Binds the symbolic dims of each `--input name=file.npy` parameter to the
+// file's sizes (read from its header), adding them to `values` (--shape's):
+// `x: f16[M, 64]` given a [10, 64] file binds M = 10. A size that disagrees
+// with --shape's or with another file's is a UserError naming both; a file
+// of another rank one naming the parameter's type and the file's shape.
+// Malformed specs and unknown names are left to load_inputs.
+void bind_input_symbols(const Graph& g, const std::vector<std::string>& specs,
+                        SymbolValues* values) {
+  std::map<std::string, std::string> source;  // symbol -> what gave its size
+  for (const auto& entry : *values) source[entry.first] = "--shape";
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) continue;
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    const Node* param = nullptr;
+    for (ValueId p : g.parameters())
+      if (g.node(p).name == name) param = &g.node(p);
+    if (!param || !param->has_symbolic_dim()) continue;
+    const NpyInfo info = read_npy_info(path);
+    const std::string type =
+        std::string(dtype_name(param->dtype)) + symbolic_shape_string(g, *param);
+    if (info.shape.size() != param->shape.size())
+      throw UserError(fmt::format("input `{}` has {} dim{} ({}) but {} holds {}", name,
+                                  param->shape.size(), param->shape.size() == 1 ? "" : "s", type,
+                                  path, shape_to_string(info.shape)));
+    for (size_t d = 0; d < param->shape.size(); ++d) {
+      const SymbolId s = param->symbol(d);
+      if (s == kFixedDim) continue;
+      const std::string& sym = g.symbols()[static_cast<size_t>(s)].name;
+      const int64_t size = info.shape[d];
+      const std::string here = fmt::format("`{}` ({}, dim {})", name, path, d);
+      const auto it = values->find(sym);
+      if (it == values->end()) {
+        values->emplace(sym, size);
+        source[sym] = here;
+      } else if (it->second != size) {
+        throw UserError(ErrorKind::kValue, fmt::format("symbolic dim `{}` is {} in {} but {} in {}",
+                                                       sym, it->second, source[sym], size, here));
+      }
+    }
+  }
+}
+
 // A program as a command sees it: the generic graph the kernels are
 // compiled from (and tuned for) and, with symbolic dims, the program bound
 // to --shape (its inputs, its reference). Without symbols both are the one
@@ -297,7 +355,11 @@ int with_shapes(const Options& options, bool need_shapes, Body body,
   return with_program(
       options,
       [&](const Program& generic) -> int {
-        const SymbolValues values = parse_shapes(options.shapes);
+        SymbolValues values = parse_shapes(options.shapes);
+        // run and bench: --input files bind the symbolic dims they hold.
+        if constexpr (requires { options.inputs; })
+          if (!generic.graph.symbols().empty())
+            bind_input_symbols(generic.graph, options.inputs, &values);
         if (generic.graph.symbols().empty()) {
           if (!values.empty())
             throw UserError(fmt::format("--shape: '{}' has no symbolic dims (every dim is fixed)",
@@ -367,7 +429,8 @@ int run_command(const RunOptions& options) {
     // second thread while the kernels compile: "" once loaded, else why not.
     std::future<std::string> cublaslt_load;
     // On --threads threads (the same values with any count).
-    std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    std::vector<Tensor> inputs =
+        make_random_inputs(g, options.seed, options.threads, given_inputs(g, options.inputs));
     load_inputs(g, options.inputs, inputs);
     const Specialization spec = cli_specialization(loaded, inputs);
     const double inputs_ms = ms_since(kProcessStart);
@@ -702,7 +765,8 @@ int bench_command(const BenchOptions& options) {
     bo.cuda = parse_cuda_options(options.cuda_options);
     if (!options.gemm_config.empty())
       bo.lower.gemm_config = parse_gemm_config(options.gemm_config, !gpu);
-    std::vector<Tensor> inputs = make_random_inputs(g, options.seed, options.threads);
+    std::vector<Tensor> inputs =
+        make_random_inputs(g, options.seed, options.threads, given_inputs(g, options.inputs));
     load_inputs(g, options.inputs, inputs);
     bo.compile_graph = &loaded.generic.graph;
     bo.specialization = cli_specialization(loaded, inputs);
@@ -915,6 +979,9 @@ int tune_command(const TuneCommandOptions& options) {
         }
       combos = std::move(next);
     }
+    // Why there is no GPU (every library path tried) is said once, not on
+    // every shape's line.
+    if (!gpu && !why_cpu.empty()) std::printf("device: cpu, because %s\n", why_cpu.c_str());
     for (const SymbolValues& values : combos) {
       driver::TuneOptions to;
       if (gpu) to.device = driver::cuda_tune_device();
@@ -922,8 +989,7 @@ int tune_command(const TuneCommandOptions& options) {
       to.allow_tf32 = options.allow_tf32;
       to.name = generic.name;
       to.cpu_threads = options.threads;
-      std::string line = driver::tune_at(generic, values, to, gpu, options.seed);
-      if (!gpu) line += " (" + why_cpu + ")";
+      const std::string line = driver::tune_at(generic, values, to, gpu, options.seed);
       std::printf("%s\n", line.c_str());
     }
     return kOk;

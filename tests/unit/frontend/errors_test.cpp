@@ -40,6 +40,19 @@ std::string nested_subscripts(int depth) {
 const BadProgram kBadPrograms[] = {
     // --- lexical ---------------------------------------------------------------
     {"bad_character", ret(X, "x $ x"), 2, 14, "unexpected character '$'"},
+    // A UTF-16 file (either byte order) is named as such, not as a
+    // "non-ASCII character" at 1:1.
+    {"utf16_le_bom",
+     std::string("\xFF\xFE"
+                 "d\0e\0f\0 \0f\0(\0)\0",
+                 16),
+     1, 1, "the file looks UTF-16 encoded (it starts with the byte order mark FF FE)",
+     "a program must be UTF-8"},
+    {"utf16_be_bom",
+     std::string("\xFE\xFF"
+                 "\0d\0e\0f",
+                 8),
+     1, 1, "looks UTF-16 encoded (it starts with the byte order mark FE FF)"},
     {"bad_character_in_header", "def f(x: f32[4])!:\n    return x\n", 1, 17,
      "unexpected character '!'"},
     {"control_character", ret(X, "x\x01"), 2, 13, "control character 0x01"},
@@ -303,10 +316,10 @@ const BadProgram kBadPrograms[] = {
     {"index_select_2d_symbolic_index",
      "def f(x: f32[T, 4], i: i64[M, K]):\n    return x.index_select(0, i)\n", 2, 30,
      "expects a 1-D index, found shape [M, K]"},
-    {"t_of_2d_symbolic_gather", "def f(x: f32[T, 4], i: i64[M, K]):\n    return x[i].t()\n", 2,
-     17, "found shape [M, K, 4]"},
-    {"too_many_indices_symbolic", "def f(x: f32[T, 4], i: i64[M]):\n    return x[i, 0, 1]\n", 2,
-     20, "(shape [T, 4])"},
+    {"t_of_2d_symbolic_gather", "def f(x: f32[T, 4], i: i64[M, K]):\n    return x[i].t()\n", 2, 17,
+     "found shape [M, K, 4]"},
+    {"too_many_indices_symbolic", "def f(x: f32[T, 4], i: i64[M]):\n    return x[i, 0, 1]\n", 2, 20,
+     "(shape [T, 4])"},
     {"bmm_two_batch_symbols",
      "def f(a: f32[B, 2, 3], b: f32[C, 3, 4]):\n    return torch.bmm(a, b)\n", 2, 12,
      "batch sizes differ: shapes [B, 2, 3] and [C, 3, 4]"},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -424,6 +425,35 @@ TEST(RelativeError, Definition) {
   const Tensor ref_nan = tensor_of(DType::F64, {3}, {3, nan, 4});
   EXPECT_EQ(relative_error(ref_nan, ref_nan), 0);
   EXPECT_THROW(relative_error(ref, tensor_of(DType::F64, {1}, {1})), InternalError);
+}
+
+// `--check` and every test comparison go through relative_error: a NaN
+// matches a NaN whatever its sign and payload (as torch.testing's
+// equal_nan), so engines that disagree only there (the CPU executor's dot
+// product and the f64 oracle on [[+NaN, -NaN], [-NaN, +NaN]] @ ones) do not
+// fail a check; a NaN against a number still does.
+TEST(RelativeError, NaNsMatchWhateverTheirSignAndPayload) {
+  struct Case {
+    DType dt;
+    uint64_t a, b;  // two NaNs' bits: a quiet positive one, a negative one with a payload
+  };
+  const Case cases[] = {{DType::F64, 0x7FF8000000000000ull, 0xFFF8000000000123ull},
+                        {DType::F32, 0x7FC00000u, 0xFFC00123u},
+                        {DType::F16, 0x7E00u, 0xFE01u},
+                        {DType::BF16, 0x7FC0u, 0xFF81u}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.dt)));
+    const Tensor out = tensor_of(c.dt, {3}, {1, 0, 2}), ref = tensor_of(c.dt, {3}, {1, 0, 2});
+    const size_t size = static_cast<size_t>(dtype_size(c.dt));
+    std::memcpy(out.data_ptr() + size, &c.a, size);  // little-endian
+    std::memcpy(ref.data_ptr() + size, &c.b, size);
+    ASSERT_TRUE(std::isnan(out.get_linear(1)) && std::isnan(ref.get_linear(1)));
+    ASSERT_NE(std::signbit(out.get_linear(1)), std::signbit(ref.get_linear(1)));
+    EXPECT_EQ(relative_error(out, ref), 0);
+    EXPECT_EQ(relative_error(ref, out), 0);
+    EXPECT_EQ(relative_error(out, tensor_of(c.dt, {3}, {1, 5, 2})),
+              std::numeric_limits<double>::infinity());
+  }
 }
 
 TEST(EvalThreads, ResultsDoNotDependOnTheThreadCount) {

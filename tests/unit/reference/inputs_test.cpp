@@ -449,16 +449,83 @@ TEST(RandomInputs, AddingAParameterKeepsTheOthers) {
 TEST(RandomInputs, EmptyAndZeroDim) {
   Graph g;
   const ValueId x = g.parameter("x", DType::F32, {0, 4}, std::nullopt, {});
-  const ValueId idx = g.parameter("idx", DType::I64, {3}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I64, {0}, std::nullopt, {});
   g.parameter("s", DType::F16, {}, std::nullopt, {});
   g.parameter("e", DType::I64, {0}, std::nullopt, {});
   g.add_output(g.index(x, 0, idx, {}));
   const std::vector<Tensor> in = make_random_inputs(g, 1);
   EXPECT_EQ(in[0].numel(), 0);
-  EXPECT_EQ(ints(in[1]), (std::vector<int64_t>{0, 0, 0}));  // no valid index exists
+  EXPECT_EQ(in[1].numel(), 0);  // an empty index into an empty dim draws nothing
   EXPECT_EQ(in[2].dim(), 0);
   EXPECT_NE(in[2].get({}), 0.0);
   EXPECT_EQ(in[3].numel(), 0);
+}
+
+// The message make_random_inputs throws for `g` (a test failure when none).
+std::string draw_error(const Graph& g, SourceLoc* loc = nullptr) {
+  try {
+    make_random_inputs(g, 1);
+  } catch (const UserError& e) {
+    if (loc) *loc = e.loc();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+// An index without a range into a dim of size 0: no index value is valid, so
+// none can be drawn. The error names the parameter and the indexed dim (it
+// used to draw zeros, which the run then reported as an out-of-bounds index,
+// blaming the program).
+TEST(RandomInputs, IndexIntoAnEmptyDimIsAnErrorNamingBoth) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {0, 4}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I64, {3}, std::nullopt, SourceLoc{1, 20, 3});
+  g.add_output(g.index(x, 0, idx, {}));
+  SourceLoc loc;
+  const std::string message = draw_error(g, &loc);
+  EXPECT_EQ(message,
+            "cannot draw a random index for parameter `idx`: it indexes dim 0 of `x` (f32[0, 4]), "
+            "whose size is 0, so no index value is valid (give `idx` as an input, or that dim a "
+            "size above 0)");
+  EXPECT_EQ(loc.line, 1);  // at the parameter
+  EXPECT_EQ(loc.col, 20);
+}
+
+TEST(RandomInputs, IndexIntoAnEmptySymbolicDimNamesTheSymbol) {
+  // def f(x: f16[T, 64], i: i64[M]): return x[:, :][i] at T = 0, M = 5,
+  // the indexed value a view of x named `v`.
+  Graph g;
+  const SymbolId t = g.add_symbol("T", 0, {});
+  const SymbolId m = g.add_symbol("M", 5, {});
+  const ValueId x = g.parameter("x", DType::F16, {0, 64}, std::nullopt, {}, {t, kFixedDim});
+  const ValueId i = g.parameter("i", DType::I64, {5}, std::nullopt, {}, {m});
+  const ValueId v = g.transpose(g.transpose(x, 0, 1, {}), 0, 1, {});
+  g.set_name(v, "v");
+  g.add_output(g.index(v, 0, i, {}));
+  EXPECT_NE(draw_error(g).find("parameter `i`: it indexes dim 0 of `v` (f16[T, 64] with T = 0), "
+                               "whose size is 0"),
+            std::string::npos)
+      << draw_error(g);
+}
+
+TEST(RandomInputs, GivenParametersAreNeitherDrawnNorChecked) {
+  Graph g;
+  const ValueId x = g.parameter("x", DType::F32, {0, 4}, std::nullopt, {});
+  const ValueId idx = g.parameter("idx", DType::I64, {3}, std::nullopt, {});
+  g.parameter("w", DType::F32, {6}, std::nullopt, {});
+  g.add_output(g.index(x, 0, idx, {}));
+  // idx given by the caller: no error, its tensor left for the caller, and
+  // the others are what they are without it.
+  const std::vector<Tensor> in = make_random_inputs(g, 7, 0, {false, true});
+  ASSERT_EQ(in.size(), 3u);
+  EXPECT_FALSE(in[1].defined());
+  EXPECT_EQ(in[0].numel(), 0);
+  Graph g2;
+  g2.parameter("x", DType::F32, {0, 4}, std::nullopt, {});
+  g2.parameter("idx", DType::I64, {3}, IntRange{0, 1}, {});
+  g2.parameter("w", DType::F32, {6}, std::nullopt, {});
+  EXPECT_TRUE(same_bytes(in[2], make_random_inputs(g2, 7)[2]));
 }
 
 }  // namespace
