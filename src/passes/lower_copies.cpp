@@ -91,6 +91,7 @@ class Decider : public IRMutator {
     return s;
   }
   Stmt visit(const CopyNode* op) override {
+    if (Stmt split = split_row_gather(op); split.defined()) return split;
     CopyPlan plan = decide(op);
     if (report_)
       report_->copies.push_back(
@@ -118,6 +119,71 @@ class Decider : public IRMutator {
     p.reason = std::move(reason);
     p.vector_load = std::move(vector_load);
     return p;
+  }
+
+  // CudaOptions::hybrid_row_gather: a gathered tile that cp.async copies
+  // (rows x inner, rows a multiple of 4 and at least 32) inside a
+  // warp-specialized producer becomes two copies: its first rows / 4 rows
+  // by TMA, one 1-row box each, and the others by cp.async, so that each
+  // stage's gathered bytes come through both the copy engine and the
+  // load/store path at once. Undefined when the option is off or the copy
+  // is not such a gather (then it is planned whole).
+  Stmt split_row_gather(const CopyNode* op) {
+    if (!in_producer_ || !options_.tma || !options_.hybrid_row_gather || options_.tma_row_gather ||
+        !target_.has_tma() || op->vars.size() != 2)
+      return Stmt();
+    const int64_t* rows = as_const_int(op->extents[0]);
+    if (!rows || *rows < 32 || *rows % 4 != 0) return Stmt();
+    // (What the whole copy would be; its tensor maps and notes are dropped:
+    // the copy is planned again, whole or in parts.)
+    const size_t maps = launch_.tensor_maps.size(), notes = launch_.notes.size();
+    const CopyMechanism whole = decide(op).mechanism;
+    launch_.tensor_maps.resize(maps);
+    launch_.notes.resize(notes);
+    if (whole != CopyMechanism::CpAsync) return Stmt();
+    const int64_t tma_rows = *rows / 4;
+    const DType idt = op->extents[0].dtype();
+    std::vector<Expr> ext1 = op->extents;
+    ext1[0] = make_const(idt, static_cast<double>(tma_rows));
+    Stmt first = CopyNode::make(op->vars, ext1, op->dst, op->dst_indices, op->value);
+    CopyPlan p1 = make_plan(CopyMechanism::Tma, 16,
+                            "gathered rows of " + plain_load(op)->buffer.name() + " 0.." +
+                                std::to_string(tma_rows - 1) +
+                                ": TMA, one 1-row box per row (hybrid_row_gather)");
+    std::string why;
+    if (!plan_tma(first.as<CopyNode>(), /*gather_only=*/true, &p1, &why)) return Stmt();
+    // The other rows: row var r' = r - tma_rows over rows - tma_rows.
+    const Var& r = op->vars[0];
+    Var rest(r.name() + "_c", r.dtype());
+    const Expr shifted = AddNode::make(rest, make_const(r.dtype(), static_cast<double>(tma_rows)));
+    std::vector<Expr> dst2;
+    for (const Expr& e : op->dst_indices) dst2.push_back(simplify(substitute(e, r, shifted)));
+    std::vector<Expr> ext2 = op->extents;
+    ext2[0] = make_const(idt, static_cast<double>(*rows - tma_rows));
+    Stmt second = CopyNode::make({rest, op->vars[1]}, ext2, op->dst, dst2,
+                                 simplify(substitute(op->value, r, shifted)));
+    CopyPlan p2 = decide(second.as<CopyNode>());
+    if (p2.mechanism != CopyMechanism::CpAsync) {
+      launch_.tensor_maps.resize(maps);  // (plan_tma's, unused)
+      launch_.notes.resize(notes);
+      return Stmt();
+    }
+    launch_.notes.push_back("copy " + op->dst.name() + ": rows 0.." + std::to_string(tma_rows - 1) +
+                            " by TMA, one box per gathered row, rows " +
+                            std::to_string(tma_rows) + ".." + std::to_string(*rows - 1) +
+                            " by cp.async (hybrid_row_gather)");
+    p2.reason += "; rows " + std::to_string(tma_rows) + ".." + std::to_string(*rows - 1) +
+                 " of the tile (hybrid_row_gather)";
+    std::vector<Stmt> parts;
+    for (auto [s, p] : {std::pair{first, &p1}, std::pair{second, &p2}}) {
+      const CopyNode* c = s.as<CopyNode>();
+      if (report_)
+        report_->copies.push_back({c->dst.name(), std::string(copy_mechanism_name(p->mechanism)),
+                                   p->width, p->reason});
+      parts.push_back(
+          CopyNode::make(c->vars, c->extents, c->dst, c->dst_indices, c->value, std::move(*p)));
+    }
+    return SeqNode::make(std::move(parts));
   }
 
   CopyPlan decide(const CopyNode* op) {

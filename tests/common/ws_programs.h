@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include <string>
@@ -40,14 +42,21 @@ inline const std::vector<WsProgram>& ws_programs() {
   return p;
 }
 
-// The switches (a CUDA option "NAME=0|1"; nullptr: the defaults).
+// The switches (CUDA options "NAME=0|1", several comma-separated; nullptr:
+// the defaults).
 struct WsVariant {
   const char* option;
   bool warp_specialized;
   tir::CudaOptions options() const {
     tir::CudaOptions o;
     std::string error;
-    if (option) o.set(option, &error);
+    if (!option) return o;
+    std::string_view rest = option;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      if (!o.set(rest.substr(0, comma), &error)) throw std::invalid_argument(error);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
     return o;
   }
   const char* name() const { return option ? option : "default"; }
@@ -58,6 +67,8 @@ inline const std::vector<WsVariant>& ws_variants() {
       {nullptr, true},
       {"tma=0", true},
       {"tma_row_gather=1", true},
+      {"hybrid_row_gather=1", true},
+      {"hybrid_row_gather=1,persistent=1", true},
       {"staged_epilogue=0", true},
       {"warp_specialize=0", false},
       {"persistent=1", true},

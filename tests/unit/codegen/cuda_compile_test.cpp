@@ -304,9 +304,11 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
                                    cfg.split_k));
           const bool ws = testing::ws_expected(wp, v, cfg);
           EXPECT_EQ(c.producer_threads, ws ? 128 : 0) << c.source;
-          // (A row box is whole 128-byte rows: not at BLOCK_K 32.)
-          const bool gather_tma = v.options().tma_row_gather && std::string(wp.name) == "gather_f16" &&
-                                  cfg.block_k * 2 % 128 == 0;
+          // (A row box is whole 128-byte rows: not at BLOCK_K 32. The hybrid
+          // gather takes a quarter of the rows by such boxes.)
+          const bool gather_tma =
+              (v.options().tma_row_gather || v.options().hybrid_row_gather) &&
+              std::string(wp.name) == "gather_f16" && cfg.block_k * 2 % 128 == 0;
           const int maps = !ws || !v.options().tma ? 0 : wp.tma_maps + (gather_tma ? 1 : 0);
           EXPECT_EQ(static_cast<int>(c.tensor_maps.size() - store_maps(c)), maps) << c.source;
           // The cluster variant forms a cluster where the grid pairs up

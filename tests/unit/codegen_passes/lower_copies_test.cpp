@@ -158,6 +158,47 @@ TEST(CudaLowerCopies, GatheredRowsAreCpAsyncUnlessTmaRowGather) {
   expect_cuda_pass("lower_copies", in.text(), out.text(), options({"tma_row_gather=1"}));
 }
 
+// Under hybrid_row_gather the seed's gathered tile is two copies: its first
+// quarter of rows (32 of 128) by TMA row boxes, the other 96 by cp.async at
+// row r + 32 (a row var of their own), each with its plan; the affine B tile
+// keeps its one tensor map (the whole tile's trial planning leaves none).
+// Without the option the tile stays whole: GatheredRowsAreCpAsyncUnlessTmaRowGather.
+TEST(CudaLowerCopies, HybridRowGatherSplitsTheGatheredTile) {
+  const std::string index_copy =
+      "cp_async, width=16, reason=\"plain i64 load of index, 1024 contiguous bytes along r, "
+      "16-byte aligned: cp.async 16 B (.cg); not TMA: " +
+      not_in_producer("128 tile") + "\"";
+  GemmText in = gathered("", ""), out = gathered("", index_copy);
+  out.a_copy =
+      "tma, width=16, map=0, boxes=[({k*64}, {index_rows[i]}, smem=0)], bytes=4096, rows=32, "
+      "row_pitch=64, reason=\"gathered rows of x 0..31: TMA, one 1-row box per row "
+      "(hybrid_row_gather)\"";
+  out.b_copy =
+      "tma, width=16, map=1, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, "
+      "smem=4096)], bytes=16384, reason=\"affine 64x128 tile of y, 16-byte aligned base and "
+      "strides: TMA\"";
+  out.launch =
+      "threads=384, consumer_threads=256, shared_bytes=0, shared_align=128, async_barriers=1, "
+      "tensor_maps=[(param=0, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 1], "
+      "swizzle=128), (param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 64], "
+      "swizzle=128)], notes=[\"" +
+      std::string(testing::kWarpSpecializedNote) +
+      "\", \"copy A_s: rows 0..31 by TMA, one box per gathered row, rows 32..127 by cp.async "
+      "(hybrid_row_gather)\"]";
+  // The cp.async part follows the TMA part in the loop body.
+  out.between =
+      "  copy (i_c: 96, j: 64) A_s[i_c + 32, j] = x[index_rows[i_c + 32], k*64 + j] "
+      "plan(cp_async, width=16, cache_all=1, reason=\"plain f16 load of x, 128 contiguous bytes "
+      "along j, 16-byte aligned: cp.async 16 B (.ca), gathered rows through L1; not TMA: gather: "
+      "address depends on a loaded value, TMA needs an affine tile; rows 32..127 of the tile "
+      "(hybrid_row_gather)\")\n";
+  std::string want = out.text();
+  const std::string whole = "copy (i: 128, j: 64)";
+  ASSERT_NE(want.find(whole), std::string::npos);
+  want.replace(want.find(whole), whole.size(), "copy (i: 32, j: 64)");
+  expect_cuda_pass("lower_copies", in.text(), want, options({"hybrid_row_gather=1"}));
+}
+
 // A conversion in the prologue: register-staged, the main source read 16
 // bytes at a time (its vector load, by identity, in the plan).
 TEST(CudaLowerCopies, ConversionIsRegisterStagedWithAVectorLoad) {
