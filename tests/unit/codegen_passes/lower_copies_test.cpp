@@ -123,20 +123,26 @@ GemmText gathered(const std::string& index_plan, const std::string& index_copy) 
   return g;
 }
 
+// The seed's index tile copy (outside the producer: cp.async, not TMA).
+std::string index_copy_plan() {
+  return "cp_async, width=16, reason=\"plain i64 load of index, 1024 contiguous bytes along r, "
+         "16-byte aligned: cp.async 16 B (.cg); not TMA: " +
+         not_in_producer("128 tile") + "\"";
+}
+// The seed's affine y tile by TMA with tensor map `map`.
+std::string tma_y(int map) {
+  return "tma, width=16, map=" + std::to_string(map) +
+         ", boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, smem=4096)], "
+         "bytes=16384, reason=\"affine 64x128 tile of y, 16-byte aligned base and strides: TMA\"";
+}
+
 TEST(CudaLowerCopies, GatheredRowsAreCpAsyncUnlessTmaRowGather) {
-  const std::string index_copy =
-      "cp_async, width=16, reason=\"plain i64 load of index, 1024 contiguous bytes along r, "
-      "16-byte aligned: cp.async 16 B (.cg); not TMA: " +
-      not_in_producer("128 tile") + "\"";
-  GemmText in = gathered("", ""), out = gathered("", index_copy);
+  GemmText in = gathered("", ""), out = gathered("", index_copy_plan());
   out.a_copy =
       "cp_async, width=16, cache_all=1, reason=\"plain f16 load of x, 128 contiguous bytes along "
       "j, 16-byte aligned: cp.async 16 B (.ca), gathered rows through L1; not TMA: gather: "
       "address depends on a loaded value, TMA needs an affine tile\"";
-  out.b_copy =
-      "tma, width=16, map=0, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, "
-      "smem=4096)], bytes=16384, reason=\"affine 64x128 tile of y, 16-byte aligned base and "
-      "strides: TMA\"";
+  out.b_copy = tma_y(0);
   const std::string map_y =
       "(param=1, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 64], swizzle=128)";
   out.launch =
@@ -148,7 +154,7 @@ TEST(CudaLowerCopies, GatheredRowsAreCpAsyncUnlessTmaRowGather) {
   out.a_copy =
       "tma, width=16, map=0, boxes=[({k*64}, {index_rows[i]}, smem=0)], bytes=16384, rows=128, "
       "row_pitch=64, reason=\"gathered rows of x: TMA, one 1-row box per row (tma_row_gather)\"";
-  out.b_copy.replace(out.b_copy.find("map=0"), 5, "map=1");
+  out.b_copy = tma_y(1);
   out.launch =
       "threads=384, consumer_threads=256, shared_bytes=0, shared_align=128, async_barriers=1, "
       "tensor_maps=[(param=0, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 1], "
@@ -164,19 +170,12 @@ TEST(CudaLowerCopies, GatheredRowsAreCpAsyncUnlessTmaRowGather) {
 // keeps its one tensor map (the whole tile's trial planning leaves none).
 // Without the option the tile stays whole: GatheredRowsAreCpAsyncUnlessTmaRowGather.
 TEST(CudaLowerCopies, HybridRowGatherSplitsTheGatheredTile) {
-  const std::string index_copy =
-      "cp_async, width=16, reason=\"plain i64 load of index, 1024 contiguous bytes along r, "
-      "16-byte aligned: cp.async 16 B (.cg); not TMA: " +
-      not_in_producer("128 tile") + "\"";
-  GemmText in = gathered("", ""), out = gathered("", index_copy);
+  GemmText in = gathered("", ""), out = gathered("", index_copy_plan());
   out.a_copy =
       "tma, width=16, map=0, boxes=[({k*64}, {index_rows[i]}, smem=0)], bytes=4096, rows=32, "
       "row_pitch=64, reason=\"gathered rows of x 0..31: TMA, one 1-row box per row "
       "(hybrid_row_gather)\"";
-  out.b_copy =
-      "tma, width=16, map=1, boxes=[({pid_n*128}, {k*64}, smem=0), ({pid_n*128 + 64}, {k*64}, "
-      "smem=4096)], bytes=16384, reason=\"affine 64x128 tile of y, 16-byte aligned base and "
-      "strides: TMA\"";
+  out.b_copy = tma_y(1);
   out.launch =
       "threads=384, consumer_threads=256, shared_bytes=0, shared_align=128, async_barriers=1, "
       "tensor_maps=[(param=0, elem=2, dims=[2048, 2048], strides=[4096], box=[64, 1], "
