@@ -71,8 +71,8 @@ struct Target {
   X(tma_row_gather, false,                                                                     \
     "sm_90a: gathered rows by TMA too, one 1-row box per row (measured slower)")               \
   X(hybrid_row_gather, false,                                                                  \
-    "sm_90a: a quarter of a gathered tile's rows by TMA 1-row boxes and the rest by cp.async, "  \
-    "so that both copy paths are in flight")                                                   \
+    "sm_90a: a quarter of a gathered tile's rows by TMA 1-row boxes and the rest by cp.async "   \
+    "(measured slower)")                                                                       \
   X(vector_loads, true, "register-staged copies read their main source 2-16 bytes at a time")  \
   X(wgmma_keep_one, true,                                                                      \
     "a wgmma ring of 4+ stages keeps one MMA group in flight across the barrier")              \
