@@ -127,7 +127,9 @@ class Decider : public IRMutator {
   // by TMA, one 1-row box each, and the others by cp.async, so that each
   // stage's gathered bytes come through both the copy engine and the
   // load/store path at once. Undefined when the option is off or the copy
-  // is not such a gather (then it is planned whole).
+  // is not such a gather (then it is planned whole). Measured slower on the
+  // H200 at every fraction tried (bench/RESULTS.md, session 17): a stage is
+  // as late as its TMA row boxes, so the option stays off.
   Stmt split_row_gather(const CopyNode* op) {
     if (!in_producer_ || !options_.tma || !options_.hybrid_row_gather || options_.tma_row_gather ||
         !target_.has_tma() || op->vars.size() != 2)
