@@ -449,7 +449,8 @@ ParamPlan plan_integer(const Graph& g, ValueId param, const Tensor& t) {
     if (lo >= hi && (node.range->lo_symbol != kFixedDim || node.range->hi_symbol != kFixedDim))
       throw UserError("parameter `" + node.name + "`: its range is [" +
                       std::to_string(node.range->lo) + ", " + std::to_string(node.range->hi) +
-                      ") at these sizes, so no random value can be drawn");
+                      ") at these sizes, so no random value can be drawn",
+                      node.loc);
     TF_CHECK(lo < hi, "parameter `" + node.name + "`: range does not fit its dtype");
     return {uniform_int_filler(t, lo, hi), false, std::pair{lo, hi}};
   }

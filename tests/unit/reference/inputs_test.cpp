@@ -492,6 +492,21 @@ TEST(RandomInputs, IndexIntoAnEmptyDimIsAnErrorNamingBoth) {
   EXPECT_EQ(loc.col, 20);
 }
 
+// `i: i64[4] in [0, T)` at T = 0: the range is empty, said at the parameter.
+TEST(RandomInputs, EmptySymbolicRangeIsAnErrorAtTheParameter) {
+  Graph g;
+  const SymbolId t = g.add_symbol("T", 0, {});
+  IntRange r;
+  r.lo = 0, r.hi = 0, r.hi_symbol = t;
+  const ValueId i = g.parameter("i", DType::I64, {4}, r, SourceLoc{2, 7, 1});
+  g.add_output(i);
+  SourceLoc loc;
+  EXPECT_EQ(draw_error(g, &loc),
+            "parameter `i`: its range is [0, 0) at these sizes, so no random value can be drawn");
+  EXPECT_EQ(loc.line, 2);
+  EXPECT_EQ(loc.col, 7);
+}
+
 TEST(RandomInputs, IndexIntoAnEmptySymbolicDimNamesTheSymbol) {
   // def f(x: f16[T, 64], i: i64[M]): return x[:, :][i] at T = 0, M = 5,
   // the indexed value a view of x named `v`.
