@@ -392,9 +392,10 @@ struct LaunchPlan {
   // mbarrier pair after the ring's), each with its own staged-epilogue
   // region and named barrier; num_threads counts both teams.
   int consumer_teams = 1;
-  // A thread-block cluster (cluster): 1, or the blocks (consecutive program
-  // ids, __cluster_dims__(cluster_size, 1, 1)) that share their multicast
-  // copies' stages; the grid is a multiple of it.
+  // A thread-block cluster (cluster, split_k_cluster): 1, or the blocks
+  // (consecutive program ids, __cluster_dims__(cluster_size, 1, 1)) that
+  // share their multicast copies' stages (2), or a split-K tile's K splits
+  // (2 to 8, split_k_cluster); the grid is a multiple of it.
   int cluster_size = 1;
   // The param index of a split-K workspace held in the accumulators'
   // fragment order (epilogue), -1: none. Within each [split, tile] slice of
@@ -405,6 +406,19 @@ struct LaunchPlan {
   // (EpilogueForm::FragmentOrder) stores it and only nests over the same
   // fragment load it, at their own elements.
   int workspace_fragment_order = -1;
+  // Split-K reduced in a cluster (split_k_cluster, CudaOptions::
+  // split_k_cluster): the grid's last (fastest) dim is the K split, whose
+  // extent is cluster_size, so a tile's splits are one cluster and split s
+  // is cluster rank s. After the main loop the MMA threads meet (their
+  // rings are dead) and store the partial tile into their own shared memory
+  // at offset 0, in the fragment order above (element e of MMA thread t at
+  // e * threads + t); the cluster meets (barrier.cluster, release/acquire:
+  // PTX ISA 9.7.13.3); the body of the if_last_arrival runs in every block,
+  // by the MMA warps w with w % cluster_size == the block's split, whose
+  // loads of split s's partials read block s's shared memory (mapa +
+  // ld.shared::cluster, 9.7.9.21 and 9.7.9.8); the cluster meets again
+  // before any block exits. The workspace and the counter are not touched.
+  bool split_k_cluster = false;
   // A measuring aid (the timeline pass, CudaOptions::block_timeline): block
   // b's thread 0 stores %globaltimer at the block's start, when its first
   // warp-specialized stage had landed, at the end of its first main loop

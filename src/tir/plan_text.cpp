@@ -404,6 +404,7 @@ PlanClause to_clause(const LaunchPlan& p) {
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (p.workspace_fragment_order >= 0)
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
+  if (p.split_k_cluster) c.push_back(num("split_k_cluster", 1));
   if (p.block_timeline) c.push_back(num("block_timeline", 1));
   if (!p.tensor_maps.empty()) {
     std::vector<PlanItem> maps;
@@ -428,7 +429,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
                                         "shared_align",   "async_barriers",   "persistent",
                                         "cluster",        "tensor_maps",      "notes",
                                         "workspace_fragment_order", "consumer_teams",
-                                        "block_timeline"};
+                                        "block_timeline", "split_k_cluster"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -445,6 +446,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
   p.block_timeline = get_int(c, "block_timeline", 0) != 0;
+  p.split_k_cluster = get_int(c, "split_k_cluster", 0) != 0;
   if (const PlanValue* maps = find(c, "tensor_maps")) {
     if (maps->kind != PlanValue::Kind::List) bad("`tensor_maps=[(...), ...]`");
     for (const PlanItem& it : maps->items) {

@@ -106,6 +106,10 @@ struct Target {
   X(cluster_multicast, false,                                                                  \
     "sm_90a: pairs of blocks that read the same operand tiles run as a 2-block cluster and "   \
     "share them by TMA multicast")                                                             \
+  X(split_k_cluster, false,                                                                    \
+    "sm_90a: the K splits of a split-K tile (2 to 8) run as one cluster and sum their partials " \
+    "through distributed shared memory, each block the rows of a share of its warps (no "      \
+    "workspace round trip, no counter)")                                                       \
   X(prologue_prefetch, true,                                                                   \
     "sm_90a: a persistent producer loads the next tile's index into registers while this "     \
     "tile's copies run")                                                                       \

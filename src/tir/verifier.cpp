@@ -416,8 +416,19 @@ class PlanVerifier final : public StmtVisitor {
 
   void run() {
     scan();
-    if (launch_.cluster_size != 1 && launch_.cluster_size != 2)
+    if (launch_.split_k_cluster) {
+      // (split_k_cluster, LaunchPlan: the grid's last dim is the split)
+      if (launch_.cluster_size < 2 || launch_.cluster_size > 8)
+        error(fmt::format("kernel plan: split_k_cluster with a cluster of {} blocks (2 to 8)",
+                          launch_.cluster_size));
+      const int64_t* last = kernel_.grid.empty() ? nullptr : as_const_int(kernel_.grid.back().extent);
+      if (!last || *last != launch_.cluster_size)
+        error("kernel plan: split_k_cluster where the grid's last dim is not the cluster's split");
+      if (launch_.workspace_fragment_order < 0)
+        error("kernel plan: split_k_cluster without a fragment-order workspace");
+    } else if (launch_.cluster_size != 1 && launch_.cluster_size != 2) {
       error(fmt::format("kernel plan: a cluster of {} blocks (1 or 2)", launch_.cluster_size));
+    }
     if (launch_.cluster_size > 1 && launch_.persistent)
       error("kernel plan: a persistent kernel in a cluster");
     if (launch_.consumer_teams != 1 && launch_.consumer_teams != 2)
@@ -595,8 +606,8 @@ class PlanVerifier final : public StmtVisitor {
       const int cluster = launch_.cluster_size;
       if (p.mechanism != CopyMechanism::Tma || p.row_gather)
         error("copy plan: multicast on a copy that is not a tile TMA copy");
-      else if (cluster < 2)
-        error("copy plan: multicast in a kernel without a cluster");
+      else if (cluster < 2 || launch_.split_k_cluster)
+        error("copy plan: multicast in a kernel without a multicast cluster");
       else if (p.boxes.size() % static_cast<size_t>(cluster) != 0)
         error(fmt::format("copy plan: multicast of {} boxes over a cluster of {} blocks",
                           p.boxes.size(), cluster));

@@ -74,6 +74,8 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"persistent=1", true},
       {"cluster_multicast=1", true},
       {"producer_start=0", true},
+      {"split_k_cluster=1", true},
+      {"split_k_cluster=1,warp_specialize=0", false},
   };
   return v;
 }

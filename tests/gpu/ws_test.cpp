@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -71,7 +73,8 @@ TEST(GpuWarpSpecialized, EdgeProgramsEveryVariantMatchTheOracle) {
 }
 
 // Split-K results do not depend on which block of a tile arrives last: the
-// partials are summed in split order. Ten launches of one loaded program
+// partials are summed in split order; reduced in a cluster
+// (split_k_cluster) they are the same bits as through the workspace. Ten launches of one loaded program
 // (the tile counters allocated once: each launch relies on the last block
 // of every tile resetting its counter) give the same bits, on the
 // warp-specialized sm_90a kernel and the sm_80-style one, and match the
@@ -91,11 +94,18 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
   o.mode = EvalMode::kOracle;
   const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
   const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
-  for (const char* option : {static_cast<const char*>(nullptr), "warp_specialize=0"}) {
+  // The default form's bits a config, which the cluster's sum (the same
+  // order) must give too.
+  std::vector<std::vector<unsigned char>> workspace_bits;
+  for (const char* option :
+       {static_cast<const char*>(nullptr), "warp_specialize=0", "split_k_cluster=1"}) {
     // K = 2000 is 32 tiles of 64: 5 splits of 7 (the last of 4); 12 of 3
-    // (the last one empty).
-    for (const GemmConfig& cfg :
-         {GemmConfig{128, 128, 64, 3, 8, 8, 5}, GemmConfig{64, 128, 64, 3, 4, 8, 12}}) {
+    // (the last one empty: and 12 blocks are too many for a cluster); 8 of 4.
+    const GemmConfig configs[] = {GemmConfig{128, 128, 64, 3, 8, 8, 5},
+                                  GemmConfig{64, 128, 64, 3, 4, 8, 12},
+                                  GemmConfig{64, 128, 64, 4, 4, 8, 8}};
+    for (size_t ci = 0; ci < std::size(configs); ++ci) {
+      const GemmConfig& cfg = configs[ci];
       SCOPED_TRACE(
           fmt::format("{} split {} seed {}", option ? option : "default", cfg.split_k, seed));
       driver::CompileOptions co;
@@ -112,6 +122,18 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
       EXPECT_LE(relative_error(first[0], oracle[0]), tol);
       EXPECT_EQ(gputest::count_nan(first[0]), 0);
       const size_t bytes = static_cast<size_t>(first[0].numel()) * dtype_size(first[0].dtype());
+      const auto* data = reinterpret_cast<const unsigned char*>(first[0].data_ptr());
+      if (!option) {
+        workspace_bits.emplace_back(data, data + bytes);
+      } else if (std::string(option) == "split_k_cluster=1") {
+        bool in_cluster = false;
+        for (const driver::CompiledKernel& ck : prog.kernels)
+          in_cluster |= ck.cuda->source.find("tf::ld_shared_cluster") != std::string::npos;
+        EXPECT_EQ(in_cluster, cfg.split_k <= 8);
+        ASSERT_EQ(workspace_bits.at(ci).size(), bytes);
+        EXPECT_EQ(std::memcmp(workspace_bits.at(ci).data(), data, bytes), 0)
+            << "the cluster's sum differs from the workspace form's";
+      }
       for (int r = 0; r < 10; ++r) {
         // Fresh outputs, poisoned; the counters stay those of the first run.
         const std::vector<Tensor> again = run.run(inputs, /*poison=*/true);

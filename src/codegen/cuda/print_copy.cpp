@@ -245,7 +245,7 @@ void Printer::emit_tma_copy(const CopyNode* op) {
   if (t.multicast) {
     // Block r of the cluster issues boxes r, r + cluster, ...: each lands in
     // every block of the cluster (mask: all of them).
-    const int cluster = k_.launch.cluster_size;
+    const int cluster = multicast_cluster();
     for (int r = 0; r < cluster; ++r) {
       open(r == 0 ? fmt::format("if (tf_crank == {})", r)
                   : fmt::format("else if (tf_crank == {})", r));
@@ -332,7 +332,7 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
   line(fmt::format("unsigned long long* tf_empty = tf_full + {};", stages));
   if (k_.launch.consumer_teams > 1)
     line(fmt::format("unsigned long long* tf_order = tf_empty + {};", stages));
-  const int cluster = k_.launch.cluster_size;
+  const int cluster = multicast_cluster();
   open("if (tf_tid == 0)");
   open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages));
   line(fmt::format("tf::mbar_init(&tf_full[tf_s], {});", full_count));
@@ -450,7 +450,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   }
   if (arr.async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
   close();
-  if (k_.launch.cluster_size > 1) {
+  if (multicast_cluster() > 1) {
     // The other block's MMA warps arrive on this block's `empty` mbarriers
     // up to their last stage: the block stays until they have.
     TF_CHECK(base.empty(), "cuda printer: a persistent kernel in a cluster");
@@ -484,7 +484,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
                    tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
   line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
-  const int cluster = k_.launch.cluster_size;
+  const int cluster = multicast_cluster();
   // In a cluster each MMA warp releases the stage in every block (their
   // producers' multicast copies write both).
   const std::string arrive =

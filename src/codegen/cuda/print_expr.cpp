@@ -332,8 +332,17 @@ std::string Printer::load(const LoadNode* op) {
           op->buffer)) {
     // A split-K partial in fragment order: this thread's element frag_e_.
     TF_CHECK(!frag_e_.empty(), "cuda printer: the workspace read outside a fragment nest");
-    el = fmt::format("({})[{} * {} + {}]", workspace_slice(op->indices), frag_e_, threads_sym_,
-                     tid_sym_);
+    if (k_.launch.split_k_cluster) {
+      // Split s's partial (the load's first index) in the cluster's block s.
+      const std::string t = cuda_type(op->buffer.dtype());
+      el = fmt::format("tf::ld_shared_cluster<{}>(tf::mapa_shared(tf_wsa, {}) + ({} * {} + {}) * "
+                       "{})",
+                       t, expr(op->indices[0]), frag_e_, threads_sym_, tid_sym_,
+                       dtype_size(op->buffer.dtype()));
+    } else {
+      el = fmt::format("({})[{} * {} + {}]", workspace_slice(op->indices), frag_e_, threads_sym_,
+                       tid_sym_);
+    }
   } else {
     el = element(op->buffer, op->indices);
   }

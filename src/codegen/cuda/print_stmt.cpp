@@ -163,11 +163,22 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                  k_.params[static_cast<size_t>(k_.launch.workspace_fragment_order)]
                      .buffer.same_as(store->buffer),
              "cuda printer: a fragment-order nest that does not store the workspace");
-    line(fmt::format("// {}: this tile's partial sums in the accumulators' fragment order "
-                     "(element e of thread t at e * {} + t)",
-                     store->buffer.name(), threads_sym_));
-    line(fmt::format("{}* tf_wsp = {};", cuda_type(store->buffer.dtype()),
-                     workspace_slice(store->indices)));
+    const std::string wt = cuda_type(store->buffer.dtype());
+    if (k_.launch.split_k_cluster) {
+      // (LaunchPlan::split_k_cluster: the partial tile in this block's own
+      // shared memory, once every MMA thread is done reading the rings)
+      line(fmt::format("// {}: this split's partial tile in this block's shared memory over the "
+                       "operand rings, for the cluster's sum (element e of thread t at e * {} + t)",
+                       store->buffer.name(), threads_sym_));
+      line(block_barrier_ + "  // every MMA thread's last wgmma has read the rings");
+      line(fmt::format("{0}* tf_wsp = reinterpret_cast<{0}*>(tf_smem);", wt));
+      line("const unsigned tf_wsa = tf::smem_addr(tf_wsp);");
+    } else {
+      line(fmt::format("// {}: this tile's partial sums in the accumulators' fragment order "
+                       "(element e of thread t at e * {} + t)",
+                       store->buffer.name(), threads_sym_));
+      line(fmt::format("{}* tf_wsp = {};", wt, workspace_slice(store->indices)));
+    }
     line("#pragma unroll");
     open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; ++{0})", frag_e_, f));
     line(fmt::format("tf_wsp[{} * {} + {}] = {};", frag_e_, threads_sym_, tid_sym_,
@@ -727,6 +738,19 @@ void Printer::stmt(const Stmt& s) {
       // loop (block_barrier_ is then theirs), else the whole block.
       const LastArrivalNode* op = s.as<LastArrivalNode>();
       TF_CHECK(!in_threads_, "cuda printer: if_last_arrival inside a thread-distributed loop");
+      if (k_.launch.split_k_cluster) {
+        // (LaunchPlan::split_k_cluster) Every block runs the body, in the
+        // MMA warps whose elements it sums: warp w in the block of split
+        // w % S (the grid's last var, the cluster rank).
+        const int s_count = k_.launch.cluster_size;
+        line("// split-K in the cluster: every block's partial tile is in its shared memory");
+        line("tf::cluster_sync();");
+        open(fmt::format("if ({} / 32 % {} == {})", tid_sym_, s_count, var(k_.grid.back().var)));
+        stmt(op->body);
+        close();
+        line("tf::cluster_sync();  // no block exits while another reads its partial tile");
+        return;
+      }
       const bool consumers = block_barrier_ == barrier_for(BarrierKind::Consumers);
       open(fmt::format("if (tf::last_arrival<{}>(&{}, {}, {}))", consumers ? consumer_threads_ : 0,
                        element(op->counter, op->indices), op->count, tid_sym_));

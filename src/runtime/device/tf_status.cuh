@@ -28,6 +28,52 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
   }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// ---- thread-block clusters (sm_90; PTX ISA 9.7.13.3 barrier.cluster, 9.7.9.21
+// mapa, 9.7.9.8 ld .shared::cluster) ---------------------------------------------
+// Every non-exited thread of every block of the cluster arrives (release)
+// and waits (acquire): after it, what each block wrote to its shared memory
+// before (its mbarrier inits, made visible by fence_mbarrier_init; split-K's
+// partial tiles) is visible to the others. Every thread of a warp executes
+// it (.aligned); threads that exited count as arrived.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+// The shared::cluster address of the byte at shared::cta address `addr` in
+// the shared memory of the cluster's block `rank` (mapa).
+__device__ __forceinline__ unsigned mapa_shared(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// A load from another block's shared memory at a shared::cluster address
+// (split-K's partials, LaunchPlan::split_k_cluster). volatile: it stays after
+// the cluster_sync that published what it reads.
+template <typename T>
+__device__ __forceinline__ T ld_shared_cluster(unsigned addr);
+template <>
+__device__ __forceinline__ float ld_shared_cluster<float>(unsigned addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+  return v;
+}
+template <>
+__device__ __forceinline__ double ld_shared_cluster<double>(unsigned addr) {
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];\n" : "=d"(v) : "r"(addr));
+  return v;
+}
+template <>
+__device__ __forceinline__ int ld_shared_cluster<int>(unsigned addr) {
+  int v;
+  asm volatile("ld.shared::cluster.s32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+#endif
+
 // ---- the block timeline (LaunchPlan::block_timeline, a measuring aid) --------
 // Records of at most kTimelineBlocks blocks, kTimelineWords words each:
 // block b's thread 0 writes, each a %globaltimer in ns, its start, when its

@@ -231,16 +231,7 @@ __device__ __forceinline__ unsigned cluster_ctarank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// Every thread of every block of the cluster arrives (release) and waits
-// (acquire): after it, what each block wrote to its shared memory before
-// (its mbarrier inits, made visible by fence_mbarrier_init) is visible to
-// the others. All threads of the block execute it (.aligned).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile(
-      "barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;\n" ::
-          : "memory");
-}
+// (cluster_sync: tf_status.cuh, which every kernel includes.)
 // Makes this thread's mbarrier.init visible to the cluster's other blocks
 // (fence.mbarrier_init: PTX ISA 9.7.13.4).
 __device__ __forceinline__ void fence_mbarrier_init() {

@@ -285,7 +285,7 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
 // expected tensor maps, compiled for sm_90a without spills or serialized
 // wgmma. (tests/gpu/ws_test.cpp runs the same kernels on the device.)
 TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
-  int n = 0, clusters = 0;
+  int n = 0, clusters = 0, split_clusters = 0;
   for (const testing::WsProgram& wp : testing::ws_programs())
     for (const testing::WsVariant& v : testing::ws_variants())
       for (const GemmConfig& cfg : testing::ws_configs()) {
@@ -314,7 +314,20 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
           // The cluster variant forms a cluster where the grid pairs up
           // (the pass proves each pair shares B: neighbouring M tiles of one
           // N tile, and of one K split under split-K).
-          const bool cluster = c.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos;
+          // The split-K cluster variant reduces every split config's
+          // warp-specialized kernel in a cluster of its splits.
+          const bool split_cluster = c.source.find("tf::ld_shared_cluster") != std::string::npos;
+          if (split_cluster) {
+            EXPECT_TRUE(v.options().split_k_cluster && cfg.split_k > 1) << c.source;
+            EXPECT_NE(c.source.find(fmt::format("__cluster_dims__({}, 1, 1)", cfg.split_k)),
+                      std::string::npos)
+                << c.source;
+            ++split_clusters;
+          } else {
+            EXPECT_FALSE(v.options().split_k_cluster && cfg.split_k > 1 && ws) << c.source;
+          }
+          const bool cluster =
+              !split_cluster && c.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos;
           if (cluster) {
             EXPECT_TRUE(v.options().cluster_multicast && ws) << c.source;
             EXPECT_NE(c.source.find("tma_load_multicast"), std::string::npos) << c.source;
@@ -331,6 +344,7 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
       }
   EXPECT_GT(n, 0);
   EXPECT_GT(clusters, 0);
+  EXPECT_GT(split_clusters, 0);
 }
 
 // The block timeline (a measuring aid, CudaOptions::block_timeline): the

@@ -13,6 +13,7 @@ namespace tilefuse::codegen {
 namespace {
 
 using testing::expect_cuda_pass;
+using testing::options;
 
 // `tilefuse emit mm.tfs --stage=tir-opt --target sm_90a --gemm-config
 // 64x128x64/3/4/splitk2 --dump-after=layout` of x: f16[64, 512] @ w:
@@ -122,6 +123,56 @@ TEST(SplitKWorkspace, ReadOutsideTheNestsKeepsTheLayout) {
                  "\"epilogue into splitk_workspace: staged through shared memory, stored in 16-byte "
                  "row chunks (proved contiguous and aligned)\"");
   expect_cuda_pass("epilogue", in, out);
+}
+
+// split_k_cluster: the split becomes the grid's fastest dim and the
+// cluster's shape; the statements stay (the printer reads the plan).
+TEST(SplitKCluster, TheSplitsOfATileFormACluster) {
+  std::string out = replaced(kSplitPlanned, "grid(pid_k: 2, pid: 1)", "grid(pid: 1, pid_k: 2)");
+  out = replaced(out, "async_barriers=1, workspace_fragment_order=3,",
+                 "async_barriers=1, cluster=2, workspace_fragment_order=3, split_k_cluster=1,");
+  out = replaced(
+      out, "stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)\"]",
+      "stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)\", \"split-K in a "
+      "cluster of 2 blocks (a tile's K splits, split s = rank s): each stores its 32768-byte "
+      "partial tile in its own shared memory over the dead operand rings, and MMA warp w of the "
+      "block of split w % 2 sums warp w's elements over the cluster in split order "
+      "(ld.shared::cluster) and runs their epilogue; no workspace, no counter\"]");
+  expect_cuda_pass("split_k_cluster", kSplitPlanned, out, options({"split_k_cluster=1"}));
+}
+
+TEST(SplitKCluster, OptionOffLeavesTheKernel) {
+  expect_cuda_pass("split_k_cluster", kSplitPlanned, kSplitPlanned);
+}
+
+// Where the kernel cannot, a note says why and nothing else changes.
+std::string with_split_note(const std::string& planned, const std::string& why) {
+  return replaced(planned,
+                  "stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)\"]",
+                  "stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)\", "
+                  "\"split-K through the workspace, not a cluster: " +
+                      why + "\"]");
+}
+
+TEST(SplitKCluster, AWholeTileStagedEpilogueKeepsTheWorkspace) {
+  // (Its block barriers need every warp, and only a share of them runs it.)
+  const std::string in = replaced(
+      kSplitPlanned, "plan(staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=74752, "
+                     "tma_store=2, per_warp=1, slab_buffers=2)",
+      "plan(staged, pitch=136, contiguous_chunks=1, pair_cast=1)");
+  expect_cuda_pass(
+      "split_k_cluster", in,
+      with_split_note(in, "an epilogue staged through a whole-tile buffer (its block barriers "
+                          "need every warp)"),
+      options({"split_k_cluster=1"}));
+}
+
+TEST(SplitKCluster, MoreThanEightSplitsKeepTheWorkspace) {
+  const std::string in = replaced(kSplitPlanned, "SPLIT_K = 2", "SPLIT_K = 9");
+  expect_cuda_pass(
+      "split_k_cluster", in,
+      with_split_note(in, "9 splits (a portable cluster holds at most 8 blocks)"),
+      options({"split_k_cluster=1"}));
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
                                          "pipeline", "hoist_copy_addresses", "persistent",
                                          "prefetch_prologue", "cluster", "producer_start",
                                          "register_budgets",
-                                         "layout", "epilogue", "sync", "timeline"};
+                                         "layout", "epilogue", "split_k_cluster", "sync", "timeline"};
   EXPECT_EQ(names, want);
 }
 

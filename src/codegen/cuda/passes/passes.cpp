@@ -11,6 +11,7 @@
 #include "codegen/cuda/passes/producer_start.h"
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
+#include "codegen/cuda/passes/split_k_cluster.h"
 #include "codegen/cuda/passes/sync.h"
 #include "codegen/cuda/passes/timeline.h"
 #include "codegen/cuda/passes/warp_specialize.h"
@@ -59,6 +60,10 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "warp-specialized loop follow"},
       {"epilogue", plan_epilogues,
        "after layout: a staged epilogue must fit the shared memory below the mbarriers"},
+      {"split_k_cluster", form_split_k_cluster,
+       "after epilogue: it needs the workspace in fragment order and the epilogues' forms (only "
+       "barrier-free ones run in a share of the warps) and offsets (the partial tile goes below "
+       "them); before sync, which then sees the kernel's final shape"},
       {"sync", place_barriers,
        "after every form: barriers depend on every form and on which epilogues reuse shared "
        "memory"},
