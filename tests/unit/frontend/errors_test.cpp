@@ -395,16 +395,6 @@ TEST(BadPrograms, TableIsLargeAndNamesAreUnique) {
 
 // --- rendering -------------------------------------------------------------------
 
-UserError error_of(const std::string& source) {
-  try {
-    parse(source);
-  } catch (const UserError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error for:\n" << source;
-  return UserError("none");
-}
-
 TEST(FormatDiagnostic, CaretUnderTheToken) {
   std::string src = "def f(x: f16[300, 1001], y: f16[1000, 129]):\n    return x @ y\n";
   UserError e = error_of(src);

@@ -31,4 +31,15 @@ inline Shape shape(std::initializer_list<int64_t> dims) {
   return Shape(dims);
 }
 
+// The UserError parsing `source` throws (a test failure when none).
+inline UserError error_of(const std::string& source) {
+  try {
+    parse(source);
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for:\n" << source;
+  return UserError("none");
+}
+
 }  // namespace tilefuse::testing

@@ -12,17 +12,6 @@
 namespace tilefuse::testing {
 namespace {
 
-// The UserError parsing `source` throws (a test failure when none).
-UserError error_of(const std::string& source) {
-  try {
-    parse(source);
-  } catch (const UserError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error for:\n" << source;
-  return UserError("none");
-}
-
 void expect_error(const std::string& source, int line, int col,
                   std::initializer_list<const char*> needles) {
   const UserError e = error_of(source);
