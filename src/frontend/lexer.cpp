@@ -1,5 +1,6 @@
 #include "frontend/lexer.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -113,6 +114,21 @@ class Lexer {
  public:
   explicit Lexer(std::string_view src) : src_(skip_bom(src)) {}
 
+  // "LE" or "BE" when the first bytes (up to 64, at least 4) read as
+  // UTF-16 text of ASCII characters: every odd byte NUL and no even one
+  // (LE), or the other way round (BE); null otherwise.
+  const char* utf16_without_bom() const {
+    const size_t n = std::min<size_t>(src_.size(), 64) & ~size_t{1};
+    if (n < 4) return nullptr;
+    bool le = true, be = true;
+    for (size_t i = 0; i < n; i += 2) {
+      const bool even_nul = src_[i] == '\0', odd_nul = src_[i + 1] == '\0';
+      le = le && !even_nul && odd_nul;
+      be = be && even_nul && !odd_nul;
+    }
+    return le ? "LE" : be ? "BE" : nullptr;
+  }
+
   std::vector<Token> run() {
     // A UTF-16 (or UTF-32) byte order mark: the whole file is in an encoding
     // the lexer does not read, which "non-ASCII character" at 1:1 would hide.
@@ -123,6 +139,15 @@ class Lexer {
                          "a program must be UTF-8: convert it (e.g. iconv -f UTF-16 -t UTF-8)",
                          name),
              here());
+    // UTF-16 without a byte order mark: ASCII text with a NUL byte beside
+    // every character (after it: little-endian, before it: big-endian).
+    // UTF-8 text has no NUL bytes; "control character 0x00" would hide it.
+    if (const char* order = utf16_without_bom())
+      fail(fmt::format("the file looks UTF-16{} encoded (no byte order mark, a NUL byte beside "
+                       "each character); a program must be UTF-8: convert it (e.g. iconv -f "
+                       "UTF-16{} -t UTF-8)",
+                       order, order),
+           here());
     indents_.push_back("");
     while (true) {
       if (at_line_start_ && brackets_.empty()) {

@@ -53,6 +53,12 @@ const BadProgram kBadPrograms[] = {
                  "\0d\0e\0f",
                  8),
      1, 1, "looks UTF-16 encoded (it starts with the byte order mark FE FF)"},
+    // ... and so is one without a byte order mark (a NUL beside every ASCII
+    // character), not a "control character 0x00".
+    {"utf16_le_no_bom", std::string("d\0e\0f\0 \0f\0(\0)\0", 14), 1, 1,
+     "the file looks UTF-16LE encoded (no byte order mark", "iconv -f UTF-16LE -t UTF-8"},
+    {"utf16_be_no_bom", std::string("\0d\0e\0f\0 \0f", 10), 1, 1,
+     "the file looks UTF-16BE encoded (no byte order mark"},
     {"bad_character_in_header", "def f(x: f32[4])!:\n    return x\n", 1, 17,
      "unexpected character '!'"},
     {"control_character", ret(X, "x\x01"), 2, 13, "control character 0x01"},
