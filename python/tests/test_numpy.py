@@ -396,6 +396,22 @@ def test_jit_checks_a_string_return_annotation():
         assert "return x @ w" in f.read().splitlines()[line - 1]
 
 
+def test_jit_unquotes_annotations_after_non_ascii_text():
+    """ast's column offsets count UTF-8 bytes: an annotation after a non-ASCII parameter name
+    is still unquoted (each quote a space), and the .tfs parser then reports the name at its
+    column in this file."""
+    from tilefuse._jit import _source_of
+
+    def f(xé: "f32[4]", w: "f32[4]"):
+        return xé + w
+
+    text = _source_of(f)
+    assert 'def f(xé:  f32[4] , w:  f32[4] ):' in text, text
+    with raises(tilefuse.CompileError,
+                match=r"test_numpy\.py:\d+:8: error: non-ASCII character outside a comment"):
+        tilefuse.jit(device="cpu")(f).kernel
+
+
 def test_jit_eager_matches_torch():
     try:
         import torch

@@ -9,6 +9,12 @@ import textwrap
 from . import _kernel
 
 
+def _char_col(line, byte_col):
+    """The character index in `line` of UTF-8 byte offset `byte_col` (what ast's col_offset and
+    end_col_offset count)."""
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
 def _source_of(fn):
     """The function's text as a .tfs program: dedented, the string annotations of
     its parameters and its return unquoted (each quote replaced by a space, so columns hold), the
@@ -40,7 +46,9 @@ def _source_of(fn):
         if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
             row = ann.lineno - 1
             line = rows[row]
-            quote_open, quote_close = ann.col_offset, ann.end_col_offset - 1
+            # (ast's column offsets count UTF-8 bytes; the line is characters)
+            quote_open, quote_close = _char_col(line, ann.col_offset), \
+                _char_col(line, ann.end_col_offset) - 1
             if ann.lineno == ann.end_lineno and line[quote_open] in "'\"" and \
                     line[quote_close] == line[quote_open]:
                 rows[row] = (line[:quote_open] + " " + line[quote_open + 1:quote_close] + " " +
