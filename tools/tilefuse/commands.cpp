@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -198,11 +199,27 @@ struct Checksum {
 };
 
 // Sum of the elements (f64) and xxh64 of the contiguous bytes: the sum is
-// comparable across devices within rounding, the hash only bit-for-bit.
+// comparable across devices within rounding, the hash only bit-for-bit,
+// except that every NaN counts as one value: each is hashed as the dtype's
+// positive quiet NaN and a NaN sum prints as `nan`. (Engines differ in a
+// NaN's sign bit and payload, e.g. x86's default NaN is negative, and
+// neither is a difference of value: torch.equal-style comparisons and
+// --check treat NaNs alike.)
 Checksum checksum(const Tensor& t) {
   Tensor c = t.contiguous();
   Checksum s;
-  for (int64_t i = 0; i < c.numel(); ++i) s.sum += c.get_linear(i);
+  bool nan = false;
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    const double v = c.get_linear(i);
+    nan = nan || std::isnan(v);
+    s.sum += v;
+  }
+  if (nan) {
+    c = t.contiguous(/*force=*/true);  // a copy of our own to rewrite
+    for (int64_t i = 0; i < c.numel(); ++i)
+      if (std::isnan(c.get_linear(i))) c.set_linear(i, std::numeric_limits<double>::quiet_NaN());
+    s.sum = std::numeric_limits<double>::quiet_NaN();
+  }
   s.hash = XXH64(c.data_ptr(), static_cast<size_t>(c.numel()) * dtype_size(c.dtype()), 0);
   return s;
 }
