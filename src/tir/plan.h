@@ -419,6 +419,9 @@ struct LaunchPlan {
   // ld.shared::cluster, 9.7.9.21 and 9.7.9.8); the cluster meets again
   // before any block exits. The workspace and the counter are not touched.
   bool split_k_cluster = false;
+  // A portable cluster's most blocks (CUDA Programming Guide, "Thread Block
+  // Clusters": 8; more needs a non-portable launch attribute).
+  static constexpr int kMaxClusterBlocks = 8;
   // A measuring aid (the timeline pass, CudaOptions::block_timeline): block
   // b's thread 0 stores %globaltimer at the block's start, when its first
   // warp-specialized stage had landed, at the end of its first main loop

@@ -418,10 +418,11 @@ class PlanVerifier final : public StmtVisitor {
     scan();
     if (launch_.split_k_cluster) {
       // (split_k_cluster, LaunchPlan: the grid's last dim is the split)
-      if (launch_.cluster_size < 2 || launch_.cluster_size > 8)
-        error(fmt::format("kernel plan: split_k_cluster with a cluster of {} blocks (2 to 8)",
-                          launch_.cluster_size));
-      const int64_t* last = kernel_.grid.empty() ? nullptr : as_const_int(kernel_.grid.back().extent);
+      if (launch_.cluster_size < 2 || launch_.cluster_size > LaunchPlan::kMaxClusterBlocks)
+        error(fmt::format("kernel plan: split_k_cluster with a cluster of {} blocks (2 to {})",
+                          launch_.cluster_size, LaunchPlan::kMaxClusterBlocks));
+      const int64_t* last =
+          kernel_.grid.empty() ? nullptr : as_const_int(kernel_.grid.back().extent);
       if (!last || *last != launch_.cluster_size)
         error("kernel plan: split_k_cluster where the grid's last dim is not the cluster's split");
       if (launch_.workspace_fragment_order < 0)

@@ -1,6 +1,5 @@
 #include "codegen/cuda/passes/split_k_cluster.h"
 
-#include <algorithm>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -16,10 +15,6 @@ namespace tilefuse::codegen {
 using namespace tir;  // NOLINT: a pass over the Tile IR
 
 namespace {
-
-// A portable cluster's most blocks (CUDA Programming Guide, "Thread Block
-// Clusters": 8; more needs a non-portable launch attribute).
-constexpr int64_t kMaxClusterBlocks = 8;
 
 // Every access of one buffer, the if_last_arrival nodes and the epilogue
 // nests, in program order.
@@ -67,9 +62,9 @@ const VarNode* grid_var_of(const Expr& e) {
 // the split's grid dim and *partial_bytes the partial tile's size.
 std::string why_not(const Kernel& k, int64_t split, size_t* dim, int64_t* partial_bytes) {
   const LaunchPlan& launch = k.launch;
-  if (split > kMaxClusterBlocks)
+  if (split > LaunchPlan::kMaxClusterBlocks)
     return fmt::format("{} splits (a portable cluster holds at most {} blocks)", split,
-                       kMaxClusterBlocks);
+                       LaunchPlan::kMaxClusterBlocks);
   if (launch.persistent) return "persistent";
   if (launch.cluster_size > 1) return "already a cluster of multicast copies";
   if (launch.workspace_fragment_order < 0)
