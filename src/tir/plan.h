@@ -118,6 +118,15 @@ struct CopyPlan {
   std::vector<Expr> hoisted_indices;
   Expr hoisted_mask, iteration_mask;
   int64_t step = 0;
+  // A hoisted `cache_all` copy (hoist_copy_addresses, CudaOptions::
+  // gather_cache_by_repeats): `.ca` only where the rows repeat. After the
+  // hoisted addresses of a tile, each producer warp counts its lanes whose
+  // source equals one a lower lane of the warp reads (match.any); with 8 or
+  // more such lanes it issues the tile's copies by `.ca` (L1 merges the
+  // repeated rows' reads), else by `.cg` (distinct rows: 2-5% faster on the
+  // H200, and a tile of one repeated row 3x slower by .cg; bench/RESULTS.md,
+  // session 19).
+  bool cache_by_repeats = false;
 };
 
 // ---- shared tiles and accumulators ----------------------------------------

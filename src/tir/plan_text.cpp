@@ -194,6 +194,7 @@ PlanClause to_clause(const CopyPlan& p) {
     if (p.hoisted_mask.defined()) h.push_back({"mask", PlanValue::expr(p.hoisted_mask)});
     if (p.iteration_mask.defined())
       h.push_back({"iteration_mask", PlanValue::expr(p.iteration_mask)});
+    if (p.cache_by_repeats) h.push_back(num("l1_by_repeats", 1));
     c.push_back({"hoist", PlanValue::clause(std::move(h))});
   }
   if (!p.reason.empty()) c.push_back(str("reason", p.reason));
@@ -219,6 +220,7 @@ CopyPlan copy_plan_from(const PlanClause& c) {
     p.step = get_int(hc, "step");
     p.hoisted_mask = get_expr(hc, "mask");
     p.iteration_mask = get_expr(hc, "iteration_mask");
+    p.cache_by_repeats = get_int(hc, "l1_by_repeats", 0) != 0;
     const PlanValue* idx = find(hc, "indices");
     if (!idx || idx->kind != PlanValue::Kind::List) bad("`hoist` needs `indices=[{...}, ...]`");
     for (const PlanItem& it : idx->items) {

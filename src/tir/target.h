@@ -100,6 +100,10 @@ struct Target {
     "a warp-specialized producer computes its cp.async source addresses once, before the loop") \
   X(gather_cache_all, true,                                                                    \
     "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")                 \
+  X(gather_cache_by_repeats, false,                                                            \
+    "with gather_cache_all, a hoisted gathered copy picks .ca or .cg per tile and producer "   \
+    "warp: .ca where 8 or more of the warp's lanes read a source a lower lane reads (repeated " \
+    "rows), else .cg (faster on distinct rows; off: 4 spill bytes in some edge kernels)")     \
   X(persistent, false,                                                                         \
     "sm_90a: a warp-specialized kernel loops over its tiles (grid = SMs), the producer "       \
     "filling the next tile's stages during the epilogue")                                  \

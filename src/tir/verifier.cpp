@@ -613,6 +613,13 @@ class PlanVerifier final : public StmtVisitor {
         error(fmt::format("copy plan: multicast of {} boxes over a cluster of {} blocks",
                           p.boxes.size(), cluster));
     }
+    // The by-repeats policy compares the hoisted 16-byte sources of a warp's
+    // lanes (match.any), so it needs them: a hoisted cp.async of 16 bytes
+    // that may go through L1.
+    if (p.cache_by_repeats &&
+        (p.mechanism != CopyMechanism::CpAsync || !p.hoisted || !p.cache_all || p.width != 16))
+      error("copy plan: l1_by_repeats on a copy that is not a hoisted 16-byte cp.async with "
+            "cache_all");
     if (p.next_tile) {
       if (!launch_.persistent)
         error("copy plan: next_tile in a kernel that is not persistent (no next tile)");

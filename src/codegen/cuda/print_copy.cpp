@@ -126,6 +126,25 @@ void Printer::emit_hoisted_setup(const CopyNode* op, const std::string& id,
     line(fmt::format("tf_hz{}[{}] = tf_ok ? {}u : 0u;", id, trip_var_, plan.width));
   });
   line(fmt::format("const unsigned tf_hd{} = tf::smem_addr({});", id, buf(op->dst)));
+  if (plan.cache_by_repeats) {
+    // copy_slots hoists only a copy whose slots divide evenly over the
+    // producer threads: every lane runs every slot, as match.any needs.
+    TF_CHECK(rounds * threads_ == total,
+             "cuda printer: l1_by_repeats on a copy whose slots leave lanes idle");
+    line(fmt::format("// the tile's cache level for {}, per warp (l1_by_repeats): .ca where 8+ "
+                     "lanes read a source a lower lane reads, else .cg",
+                     op->dst.name()));
+    line(fmt::format("bool tf_hl{} = false;", id));
+    open("");
+    line("bool tf_rep = false;");
+    line("#pragma unroll");
+    open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", rounds));
+    line(fmt::format("tf_rep = tf::repeats_lower_lane(tf_hs{0}[tf_q], tf_hz{0}[tf_q]) || tf_rep;",
+                     id));
+    close();
+    line(fmt::format("tf_hl{} = tf::l1_by_repeats(tf_rep);", id));
+    close();
+  }
 }
 
 void Printer::emit_hoisted_copy(const CopyNode* op, const std::string& id, const std::string& k,
@@ -142,8 +161,11 @@ void Printer::emit_hoisted_copy(const CopyNode* op, const std::string& id, const
   result_.copies.push_back(
       {op->dst.name(), "cp_async", plan.width, shared(op->dst).stages, plan.cache_all, true});
   line(fmt::format("// copy {} <- {} (cp.async{} {} B, hoisted addresses: +{} bytes an iteration)",
-                   op->dst.name(), src->buffer.name(), plan.cache_all ? ".ca" : "", plan.width,
-                   plan.step * dtype_size(src->buffer.dtype())));
+                   op->dst.name(), src->buffer.name(),
+                   plan.cache_by_repeats ? " .ca or .cg by the tile's repeats,"
+                   : plan.cache_all      ? ".ca"
+                                         : "",
+                   plan.width, plan.step * dtype_size(src->buffer.dtype())));
   const std::string v = tmp("tf_v");
   thread_loop(total, v, [&] {
     for (const std::string& d : copy_var_decls(op, ext, vec, v)) line(d);
@@ -151,11 +173,16 @@ void Printer::emit_hoisted_copy(const CopyNode* op, const std::string& id, const
         plan.iteration_mask.defined()
             ? fmt::format("({}) ? tf_hz{}[{}] : 0u", expr(plan.iteration_mask), id, trip_var_)
             : fmt::format("tf_hz{}[{}]", id, trip_var_);
-    line(fmt::format(
-        "tf::cp_async_sized<{}, {}>(tf_hd{} + ({}) * {}, tf_hs{}[{}] + (static_cast<long long>({}) "
-        "- ({})) * {}ll, {});",
-        plan.width, plan.cache_all ? "true" : "false", id, shared_offset(op->dst, op->dst_indices),
-        elem, id, trip_var_, k, loop_min, plan.step * dtype_size(src->buffer.dtype()), size));
+    const std::string dst = fmt::format("tf_hd{} + ({}) * {}", id,
+                                        shared_offset(op->dst, op->dst_indices), elem);
+    const std::string from =
+        fmt::format("tf_hs{}[{}] + (static_cast<long long>({}) - ({})) * {}ll", id, trip_var_, k,
+                    loop_min, plan.step * dtype_size(src->buffer.dtype()));
+    if (plan.cache_by_repeats)
+      line(fmt::format("tf::cp_async_16_l1_if({}, {}, {}, tf_hl{});", dst, from, size, id));
+    else
+      line(fmt::format("tf::cp_async_sized<{}, {}>({}, {}, {});", plan.width,
+                       plan.cache_all ? "true" : "false", dst, from, size));
   });
 }
 

@@ -104,6 +104,35 @@ __device__ __forceinline__ void cp_async_sized(unsigned dst, const void* src, un
                  : "memory");
   }
 }
+// The hoisted 16-byte form with the cache level chosen at run time
+// (CopyPlan::cache_by_repeats): `l1` is warp-uniform (l1_by_repeats), so
+// the branch does not diverge.
+__device__ __forceinline__ void cp_async_16_l1_if(unsigned dst, const void* src, unsigned src_size,
+                                                  bool l1) {
+  if (l1)
+    cp_async_sized<16, true>(dst, src, src_size);
+  else
+    cp_async_sized<16, false>(dst, src, src_size);
+}
+// Does this lane read a source that a lower lane of its warp also reads in
+// this slot? `src_size` 0 (a zero-filled slot: nothing is read) never
+// repeats. Every lane of the warp must call it (match.any.sync with the full
+// mask, PTX ISA 9.7.13.8; sm_70+).
+__device__ __forceinline__ bool repeats_lower_lane(const void* src, unsigned src_size) {
+  const unsigned lane = threadIdx.x % 32;
+  // A zero-filled slot's key: its lane number + 1, never a global address.
+  const unsigned long long key =
+      src_size != 0 ? reinterpret_cast<unsigned long long>(src) : lane + 1ull;
+  const unsigned same = __match_any_sync(0xffffffffu, key);
+  return (same & ((1u << lane) - 1u)) != 0u;
+}
+// The warp's cache level for a tile (CopyPlan::cache_by_repeats): through
+// L1 when 8 or more of its 32 lanes read a repeated source (a tile of
+// repeated rows: L1 merges their reads; the H200 took 3x as long by .cg on
+// a tile of one row), else .cg. Every lane of the warp must call it.
+__device__ __forceinline__ bool l1_by_repeats(bool repeats) {
+  return __popc(__ballot_sync(0xffffffffu, repeats)) >= 8;
+}
 // The per-access forms with the cache level of a plan (cp_async_16 is .cg).
 __device__ __forceinline__ void cp_async_16_ca(void* dst, const void* src, bool pred) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),

@@ -28,6 +28,23 @@ TEST(HoistCopyAddresses, GatheredRowsOfTheProducer) {
   expect_cuda_pass("hoist_copy_addresses", in.text(), out.text());
 }
 
+// gather_cache_by_repeats: a hoisted gather through L1 takes its cache
+// level per tile from its repeated rows (l1_by_repeats); a .cg copy has no
+// level to choose.
+TEST(HoistCopyAddresses, CacheLevelByRepeatsOnlyThroughL1) {
+  GemmText in = testing::gathered_gemm(), out = in;
+  out.a_copy =
+      "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {j}], step=64, "
+      "l1_by_repeats=1)";
+  expect_cuda_pass("hoist_copy_addresses", in.text(), out.text(),
+                   options({"gather_cache_by_repeats=1"}));
+  in.a_copy = "cp_async, width=16";
+  out = in;
+  out.a_copy = "cp_async, width=16, hoist=(indices=[{index_rows[i]}, {j}], step=64)";
+  expect_cuda_pass("hoist_copy_addresses", in.text(), out.text(),
+                   options({"gather_cache_by_repeats=1"}));
+}
+
 // A split-K loop's K offset, `(split*16 + k)*64`, which simplify keeps
 // whole: expanded, the address is still affine in k (a step of 64).
 TEST(HoistCopyAddresses, SplitKOffsetIsAffineInK) {

@@ -176,6 +176,9 @@ Kernel hoist_copy_addresses(const Kernel& kernel, const passes::PassContext& con
       const int64_t n = copy_slots(c, p.producer_threads) / vec;  // 0: no fixed slots
       if (n == 0 || slots + n > kMaxHoistedSlots) continue;
       if (std::optional<CopyPlan> h = hoisted(loop, c, lets, written)) {
+        // The L1 policy by the tile's repeated rows needs the hoisted
+        // addresses (it compares them) and a 16-byte gather through L1.
+        h->cache_by_repeats = h->cache_all && h->width == 16 && context.cuda.gather_cache_by_repeats;
         edits.copies[c] = *h;
         slots += n;
       }
