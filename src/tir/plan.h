@@ -120,12 +120,13 @@ struct CopyPlan {
   int64_t step = 0;
   // A hoisted `cache_all` copy (hoist_copy_addresses, CudaOptions::
   // gather_cache_by_repeats): `.ca` only where the rows repeat. After the
-  // hoisted addresses of a tile, each producer warp counts its lanes whose
-  // source equals one a lower lane of the warp reads (match.any); with 8 or
-  // more such lanes it issues the tile's copies by `.ca` (L1 merges the
-  // repeated rows' reads), else by `.cg` (distinct rows: 2-5% faster on the
+  // hoisted addresses of a tile, each lane of a producer warp compares the
+  // sources of its slots 0 and 1 (the same column chunk of two rows; the
+  // pass marks only such copies, of 2+ rounds); with 16 or more lanes
+  // equal the warp issues the tile's copies by `.ca` (L1 merges the
+  // repeated rows' reads), else by `.cg` (distinct rows: 1-5% faster on the
   // H200, and a tile of one repeated row 3x slower by .cg; bench/RESULTS.md,
-  // session 19).
+  // sessions 19-20).
   bool cache_by_repeats = false;
 };
 

@@ -76,8 +76,8 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"producer_start=0", true},
       {"split_k_cluster=1", true},
       {"split_k_cluster=1,warp_specialize=0", false},
-      {"gather_cache_by_repeats=1", true},
-      {"gather_cache_by_repeats=1,persistent=1", true},
+      {"gather_cache_by_repeats=0", true},
+      {"gather_cache_all=0", true},
   };
   return v;
 }

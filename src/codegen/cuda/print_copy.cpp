@@ -127,23 +127,17 @@ void Printer::emit_hoisted_setup(const CopyNode* op, const std::string& id,
   });
   line(fmt::format("const unsigned tf_hd{} = tf::smem_addr({});", id, buf(op->dst)));
   if (plan.cache_by_repeats) {
-    // copy_slots hoists only a copy whose slots divide evenly over the
-    // producer threads: every lane runs every slot, as match.any needs.
-    TF_CHECK(rounds * threads_ == total,
-             "cuda printer: l1_by_repeats on a copy whose slots leave lanes idle");
-    line(fmt::format("// the tile's cache level for {}, per warp (l1_by_repeats): .ca where 8+ "
-                     "lanes read a source a lower lane reads, else .cg",
+    // hoist_copy_addresses marks only a copy of 2+ rounds whose slots
+    // divide evenly over the producer threads (every lane runs every slot,
+    // as the ballot needs) and whose slot 1 reads slot 0's column chunk.
+    TF_CHECK(rounds >= 2 && rounds * threads_ == total,
+             "cuda printer: l1_by_repeats on a copy of fewer than 2 rounds or with idle lanes");
+    line(fmt::format("// the tile's cache level for {}, per warp (l1_by_repeats): .ca where 16+ "
+                     "lanes read one source in their slots 0 and 1 (repeated rows), else .cg",
                      op->dst.name()));
-    line(fmt::format("bool tf_hl{} = false;", id));
-    open("");
-    line("bool tf_rep = false;");
-    line("#pragma unroll");
-    open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", rounds));
-    line(fmt::format("tf_rep = tf::repeats_lower_lane(tf_hs{0}[tf_q], tf_hz{0}[tf_q]) || tf_rep;",
+    line(fmt::format("const bool tf_hl{0} = tf::l1_by_repeated_rows(tf_hs{0}[0], tf_hz{0}[0], "
+                     "tf_hs{0}[1], tf_hz{0}[1]);",
                      id));
-    close();
-    line(fmt::format("tf_hl{} = tf::l1_by_repeats(tf_rep);", id));
-    close();
   }
 }
 

@@ -105,7 +105,7 @@ __device__ __forceinline__ void cp_async_sized(unsigned dst, const void* src, un
   }
 }
 // The hoisted 16-byte form with the cache level chosen at run time
-// (CopyPlan::cache_by_repeats): `l1` is warp-uniform (l1_by_repeats), so
+// (CopyPlan::cache_by_repeats): `l1` is warp-uniform (l1_by_repeated_rows), so
 // the branch does not diverge.
 __device__ __forceinline__ void cp_async_16_l1_if(unsigned dst, const void* src, unsigned src_size,
                                                   bool l1) {
@@ -114,24 +114,21 @@ __device__ __forceinline__ void cp_async_16_l1_if(unsigned dst, const void* src,
   else
     cp_async_sized<16, false>(dst, src, src_size);
 }
-// Does this lane read a source that a lower lane of its warp also reads in
-// this slot? `src_size` 0 (a zero-filled slot: nothing is read) never
-// repeats. Every lane of the warp must call it (match.any.sync with the full
-// mask, PTX ISA 9.7.13.8; sm_70+).
-__device__ __forceinline__ bool repeats_lower_lane(const void* src, unsigned src_size) {
-  const unsigned lane = threadIdx.x % 32;
-  // A zero-filled slot's key: its lane number + 1, never a global address.
-  const unsigned long long key =
-      src_size != 0 ? reinterpret_cast<unsigned long long>(src) : lane + 1ull;
-  const unsigned same = __match_any_sync(0xffffffffu, key);
-  return (same & ((1u << lane) - 1u)) != 0u;
-}
-// The warp's cache level for a tile (CopyPlan::cache_by_repeats): through
-// L1 when 8 or more of its 32 lanes read a repeated source (a tile of
-// repeated rows: L1 merges their reads; the H200 took 3x as long by .cg on
-// a tile of one row), else .cg. Every lane of the warp must call it.
-__device__ __forceinline__ bool l1_by_repeats(bool repeats) {
-  return __popc(__ballot_sync(0xffffffffu, repeats)) >= 8;
+// The warp's cache level for a tile's hoisted gathered copy
+// (CopyPlan::cache_by_repeats): through L1 (true) when 16 or more of its 32
+// lanes read the same source in their first two slots, else not. A lane's
+// slots 0 and 1 read the same column chunk of two rows `producer threads /
+// chunks a row` apart (the pass checks the layout), so equal sources mean a
+// tile of repeated rows, where L1 merges the reads (the H200 took 3x as long
+// by .cg on a tile of one repeated row); distinct rows go by .cg, 1-5%
+// faster. A zero-filled slot (src_size 0) reads nothing and never counts.
+// One compare and one ballot: the form by match.any over every slot cost
+// 1.5-5 us a kernel (bench/RESULTS.md, session 20). Every lane of the warp
+// must call it (vote.sync with the full mask, PTX ISA 9.7.13.5).
+__device__ __forceinline__ bool l1_by_repeated_rows(const void* src0, unsigned size0,
+                                                    const void* src1, unsigned size1) {
+  const bool same = size0 != 0 && size1 != 0 && src0 == src1;
+  return __popc(__ballot_sync(0xffffffffu, same)) >= 16;
 }
 // The per-access forms with the cache level of a plan (cp_async_16 is .cg).
 __device__ __forceinline__ void cp_async_16_ca(void* dst, const void* src, bool pred) {

@@ -138,6 +138,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         tf_hz16[tf_r18] = tf_ok ? 16u : 0u;
       }
       const unsigned tf_hd16 = tf::smem_addr(A_s);
+      // the tile's cache level for A_s, per warp (l1_by_repeats): .ca where 16+ lanes read one source in their slots 0 and 1 (repeated rows), else .cg
+      const bool tf_hl16 = tf::l1_by_repeated_rows(tf_hs16[0], tf_hz16[0], tf_hs16[1], tf_hz16[1]);
       auto tf_issue = [&](int k, int tf_stage) {
         const int cse_2 = (k * 32);
         if (tf_ptid == 0) {
@@ -146,13 +148,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
           tf::tma_load<2>(&B_s[(tf_stage) * 4096 + 0], &tf_map0, static_cast<int>(0), static_cast<int>(cse_2), &tf_full[tf_stage]);
           tf::tma_load<2>(&B_s[(tf_stage) * 4096 + 2048], &tf_map0, static_cast<int>(64), static_cast<int>(cse_2), &tf_full[tf_stage]);
         }
-        // copy A_s <- x (cp.async.ca 16 B, hoisted addresses: +64 bytes an iteration)
+        // copy A_s <- x (cp.async .ca or .cg by the tile's repeats, 16 B, hoisted addresses: +64 bytes an iteration)
         #pragma unroll
         for (int tf_r20 = 0; tf_r20 < 4; ++tf_r20) {
           const int tf_v19 = tf_r20 * kProducerThreads + tf_ptid;
           const int i_3 = (tf_v19 / 4);
           const int j = (tf_v19 % 4) * 8;
-          tf::cp_async_sized<16, true>(tf_hd16 + ((tf_stage) * 4096 + tf::swizzled<32, 2>(i_3, j)) * 2, tf_hs16[tf_r20] + (static_cast<long long>(k) - (0)) * 64ll, tf_hz16[tf_r20]);
+          tf::cp_async_16_l1_if(tf_hd16 + ((tf_stage) * 4096 + tf::swizzled<32, 2>(i_3, j)) * 2, tf_hs16[tf_r20] + (static_cast<long long>(k) - (0)) * 64ll, tf_hz16[tf_r20], tf_hl16);
         }
       };
       for (int tf_it0 = 0; tf_it0 < 3; ++tf_it0) {

@@ -75,14 +75,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       tf_hz2[tf_r4] = tf_ok ? 16u : 0u;
     }
     const unsigned tf_hd2 = tf::smem_addr(A_s);
+    // the tile's cache level for A_s, per warp (l1_by_repeats): .ca where 16+ lanes read one source in their slots 0 and 1 (repeated rows), else .cg
+    const bool tf_hl2 = tf::l1_by_repeated_rows(tf_hs2[0], tf_hz2[0], tf_hs2[1], tf_hz2[1]);
     auto tf_issue = [&](int k, int tf_stage) {
-      // copy A_s <- x (cp.async.ca 16 B, hoisted addresses: +128 bytes an iteration)
+      // copy A_s <- x (cp.async .ca or .cg by the tile's repeats, 16 B, hoisted addresses: +128 bytes an iteration)
       #pragma unroll
       for (int tf_r6 = 0; tf_r6 < 4; ++tf_r6) {
         const int tf_v5 = tf_r6 * kProducerThreads + tf_ptid;
         const int i_1 = (tf_v5 / 8);
         const int j = (tf_v5 % 8) * 8;
-        tf::cp_async_sized<16, true>(tf_hd2 + ((tf_stage) * 4096 + tf::swizzled<64, 2>(i_1, j)) * 2, tf_hs2[tf_r6] + (static_cast<long long>(k) - (0)) * 128ll, tf_hz2[tf_r6]);
+        tf::cp_async_16_l1_if(tf_hd2 + ((tf_stage) * 4096 + tf::swizzled<64, 2>(i_1, j)) * 2, tf_hs2[tf_r6] + (static_cast<long long>(k) - (0)) * 128ll, tf_hz2[tf_r6], tf_hl2);
       }
     };
     for (int tf_it1 = 0; tf_it1 < 32; ++tf_it1) {

@@ -291,6 +291,20 @@ TEST(TirVerifierPlan, CpAsyncWidthIs4Or8Or16) {
       "copy plan: cp_async of width 2 (cp.async copies 4, 8 or 16 bytes)");
 }
 
+// The by-repeats cache level (l1_by_repeats) compares hoisted 16-byte
+// sources and picks between .ca and .cg: only on a hoisted 16-byte cp.async
+// through L1.
+TEST(TirVerifierPlan, CacheByRepeatsOnlyOnAHoistedSixteenByteCopyThroughL1) {
+  const std::string head = "  copy (i: 128) t[i] = h[p*128 + i] plan(cp_async, ";
+  const std::string hoist = "hoist=(indices=[{p*128 + i}], step=0, l1_by_repeats=1))\n";
+  const std::string msg =
+      "copy plan: l1_by_repeats on a copy that is not a hoisted 16-byte cp.async with cache_all";
+  expect_one_error(small(kSmallLaunch, head + "width=16, " + hoist), msg);
+  expect_one_error(small(kSmallLaunch, head + "width=8, cache_all=1, " + hoist), msg);
+  EXPECT_EQ(verify_errors(small(kSmallLaunch, head + "width=16, cache_all=1, " + hoist)),
+            std::vector<std::string>{});
+}
+
 TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
   expect_one_error(
       planned({{"  fill(C_f, 0.0)\n",

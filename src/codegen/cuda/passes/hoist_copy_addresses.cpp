@@ -157,6 +157,17 @@ std::optional<CopyPlan> hoisted(const ForNode* loop, const CopyNode* c, const Va
   return plan;
 }
 
+// Do slots 0 and 1 of each of `threads` threads read the same column chunk
+// of two rows? Slot q of thread t is vector q * threads + t of the copy's
+// tile, the innermost dim fastest: so when `threads` is a multiple of the
+// vectors a row (innermost extent / vec) and the tile has 2+ dims.
+bool slot_pairs_share_column(const CopyNode* c, int64_t vec, int threads) {
+  if (c->extents.size() < 2) return false;
+  const int64_t* inner = as_const_int(c->extents.back());
+  if (!inner || *inner % vec != 0) return false;
+  return threads % (*inner / vec) == 0;
+}
+
 }  // namespace
 
 Kernel hoist_copy_addresses(const Kernel& kernel, const passes::PassContext& context) {
@@ -177,8 +188,12 @@ Kernel hoist_copy_addresses(const Kernel& kernel, const passes::PassContext& con
       if (n == 0 || slots + n > kMaxHoistedSlots) continue;
       if (std::optional<CopyPlan> h = hoisted(loop, c, lets, written)) {
         // The L1 policy by the tile's repeated rows needs the hoisted
-        // addresses (it compares them) and a 16-byte gather through L1.
-        h->cache_by_repeats = h->cache_all && h->width == 16 && context.cuda.gather_cache_by_repeats;
+        // addresses (it compares them), a 16-byte gather through L1, and
+        // a lane's slots 0 and 1 in the same column chunk of two rows: 2+
+        // rounds, and the producer threads a multiple of a row's chunks.
+        h->cache_by_repeats = h->cache_all && h->width == 16 &&
+                              context.cuda.gather_cache_by_repeats && n >= 2 &&
+                              slot_pairs_share_column(c, vec, p.producer_threads);
         edits.copies[c] = *h;
         slots += n;
       }
