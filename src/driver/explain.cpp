@@ -172,7 +172,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
                       {"width_bytes", cp.width},
                       {"stages", cp.stages},
                       {"cache_all", cp.cache_all},
-                      {"hoisted", cp.hoisted}});
+                      {"hoisted", cp.hoisted},
+                      {"l1_by_repeats", cp.l1_by_repeats}});
   c["copies"] = copies;
   json loops = json::array();
   for (const codegen::CudaLoop& l : ck.loops) {
@@ -318,8 +319,10 @@ void render_cuda(std::ostream& out, const json& c) {
     const std::string mode = cp.at("mode").get<std::string>();
     const int64_t stages = cp.at("stages").get<int64_t>();
     out << "    copy " << cp.at("dst").get<std::string>() << " "
-        << (mode == "cp_async" ? (cp.at("cache_all").get<bool>() ? "cp.async.ca" : "cp.async")
-                               : mode)
+        << (mode != "cp_async"                       ? mode
+            : cp.at("l1_by_repeats").get<bool>() ? "cp.async .ca or .cg by the tile's repeated rows"
+            : cp.at("cache_all").get<bool>()     ? "cp.async.ca"
+                                                 : "cp.async")
         << " " << cp.at("width_bytes").get<int64_t>() << " B";
     if (stages > 1) out << " (" << stages << " stages)";
     if (cp.at("hoisted").get<bool>()) out << ", addresses hoisted out of the loop";

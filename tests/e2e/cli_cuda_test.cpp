@@ -51,6 +51,8 @@ TEST(CliCuda, ExplainJsonReportsTheMmaLoweringOfTheSeed) {
         EXPECT_EQ(cp.at("mode"), std::string(tile) == "A_s" ? "cp_async" : "tma") << cp;
         EXPECT_EQ(cp.at("width_bytes"), 16) << cp;
         EXPECT_GE(cp.at("stages").get<int>(), 3) << cp;
+        // The gathered rows' cache level by the tile's repeats (on by default).
+        EXPECT_EQ(cp.value("l1_by_repeats", false), std::string(tile) == "A_s") << cp;
       }
     for (const json& b : c.at("shared"))
       if (b.at("name") == tile) {
@@ -72,6 +74,16 @@ TEST(CliCuda, ExplainTextHasTheCudaSection) {
   EXPECT_TRUE(contains(r.output, "copy A_s cp.async.ca 16 B (")) << r.output;  // gathered: .ca
   EXPECT_TRUE(contains(r.output, "copy B_s cp.async 16 B (")) << r.output;
   EXPECT_TRUE(contains(r.output, "loop k ring, 3 stages")) << r.output;
+  // sm_90a: the hoisted gather's level per tile, or .ca with the option off.
+  Result hopper = run_cli("explain " + seed_case() + " --target sm_90a");
+  ASSERT_EQ(hopper.exit_code, 0) << hopper.output;
+  EXPECT_TRUE(contains(hopper.output,
+                       "copy A_s cp.async .ca or .cg by the tile's repeated rows 16 B ("))
+      << hopper.output;
+  Result fixed = run_cli("explain " + seed_case() +
+                         " --target sm_90a --cuda-option gather_cache_by_repeats=0");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+  EXPECT_TRUE(contains(fixed.output, "copy A_s cp.async.ca 16 B (")) << fixed.output;
   Result cpu = run_cli("explain " + seed_case());
   ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
   EXPECT_FALSE(contains(cpu.output, "CUDA:")) << cpu.output;

@@ -81,6 +81,9 @@ struct CudaCopy {
   int stages = 1;    // > 1 when issued ahead in a pipelined loop
   bool cache_all = false;  // cp_async: .ca (through L1)
   bool hoisted = false;    // cp_async: source addresses computed once, before the loop
+  // cp_async, hoisted: .ca or .cg chosen per tile by its repeated rows
+  // (CopyPlan::cache_by_repeats; cache_all then says only that .ca may be).
+  bool l1_by_repeats = false;
 };
 
 // A TMA tensor map the kernel takes (after tf_status, in this order, as

@@ -153,7 +153,8 @@ void Printer::emit_hoisted_copy(const CopyNode* op, const std::string& id, const
   for (int64_t e : ext) total *= e;
   total /= vec;
   result_.copies.push_back(
-      {op->dst.name(), "cp_async", plan.width, shared(op->dst).stages, plan.cache_all, true});
+      {op->dst.name(), "cp_async", plan.width, shared(op->dst).stages, plan.cache_all, true,
+       plan.cache_by_repeats});
   line(fmt::format("// copy {} <- {} (cp.async{} {} B, hoisted addresses: +{} bytes an iteration)",
                    op->dst.name(), src->buffer.name(),
                    plan.cache_by_repeats ? " .ca or .cg by the tile's repeats,"
