@@ -410,19 +410,27 @@ struct LaunchPlan {
   // The param index of a split-K workspace held in the accumulators'
   // fragment order (epilogue), -1: none. Within each [split, tile] slice of
   // BLOCK_M x BLOCK_N elements, accumulator element e of MMA thread t sits at
-  // e * threads + t: a warp's stores and loads of one element are 128
-  // contiguous bytes, with no staging through shared memory. The workspace
-  // is the kernel's own scratch: only its partial-tile nest
+  // ((e / V) * threads + t) * V + e % V, V = workspace_vector: each thread's
+  // elements go V at a time as one 16-byte access, and a warp's access is
+  // 32 * 16 contiguous bytes (V = 1: e * threads + t, 128 contiguous bytes a
+  // warp), with no staging through shared memory. The workspace is the
+  // kernel's own scratch: only its partial-tile nest
   // (EpilogueForm::FragmentOrder) stores it and only nests over the same
   // fragment load it, at their own elements.
   int workspace_fragment_order = -1;
+  // V above: 16 / the workspace's element bytes (4 for f32, 2 for f64) where
+  // every MMA thread holds a multiple of it (wgmma and mma.sync fragments),
+  // else 1 (epilogue). Measured on the H200: skinny's split-K partials
+  // written and read 16 bytes at a time took 0.5-1.7 us off 20.4-20.9
+  // (bench/RESULTS.md, session 21).
+  int workspace_vector = 1;
   // Split-K reduced in a cluster (split_k_cluster, CudaOptions::
   // split_k_cluster): the grid's last (fastest) dim is the K split, whose
   // extent is cluster_size, so a tile's splits are one cluster and split s
   // is cluster rank s. After the main loop the MMA threads meet (their
   // rings are dead) and store the partial tile into their own shared memory
-  // at offset 0, in the fragment order above (element e of MMA thread t at
-  // e * threads + t); the cluster meets (barrier.cluster, release/acquire:
+  // at offset 0, in the fragment order above (workspace_vector's layout);
+  // the cluster meets (barrier.cluster, release/acquire:
   // PTX ISA 9.7.13.3); the body of the if_last_arrival runs in every block,
   // by the MMA warps w with w % cluster_size == the block's split, whose
   // loads of split s's partials read block s's shared memory (mapa +

@@ -406,6 +406,7 @@ PlanClause to_clause(const LaunchPlan& p) {
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (p.workspace_fragment_order >= 0)
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
+  if (p.workspace_vector != 1) c.push_back(num("workspace_vector", p.workspace_vector));
   if (p.split_k_cluster) c.push_back(num("split_k_cluster", 1));
   if (p.block_timeline) c.push_back(num("block_timeline", 1));
   if (!p.tensor_maps.empty()) {
@@ -431,7 +432,8 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
                                         "shared_align",   "async_barriers",   "persistent",
                                         "cluster",        "tensor_maps",      "notes",
                                         "workspace_fragment_order", "consumer_teams",
-                                        "block_timeline", "split_k_cluster"};
+                                        "block_timeline", "split_k_cluster",
+                                        "workspace_vector"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -447,6 +449,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.consumer_teams = static_cast<int>(get_int(c, "consumer_teams", 1));
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
+  p.workspace_vector = static_cast<int>(get_int(c, "workspace_vector", 1));
   p.block_timeline = get_int(c, "block_timeline", 0) != 0;
   p.split_k_cluster = get_int(c, "split_k_cluster", 0) != 0;
   if (const PlanValue* maps = find(c, "tensor_maps")) {

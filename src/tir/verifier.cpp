@@ -443,6 +443,17 @@ class PlanVerifier final : public StmtVisitor {
     if (ws >= 0 && (static_cast<size_t>(ws) >= kernel_.params.size() ||
                     !kernel_.params[static_cast<size_t>(ws)].is_buffer()))
       error(fmt::format("kernel plan: workspace_fragment_order {} is not a buffer param", ws));
+    if (const int v = launch_.workspace_vector; v != 1) {
+      if (ws < 0 || static_cast<size_t>(ws) >= kernel_.params.size() ||
+          !kernel_.params[static_cast<size_t>(ws)].is_buffer())
+        error(fmt::format("kernel plan: workspace_vector {} without a fragment-order workspace", v));
+      else if (const int64_t bytes =
+                   dtype_size(kernel_.params[static_cast<size_t>(ws)].buffer.dtype());
+               v * bytes != 16 || (bytes != 4 && bytes != 8))
+        error(fmt::format("kernel plan: workspace_vector {} of {}-byte elements (a vector is 16 "
+                          "bytes of 4- or 8-byte elements)",
+                          v, bytes));
+    }
     visit_stmt(kernel_.body);
   }
 

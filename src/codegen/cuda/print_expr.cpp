@@ -1,6 +1,8 @@
 // The printer's expressions and element offsets (printer.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -335,13 +337,20 @@ std::string Printer::load(const LoadNode* op) {
     if (k_.launch.split_k_cluster) {
       // Split s's partial (the load's first index) in the cluster's block s.
       const std::string t = cuda_type(op->buffer.dtype());
-      el = fmt::format("tf::ld_shared_cluster<{}>(tf::mapa_shared(tf_wsa, {}) + ({} * {} + {}) * "
-                       "{})",
-                       t, expr(op->indices[0]), frag_e_, threads_sym_, tid_sym_,
+      el = fmt::format("tf::ld_shared_cluster<{}>(tf::mapa_shared(tf_wsa, {}) + ({}) * {})", t,
+                       expr(op->indices[0]), fragment_order_offset(),
                        dtype_size(op->buffer.dtype()));
+    } else if (auto it = std::find_if(ws_vectors_.begin(), ws_vectors_.end(),
+                                      [&](const auto& p) {
+                                        return p.first == op ||
+                                               structural_equal(Expr(p.first), Expr(op));
+                                      });
+               it != ws_vectors_.end()) {
+      // (preloaded by the nest, a 16-byte vector at a time)
+      el = fmt::format("tf::vec16_lane({}, {} % {})", it->second, frag_e_,
+                       k_.launch.workspace_vector);
     } else {
-      el = fmt::format("({})[{} * {} + {}]", workspace_slice(op->indices), frag_e_, threads_sym_,
-                       tid_sym_);
+      el = fmt::format("({})[{}]", workspace_slice(op->indices), fragment_order_offset());
     }
   } else {
     el = element(op->buffer, op->indices);

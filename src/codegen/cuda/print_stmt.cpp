@@ -109,6 +109,70 @@ void Printer::emit_alloc_decl(const AllocateNode* op) {
 
 
 
+std::string Printer::fragment_order_offset() const {
+  const int v = k_.launch.workspace_vector;
+  if (v == 1) return fmt::format("{} * {} + {}", frag_e_, threads_sym_, tid_sym_);
+  return fmt::format("({} / {} * {} + {}) * {} + {} % {}", frag_e_, v, threads_sym_, tid_sym_, v,
+                     frag_e_, v);
+}
+
+std::string Printer::fragment_order_text() const {
+  const int v = k_.launch.workspace_vector;
+  if (v == 1) return fmt::format("element e of thread t at e * {} + t", threads_sym_);
+  return fmt::format("element e of thread t at (e / {} * {} + t) * {} + e % {}: {} elements a "
+                     "16-byte access",
+                     v, threads_sym_, v, v, v);
+}
+
+std::vector<const LoadNode*> Printer::workspace_vector_loads(const ForNode* op) const {
+  std::vector<const LoadNode*> out;
+  const int ws = k_.launch.workspace_fragment_order;
+  if (k_.launch.workspace_vector == 1 || ws < 0 || k_.launch.split_k_cluster) return out;
+  const Buffer& w = k_.params[static_cast<size_t>(ws)].buffer;
+  // The variables the nest binds (its loops' and lets'): a slice reading
+  // one cannot be loaded before the element loop.
+  struct Scan : IRVisitor {
+    const BufferNode* w = nullptr;
+    std::unordered_set<const VarNode*> bound;
+    std::vector<const LoadNode*> loads;
+    bool unsafe = false;
+    using IRVisitor::visit;
+    void visit(const ForNode* f) override {
+      bound.insert(f->var.get());
+      IRVisitor::visit(f);
+    }
+    void visit(const LetStmtNode* l) override {
+      bound.insert(l->var.get());
+      IRVisitor::visit(l);
+    }
+    void visit(const LoadNode* l) override {
+      if (l->buffer.get() == w) loads.push_back(l);
+      IRVisitor::visit(l);
+    }
+  } scan;
+  scan.w = w.get();
+  scan.visit_stmt(Stmt(op));
+  struct Uses : IRVisitor {
+    const std::unordered_set<const VarNode*>* bound = nullptr;
+    bool hit = false;
+    using IRVisitor::visit;
+    void visit(const VarNode* v) override { hit = hit || bound->count(v); }
+  };
+  for (const LoadNode* l : scan.loads) {
+    const size_t r = l->indices.size();
+    Uses uses;
+    uses.bound = &scan.bound;
+    for (size_t d = 0; d + 2 < r; ++d) uses.visit_expr(l->indices[d]);
+    // (a mask is the vector's too: it may not vary within the nest)
+    if (l->mask.defined()) uses.visit_expr(l->mask);
+    if (uses.hit) return {};
+    bool dup = false;
+    for (const LoadNode* o : out) dup = dup || structural_equal(Expr(o), Expr(l));
+    if (!dup) out.push_back(l);
+  }
+  return out;
+}
+
 std::string Printer::workspace_slice(const std::vector<Expr>& indices) {
   // The slice's first element: the indices with the nest's (i, j) at 0.
   TF_CHECK(frag_vars_.size() == 2 && indices.size() >= 2,
@@ -168,22 +232,43 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       // (LaunchPlan::split_k_cluster: the partial tile in this block's own
       // shared memory, once every MMA thread is done reading the rings)
       line(fmt::format("// {}: this split's partial tile in this block's shared memory over the "
-                       "operand rings, for the cluster's sum (element e of thread t at e * {} + t)",
-                       store->buffer.name(), threads_sym_));
+                       "operand rings, for the cluster's sum ({})",
+                       store->buffer.name(), fragment_order_text()));
       line(block_barrier_ + "  // every MMA thread's last wgmma has read the rings");
       line(fmt::format("{0}* tf_wsp = reinterpret_cast<{0}*>(tf_smem);", wt));
       line("const unsigned tf_wsa = tf::smem_addr(tf_wsp);");
     } else {
       line(fmt::format("// {}: this tile's partial sums in the accumulators' fragment order "
-                       "(element e of thread t at e * {} + t)",
-                       store->buffer.name(), threads_sym_));
+                       "({})",
+                       store->buffer.name(), fragment_order_text()));
       line(fmt::format("{}* tf_wsp = {};", wt, workspace_slice(store->indices)));
     }
-    line("#pragma unroll");
-    open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; ++{0})", frag_e_, f));
-    line(fmt::format("tf_wsp[{} * {} + {}] = {};", frag_e_, threads_sym_, tid_sym_,
-                     expr(store->value)));
-    close();
+    const int v = k_.launch.workspace_vector;
+    if (v == 1) {
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; ++{0})", frag_e_, f));
+      line(fmt::format("tf_wsp[{} * {} + {}] = {};", frag_e_, threads_sym_, tid_sym_,
+                       expr(store->value)));
+      close();
+    } else {
+      // (LaunchPlan::workspace_vector: V of the thread's elements a 16-byte
+      // store)
+      line(fmt::format("static_assert(decltype({})::kElems % {} == 0, \"the fragment's elements "
+                       "come {} at a time\");",
+                       f, v, v));
+      const std::string e4 = frag_e_;
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; {0} += {2})", e4, f, v));
+      line(fmt::format("{} tf_wv[{}];", wt, v));
+      for (int q = 0; q < v; ++q) {
+        frag_e_ = fmt::format("({} + {})", e4, q);
+        line(fmt::format("tf_wv[{}] = {};", q, expr(store->value)));
+      }
+      frag_e_ = e4;
+      line(fmt::format("tf::st_vec16(&tf_wsp[({} / {} * {} + {}) * {}], tf_wv);", e4, v,
+                       threads_sym_, tid_sym_, v));
+      close();
+    }
     in_threads_ = saved;
     frag_vars_.clear();
     return;
@@ -509,12 +594,42 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     line("  if (tf_ok1) *tf_p1 = tf_v1;");
     line("}");
   } else {
-    line("#pragma unroll");
-    open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f,
-                     frag_e_));
+    // A split-K fix-up reads each partial's vectors once, V elements a
+    // 16-byte load (LaunchPlan::workspace_vector), then its elements.
+    const std::vector<const LoadNode*> wl = workspace_vector_loads(op);
+    if (!wl.empty()) {
+      const int v = k_.launch.workspace_vector;
+      const std::string eb = "tf_eb" + std::to_string(tmp_++);
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kElems; {0} += {2})", eb, f, v));
+      for (const LoadNode* l : wl) {
+        const std::string name = "tf_wv" + std::to_string(tmp_++);
+        const std::string at = fmt::format("&({})[({} / {} * {} + {}) * {}]",
+                                           workspace_slice(l->indices), eb, v, threads_sym_,
+                                           tid_sym_, v);
+        // (a masked load's vector is loaded under its mask, nest-invariant;
+        // its elements are masked again where they are read)
+        line(l->mask.defined()
+                 ? fmt::format("const auto {0} = {1} ? tf::ld_vec16({2}) : "
+                               "decltype(tf::ld_vec16({2})){{}};",
+                               name, expr(l->mask), at)
+                 : fmt::format("const auto {} = tf::ld_vec16({});", name, at));
+        ws_vectors_.emplace_back(l, name);
+      }
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = {1}; {0} < {1} + {2}; ++{0})", frag_e_, eb, v));
+    } else {
+      line("#pragma unroll");
+      open(fmt::format("for (int {} = 0; {} < decltype({})::kElems; ++{})", frag_e_, frag_e_, f,
+                       frag_e_));
+    }
     line(fmt::format("const int {} = {}.row({});", var(op->var), f, frag_e_));
     line(fmt::format("const int {} = {}.col({});", var(inner->var), f, frag_e_));
     walk(op->body);
+    if (!wl.empty()) {
+      close();
+      ws_vectors_.clear();
+    }
   }
   close();
   in_threads_ = saved;

@@ -66,6 +66,14 @@ class Printer {
   // The address of a fragment-order workspace's slice (its element at the
   // nest's i = j = 0) for a store or load at `indices` inside the nest.
   std::string workspace_slice(const std::vector<tir::Expr>& indices);
+  // Fragment-order workspace (LaunchPlan::workspace_vector): the offset in
+  // its slice of element frag_e_ of thread tid_sym_, and the layout in words.
+  std::string fragment_order_offset() const;
+  std::string fragment_order_text() const;
+  // The workspace loads of nest `op` (over frag_vars_) whose 16-byte vectors
+  // can be loaded before its element loop: their slice and mask read no
+  // variable the nest binds. Empty where workspace_vector is 1.
+  std::vector<const tir::LoadNode*> workspace_vector_loads(const tir::ForNode* op) const;
   void emit_check(const tir::CheckNode* op);
   void emit_alloc(const tir::AllocateNode* op);
   // `for (v = tid; v < total; v += threads)`, or a fixed-trip unrolled loop
@@ -191,6 +199,9 @@ class Printer {
   bool capture_uncast_ = false;  // capture a store's value without its (pair_cast) cast
   // While printing one lane of a vectorized register copy: the vector load
   // (every structurally equal load reads the lane) and the lane.
+  // Workspace loads of a fragment nest preloaded a 16-byte vector at a time
+  // (LaunchPlan::workspace_vector): the load and the vector's variable.
+  std::vector<std::pair<const tir::LoadNode*, std::string>> ws_vectors_;
   tir::Expr vector_load_;
   std::string vector_lane_;
 };

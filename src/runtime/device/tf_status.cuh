@@ -142,4 +142,49 @@ __device__ __forceinline__ bool last_arrival(int* counter, int count, int tid) {
   return last != 0;
 }
 
+// ---- split-K partials, 16 bytes a thread at a time ----------------------------
+// (LaunchPlan::workspace_vector: element e of MMA thread t of a partial tile
+// at ((e / V) * threads + t) * V + e % V, V = 16 / sizeof(T).)
+template <class T>
+struct Vec16;
+template <>
+struct Vec16<float> {
+  using type = float4;
+};
+template <>
+struct Vec16<double> {
+  using type = double2;
+};
+template <>
+struct Vec16<int> {
+  using type = int4;
+};
+// Stores v[0 .. V) at p (16-byte aligned) by one 16-byte access.
+template <class T>
+__device__ __forceinline__ void st_vec16(T* p, const T (&v)[16 / sizeof(T)]) {
+  union {
+    typename Vec16<T>::type w;
+    T e[16 / sizeof(T)];
+  } u;
+#pragma unroll
+  for (int q = 0; q < 16 / static_cast<int>(sizeof(T)); ++q) u.e[q] = v[q];
+  *reinterpret_cast<typename Vec16<T>::type*>(p) = u.w;
+}
+// The 16-byte vector at p (16-byte aligned), one load, and its element
+// `lane` (0 .. V - 1): a fix-up loads each vector of a partial once, then
+// reads its V elements.
+template <class T>
+__device__ __forceinline__ typename Vec16<T>::type ld_vec16(const T* p) {
+  return *reinterpret_cast<const typename Vec16<T>::type*>(p);
+}
+template <class W>
+__device__ __forceinline__ auto vec16_lane(const W& w, int lane) {
+  union {
+    W w;
+    decltype(w.x) e[sizeof(W) / sizeof(w.x)];
+  } u;
+  u.w = w;
+  return u.e[lane];
+}
+
 }  // namespace tf

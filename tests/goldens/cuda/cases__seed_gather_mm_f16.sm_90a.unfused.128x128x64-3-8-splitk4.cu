@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) pointwise0(
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // producer start: the mbarriers are set up at the kernel's entry and the producer does not wait for the statements before the main loop
 // register budgets (setmaxnreg): 64 a producer thread, 216 an MMA thread
-// epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)
+// epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (4 elements of a thread a 16-byte access, element e of thread t at ((e / 4) * threads + t) * 4 + e % 4 of its slice: coalesced, not staged)
 // epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)
 #include "tf_numeric.cuh"
 #include "tf_status.cuh"
@@ -104,60 +104,73 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     if (tf_it0 > 0) tf::mbar_arrive(&tf_empty[(tf_it0 + 2) % 3]);
   }
   C_f.wait();
-  // splitk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at e * kMmaThreads + t)
+  // splitk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
   float* tf_wsp = &splitk_workspace[pid_k * 4194304 + pid * 16384 + 0 * 128 + 0];
+  static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
   #pragma unroll
-  for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; ++tf_e1) {
-    tf_wsp[tf_e1 * kMmaThreads + tf_tid] = C_f.value(tf_e1);
+  for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 4) {
+    float tf_wv[4];
+    tf_wv[0] = C_f.value((tf_e1 + 0));
+    tf_wv[1] = C_f.value((tf_e1 + 1));
+    tf_wv[2] = C_f.value((tf_e1 + 2));
+    tf_wv[3] = C_f.value((tf_e1 + 3));
+    tf::st_vec16(&tf_wsp[(tf_e1 / 4 * kMmaThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
     #pragma unroll
-    for (int tf_e2 = 0; tf_e2 < decltype(C_f)::kElems; ++tf_e2) {
-      const int i = C_f.row(tf_e2);
-      const int j = C_f.col(tf_e2);
-      const float cse_1 = C_f.value(tf_e2);
-      C_f.c[tf_e2] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? (&splitk_workspace[0 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? (&splitk_workspace[1 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? (&splitk_workspace[2 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? (&splitk_workspace[3 * 4194304 + pid * 16384 + 0 * 128 + 0])[tf_e2 * kMmaThreads + tf_tid] : 0x0p+0f)));
+    for (int tf_eb3 = 0; tf_eb3 < decltype(C_f)::kElems; tf_eb3 += 4) {
+      const auto tf_wv4 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
+      const auto tf_wv5 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
+      const auto tf_wv6 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
+      const auto tf_wv7 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 4194304 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
+      #pragma unroll
+      for (int tf_e2 = tf_eb3; tf_e2 < tf_eb3 + 4; ++tf_e2) {
+        const int i = C_f.row(tf_e2);
+        const int j = C_f.col(tf_e2);
+        const float cse_1 = C_f.value(tf_e2);
+        C_f.c[tf_e2] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? tf::vec16_lane(tf_wv4, tf_e2 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? tf::vec16_lane(tf_wv5, tf_e2 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? tf::vec16_lane(tf_wv6, tf_e2 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? tf::vec16_lane(tf_wv7, tf_e2 % 4) : 0x0p+0f)));
+      }
     }
     // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 99328), each slab stored by a TMA box (tf_map2) from the warp's lane 0
     const unsigned char* tf_es = tf_smem + 99328 + (tf_tid / 32) * 4096;  // this warp's buffers
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s4 = 0; tf_s4 < decltype(C_f)::kSlabs; ++tf_s4) {
-      const unsigned tf_esb = tf_esa + (tf_s4 % 2) * 2048;
+    for (int tf_s9 = 0; tf_s9 < decltype(C_f)::kSlabs; ++tf_s9) {
+      const unsigned tf_esb = tf_esa + (tf_s9 % 2) * 2048;
       if (tf_tid % 32 == 0) {
-        if (tf_s4 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+        if (tf_s9 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
       }
       __syncwarp();
       #pragma unroll
-      for (int tf_e3 = tf_s4 * 32; tf_e3 < tf_s4 * 32 + 32; tf_e3 += 8) {
+      for (int tf_e8 = tf_s9 * 32; tf_e8 < tf_s9 * 32 + 32; tf_e8 += 8) {
         unsigned tf_q[4];
         #pragma unroll
         for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e5 = tf_e3 + 2 * tf_pp;
+          const int tf_e10 = tf_e8 + 2 * tf_pp;
           bool tf_ok0 = false, tf_ok1 = false;
           tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
           {
-            const int i_1 = C_f.row(tf_e5);
-            const int j_1 = C_f.col(tf_e5);
+            const int i_1 = C_f.row(tf_e10);
+            const int j_1 = C_f.col(tf_e10);
             const int m = ((pid_m * 128) + i_1);
             const int n = ((pid_n * 128) + j_1);
             tf_ok0 = true;
             tf_p0 = &t4[m * 2048 + n];
-            tf_v0 = C_f.value(tf_e5);
+            tf_v0 = C_f.value(tf_e10);
           }
           {
-            const int i_1 = C_f.row((tf_e5 + 1));
-            const int j_1 = C_f.col((tf_e5 + 1));
+            const int i_1 = C_f.row((tf_e10 + 1));
+            const int j_1 = C_f.col((tf_e10 + 1));
             const int m = ((pid_m * 128) + i_1);
             const int n = ((pid_n * 128) + j_1);
             tf_ok1 = true;
             tf_p1 = &t4[m * 2048 + n];
-            tf_v1 = C_f.value((tf_e5 + 1));
+            tf_v1 = C_f.value((tf_e10 + 1));
           }
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e3), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e8), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
       tf::fence_async_proxy();  // the slab, for the TMA store's reads
       __syncwarp();
@@ -166,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
         const int j_1 = 0;
         const int m = ((pid_m * 128) + i_1);
         const int n = ((pid_n * 128) + j_1);
-        tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s4), static_cast<int>(m) + C_f.slab_row(tf_s4));
+        tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s9), static_cast<int>(m) + C_f.slab_row(tf_s9));
         tf::bulk_commit();
       }
     }

@@ -64,7 +64,7 @@ const char* const kSplitPlanned = R"TIR(kernel gemm0(
   t2: global f16[64, 128] strides [128, 1] align 16,
   splitk_workspace: global f32[2, 1, 64, 128] align 16,
   splitk_counters: global i32[1] align 16,
-) grid(pid_k: 2, pid: 1) attrs(BLOCK_K = 64, BLOCK_M = 64, BLOCK_N = 128, GROUP_M = 8, SPLIT_K = 2, num_stages = 3, num_warps = 4) plan(threads=256, consumer_threads=128, shared_bytes=91136, shared_align=1024, async_barriers=1, workspace_fragment_order=3, tensor_maps=[(param=0, elem=2, dims=[512, 64], strides=[1024], box=[64, 64], swizzle=128), (param=1, elem=2, dims=[128, 512], strides=[256], box=[64, 64], swizzle=128), (param=2, elem=2, dims=[128, 64], strides=[256], box=[64, 16], swizzle=128)], notes=["warp-specialized: warpgroup 1 issues the copies (mbarrier pipeline), warpgroups 0..0 run wgmma", "no register budgets (setmaxnreg): a 256-thread block (budgets are set for two MMA warpgroups)", "epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (element e of thread t at e * threads + t of its slice: coalesced, not staged)", "epilogue into t2: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)"]) {
+) grid(pid_k: 2, pid: 1) attrs(BLOCK_K = 64, BLOCK_M = 64, BLOCK_N = 128, GROUP_M = 8, SPLIT_K = 2, num_stages = 3, num_warps = 4) plan(threads=256, consumer_threads=128, shared_bytes=91136, shared_align=1024, async_barriers=1, workspace_fragment_order=3, workspace_vector=4, tensor_maps=[(param=0, elem=2, dims=[512, 64], strides=[1024], box=[64, 64], swizzle=128), (param=1, elem=2, dims=[128, 512], strides=[256], box=[64, 64], swizzle=128), (param=2, elem=2, dims=[128, 64], strides=[256], box=[64, 16], swizzle=128)], notes=["warp-specialized: warpgroup 1 issues the copies (mbarrier pipeline), warpgroups 0..0 run wgmma", "no register budgets (setmaxnreg): a 256-thread block (budgets are set for two MMA warpgroups)", "epilogue into splitk_workspace: split-K partials in the accumulators' fragment order (4 elements of a thread a 16-byte access, element e of thread t at ((e / 4) * threads + t) * 4 + e % 4 of its slice: coalesced, not staged)", "epilogue into t2: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in two 2048-byte buffers of its own; no block barrier), f32 pairs cast together, stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)"]) {
   alloc A_s: shared f16[64, 64] plan(swizzled, stages=3, offset=0, bytes=24576)
   alloc B_s: shared f16[64, 128] plan(mn_swizzled, stages=3, offset=24576, bytes=49152)
   alloc C_f: fragment f32[64, 128] plan(wgmma, operand=f16, block=[64, 128, 64], warps=[1, 1])
@@ -114,12 +114,14 @@ TEST(SplitKWorkspace, ReadOutsideTheNestsKeepsTheLayout) {
   const std::string extra = "  evaluate(splitk_workspace[0, 0, 0, 0])\n  if_last_arrival";
   const std::string in = replaced(kSplit, "  if_last_arrival", extra);
   std::string out = replaced(kSplitPlanned, "  if_last_arrival", extra);
-  out = replaced(out, "async_barriers=1, workspace_fragment_order=3,", "async_barriers=1,");
+  out = replaced(out, "async_barriers=1, workspace_fragment_order=3, workspace_vector=4,",
+                 "async_barriers=1,");
   out = replaced(out, "plan(fragment_order)", "plan(staged, pitch=132, contiguous_chunks=1)");
   out = replaced(out,
                  "\"epilogue into splitk_workspace: split-K partials in the accumulators' "
-                 "fragment order (element e of thread t at e * threads + t of its slice: "
-                 "coalesced, not staged)\"",
+                 "fragment order (4 elements of a thread a 16-byte access, element e of thread "
+                 "t at ((e / 4) * threads + t) * 4 + e % 4 of its slice: coalesced, not "
+                 "staged)\"",
                  "\"epilogue into splitk_workspace: staged through shared memory, stored in 16-byte "
                  "row chunks (proved contiguous and aligned)\"");
   expect_cuda_pass("epilogue", in, out);
@@ -129,8 +131,9 @@ TEST(SplitKWorkspace, ReadOutsideTheNestsKeepsTheLayout) {
 // cluster's shape; the statements stay (the printer reads the plan).
 TEST(SplitKCluster, TheSplitsOfATileFormACluster) {
   std::string out = replaced(kSplitPlanned, "grid(pid_k: 2, pid: 1)", "grid(pid: 1, pid_k: 2)");
-  out = replaced(out, "async_barriers=1, workspace_fragment_order=3,",
-                 "async_barriers=1, cluster=2, workspace_fragment_order=3, split_k_cluster=1,");
+  out = replaced(out, "async_barriers=1, workspace_fragment_order=3, workspace_vector=4,",
+                 "async_barriers=1, cluster=2, workspace_fragment_order=3, workspace_vector=4, "
+                 "split_k_cluster=1,");
   out = replaced(
       out, "stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)\"]",
       "stored by TMA (a 128-byte swizzled box a slab, from the warp's lane 0)\", \"split-K in a "

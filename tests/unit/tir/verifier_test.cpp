@@ -305,6 +305,23 @@ TEST(TirVerifierPlan, CacheByRepeatsOnlyOnAHoistedSixteenByteCopyThroughL1) {
             std::vector<std::string>{});
 }
 
+// A split-K workspace moved 16 bytes at a time (workspace_vector) is a
+// fragment-order workspace whose elements fill the vector exactly.
+TEST(TirVerifierPlan, WorkspaceVectorIsSixteenBytesOfAFragmentOrderWorkspace) {
+  expect_one_error(planned({{"async_barriers=1,", "async_barriers=1, workspace_vector=4,"}}),
+                   "kernel plan: workspace_vector 4 without a fragment-order workspace");
+  // (param 2, out, is f16: 4 of its elements are 8 bytes)
+  expect_one_error(planned({{"async_barriers=1,",
+                             "async_barriers=1, workspace_fragment_order=2, workspace_vector=4,"}}),
+                   "kernel plan: workspace_vector 4 of 2-byte elements (a vector is 16 bytes of "
+                   "4- or 8-byte elements)");
+  expect_one_error(planned({{"async_barriers=1,",
+                             "async_barriers=1, workspace_fragment_order=2, workspace_vector=8,"}}),
+                   "kernel plan: workspace_vector 8 of 2-byte elements (a vector is 16 bytes of "
+                   "4- or 8-byte elements)");
+  // (the accepted form: splitk_workspace_test.cpp's f32 workspace at 4)
+}
+
 TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
   expect_one_error(
       planned({{"  fill(C_f, 0.0)\n",

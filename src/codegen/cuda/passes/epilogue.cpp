@@ -371,6 +371,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   // threads that own the elements, coalesced, without a shared-memory tile.
   const ForNode* ws_nest = nullptr;
   const int ws_param = fragment_order_workspace(kernel, find.nests, &ws_nest);
+  int ws_vector = 1;  // LaunchPlan::workspace_vector
   // Per-warp slabs (see below): the MMA threads, and whether one buffer a
   // warp would fit after every other shared byte.
   const int64_t mma_threads =
@@ -387,10 +388,23 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
       EpiloguePlan fo;
       fo.form = EpilogueForm::FragmentOrder;
       edits.loops[op] = fo;
-      notes.push_back("epilogue into " +
-                      kernel.params[static_cast<size_t>(ws_param)].buffer.name() +
-                      ": split-K partials in the accumulators' fragment order (element e of "
-                      "thread t at e * threads + t of its slice: coalesced, not staged)");
+      // (LaunchPlan::workspace_vector: an MMA fragment holds 4 elements of
+      // each m16n8 block a thread, so a multiple of any V of 16 bytes.)
+      const BufferNode* wf = fragment_used(Stmt(op));
+      auto wit = allocs.find(wf);
+      const FragmentPlan* wp = wit == allocs.end() ? nullptr : fragment_plan(wit->second);
+      const int64_t wbytes = dtype_size(kernel.params[static_cast<size_t>(ws_param)].buffer.dtype());
+      if (wp && wp->family != MmaFamily::SimtFma && (wbytes == 4 || wbytes == 8))
+        ws_vector = static_cast<int>(16 / wbytes);
+      notes.push_back(
+          "epilogue into " + kernel.params[static_cast<size_t>(ws_param)].buffer.name() +
+          ": split-K partials in the accumulators' fragment order (" +
+          (ws_vector > 1
+               ? fmt::format("{} elements of a thread a 16-byte access, element e of thread t at "
+                             "((e / {}) * threads + t) * {} + e % {}",
+                             ws_vector, ws_vector, ws_vector, ws_vector)
+               : std::string("element e of thread t at e * threads + t")) +
+          " of its slice: coalesced, not staged)");
       continue;
     }
     const BufferNode* frag = fragment_used(Stmt(op));
@@ -580,7 +594,10 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
                    (sn.no_tma.empty() ? "" : " (not by TMA: " + sn.no_tma + ")"));
   }
   Kernel out = with_plans(kernel, edits);
-  if (ws_param >= 0) out.launch.workspace_fragment_order = ws_param;
+  if (ws_param >= 0) {
+    out.launch.workspace_fragment_order = ws_param;
+    out.launch.workspace_vector = ws_vector;
+  }
   for (TensorMapPlan& m : store_maps) out.launch.tensor_maps.push_back(std::move(m));
   if (!per_warp.empty() || region_bytes > 0) out.launch.dynamic_shared_bytes = end;
   for (std::string& n : notes) out.launch.notes.push_back(std::move(n));
