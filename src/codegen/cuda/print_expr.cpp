@@ -346,9 +346,16 @@ std::string Printer::load(const LoadNode* op) {
                                                structural_equal(Expr(p.first), Expr(op));
                                       });
                it != ws_vectors_.end()) {
-      // (preloaded by the nest, a 16-byte vector at a time)
+      // (preloaded by the nest, a 16-byte vector at a time, under the
+      // load's mask: zeros where it is false, so with no other value than 0
+      // the element needs no mask of its own)
       el = fmt::format("tf::vec16_lane({}, {} % {})", it->second, frag_e_,
                        k_.launch.workspace_vector);
+      const int64_t* other = op->other.defined() ? as_const_int(op->other) : nullptr;
+      const auto* other_f = op->other.defined() ? op->other.as<FloatImmNode>() : nullptr;
+      if (!op->other.defined() || (other && *other == 0) ||
+          (other_f && other_f->value == 0 && !std::signbit(other_f->value)))
+        return el;
     } else {
       el = fmt::format("({})[{}]", workspace_slice(op->indices), fragment_order_offset());
     }

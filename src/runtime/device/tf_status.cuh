@@ -170,13 +170,43 @@ __device__ __forceinline__ void st_vec16(T* p, const T (&v)[16 / sizeof(T)]) {
   for (int q = 0; q < 16 / static_cast<int>(sizeof(T)); ++q) u.e[q] = v[q];
   *reinterpret_cast<typename Vec16<T>::type*>(p) = u.w;
 }
-// The 16-byte vector at p (16-byte aligned), one load, and its element
-// `lane` (0 .. V - 1): a fix-up loads each vector of a partial once, then
-// reads its V elements.
-template <class T>
-__device__ __forceinline__ typename Vec16<T>::type ld_vec16(const T* p) {
-  return *reinterpret_cast<const typename Vec16<T>::type*>(p);
+// The 16-byte vector at p (16-byte aligned) where `pred`, else zeros: one
+// predicated ld.global.v4 / .v2 (PTX ISA 9.7.9.8), no branch, so that a
+// fix-up's loads of every peer's vectors issue back to back (a branch
+// around each, as the compiler emits for `pred ? *p : 0`, measured 3 us
+// slower on fewtiles' 4-split fix-up, bench/RESULTS.md session 21).
+// volatile: it stays after the last_arrival that published what it reads.
+__device__ __forceinline__ float4 ld_vec16_if(const float* p, bool pred) {
+  float4 v;
+  asm volatile(
+      "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %5, 0;\n"
+      "mov.b32 %0, 0;\nmov.b32 %1, 0;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\n"
+      "@tf_p ld.global.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "l"(p), "r"(static_cast<int>(pred)));
+  return v;
 }
+__device__ __forceinline__ int4 ld_vec16_if(const int* p, bool pred) {
+  int4 v;
+  asm volatile(
+      "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %5, 0;\n"
+      "mov.b32 %0, 0;\nmov.b32 %1, 0;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\n"
+      "@tf_p ld.global.v4.s32 {%0, %1, %2, %3}, [%4];\n}\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p), "r"(static_cast<int>(pred)));
+  return v;
+}
+__device__ __forceinline__ double2 ld_vec16_if(const double* p, bool pred) {
+  double2 v;
+  asm volatile(
+      "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %3, 0;\n"
+      "mov.b64 %0, 0;\nmov.b64 %1, 0;\n"
+      "@tf_p ld.global.v2.f64 {%0, %1}, [%2];\n}\n"
+      : "=d"(v.x), "=d"(v.y)
+      : "l"(p), "r"(static_cast<int>(pred)));
+  return v;
+}
+// Element `lane` (0 .. V - 1) of a vector ld_vec16_if loaded.
 template <class W>
 __device__ __forceinline__ auto vec16_lane(const W& w, int lane) {
   union {

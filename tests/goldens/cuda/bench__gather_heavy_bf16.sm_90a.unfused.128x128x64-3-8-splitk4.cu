@@ -117,60 +117,80 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     tf::st_vec16(&tf_wsp[(tf_e1 / 4 * kMmaThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd3 = tf_ng3 < 4 ? tf_ng3 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr4[tf_pd3];
+    tf::Vec16<float>::type tf_wr5[tf_pd3];
+    tf::Vec16<float>::type tf_wr6[tf_pd3];
+    tf::Vec16<float>::type tf_wr7[tf_pd3];
     #pragma unroll
-    for (int tf_eb3 = 0; tf_eb3 < decltype(C_f)::kElems; tf_eb3 += 4) {
-      const auto tf_wv4 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
-      const auto tf_wv5 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
-      const auto tf_wv6 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
-      const auto tf_wv7 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 16777216 + pid * 16384 + 0 * 128 + 0])[(tf_eb3 / 4 * kMmaThreads + tf_tid) * 4])){};
+    for (int tf_g3 = 0; tf_g3 < tf_pd3; ++tf_g3) {
+      tf_wr4[tf_g3] = tf::ld_vec16_if(&(&splitk_workspace[0 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr5[tf_g3] = tf::ld_vec16_if(&(&splitk_workspace[1 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr6[tf_g3] = tf::ld_vec16_if(&(&splitk_workspace[2 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr7[tf_g3] = tf::ld_vec16_if(&(&splitk_workspace[3 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g3 = 0; tf_g3 < tf_ng3; ++tf_g3) {
+      const auto tf_wv8 = tf_wr4[tf_g3 % tf_pd3];
+      const auto tf_wv9 = tf_wr5[tf_g3 % tf_pd3];
+      const auto tf_wv10 = tf_wr6[tf_g3 % tf_pd3];
+      const auto tf_wv11 = tf_wr7[tf_g3 % tf_pd3];
+      if (tf_g3 + tf_pd3 < tf_ng3) {
+        tf_wr4[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&splitk_workspace[0 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&splitk_workspace[1 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr6[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&splitk_workspace[2 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr7[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&splitk_workspace[3 * 16777216 + pid * 16384 + 0 * 128 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb3 = tf_g3 * 4;
       #pragma unroll
       for (int tf_e2 = tf_eb3; tf_e2 < tf_eb3 + 4; ++tf_e2) {
         const int i = C_f.row(tf_e2);
         const int j = C_f.col(tf_e2);
         const float cse_1 = C_f.value(tf_e2);
-        C_f.c[tf_e2] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? tf::vec16_lane(tf_wv4, tf_e2 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? tf::vec16_lane(tf_wv5, tf_e2 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? tf::vec16_lane(tf_wv6, tf_e2 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? tf::vec16_lane(tf_wv7, tf_e2 % 4) : 0x0p+0f)));
+        C_f.c[tf_e2] = (((((pid_k == 0) ? cse_1 : tf::vec16_lane(tf_wv8, tf_e2 % 4)) + ((pid_k == 1) ? cse_1 : tf::vec16_lane(tf_wv9, tf_e2 % 4))) + ((pid_k == 2) ? cse_1 : tf::vec16_lane(tf_wv10, tf_e2 % 4))) + ((pid_k == 3) ? cse_1 : tf::vec16_lane(tf_wv11, tf_e2 % 4)));
       }
     }
     // epilogue staged per warp (128 x 128 tf::bf16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 99328), each slab stored by a TMA box (tf_map2) from the warp's lane 0
     const unsigned char* tf_es = tf_smem + 99328 + (tf_tid / 32) * 4096;  // this warp's buffers
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s9 = 0; tf_s9 < decltype(C_f)::kSlabs; ++tf_s9) {
-      const unsigned tf_esb = tf_esa + (tf_s9 % 2) * 2048;
+    for (int tf_s13 = 0; tf_s13 < decltype(C_f)::kSlabs; ++tf_s13) {
+      const unsigned tf_esb = tf_esa + (tf_s13 % 2) * 2048;
       if (tf_tid % 32 == 0) {
-        if (tf_s9 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+        if (tf_s13 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
       }
       __syncwarp();
       #pragma unroll
-      for (int tf_e8 = tf_s9 * 32; tf_e8 < tf_s9 * 32 + 32; tf_e8 += 8) {
+      for (int tf_e12 = tf_s13 * 32; tf_e12 < tf_s13 * 32 + 32; tf_e12 += 8) {
         unsigned tf_q[4];
         #pragma unroll
         for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e10 = tf_e8 + 2 * tf_pp;
+          const int tf_e14 = tf_e12 + 2 * tf_pp;
           bool tf_ok0 = false, tf_ok1 = false;
           tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
           {
-            const int i_1 = C_f.row(tf_e10);
-            const int j_1 = C_f.col(tf_e10);
+            const int i_1 = C_f.row(tf_e14);
+            const int j_1 = C_f.col(tf_e14);
             const int m = ((pid_m * 128) + i_1);
             const int n = ((pid_n * 128) + j_1);
             tf_ok0 = true;
             tf_p0 = &t4[m * 1024 + n];
-            tf_v0 = C_f.value(tf_e10);
+            tf_v0 = C_f.value(tf_e14);
           }
           {
-            const int i_1 = C_f.row((tf_e10 + 1));
-            const int j_1 = C_f.col((tf_e10 + 1));
+            const int i_1 = C_f.row((tf_e14 + 1));
+            const int j_1 = C_f.col((tf_e14 + 1));
             const int m = ((pid_m * 128) + i_1);
             const int n = ((pid_n * 128) + j_1);
             tf_ok1 = true;
             tf_p1 = &t4[m * 1024 + n];
-            tf_v1 = C_f.value((tf_e10 + 1));
+            tf_v1 = C_f.value((tf_e14 + 1));
           }
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e8), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e12), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
       tf::fence_async_proxy();  // the slab, for the TMA store's reads
       __syncwarp();
@@ -179,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
         const int j_1 = 0;
         const int m = ((pid_m * 128) + i_1);
         const int n = ((pid_n * 128) + j_1);
-        tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s9), static_cast<int>(m) + C_f.slab_row(tf_s9));
+        tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s13), static_cast<int>(m) + C_f.slab_row(tf_s13));
         tf::bulk_commit();
       }
     }

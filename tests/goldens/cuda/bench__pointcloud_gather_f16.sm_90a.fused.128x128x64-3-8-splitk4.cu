@@ -73,58 +73,78 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf::st_vec16(&tf_wsp[(tf_e5 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng7 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd7 = tf_ng7 < 4 ? tf_ng7 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr8[tf_pd7];
+    tf::Vec16<float>::type tf_wr9[tf_pd7];
+    tf::Vec16<float>::type tf_wr10[tf_pd7];
+    tf::Vec16<float>::type tf_wr11[tf_pd7];
     #pragma unroll
-    for (int tf_eb7 = 0; tf_eb7 < decltype(C_f)::kElems; tf_eb7 += 4) {
-      const auto tf_wv8 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv9 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv10 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv11 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 134217728 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g7 = 0; tf_g7 < tf_pd7; ++tf_g7) {
+      tf_wr8[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[0 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr9[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[1 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr10[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[2 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr11[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[3 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g7 = 0; tf_g7 < tf_ng7; ++tf_g7) {
+      const auto tf_wv12 = tf_wr8[tf_g7 % tf_pd7];
+      const auto tf_wv13 = tf_wr9[tf_g7 % tf_pd7];
+      const auto tf_wv14 = tf_wr10[tf_g7 % tf_pd7];
+      const auto tf_wv15 = tf_wr11[tf_g7 % tf_pd7];
+      if (tf_g7 + tf_pd7 < tf_ng7) {
+        tf_wr8[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[0 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr9[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[1 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr10[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[2 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr11[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[3 * 134217728 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb7 = tf_g7 * 4;
       #pragma unroll
       for (int tf_e6 = tf_eb7; tf_e6 < tf_eb7 + 4; ++tf_e6) {
         const int i_3 = C_f.row(tf_e6);
         const int j_2 = C_f.col(tf_e6);
         const float cse_3 = C_f.value(tf_e6);
-        C_f.c[tf_e6] = (((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? tf::vec16_lane(tf_wv8, tf_e6 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? tf::vec16_lane(tf_wv9, tf_e6 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? tf::vec16_lane(tf_wv10, tf_e6 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? tf::vec16_lane(tf_wv11, tf_e6 % 4) : 0x0p+0f)));
+        C_f.c[tf_e6] = (((((pid_k == 0) ? cse_3 : tf::vec16_lane(tf_wv12, tf_e6 % 4)) + ((pid_k == 1) ? cse_3 : tf::vec16_lane(tf_wv13, tf_e6 % 4))) + ((pid_k == 2) ? cse_3 : tf::vec16_lane(tf_wv14, tf_e6 % 4))) + ((pid_k == 3) ? cse_3 : tf::vec16_lane(tf_wv15, tf_e6 % 4)));
       }
     }
     // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 32768), each slab stored by a TMA box (tf_map0) from the warp's lane 0
     const unsigned char* tf_es = tf_smem + 32768 + (tf_tid / 32) * 4096;  // this warp's buffers
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s13 = 0; tf_s13 < decltype(C_f)::kSlabs; ++tf_s13) {
-      const unsigned tf_esb = tf_esa + (tf_s13 % 2) * 2048;
+    for (int tf_s17 = 0; tf_s17 < decltype(C_f)::kSlabs; ++tf_s17) {
+      const unsigned tf_esb = tf_esa + (tf_s17 % 2) * 2048;
       if (tf_tid % 32 == 0) {
-        if (tf_s13 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+        if (tf_s17 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
       }
       __syncwarp();
       #pragma unroll
-      for (int tf_e12 = tf_s13 * 32; tf_e12 < tf_s13 * 32 + 32; tf_e12 += 8) {
+      for (int tf_e16 = tf_s17 * 32; tf_e16 < tf_s17 * 32 + 32; tf_e16 += 8) {
         unsigned tf_q[4];
         #pragma unroll
         for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e14 = tf_e12 + 2 * tf_pp;
+          const int tf_e18 = tf_e16 + 2 * tf_pp;
           bool tf_ok0 = false, tf_ok1 = false;
           tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
           {
-            const int i_4 = C_f.row(tf_e14);
-            const int j_3 = C_f.col(tf_e14);
+            const int i_4 = C_f.row(tf_e18);
+            const int j_3 = C_f.col(tf_e18);
             const int m = ((pid_m * 128) + i_4);
             tf_ok0 = true;
             tf_p0 = &t4[m * 128 + j_3];
-            tf_v0 = C_f.value(tf_e14);
+            tf_v0 = C_f.value(tf_e18);
           }
           {
-            const int i_4 = C_f.row((tf_e14 + 1));
-            const int j_3 = C_f.col((tf_e14 + 1));
+            const int i_4 = C_f.row((tf_e18 + 1));
+            const int j_3 = C_f.col((tf_e18 + 1));
             const int m = ((pid_m * 128) + i_4);
             tf_ok1 = true;
             tf_p1 = &t4[m * 128 + j_3];
-            tf_v1 = C_f.value((tf_e14 + 1));
+            tf_v1 = C_f.value((tf_e18 + 1));
           }
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e12), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e16), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
       tf::fence_async_proxy();  // the slab, for the TMA store's reads
       __syncwarp();
@@ -132,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
         const int i_4 = 0;
         const int j_3 = 0;
         const int m = ((pid_m * 128) + i_4);
-        tf::tma_store_2d(&tf_map0, tf_esb, static_cast<int>(j_3) + C_f.slab_col(tf_s13), static_cast<int>(m) + C_f.slab_row(tf_s13));
+        tf::tma_store_2d(&tf_map0, tf_esb, static_cast<int>(j_3) + C_f.slab_col(tf_s17), static_cast<int>(m) + C_f.slab_row(tf_s17));
         tf::bulk_commit();
       }
     }

@@ -117,53 +117,73 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf::st_vec16(&tf_wsp[(tf_e12 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng14 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd14 = tf_ng14 < 4 ? tf_ng14 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr15[tf_pd14];
+    tf::Vec16<float>::type tf_wr16[tf_pd14];
+    tf::Vec16<float>::type tf_wr17[tf_pd14];
+    tf::Vec16<float>::type tf_wr18[tf_pd14];
     #pragma unroll
-    for (int tf_eb14 = 0; tf_eb14 < decltype(C_f)::kElems; tf_eb14 += 4) {
-      const auto tf_wv15 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv16 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv17 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv18 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 8388608 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g14 = 0; tf_g14 < tf_pd14; ++tf_g14) {
+      tf_wr15[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[0 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr16[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[1 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr17[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[2 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr18[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[3 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g14 = 0; tf_g14 < tf_ng14; ++tf_g14) {
+      const auto tf_wv19 = tf_wr15[tf_g14 % tf_pd14];
+      const auto tf_wv20 = tf_wr16[tf_g14 % tf_pd14];
+      const auto tf_wv21 = tf_wr17[tf_g14 % tf_pd14];
+      const auto tf_wv22 = tf_wr18[tf_g14 % tf_pd14];
+      if (tf_g14 + tf_pd14 < tf_ng14) {
+        tf_wr15[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[0 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr16[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[1 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr17[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[2 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr18[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[3 * 8388608 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb14 = tf_g14 * 4;
       #pragma unroll
       for (int tf_e13 = tf_eb14; tf_e13 < tf_eb14 + 4; ++tf_e13) {
         const int i_5 = C_f.row(tf_e13);
         const int j_2 = C_f.col(tf_e13);
         const float cse_3 = C_f.c[tf_e13];
-        C_f.c[tf_e13] = (((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? tf::vec16_lane(tf_wv15, tf_e13 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? tf::vec16_lane(tf_wv16, tf_e13 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? tf::vec16_lane(tf_wv17, tf_e13 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? tf::vec16_lane(tf_wv18, tf_e13 % 4) : 0x0p+0f)));
+        C_f.c[tf_e13] = (((((pid_k == 0) ? cse_3 : tf::vec16_lane(tf_wv19, tf_e13 % 4)) + ((pid_k == 1) ? cse_3 : tf::vec16_lane(tf_wv20, tf_e13 % 4))) + ((pid_k == 2) ? cse_3 : tf::vec16_lane(tf_wv21, tf_e13 % 4))) + ((pid_k == 3) ? cse_3 : tf::vec16_lane(tf_wv22, tf_e13 % 4)));
       }
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);
     #pragma unroll
-    for (int tf_e19 = 0; tf_e19 < decltype(C_f)::kElems; tf_e19 += 2) {
+    for (int tf_e23 = 0; tf_e23 < decltype(C_f)::kElems; tf_e23 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
       {
-        const int i_6 = C_f.row(tf_e19);
-        const int j_3 = C_f.col(tf_e19);
+        const int i_6 = C_f.row(tf_e23);
+        const int j_3 = C_f.col(tf_e23);
         const int m = ((pid_m * 128) + i_6);
         const int n = ((pid_n * 128) + j_3);
         tf_ok0 = true;
         tf_p0 = &t4[m * 2048 + n];
-        tf_v0 = C_f.c[tf_e19];
+        tf_v0 = C_f.c[tf_e23];
       }
       {
-        const int i_6 = C_f.row((tf_e19 + 1));
-        const int j_3 = C_f.col((tf_e19 + 1));
+        const int i_6 = C_f.row((tf_e23 + 1));
+        const int j_3 = C_f.col((tf_e23 + 1));
         const int m = ((pid_m * 128) + i_6);
         const int n = ((pid_n * 128) + j_3);
         tf_ok1 = true;
         tf_p1 = &t4[m * 2048 + n];
-        tf_v1 = C_f.c[(tf_e19 + 1)];
+        tf_v1 = C_f.c[(tf_e23 + 1)];
       }
       (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e19) * 136 + C_f.col(tf_e19)]) = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e23) * 136 + C_f.col(tf_e23)]) = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
     }
     __syncthreads();
     #pragma unroll
-    for (int tf_r21 = 0; tf_r21 < 8; ++tf_r21) {
-      const int tf_c20 = tf_r21 * kThreads + tf_tid;
-      const int tf_row = tf_c20 / 16;
-      const int tf_col = (tf_c20 % 16) * 8;
+    for (int tf_r25 = 0; tf_r25 < 8; ++tf_r25) {
+      const int tf_c24 = tf_r25 * kThreads + tf_tid;
+      const int tf_row = tf_c24 / 16;
+      const int tf_col = (tf_c24 % 16) * 8;
       const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
       {
         const int i_6 = tf_row;

@@ -121,58 +121,78 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     tf::st_vec16(&tf_wsp[(tf_e7 / 4 * kMmaThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng9 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd9 = tf_ng9 < 4 ? tf_ng9 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr10[tf_pd9];
+    tf::Vec16<float>::type tf_wr11[tf_pd9];
+    tf::Vec16<float>::type tf_wr12[tf_pd9];
+    tf::Vec16<float>::type tf_wr13[tf_pd9];
     #pragma unroll
-    for (int tf_eb9 = 0; tf_eb9 < decltype(C_f)::kElems; tf_eb9 += 4) {
-      const auto tf_wv10 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4])){};
-      const auto tf_wv11 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4])){};
-      const auto tf_wv12 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4])){};
-      const auto tf_wv13 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 524288 + pid * 16384 + 0 * 128 + 0])[(tf_eb9 / 4 * kMmaThreads + tf_tid) * 4])){};
+    for (int tf_g9 = 0; tf_g9 < tf_pd9; ++tf_g9) {
+      tf_wr10[tf_g9] = tf::ld_vec16_if(&(&splitk_workspace[0 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9) * kMmaThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr11[tf_g9] = tf::ld_vec16_if(&(&splitk_workspace[1 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9) * kMmaThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr12[tf_g9] = tf::ld_vec16_if(&(&splitk_workspace[2 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9) * kMmaThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr13[tf_g9] = tf::ld_vec16_if(&(&splitk_workspace[3 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9) * kMmaThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g9 = 0; tf_g9 < tf_ng9; ++tf_g9) {
+      const auto tf_wv14 = tf_wr10[tf_g9 % tf_pd9];
+      const auto tf_wv15 = tf_wr11[tf_g9 % tf_pd9];
+      const auto tf_wv16 = tf_wr12[tf_g9 % tf_pd9];
+      const auto tf_wv17 = tf_wr13[tf_g9 % tf_pd9];
+      if (tf_g9 + tf_pd9 < tf_ng9) {
+        tf_wr10[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&splitk_workspace[0 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9 + tf_pd9) * kMmaThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr11[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&splitk_workspace[1 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9 + tf_pd9) * kMmaThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr12[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&splitk_workspace[2 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9 + tf_pd9) * kMmaThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr13[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&splitk_workspace[3 * 524288 + pid * 16384 + 0 * 128 + 0])[((tf_g9 + tf_pd9) * kMmaThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb9 = tf_g9 * 4;
       #pragma unroll
       for (int tf_e8 = tf_eb9; tf_e8 < tf_eb9 + 4; ++tf_e8) {
         const int i_2 = C_f.row(tf_e8);
         const int j_1 = C_f.col(tf_e8);
         const float cse_2 = C_f.value(tf_e8);
-        C_f.c[tf_e8] = (((((pid_k == 0) ? cse_2 : ((pid_k != 0) ? tf::vec16_lane(tf_wv10, tf_e8 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_2 : ((pid_k != 1) ? tf::vec16_lane(tf_wv11, tf_e8 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_2 : ((pid_k != 2) ? tf::vec16_lane(tf_wv12, tf_e8 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_2 : ((pid_k != 3) ? tf::vec16_lane(tf_wv13, tf_e8 % 4) : 0x0p+0f)));
+        C_f.c[tf_e8] = (((((pid_k == 0) ? cse_2 : tf::vec16_lane(tf_wv14, tf_e8 % 4)) + ((pid_k == 1) ? cse_2 : tf::vec16_lane(tf_wv15, tf_e8 % 4))) + ((pid_k == 2) ? cse_2 : tf::vec16_lane(tf_wv16, tf_e8 % 4))) + ((pid_k == 3) ? cse_2 : tf::vec16_lane(tf_wv17, tf_e8 % 4)));
       }
     }
     // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 99328), each slab stored by a TMA box (tf_map1) from the warp's lane 0
     const unsigned char* tf_es = tf_smem + 99328 + (tf_tid / 32) * 4096;  // this warp's buffers
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s15 = 0; tf_s15 < decltype(C_f)::kSlabs; ++tf_s15) {
-      const unsigned tf_esb = tf_esa + (tf_s15 % 2) * 2048;
+    for (int tf_s19 = 0; tf_s19 < decltype(C_f)::kSlabs; ++tf_s19) {
+      const unsigned tf_esb = tf_esa + (tf_s19 % 2) * 2048;
       if (tf_tid % 32 == 0) {
-        if (tf_s15 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
+        if (tf_s19 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
       }
       __syncwarp();
       #pragma unroll
-      for (int tf_e14 = tf_s15 * 32; tf_e14 < tf_s15 * 32 + 32; tf_e14 += 8) {
+      for (int tf_e18 = tf_s19 * 32; tf_e18 < tf_s19 * 32 + 32; tf_e18 += 8) {
         unsigned tf_q[4];
         #pragma unroll
         for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e16 = tf_e14 + 2 * tf_pp;
+          const int tf_e20 = tf_e18 + 2 * tf_pp;
           bool tf_ok0 = false, tf_ok1 = false;
           tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
           {
-            const int i_3 = C_f.row(tf_e16);
-            const int j_2 = C_f.col(tf_e16);
+            const int i_3 = C_f.row(tf_e20);
+            const int j_2 = C_f.col(tf_e20);
             const int n = ((pid * 128) + j_2);
             tf_ok0 = (i_3 < 64);
             tf_p0 = &t4[i_3 * 4096 + n];
-            tf_v0 = C_f.value(tf_e16);
+            tf_v0 = C_f.value(tf_e20);
           }
           {
-            const int i_3 = C_f.row((tf_e16 + 1));
-            const int j_2 = C_f.col((tf_e16 + 1));
+            const int i_3 = C_f.row((tf_e20 + 1));
+            const int j_2 = C_f.col((tf_e20 + 1));
             const int n = ((pid * 128) + j_2);
             tf_ok1 = (i_3 < 64);
             tf_p1 = &t4[i_3 * 4096 + n];
-            tf_v1 = C_f.value((tf_e16 + 1));
+            tf_v1 = C_f.value((tf_e20 + 1));
           }
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e14), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e18), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
       tf::fence_async_proxy();  // the slab, for the TMA store's reads
       __syncwarp();
@@ -180,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         const int i_3 = 0;
         const int j_2 = 0;
         const int n = ((pid * 128) + j_2);
-        tf::tma_store_2d(&tf_map1, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s15), static_cast<int>(i_3) + C_f.slab_row(tf_s15));
+        tf::tma_store_2d(&tf_map1, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s19), static_cast<int>(i_3) + C_f.slab_row(tf_s19));
         tf::bulk_commit();
       }
     }

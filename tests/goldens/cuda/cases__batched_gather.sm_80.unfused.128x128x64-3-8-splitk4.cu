@@ -92,39 +92,59 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     tf::st_vec16(&tf_wsp[(tf_e4 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[tile], 4, tf_tid)) {
+    constexpr int tf_ng6 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd6 = tf_ng6 < 4 ? tf_ng6 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr7[tf_pd6];
+    tf::Vec16<float>::type tf_wr8[tf_pd6];
+    tf::Vec16<float>::type tf_wr9[tf_pd6];
+    tf::Vec16<float>::type tf_wr10[tf_pd6];
     #pragma unroll
-    for (int tf_eb6 = 0; tf_eb6 < decltype(C_f)::kElems; tf_eb6 += 4) {
-      const auto tf_wv7 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv8 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv9 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv10 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g6 = 0; tf_g6 < tf_pd6; ++tf_g6) {
+      tf_wr7[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr8[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr9[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr10[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g6 = 0; tf_g6 < tf_ng6; ++tf_g6) {
+      const auto tf_wv11 = tf_wr7[tf_g6 % tf_pd6];
+      const auto tf_wv12 = tf_wr8[tf_g6 % tf_pd6];
+      const auto tf_wv13 = tf_wr9[tf_g6 % tf_pd6];
+      const auto tf_wv14 = tf_wr10[tf_g6 % tf_pd6];
+      if (tf_g6 + tf_pd6 < tf_ng6) {
+        tf_wr7[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr8[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr9[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr10[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb6 = tf_g6 * 4;
       #pragma unroll
       for (int tf_e5 = tf_eb6; tf_e5 < tf_eb6 + 4; ++tf_e5) {
         const int i_2 = C_f.row(tf_e5);
         const int j_2 = C_f.col(tf_e5);
         const float cse_2 = C_f.c[tf_e5];
-        C_f.c[tf_e5] = (((((pid_k == 0) ? cse_2 : ((pid_k != 0) ? tf::vec16_lane(tf_wv7, tf_e5 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_2 : ((pid_k != 1) ? tf::vec16_lane(tf_wv8, tf_e5 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_2 : ((pid_k != 2) ? tf::vec16_lane(tf_wv9, tf_e5 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_2 : ((pid_k != 3) ? tf::vec16_lane(tf_wv10, tf_e5 % 4) : 0x0p+0f)));
+        C_f.c[tf_e5] = (((((pid_k == 0) ? cse_2 : tf::vec16_lane(tf_wv11, tf_e5 % 4)) + ((pid_k == 1) ? cse_2 : tf::vec16_lane(tf_wv12, tf_e5 % 4))) + ((pid_k == 2) ? cse_2 : tf::vec16_lane(tf_wv13, tf_e5 % 4))) + ((pid_k == 3) ? cse_2 : tf::vec16_lane(tf_wv14, tf_e5 % 4)));
       }
     }
     #pragma unroll
-    for (int tf_e11 = 0; tf_e11 < decltype(C_f)::kElems; tf_e11 += 2) {
+    for (int tf_e15 = 0; tf_e15 < decltype(C_f)::kElems; tf_e15 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; tf::f16 tf_v0{}, tf_v1{};
       {
-        const int i_3 = C_f.row(tf_e11);
-        const int j_3 = C_f.col(tf_e11);
+        const int i_3 = C_f.row(tf_e15);
+        const int j_3 = C_f.col(tf_e15);
         const int n = ((pid * 128) + j_3);
         tf_ok0 = ((i_3 < 96) && (n < 80));
         tf_p0 = &t4[pid_b * 7680 + i_3 * 80 + n];
-        tf_v0 = tf::cast<tf::f16>(C_f.c[tf_e11]);
+        tf_v0 = tf::cast<tf::f16>(C_f.c[tf_e15]);
       }
       {
-        const int i_3 = C_f.row((tf_e11 + 1));
-        const int j_3 = C_f.col((tf_e11 + 1));
+        const int i_3 = C_f.row((tf_e15 + 1));
+        const int j_3 = C_f.col((tf_e15 + 1));
         const int n = ((pid * 128) + j_3);
         tf_ok1 = ((i_3 < 96) && (n < 80));
         tf_p1 = &t4[pid_b * 7680 + i_3 * 80 + n];
-        tf_v1 = tf::cast<tf::f16>(C_f.c[(tf_e11 + 1)]);
+        tf_v1 = tf::cast<tf::f16>(C_f.c[(tf_e15 + 1)]);
       }
       if (tf_ok0 && tf_ok1 && tf_p1 == tf_p0 + 1 && tf::aligned_pair(tf_p0)) {
         tf::store_pair(tf_p0, tf_v0, tf_v1);

@@ -93,59 +93,79 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     tf::st_vec16(&tf_wsp[(tf_e4 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[tile], 4, tf_tid)) {
+    constexpr int tf_ng6 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd6 = tf_ng6 < 4 ? tf_ng6 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr7[tf_pd6];
+    tf::Vec16<float>::type tf_wr8[tf_pd6];
+    tf::Vec16<float>::type tf_wr9[tf_pd6];
+    tf::Vec16<float>::type tf_wr10[tf_pd6];
     #pragma unroll
-    for (int tf_eb6 = 0; tf_eb6 < decltype(C_f)::kElems; tf_eb6 += 4) {
-      const auto tf_wv7 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv8 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv9 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv10 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[(tf_eb6 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g6 = 0; tf_g6 < tf_pd6; ++tf_g6) {
+      tf_wr7[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr8[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr9[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr10[tf_g6] = tf::ld_vec16_if(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g6 = 0; tf_g6 < tf_ng6; ++tf_g6) {
+      const auto tf_wv11 = tf_wr7[tf_g6 % tf_pd6];
+      const auto tf_wv12 = tf_wr8[tf_g6 % tf_pd6];
+      const auto tf_wv13 = tf_wr9[tf_g6 % tf_pd6];
+      const auto tf_wv14 = tf_wr10[tf_g6 % tf_pd6];
+      if (tf_g6 + tf_pd6 < tf_ng6) {
+        tf_wr7[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[0 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr8[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[1 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr9[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[2 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr10[tf_g6 % tf_pd6] = tf::ld_vec16_if(&(&splitk_workspace[3 * 65536 + tile * 16384 + 0 * 128 + 0])[((tf_g6 + tf_pd6) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb6 = tf_g6 * 4;
       #pragma unroll
       for (int tf_e5 = tf_eb6; tf_e5 < tf_eb6 + 4; ++tf_e5) {
         const int i_2 = C_f.row(tf_e5);
         const int j_2 = C_f.col(tf_e5);
         const float cse_2 = C_f.value(tf_e5);
-        C_f.c[tf_e5] = (((((pid_k == 0) ? cse_2 : ((pid_k != 0) ? tf::vec16_lane(tf_wv7, tf_e5 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_2 : ((pid_k != 1) ? tf::vec16_lane(tf_wv8, tf_e5 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_2 : ((pid_k != 2) ? tf::vec16_lane(tf_wv9, tf_e5 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_2 : ((pid_k != 3) ? tf::vec16_lane(tf_wv10, tf_e5 % 4) : 0x0p+0f)));
+        C_f.c[tf_e5] = (((((pid_k == 0) ? cse_2 : tf::vec16_lane(tf_wv11, tf_e5 % 4)) + ((pid_k == 1) ? cse_2 : tf::vec16_lane(tf_wv12, tf_e5 % 4))) + ((pid_k == 2) ? cse_2 : tf::vec16_lane(tf_wv13, tf_e5 % 4))) + ((pid_k == 3) ? cse_2 : tf::vec16_lane(tf_wv14, tf_e5 % 4)));
       }
     }
     // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 32768), stored in 16-byte row chunks (proved contiguous and aligned)
     const unsigned char* tf_es = tf_smem + 32768 + (tf_tid / 32) * 2048;  // this warp's buffer
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s12 = 0; tf_s12 < decltype(C_f)::kSlabs; ++tf_s12) {
+    for (int tf_s16 = 0; tf_s16 < decltype(C_f)::kSlabs; ++tf_s16) {
       #pragma unroll
-      for (int tf_e11 = tf_s12 * 32; tf_e11 < tf_s12 * 32 + 32; tf_e11 += 8) {
+      for (int tf_e15 = tf_s16 * 32; tf_e15 < tf_s16 * 32 + 32; tf_e15 += 8) {
         unsigned tf_q[4];
         #pragma unroll
         for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e13 = tf_e11 + 2 * tf_pp;
+          const int tf_e17 = tf_e15 + 2 * tf_pp;
           bool tf_ok0 = false, tf_ok1 = false;
           tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
           {
-            const int i_3 = C_f.row(tf_e13);
-            const int j_3 = C_f.col(tf_e13);
+            const int i_3 = C_f.row(tf_e17);
+            const int j_3 = C_f.col(tf_e17);
             const int n = ((pid * 128) + j_3);
             tf_ok0 = ((i_3 < 96) && (n < 80));
             tf_p0 = &t4[pid_b * 7680 + i_3 * 80 + n];
-            tf_v0 = C_f.value(tf_e13);
+            tf_v0 = C_f.value(tf_e17);
           }
           {
-            const int i_3 = C_f.row((tf_e13 + 1));
-            const int j_3 = C_f.col((tf_e13 + 1));
+            const int i_3 = C_f.row((tf_e17 + 1));
+            const int j_3 = C_f.col((tf_e17 + 1));
             const int n = ((pid * 128) + j_3);
             tf_ok1 = ((i_3 < 96) && (n < 80));
             tf_p1 = &t4[pid_b * 7680 + i_3 * 80 + n];
-            tf_v1 = C_f.value((tf_e13 + 1));
+            tf_v1 = C_f.value((tf_e17 + 1));
           }
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e11), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e15), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
       __syncwarp();
       #pragma unroll
       for (int tf_k = 0; tf_k < 4; ++tf_k) {
-        const int tf_row = C_f.slab_row(tf_s12) + C_f.slab_chunk_row(tf_k);
-        const int tf_col = C_f.slab_col(tf_s12) + C_f.slab_chunk_col();
+        const int tf_row = C_f.slab_row(tf_s16) + C_f.slab_chunk_row(tf_k);
+        const int tf_col = C_f.slab_col(tf_s16) + C_f.slab_chunk_col();
         const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
         {
           const int i_3 = tf_row;

@@ -101,53 +101,73 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     tf::st_vec16(&tf_wsp[(tf_e5 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng7 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd7 = tf_ng7 < 4 ? tf_ng7 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr8[tf_pd7];
+    tf::Vec16<float>::type tf_wr9[tf_pd7];
+    tf::Vec16<float>::type tf_wr10[tf_pd7];
+    tf::Vec16<float>::type tf_wr11[tf_pd7];
     #pragma unroll
-    for (int tf_eb7 = 0; tf_eb7 < decltype(C_f)::kElems; tf_eb7 += 4) {
-      const auto tf_wv8 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv9 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv10 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv11 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 131072 + pid * 16384 + 0 * 128 + 0])[(tf_eb7 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g7 = 0; tf_g7 < tf_pd7; ++tf_g7) {
+      tf_wr8[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[0 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr9[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[1 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr10[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[2 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr11[tf_g7] = tf::ld_vec16_if(&(&splitk_workspace[3 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g7 = 0; tf_g7 < tf_ng7; ++tf_g7) {
+      const auto tf_wv12 = tf_wr8[tf_g7 % tf_pd7];
+      const auto tf_wv13 = tf_wr9[tf_g7 % tf_pd7];
+      const auto tf_wv14 = tf_wr10[tf_g7 % tf_pd7];
+      const auto tf_wv15 = tf_wr11[tf_g7 % tf_pd7];
+      if (tf_g7 + tf_pd7 < tf_ng7) {
+        tf_wr8[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[0 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr9[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[1 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr10[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[2 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr11[tf_g7 % tf_pd7] = tf::ld_vec16_if(&(&splitk_workspace[3 * 131072 + pid * 16384 + 0 * 128 + 0])[((tf_g7 + tf_pd7) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb7 = tf_g7 * 4;
       #pragma unroll
       for (int tf_e6 = tf_eb7; tf_e6 < tf_eb7 + 4; ++tf_e6) {
         const int i_2 = C_f.row(tf_e6);
         const int j_2 = C_f.col(tf_e6);
         const float cse_1 = C_f.c[tf_e6];
-        C_f.c[tf_e6] = (((((pid_k == 0) ? cse_1 : ((pid_k != 0) ? tf::vec16_lane(tf_wv8, tf_e6 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_1 : ((pid_k != 1) ? tf::vec16_lane(tf_wv9, tf_e6 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_1 : ((pid_k != 2) ? tf::vec16_lane(tf_wv10, tf_e6 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_1 : ((pid_k != 3) ? tf::vec16_lane(tf_wv11, tf_e6 % 4) : 0x0p+0f)));
+        C_f.c[tf_e6] = (((((pid_k == 0) ? cse_1 : tf::vec16_lane(tf_wv12, tf_e6 % 4)) + ((pid_k == 1) ? cse_1 : tf::vec16_lane(tf_wv13, tf_e6 % 4))) + ((pid_k == 2) ? cse_1 : tf::vec16_lane(tf_wv14, tf_e6 % 4))) + ((pid_k == 3) ? cse_1 : tf::vec16_lane(tf_wv15, tf_e6 % 4)));
       }
     }
     // epilogue staged in shared memory (128 x 128 tf::bf16, row pitch 136), stored in 16-byte row chunks (proved contiguous and aligned)
     tf::bf16* tf_es = reinterpret_cast<tf::bf16*>(tf_smem);
     #pragma unroll
-    for (int tf_e12 = 0; tf_e12 < decltype(C_f)::kElems; tf_e12 += 2) {
+    for (int tf_e16 = 0; tf_e16 < decltype(C_f)::kElems; tf_e16 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
       {
-        const int i_3 = C_f.row(tf_e12);
-        const int j_3 = C_f.col(tf_e12);
+        const int i_3 = C_f.row(tf_e16);
+        const int j_3 = C_f.col(tf_e16);
         const int m = ((pid_m * 128) + i_3);
         const int n = ((pid_n * 128) + j_3);
         tf_ok0 = true;
         tf_p0 = &t5[m * 512 + n];
-        tf_v0 = C_f.c[tf_e12];
+        tf_v0 = C_f.c[tf_e16];
       }
       {
-        const int i_3 = C_f.row((tf_e12 + 1));
-        const int j_3 = C_f.col((tf_e12 + 1));
+        const int i_3 = C_f.row((tf_e16 + 1));
+        const int j_3 = C_f.col((tf_e16 + 1));
         const int m = ((pid_m * 128) + i_3);
         const int n = ((pid_n * 128) + j_3);
         tf_ok1 = true;
         tf_p1 = &t5[m * 512 + n];
-        tf_v1 = C_f.c[(tf_e12 + 1)];
+        tf_v1 = C_f.c[(tf_e16 + 1)];
       }
       (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e12) * 136 + C_f.col(tf_e12)]) = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
+      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e16) * 136 + C_f.col(tf_e16)]) = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
     }
     __syncthreads();
     #pragma unroll
-    for (int tf_r14 = 0; tf_r14 < 8; ++tf_r14) {
-      const int tf_c13 = tf_r14 * kThreads + tf_tid;
-      const int tf_row = tf_c13 / 16;
-      const int tf_col = (tf_c13 % 16) * 8;
+    for (int tf_r18 = 0; tf_r18 < 8; ++tf_r18) {
+      const int tf_c17 = tf_r18 * kThreads + tf_tid;
+      const int tf_row = tf_c17 / 16;
+      const int tf_col = (tf_c17 % 16) * 8;
       const tf::bf16* tf_src = &tf_es[tf_row * 136 + tf_col];
       {
         const int i_3 = tf_row;

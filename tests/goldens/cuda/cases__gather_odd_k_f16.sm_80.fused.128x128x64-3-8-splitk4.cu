@@ -146,53 +146,73 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf::st_vec16(&tf_wsp[(tf_e18 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng20 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd20 = tf_ng20 < 4 ? tf_ng20 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr21[tf_pd20];
+    tf::Vec16<float>::type tf_wr22[tf_pd20];
+    tf::Vec16<float>::type tf_wr23[tf_pd20];
+    tf::Vec16<float>::type tf_wr24[tf_pd20];
     #pragma unroll
-    for (int tf_eb20 = 0; tf_eb20 < decltype(C_f)::kElems; tf_eb20 += 4) {
-      const auto tf_wv21 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv22 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv23 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv24 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb20 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g20 = 0; tf_g20 < tf_pd20; ++tf_g20) {
+      tf_wr21[tf_g20] = tf::ld_vec16_if(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr22[tf_g20] = tf::ld_vec16_if(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr23[tf_g20] = tf::ld_vec16_if(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr24[tf_g20] = tf::ld_vec16_if(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g20 = 0; tf_g20 < tf_ng20; ++tf_g20) {
+      const auto tf_wv25 = tf_wr21[tf_g20 % tf_pd20];
+      const auto tf_wv26 = tf_wr22[tf_g20 % tf_pd20];
+      const auto tf_wv27 = tf_wr23[tf_g20 % tf_pd20];
+      const auto tf_wv28 = tf_wr24[tf_g20 % tf_pd20];
+      if (tf_g20 + tf_pd20 < tf_ng20) {
+        tf_wr21[tf_g20 % tf_pd20] = tf::ld_vec16_if(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20 + tf_pd20) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr22[tf_g20 % tf_pd20] = tf::ld_vec16_if(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20 + tf_pd20) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr23[tf_g20 % tf_pd20] = tf::ld_vec16_if(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20 + tf_pd20) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr24[tf_g20 % tf_pd20] = tf::ld_vec16_if(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g20 + tf_pd20) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb20 = tf_g20 * 4;
       #pragma unroll
       for (int tf_e19 = tf_eb20; tf_e19 < tf_eb20 + 4; ++tf_e19) {
         const int i_5 = C_f.row(tf_e19);
         const int j_2 = C_f.col(tf_e19);
         const float cse_6 = C_f.c[tf_e19];
-        C_f.c[tf_e19] = (((((pid_k == 0) ? cse_6 : ((pid_k != 0) ? tf::vec16_lane(tf_wv21, tf_e19 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_6 : ((pid_k != 1) ? tf::vec16_lane(tf_wv22, tf_e19 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_6 : ((pid_k != 2) ? tf::vec16_lane(tf_wv23, tf_e19 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_6 : ((pid_k != 3) ? tf::vec16_lane(tf_wv24, tf_e19 % 4) : 0x0p+0f)));
+        C_f.c[tf_e19] = (((((pid_k == 0) ? cse_6 : tf::vec16_lane(tf_wv25, tf_e19 % 4)) + ((pid_k == 1) ? cse_6 : tf::vec16_lane(tf_wv26, tf_e19 % 4))) + ((pid_k == 2) ? cse_6 : tf::vec16_lane(tf_wv27, tf_e19 % 4))) + ((pid_k == 3) ? cse_6 : tf::vec16_lane(tf_wv28, tf_e19 % 4)));
       }
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);
     #pragma unroll
-    for (int tf_e25 = 0; tf_e25 < decltype(C_f)::kElems; tf_e25 += 2) {
+    for (int tf_e29 = 0; tf_e29 < decltype(C_f)::kElems; tf_e29 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
       {
-        const int i_6 = C_f.row(tf_e25);
-        const int j_3 = C_f.col(tf_e25);
+        const int i_6 = C_f.row(tf_e29);
+        const int j_3 = C_f.col(tf_e29);
         const int m = ((pid_m * 128) + i_6);
         const int n = ((pid_n * 128) + j_3);
         tf_ok0 = ((m < 300) && (n < 129));
         tf_p0 = &t4[m * 129 + n];
-        tf_v0 = C_f.c[tf_e25];
+        tf_v0 = C_f.c[tf_e29];
       }
       {
-        const int i_6 = C_f.row((tf_e25 + 1));
-        const int j_3 = C_f.col((tf_e25 + 1));
+        const int i_6 = C_f.row((tf_e29 + 1));
+        const int j_3 = C_f.col((tf_e29 + 1));
         const int m = ((pid_m * 128) + i_6);
         const int n = ((pid_n * 128) + j_3);
         tf_ok1 = ((m < 300) && (n < 129));
         tf_p1 = &t4[m * 129 + n];
-        tf_v1 = C_f.c[(tf_e25 + 1)];
+        tf_v1 = C_f.c[(tf_e29 + 1)];
       }
       (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e25) * 136 + C_f.col(tf_e25)]) = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e29) * 136 + C_f.col(tf_e29)]) = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
     }
     __syncthreads();
     #pragma unroll
-    for (int tf_r27 = 0; tf_r27 < 8; ++tf_r27) {
-      const int tf_c26 = tf_r27 * kThreads + tf_tid;
-      const int tf_row = tf_c26 / 16;
-      const int tf_col = (tf_c26 % 16) * 8;
+    for (int tf_r31 = 0; tf_r31 < 8; ++tf_r31) {
+      const int tf_c30 = tf_r31 * kThreads + tf_tid;
+      const int tf_row = tf_c30 / 16;
+      const int tf_col = (tf_c30 % 16) * 8;
       const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
       bool tf_ok[8];
       tf::f16* tf_p[8];

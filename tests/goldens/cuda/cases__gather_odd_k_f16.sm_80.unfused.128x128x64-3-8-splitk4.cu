@@ -125,53 +125,73 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     tf::st_vec16(&tf_wsp[(tf_e11 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng13 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd13 = tf_ng13 < 4 ? tf_ng13 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr14[tf_pd13];
+    tf::Vec16<float>::type tf_wr15[tf_pd13];
+    tf::Vec16<float>::type tf_wr16[tf_pd13];
+    tf::Vec16<float>::type tf_wr17[tf_pd13];
     #pragma unroll
-    for (int tf_eb13 = 0; tf_eb13 < decltype(C_f)::kElems; tf_eb13 += 4) {
-      const auto tf_wv14 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv15 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv16 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv17 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb13 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g13 = 0; tf_g13 < tf_pd13; ++tf_g13) {
+      tf_wr14[tf_g13] = tf::ld_vec16_if(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr15[tf_g13] = tf::ld_vec16_if(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr16[tf_g13] = tf::ld_vec16_if(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr17[tf_g13] = tf::ld_vec16_if(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g13 = 0; tf_g13 < tf_ng13; ++tf_g13) {
+      const auto tf_wv18 = tf_wr14[tf_g13 % tf_pd13];
+      const auto tf_wv19 = tf_wr15[tf_g13 % tf_pd13];
+      const auto tf_wv20 = tf_wr16[tf_g13 % tf_pd13];
+      const auto tf_wv21 = tf_wr17[tf_g13 % tf_pd13];
+      if (tf_g13 + tf_pd13 < tf_ng13) {
+        tf_wr14[tf_g13 % tf_pd13] = tf::ld_vec16_if(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13 + tf_pd13) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr15[tf_g13 % tf_pd13] = tf::ld_vec16_if(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13 + tf_pd13) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr16[tf_g13 % tf_pd13] = tf::ld_vec16_if(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13 + tf_pd13) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr17[tf_g13 % tf_pd13] = tf::ld_vec16_if(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g13 + tf_pd13) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb13 = tf_g13 * 4;
       #pragma unroll
       for (int tf_e12 = tf_eb13; tf_e12 < tf_eb13 + 4; ++tf_e12) {
         const int i_2 = C_f.row(tf_e12);
         const int j_2 = C_f.col(tf_e12);
         const float cse_3 = C_f.c[tf_e12];
-        C_f.c[tf_e12] = (((((pid_k == 0) ? cse_3 : ((pid_k != 0) ? tf::vec16_lane(tf_wv14, tf_e12 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_3 : ((pid_k != 1) ? tf::vec16_lane(tf_wv15, tf_e12 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_3 : ((pid_k != 2) ? tf::vec16_lane(tf_wv16, tf_e12 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_3 : ((pid_k != 3) ? tf::vec16_lane(tf_wv17, tf_e12 % 4) : 0x0p+0f)));
+        C_f.c[tf_e12] = (((((pid_k == 0) ? cse_3 : tf::vec16_lane(tf_wv18, tf_e12 % 4)) + ((pid_k == 1) ? cse_3 : tf::vec16_lane(tf_wv19, tf_e12 % 4))) + ((pid_k == 2) ? cse_3 : tf::vec16_lane(tf_wv20, tf_e12 % 4))) + ((pid_k == 3) ? cse_3 : tf::vec16_lane(tf_wv21, tf_e12 % 4)));
       }
     }
     // epilogue staged in shared memory (128 x 128 tf::f16, row pitch 136), stored in 16-byte row chunks
     tf::f16* tf_es = reinterpret_cast<tf::f16*>(tf_smem);
     #pragma unroll
-    for (int tf_e18 = 0; tf_e18 < decltype(C_f)::kElems; tf_e18 += 2) {
+    for (int tf_e22 = 0; tf_e22 < decltype(C_f)::kElems; tf_e22 += 2) {
       bool tf_ok0 = false, tf_ok1 = false;
       tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
       {
-        const int i_3 = C_f.row(tf_e18);
-        const int j_3 = C_f.col(tf_e18);
+        const int i_3 = C_f.row(tf_e22);
+        const int j_3 = C_f.col(tf_e22);
         const int m = ((pid_m * 128) + i_3);
         const int n = ((pid_n * 128) + j_3);
         tf_ok0 = ((m < 300) && (n < 129));
         tf_p0 = &t4[m * 129 + n];
-        tf_v0 = C_f.c[tf_e18];
+        tf_v0 = C_f.c[tf_e22];
       }
       {
-        const int i_3 = C_f.row((tf_e18 + 1));
-        const int j_3 = C_f.col((tf_e18 + 1));
+        const int i_3 = C_f.row((tf_e22 + 1));
+        const int j_3 = C_f.col((tf_e22 + 1));
         const int m = ((pid_m * 128) + i_3);
         const int n = ((pid_n * 128) + j_3);
         tf_ok1 = ((m < 300) && (n < 129));
         tf_p1 = &t4[m * 129 + n];
-        tf_v1 = C_f.c[(tf_e18 + 1)];
+        tf_v1 = C_f.c[(tf_e22 + 1)];
       }
       (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e18) * 136 + C_f.col(tf_e18)]) = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+      *reinterpret_cast<unsigned*>(&tf_es[C_f.row(tf_e22) * 136 + C_f.col(tf_e22)]) = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
     }
     __syncthreads();
     #pragma unroll
-    for (int tf_r20 = 0; tf_r20 < 8; ++tf_r20) {
-      const int tf_c19 = tf_r20 * kThreads + tf_tid;
-      const int tf_row = tf_c19 / 16;
-      const int tf_col = (tf_c19 % 16) * 8;
+    for (int tf_r24 = 0; tf_r24 < 8; ++tf_r24) {
+      const int tf_c23 = tf_r24 * kThreads + tf_tid;
+      const int tf_row = tf_c23 / 16;
+      const int tf_col = (tf_c23 % 16) * 8;
       const tf::f16* tf_src = &tf_es[tf_row * 136 + tf_col];
       bool tf_ok[8];
       tf::f16* tf_p[8];

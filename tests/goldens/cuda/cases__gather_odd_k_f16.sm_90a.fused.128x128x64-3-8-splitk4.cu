@@ -129,61 +129,81 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf::st_vec16(&tf_wsp[(tf_e12 / 4 * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
+    constexpr int tf_ng14 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+    constexpr int tf_pd14 = tf_ng14 < 4 ? tf_ng14 : 4;  // groups in flight
+    tf::Vec16<float>::type tf_wr15[tf_pd14];
+    tf::Vec16<float>::type tf_wr16[tf_pd14];
+    tf::Vec16<float>::type tf_wr17[tf_pd14];
+    tf::Vec16<float>::type tf_wr18[tf_pd14];
     #pragma unroll
-    for (int tf_eb14 = 0; tf_eb14 < decltype(C_f)::kElems; tf_eb14 += 4) {
-      const auto tf_wv15 = (pid_k != 0) ? tf::ld_vec16(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv16 = (pid_k != 1) ? tf::ld_vec16(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv17 = (pid_k != 2) ? tf::ld_vec16(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
-      const auto tf_wv18 = (pid_k != 3) ? tf::ld_vec16(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4]) : decltype(tf::ld_vec16(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[(tf_eb14 / 4 * kThreads + tf_tid) * 4])){};
+    for (int tf_g14 = 0; tf_g14 < tf_pd14; ++tf_g14) {
+      tf_wr15[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 0));
+      tf_wr16[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 1));
+      tf_wr17[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 2));
+      tf_wr18[tf_g14] = tf::ld_vec16_if(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14) * kThreads + tf_tid) * 4], (pid_k != 3));
+    }
+    #pragma unroll
+    for (int tf_g14 = 0; tf_g14 < tf_ng14; ++tf_g14) {
+      const auto tf_wv19 = tf_wr15[tf_g14 % tf_pd14];
+      const auto tf_wv20 = tf_wr16[tf_g14 % tf_pd14];
+      const auto tf_wv21 = tf_wr17[tf_g14 % tf_pd14];
+      const auto tf_wv22 = tf_wr18[tf_g14 % tf_pd14];
+      if (tf_g14 + tf_pd14 < tf_ng14) {
+        tf_wr15[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[0 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 0));
+        tf_wr16[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[1 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 1));
+        tf_wr17[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[2 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 2));
+        tf_wr18[tf_g14 % tf_pd14] = tf::ld_vec16_if(&(&splitk_workspace[3 * 98304 + pid * 16384 + 0 * 128 + 0])[((tf_g14 + tf_pd14) * kThreads + tf_tid) * 4], (pid_k != 3));
+      }
+      const int tf_eb14 = tf_g14 * 4;
       #pragma unroll
       for (int tf_e13 = tf_eb14; tf_e13 < tf_eb14 + 4; ++tf_e13) {
         const int i_5 = C_f.row(tf_e13);
         const int j_2 = C_f.col(tf_e13);
         const float cse_6 = C_f.value(tf_e13);
-        C_f.c[tf_e13] = (((((pid_k == 0) ? cse_6 : ((pid_k != 0) ? tf::vec16_lane(tf_wv15, tf_e13 % 4) : 0x0p+0f)) + ((pid_k == 1) ? cse_6 : ((pid_k != 1) ? tf::vec16_lane(tf_wv16, tf_e13 % 4) : 0x0p+0f))) + ((pid_k == 2) ? cse_6 : ((pid_k != 2) ? tf::vec16_lane(tf_wv17, tf_e13 % 4) : 0x0p+0f))) + ((pid_k == 3) ? cse_6 : ((pid_k != 3) ? tf::vec16_lane(tf_wv18, tf_e13 % 4) : 0x0p+0f)));
+        C_f.c[tf_e13] = (((((pid_k == 0) ? cse_6 : tf::vec16_lane(tf_wv19, tf_e13 % 4)) + ((pid_k == 1) ? cse_6 : tf::vec16_lane(tf_wv20, tf_e13 % 4))) + ((pid_k == 2) ? cse_6 : tf::vec16_lane(tf_wv21, tf_e13 % 4))) + ((pid_k == 3) ? cse_6 : tf::vec16_lane(tf_wv22, tf_e13 % 4)));
       }
     }
     // epilogue staged per warp (128 x 128 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 99456), stored in 16-byte row chunks
     const unsigned char* tf_es = tf_smem + 99456 + (tf_tid / 32) * 2048;  // this warp's buffer
     const unsigned tf_esa = tf::smem_addr(tf_es);
     #pragma unroll
-    for (int tf_s20 = 0; tf_s20 < decltype(C_f)::kSlabs; ++tf_s20) {
+    for (int tf_s24 = 0; tf_s24 < decltype(C_f)::kSlabs; ++tf_s24) {
       #pragma unroll
-      for (int tf_e19 = tf_s20 * 32; tf_e19 < tf_s20 * 32 + 32; tf_e19 += 8) {
+      for (int tf_e23 = tf_s24 * 32; tf_e23 < tf_s24 * 32 + 32; tf_e23 += 8) {
         unsigned tf_q[4];
         #pragma unroll
         for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-          const int tf_e21 = tf_e19 + 2 * tf_pp;
+          const int tf_e25 = tf_e23 + 2 * tf_pp;
           bool tf_ok0 = false, tf_ok1 = false;
           tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
           {
-            const int i_6 = C_f.row(tf_e21);
-            const int j_3 = C_f.col(tf_e21);
+            const int i_6 = C_f.row(tf_e25);
+            const int j_3 = C_f.col(tf_e25);
             const int m = ((pid_m * 128) + i_6);
             const int n = ((pid_n * 128) + j_3);
             tf_ok0 = ((m < 300) && (n < 129));
             tf_p0 = &t4[m * 129 + n];
-            tf_v0 = C_f.value(tf_e21);
+            tf_v0 = C_f.value(tf_e25);
           }
           {
-            const int i_6 = C_f.row((tf_e21 + 1));
-            const int j_3 = C_f.col((tf_e21 + 1));
+            const int i_6 = C_f.row((tf_e25 + 1));
+            const int j_3 = C_f.col((tf_e25 + 1));
             const int m = ((pid_m * 128) + i_6);
             const int n = ((pid_n * 128) + j_3);
             tf_ok1 = ((m < 300) && (n < 129));
             tf_p1 = &t4[m * 129 + n];
-            tf_v1 = C_f.value((tf_e21 + 1));
+            tf_v1 = C_f.value((tf_e25 + 1));
           }
           (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
           tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
         }
-        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e19), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e23), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
       }
       __syncwarp();
       #pragma unroll
       for (int tf_k = 0; tf_k < 4; ++tf_k) {
-        const int tf_row = C_f.slab_row(tf_s20) + C_f.slab_chunk_row(tf_k);
-        const int tf_col = C_f.slab_col(tf_s20) + C_f.slab_chunk_col();
+        const int tf_row = C_f.slab_row(tf_s24) + C_f.slab_chunk_row(tf_k);
+        const int tf_col = C_f.slab_col(tf_s24) + C_f.slab_chunk_col();
         const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
         bool tf_ok[8];
         tf::f16* tf_p[8];
