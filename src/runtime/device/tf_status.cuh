@@ -176,35 +176,30 @@ __device__ __forceinline__ void st_vec16(T* p, const T (&v)[16 / sizeof(T)]) {
 // around each, as the compiler emits for `pred ? *p : 0`, measured 3 us
 // slower on fewtiles' 4-split fix-up, bench/RESULTS.md session 21).
 // volatile: it stays after the last_arrival that published what it reads.
-__device__ __forceinline__ float4 ld_vec16_if(const float* p, bool pred) {
-  float4 v;
-  asm volatile(
-      "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %5, 0;\n"
-      "mov.b32 %0, 0;\nmov.b32 %1, 0;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\n"
-      "@tf_p ld.global.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
-      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-      : "l"(p), "r"(static_cast<int>(pred)));
-  return v;
-}
-__device__ __forceinline__ int4 ld_vec16_if(const int* p, bool pred) {
-  int4 v;
-  asm volatile(
-      "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %5, 0;\n"
-      "mov.b32 %0, 0;\nmov.b32 %1, 0;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\n"
-      "@tf_p ld.global.v4.s32 {%0, %1, %2, %3}, [%4];\n}\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "r"(static_cast<int>(pred)));
-  return v;
-}
-__device__ __forceinline__ double2 ld_vec16_if(const double* p, bool pred) {
-  double2 v;
-  asm volatile(
-      "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %3, 0;\n"
-      "mov.b64 %0, 0;\nmov.b64 %1, 0;\n"
-      "@tf_p ld.global.v2.f64 {%0, %1}, [%2];\n}\n"
-      : "=d"(v.x), "=d"(v.y)
-      : "l"(p), "r"(static_cast<int>(pred)));
-  return v;
+template <class T>
+__device__ __forceinline__ typename Vec16<T>::type ld_vec16_if(const T* p, bool pred) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "ld_vec16_if: 4- or 8-byte elements");
+  union {
+    typename Vec16<T>::type v;
+    unsigned long long d[2];
+    unsigned w[4];
+  } u;
+  if constexpr (sizeof(T) == 4) {
+    asm volatile(
+        "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %5, 0;\n"
+        "mov.b32 %0, 0;\nmov.b32 %1, 0;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\n"
+        "@tf_p ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\n}\n"
+        : "=r"(u.w[0]), "=r"(u.w[1]), "=r"(u.w[2]), "=r"(u.w[3])
+        : "l"(p), "r"(static_cast<int>(pred)));
+  } else {
+    asm volatile(
+        "{\n.reg .pred tf_p;\nsetp.ne.b32 tf_p, %3, 0;\n"
+        "mov.b64 %0, 0;\nmov.b64 %1, 0;\n"
+        "@tf_p ld.global.v2.b64 {%0, %1}, [%2];\n}\n"
+        : "=l"(u.d[0]), "=l"(u.d[1])
+        : "l"(p), "r"(static_cast<int>(pred)));
+  }
+  return u.v;
 }
 // Element `lane` (0 .. V - 1) of a vector ld_vec16_if loaded.
 template <class W>
