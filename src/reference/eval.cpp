@@ -462,6 +462,14 @@ double check_tolerance(const Graph& graph, ValueId output, bool allow_tf32) {
     if (allow_tf32 && (n.kind == OpKind::Matmul || n.kind == OpKind::Addmm) &&
         n.dtype == DType::F32)
       tol = std::max(tol, kTf32Tolerance);
+    // The reduction depth of an f32 / f64 matmul (eval.h).
+    if ((n.kind == OpKind::Matmul || n.kind == OpKind::Addmm) &&
+        (n.dtype == DType::F32 || n.dtype == DType::F64)) {
+      const Shape& a = graph.node(n.inputs[n.kind == OpKind::Addmm ? 1 : 0]).shape;
+      const int64_t k = a.empty() ? 1 : a.back();
+      const double u = n.dtype == DType::F32 ? 0x1p-24 : 0x1p-53;
+      if (k > 1) tol = std::max(tol, u * std::sqrt(static_cast<double>(k)));
+    }
     for (ValueId in : n.inputs) stack.push_back(in);
   }
   return tol;

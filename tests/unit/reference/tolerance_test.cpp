@@ -62,5 +62,22 @@ TEST(CheckTolerance, Tf32GemmsOnTheWay) {
   EXPECT_EQ(tol_of(two, 1, true), 1e-5);
 }
 
+// A long f32 / f64 reduction: u * sqrt(K) where it exceeds the dtype's.
+TEST(CheckTolerance, GrowsWithTheSquareRootOfALongReduction) {
+  EXPECT_EQ(tol_of("def f(x: f32[8, 16384], w: f32[16384, 8]):\n    return x @ w\n"), 1e-5);
+  EXPECT_EQ(tol_of("def f(x: f32[8, 1048576], w: f32[1048576, 8]):\n    return x @ w\n"),
+            0x1p-24 * 1024);
+  EXPECT_EQ(tol_of("def f(b: f32[8], x: f32[8, 4194304], w: f32[4194304, 8]):\n"
+                   "    return torch.addmm(b, x, w).exp()\n"),
+            0x1p-24 * 2048);
+  // Carried through views and element-wise ops into the output; f64's stays
+  // below its dtype's.
+  EXPECT_EQ(tol_of("def f(x: f32[1048576, 8], w: f32[1048576, 8]):\n"
+                   "    return torch.relu(x.T @ w) * 2.0\n"),
+            0x1p-24 * 1024);
+  EXPECT_EQ(tol_of("def f(x: f64[8, 1048576], w: f64[1048576, 8]):\n    return x @ w\n"),
+            1e-12);
+}
+
 }  // namespace
 }  // namespace tilefuse
