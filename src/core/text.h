@@ -24,6 +24,24 @@ inline std::string one_line(const std::string& text) {
   return out;
 }
 
+// Text from a file quoted in a message: bytes outside printable ASCII
+// (a NUL, a control character, non-ASCII) as \xNN, so that the message
+// stays whole and one line.
+inline std::string printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 // The smallest power of two >= v (1 for v <= 1).
 inline int64_t next_pow2(int64_t v) {
   int64_t p = 1;

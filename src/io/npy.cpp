@@ -15,6 +15,8 @@
 // anything is allocated, so a lying header cannot ask for a huge buffer.
 #include "io/npy.h"
 
+#include "core/text.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -364,7 +366,7 @@ NpyHeader read_header(const std::string& path, std::ifstream& in) {
     fail(path, "unsupported dtype (a structured or record dtype)");
   const std::optional<Descr> d = parse_descr(descr->s);
   if (!d) {
-    fail(path, "unsupported dtype '" + descr->s +
+    fail(path, "unsupported dtype '" + printable(descr->s) +
                    "' (supported: bool, uint8, int8, int32, int64, float16, float32, float64)");
   }
   if (fortran->kind != PyValue::Kind::Bool) fail(path, "'fortran_order' is not True or False");

@@ -299,6 +299,11 @@ TEST_F(NpyTest, MalformedFilesAreUserErrors) {
       write_bytes("dtype.npy",
                   npy_v1("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", f4)),
       "unsupported dtype '<c8'");
+  // A byte that is not printable text is escaped: the message stays whole.
+  expect_read_error(write_bytes("nul.npy", npy_v1(std::string("{'descr': '<f4") + '\0' +
+                                                      "', 'fortran_order': False, 'shape': (1,), }",
+                                                  f4)),
+                    "unsupported dtype '<f4\\x00' (supported: bool");
   expect_read_error(
       write_bytes("u2.npy",
                   npy_v1("{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }", f4)),
