@@ -65,17 +65,26 @@ std::vector<std::string> output_names(const Graph& g) {
   // Each output's own name (its value's, else out<i>); a name taken by an
   // earlier output gets the first free suffix _1, _2, ..., free of every
   // output's own name too (`return z, z, z_1` gives z, z_2, z_1: the files
-  // of --save-output are one an output).
+  // of --save-output are one an output). A generated out<i> never takes a
+  // name the program gave an output: `out0 = x @ y; return x @ y * 2,
+  // out0` gives out0_1, out0 (the user's out0 is out0.npy).
   std::vector<std::string> base;
+  std::vector<bool> generated;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     std::string name = g.node(g.outputs()[i]).name;
+    generated.push_back(name.empty());
     base.push_back(name.empty() ? fmt::format("out{}", i) : name);
   }
-  std::set<std::string> own(base.begin(), base.end()), used;
+  std::set<std::string> own(base.begin(), base.end()), given, used;
+  for (size_t i = 0; i < base.size(); ++i)
+    if (!generated[i]) given.insert(base[i]);
   std::vector<std::string> names;
-  for (const std::string& b : base) {
+  for (size_t i = 0; i < base.size(); ++i) {
+    const std::string& b = base[i];
     std::string name = b;
-    for (int k = 1; used.count(name) || (name != b && own.count(name)); ++k)
+    for (int k = 1; used.count(name) || (name != b && own.count(name)) ||
+                    (generated[i] && given.count(name));
+         ++k)
       name = fmt::format("{}_{}", b, k);
     used.insert(name);
     names.push_back(name);

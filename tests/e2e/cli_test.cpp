@@ -248,6 +248,30 @@ TEST(Cli, SavedOutputsHaveDistinctNames) {
   fs::remove_all(dir);
 }
 
+// A generated name (out<i>, an unnamed output) never takes a name the
+// program gave another output: the user's out0 is out0.npy.
+TEST(Cli, GeneratedOutputNamesGiveWayToTheProgramsNames) {
+  fs::path dir = temp_dir("names_out0");
+  const std::string prog = (dir / "names.tfs").string();
+  std::ofstream(prog) << "def f(x: f32[4, 4]):\n    out0 = x * 3.0\n    return x * 2.0, out0\n";
+  const Program p = load_program(prog);
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
+  const std::string xf = (dir / "x.npy").string();
+  write_npy(xf, inputs[0]);
+  const fs::path out = dir / "out";
+  Result r = run_cli("run " + prog + " --input x=" + xf + " --save-output " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out0_1: f32[4, 4]"), std::string::npos) << r.output;
+  const Tensor user = read_npy((out / "out0.npy").string());
+  const Tensor gen = read_npy((out / "out0_1.npy").string());
+  // out0 = 3x, the unnamed output 2x.
+  for (int64_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(user.get_linear(i), static_cast<float>(inputs[0].get_linear(i) * 3.0f)) << i;
+    EXPECT_EQ(gen.get_linear(i), static_cast<float>(inputs[0].get_linear(i) * 2.0f)) << i;
+  }
+  fs::remove_all(dir);
+}
+
 // Integer literals past 2^53 stay exact on every engine (they went through
 // a double: x == 2^53 + 1 was true for x = 2^53, and --check agreed).
 TEST(Cli, IntegerLiteralsAreExact) {
@@ -476,6 +500,24 @@ TEST(Cli, CheckMatchesNaNsOfEitherSign) {
     EXPECT_NE(r.output.find("check: out0 rel_err=0.000e+00 tol=1e-05 ok"), std::string::npos)
         << r.output;
   }
+  fs::remove_all(dir);
+}
+
+// A NaN the sum makes itself (inf + -inf, no NaN element) prints as `nan`
+// too, not x86's negative default NaN (`-nan`), as the README says.
+TEST(Cli, ASumOfPlusAndMinusInfPrintsNan) {
+  fs::path dir = temp_dir("inf_sum");
+  const fs::path prog = dir / "div.tfs";
+  std::ofstream(prog) << "def div(a: f32[4]):\n    return a / 0.0\n";
+  Tensor a = Tensor::empty(DType::F32, {4});
+  const double av[] = {1.0, -1.0, 2.0, -2.0};
+  for (int64_t i = 0; i < 4; ++i) a.set_linear(i, av[i]);
+  write_npy((dir / "a.npy").string(), a);
+  Result r = run_cli("run " + prog.string() + " --device cpu --input a=" +
+                     (dir / "a.npy").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("sum=nan  xxh64="), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("-nan"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 
