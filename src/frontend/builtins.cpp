@@ -277,6 +277,9 @@ Operand t(Call& c) {
   return c.result(rank == 2 ? c.g.transpose(x, 0, 1, c.loc) : x);
 }
 
+// A list of dims or sizes longer than this is refused before the graph is
+// built (its own check, kMaxRank, would come after a list of any length);
+// the message names the graph's limit, the one that binds.
 constexpr size_t kMaxListedDims = 64;
 
 Operand permute(Call& c) {
@@ -284,8 +287,8 @@ Operand permute(Call& c) {
   std::vector<int64_t> dims =
       expect_int_list(c.rest, fmt::format("the dims of {}()", c.display), c.loc);
   if (dims.size() > kMaxListedDims)
-    throw UserError(fmt::format("{}() was given {} dims; tensors have at most {}", c.display,
-                                dims.size(), kMaxListedDims),
+    throw UserError(fmt::format("{}() was given {} dims; tilefuse's kernels index at most {}",
+                                c.display, dims.size(), kMaxRank),
                     c.loc);
   return c.result(c.g.permute(x, dims, c.loc));
 }
@@ -295,8 +298,8 @@ Operand expand(Call& c) {
   std::vector<int64_t> sizes =
       expect_int_list(c.rest, fmt::format("the sizes of {}()", c.display), c.loc);
   if (sizes.size() > kMaxListedDims)
-    throw UserError(fmt::format("{}() was given {} sizes; tensors have at most {} dims", c.display,
-                                sizes.size(), kMaxListedDims),
+    throw UserError(fmt::format("{}() was given {} sizes; tilefuse's kernels index at most {} dims",
+                                c.display, sizes.size(), kMaxRank),
                     c.loc);
   return c.result(c.g.expand(x, sizes, c.loc));
 }

@@ -1076,6 +1076,11 @@ class Parser {
       return Operand::module(it->second, n, name.loc);
     }
     if (std::optional<DType> dt = bare_dtype(n)) return Operand::of_dtype(*dt, name.loc);
+    // A symbolic dim of the signature names a size, not a value.
+    if (g_.find_symbol(n) != kFixedDim)
+      fail(name, fmt::format("'{}' is a symbolic dim of the signature, not a value (in expand(), "
+                             "-1 keeps a dim's size)",
+                             n));
     std::vector<std::string> candidates;
     for (const auto& [k, v] : variables_) candidates.push_back(k);
     for (const auto& [k, v] : aliases_) candidates.push_back(k);

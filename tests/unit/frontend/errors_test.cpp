@@ -37,6 +37,13 @@ std::string nested_subscripts(int depth) {
   return s;
 }
 
+// "1, " n times: a long size list.
+std::string ones(int n) {
+  std::string l;
+  for (int i = 0; i < n; ++i) l += "1, ";
+  return l;
+}
+
 const BadProgram kBadPrograms[] = {
     // --- lexical ---------------------------------------------------------------
     {"bad_character", ret(X, "x $ x"), 2, 14, "unexpected character '$'"},
@@ -140,6 +147,8 @@ const BadProgram kBadPrograms[] = {
      "slicing along the symbolic dim `T` of f32[T, 4] is not supported"},
     {"symbol_selected", "def f(x: f32[T, 4]):\n    return x[0]\n", 2, 14,
      "selecting along the symbolic dim `T` of f32[T, 4]"},
+    {"symbol_as_a_value", "def f(x: f32[T, 4]):\n    return x.expand(2, T, 4)\n", 2, 24,
+     "'T' is a symbolic dim of the signature, not a value (in expand(), -1 keeps a dim's size)"},
     {"symbol_expanded_to_number", "def f(x: f32[T, 1]):\n    return x.expand(5, 4)\n", 2, 14,
      "dimension 0 is the symbolic dim `T`; keep it with -1"},
     {"range_symbol_unknown", "def f(x: f32[T], i: i64[4] in [0, U)):\n    return x[i]\n", 1, 35,
@@ -287,6 +296,9 @@ const BadProgram kBadPrograms[] = {
     {"transpose_dim_out_of_range", ret(X, "x.transpose(0, 5)"), 2, 14, "out of range"},
     {"permute_not_a_permutation", ret(X, "x.permute(0, 0)"), 2, 14, "not a permutation"},
     {"expand_mismatch", "def f(b: f32[3]):\n    return b.expand(4, 5)\n", 2, 14, "cannot expand"},
+    // A list past the front end's guard names the graph's limit, 8 dims.
+    {"expand_65_sizes", "def f(b: f32[3]):\n    return b.expand(" + ones(64) + "3)\n", 2, 14,
+     "expand() was given 65 sizes; tilefuse's kernels index at most 8 dims"},
     {"t_of_3d", "def f(x: f32[2, 2, 2]):\n    return x.t()\n", 2, 14, "at most 2 dims"},
     {"mT_of_1d", "def f(x: f32[2]):\n    return x.mT\n", 2, 14, "at least 2 dims"},
     {"two_tensor_indices", "def f(x: f32[4, 4], i: i64[2]):\n    return x[i, i]\n", 2, 17,
