@@ -503,6 +503,21 @@ TEST(Cli, CheckMatchesNaNsOfEitherSign) {
   fs::remove_all(dir);
 }
 
+// A program that computes nothing emits a comment saying so, at every
+// kernel stage, not an empty text.
+TEST(Cli, EmitSaysWhenThereAreNoKernels) {
+  fs::path dir = temp_dir("no_kernels");
+  const fs::path prog = dir / "ident.tfs";
+  std::ofstream(prog) << "def f(x: f32[4, 3]):\n    return x\n";
+  for (const char* stage : {"--stage cuda --target sm_90a", "--stage tir", "--stage tir-opt"}) {
+    Result r = run_cli("emit " + prog.string() + " " + stage);
+    EXPECT_EQ(r.exit_code, 0) << stage << "\n" << r.output;
+    EXPECT_NE(r.output.find("no kernels: nothing to compute"), std::string::npos)
+        << stage << "\n" << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 // A NaN the sum makes itself (inf + -inf, no NaN element) prints as `nan`
 // too, not x86's negative default NaN (`-nan`), as the README says.
 TEST(Cli, ASumOfPlusAndMinusInfPrintsNan) {

@@ -725,6 +725,12 @@ int emit_command(const EmitOptions& options) {
         const driver::CompiledProgram compiled = driver::compile(loaded.generic.graph, co);
         if (!options.dump_after.empty()) std::cout << "# stage " << options.stage << "\n";
         const int64_t smem_limit = driver::default_max_shared_bytes(co.target);
+        // (A program of views and parameters alone runs no kernel: say so,
+        // as a comment of the stage's language, rather than print nothing.)
+        if (compiled.kernels.empty())
+          std::cout << (options.stage == "cuda" ? "// " : "# ")
+                    << "no kernels: nothing to compute (each output is an input, or a view of one that "
+                       "needs no copy)\n";
         for (const driver::CompiledKernel& ck : compiled.kernels) {
           // (Shown anyway: emit is for reading the kernel; run, bench and
           // the tuner reject the config.)
