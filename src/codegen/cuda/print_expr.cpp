@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -113,8 +113,13 @@ void Printer::emit_alloc_decl(const AllocateNode* op) {
 std::string Printer::fragment_order_offset() const {
   const int v = k_.launch.workspace_vector;
   if (v == 1) return fmt::format("{} * {} + {}", frag_e_, threads_sym_, tid_sym_);
-  return fmt::format("({} / {} * {} + {}) * {} + {} % {}", frag_e_, v, threads_sym_, tid_sym_, v,
+  return fmt::format("{} + {} % {}", fragment_order_vector(fmt::format("{} / {}", frag_e_, v)),
                      frag_e_, v);
+}
+
+std::string Printer::fragment_order_vector(const std::string& group) const {
+  return fmt::format("(({}) * {} + {}) * {}", group, threads_sym_, tid_sym_,
+                     k_.launch.workspace_vector);
 }
 
 std::string Printer::fragment_order_text() const {
@@ -136,7 +141,6 @@ std::vector<const LoadNode*> Printer::workspace_vector_loads(const ForNode* op) 
     const BufferNode* w = nullptr;
     std::unordered_set<const VarNode*> bound;
     std::vector<const LoadNode*> loads;
-    bool unsafe = false;
     using IRVisitor::visit;
     void visit(const ForNode* f) override {
       bound.insert(f->var.get());
@@ -266,8 +270,8 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
         line(fmt::format("tf_wv[{}] = {};", q, expr(store->value)));
       }
       frag_e_ = e4;
-      line(fmt::format("tf::st_vec16(&tf_wsp[({} / {} * {} + {}) * {}], tf_wv);", e4, v,
-                       threads_sym_, tid_sym_, v));
+      line(fmt::format("tf::st_vec16(&tf_wsp[{}], tf_wv);",
+                       fragment_order_vector(fmt::format("{} / {}", e4, v))));
       close();
     }
     in_threads_ = saved;
@@ -622,8 +626,9 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       std::vector<std::string> ring, at;
       for (const LoadNode* l : wl) {
         ring.push_back("tf_wr" + std::to_string(tmp_++));
-        at.push_back(fmt::format("tf::ld_vec16_if(&({})[(({{}}) * {} + {}) * {}], {})",
-                                 workspace_slice(l->indices), threads_sym_, tid_sym_, v,
+        // (`{}`: the group, filled in below)
+        at.push_back(fmt::format("tf::ld_vec16_if(&({})[{}], {})", workspace_slice(l->indices),
+                                 fragment_order_vector("{}"),
                                  l->mask.defined() ? expr(l->mask) : "true"));
         line(fmt::format("tf::Vec16<{}>::type {}[{}];", wt, ring.back(), pd));
       }

@@ -69,6 +69,9 @@ class Printer {
   // Fragment-order workspace (LaunchPlan::workspace_vector): the offset in
   // its slice of element frag_e_ of thread tid_sym_, and the layout in words.
   std::string fragment_order_offset() const;
+  // With workspace_vector V > 1: the element offset of the thread's vector
+  // `group` (its elements group * V ..), (group * threads + tid) * V.
+  std::string fragment_order_vector(const std::string& group) const;
   std::string fragment_order_text() const;
   // The workspace loads of nest `op` (over frag_vars_) whose 16-byte vectors
   // can be loaded before its element loop: their slice and mask read no
@@ -197,11 +200,11 @@ class Printer {
   // captured into tf_ok<k>, tf_p<k>, tf_v<k> instead of executed.
   int capture_store_ = -1;
   bool capture_uncast_ = false;  // capture a store's value without its (pair_cast) cast
-  // While printing one lane of a vectorized register copy: the vector load
-  // (every structurally equal load reads the lane) and the lane.
   // Workspace loads of a fragment nest preloaded a 16-byte vector at a time
   // (LaunchPlan::workspace_vector): the load and the vector's variable.
   std::vector<std::pair<const tir::LoadNode*, std::string>> ws_vectors_;
+  // While printing one lane of a vectorized register copy: the vector load
+  // (every structurally equal load reads the lane) and the lane.
   tir::Expr vector_load_;
   std::string vector_lane_;
 };

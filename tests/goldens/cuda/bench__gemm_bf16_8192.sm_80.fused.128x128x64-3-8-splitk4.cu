@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf_wv[1] = C_f.c[(tf_e5 + 1)];
     tf_wv[2] = C_f.c[(tf_e5 + 2)];
     tf_wv[3] = C_f.c[(tf_e5 + 3)];
-    tf::st_vec16(&tf_wsp[(tf_e5 / 4 * kThreads + tf_tid) * 4], tf_wv);
+    tf::st_vec16(&tf_wsp[((tf_e5 / 4) * kThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng7 = decltype(C_f)::kElems / 4;  // groups of 4 elements

@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     tf_wv[1] = C_f.value((tf_e1 + 1));
     tf_wv[2] = C_f.value((tf_e1 + 2));
     tf_wv[3] = C_f.value((tf_e1 + 3));
-    tf::st_vec16(&tf_wsp[(tf_e1 / 4 * kMmaThreads + tf_tid) * 4], tf_wv);
+    tf::st_vec16(&tf_wsp[((tf_e1 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
