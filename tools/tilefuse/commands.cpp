@@ -218,10 +218,9 @@ Checksum checksum(const Tensor& t) {
     c = t.contiguous(/*force=*/true);  // a copy of our own to rewrite
     for (int64_t i = 0; i < c.numel(); ++i)
       if (std::isnan(c.get_linear(i))) c.set_linear(i, std::numeric_limits<double>::quiet_NaN());
-    s.sum = std::numeric_limits<double>::quiet_NaN();
   }
-  // (A NaN the sum itself made, inf + -inf, takes the machine's default
-  // NaN, negative on x86: it prints as `nan` too.)
+  // (A NaN sum, from a NaN element or made by the sum itself, inf + -inf,
+  // takes the machine's default NaN, negative on x86: it prints as `nan`.)
   if (std::isnan(s.sum)) s.sum = std::numeric_limits<double>::quiet_NaN();
   s.hash = XXH64(c.data_ptr(), static_cast<size_t>(c.numel()) * dtype_size(c.dtype()), 0);
   return s;
