@@ -64,6 +64,11 @@ for f in "${programs[@]}"; do
         # BLOCK_K 32 on wgmma: A in the 64-byte swizzle (TMA's or cp.async's).
         (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
           --gemm-config 128x128x32/6/8/persistent > "$work/out/$b.$t.$p.128x128x32-6-8-persistent.cu" 2>&1)
+        # Stream-K over 132 blocks: the whole tiles round robin, then each
+        # block's pieces of the last wave's K iterations, the fix-up by the
+        # last arrival (an error where a size is symbolic).
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --gemm-config 128x256x64/4/8/streamk132 > "$work/out/$b.$t.$p.128x256x64-4-8-streamk132.cu" 2>&1)
       fi
       # The f32 GEMM on TF32 tensor cores (--allow-tf32), default config.
       if [[ "$b" == *gemm_f32 ]]; then

@@ -466,7 +466,11 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
       throw UserError(fmt::format("kernel {} needs {} blocks, more than a launch allows",
                                   k.code->name, blocks));
     // A persistent kernel's blocks take the tiles in turn: one block an SM.
-    if (k.code->persistent) blocks = std::min<int64_t>(blocks, device_.sm_count());
+    // A persistent stream-K kernel's blocks are its units (no block waits
+    // on another: any count is correct).
+    if (k.code->persistent)
+      blocks = k.code->stream_k_units > 0 ? k.code->stream_k_units
+                                          : std::min<int64_t>(blocks, device_.sm_count());
     k.launched_blocks = blocks;
     // TMA maps over the bound buffers (their shapes are the kernel's
     // constants), encoded again only when an address changed.

@@ -208,8 +208,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
   return c;
 }
 
-// The config keys a CUDA pass declined (PERSISTENT, PINGPONG asked for by
-// the config, not in the kernel's launch plan; the notes say why).
+// The config keys a CUDA pass declined (PERSISTENT, PINGPONG, STREAM_K asked
+// for by the config, not in the kernel's launch plan; the notes say why).
 json declined_of(const tir::Kernel& k) {
   json d = json::array();
   if (!k.launch.defined) return d;
@@ -219,6 +219,8 @@ json declined_of(const tir::Kernel& k) {
   };
   if (asked("PERSISTENT") && !k.launch.persistent) d.push_back("PERSISTENT");
   if (asked("PINGPONG") && k.launch.consumer_teams < 2) d.push_back("PINGPONG");
+  // (stream-K not persistent: its pieces run as blocks of their own)
+  if (k.attrs.count("STREAM_K") && k.launch.stream_k_units == 0) d.push_back("STREAM_K");
   return d;
 }
 
@@ -242,6 +244,10 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->split_k > 1)
     k["split_k"] = {{"factor", ck.lowered.gemm_config->split_k},
                     {"why", split_k_reason(*ck.lowered.gemm_config, step)}};
+  if (ck.lowered.gemm_config && ck.lowered.gemm_config->stream_k > 0)
+    k["stream_k"] = {{"blocks", ck.lowered.gemm_config->stream_k},
+                     {"persistent", ck.kernel.launch.stream_k_units > 0},
+                     {"why", stream_k_reason(*ck.lowered.gemm_config, step)}};
 
   json fused;
   if (step.kind == StepKind::kGemm) {
@@ -414,6 +420,7 @@ std::string render_explain_text(const json& a) {
     if (k.contains("shared_memory_error"))
       out << "  error: " << k.at("shared_memory_error").get<std::string>() << "\n";
     if (k.contains("split_k")) out << "  " << k.at("split_k").at("why").get<std::string>() << "\n";
+    if (k.contains("stream_k")) out << "  " << k.at("stream_k").at("why").get<std::string>() << "\n";
     out << "  reads: " << list(k.at("reads")) << "; writes: " << list(k.at("writes")) << "\n";
     const json& fused = k.at("fused");
     if (fused.contains("prologue")) {

@@ -48,7 +48,8 @@ int cap_tile(int64_t dim, int v) {
 bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
-         a.split_k == b.split_k && a.persistent == b.persistent && a.pingpong == b.pingpong;
+         a.split_k == b.split_k && a.stream_k == b.stream_k && a.persistent == b.persistent &&
+         a.pingpong == b.pingpong;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -235,9 +236,15 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 }
 
 std::string gemm_config_name(const GemmConfig& c) {
+  // (stream-K implies persistent: "/streamkU" alone)
   return fmt::format("{}x{}x{}/{}/{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
-                     c.num_warps, c.split_k > 1 ? fmt::format("/splitk{}", c.split_k) : "",
-                     c.pingpong ? "/pingpong" : c.persistent ? "/persistent" : "");
+                     c.num_warps,
+                     c.stream_k > 0  ? fmt::format("/streamk{}", c.stream_k)
+                     : c.split_k > 1 ? fmt::format("/splitk{}", c.split_k)
+                                     : "",
+                     c.pingpong                         ? "/pingpong"
+                     : c.persistent && c.stream_k == 0 ? "/persistent"
+                                                        : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
@@ -245,6 +252,7 @@ json gemm_config_to_json(const GemmConfig& c) {
             {"num_stages", c.num_stages}, {"num_warps", c.num_warps}, {"group_m", c.group_m}};
   if (c.split_k > 1) j["split_k"] = c.split_k;  // (absent: 1, as entries before split-K)
   if (c.persistent) j["persistent"] = true;     // (absent: false, likewise)
+  if (c.stream_k > 0) j["stream_k"] = c.stream_k;
   if (c.pingpong) j["pingpong"] = true;
   return j;
 }
@@ -266,6 +274,12 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
     if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 64)
       return std::nullopt;
     c.split_k = static_cast<int>(it->get<int64_t>());
+  }
+  if (auto it = j.find("stream_k"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 4096 ||
+        c.split_k > 1)
+      return std::nullopt;
+    c.stream_k = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = j.find("persistent"); it != j.end()) {
     if (!it->is_boolean()) return std::nullopt;
@@ -614,7 +628,52 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       break;
     }
   }
+  // Stream-K (issue 12, item 1; StreamKSchedule): where the tiles take a
+  // few waves of the SMs (at most 4) and leave the last one at most half
+  // full, the largest persistent config again with the last wave's K
+  // iterations shared out evenly over one block an SM. Measured on the
+  // H200 (bench/RESULTS.md, session 22): 2304x4096x2560 f16 (180 tiles of
+  // 128x256, 1.36 waves) 83.4 us against 90.4 persistent; slower wherever
+  // the last wave was fuller or the waves many (the 8192^3 GEMM 1841
+  // against 1593, gather_heavy 81 against 59) and below one wave (fewtiles
+  // 35 against split-K's 26, decode_m32 42 against 34), so none there.
+  if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty()) {
+    const GemmConfig* best = nullptr;
+    for (const GemmConfig& c : out)
+      if (c.persistent && !c.pingpong && c.stream_k == 0 &&
+          (!best || c.block_m * c.block_n > best->block_m * best->block_n))
+        best = &c;
+    if (best) {
+      GemmConfig c = *best;
+      c.stream_k = sm_count;
+      const int64_t tiles = output_tiles(step, c), last = tiles % sm_count;
+      bool known = false;
+      for (const GemmConfig& o : out) known = known || same_config(o, c);
+      if (tiles > sm_count && tiles <= 4 * int64_t{sm_count} && last > 0 &&
+          2 * last <= sm_count && !known) {
+        const ConfigCost cost =
+            config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+        if (cost.feasible && cost.persistent && kernels.insert(cost.fingerprint).second) add(c);
+      }
+    }
+  }
   return out;
+}
+
+std::string stream_k_reason(const GemmConfig& c, const KernelStep& step, int sm_count) {
+  const int64_t tiles = output_tiles(step, c), k_tiles = k_tiles_of(step, c);
+  const std::optional<StreamKSchedule> s = stream_k_schedule(tiles, k_tiles, c.stream_k);
+  if (!s) return "no stream-K: nothing to share out (no tiles or no K iterations)";
+  const int64_t waves = (tiles + sm_count - 1) / sm_count;
+  return fmt::format(
+      "stream-K over {} blocks: {} tiles of {} K tiles would take {} wave(s) of {} SMs, the last "
+      "{}% full; the first {} tiles go round robin ({} a block), the {} K iterations of the last "
+      "{} are shared out, {} or {} a block in K order; a tile cut into pieces (up to {}) has "
+      "their f32 partials summed in K order by the last to arrive, which runs the epilogue once",
+      s->units, tiles, k_tiles, waves, sm_count,
+      (tiles - (waves - 1) * sm_count) * 100 / sm_count, s->dp_tiles, s->dp_tiles / s->units,
+      s->sk_tiles * k_tiles, s->sk_tiles, s->per_unit, s->per_unit + (s->extra > 0 ? 1 : 0),
+      s->peers);
 }
 
 bool bandwidth_bound_gemm(const GemmGeometry& g) {

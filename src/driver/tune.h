@@ -160,6 +160,10 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
 // 128 blocks, 32 of 128 K tiles a block" or "no split-K (256 tiles fill 132 SMs)".
 std::string split_k_reason(const GemmConfig& config, const KernelStep& step, int sm_count = 132);
 
+// Why a stream-K config (GemmConfig::stream_k > 0) shares out K: the waves
+// its tiles would take on `sm_count` SMs and its StreamKSchedule.
+std::string stream_k_reason(const GemmConfig& config, const KernelStep& step, int sm_count = 132);
+
 // True when K and N are both at most 256 (issue 12: sparse convolution, GNN
 // messages, embedding bags): such a GEMM does at most 2*256 flops a byte of
 // a gathered 16-bit row and is bound by memory, not the tensor cores.

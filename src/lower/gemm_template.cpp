@@ -2,6 +2,8 @@
 #include "lower/gemm_template.h"
 #include "core/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 
@@ -23,6 +25,39 @@ Expr tile_index(const Expr& tile, int block, const Var& i, DType dt) {
 }
 
 }  // namespace
+
+int64_t StreamKSchedule::unit_of(int64_t x) const {
+  const int64_t head = extra * (per_unit + 1);
+  return x < head ? x / (per_unit + 1) : extra + (x - head) / per_unit;
+}
+
+std::optional<StreamKSchedule> stream_k_schedule(int64_t tiles, int64_t k_tiles, int64_t units) {
+  if (tiles < 1 || k_tiles < 1 || units < 1) return std::nullopt;
+  StreamKSchedule s;
+  s.tiles = tiles;
+  s.k_tiles = k_tiles;
+  // (Whole waves round robin; only the last, partial, wave's tiles shared
+  // out. One to two waves shared out, as the paper's hybrid does, measured
+  // 18-100% slower on the H200: every unit then stores two 128 KB f32
+  // partials of a 128x256 tile, bench/RESULTS.md session 22.)
+  s.dp_tiles = tiles / units * units;
+  if (s.dp_tiles == tiles) s.dp_tiles -= units;
+  // (Every unit at least one iteration where whole tiles go round robin
+  // over all of them: else a wave fewer round robin.)
+  while (s.dp_tiles > 0 && (tiles - s.dp_tiles) * k_tiles < units) s.dp_tiles -= units;
+  s.sk_tiles = tiles - s.dp_tiles;
+  const int64_t iters = s.sk_tiles * k_tiles;
+  s.units = std::min(units, iters);
+  s.sk_units = std::max<int64_t>(1, std::min(s.units, iters / ((k_tiles + 1) / 2)));
+  if (s.dp_tiles == 0) s.units = s.sk_units;  // (no whole tiles: no block without a piece)
+  s.per_unit = iters / s.sk_units;
+  s.extra = iters % s.sk_units;
+  for (int64_t u = 0; u < s.sk_units; ++u)
+    s.pieces = std::max(s.pieces, (s.begin(u + 1) - 1) / k_tiles - s.begin(u) / k_tiles + 1);
+  for (int64_t t = 0; t < s.sk_tiles; ++t)
+    s.peers = std::max(s.peers, s.unit_of((t + 1) * k_tiles - 1) - s.unit_of(t * k_tiles) + 1);
+  return s;
+}
 
 DType accumulator_dtype(DType dtype) {
   return dtype == DType::F64 ? DType::F64 : DType::F32;
@@ -127,24 +162,34 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
               k_dt = env.index_dtype_of(K);
 
   TF_CHECK(config.split_k >= 1, "build_gemm: split_k must be at least 1");
+  TF_CHECK(config.stream_k >= 0, "build_gemm: stream_k must not be negative");
+  TF_CHECK(config.stream_k == 0 || config.split_k == 1,
+           "build_gemm: split-K and stream-K exclude each other");
   const int split = config.split_k;
-  if (split > 1) {
+  if (split > 1 || config.stream_k > 0) {
     const std::string sym = gemm_symbolic_dim(graph, step);
-    TF_CHECK(sym.empty(), "build_gemm: split-K needs constant sizes (" + sym + " is symbolic)");
+    TF_CHECK(sym.empty(), fmt::format("build_gemm: {} needs constant sizes ({} is symbolic)",
+                                      split > 1 ? "split-K" : "stream-K", sym));
   }
+  // The output tiles (all batches) where the sizes are constant.
+  const int64_t tiles =
+      split > 1 || config.stream_k > 0
+          ? std::max<int64_t>(1, shape_numel(geo.batch)) * ceil_div(geo.m, bm) * ceil_div(geo.n, bn)
+          : 0;
+  const std::optional<StreamKSchedule> sk =
+      config.stream_k > 0 && shape_numel(geo.batch) > 0
+          ? stream_k_schedule(tiles, ceil_div(geo.k, bk), config.stream_k)
+          : std::nullopt;
   tir::KernelBuilder b(step.name);
   Buffer workspace, counters;
-  int64_t tiles = 0;  // split-K: the output tiles (all batches)
-  if (split == 1) {
+  if (split == 1 && !sk) {
     declare_buffers(b, sig);
   } else {
-    // The buffers, then split-K's scratch buffers (the workspace, then the
+    // The buffers, then the scratch buffers (the workspace, then the
     // counters), then the scalar params (run-time strides).
     KernelSignature buffers = sig;
     buffers.scalars.clear();
     declare_buffers(b, buffers);
-    tiles =
-        std::max<int64_t>(1, shape_numel(geo.batch)) * ceil_div(geo.m, bm) * ceil_div(geo.n, bn);
     // Unique among the signature's names (executors bind by name).
     auto unique = [&](std::string n) {
       for (bool taken = true; taken;) {
@@ -155,14 +200,30 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
       }
       return n;
     };
-    const int64_t ws = int64_t{split} * tiles * bm * bn;
-    workspace = b.output(
-        unique("splitk_workspace"), acc,
-        {index_const(split, ws), index_const(tiles, ws), index_const(bm, ws), index_const(bn, ws)},
-        {}, 16);
-    counters = b.output(unique("splitk_counters"), DType::I32, {index_const(tiles, tiles)}, {}, 16);
+    if (sk) {
+      // A partial tile in each unit's first and last slot; a counter for
+      // each stream-K tile.
+      const int64_t ws = sk->units * 2 * bm * bn;
+      workspace = b.output(unique("streamk_workspace"), acc,
+                           {index_const(sk->units, ws), index_const(2, ws), index_const(bm, ws),
+                            index_const(bn, ws)},
+                           {}, 16);
+      counters = b.output(unique("streamk_counters"), DType::I32,
+                          {index_const(sk->sk_tiles, sk->sk_tiles)}, {}, 16);
+      b.set_attr("STREAM_K", sk->units);
+      b.set_attr("STREAM_K_DP_TILES", sk->dp_tiles);
+      b.set_attr("STREAM_K_PIECES", sk->pieces);
+    } else {
+      const int64_t ws = int64_t{split} * tiles * bm * bn;
+      workspace = b.output(
+          unique("splitk_workspace"), acc,
+          {index_const(split, ws), index_const(tiles, ws), index_const(bm, ws), index_const(bn, ws)},
+          {}, 16);
+      counters =
+          b.output(unique("splitk_counters"), DType::I32, {index_const(tiles, tiles)}, {}, 16);
+      b.set_attr("SPLIT_K", int64_t{split});
+    }
     for (const Var& v : sig.scalars) b.scalar_param(v);
-    b.set_attr("SPLIT_K", int64_t{split});
   }
   b.set_attr("BLOCK_M", int64_t{bm});
   b.set_attr("BLOCK_N", int64_t{bn});
@@ -174,11 +235,58 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   if (config.pingpong) b.set_attr("PINGPONG", int64_t{1});
 
   std::vector<Expr> lead;  // the batch index, when batched
-  if (!geo.batch.empty()) {
-    Node batch;  // the batch dims as a node, for their product
-    batch.shape = geo.batch;
-    batch.dim_symbols = geo.batch_symbols;
+  Node batch;                // the batch dims as a node, for their product
+  batch.shape = geo.batch;
+  batch.dim_symbols = geo.batch_symbols;
+  if (!geo.batch.empty() && !sk)
     lead.push_back(b.program_id("pid_b", env.product(batch, 0, geo.batch.size())));
+  // Stream-K: one grid dim over the work items (StreamKSchedule); each
+  // names its tile (the batch's and the tile's within it), its K tiles
+  // [k_begin, k_begin + k_count) and the pieces of its tile (sk_count: 1 for
+  // a whole tile, 0 for an empty item). sd: an index dtype for all of it.
+  Var sk_unit, sk_seq, sk_tile, sk_first, sk_count, sk_k_begin, sk_k_count, sk_tile_id, sk_flat;
+  DType sd = DType::I32;
+  auto c = [&](int64_t v) { return tir::make_int(sd, v); };
+  // The first iteration of unit u; the unit of iteration x.
+  auto unit_begin = [&](const Expr& u) {
+    return tir::min(u, c(sk->sk_units)) * c(sk->per_unit) + tir::min(u, c(sk->extra));
+  };
+  auto unit_of = [&](const Expr& x) {
+    const int64_t head = sk->extra * (sk->per_unit + 1);
+    return tir::select(x < c(head), x / c(sk->per_unit + 1),
+                       c(sk->extra) + (x - c(head)) / c(sk->per_unit));
+  };
+  if (sk) {
+    const StreamKSchedule& s = *sk;
+    sd = index_dtype(2 * std::max({s.work_items(), (s.sk_tiles + 1) * s.k_tiles + s.units,
+                                   s.tiles + s.units}));
+    Var w = b.program_id("pid_w", index_const(s.work_items(), s.work_items()));
+    const Expr we = w.dtype() == sd ? Expr(w) : tir::cast(sd, w);
+    const Expr in_sk = we >= c(s.dp_tiles);
+    const Expr piece = tir::max(we - c(s.dp_tiles), c(0));
+    sk_unit = b.let("sk_unit", piece / c(s.pieces));
+    sk_seq = b.let("sk_seq", piece % c(s.pieces));
+    Var it0 = b.let("sk_begin", unit_begin(sk_unit));
+    Var it1 = b.let("sk_end", unit_begin(sk_unit + c(1)));
+    sk_tile = b.let("sk_tile", it0 / c(s.k_tiles) + sk_seq);  // of the stream-K tiles
+    const Expr at = sk_tile * c(s.k_tiles);
+    Var kb = b.let("sk_kb", tir::max(it0 - at, c(0)));
+    Var kn = b.let("sk_kn", tir::max(tir::min(it1 - at, c(s.k_tiles)) - kb, c(0)));
+    sk_first = b.let("sk_first", unit_of(at));
+    sk_count = b.let(
+        "sk_count",
+        tir::select(in_sk,
+                    tir::select(kn > c(0), unit_of(at + c(s.k_tiles - 1)) - sk_first + c(1), c(0)),
+                    c(1)));
+    sk_tile_id = b.let("sk_tile_id", tir::min(sk_tile, c(s.sk_tiles - 1)));
+    sk_k_begin = b.let("k_begin", DimEnv::as(k_dt, tir::select(in_sk, Expr(kb), c(0))));
+    sk_k_count = b.let("k_count", DimEnv::as(k_dt, tir::select(in_sk, Expr(kn), c(s.k_tiles))));
+    sk_flat = b.let("tile", tir::select(in_sk, c(s.dp_tiles) + sk_tile_id, we));
+    if (!geo.batch.empty()) {
+      const Expr per_batch = c(ceil_div(geo.m, bm) * ceil_div(geo.n, bn));
+      const Expr nb = env.product(batch, 0, geo.batch.size());
+      lead.push_back(b.let("pid_b", DimEnv::as(nb.dtype(), sk_flat / per_batch)));
+    }
   }
   // The split is the slower grid dim: blocks next to each other work on
   // neighbouring tiles of one K range (GROUP_M's L2 reuse).
@@ -200,7 +308,14 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
     num_pid_m = DimEnv::as(num_pid.dtype(), num_pid_m);
     num_pid_n = DimEnv::as(num_pid.dtype(), num_pid_n);
   }
-  Var pid = b.program_id("pid", num_pid);
+  Var pid;
+  if (!sk) {
+    pid = b.program_id("pid", num_pid);
+  } else {
+    // (constant sizes: num_pid is a constant)
+    const Expr t = geo.batch.empty() ? Expr(sk_flat) : sk_flat % c(*tir::as_const_int(num_pid));
+    pid = b.let("pid", DimEnv::as(num_pid.dtype(), t));
+  }
 
   // Group-M ordering: GROUP_M row tiles share a column tile.
   Expr in_group = num_pid_n * config.group_m;
@@ -223,7 +338,9 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   // (the last splits may reach past K, masked: zeros, or be empty).
   Expr k_extent;
   int64_t per_split = 0;
-  if (split == 1) {
+  if (sk) {
+    k_extent = sk_k_count;
+  } else if (split == 1) {
     Expr k_tiles = ceil_div(K, bk);
     if (const int64_t* c = tir::as_const_int(K)) k_tiles = index_const(ceil_div(*c, bk), *c);
     k_extent = DimEnv::as(k_dt, k_tiles);
@@ -233,6 +350,7 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   }
   // The K tile of iteration k: k, or pid_k * per_split + k under split-K.
   auto k_tile = [&](const Var& k) -> Expr {
+    if (sk) return sk_k_begin + k;
     if (split == 1) return k;
     const Expr s = pid_k.dtype() == k.dtype() ? Expr(pid_k) : tir::cast(k.dtype(), pid_k);
     return s * per_split + k;
@@ -270,8 +388,55 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
       });
     });
   };
-  if (split == 1) {
+  if (split == 1 && !sk) {
     store_tile([&](const Var& i, const Var& j) { return tir::load(c_f, {i, j}); });
+    return b.build();
+  }
+  if (sk) {
+    // Stream-K: a piece of a tile cut in K stores its partial in its
+    // unit's slot (0 for the unit's first piece, 1 for its last); the last
+    // of the tile's pieces to arrive sums them in K order (unit sk_first,
+    // sk_first + 1, ...: the same order whoever is last) and runs the
+    // epilogue. A whole tile (sk_count 1) runs the epilogue at once. The
+    // last arrival reads its own partial back too (it stored it before it
+    // arrived), rather than selecting it from its accumulators as split-K
+    // does: with the accumulators live through the sums, a 128x256 tile's
+    // fix-up of 3 pieces spilled 64 bytes (ptxas, 168 registers a
+    // thread); read back, none.
+    const int64_t ws_elems = sk->units * 2 * int64_t{bm} * bn;
+    const DType wi = index_dtype(ws_elems);
+    auto widen = [&](const Expr& e) { return e.dtype() == wi ? e : tir::cast(wi, e); };
+    b.if_then(sk_count > c(1), [&] {
+      b.parallel("i", bm, [&](Var i) {
+        b.parallel("j", bn, [&](Var j) {
+          b.store(workspace, {widen(sk_unit), widen(tir::min(sk_seq, c(1))), widen(i), widen(j)},
+                  tir::load(c_f, {i, j}));
+        });
+      });
+    });
+    b.if_last_arrival(counters, {widen(sk_tile_id)}, sk_count, [&] {
+      b.if_then(sk_count > c(1), [&] {
+        b.parallel("i", bm, [&](Var i) {
+          b.parallel("j", bn, [&](Var j) {
+            Expr sum;
+            for (int64_t q = 0; q < sk->peers; ++q) {
+              const Expr u = sk_first + c(q);
+              // The peer's slot: 0 where this tile is its first.
+              const Expr slot = tir::select(unit_begin(u) / c(sk->k_tiles) == sk_tile, c(0), c(1));
+              const Expr part = tir::load(workspace, {widen(u), widen(slot), widen(i), widen(j)},
+                                          c(q) < sk_count);
+              // (past the tile's pieces: -0, the exact identity of +; the
+              // sum stays linear, not a select over it a peer)
+              sum = q == 0 ? part
+                           : sum + tir::select(c(q) < sk_count, part,
+                                               tir::make_const(acc, -0.0));
+            }
+            b.store(c_f, {i, j}, sum);
+          });
+        });
+      });
+      store_tile([&](const Var& i, const Var& j) { return tir::load(c_f, {i, j}); });
+    });
     return b.build();
   }
   // Split-K: every split stores its partial tile; the last to arrive reads

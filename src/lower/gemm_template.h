@@ -24,6 +24,9 @@
 // or more (DimEnv::index_dtype_of).
 #pragma once
 
+#include <algorithm>
+#include <optional>
+
 #include "graph/graph.h"
 #include "lower/signature.h"
 #include "lower/specialization.h"
@@ -52,7 +55,62 @@ struct GemmConfig {
   // one team's epilogue runs during the other's main loop (the kernel attr
   // PINGPONG = 1; codegen/cuda/passes/persistent.h).
   bool pingpong = false;
+  // Stream-K (0: off): the output tiles' K iterations shared out evenly over
+  // `stream_k` blocks (StreamKSchedule below); with persistent kernels on
+  // sm_90a each block runs its share in one sequence (LaunchPlan::
+  // stream_k), elsewhere every piece is a block of its own. Needs constant
+  // sizes, like split-K, and excludes it.
+  int stream_k = 0;
 };
+
+// Stream-K's decomposition of a GEMM's work (Osama, Merrill, Cecka, Garland
+// and Owens, "Stream-K: Work-centric Parallel Decomposition for Dense
+// Matrix-Matrix Multiplication on the GPU", PPoPP 2023; its "data-parallel
+// + stream-K" hybrid). The tiles are taken in the template's order (the
+// grouped raster). The first dp_tiles, a multiple of `units`, are whole
+// work items that the blocks take round robin (good L2 reuse, no fix-up);
+// the K iterations of the remaining sk_tiles (the last wave's, part full)
+// are shared out in contiguous ranges: unit u runs iterations
+// [begin(u), begin(u + 1)) of the sk_tiles * k_tiles, begin(u) = u *
+// per_unit + min(u, extra), in tile order. A unit's range cut at tile
+// boundaries gives its pieces (at most `pieces`); a tile cut at unit
+// boundaries has at most `peers` pieces. A piece that covers its whole tile
+// runs the epilogue; the others store an f32 (f64) partial tile in the
+// unit's first or last workspace slot, and the last to arrive at the tile's
+// counter sums the tile's partials in K order and runs the epilogue once:
+// bit-identical run to run, no float atomics.
+struct StreamKSchedule {
+  int64_t tiles = 0;     // output tiles, all batches
+  int64_t k_tiles = 0;   // K tiles a tile
+  int64_t dp_tiles = 0;  // whole tiles first, round robin over the units
+  int64_t sk_tiles = 0;  // the tiles whose K iterations are shared out
+  int64_t units = 0;     // blocks (at most the requested count)
+  int64_t sk_units = 0;  // the first units, which share out the sk_tiles
+  int64_t per_unit = 0;  // K iterations a unit, and one more for the first
+  int64_t extra = 0;     //   `extra` units
+  int64_t pieces = 0;    // the most pieces of one unit
+  int64_t peers = 0;     // the most pieces of one tile
+  // The work items: dp_tiles whole tiles, then `pieces` a unit (some
+  // empty: a unit with fewer pieces has nothing at the rest).
+  int64_t work_items() const { return dp_tiles + units * pieces; }
+  // The first K iteration of unit u (of the sk_tiles * k_tiles; their
+  // count for u >= sk_units, which have none).
+  int64_t begin(int64_t u) const {
+    return std::min(u, sk_units) * per_unit + std::min(u, extra);
+  }
+  // The unit that runs iteration x.
+  int64_t unit_of(int64_t x) const;
+};
+
+// The schedule of `tiles` output tiles of `k_tiles` K tiles each over
+// `units` blocks: the whole waves, dp_tiles = tiles / units * units (less
+// one wave where that is every tile), round robin; the rest shared out
+// over sk_units of them, as many as give each at least half a tile's K
+// iterations (so a tile has at most 3 pieces: the last arrival's sum of
+// up to 8 pieces of a 128x256 tile spilled 200 bytes, ptxas at 168
+// registers a thread, bench/RESULTS.md session 22). nullopt when there is nothing to share out (no
+// tiles, no K tiles or units < 1).
+std::optional<StreamKSchedule> stream_k_schedule(int64_t tiles, int64_t k_tiles, int64_t units);
 
 // True for a GEMM step whose operands share one floating dtype (the graph
 // guarantees it for Matmul/Addmm).
@@ -101,9 +159,11 @@ DType accumulator_dtype(DType dtype);
 std::string gemm_symbolic_dim(const Graph& graph, const KernelStep& step);
 
 // Builds the GEMM kernel of `step` (its geometry and operand dtype) with
-// `sig`'s buffers as params: the buffers, under split-K (split_k > 1, every
-// size constant: a failed check otherwise) its workspace and tile counters,
-// then `sig`'s scalar params.
+// `sig`'s buffers as params: the buffers, under split-K (split_k > 1) or
+// stream-K (stream_k > 0; every size constant: a failed check otherwise)
+// its workspace and tile counters, then `sig`'s scalar params. A stream-K
+// config whose GEMM has nothing to share out (stream_k_schedule) builds the
+// plain kernel.
 tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSignature& sig,
                        const GemmConfig& config);
 

@@ -191,6 +191,14 @@ LoweredKernel lower_gemm_step(const DimEnv& env, const KernelStep& step, const L
           "a config without /splitk{}",
           step.name, config.split_k, sym, config.split_k));
   }
+  if (config.stream_k > 0) {
+    const std::string sym = gemm_symbolic_dim(g, step);
+    if (!sym.empty())
+      throw UserError(fmt::format(
+          "GEMM step {}: stream-K (over {} blocks) needs constant sizes, but {} is a symbolic dim; "
+          "use a config without /streamk{}",
+          step.name, config.stream_k, sym, config.stream_k));
+  }
   const tir::Kernel templ = build_gemm(env, step, sig, config);
   // Split-K's buffer params after the output: the workspace, then the
   // counters (gemm_template.h); the scalar params come after them.

@@ -129,10 +129,10 @@ void KernelBuilder::if_then(Expr cond, const std::function<void()>& then_body,
   emit(IfThenElseNode::make(std::move(cond), std::move(t), std::move(e)));
 }
 
-void KernelBuilder::if_last_arrival(const Buffer& counter, std::vector<Expr> indices, int64_t count,
+void KernelBuilder::if_last_arrival(const Buffer& counter, std::vector<Expr> indices, Expr count,
                                     const std::function<void()>& body) {
   Stmt s = build_block(body);
-  emit(LastArrivalNode::make(counter, std::move(indices), count, std::move(s)));
+  emit(LastArrivalNode::make(counter, std::move(indices), std::move(count), std::move(s)));
 }
 
 void KernelBuilder::store(const Buffer& buffer, std::vector<Expr> indices, Expr value, Expr mask) {

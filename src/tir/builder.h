@@ -127,7 +127,7 @@ class KernelBuilder {
   void if_then(Expr cond, const std::function<void()>& then_body,
                const std::function<void()>& else_body = {});
   // if_last_arrival(counter[indices], count) { body } (LastArrivalNode).
-  void if_last_arrival(const Buffer& counter, std::vector<Expr> indices, int64_t count,
+  void if_last_arrival(const Buffer& counter, std::vector<Expr> indices, Expr count,
                        const std::function<void()>& body);
 
   // ---- statements ----

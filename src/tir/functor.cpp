@@ -122,6 +122,7 @@ void IRVisitor::visit(const AllocateNode* op) {
 }
 void IRVisitor::visit(const LastArrivalNode* op) {
   visit_all(this, op->indices);
+  visit_expr(op->count);
   visit_stmt(op->body);
 }
 void IRVisitor::visit(const EvaluateNode* op) {
@@ -361,9 +362,10 @@ Stmt IRMutator::visit(const LastArrivalNode* op) {
     indices.push_back(mutate(i));
     same = same && indices.back().same_as(i);
   }
+  Expr count = mutate(op->count);
   Stmt body = mutate(op->body);
-  if (same && body.same_as(op->body)) return op;
-  return LastArrivalNode::make(op->counter, std::move(indices), op->count, std::move(body));
+  if (same && count.same_as(op->count) && body.same_as(op->body)) return op;
+  return LastArrivalNode::make(op->counter, std::move(indices), std::move(count), std::move(body));
 }
 
 Stmt IRMutator::visit(const EvaluateNode* op) {

@@ -367,14 +367,15 @@ Stmt AllocateNode::make(Buffer buffer, Stmt body, BufferPlan plan) {
   return Stmt(n);
 }
 
-Stmt LastArrivalNode::make(Buffer counter, std::vector<Expr> indices, int64_t count, Stmt body) {
+Stmt LastArrivalNode::make(Buffer counter, std::vector<Expr> indices, Expr count, Stmt body) {
   TF_CHECK(counter.defined(), "tir: if_last_arrival on an undefined counter");
   require(body, "last-arrival body");
+  require(count, "last-arrival count");
   for (const Expr& i : indices) require(i, "last-arrival index");
   auto* n = new LastArrivalNode;
   n->counter = std::move(counter);
   n->indices = std::move(indices);
-  n->count = count;
+  n->count = std::move(count);
   n->body = std::move(body);
   return Stmt(n);
 }

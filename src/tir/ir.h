@@ -493,15 +493,19 @@ struct AllocateNode final : StmtNode {
 // fence and a barrier; the CPU executor uses a sequentially consistent
 // fetch-add). No float atomics: the split-K reduction (gemm_template.h)
 // elects the last block of a tile with it and sums the partial tiles in a
-// fixed order inside `body`. count >= 1; indices are in bounds.
+// fixed order inside `body`. `count` is an integer expression uniform over
+// the instance (stream-K: the number of a tile's pieces, which varies from
+// tile to tile): at 1 the instance is the only arrival and runs `body`
+// without touching the counter; at 0 (or below) it neither arrives nor runs
+// `body`. Indices are in bounds where count > 1.
 struct LastArrivalNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::LastArrival;
   Buffer counter;
   std::vector<Expr> indices;
-  int64_t count = 1;
+  Expr count;
   Stmt body;
   LastArrivalNode() : StmtNode(kKind) {}
-  static Stmt make(Buffer counter, std::vector<Expr> indices, int64_t count, Stmt body);
+  static Stmt make(Buffer counter, std::vector<Expr> indices, Expr count, Stmt body);
 };
 
 // Evaluates value for its effects (none today; a placeholder passes use).

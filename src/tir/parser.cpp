@@ -598,7 +598,7 @@ class Parser {
     expect("[");
     std::vector<Expr> idx = expr_list("]");
     expect(",");
-    const int64_t count = int_lit("an arrival count");
+    const Expr count = expr();
     expect(")");
     expect("{");
     Stmt body = block();

@@ -402,6 +402,16 @@ struct LaunchPlan {
   // mbarrier pair after the ring's), each with its own staged-epilogue
   // region and named barrier; num_threads counts both teams.
   int consumer_teams = 1;
+  // A persistent stream-K kernel (persistent, the STREAM_K attrs of
+  // gemm_template.h's StreamKSchedule): 0, or the blocks the runtime
+  // launches (exactly this many; no block waits on another, so any number
+  // is correct, and the SMs' count is the tuned one). The grid's program
+  // ids are stream_k_dp_tiles whole tiles, then stream_k_pieces a block:
+  // block b takes ids b, b + units, ... below stream_k_dp_tiles (a multiple
+  // of units), then stream_k_dp_tiles + b * pieces .. + pieces - 1 in turn.
+  int64_t stream_k_units = 0;
+  int64_t stream_k_dp_tiles = 0;
+  int64_t stream_k_pieces = 0;
   // A thread-block cluster (cluster, split_k_cluster): 1, or the blocks
   // (consecutive program ids, __cluster_dims__(cluster_size, 1, 1)) that
   // share their multicast copies' stages (2), or a split-K tile's K splits

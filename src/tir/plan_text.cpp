@@ -403,6 +403,11 @@ PlanClause to_clause(const LaunchPlan& p) {
   if (p.async_barriers) c.push_back(num("async_barriers", 1));
   if (p.persistent) c.push_back(num("persistent", 1));
   if (p.consumer_teams > 1) c.push_back(num("consumer_teams", p.consumer_teams));
+  if (p.stream_k_units > 0) {
+    c.push_back(num("stream_k_units", p.stream_k_units));
+    c.push_back(num("stream_k_dp_tiles", p.stream_k_dp_tiles));
+    c.push_back(num("stream_k_pieces", p.stream_k_pieces));
+  }
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (p.workspace_fragment_order >= 0)
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
@@ -433,7 +438,8 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
                                         "cluster",        "tensor_maps",      "notes",
                                         "workspace_fragment_order", "consumer_teams",
                                         "block_timeline", "split_k_cluster",
-                                        "workspace_vector"};
+                                        "workspace_vector", "stream_k_units",
+                                        "stream_k_dp_tiles", "stream_k_pieces"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -447,6 +453,9 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.async_barriers = get_int(c, "async_barriers", 0) != 0;
   p.persistent = get_int(c, "persistent", 0) != 0;
   p.consumer_teams = static_cast<int>(get_int(c, "consumer_teams", 1));
+  p.stream_k_units = get_int(c, "stream_k_units", 0);
+  p.stream_k_dp_tiles = get_int(c, "stream_k_dp_tiles", 0);
+  p.stream_k_pieces = get_int(c, "stream_k_pieces", 0);
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
   p.workspace_vector = static_cast<int>(get_int(c, "workspace_vector", 1));

@@ -305,7 +305,9 @@ class Printer final : public IRVisitor {
   void visit(const LastArrivalNode* op) override {
     line() << "if_last_arrival(" << buffer_name(op->counter) << "[";
     list(op->indices);
-    os << "], " << op->count << ") {\n";
+    os << "], ";
+    expr(op->count, 0);
+    os << ") {\n";
     nested(op->body);
     line() << "}\n";
   }

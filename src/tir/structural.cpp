@@ -292,7 +292,7 @@ class Serializer final : public IRVisitor {
   void visit(const LastArrivalNode* op) override {
     buffer(op->counter);
     exprs(op->indices);
-    out.push_back(static_cast<uint64_t>(op->count));
+    expr(op->count);
     stmt(op->body);
   }
   void visit(const EvaluateNode* op) override {

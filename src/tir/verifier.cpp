@@ -297,7 +297,9 @@ class Verifier final : public StmtVisitor {
   void visit(const LastArrivalNode* op) override {
     if (parallel_depth_ > 0)
       error("if_last_arrival inside a parallel loop (it arrives once per program instance)");
-    if (op->count < 1) error("if_last_arrival needs a count >= 1");
+    visit_expr(op->count);
+    if (!is_int_type(op->count.dtype()))
+      error("if_last_arrival needs an integer count, got " + dt(op->count.dtype()));
     if (op->counter.scope() != MemScope::Global || op->counter.dtype() != DType::I32) {
       error("if_last_arrival needs an i32 global counter, got " + op->counter.name());
     } else {
@@ -432,6 +434,21 @@ class PlanVerifier final : public StmtVisitor {
     }
     if (launch_.cluster_size > 1 && launch_.persistent)
       error("kernel plan: a persistent kernel in a cluster");
+    if (launch_.stream_k_units != 0) {
+      // (LaunchPlan::stream_k_units: the grid is the whole tiles, then the
+      // pieces of each block, in one dim)
+      const int64_t u = launch_.stream_k_units, dp = launch_.stream_k_dp_tiles,
+                    s = launch_.stream_k_pieces;
+      const int64_t* w =
+          kernel_.grid.size() == 1 ? as_const_int(kernel_.grid[0].extent) : nullptr;
+      if (!launch_.persistent || launch_.consumer_teams != 1)
+        error("kernel plan: stream-K in a kernel that is not persistent with one consumer team");
+      else if (u < 1 || s < 1 || dp < 0 || dp % u != 0 || !w || *w != dp + u * s)
+        error(fmt::format(
+            "kernel plan: stream-K over {} blocks with {} whole tiles and {} pieces a block does "
+            "not cover a one-dim grid of as many work items",
+            u, dp, s));
+    }
     if (launch_.consumer_teams != 1 && launch_.consumer_teams != 2)
       error(fmt::format("kernel plan: {} consumer teams (1 or 2)", launch_.consumer_teams));
     if (launch_.consumer_teams > 1 &&

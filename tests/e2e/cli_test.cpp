@@ -80,6 +80,17 @@ TEST_P(SharedCase, SplitKMatchesOracle) {
       "unfused plan");
 }
 
+// Stream-K on the CPU executor through `run --gemm-config`: 5 and 3 units
+// (every piece a program instance; whole tiles first where the tiles are
+// many), within the oracle's tolerance.
+TEST_P(SharedCase, StreamKMatchesOracle) {
+  expect_checked(case_path(GetParam()) + " --device cpu --gemm-config 128x128x32/1/4/streamk5",
+                 "fused plan");
+  expect_checked(
+      case_path(GetParam()) + " --device cpu --plan unfused --gemm-config 64x64x16/1/4/streamk3",
+      "unfused plan");
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, SharedCase,
                          ::testing::Values("batched_gather.tfs", "dequant_int8_prologue.tfs",
                                            "gather_b_rows_along_k.tfs",
@@ -117,6 +128,23 @@ TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
           run_cli("run " + case_path("gather_out_of_range.tfs") + " --engine reference").output));
 }
 
+// explain names a stream-K config's schedule and why (text and JSON), and
+// on sm_80, where no persistent kernel runs it, that the pass declined it.
+TEST(Cli, ExplainSaysWhyStreamK) {
+  const std::string prog = ::testing::TempDir() + "/stream_k_waves.tfs";
+  std::ofstream(prog) << "def f(x: f16[2304, 4096], w: f16[4096, 2560]):\n    return x @ w\n";
+  Result t = run_cli("explain " + prog + " --target sm_90a --gemm-config 128x256x64/4/8/streamk132");
+  EXPECT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_NE(t.output.find("stream-K over 132 blocks: 180 tiles of 64 K tiles would take 2 wave(s) "
+                          "of 132 SMs, the last 36% full; the first 132 tiles go round robin"),
+            std::string::npos)
+      << t.output;
+  Result j = run_cli("explain " + prog + " --target sm_80 --gemm-config 128x256x64/4/8/streamk132 --json");
+  EXPECT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_NE(j.output.find("\"persistent\": false"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("\"STREAM_K\""), std::string::npos) << j.output;
+}
+
 TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   const std::string prog = case_path("seed_gather_mm_f16.tfs");
   for (const char* bad : {"32x32x32/1/4/splitk0", "32x32x32/1/4/splitk65", "32x32x32/1/4/split4",
@@ -126,7 +154,9 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
                           "32x32x32/1/4/persistent/pingpong", "32x32x32/17/4",
                           "32x32x32/0/4", "4294967328x32x32/1/4", "32x32x32/1/4/splitk4294967298",
                           " 32x32x32/1/4", "+32x32x32/1/4", "32x32x32/1/4/splitk 2",
-                          "32x32x32/1/4/splitk+2", ""}) {
+                          "32x32x32/1/4/splitk+2", "32x32x32/1/4/streamk0",
+                          "32x32x32/1/4/streamk4097", "32x32x32/1/4/streamk", "32x32x32/1/4/streamk2x",
+                          "32x32x32/1/4/splitk2/streamk2", "32x32x32/1/4/streamk2/splitk2", ""}) {
     // (quoted: the blanks and the empty value reach the parser)
     Result r = run_cli("run " + prog + " --device cpu --gemm-config '" + bad + "'");
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;

@@ -146,5 +146,100 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
   }
 }
 
+// Stream-K (GemmConfig::stream_k): the persistent warp-specialized kernel
+// (each block its whole tiles, then its pieces of the last tiles' K
+// iterations), the sm_90a kernel without warp specialization and the
+// mma.sync one (each work item a block) against the f64 oracle; ten
+// launches of one loaded program and a fresh load give the same bits (the
+// pieces' partials are summed in K order, whoever arrives last). Unit
+// counts: 4 (whole tiles round robin first), 5, 7, and the SMs' count (a
+// tile cut into up to 17 pieces of 2 K tiles). Then the ws edge programs
+// (M, N, K tails, a gather, bias + relu, batched) at 7 units and the SMs'.
+TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const std::optional<tir::Target> target = gputest::device_target();
+  ASSERT_TRUE(target.has_value());
+  const uint64_t seed = gputest::fresh_seed();
+  std::printf("stream-K, seed %llu\n", static_cast<unsigned long long>(seed));
+  const int sms = dev.sm_count();
+  auto streamed = [](GemmConfig c, int units) {
+    c.stream_k = units;
+    c.persistent = true;
+    return c;
+  };
+  auto compile_with = [&](const Graph& g, const char* option, const GemmConfig& cfg) {
+    driver::CompileOptions co;
+    if (option) {
+      std::string error;
+      EXPECT_TRUE(co.cuda.set(option, &error)) << error;
+    }
+    co.plan = PlanKind::kFused;
+    co.target = *target;
+    co.lower.gemm_config = cfg;
+    return driver::compile(g, co);
+  };
+  {
+    const char* source =
+        "def f(x: f16[300, 2000], w: f16[2000, 264], idx: i64[333] in [0, 300), b: f32[264]):\n"
+        "    return torch.relu(x[idx] @ w + b).to(torch.float16)\n";
+    const Program p = parse_program(source, "stream_k.tfs");
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+    EvalOptions o;
+    o.mode = EvalMode::kOracle;
+    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
+    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    for (const char* option :
+         {static_cast<const char*>(nullptr), "warp_specialize=0", "wgmma=0"}) {
+      for (int units : {4, 5, 7, sms}) {
+        const GemmConfig cfg = streamed(GemmConfig{128, 128, 64, 3, 8, 8}, units);
+        SCOPED_TRACE(fmt::format("{} stream-K {} seed {}", option ? option : "default", units,
+                                 seed));
+        const driver::CompiledProgram prog = compile_with(p.graph, option, cfg);
+        bool persistent = false;
+        for (const driver::CompiledKernel& ck : prog.kernels)
+          persistent |= ck.cuda->stream_k_units > 0;
+        EXPECT_EQ(persistent, !option && target->has_wgmma());
+        driver::CudaProgram run(prog, dev);
+        const std::vector<Tensor> first = run.run(inputs, /*poison=*/true);
+        EXPECT_LE(relative_error(first[0], oracle[0]), tol);
+        EXPECT_EQ(gputest::count_nan(first[0]), 0);
+        const size_t bytes = static_cast<size_t>(first[0].numel()) * dtype_size(first[0].dtype());
+        for (int r = 0; r < 10; ++r) {
+          const std::vector<Tensor> again = run.run(inputs, /*poison=*/true);
+          EXPECT_EQ(std::memcmp(first[0].data_ptr(), again[0].data_ptr(), bytes), 0)
+              << "run " << r;
+        }
+        driver::CudaProgram fresh(prog, dev);
+        const std::vector<Tensor> other = fresh.run(inputs, /*poison=*/true);
+        EXPECT_EQ(std::memcmp(first[0].data_ptr(), other[0].data_ptr(), bytes), 0);
+      }
+    }
+  }
+  int ran = 0;
+  for (const testing::WsProgram& wp : testing::ws_programs()) {
+    const Program p = parse_program(wp.source, std::string(wp.name) + ".tfs");
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+    EvalOptions o;
+    o.mode = EvalMode::kOracle;
+    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
+    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    for (const GemmConfig& base : {GemmConfig{128, 256, 64, 4, 8, 8}, GemmConfig{64, 128, 64, 3, 4, 8}})
+      for (int units : {7, sms}) {
+        const GemmConfig cfg = streamed(base, units);
+        SCOPED_TRACE(fmt::format("{} {}x{}x{} stream-K {} seed {}", wp.name, cfg.block_m,
+                                 cfg.block_n, cfg.block_k, units, seed));
+        const driver::CompiledProgram prog = compile_with(p.graph, nullptr, cfg);
+        driver::CudaProgram run(prog, dev);
+        const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
+        EXPECT_EQ(gputest::count_nan(got[0]), 0);
+        ++ran;
+      }
+  }
+  EXPECT_EQ(ran, static_cast<int>(testing::ws_programs().size() * 4));
+}
+
 }  // namespace
 }  // namespace tilefuse

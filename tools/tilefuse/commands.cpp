@@ -53,7 +53,9 @@ int report(const UserError& e, const std::string& file, std::string_view source)
 // tiles (16..256, BLOCK_K 16..128; for the CPU target 16..512 each, the
 // range of its default config), 1..16 stages and 1..16 warps (a power of
 // two), optionally followed by "/splitkS" (split-K over S blocks a tile,
-// 1..64) and then "/persistent" (sm_90a: the warp-specialized kernel's
+// 1..64) or "/streamkU" (stream-K over U blocks, 1..4096: the tiles' K
+// iterations shared out evenly, GemmConfig::stream_k; persistent on
+// sm_90a), and then "/persistent" (sm_90a: the warp-specialized kernel's
 // blocks take its tiles in turn) or "/pingpong" (persistent, with two
 // consumer teams of num_warps warps taking alternate tiles). A UserError
 // names the flag and the value otherwise.
@@ -82,6 +84,14 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
             number(&c.num_warps);
   // The optional "/splitkS" suffix.
   if (ok && text.compare(used, 7, "/splitk") == 0) ok = literal("/splitk") && number(&c.split_k);
+  // Or "/streamkU".
+  else if (ok && text.compare(used, 8, "/streamk") == 0) {
+    ok = literal("/streamk") && number(&c.stream_k);
+    if (ok && (c.stream_k < 1 || c.stream_k > 4096))
+      throw UserError("--gemm-config: the stream-K block count must be 1..4096, got `" + text +
+                      "`");
+    c.persistent = true;
+  }
   if (ok && text.compare(used, std::string::npos, "/persistent") == 0) {
     c.persistent = true;
     used = text.size();
@@ -95,7 +105,8 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
         "--gemm-config must look like 128x128x32/3/8 (BLOCK_MxBLOCK_NxBLOCK_K/"
         "num_stages/num_warps), 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile) or "
         "128x256x64/3/8/persistent (a persistent kernel) or 128x128x64/4/4/pingpong (persistent, "
-        "two teams of 4 warps taking alternate tiles), got `" +
+        "two teams of 4 warps taking alternate tiles) or 128x256x64/3/8/streamk132 (stream-K over "
+        "132 blocks), got `" +
         text + "`");
   if (c.split_k < 1 || c.split_k > 64)
     throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");

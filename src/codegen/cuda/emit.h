@@ -115,6 +115,9 @@ struct CudaKernel {
   // A persistent kernel (LaunchPlan::persistent): launch min(grid, SMs)
   // blocks; each takes tiles block, block + gridDim.x, ...
   bool persistent = false;
+  // Persistent stream-K (LaunchPlan::stream_k_units): launch exactly this
+  // many blocks (0: not stream-K).
+  int64_t stream_k_units = 0;
   // Ping-pong (LaunchPlan::consumer_teams): 2 teams of the MMA threads, each
   // taking the block's tiles in turn; num_threads counts both.
   int consumer_teams = 1;

@@ -2,6 +2,8 @@
 // of a warp-specialized kernel in its own tile loop.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
 
@@ -25,11 +27,46 @@ void Printer::emit_persistent() {
     if (it.kind == RoleItem::Kind::kAlloc && it.alloc->buffer.scope() == MemScope::Shared)
       emit_alloc_decl(it.alloc);
   ws_setup(body, plan);
-  const std::string tile_loop = fmt::format(
-      "for (int tf_tile = static_cast<int>(blockIdx.x); tf_tile < {}; tf_tile += "
-      "static_cast<int>(gridDim.x))",
-      tiles);
-  const std::string n = expr(loop->extent);
+  // The block's tiles (program ids) in turn: round robin, or stream-K's
+  // whole tiles round robin and then the block's pieces
+  // (LaunchPlan::stream_k_units). open_tiles opens the loop with tf_tile
+  // set; first_tile is the block's first, next_tile / has_next the one
+  // after tf_tile.
+  std::function<void()> open_tiles;
+  std::string first_tile, next_tile, has_next;
+  const LaunchPlan& lp = k_.launch;
+  if (lp.stream_k_units > 0) {
+    const int64_t rounds = lp.stream_k_dp_tiles / lp.stream_k_units;
+    const int64_t items = rounds + lp.stream_k_pieces;
+    auto item = [&](const std::string& j) {
+      return fmt::format(
+          "({0} < {1} ? static_cast<int>(blockIdx.x) + {0} * {2} : {3} + static_cast<int>(blockIdx.x) "
+          "* {4} + ({0} - {1}))",
+          j, rounds, lp.stream_k_units, lp.stream_k_dp_tiles, lp.stream_k_pieces);
+    };
+    open_tiles = [this, items, item] {
+      open(fmt::format("for (int tf_j = 0; tf_j < {}; ++tf_j)", items));
+      line(fmt::format(
+          "const int tf_tile = {};  // stream-K: the whole tiles round robin, then the pieces",
+          item("tf_j")));
+    };
+    first_tile = item("0");
+    next_tile = item("(tf_j + 1)");
+    has_next = fmt::format("tf_j + 1 < {}", items);
+  } else {
+    open_tiles = [this, tiles] {
+      open(fmt::format(
+          "for (int tf_tile = static_cast<int>(blockIdx.x); tf_tile < {}; tf_tile += "
+          "static_cast<int>(gridDim.x))",
+          tiles));
+    };
+    first_tile = "static_cast<int>(blockIdx.x)";
+    next_tile = "tf_tile + static_cast<int>(gridDim.x)";
+    has_next = fmt::format("tf_tile + static_cast<int>(gridDim.x) < {}", tiles);
+  }
+  // The main loop's trip count, printed where the tile's lets are bound
+  // (stream-K's varies with the piece).
+  auto n = [&] { return expr(loop->extent); };
   // Lets are pure: each role computes the ones it reads, per tile.
   auto lets = [&]() {
     for (const RoleItem& it : *roles)
@@ -71,10 +108,10 @@ void Printer::emit_persistent() {
       line(fmt::format("{} {}[{}];  // the next tile's {}, loaded a tile ahead",
                        cuda_type(prefetch->dst.dtype()), regs, prefetch->plan->register_slots,
                        prefetch->dst.name()));
-      prefetch_loads("static_cast<int>(blockIdx.x)");
+      prefetch_loads(first_tile);
     }
     line("int tf_git = 0;  // the ring iterations of the tiles before");
-    open(tile_loop);
+    open_tiles();
     emit_grid_vars("tf_tile");
     lets();
     line(barrier + "  // the last tile's readers of the prologue's buffers are done");
@@ -87,16 +124,16 @@ void Printer::emit_persistent() {
       trip_always_ = true;
       emit_copy(prefetch, false, RegPhase::kStore, regs);
       trip_always_ = false;
-      open(fmt::format("if (tf_tile + static_cast<int>(gridDim.x) < {})", tiles));
+      open(fmt::format("if ({})", has_next));
       record_copies_ = false;
-      prefetch_loads("tf_tile + static_cast<int>(gridDim.x)");
+      prefetch_loads(next_tile);
       record_copies_ = true;
       close();
       line(barrier + "  // the tile's " + prefetch->dst.name() + " is in shared memory");
     }
     line(barrier + "  // the prologue's buffers are written");
     ws_producer_loop(loop, body, plan, it, "tf_git");
-    line(fmt::format("tf_git += {};", n));
+    line(fmt::format("tf_git += {};", n()));
     close();
   });
   // The MMA warpgroups: every tile's main loop and epilogue.
@@ -108,8 +145,8 @@ void Printer::emit_persistent() {
     // too; its main loop waits for the other team's last one (tf_order),
     // and it lets the other team's next one go once its own has issued its
     // last stage's MMAs.
-    TF_CHECK(teams == 2 && as_const_int(loop->extent),
-             "cuda printer: consumer teams need 2 teams and a constant trip count");
+    TF_CHECK(teams == 2 && as_const_int(loop->extent) && lp.stream_k_units == 0,
+             "cuda printer: consumer teams need 2 teams, a constant trip count and no stream-K");
     line("const int tf_team = tf_tid / kMmaThreads;  // this thread's consumer team");
     line("const int tf_ctid = tf_tid % kMmaThreads;  // its thread within the team");
     line("const int tf_team_bar = tf_team == 0 ? 1 : 3;  // the team's named barrier");
@@ -120,7 +157,7 @@ void Printer::emit_persistent() {
     if (r.kind == RoleItem::Kind::kAlloc && r.alloc->buffer.scope() == MemScope::Fragment)
       emit_alloc_decl(r.alloc);
   if (teams > 1) {
-    line(fmt::format("int tf_git = tf_team * {};  // the ring iterations of the tiles before", n));
+    line(fmt::format("int tf_git = tf_team * {};  // the ring iterations of the tiles before", n()));
     line("int tf_turn = 0;  // this team's tiles before");
     open(fmt::format(
         "for (int tf_tile = static_cast<int>(blockIdx.x) + tf_team * static_cast<int>(gridDim.x); "
@@ -128,10 +165,11 @@ void Printer::emit_persistent() {
         tiles));
   } else {
     line("int tf_git = 0;  // the ring iterations of the tiles before");
-    open(tile_loop);
+    open_tiles();
   }
   emit_grid_vars("tf_tile");
   lets();
+  bool sk_scope = false;  // the post-loop scope of stream-K's lets is open
   for (const RoleItem& r : *roles) {
     if (r.kind == RoleItem::Kind::kConsumer) stmt(r.stmt);
     if (r.kind == RoleItem::Kind::kLoop) {
@@ -149,7 +187,21 @@ void Printer::emit_persistent() {
         line("++tf_turn;");
       } else {
         ws_consumer_loop(loop, body, plan, it, "tf_git");
-        line(fmt::format("tf_git += {};", n));
+        line(fmt::format("tf_git += {};", n()));
+      }
+      if (lp.stream_k_units > 0) {
+        // Stream-K's piece has many lets (its unit, its tile's pieces, the
+        // tile's coordinates): the statements after the main loop get them
+        // again, from an opaque copy of the tile so that the compiler does
+        // not reuse (and keep live across the loop) the ones above. With
+        // them live, ptxas spilled 64 bytes in the 8192^3 GEMM's
+        // 128x256 kernel, whose whole tiles then ran 18% slower than the
+        // persistent kernel's (bench/RESULTS.md, session 22).
+        open("");
+        line("const int tf_tile_e = tf::opaque(tf_tile);  // the piece again, after the main loop");
+        emit_grid_vars("tf_tile_e");
+        lets();
+        sk_scope = true;
       }
       // (the block timeline: the first tile's main loop's end)
       timeline_point("tf_tl_loop");
@@ -160,6 +212,7 @@ void Printer::emit_persistent() {
       if (plan.barrier_after) line(block_barrier_);
     }
   }
+  if (sk_scope) close();
   close();
   if (bulk_stores_)
     line(fmt::format("if ({} {}== 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits",

@@ -602,7 +602,10 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     // A split-K fix-up reads each partial's vectors once, V elements a
     // 16-byte load (LaunchPlan::workspace_vector), then its elements.
     // The vectors of D groups of V elements are in flight at a time (D =
-    // 64 registers' worth, at most every group): each group's loads are
+    // 64 registers' worth, less where the accumulators leave fewer than 64
+    // of 160, at least one group: tf::fixup_groups; a 128x256 tile's
+    // stream-K fix-up of 6-8 pieces spilled 40-200 bytes with 64, session
+    // 22): each group's loads are
     // issued D groups ahead, so the fix-up's sums of one group (branches
     // on the split, where the compiler puts them) never wait for a lone
     // round trip. Measured on the H200, session 21: a form with each
@@ -611,7 +614,6 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     const std::vector<const LoadNode*> wl = workspace_vector_loads(op);
     if (!wl.empty()) {
       const int v = k_.launch.workspace_vector;
-      const int ahead = std::max(1, 64 / (v * static_cast<int>(wl.size())));
       const std::string wt = cuda_type(
           k_.params[static_cast<size_t>(k_.launch.workspace_fragment_order)].buffer.dtype());
       const std::string id = std::to_string(tmp_++);
@@ -619,8 +621,10 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
                         eb = "tf_eb" + id;
       line(fmt::format("constexpr int {} = decltype({})::kElems / {};  // groups of {} elements",
                        ng, f, v, v));
-      line(fmt::format("constexpr int {0} = {1} < {2} ? {1} : {2};  // groups in flight", pd, ng,
-                       ahead));
+      line(fmt::format(
+          "constexpr int {} = tf::fixup_groups(decltype({})::kElems * int(sizeof({})) / 4, {}, "
+          "{});  // groups in flight",
+          pd, f, wt, wl.size(), ng));
       // (a masked load's vector is loaded under its mask, nest-invariant,
       // by a predicated load, zeros where it is false)
       std::vector<std::string> ring, at;
@@ -902,7 +906,7 @@ void Printer::stmt(const Stmt& s) {
       }
       const bool consumers = block_barrier_ == barrier_for(BarrierKind::Consumers);
       open(fmt::format("if (tf::last_arrival<{}>(&{}, {}, {}))", consumers ? consumer_threads_ : 0,
-                       element(op->counter, op->indices), op->count, tid_sym_));
+                       element(op->counter, op->indices), expr(op->count), tid_sym_));
       stmt(op->body);
       close();
       return;

@@ -145,15 +145,20 @@ struct IfCode final : StmtCode {
 struct LastArrivalCode final : StmtCode {
   int slot;
   std::vector<ExprPtr> indices;
-  int64_t count = 1;
+  ExprPtr count;
   StmtPtr body;
   void run(Frame& f, int n, const Lane* active) const override {
     TF_CHECK(n == 1 && !active, "cpu executor: if_last_arrival inside a parallel loop");
+    Lane c;
+    count->eval(f, 1, nullptr, &c);
+    // (tir/ir.h: one arrival runs the body without the counter; none, nothing)
+    if (c.i <= 0) return;
+    if (c.i == 1) return body->run(f, 1, nullptr);
     const BufferView& view = f.buffers[slot];
     int64_t offset = 0;
     offsets_of(f, view, indices, 1, nullptr, &offset);
     std::atomic_ref<int32_t> counter(*reinterpret_cast<int32_t*>(view.base + offset * 4));
-    if (counter.fetch_add(1) != count - 1) return;
+    if (counter.fetch_add(1) != c.i - 1) return;
     counter.store(0);
     body->run(f, 1, nullptr);
   }
@@ -397,7 +402,7 @@ struct StmtCompiler {
     auto code = std::make_unique<LastArrivalCode>();
     code->slot = buffer(op->counter);
     code->indices = exprs(op->indices);
-    code->count = op->count;
+    code->count = expr(op->count);
     code->body = compile_stmt(op->body, slots);
     code->vectorizable = false;
     return code;

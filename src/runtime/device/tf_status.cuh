@@ -106,6 +106,15 @@ __device__ __forceinline__ void record_timeline(unsigned long long* timeline, in
   r[4] = sm;
 }
 
+// v, which the compiler cannot see through (a mov in asm volatile): a value
+// derived from it again is not merged with one derived before (stream-K's
+// lets after the main loop, print_persistent.cpp).
+__device__ __forceinline__ int opaque(int v) {
+  int r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
+  return r;
+}
+
 // ---- if_last_arrival (split-K's election of a tile's last block) -------------
 // Arrives once for the block at *counter; true in every thread of the block
 // whose arrival is the count-th (which resets the counter to 0 for the next
@@ -116,8 +125,11 @@ __device__ __forceinline__ void record_timeline(unsigned long long* timeline, in
 // 9.7.13.4) and the threads meet before thread 0's atomicAdd; acquire: the
 // answer is shared by bar.red.or (9.7.13.1) and the last block fences
 // again before it reads what the others stored. No float atomics.
+// COUNT (uniform over the threads) of 1: the only arrival, true without the
+// counter; 0 or below: no arrival, false (stream-K's pieces, tir/ir.h).
 template <int THREADS>
 __device__ __forceinline__ bool last_arrival(int* counter, int count, int tid) {
+  if (count <= 1) return count == 1;
   __threadfence();
   if (THREADS == 0)
     __syncthreads();
@@ -143,6 +155,15 @@ __device__ __forceinline__ bool last_arrival(int* counter, int count, int tid) {
 }
 
 // ---- split-K partials, 16 bytes a thread at a time ----------------------------
+// The groups of 16-byte vectors a fix-up keeps in flight for LOADS partials
+// (print_stmt.cpp): 64 registers' worth, or what ACC_REGS accumulator
+// registers leave of 160 where that is less; at least 1, at most GROUPS.
+__host__ __device__ constexpr int fixup_groups(int acc_regs, int loads, int groups) {
+  const int room = 160 - acc_regs < 64 ? 160 - acc_regs : 64;
+  const int d = room / (4 * loads) > 1 ? room / (4 * loads) : 1;
+  return d < groups ? d : groups;
+}
+
 // (LaunchPlan::workspace_vector: element e of MMA thread t of a partial tile
 // at ((e / V) * threads + t) * V + e % V, V = 16 / sizeof(T).)
 template <class T>

@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
   }
   if (tf::last_arrival<0>(&splitk_counters[tile], 4, tf_tid)) {
     constexpr int tf_ng6 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd6 = tf_ng6 < 4 ? tf_ng6 : 4;  // groups in flight
+    constexpr int tf_pd6 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng6);  // groups in flight
     tf::Vec16<float>::type tf_wr7[tf_pd6];
     tf::Vec16<float>::type tf_wr8[tf_pd6];
     tf::Vec16<float>::type tf_wr9[tf_pd6];

@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng7 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd7 = tf_ng7 < 4 ? tf_ng7 : 4;  // groups in flight
+    constexpr int tf_pd7 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng7);  // groups in flight
     tf::Vec16<float>::type tf_wr8[tf_pd7];
     tf::Vec16<float>::type tf_wr9[tf_pd7];
     tf::Vec16<float>::type tf_wr10[tf_pd7];

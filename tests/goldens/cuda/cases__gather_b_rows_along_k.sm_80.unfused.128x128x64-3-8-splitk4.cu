@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng10 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd10 = tf_ng10 < 4 ? tf_ng10 : 4;  // groups in flight
+    constexpr int tf_pd10 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng10);  // groups in flight
     tf::Vec16<float>::type tf_wr11[tf_pd10];
     tf::Vec16<float>::type tf_wr12[tf_pd10];
     tf::Vec16<float>::type tf_wr13[tf_pd10];

@@ -129,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
   }
   if (tf::last_arrival<256>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng9 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd9 = tf_ng9 < 4 ? tf_ng9 : 4;  // groups in flight
+    constexpr int tf_pd9 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng9);  // groups in flight
     tf::Vec16<float>::type tf_wr10[tf_pd9];
     tf::Vec16<float>::type tf_wr11[tf_pd9];
     tf::Vec16<float>::type tf_wr12[tf_pd9];

@@ -147,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng20 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd20 = tf_ng20 < 4 ? tf_ng20 : 4;  // groups in flight
+    constexpr int tf_pd20 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng20);  // groups in flight
     tf::Vec16<float>::type tf_wr21[tf_pd20];
     tf::Vec16<float>::type tf_wr22[tf_pd20];
     tf::Vec16<float>::type tf_wr23[tf_pd20];

@@ -126,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng13 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd13 = tf_ng13 < 4 ? tf_ng13 : 4;  // groups in flight
+    constexpr int tf_pd13 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng13);  // groups in flight
     tf::Vec16<float>::type tf_wr14[tf_pd13];
     tf::Vec16<float>::type tf_wr15[tf_pd13];
     tf::Vec16<float>::type tf_wr16[tf_pd13];

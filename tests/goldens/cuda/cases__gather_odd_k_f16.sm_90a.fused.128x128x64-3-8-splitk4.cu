@@ -130,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   if (tf::last_arrival<0>(&splitk_counters[pid], 4, tf_tid)) {
     constexpr int tf_ng14 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-    constexpr int tf_pd14 = tf_ng14 < 4 ? tf_ng14 : 4;  // groups in flight
+    constexpr int tf_pd14 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 4, tf_ng14);  // groups in flight
     tf::Vec16<float>::type tf_wr15[tf_pd14];
     tf::Vec16<float>::type tf_wr16[tf_pd14];
     tf::Vec16<float>::type tf_wr17[tf_pd14];

@@ -308,6 +308,21 @@ TEST(Explain, ReadmeTableListsExactlyTheKeys) {
         << k.dump();
     EXPECT_NE(driver::render_explain_text(s).find("split-K 2: "), std::string::npos);
   }
+  // Stream-K: the blocks, whether the persistent pass took it, and why.
+  {
+    GemmConfig c{64, 64, 16, 2, 4, 8};
+    c.stream_k = 3;
+    c.persistent = true;
+    const json s = explain_source(kMlp, "sm_90a", PlanKind::kFused, c);
+    key_paths(s, "", written);
+    const json& k = s.at("kernels").at(0);
+    ASSERT_TRUE(k.contains("stream_k")) << k.dump();
+    EXPECT_EQ(k.at("stream_k").at("blocks"), 3);
+    EXPECT_NE(k.at("stream_k").at("why").get<std::string>().find("stream-K over "),
+              std::string::npos)
+        << k.dump();
+    EXPECT_NE(driver::render_explain_text(s).find("stream-K over "), std::string::npos);
+  }
   // A config beyond the target's shared memory: shown, with why run, bench
   // and the tuner reject it.
   {

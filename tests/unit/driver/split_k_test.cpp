@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "driver/compile.h"
+#include "lower/gemm_template.h"
 #include "driver/execute.h"
 #include "frontend/frontend.h"
 #include "reference/eval.h"
@@ -177,6 +179,149 @@ TEST(SplitK, CountersAreResetByTheLastBlock) {
     EXPECT_LE(relative_error(o, evaluate(p.graph, inputs, eval)[0]),
               check_tolerance(p.graph, p.graph.outputs()[0]))
         << "run " << r;
+  }
+}
+
+// ---- stream-K (GemmConfig::stream_k) ----------------------------------------
+// The same programs through the stream-K template: the CPU executor runs
+// each work item as an instance (the pieces of one unit concurrently, so
+// the arrivals come in every order).
+
+// The schedule covers every K iteration of every tile exactly once, in K
+// order within a tile; units and pieces are as StreamKSchedule documents.
+TEST(StreamK, ScheduleCoversEveryIterationOnce) {
+  for (int64_t tiles : {1, 2, 5, 20, 131, 132, 133, 263, 2048})
+    for (int64_t k_tiles : {1, 2, 3, 19, 64, 128})
+      for (int64_t units : {1, 3, 7, 132, 500}) {
+        SCOPED_TRACE(fmt::format("tiles {} k_tiles {} units {}", tiles, k_tiles, units));
+        const std::optional<StreamKSchedule> s = stream_k_schedule(tiles, k_tiles, units);
+        ASSERT_TRUE(s.has_value());
+        EXPECT_EQ(s->dp_tiles % s->units, 0);
+        EXPECT_EQ(s->dp_tiles + s->sk_tiles, tiles);
+        EXPECT_LE(s->units, units);
+        // (the last wave shared out, a whole one where the waves are whole, one
+        // more where its iterations are fewer than the units; all of them
+        // when fewer tiles than units)
+        if (tiles >= units && (tiles % units) * k_tiles >= units) {
+          EXPECT_GE(s->sk_tiles, 1);
+          EXPECT_LE(s->sk_tiles, units);
+          EXPECT_EQ(s->sk_tiles == units, tiles % units == 0);
+        } else if (s->dp_tiles > 0) {
+          EXPECT_GE(s->sk_tiles * k_tiles, units);
+          EXPECT_LT((s->sk_tiles - units) * k_tiles, units);
+        } else {
+          EXPECT_EQ(s->dp_tiles, 0);
+        }
+        EXPECT_EQ(s->begin(0), 0);
+        EXPECT_EQ(s->begin(s->units), s->sk_tiles * k_tiles);
+        EXPECT_LE(s->sk_units, s->units);
+        EXPECT_LE(s->peers, 3);  // (at least half a tile a unit)
+        std::vector<int> seen(static_cast<size_t>(s->sk_tiles * k_tiles), 0);
+        int64_t most_pieces = 0;
+        for (int64_t u = 0; u < s->units; ++u) {
+          if (u < s->sk_units)
+            EXPECT_LT(s->begin(u), s->begin(u + 1)) << "unit " << u << " is empty";
+          else
+            EXPECT_EQ(s->begin(u), s->begin(u + 1)) << "unit " << u << " has pieces";
+          for (int64_t x = s->begin(u); x < s->begin(u + 1); ++x) {
+            ++seen[static_cast<size_t>(x)];
+            EXPECT_EQ(s->unit_of(x), u);
+          }
+          most_pieces = std::max(most_pieces, (s->begin(u + 1) - 1) / k_tiles -
+                                                  s->begin(u) / k_tiles + 1);
+        }
+        EXPECT_EQ(most_pieces, s->pieces);
+        for (int v : seen) ASSERT_EQ(v, 1);
+        EXPECT_GE(s->peers, 1);
+      }
+  EXPECT_FALSE(stream_k_schedule(0, 4, 8).has_value());
+  EXPECT_FALSE(stream_k_schedule(4, 0, 8).has_value());
+}
+
+// Stream-K over 16x16x16 (and 32) tiles: 3 units (several tiles a unit,
+// whole tiles round robin first where the tiles are many), 5 and 7 (a tile
+// cut into up to 3 pieces), and more units than K iterations (every unit
+// one or two iterations).
+GemmConfig streamed(GemmConfig c, int units) {
+  c.stream_k = units;
+  c.persistent = true;  // (as --gemm-config's /streamkU; the CPU runs the pieces as instances)
+  return c;
+}
+
+const std::vector<GemmConfig>& stream_configs() {
+  static const std::vector<GemmConfig> c = {streamed(GemmConfig{16, 16, 16, 1, 4, 8}, 3),
+                                            streamed(GemmConfig{32, 16, 16, 1, 4, 8}, 5),
+                                            streamed(GemmConfig{16, 32, 32, 1, 4, 8}, 7),
+                                            streamed(GemmConfig{16, 16, 16, 1, 4, 8}, 4000)};
+  return c;
+}
+
+TEST(StreamK, EveryEpilogueAndTailMatchesTheOracle) {
+  const uint64_t seed = std::random_device{}();
+  std::printf("stream-K CPU programs, seed %llu\n", static_cast<unsigned long long>(seed));
+  int ran = 0;
+  for (const SplitProgram& sp : split_programs()) {
+    const Program p = parse_program(sp.source, std::string(sp.name) + ".tfs");
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+    EvalOptions o;
+    o.mode = EvalMode::kOracle;
+    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
+    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      for (const GemmConfig& cfg : stream_configs()) {
+        SCOPED_TRACE(fmt::format("{} {} stream-K {} seed {}", sp.name, plan_kind_name(plan),
+                                 cfg.stream_k, seed));
+        const driver::CompiledProgram c = compile_split(p.graph, plan, cfg);
+        bool streamed = false;
+        for (const driver::CompiledKernel& ck : c.kernels)
+          if (ck.lowered.gemm_config) {
+            streamed = true;
+            EXPECT_EQ(ck.lowered.scratch.size(), 2u);
+            const std::string text = tir::print(ck.kernel);
+            EXPECT_NE(text.find("if_last_arrival(streamk_counters"), std::string::npos);
+            EXPECT_NE(text.find("pid_w"), std::string::npos);
+          }
+        EXPECT_TRUE(streamed);
+        const std::vector<Tensor> got = run(c, inputs);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, static_cast<int>(split_programs().size() * 2 * stream_configs().size()));
+}
+
+// The partials are summed in K order, not arrival order.
+TEST(StreamK, BitIdenticalAcrossRuns) {
+  const Program p = parse_program(split_programs()[1].source, "gather_addmm_gelu_cast.tfs");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 4321);
+  for (const GemmConfig& cfg : {stream_configs()[1], stream_configs()[2]}) {
+    const driver::CompiledProgram c = compile_split(p.graph, PlanKind::kFused, cfg);
+    const std::vector<Tensor> first = run(c, inputs);
+    for (int r = 0; r < 10; ++r) {
+      driver::ExecuteOptions eo;
+      eo.poison_outputs = true;
+      eo.num_threads = r % 2 == 0 ? 4 : 1;
+      const std::vector<Tensor> again = driver::execute(c, inputs, eo);
+      EXPECT_TRUE(same_bits(first[0], again[0])) << "stream-K " << cfg.stream_k << " run " << r;
+    }
+  }
+}
+
+// A symbolic size: a user's stream-K config gets a clear error.
+TEST(StreamK, SymbolicSizeIsAUserError) {
+  const Program p =
+      parse_program("def f(x: f16[M, 64], w: f16[64, 32]):\n    return x @ w\n", "sym.tfs");
+  driver::CompileOptions co;
+  co.lower.gemm_config = stream_configs()[0];
+  try {
+    driver::compile(p.graph, co);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("stream-K (over 3 blocks) needs constant sizes"),
+              std::string::npos)
+        << e.what();
   }
 }
 

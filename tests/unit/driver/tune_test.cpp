@@ -281,7 +281,9 @@ TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
     EXPECT_TRUE(cost.feasible && cost.persistent) << driver::gemm_config_name(c) << cost.why;
     // (A ping-pong config is persistent too, and its kernel has two teams.)
     EXPECT_EQ(cost.pingpong, c.pingpong) << driver::gemm_config_name(c);
-    EXPECT_NE(driver::gemm_config_name(c).find(c.pingpong ? "/pingpong" : "/persistent"),
+    EXPECT_NE(driver::gemm_config_name(c).find(c.pingpong      ? "/pingpong"
+                                               : c.stream_k > 0 ? "/streamk"
+                                                                : "/persistent"),
               std::string::npos);
     const std::optional<GemmConfig> back =
         driver::gemm_config_from_json(driver::gemm_config_to_json(c));
@@ -310,6 +312,50 @@ TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
 // A short K loop (K = 96: two K tiles a tile) also gets its persistent
 // kernels with one stage more than the base config: the ring then holds
 // the next tiles' stages (pointcloud_gather: 128x128x64/3/8/persistent).
+// Stream-K: a GEMM of a few waves whose last is at most half full (180
+// tiles of 128x256 for 132 SMs) gets the largest persistent config again
+// with stream-K over the SMs, which the persistent pass takes; gather_heavy
+// (512 tiles: the last wave 88% full), a single partial wave and sm_80 get
+// none. Its name and JSON form round-trip.
+TEST(TuneSpace, APartLastWaveGetsAStreamKConfig) {
+  const tir::Target sm90a = tir::Target::cuda(90, true);
+  auto stream_k_configs = [&](const char* source, const tir::Target& target) {
+    const Graph g = parse_graph(source);
+    const Plan plan = build_plan(g, PlanKind::kFused);
+    std::vector<GemmConfig> out;
+    for (const GemmConfig& c : driver::gemm_config_space(g, gemm_step(g, plan), target,
+                                                         227 * 1024, PlanKind::kFused, {}, 132))
+      if (c.stream_k > 0) {
+        out.push_back(c);
+        EXPECT_TRUE(driver::config_cost(g, PlanKind::kFused, c, target, {}, 227 * 1024, 128)
+                        .persistent)
+            << driver::gemm_config_name(c);
+      }
+    return out;
+  };
+  const char* waves = "def f(x: f16[2304, 4096], w: f16[4096, 2560]):\n    return x @ w\n";
+  const std::vector<GemmConfig> sk = stream_k_configs(waves, sm90a);
+  ASSERT_EQ(sk.size(), 1u);
+  EXPECT_EQ(sk[0].stream_k, 132);
+  EXPECT_TRUE(sk[0].persistent);
+  EXPECT_EQ(sk[0].split_k, 1);
+  const std::string name = driver::gemm_config_name(sk[0]);
+  EXPECT_NE(name.find("/streamk132"), std::string::npos) << name;
+  const std::optional<GemmConfig> back =
+      driver::gemm_config_from_json(driver::gemm_config_to_json(sk[0]));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->stream_k, 132);
+  EXPECT_TRUE(back->persistent);
+  EXPECT_TRUE(stream_k_configs(waves, tir::Target::cuda(80)).empty());
+  EXPECT_TRUE(stream_k_configs("def f(x: bf16[16384, 1024], idx: i64[16384] in [0, 16384), "
+                               "w: bf16[1024, 1024]):\n    return x[idx] @ w\n",
+                               sm90a)
+                  .empty());
+  EXPECT_TRUE(
+      stream_k_configs("def f(x: f16[512, 8192], w: f16[8192, 1024]):\n    return x @ w\n", sm90a)
+          .empty());
+}
+
 TEST(TuneSpace, ShortKLoopsGetAPersistentStageMore) {
   const Graph g = parse_graph(
       "def pc(x: f16[262144, 96], idx: i64[1048576] in [0, 262144), w: f16[96, 128]):\n"

@@ -114,7 +114,8 @@ std::string staging_problem(const EpilogueNest& n) {
 
 // The split-K workspace that can be held in the accumulators' fragment
 // order (LaunchPlan::workspace_fragment_order): the param index, or -1.
-// The kernel is split (attr SPLIT_K); one fragment nest stores the buffer,
+// The kernel is split (attr SPLIT_K) or stream-K (attr STREAM_K); one
+// fragment nest stores the buffer,
 // its value the accumulator element at the nest's own (i, j) and its last
 // two indices those vars, unmasked; the buffer is a param whose last two
 // dims are the fragment's, compact; every other access is a load in a nest
@@ -124,7 +125,9 @@ std::string staging_problem(const EpilogueNest& n) {
 int fragment_order_workspace(const Kernel& kernel, const std::vector<const ForNode*>& nests,
                              const ForNode** store_nest) {
   const auto split = kernel.attrs.find("SPLIT_K");
-  if (split == kernel.attrs.end() || split->second == tir::AttrValue(int64_t{1})) return -1;
+  const bool sk = kernel.attrs.count("STREAM_K") > 0;
+  if (!sk && (split == kernel.attrs.end() || split->second == tir::AttrValue(int64_t{1})))
+    return -1;
   struct Access : IRVisitor {
     std::vector<const StoreNode*> stores;
     std::vector<const LoadNode*> loads;

@@ -77,21 +77,43 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
     void visit(const LastArrivalNode*) override { found = true; }
   } arrival;
   arrival.visit_stmt(kernel.body);
+  // Stream-K (gemm_template.h's StreamKSchedule, in the kernel's attrs): the
+  // blocks take the whole tiles round robin, then their pieces in turn.
+  auto attr_int = [&](const char* name) -> int64_t {
+    const auto it = kernel.attrs.find(name);
+    if (it == kernel.attrs.end()) return 0;
+    const int64_t* v = std::get_if<int64_t>(&it->second);
+    return v ? *v : 0;
+  };
+  const int64_t sk_units = attr_int("STREAM_K");
   // (A split-K tile's blocks meet at its counter; a persistent block would
-  // take the tiles of one split in turn. Stream-K's territory.)
-  if (why.empty() && arrival.found) why = "split-K (the K splits of a tile meet at a counter)";
+  // take the tiles of one split in turn: stream-K is the persistent form.)
+  if (why.empty() && arrival.found && sk_units == 0)
+    why = "split-K (the K splits of a tile meet at a counter)";
   if (why.empty()) persistent_roles(kernel, &why);
   if (!why.empty()) {
     out.launch.notes.push_back("not persistent: " + why);
     return out;
   }
   out.launch.persistent = true;
-  out.launch.notes.push_back(
-      "persistent: each block takes tiles block, block + blocks, ...; the producer fills the next "
-      "tile's stages while the MMA warpgroups store the last");
+  if (sk_units > 0) {
+    out.launch.stream_k_units = sk_units;
+    out.launch.stream_k_dp_tiles = attr_int("STREAM_K_DP_TILES");
+    out.launch.stream_k_pieces = attr_int("STREAM_K_PIECES");
+    out.launch.notes.push_back(fmt::format(
+        "persistent stream-K over {} blocks: each takes {} whole tiles round robin, then its {} "
+        "piece(s) of the K iterations of the last tiles in turn; the producer fills the next "
+        "piece's stages while the MMA warpgroups store the last",
+        sk_units, out.launch.stream_k_dp_tiles / sk_units, out.launch.stream_k_pieces));
+  } else {
+    out.launch.notes.push_back(
+        "persistent: each block takes tiles block, block + blocks, ...; the producer fills the "
+        "next tile's stages while the MMA warpgroups store the last");
+  }
   const auto pingpong = kernel.attrs.find("PINGPONG");
   if (pingpong != kernel.attrs.end() && pingpong->second == tir::AttrValue(int64_t{1})) {
-    const std::string no = pingpong_problem(kernel, context);
+    const std::string no = sk_units > 0 ? "stream-K (a block's pieces run in one sequence)"
+                                        : pingpong_problem(kernel, context);
     if (!no.empty()) {
       out.launch.notes.push_back("not ping-pong: " + no);
       return out;
