@@ -151,7 +151,11 @@ __device__ __forceinline__ bool last_arrival(int* counter, int count, int tid) {
         : "memory");
   }
   if (last) __threadfence();
-  return last != 0;
+  // (a warp vote: the compiler then knows the answer is the warp's, so a
+  // branch on it keeps the control flow uniform and a persistent loop's
+  // ring counters in uniform registers; with the asm's answer, stream-K's
+  // main loop addressed its mbarriers from per-thread registers, session 22)
+  return __all_sync(0xffffffffu, last != 0);
 }
 
 // ---- split-K partials, 16 bytes a thread at a time ----------------------------
