@@ -633,10 +633,12 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // full, the largest persistent config again with the last wave's K
   // iterations shared out evenly over one block an SM. Measured on the
   // H200 (bench/RESULTS.md, session 22): 2304x4096x2560 f16 (180 tiles of
-  // 128x256, 1.36 waves) 83.4 us against 90.4 persistent; slower wherever
-  // the last wave was fuller or the waves many (the 8192^3 GEMM 1841
-  // against 1593, gather_heavy 81 against 59) and below one wave (fewtiles
-  // 35 against split-K's 26, decode_m32 42 against 34), so none there.
+  // 128x256, 1.36 waves) 76.5 us against 90.0 persistent; level on the
+  // 8192^3 GEMM (15.5 waves: 1532 against 1527); slower on the gathered
+  // programs (gather_heavy 79 against 58: their persistent producer loads
+  // the next tile's index ahead, stream-K's does not) and below one wave
+  // (fewtiles 35 against split-K's 26, decode_m32 42 against 34, the
+  // 2048^3 GEMM 43 against 29), so none there.
   if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty()) {
     const GemmConfig* best = nullptr;
     for (const GemmConfig& c : out)
