@@ -636,10 +636,15 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // 128x256, 1.36 waves) 76.5 us against 90.0 persistent; level on the
   // 8192^3 GEMM (15.5 waves: 1532 against 1527); slower on the gathered
   // programs (gather_heavy 79 against 58: their persistent producer loads
-  // the next tile's index ahead, stream-K's does not) and below one wave
-  // (fewtiles 35 against split-K's 26, decode_m32 42 against 34, the
-  // 2048^3 GEMM 43 against 29), so none there.
-  if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty()) {
+  // the next tile's index ahead, stream-K's does not, and ptxas spills
+  // 64-80 bytes in their fix-up) and below one wave (fewtiles 35 against
+  // split-K's 26, decode_m32 42 against 34, the 2048^3 GEMM 43 against
+  // 29), so none there, and none for a gathered operand.
+  bool gathered = false;
+  for (const OperandPrologue* op : {&step_in.a, &step_in.b})
+    for (ValueId v : op->nodes) gathered = gathered || graph.node(v).kind == OpKind::Index;
+  if (sm_count > 0 && target.has_wgmma() && gemm_symbolic_dim(graph, step_in).empty() &&
+      !gathered) {
     const GemmConfig* best = nullptr;
     for (const GemmConfig& c : out)
       if (c.persistent && !c.pingpong && c.stream_k == 0 &&

@@ -181,23 +181,19 @@ LoweredKernel lower_gemm_step(const DimEnv& env, const KernelStep& step, const L
   const GemmConfig config = opts.gemm_config.value_or(
       opts.cpu ? default_cpu_gemm_config(env, step) : default_gemm_config(env, step, opts.wgmma));
   lk.gemm_config = config;
-  if (config.split_k > 1) {
-    // A user's config (--gemm-config .../splitkS): the tuner proposes no
-    // split where a size is symbolic.
+  if (config.split_k > 1 || config.stream_k > 0) {
+    // A user's config (--gemm-config .../splitkS or .../streamkU): the tuner
+    // proposes neither where a size is symbolic.
     const std::string sym = gemm_symbolic_dim(g, step);
+    const bool split = config.split_k > 1;
     if (!sym.empty())
       throw UserError(fmt::format(
-          "GEMM step {}: split-K (split_k {}) needs constant sizes, but {} is a symbolic dim; use "
-          "a config without /splitk{}",
-          step.name, config.split_k, sym, config.split_k));
-  }
-  if (config.stream_k > 0) {
-    const std::string sym = gemm_symbolic_dim(g, step);
-    if (!sym.empty())
-      throw UserError(fmt::format(
-          "GEMM step {}: stream-K (over {} blocks) needs constant sizes, but {} is a symbolic dim; "
-          "use a config without /streamk{}",
-          step.name, config.stream_k, sym, config.stream_k));
+          "GEMM step {}: {} needs constant sizes, but {} is a symbolic dim; use a config without "
+          "/{}{}",
+          step.name,
+          split ? fmt::format("split-K (split_k {})", config.split_k)
+                : fmt::format("stream-K (over {} blocks)", config.stream_k),
+          sym, split ? "splitk" : "streamk", split ? config.split_k : config.stream_k));
   }
   const tir::Kernel templ = build_gemm(env, step, sig, config);
   // Split-K's buffer params after the output: the workspace, then the

@@ -169,7 +169,6 @@ void Printer::emit_persistent() {
   }
   emit_grid_vars("tf_tile");
   lets();
-  bool sk_scope = false;  // the post-loop scope of stream-K's lets is open
   for (const RoleItem& r : *roles) {
     if (r.kind == RoleItem::Kind::kConsumer) stmt(r.stmt);
     if (r.kind == RoleItem::Kind::kLoop) {
@@ -189,20 +188,6 @@ void Printer::emit_persistent() {
         ws_consumer_loop(loop, body, plan, it, "tf_git");
         line(fmt::format("tf_git += {};", n()));
       }
-      if (lp.stream_k_units > 0) {
-        // Stream-K's piece has many lets (its unit, its tile's pieces, the
-        // tile's coordinates): the statements after the main loop get them
-        // again, from an opaque copy of the tile so that the compiler does
-        // not reuse (and keep live across the loop) the ones above. With
-        // them live, ptxas spilled 64 bytes in the 8192^3 GEMM's
-        // 128x256 kernel, whose whole tiles then ran 18% slower than the
-        // persistent kernel's (bench/RESULTS.md, session 22).
-        open("");
-        line("const int tf_tile_e = tf::opaque(tf_tile);  // the piece again, after the main loop");
-        emit_grid_vars("tf_tile_e");
-        lets();
-        sk_scope = true;
-      }
       // (the block timeline: the first tile's main loop's end)
       timeline_point("tf_tl_loop");
       // Every MMA warp (of the team) is past the last tile's epilogue (the
@@ -212,7 +197,6 @@ void Printer::emit_persistent() {
       if (plan.barrier_after) line(block_barrier_);
     }
   }
-  if (sk_scope) close();
   close();
   if (bulk_stores_)
     line(fmt::format("if ({} {}== 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits",

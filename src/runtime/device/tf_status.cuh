@@ -106,15 +106,6 @@ __device__ __forceinline__ void record_timeline(unsigned long long* timeline, in
   r[4] = sm;
 }
 
-// v, which the compiler cannot see through (a mov in asm volatile): a value
-// derived from it again is not merged with one derived before (stream-K's
-// lets after the main loop, print_persistent.cpp).
-__device__ __forceinline__ int opaque(int v) {
-  int r;
-  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
-  return r;
-}
-
 // ---- if_last_arrival (split-K's election of a tile's last block) -------------
 // Arrives once for the block at *counter; true in every thread of the block
 // whose arrival is the count-th (which resets the counter to 0 for the next

@@ -132,130 +132,104 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (k_count > 0) tf::mbar_arrive(&tf_empty[(tf_git + k_count - 1) % 4]);
     tf_git += k_count;
-    {
-      const int tf_tile_e = tf::opaque(tf_tile);  // the piece again, after the main loop
-      const int pid_w = tf_tile_e;
-      const int sk_unit = (tf::max((pid_w + -1980), 0) / 2);
-      const int sk_seq = (tf::max((pid_w + -1980), 0) % 2);
-      const int sk_begin = ((sk_unit * 65) + tf::min(sk_unit, 124));
-      const int sk_end = (((sk_unit * 65) + tf::min((sk_unit + 1), 124)) + 65);
-      const int sk_tile = ((sk_begin / 128) + sk_seq);
-      const int sk_kb = tf::max((sk_begin - (sk_tile * 128)), 0);
-      const int sk_kn = tf::max((tf::min((sk_end - (sk_tile * 128)), 128) - sk_kb), 0);
-      const int cse = (sk_tile * 128);
-      const int sk_first = ((cse < 8184) ? (cse / 66) : (tf::floordiv((cse + -8184), 65) + 124));
-      const int cse_1 = ((sk_tile * 128) + 127);
-      const int sk_count = ((pid_w >= 1980) ? ((sk_kn > 0) ? ((((cse_1 < 8184) ? (cse_1 / 66) : (tf::floordiv(((sk_tile * 128) + -8057), 65) + 124)) - sk_first) + 1) : 0) : 1);
-      const int sk_tile_id = tf::min(sk_tile, 67);
-      const int k_begin = ((pid_w >= 1980) ? sk_kb : 0);
-      const int k_count = ((pid_w >= 1980) ? sk_kn : 128);
-      const int tile = ((pid_w >= 1980) ? (sk_tile_id + 1980) : pid_w);
-      const int group_id = (tile / 256);
-      const int first_pid_m = (group_id * 8);
-      const int group_size_m = tf::min((64 - first_pid_m), 8);
-      const int pid_m = (first_pid_m + tf::floormod((tile % 256), group_size_m));
-      const int pid_n = tf::floordiv((tile % 256), group_size_m);
-      const int cse_2 = (pid_m * 128);
-      const int cse_3 = (pid_n * 256);
+    if ((sk_count > 1)) {
+      // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
+      float* tf_wsp = &streamk_workspace[sk_unit * 65536 + sk_seq * 32768 + 0 * 256 + 0];
+      static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
+      #pragma unroll
+      for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 4) {
+        float tf_wv[4];
+        tf_wv[0] = C_f.value((tf_e1 + 0));
+        tf_wv[1] = C_f.value((tf_e1 + 1));
+        tf_wv[2] = C_f.value((tf_e1 + 2));
+        tf_wv[3] = C_f.value((tf_e1 + 3));
+        tf::st_vec16(&tf_wsp[((tf_e1 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
+      }
+    }
+    if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
       if ((sk_count > 1)) {
-        // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
-        float* tf_wsp = &streamk_workspace[sk_unit * 65536 + sk_seq * 32768 + 0 * 256 + 0];
-        static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
+        const int cse_5 = (sk_first + 1);
+        const int cse_6 = (sk_first + 2);
+        constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+        constexpr int tf_pd3 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 3, tf_ng3);  // groups in flight
+        tf::Vec16<float>::type tf_wr4[tf_pd3];
+        tf::Vec16<float>::type tf_wr5[tf_pd3];
+        tf::Vec16<float>::type tf_wr6[tf_pd3];
         #pragma unroll
-        for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 4) {
-          float tf_wv[4];
-          tf_wv[0] = C_f.value((tf_e1 + 0));
-          tf_wv[1] = C_f.value((tf_e1 + 1));
-          tf_wv[2] = C_f.value((tf_e1 + 2));
-          tf_wv[3] = C_f.value((tf_e1 + 3));
-          tf::st_vec16(&tf_wsp[((tf_e1 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
+        for (int tf_g3 = 0; tf_g3 < tf_pd3; ++tf_g3) {
+          tf_wr4[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 65) + tf::min(sk_first, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
+          tf_wr5[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
+          tf_wr6[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
+        }
+        #pragma unroll
+        for (int tf_g3 = 0; tf_g3 < tf_ng3; ++tf_g3) {
+          const auto tf_wv7 = tf_wr4[tf_g3 % tf_pd3];
+          const auto tf_wv8 = tf_wr5[tf_g3 % tf_pd3];
+          const auto tf_wv9 = tf_wr6[tf_g3 % tf_pd3];
+          if (tf_g3 + tf_pd3 < tf_ng3) {
+            tf_wr4[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 65) + tf::min(sk_first, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
+            tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
+            tf_wr6[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
+          }
+          const int tf_eb3 = tf_g3 * 4;
+          #pragma unroll
+          for (int tf_e2 = tf_eb3; tf_e2 < tf_eb3 + 4; ++tf_e2) {
+            const int i = C_f.row(tf_e2);
+            const int j = C_f.col(tf_e2);
+            C_f.c[tf_e2] = ((tf::vec16_lane(tf_wv7, tf_e2 % 4) + tf::vec16_lane(tf_wv8, tf_e2 % 4)) + ((sk_count > 2) ? tf::vec16_lane(tf_wv9, tf_e2 % 4) : -0x0p+0f));
+          }
         }
       }
-      if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
-        if ((sk_count > 1)) {
-          const int cse_5 = (sk_first + 1);
-          const int cse_6 = (sk_first + 2);
-          constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-          constexpr int tf_pd3 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 3, tf_ng3);  // groups in flight
-          tf::Vec16<float>::type tf_wr4[tf_pd3];
-          tf::Vec16<float>::type tf_wr5[tf_pd3];
-          tf::Vec16<float>::type tf_wr6[tf_pd3];
-          #pragma unroll
-          for (int tf_g3 = 0; tf_g3 < tf_pd3; ++tf_g3) {
-            tf_wr4[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 65) + tf::min(sk_first, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr5[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr6[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
-          }
-          #pragma unroll
-          for (int tf_g3 = 0; tf_g3 < tf_ng3; ++tf_g3) {
-            const auto tf_wv7 = tf_wr4[tf_g3 % tf_pd3];
-            const auto tf_wv8 = tf_wr5[tf_g3 % tf_pd3];
-            const auto tf_wv9 = tf_wr6[tf_g3 % tf_pd3];
-            if (tf_g3 + tf_pd3 < tf_ng3) {
-              tf_wr4[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 65) + tf::min(sk_first, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
-              tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
-              tf_wr6[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
-            }
-            const int tf_eb3 = tf_g3 * 4;
-            #pragma unroll
-            for (int tf_e2 = tf_eb3; tf_e2 < tf_eb3 + 4; ++tf_e2) {
-              const int i = C_f.row(tf_e2);
-              const int j = C_f.col(tf_e2);
-              C_f.c[tf_e2] = ((tf::vec16_lane(tf_wv7, tf_e2 % 4) + tf::vec16_lane(tf_wv8, tf_e2 % 4)) + ((sk_count > 2) ? tf::vec16_lane(tf_wv9, tf_e2 % 4) : -0x0p+0f));
-            }
-          }
+      // epilogue staged per warp (128 x 256 tf::bf16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 197632), each slab stored by a TMA box (tf_map2) from the warp's lane 0
+      const unsigned char* tf_es = tf_smem + 197632 + (tf_tid / 32) * 4096;  // this warp's buffers
+      const unsigned tf_esa = tf::smem_addr(tf_es);
+      #pragma unroll
+      for (int tf_s11 = 0; tf_s11 < decltype(C_f)::kSlabs; ++tf_s11) {
+        const unsigned tf_esb = tf_esa + (tf_s11 % 2) * 2048;
+        if (tf_tid % 32 == 0) {
+          if (tf_s11 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
         }
-        // epilogue staged per warp (128 x 256 tf::bf16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 197632), each slab stored by a TMA box (tf_map2) from the warp's lane 0
-        const unsigned char* tf_es = tf_smem + 197632 + (tf_tid / 32) * 4096;  // this warp's buffers
-        const unsigned tf_esa = tf::smem_addr(tf_es);
+        __syncwarp();
         #pragma unroll
-        for (int tf_s11 = 0; tf_s11 < decltype(C_f)::kSlabs; ++tf_s11) {
-          const unsigned tf_esb = tf_esa + (tf_s11 % 2) * 2048;
-          if (tf_tid % 32 == 0) {
-            if (tf_s11 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
-          }
-          __syncwarp();
+        for (int tf_e10 = tf_s11 * 32; tf_e10 < tf_s11 * 32 + 32; tf_e10 += 8) {
+          unsigned tf_q[4];
           #pragma unroll
-          for (int tf_e10 = tf_s11 * 32; tf_e10 < tf_s11 * 32 + 32; tf_e10 += 8) {
-            unsigned tf_q[4];
-            #pragma unroll
-            for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-              const int tf_e12 = tf_e10 + 2 * tf_pp;
-              bool tf_ok0 = false, tf_ok1 = false;
-              tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-              {
-                const int i_1 = C_f.row(tf_e12);
-                const int j_1 = C_f.col(tf_e12);
-                const int m = ((pid_m * 128) + i_1);
-                const int n = ((pid_n * 256) + j_1);
-                tf_ok0 = ((m < 8192) && (n < 8192));
-                tf_p0 = &t2[m * 8192 + n];
-                tf_v0 = C_f.value(tf_e12);
-              }
-              {
-                const int i_1 = C_f.row((tf_e12 + 1));
-                const int j_1 = C_f.col((tf_e12 + 1));
-                const int m = ((pid_m * 128) + i_1);
-                const int n = ((pid_n * 256) + j_1);
-                tf_ok1 = ((m < 8192) && (n < 8192));
-                tf_p1 = &t2[m * 8192 + n];
-                tf_v1 = C_f.value((tf_e12 + 1));
-              }
-              (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-              tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
+          for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+            const int tf_e12 = tf_e10 + 2 * tf_pp;
+            bool tf_ok0 = false, tf_ok1 = false;
+            tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+            {
+              const int i_1 = C_f.row(tf_e12);
+              const int j_1 = C_f.col(tf_e12);
+              const int m = ((pid_m * 128) + i_1);
+              const int n = ((pid_n * 256) + j_1);
+              tf_ok0 = ((m < 8192) && (n < 8192));
+              tf_p0 = &t2[m * 8192 + n];
+              tf_v0 = C_f.value(tf_e12);
             }
-            tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e10), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+            {
+              const int i_1 = C_f.row((tf_e12 + 1));
+              const int j_1 = C_f.col((tf_e12 + 1));
+              const int m = ((pid_m * 128) + i_1);
+              const int n = ((pid_n * 256) + j_1);
+              tf_ok1 = ((m < 8192) && (n < 8192));
+              tf_p1 = &t2[m * 8192 + n];
+              tf_v1 = C_f.value((tf_e12 + 1));
+            }
+            (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+            tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
           }
-          tf::fence_async_proxy();  // the slab, for the TMA store's reads
-          __syncwarp();
-          if (tf_tid % 32 == 0) {
-            const int i_1 = 0;
-            const int j_1 = 0;
-            const int m = ((pid_m * 128) + i_1);
-            const int n = ((pid_n * 256) + j_1);
-            tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s11), static_cast<int>(m) + C_f.slab_row(tf_s11));
-            tf::bulk_commit();
-          }
+          tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e10), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        }
+        tf::fence_async_proxy();  // the slab, for the TMA store's reads
+        __syncwarp();
+        if (tf_tid % 32 == 0) {
+          const int i_1 = 0;
+          const int j_1 = 0;
+          const int m = ((pid_m * 128) + i_1);
+          const int n = ((pid_n * 256) + j_1);
+          tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s11), static_cast<int>(m) + C_f.slab_row(tf_s11));
+          tf::bulk_commit();
         }
       }
     }

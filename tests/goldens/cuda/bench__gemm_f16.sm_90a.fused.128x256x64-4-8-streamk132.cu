@@ -120,119 +120,99 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (sk_kn > 0) tf::mbar_arrive(&tf_empty[(tf_git + sk_kn - 1) % 4]);
     tf_git += sk_kn;
-    {
-      const int tf_tile_e = tf::opaque(tf_tile);  // the piece again, after the main loop
-      const int pid_w = tf_tile_e;
-      const int sk_unit = (pid_w / 2);
-      const int sk_seq = (pid_w % 2);
-      const int sk_begin = ((sk_unit * 31) + tf::min(sk_unit, 4));
-      const int sk_end = (((sk_unit * 31) + tf::min((sk_unit + 1), 4)) + 31);
-      const int sk_tile = ((sk_begin / 32) + sk_seq);
-      const int sk_kb = tf::max((sk_begin - (sk_tile * 32)), 0);
-      const int sk_kn = tf::max((tf::min((sk_end - (sk_tile * 32)), 32) - sk_kb), 0);
-      const int cse = (sk_tile * 32);
-      const int sk_first = ((cse < 128) ? sk_tile : (tf::floordiv((cse + -128), 31) + 4));
-      const int cse_1 = (sk_tile * 32);
-      const int sk_count = ((sk_kn > 0) ? (((((cse_1 + 31) < 128) ? sk_tile : (tf::floordiv((cse_1 + -97), 31) + 4)) - sk_first) + 1) : 0);
-      const int sk_tile_id = tf::min(sk_tile, 127);
-      const int group_id = (sk_tile_id / 64);
-      const int first_pid_m = (group_id * 8);
-      const int pid_m = (first_pid_m + (sk_tile_id % 8));
-      const int pid_n = ((sk_tile_id % 64) / 8);
+    if ((sk_count > 1)) {
+      // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
+      float* tf_wsp = &streamk_workspace[sk_unit * 65536 + sk_seq * 32768 + 0 * 256 + 0];
+      static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
+      #pragma unroll
+      for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 4) {
+        float tf_wv[4];
+        tf_wv[0] = C_f.value((tf_e1 + 0));
+        tf_wv[1] = C_f.value((tf_e1 + 1));
+        tf_wv[2] = C_f.value((tf_e1 + 2));
+        tf_wv[3] = C_f.value((tf_e1 + 3));
+        tf::st_vec16(&tf_wsp[((tf_e1 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
+      }
+    }
+    if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
       if ((sk_count > 1)) {
-        // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
-        float* tf_wsp = &streamk_workspace[sk_unit * 65536 + sk_seq * 32768 + 0 * 256 + 0];
-        static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
+        const int cse_3 = (sk_first + 1);
+        constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+        constexpr int tf_pd3 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 2, tf_ng3);  // groups in flight
+        tf::Vec16<float>::type tf_wr4[tf_pd3];
+        tf::Vec16<float>::type tf_wr5[tf_pd3];
         #pragma unroll
-        for (int tf_e1 = 0; tf_e1 < decltype(C_f)::kElems; tf_e1 += 4) {
-          float tf_wv[4];
-          tf_wv[0] = C_f.value((tf_e1 + 0));
-          tf_wv[1] = C_f.value((tf_e1 + 1));
-          tf_wv[2] = C_f.value((tf_e1 + 2));
-          tf_wv[3] = C_f.value((tf_e1 + 3));
-          tf::st_vec16(&tf_wsp[((tf_e1 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
+        for (int tf_g3 = 0; tf_g3 < tf_pd3; ++tf_g3) {
+          tf_wr4[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 31) + tf::min(sk_first, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
+          tf_wr5[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_3 * 65536 + ((tf::floordiv(((tf::min(cse_3, 132) * 31) + tf::min(cse_3, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
+        }
+        #pragma unroll
+        for (int tf_g3 = 0; tf_g3 < tf_ng3; ++tf_g3) {
+          const auto tf_wv6 = tf_wr4[tf_g3 % tf_pd3];
+          const auto tf_wv7 = tf_wr5[tf_g3 % tf_pd3];
+          if (tf_g3 + tf_pd3 < tf_ng3) {
+            tf_wr4[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 31) + tf::min(sk_first, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
+            tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_3 * 65536 + ((tf::floordiv(((tf::min(cse_3, 132) * 31) + tf::min(cse_3, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
+          }
+          const int tf_eb3 = tf_g3 * 4;
+          #pragma unroll
+          for (int tf_e2 = tf_eb3; tf_e2 < tf_eb3 + 4; ++tf_e2) {
+            const int i = C_f.row(tf_e2);
+            const int j = C_f.col(tf_e2);
+            C_f.c[tf_e2] = (tf::vec16_lane(tf_wv6, tf_e2 % 4) + tf::vec16_lane(tf_wv7, tf_e2 % 4));
+          }
         }
       }
-      if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
-        if ((sk_count > 1)) {
-          const int cse_3 = (sk_first + 1);
-          constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-          constexpr int tf_pd3 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 2, tf_ng3);  // groups in flight
-          tf::Vec16<float>::type tf_wr4[tf_pd3];
-          tf::Vec16<float>::type tf_wr5[tf_pd3];
-          #pragma unroll
-          for (int tf_g3 = 0; tf_g3 < tf_pd3; ++tf_g3) {
-            tf_wr4[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 31) + tf::min(sk_first, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr5[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_3 * 65536 + ((tf::floordiv(((tf::min(cse_3, 132) * 31) + tf::min(cse_3, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
-          }
-          #pragma unroll
-          for (int tf_g3 = 0; tf_g3 < tf_ng3; ++tf_g3) {
-            const auto tf_wv6 = tf_wr4[tf_g3 % tf_pd3];
-            const auto tf_wv7 = tf_wr5[tf_g3 % tf_pd3];
-            if (tf_g3 + tf_pd3 < tf_ng3) {
-              tf_wr4[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 31) + tf::min(sk_first, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
-              tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_3 * 65536 + ((tf::floordiv(((tf::min(cse_3, 132) * 31) + tf::min(cse_3, 4)), 32) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
-            }
-            const int tf_eb3 = tf_g3 * 4;
-            #pragma unroll
-            for (int tf_e2 = tf_eb3; tf_e2 < tf_eb3 + 4; ++tf_e2) {
-              const int i = C_f.row(tf_e2);
-              const int j = C_f.col(tf_e2);
-              C_f.c[tf_e2] = (tf::vec16_lane(tf_wv6, tf_e2 % 4) + tf::vec16_lane(tf_wv7, tf_e2 % 4));
-            }
-          }
+      // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 197632), each slab stored by a TMA box (tf_map2) from the warp's lane 0
+      const unsigned char* tf_es = tf_smem + 197632 + (tf_tid / 32) * 4096;  // this warp's buffers
+      const unsigned tf_esa = tf::smem_addr(tf_es);
+      #pragma unroll
+      for (int tf_s9 = 0; tf_s9 < decltype(C_f)::kSlabs; ++tf_s9) {
+        const unsigned tf_esb = tf_esa + (tf_s9 % 2) * 2048;
+        if (tf_tid % 32 == 0) {
+          if (tf_s9 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
         }
-        // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 197632), each slab stored by a TMA box (tf_map2) from the warp's lane 0
-        const unsigned char* tf_es = tf_smem + 197632 + (tf_tid / 32) * 4096;  // this warp's buffers
-        const unsigned tf_esa = tf::smem_addr(tf_es);
+        __syncwarp();
         #pragma unroll
-        for (int tf_s9 = 0; tf_s9 < decltype(C_f)::kSlabs; ++tf_s9) {
-          const unsigned tf_esb = tf_esa + (tf_s9 % 2) * 2048;
-          if (tf_tid % 32 == 0) {
-            if (tf_s9 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
-          }
-          __syncwarp();
+        for (int tf_e8 = tf_s9 * 32; tf_e8 < tf_s9 * 32 + 32; tf_e8 += 8) {
+          unsigned tf_q[4];
           #pragma unroll
-          for (int tf_e8 = tf_s9 * 32; tf_e8 < tf_s9 * 32 + 32; tf_e8 += 8) {
-            unsigned tf_q[4];
-            #pragma unroll
-            for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-              const int tf_e10 = tf_e8 + 2 * tf_pp;
-              bool tf_ok0 = false, tf_ok1 = false;
-              tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-              {
-                const int i_1 = C_f.row(tf_e10);
-                const int j_1 = C_f.col(tf_e10);
-                const int m = ((pid_m * 128) + i_1);
-                const int n = ((pid_n * 256) + j_1);
-                tf_ok0 = true;
-                tf_p0 = &t2[m * 2048 + n];
-                tf_v0 = C_f.value(tf_e10);
-              }
-              {
-                const int i_1 = C_f.row((tf_e10 + 1));
-                const int j_1 = C_f.col((tf_e10 + 1));
-                const int m = ((pid_m * 128) + i_1);
-                const int n = ((pid_n * 256) + j_1);
-                tf_ok1 = true;
-                tf_p1 = &t2[m * 2048 + n];
-                tf_v1 = C_f.value((tf_e10 + 1));
-              }
-              (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-              tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
+          for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+            const int tf_e10 = tf_e8 + 2 * tf_pp;
+            bool tf_ok0 = false, tf_ok1 = false;
+            tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+            {
+              const int i_1 = C_f.row(tf_e10);
+              const int j_1 = C_f.col(tf_e10);
+              const int m = ((pid_m * 128) + i_1);
+              const int n = ((pid_n * 256) + j_1);
+              tf_ok0 = true;
+              tf_p0 = &t2[m * 2048 + n];
+              tf_v0 = C_f.value(tf_e10);
             }
-            tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e8), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+            {
+              const int i_1 = C_f.row((tf_e10 + 1));
+              const int j_1 = C_f.col((tf_e10 + 1));
+              const int m = ((pid_m * 128) + i_1);
+              const int n = ((pid_n * 256) + j_1);
+              tf_ok1 = true;
+              tf_p1 = &t2[m * 2048 + n];
+              tf_v1 = C_f.value((tf_e10 + 1));
+            }
+            (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+            tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
           }
-          tf::fence_async_proxy();  // the slab, for the TMA store's reads
-          __syncwarp();
-          if (tf_tid % 32 == 0) {
-            const int i_1 = 0;
-            const int j_1 = 0;
-            const int m = ((pid_m * 128) + i_1);
-            const int n = ((pid_n * 256) + j_1);
-            tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s9), static_cast<int>(m) + C_f.slab_row(tf_s9));
-            tf::bulk_commit();
-          }
+          tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e8), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        }
+        tf::fence_async_proxy();  // the slab, for the TMA store's reads
+        __syncwarp();
+        if (tf_tid % 32 == 0) {
+          const int i_1 = 0;
+          const int j_1 = 0;
+          const int m = ((pid_m * 128) + i_1);
+          const int n = ((pid_n * 256) + j_1);
+          tf::tma_store_2d(&tf_map2, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s9), static_cast<int>(m) + C_f.slab_row(tf_s9));
+          tf::bulk_commit();
         }
       }
     }

@@ -198,122 +198,99 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (k_count > 0) tf::mbar_arrive(&tf_empty[(tf_git + k_count - 1) % 4]);
     tf_git += k_count;
-    {
-      const int tf_tile_e = tf::opaque(tf_tile);  // the piece again, after the main loop
-      const int pid_w = tf_tile_e;
-      const int sk_unit = tf::max((pid_w + -3564), 0);
-      const int sk_begin = (tf::min(sk_unit, 40) * 32);
-      const int sk_end = (tf::min((sk_unit + 1), 40) * 32);
-      const int sk_tile = (sk_begin / 64);
-      const int sk_kb = tf::max((sk_begin - (sk_tile * 64)), 0);
-      const int sk_kn = tf::max((tf::min((sk_end - (sk_tile * 64)), 64) - sk_kb), 0);
-      const int sk_first = (sk_tile * 2);
-      const int sk_count = ((pid_w >= 3564) ? ((sk_kn > 0) ? (((sk_tile * 2) - sk_first) + 2) : 0) : 1);
-      const int sk_tile_id = tf::min(sk_tile, 19);
-      const int k_begin = ((pid_w >= 3564) ? sk_kb : 0);
-      const int k_count = ((pid_w >= 3564) ? sk_kn : 64);
-      const int tile = ((pid_w >= 3564) ? (sk_tile_id + 3564) : pid_w);
-      const int group_id = (tile / 448);
-      const int first_pid_m = (group_id * 8);
-      const int group_size_m = tf::min((64 - first_pid_m), 8);
-      const int pid_m = (first_pid_m + tf::floormod((tile % 448), group_size_m));
-      const int pid_n = tf::floordiv((tile % 448), group_size_m);
-      const int cse = (pid_m * 128);
-      const int cse_1 = (pid_n * 256);
+    if ((sk_count > 1)) {
+      // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
+      float* tf_wsp = &streamk_workspace[sk_unit * 65536 + 0 * 32768 + 0 * 256 + 0];
+      static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
+      #pragma unroll
+      for (int tf_e14 = 0; tf_e14 < decltype(C_f)::kElems; tf_e14 += 4) {
+        float tf_wv[4];
+        tf_wv[0] = C_f.value((tf_e14 + 0));
+        tf_wv[1] = C_f.value((tf_e14 + 1));
+        tf_wv[2] = C_f.value((tf_e14 + 2));
+        tf_wv[3] = C_f.value((tf_e14 + 3));
+        tf::st_vec16(&tf_wsp[((tf_e14 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
+      }
+    }
+    if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
       if ((sk_count > 1)) {
-        // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
-        float* tf_wsp = &streamk_workspace[sk_unit * 65536 + 0 * 32768 + 0 * 256 + 0];
-        static_assert(decltype(C_f)::kElems % 4 == 0, "the fragment's elements come 4 at a time");
+        const int cse_6 = (sk_first + 1);
+        constexpr int tf_ng16 = decltype(C_f)::kElems / 4;  // groups of 4 elements
+        constexpr int tf_pd16 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 2, tf_ng16);  // groups in flight
+        tf::Vec16<float>::type tf_wr17[tf_pd16];
+        tf::Vec16<float>::type tf_wr18[tf_pd16];
         #pragma unroll
-        for (int tf_e14 = 0; tf_e14 < decltype(C_f)::kElems; tf_e14 += 4) {
-          float tf_wv[4];
-          tf_wv[0] = C_f.value((tf_e14 + 0));
-          tf_wv[1] = C_f.value((tf_e14 + 1));
-          tf_wv[2] = C_f.value((tf_e14 + 2));
-          tf_wv[3] = C_f.value((tf_e14 + 3));
-          tf::st_vec16(&tf_wsp[((tf_e14 / 4) * kMmaThreads + tf_tid) * 4], tf_wv);
+        for (int tf_g16 = 0; tf_g16 < tf_pd16; ++tf_g16) {
+          tf_wr17[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((((sk_first * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
+          tf_wr18[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((((tf::min(cse_6, 40) * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
+        }
+        #pragma unroll
+        for (int tf_g16 = 0; tf_g16 < tf_ng16; ++tf_g16) {
+          const auto tf_wv19 = tf_wr17[tf_g16 % tf_pd16];
+          const auto tf_wv20 = tf_wr18[tf_g16 % tf_pd16];
+          if (tf_g16 + tf_pd16 < tf_ng16) {
+            tf_wr17[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((((sk_first * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
+            tf_wr18[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((((tf::min(cse_6, 40) * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
+          }
+          const int tf_eb16 = tf_g16 * 4;
+          #pragma unroll
+          for (int tf_e15 = tf_eb16; tf_e15 < tf_eb16 + 4; ++tf_e15) {
+            const int i_4 = C_f.row(tf_e15);
+            const int j_1 = C_f.col(tf_e15);
+            C_f.c[tf_e15] = (tf::vec16_lane(tf_wv19, tf_e15 % 4) + tf::vec16_lane(tf_wv20, tf_e15 % 4));
+          }
         }
       }
-      if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
-        if ((sk_count > 1)) {
-          const int cse_6 = (sk_first + 1);
-          constexpr int tf_ng16 = decltype(C_f)::kElems / 4;  // groups of 4 elements
-          constexpr int tf_pd16 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 2, tf_ng16);  // groups in flight
-          tf::Vec16<float>::type tf_wr17[tf_pd16];
-          tf::Vec16<float>::type tf_wr18[tf_pd16];
-          #pragma unroll
-          for (int tf_g16 = 0; tf_g16 < tf_pd16; ++tf_g16) {
-            tf_wr17[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((((sk_first * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr18[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((((tf::min(cse_6, 40) * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
-          }
-          #pragma unroll
-          for (int tf_g16 = 0; tf_g16 < tf_ng16; ++tf_g16) {
-            const auto tf_wv19 = tf_wr17[tf_g16 % tf_pd16];
-            const auto tf_wv20 = tf_wr18[tf_g16 % tf_pd16];
-            if (tf_g16 + tf_pd16 < tf_ng16) {
-              tf_wr17[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((((sk_first * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
-              tf_wr18[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((((tf::min(cse_6, 40) * 32) / 64) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
-            }
-            const int tf_eb16 = tf_g16 * 4;
-            #pragma unroll
-            for (int tf_e15 = tf_eb16; tf_e15 < tf_eb16 + 4; ++tf_e15) {
-              const int i_4 = C_f.row(tf_e15);
-              const int j_1 = C_f.col(tf_e15);
-              C_f.c[tf_e15] = (tf::vec16_lane(tf_wv19, tf_e15 % 4) + tf::vec16_lane(tf_wv20, tf_e15 % 4));
-            }
-          }
+      // epilogue staged per warp (128 x 256 tf::bf16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 198656), each slab stored by a TMA box (tf_map1) from the warp's lane 0
+      const unsigned char* tf_es = tf_smem + 198656 + (tf_tid / 32) * 4096;  // this warp's buffers
+      const unsigned tf_esa = tf::smem_addr(tf_es);
+      #pragma unroll
+      for (int tf_s22 = 0; tf_s22 < decltype(C_f)::kSlabs; ++tf_s22) {
+        const unsigned tf_esb = tf_esa + (tf_s22 % 2) * 2048;
+        if (tf_tid % 32 == 0) {
+          if (tf_s22 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
         }
-        // epilogue staged per warp (128 x 256 tf::bf16: each MMA warp its 16-row slabs, 64 columns at a time, in two 2048-byte buffers of its own at shared offset 198656), each slab stored by a TMA box (tf_map1) from the warp's lane 0
-        const unsigned char* tf_es = tf_smem + 198656 + (tf_tid / 32) * 4096;  // this warp's buffers
-        const unsigned tf_esa = tf::smem_addr(tf_es);
+        __syncwarp();
         #pragma unroll
-        for (int tf_s22 = 0; tf_s22 < decltype(C_f)::kSlabs; ++tf_s22) {
-          const unsigned tf_esb = tf_esa + (tf_s22 % 2) * 2048;
-          if (tf_tid % 32 == 0) {
-            if (tf_s22 == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();
-          }
-          __syncwarp();
+        for (int tf_e21 = tf_s22 * 32; tf_e21 < tf_s22 * 32 + 32; tf_e21 += 8) {
+          unsigned tf_q[4];
           #pragma unroll
-          for (int tf_e21 = tf_s22 * 32; tf_e21 < tf_s22 * 32 + 32; tf_e21 += 8) {
-            unsigned tf_q[4];
-            #pragma unroll
-            for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-              const int tf_e23 = tf_e21 + 2 * tf_pp;
-              bool tf_ok0 = false, tf_ok1 = false;
-              tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-              {
-                const int i_5 = C_f.row(tf_e23);
-                const int j_2 = C_f.col(tf_e23);
-                const int m = ((pid_m * 128) + i_5);
-                const int n = ((pid_n * 256) + j_2);
-                tf_ok0 = ((m < 8192) && (n < 14336));
-                tf_p0 = &t4[m * 14336 + n];
-                tf_v0 = C_f.value(tf_e23);
-              }
-              {
-                const int i_5 = C_f.row((tf_e23 + 1));
-                const int j_2 = C_f.col((tf_e23 + 1));
-                const int m = ((pid_m * 128) + i_5);
-                const int n = ((pid_n * 256) + j_2);
-                tf_ok1 = ((m < 8192) && (n < 14336));
-                tf_p1 = &t4[m * 14336 + n];
-                tf_v1 = C_f.value((tf_e23 + 1));
-              }
-              (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-              tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
+          for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+            const int tf_e23 = tf_e21 + 2 * tf_pp;
+            bool tf_ok0 = false, tf_ok1 = false;
+            tf::bf16* tf_p0 = nullptr; tf::bf16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
+            {
+              const int i_5 = C_f.row(tf_e23);
+              const int j_2 = C_f.col(tf_e23);
+              const int m = ((pid_m * 128) + i_5);
+              const int n = ((pid_n * 256) + j_2);
+              tf_ok0 = ((m < 8192) && (n < 14336));
+              tf_p0 = &t4[m * 14336 + n];
+              tf_v0 = C_f.value(tf_e23);
             }
-            tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e21), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+            {
+              const int i_5 = C_f.row((tf_e23 + 1));
+              const int j_2 = C_f.col((tf_e23 + 1));
+              const int m = ((pid_m * 128) + i_5);
+              const int n = ((pid_n * 256) + j_2);
+              tf_ok1 = ((m < 8192) && (n < 14336));
+              tf_p1 = &t4[m * 14336 + n];
+              tf_v1 = C_f.value((tf_e23 + 1));
+            }
+            (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+            tf_q[tf_pp] = tf::cast_pack2<tf::bf16>(tf_v0, tf_v1);
           }
-          tf::fence_async_proxy();  // the slab, for the TMA store's reads
-          __syncwarp();
-          if (tf_tid % 32 == 0) {
-            const int i_5 = 0;
-            const int j_2 = 0;
-            const int m = ((pid_m * 128) + i_5);
-            const int n = ((pid_n * 256) + j_2);
-            tf::tma_store_2d(&tf_map1, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s22), static_cast<int>(m) + C_f.slab_row(tf_s22));
-            tf::bulk_commit();
-          }
+          tf::stmatrix_x4(tf_esb + C_f.slab_stsm_offset(tf_e21), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
+        }
+        tf::fence_async_proxy();  // the slab, for the TMA store's reads
+        __syncwarp();
+        if (tf_tid % 32 == 0) {
+          const int i_5 = 0;
+          const int j_2 = 0;
+          const int m = ((pid_m * 128) + i_5);
+          const int n = ((pid_n * 256) + j_2);
+          tf::tma_store_2d(&tf_map1, tf_esb, static_cast<int>(n) + C_f.slab_col(tf_s22), static_cast<int>(m) + C_f.slab_row(tf_s22));
+          tf::bulk_commit();
         }
       }
     }

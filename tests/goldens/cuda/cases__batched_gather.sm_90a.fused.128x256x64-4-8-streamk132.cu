@@ -162,59 +162,52 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (sk_kn > 0) tf::mbar_arrive(&tf_empty[(tf_git + sk_kn - 1) % 4]);
     tf_git += sk_kn;
-    {
-      const int tf_tile_e = tf::opaque(tf_tile);  // the piece again, after the main loop
-      const int pid_w = tf_tile_e;
-      const int sk_end = (pid_w + 1);
-      const int sk_kn = tf::max(tf::min((sk_end - pid_w), 1), 0);
-      const int sk_count = ((sk_kn > 0) ? 1 : 0);
-      if (tf::last_arrival<256>(&streamk_counters[pid_w], sk_count, tf_tid)) {
-        // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 197888), stored in 16-byte row chunks (proved contiguous and aligned)
-        const unsigned char* tf_es = tf_smem + 197888 + (tf_tid / 32) * 2048;  // this warp's buffer
-        const unsigned tf_esa = tf::smem_addr(tf_es);
+    if (tf::last_arrival<256>(&streamk_counters[pid_w], sk_count, tf_tid)) {
+      // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 197888), stored in 16-byte row chunks (proved contiguous and aligned)
+      const unsigned char* tf_es = tf_smem + 197888 + (tf_tid / 32) * 2048;  // this warp's buffer
+      const unsigned tf_esa = tf::smem_addr(tf_es);
+      #pragma unroll
+      for (int tf_s15 = 0; tf_s15 < decltype(C_f)::kSlabs; ++tf_s15) {
         #pragma unroll
-        for (int tf_s15 = 0; tf_s15 < decltype(C_f)::kSlabs; ++tf_s15) {
+        for (int tf_e14 = tf_s15 * 32; tf_e14 < tf_s15 * 32 + 32; tf_e14 += 8) {
+          unsigned tf_q[4];
           #pragma unroll
-          for (int tf_e14 = tf_s15 * 32; tf_e14 < tf_s15 * 32 + 32; tf_e14 += 8) {
-            unsigned tf_q[4];
-            #pragma unroll
-            for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
-              const int tf_e16 = tf_e14 + 2 * tf_pp;
-              bool tf_ok0 = false, tf_ok1 = false;
-              tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
-              {
-                const int i_4 = C_f.row(tf_e16);
-                const int j_1 = C_f.col(tf_e16);
-                tf_ok0 = ((i_4 < 96) && (j_1 < 80));
-                tf_p0 = &t4[pid_w * 7680 + i_4 * 80 + j_1];
-                tf_v0 = C_f.value(tf_e16);
-              }
-              {
-                const int i_4 = C_f.row((tf_e16 + 1));
-                const int j_1 = C_f.col((tf_e16 + 1));
-                tf_ok1 = ((i_4 < 96) && (j_1 < 80));
-                tf_p1 = &t4[pid_w * 7680 + i_4 * 80 + j_1];
-                tf_v1 = C_f.value((tf_e16 + 1));
-              }
-              (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
-              tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
-            }
-            tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e14), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
-          }
-          __syncwarp();
-          #pragma unroll
-          for (int tf_k = 0; tf_k < 4; ++tf_k) {
-            const int tf_row = C_f.slab_row(tf_s15) + C_f.slab_chunk_row(tf_k);
-            const int tf_col = C_f.slab_col(tf_s15) + C_f.slab_chunk_col();
-            const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
+          for (int tf_pp = 0; tf_pp < 4; ++tf_pp) {
+            const int tf_e16 = tf_e14 + 2 * tf_pp;
+            bool tf_ok0 = false, tf_ok1 = false;
+            tf::f16* tf_p0 = nullptr; tf::f16* tf_p1 = nullptr; float tf_v0{}, tf_v1{};
             {
-              const int i_4 = tf_row;
-              const int j_1 = tf_col;
-              if (((i_4 < 96) && (j_1 < 80))) tf::store16(&t4[pid_w * 7680 + i_4 * 80 + j_1], tf_src);
+              const int i_4 = C_f.row(tf_e16);
+              const int j_1 = C_f.col(tf_e16);
+              tf_ok0 = ((i_4 < 96) && (j_1 < 80));
+              tf_p0 = &t4[pid_w * 7680 + i_4 * 80 + j_1];
+              tf_v0 = C_f.value(tf_e16);
             }
+            {
+              const int i_4 = C_f.row((tf_e16 + 1));
+              const int j_1 = C_f.col((tf_e16 + 1));
+              tf_ok1 = ((i_4 < 96) && (j_1 < 80));
+              tf_p1 = &t4[pid_w * 7680 + i_4 * 80 + j_1];
+              tf_v1 = C_f.value((tf_e16 + 1));
+            }
+            (void)tf_ok0; (void)tf_ok1; (void)tf_p0; (void)tf_p1;
+            tf_q[tf_pp] = tf::cast_pack2<tf::f16>(tf_v0, tf_v1);
           }
-          __syncwarp();  // the warp's reads of its buffer are done before the next slab
+          tf::stmatrix_x4(tf_esa + C_f.slab_stsm_offset(tf_e14), tf_q[0], tf_q[1], tf_q[2], tf_q[3]);
         }
+        __syncwarp();
+        #pragma unroll
+        for (int tf_k = 0; tf_k < 4; ++tf_k) {
+          const int tf_row = C_f.slab_row(tf_s15) + C_f.slab_chunk_row(tf_k);
+          const int tf_col = C_f.slab_col(tf_s15) + C_f.slab_chunk_col();
+          const tf::f16* tf_src = reinterpret_cast<const tf::f16*>(tf_es + C_f.slab_chunk_offset(tf_k));
+          {
+            const int i_4 = tf_row;
+            const int j_1 = tf_col;
+            if (((i_4 < 96) && (j_1 < 80))) tf::store16(&t4[pid_w * 7680 + i_4 * 80 + j_1], tf_src);
+          }
+        }
+        __syncwarp();  // the warp's reads of its buffer are done before the next slab
       }
     }
   }

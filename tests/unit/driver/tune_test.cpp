@@ -315,8 +315,9 @@ TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
 // Stream-K: a GEMM of a few waves whose last is at most half full (180
 // tiles of 128x256 for 132 SMs) gets the largest persistent config again
 // with stream-K over the SMs, which the persistent pass takes; gather_heavy
-// (512 tiles: the last wave 88% full), a single partial wave and sm_80 get
-// none. Its name and JSON form round-trip.
+// (512 tiles: the last wave 88% full), the same shape with a gathered A, a
+// single partial wave and sm_80 get none. Its name and JSON form
+// round-trip.
 TEST(TuneSpace, APartLastWaveGetsAStreamKConfig) {
   const tir::Target sm90a = tir::Target::cuda(90, true);
   auto stream_k_configs = [&](const char* source, const tir::Target& target) {
@@ -354,6 +355,10 @@ TEST(TuneSpace, APartLastWaveGetsAStreamKConfig) {
   EXPECT_TRUE(
       stream_k_configs("def f(x: f16[512, 8192], w: f16[8192, 1024]):\n    return x @ w\n", sm90a)
           .empty());
+  EXPECT_TRUE(stream_k_configs("def f(x: f16[2304, 4096], idx: i64[2304] in [0, 2304), "
+                               "w: f16[4096, 2560]):\n    return x[idx] @ w\n",
+                               sm90a)
+                  .empty());
 }
 
 TEST(TuneSpace, ShortKLoopsGetAPersistentStageMore) {
