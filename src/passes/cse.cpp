@@ -183,6 +183,7 @@ class Replacer : public IRMutator {
 struct Occurrence {
   Expr expr;
   int count = 0, first = 0, last = 0, size = 0;
+  int seen = 0;  // the block's pre-order position of its first occurrence (the tie-break)
   bool legal = true;
 };
 
@@ -253,6 +254,7 @@ class CSE {
   std::vector<Stmt> cse_block(const std::vector<Stmt>& children) {
     using Table = std::unordered_map<Expr, Occurrence, ExprStructuralHash, ExprStructuralEqual>;
     Table table;
+    int seen = 0;
     std::vector<const Writes*> writes(children.size());
     for (size_t i = 0; i < children.size(); ++i) {
       std::unordered_set<const VarNode*> bound;
@@ -272,6 +274,7 @@ class CSE {
               o.expr = e;
               o.first = static_cast<int>(i);
               o.size = facts.size;
+              o.seen = seen++;
             }
             ++o.count;
             o.last = static_cast<int>(i);
@@ -281,7 +284,9 @@ class CSE {
       }
       writes[i] = &writes_.of(children[i]);
     }
-    // The earliest, then largest, legal candidate.
+    // The earliest, then largest, legal candidate; among equals the first
+    // met, so the choice does not follow the table's order (hashes of
+    // pointers: it varied run to run, and so did the emitted names).
     const Occurrence* best = nullptr;
     for (auto& [key, o] : table) {
       // Conditions and masks stay in place: they cost one compare, and licm
@@ -295,7 +300,9 @@ class CSE {
         for (const BufferNode* b : facts.loads) legal &= !writes[i]->buffers.count(b);
       }
       if (!legal) continue;
-      if (!best || o.first < best->first || (o.first == best->first && o.size > best->size)) {
+      if (!best || o.first < best->first ||
+          (o.first == best->first &&
+           (o.size > best->size || (o.size == best->size && o.seen < best->seen)))) {
         best = &o;
       }
     }

@@ -117,8 +117,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   }
   if (tf::last_arrival<0>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
     if ((sk_count > 1)) {
-      const int cse_5 = (sk_first + 1);
-      const int cse_6 = (sk_first + 2);
+      const int cse_5 = (sk_first + 2);
+      const int cse_6 = (sk_first + 1);
       constexpr int tf_ng9 = decltype(C_f)::kElems / 4;  // groups of 4 elements
       constexpr int tf_pd9 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 3, tf_ng9);  // groups in flight
       tf::Vec16<float>::type tf_wr10[tf_pd9];
@@ -127,8 +127,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
       #pragma unroll
       for (int tf_g9 = 0; tf_g9 < tf_pd9; ++tf_g9) {
         tf_wr10[tf_g9] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 12) + tf::min(sk_first, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9) * kThreads + tf_tid) * 4], true);
-        tf_wr11[tf_g9] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 12) + tf::min(cse_5, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9) * kThreads + tf_tid) * 4], true);
-        tf_wr12[tf_g9] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 12) + tf::min(cse_6, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9) * kThreads + tf_tid) * 4], (sk_count > 2));
+        tf_wr11[tf_g9] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 12) + tf::min(cse_6, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9) * kThreads + tf_tid) * 4], true);
+        tf_wr12[tf_g9] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 12) + tf::min(cse_5, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9) * kThreads + tf_tid) * 4], (sk_count > 2));
       }
       #pragma unroll
       for (int tf_g9 = 0; tf_g9 < tf_ng9; ++tf_g9) {
@@ -137,8 +137,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
         const auto tf_wv15 = tf_wr12[tf_g9 % tf_pd9];
         if (tf_g9 + tf_pd9 < tf_ng9) {
           tf_wr10[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 12) + tf::min(sk_first, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9 + tf_pd9) * kThreads + tf_tid) * 4], true);
-          tf_wr11[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 12) + tf::min(cse_5, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9 + tf_pd9) * kThreads + tf_tid) * 4], true);
-          tf_wr12[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 12) + tf::min(cse_6, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9 + tf_pd9) * kThreads + tf_tid) * 4], (sk_count > 2));
+          tf_wr11[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 12) + tf::min(cse_6, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9 + tf_pd9) * kThreads + tf_tid) * 4], true);
+          tf_wr12[tf_g9 % tf_pd9] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 12) + tf::min(cse_5, 16)), 16) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g9 + tf_pd9) * kThreads + tf_tid) * 4], (sk_count > 2));
         }
         const int tf_eb9 = tf_g9 * 4;
         #pragma unroll

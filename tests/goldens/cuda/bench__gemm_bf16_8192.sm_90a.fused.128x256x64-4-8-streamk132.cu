@@ -148,8 +148,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     }
     if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
       if ((sk_count > 1)) {
-        const int cse_5 = (sk_first + 1);
-        const int cse_6 = (sk_first + 2);
+        const int cse_5 = (sk_first + 2);
+        const int cse_6 = (sk_first + 1);
         constexpr int tf_ng3 = decltype(C_f)::kElems / 4;  // groups of 4 elements
         constexpr int tf_pd3 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 3, tf_ng3);  // groups in flight
         tf::Vec16<float>::type tf_wr4[tf_pd3];
@@ -158,8 +158,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         #pragma unroll
         for (int tf_g3 = 0; tf_g3 < tf_pd3; ++tf_g3) {
           tf_wr4[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 65) + tf::min(sk_first, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
-          tf_wr5[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
-          tf_wr6[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
+          tf_wr5[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], true);
+          tf_wr6[tf_g3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
         }
         #pragma unroll
         for (int tf_g3 = 0; tf_g3 < tf_ng3; ++tf_g3) {
@@ -168,8 +168,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
           const auto tf_wv9 = tf_wr6[tf_g3 % tf_pd3];
           if (tf_g3 + tf_pd3 < tf_ng3) {
             tf_wr4[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 65) + tf::min(sk_first, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr6[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
+            tf_wr5[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_6 * 65536 + ((tf::floordiv(((tf::min(cse_6, 132) * 65) + tf::min(cse_6, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], true);
+            tf_wr6[tf_g3 % tf_pd3] = tf::ld_vec16_if(&(&streamk_workspace[cse_5 * 65536 + ((tf::floordiv(((tf::min(cse_5, 132) * 65) + tf::min(cse_5, 124)), 128) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g3 + tf_pd3) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
           }
           const int tf_eb3 = tf_g3 * 4;
           #pragma unroll

@@ -32,16 +32,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const long long cse = (((pid_k * 64) < 96) ? idx[((pid_m * 128) + i)] : 0ll);
     if (!((cse >= -262144ll) && (cse < 262144ll))) tf::report(tf_status, 1, static_cast<long long>(cse), static_cast<long long>(((pid_m * 128) + i)), static_cast<long long>(cse));
   }
-  const int cse_1 = (pid_m * 128);
-  const int cse_2 = (pid_k * 64);
+  const int cse_1 = (pid_k * 64);
+  const int cse_2 = (pid_m * 128);
   // copy A_s <- x (cp.async 16 B)
   #pragma unroll
   for (int tf_r2 = 0; tf_r2 < 4; ++tf_r2) {
     const int tf_v1 = tf_r2 * kThreads + tf_tid;
     const int i_1 = (tf_v1 / 8);
     const int j = (tf_v1 % 8) * 8;
-    const bool tf_pred = (((cse_2 + j) < 96) && (((((cse_2 + j) < 96) ? idx[(cse_1 + i_1)] : 0ll) >= -262144ll) && ((((cse_2 + j) < 96) ? idx[(cse_1 + i_1)] : 0ll) < 262144ll)));
-    tf::cp_async_16_ca(&A_s[tf::swizzled<64, 2>(i_1, j)], tf_pred ? static_cast<const void*>(&x[(((((cse_2 + j) < 96) ? idx[(cse_1 + i_1)] : 0ll) < 0ll) ? ((((cse_2 + j) < 96) ? idx[(cse_1 + i_1)] : 0ll) + 262144ll) : (((cse_2 + j) < 96) ? idx[(cse_1 + i_1)] : 0ll)) * 96ll + static_cast<long long>((cse_2 + j))]) : x, tf_pred);
+    const bool tf_pred = (((cse_1 + j) < 96) && (((((cse_1 + j) < 96) ? idx[(cse_2 + i_1)] : 0ll) >= -262144ll) && ((((cse_1 + j) < 96) ? idx[(cse_2 + i_1)] : 0ll) < 262144ll)));
+    tf::cp_async_16_ca(&A_s[tf::swizzled<64, 2>(i_1, j)], tf_pred ? static_cast<const void*>(&x[(((((cse_1 + j) < 96) ? idx[(cse_2 + i_1)] : 0ll) < 0ll) ? ((((cse_1 + j) < 96) ? idx[(cse_2 + i_1)] : 0ll) + 262144ll) : (((cse_1 + j) < 96) ? idx[(cse_2 + i_1)] : 0ll)) * 96ll + static_cast<long long>((cse_1 + j))]) : x, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
@@ -51,8 +51,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const int tf_v3 = tf_r4 * kThreads + tf_tid;
     const int i_2 = (tf_v3 / 16);
     const int j_1 = (tf_v3 % 16) * 8;
-    const bool tf_pred = ((cse_2 + i_2) < 96);
-    tf::cp_async_16(&B_s[tf::swizzled<128, 2>(i_2, j_1)], tf_pred ? static_cast<const void*>(&w[(cse_2 + i_2) * 128 + j_1]) : w, tf_pred);
+    const bool tf_pred = ((cse_1 + i_2) < 96);
+    tf::cp_async_16(&B_s[tf::swizzled<128, 2>(i_2, j_1)], tf_pred ? static_cast<const void*>(&w[(cse_1 + i_2) * 128 + j_1]) : w, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();

@@ -210,8 +210,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     }
     if (tf::last_arrival<256>(&streamk_counters[sk_tile_id], sk_count, tf_tid)) {
       if ((sk_count > 1)) {
-        const int cse_7 = (sk_first + 1);
-        const int cse_8 = (sk_first + 2);
+        const int cse_7 = (sk_first + 2);
+        const int cse_8 = (sk_first + 1);
         constexpr int tf_ng16 = decltype(C_f)::kElems / 4;  // groups of 4 elements
         constexpr int tf_pd16 = tf::fixup_groups(decltype(C_f)::kElems * int(sizeof(float)) / 4, 3, tf_ng16);  // groups in flight
         tf::Vec16<float>::type tf_wr17[tf_pd16];
@@ -220,8 +220,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         #pragma unroll
         for (int tf_g16 = 0; tf_g16 < tf_pd16; ++tf_g16) {
           tf_wr17[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 4) + tf::min(sk_first, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
-          tf_wr18[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[cse_7 * 65536 + ((tf::floordiv(((tf::min(cse_7, 132) * 4) + tf::min(cse_7, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
-          tf_wr19[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[cse_8 * 65536 + ((tf::floordiv(((tf::min(cse_8, 132) * 4) + tf::min(cse_8, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
+          tf_wr18[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[cse_8 * 65536 + ((tf::floordiv(((tf::min(cse_8, 132) * 4) + tf::min(cse_8, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], true);
+          tf_wr19[tf_g16] = tf::ld_vec16_if(&(&streamk_workspace[cse_7 * 65536 + ((tf::floordiv(((tf::min(cse_7, 132) * 4) + tf::min(cse_7, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
         }
         #pragma unroll
         for (int tf_g16 = 0; tf_g16 < tf_ng16; ++tf_g16) {
@@ -230,8 +230,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
           const auto tf_wv22 = tf_wr19[tf_g16 % tf_pd16];
           if (tf_g16 + tf_pd16 < tf_ng16) {
             tf_wr17[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[sk_first * 65536 + ((tf::floordiv(((sk_first * 4) + tf::min(sk_first, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr18[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[cse_7 * 65536 + ((tf::floordiv(((tf::min(cse_7, 132) * 4) + tf::min(cse_7, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
-            tf_wr19[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[cse_8 * 65536 + ((tf::floordiv(((tf::min(cse_8, 132) * 4) + tf::min(cse_8, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
+            tf_wr18[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[cse_8 * 65536 + ((tf::floordiv(((tf::min(cse_8, 132) * 4) + tf::min(cse_8, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], true);
+            tf_wr19[tf_g16 % tf_pd16] = tf::ld_vec16_if(&(&streamk_workspace[cse_7 * 65536 + ((tf::floordiv(((tf::min(cse_7, 132) * 4) + tf::min(cse_7, 48)), 8) == sk_tile) ? 0 : 1) * 32768 + 0 * 256 + 0])[((tf_g16 + tf_pd16) * kMmaThreads + tf_tid) * 4], (sk_count > 2));
           }
           const int tf_eb16 = tf_g16 * 4;
           #pragma unroll

@@ -22,8 +22,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   float* B_s = reinterpret_cast<float*>(tf_smem + 32768);  // row_major
   tf::SimtTile<float, float, 128, 128, 64, 256> C_f;
   C_f.fill(0x0p+0f);
-  const int cse = (pid * 128);
-  const int cse_1 = (pid_k * 64);
+  const int cse = (pid_k * 64);
+  const int cse_1 = (pid * 128);
   // copy A_s <- prologue (register-staged, 16 B)
   #pragma unroll
   for (int tf_r1 = 0; tf_r1 < 8; ++tf_r1) {
@@ -33,8 +33,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     float tf_vl3[4];
     {
       const int j = tf_j0;
-      if ((((cse + i) < 200) && ((cse_1 + j) < 120))) {
-        tf::load_vector<4>(tf_vl3, &x[(cse + i) * 120 + (cse_1 + j)]);
+      if ((((cse_1 + i) < 200) && ((cse + j) < 120))) {
+        tf::load_vector<4>(tf_vl3, &x[(cse_1 + i) * 120 + (cse + j)]);
       } else {
         for (int tf_k = 0; tf_k < 4; ++tf_k) tf_vl3[tf_k] = 0x0p+0f;
       }
@@ -42,7 +42,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l2 = 0; tf_l2 < 4; ++tf_l2) {
       const int j = tf_j0 + tf_l2;
-      A_s[tf::row_major<64>(i, j)] = ((((cse + i) < 200) && ((cse_1 + j) < 120)) ? (tf_vl3[tf_l2] - 0x1.19999ap+0f) : 0x0p+0f);
+      A_s[tf::row_major<64>(i, j)] = ((((cse_1 + i) < 200) && ((cse + j) < 120)) ? (tf_vl3[tf_l2] - 0x1.19999ap+0f) : 0x0p+0f);
     }
   }
   // copy B_s <- prologue (register-staged, 16 B)
@@ -54,8 +54,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     float tf_vl7[4];
     {
       const int j_1 = tf_j0;
-      if ((((cse_1 + i_1) < 120) && (j_1 < 64))) {
-        tf::load_vector<4>(tf_vl7, &y[(cse_1 + i_1) * 64 + j_1]);
+      if ((((cse + i_1) < 120) && (j_1 < 64))) {
+        tf::load_vector<4>(tf_vl7, &y[(cse + i_1) * 64 + j_1]);
       } else {
         for (int tf_k = 0; tf_k < 4; ++tf_k) tf_vl7[tf_k] = 0x0p+0f;
       }
@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     #pragma unroll
     for (int tf_l6 = 0; tf_l6 < 4; ++tf_l6) {
       const int j_1 = tf_j0 + tf_l6;
-      B_s[tf::row_major<128>(i_1, j_1)] = ((((cse_1 + i_1) < 120) && (j_1 < 64)) ? ((tf_vl7[tf_l6] * 0x1p+2f) + 0x1.19999ap+0f) : 0x0p+0f);
+      B_s[tf::row_major<128>(i_1, j_1)] = ((((cse + i_1) < 120) && (j_1 < 64)) ? ((tf_vl7[tf_l6] * 0x1p+2f) + 0x1.19999ap+0f) : 0x0p+0f);
     }
   }
   __syncthreads();

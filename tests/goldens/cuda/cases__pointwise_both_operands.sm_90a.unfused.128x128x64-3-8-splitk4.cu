@@ -68,16 +68,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm2(
   float* B_s = reinterpret_cast<float*>(tf_smem + 32768);  // row_major
   tf::SimtTile<float, float, 128, 128, 64, 256> C_f;
   C_f.fill(0x0p+0f);
-  const int cse = (pid * 128);
-  const int cse_1 = (pid_k * 64);
+  const int cse = (pid_k * 64);
+  const int cse_1 = (pid * 128);
   // copy A_s <- t3 (cp.async 16 B)
   #pragma unroll
   for (int tf_r1 = 0; tf_r1 < 8; ++tf_r1) {
     const int tf_v0 = tf_r1 * kThreads + tf_tid;
     const int i = (tf_v0 / 16);
     const int j = (tf_v0 % 16) * 4;
-    const bool tf_pred = (((cse + i) < 200) && ((cse_1 + j) < 120));
-    tf::cp_async_16(&A_s[tf::row_major<64>(i, j)], tf_pred ? static_cast<const void*>(&t3[(cse + i) * 120 + (cse_1 + j)]) : t3, tf_pred);
+    const bool tf_pred = (((cse_1 + i) < 200) && ((cse + j) < 120));
+    tf::cp_async_16(&A_s[tf::row_major<64>(i, j)], tf_pred ? static_cast<const void*>(&t3[(cse_1 + i) * 120 + (cse + j)]) : t3, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
@@ -87,8 +87,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm2(
     const int tf_v2 = tf_r3 * kThreads + tf_tid;
     const int i_1 = (tf_v2 / 32);
     const int j_1 = (tf_v2 % 32) * 4;
-    const bool tf_pred = (((cse_1 + i_1) < 120) && (j_1 < 64));
-    tf::cp_async_16(&B_s[tf::row_major<128>(i_1, j_1)], tf_pred ? static_cast<const void*>(&t6[(cse_1 + i_1) * 64 + j_1]) : t6, tf_pred);
+    const bool tf_pred = (((cse + i_1) < 120) && (j_1 < 64));
+    tf::cp_async_16(&B_s[tf::row_major<128>(i_1, j_1)], tf_pred ? static_cast<const void*>(&t6[(cse + i_1) * 64 + j_1]) : t6, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();

@@ -25,8 +25,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   float* B_s = reinterpret_cast<float*>(tf_smem + 32768);  // row_major
   tf::SimtTile<float, float, 128, 128, 64, 256> C_f;
   C_f.fill(0x0p+0f);
-  const int cse = (pid_m * 128);
-  const int cse_1 = (pid_k * 64);
+  const int cse = (pid_k * 64);
+  const int cse_1 = (pid_m * 128);
   // copy A_s <- prologue (register-staged, 4 B)
   #pragma unroll
   for (int tf_r1 = 0; tf_r1 < 16; ++tf_r1) {
@@ -36,8 +36,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     tf::f16 tf_vl3[2];
     {
       const int j = tf_j0;
-      if ((((cse + i) < 333) && ((cse_1 + j) < 250))) {
-        tf::load_vector<2>(tf_vl3, &x[(cse + i) * 250 + (cse_1 + j)]);
+      if ((((cse_1 + i) < 333) && ((cse + j) < 250))) {
+        tf::load_vector<2>(tf_vl3, &x[(cse_1 + i) * 250 + (cse + j)]);
       } else {
         for (int tf_k = 0; tf_k < 2; ++tf_k) tf_vl3[tf_k] = tf::f16{0x0000};
       }
@@ -55,8 +55,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
     const int tf_v4 = tf_r5 * kThreads + tf_tid;
     const int i_1 = (tf_v4 / 32);
     const int j_1 = (tf_v4 % 32) * 4;
-    const bool tf_pred = (((cse_1 + i_1) < 250) && ((cse_2 + j_1) < 1000));
-    tf::cp_async_16(&B_s[tf::row_major<128>(i_1, j_1)], tf_pred ? static_cast<const void*>(&w[(cse_1 + i_1) * 1000 + (cse_2 + j_1)]) : w, tf_pred);
+    const bool tf_pred = (((cse + i_1) < 250) && ((cse_2 + j_1) < 1000));
+    tf::cp_async_16(&B_s[tf::row_major<128>(i_1, j_1)], tf_pred ? static_cast<const void*>(&w[(cse + i_1) * 1000 + (cse_2 + j_1)]) : w, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();

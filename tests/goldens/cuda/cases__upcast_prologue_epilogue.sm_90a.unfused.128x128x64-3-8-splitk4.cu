@@ -47,16 +47,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
   float* B_s = reinterpret_cast<float*>(tf_smem + 32768);  // row_major
   tf::SimtTile<float, float, 128, 128, 64, 256> C_f;
   C_f.fill(0x0p+0f);
-  const int cse = (pid_m * 128);
-  const int cse_1 = (pid_k * 64);
+  const int cse = (pid_k * 64);
+  const int cse_1 = (pid_m * 128);
   // copy A_s <- t3 (cp.async 8 B)
   #pragma unroll
   for (int tf_r1 = 0; tf_r1 < 16; ++tf_r1) {
     const int tf_v0 = tf_r1 * kThreads + tf_tid;
     const int i = (tf_v0 / 32);
     const int j = (tf_v0 % 32) * 2;
-    const bool tf_pred = (((cse + i) < 333) && ((cse_1 + j) < 250));
-    tf::cp_async_8(&A_s[tf::row_major<64>(i, j)], tf_pred ? static_cast<const void*>(&t3[(cse + i) * 250 + (cse_1 + j)]) : t3, tf_pred);
+    const bool tf_pred = (((cse_1 + i) < 333) && ((cse + j) < 250));
+    tf::cp_async_8(&A_s[tf::row_major<64>(i, j)], tf_pred ? static_cast<const void*>(&t3[(cse_1 + i) * 250 + (cse + j)]) : t3, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();
@@ -67,8 +67,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm1(
     const int tf_v2 = tf_r3 * kThreads + tf_tid;
     const int i_1 = (tf_v2 / 32);
     const int j_1 = (tf_v2 % 32) * 4;
-    const bool tf_pred = (((cse_1 + i_1) < 250) && ((cse_2 + j_1) < 1000));
-    tf::cp_async_16(&B_s[tf::row_major<128>(i_1, j_1)], tf_pred ? static_cast<const void*>(&w[(cse_1 + i_1) * 1000 + (cse_2 + j_1)]) : w, tf_pred);
+    const bool tf_pred = (((cse + i_1) < 250) && ((cse_2 + j_1) < 1000));
+    tf::cp_async_16(&B_s[tf::row_major<128>(i_1, j_1)], tf_pred ? static_cast<const void*>(&w[(cse + i_1) * 1000 + (cse_2 + j_1)]) : w, tf_pred);
   }
   tf::cp_async_commit();
   tf::cp_async_wait<0>();

@@ -52,6 +52,14 @@ TEST(Cse, LoadNotMovedAcrossAStoreToItsBuffer) {
 )");
 }
 
+// Equal candidates (the same first statement and size) go in the order
+// they are first met, whatever the hash table's order: the emitted names
+// were different from run to run before (the goldens of session 22).
+TEST(Cse, EqualCandidatesInTheOrderFirstMet) {
+  expect_body(cse, "  iout[n + 1] = (n + 2)*(n + 1) + (n + 2)\n",
+              "  let cse = n + 1\n  let cse_1 = n + 2\n  iout[cse] = cse_1*cse + cse_1\n");
+}
+
 TEST(Cse, TrivialLeavesAndHooksStay) {
   const char* body = R"(  iout[n] = n + n
   out[n] = load_input<f32>("A", [n]) + load_input<f32>("A", [n])
