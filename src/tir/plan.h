@@ -252,6 +252,12 @@ struct PipelinePlan {
   // buffers of its own), so each warp goes on to its epilogue as soon as
   // its own MMAs are done.
   bool barrier_after = true;
+  // warp_specialized (sync): every copy of the ring is an affine TMA copy,
+  // which producer thread 0 issues, and the producer runs nothing else (no
+  // index prologue): the other producer threads leave right after their
+  // register budget, so that 127 threads do not poll the `empty` mbarriers
+  // for nothing (CUTLASS's producer warp elects one thread likewise).
+  bool single_issuer = false;
   std::string why;                                 // in_order: why
 };
 

@@ -482,6 +482,8 @@ class PlanVerifier final : public StmtVisitor {
     if (ws) warp_specialized(op, *pipe);
     if (pipe && !pipe->barrier_after && !ws)
       error("a pipelined loop without the barrier after it that is not a warp-specialized loop");
+    if (pipe && pipe->single_issuer && !ws)
+      error("a pipelined loop with a single issuer that is not a warp-specialized loop");
     if (const auto* e = std::get_if<EpiloguePlan>(&op->plan)) {
       if (e->form == EpilogueForm::Staged)
         staged(op, *e);
@@ -714,6 +716,21 @@ class PlanVerifier final : public StmtVisitor {
       error(loop +
             " is not at the kernel's top level (the producer/consumer split runs it once per "
             "block: only sequences, lets and allocations may enclose it)");
+    if (p.single_issuer) {
+      // (producer thread 0 alone issues the ring's copies: TMA boxes of an
+      // affine tile, no per-thread row gather, no cp.async)
+      struct Copies : IRVisitor {
+        std::vector<const CopyNode*> all;
+        using IRVisitor::visit;
+        void visit(const CopyNode* c) override { all.push_back(c); }
+      } copies;
+      copies.visit_stmt(op->body);
+      for (const CopyNode* c : copies.all)
+        if (!c->plan || c->plan->mechanism != CopyMechanism::Tma || c->plan->row_gather)
+          error(fmt::format("{}: single_issuer, but its copy into {} is not an affine TMA copy",
+                            loop, c->dst.name()));
+      if (copies.all.empty()) error(loop + ": single_issuer with no copies");
+    }
     if (p.mbarrier_offset < 0) return;
     const int64_t bytes = 16 * int64_t{p.stages};  // a full and an empty mbarrier per stage
     if (launch_.defined && p.mbarrier_offset + bytes > launch_.dynamic_shared_bytes)

@@ -537,6 +537,9 @@ void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<voi
                      plan.producer_registers));
   line(fmt::format("constexpr int kProducerThreads = {};", plan.producer_threads));
   line(fmt::format("const int tf_ptid = tf_tid - {};", consumers));
+  if (plan.single_issuer)
+    line("if (tf_ptid != 0) return;  // thread 0 issues every copy (TMA); the others have none "
+         "(single_issuer)");
   const int saved_threads = threads_;
   const std::string saved_sym = threads_sym_, saved_tid = tid_sym_;
   threads_ = plan.producer_threads, threads_sym_ = "kProducerThreads", tid_sym_ = "tf_ptid";

@@ -114,7 +114,10 @@ void Printer::emit_persistent() {
     open_tiles();
     emit_grid_vars("tf_tile");
     lets();
-    line(barrier + "  // the last tile's readers of the prologue's buffers are done");
+    // (the barriers order the producer's index prologue; none without one)
+    bool prologue = false;
+    for (const RoleItem& r : *roles) prologue = prologue || r.kind == RoleItem::Kind::kProducer;
+    if (prologue) line(barrier + "  // the last tile's readers of the prologue's buffers are done");
     for (const RoleItem& r : *roles) {
       if (r.kind != RoleItem::Kind::kProducer) continue;
       if (r.stmt.get() != prefetch) {
@@ -131,7 +134,7 @@ void Printer::emit_persistent() {
       close();
       line(barrier + "  // the tile's " + prefetch->dst.name() + " is in shared memory");
     }
-    line(barrier + "  // the prologue's buffers are written");
+    if (prologue) line(barrier + "  // the prologue's buffers are written");
     ws_producer_loop(loop, body, plan, it, "tf_git");
     line(fmt::format("tf_git += {};", n()));
     close();

@@ -41,6 +41,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     tf::setmaxnreg_dec<72>();  // the producer's register budget
     constexpr int kProducerThreads = 128;
     const int tf_ptid = tf_tid - kMmaThreads;
+    if (tf_ptid != 0) return;  // thread 0 issues every copy (TMA); the others have none (single_issuer)
     int tf_git = 0;  // the ring iterations of the tiles before
     for (int tf_j = 0; tf_j < 17; ++tf_j) {
       const int tf_tile = (tf_j < 15 ? static_cast<int>(blockIdx.x) + tf_j * 132 : 1980 + static_cast<int>(blockIdx.x) * 2 + (tf_j - 15));  // stream-K: the whole tiles round robin, then the pieces
@@ -67,8 +68,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
       const int pid_n = tf::floordiv((tile % 256), group_size_m);
       const int cse_2 = (pid_m * 128);
       const int cse_3 = (pid_n * 256);
-      tf::named_barrier<2, 128>();  // the last tile's readers of the prologue's buffers are done
-      tf::named_barrier<2, 128>();  // the prologue's buffers are written
       auto tf_issue = [&](int k, int tf_stage) {
         const int cse_4 = ((k_begin + k) * 64);
         if (tf_ptid == 0) {

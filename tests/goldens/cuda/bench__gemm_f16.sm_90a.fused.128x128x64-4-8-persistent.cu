@@ -38,6 +38,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     tf::setmaxnreg_dec<72>();  // the producer's register budget
     constexpr int kProducerThreads = 128;
     const int tf_ptid = tf_tid - kMmaThreads;
+    if (tf_ptid != 0) return;  // thread 0 issues every copy (TMA); the others have none (single_issuer)
     int tf_git = 0;  // the ring iterations of the tiles before
     for (int tf_tile = static_cast<int>(blockIdx.x); tf_tile < 256; tf_tile += static_cast<int>(gridDim.x)) {
       const int pid = tf_tile;
@@ -45,8 +46,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
       const int first_pid_m = (group_id * 8);
       const int pid_m = (first_pid_m + (pid % 8));
       const int pid_n = ((pid % 128) / 8);
-      tf::named_barrier<2, 128>();  // the last tile's readers of the prologue's buffers are done
-      tf::named_barrier<2, 128>();  // the prologue's buffers are written
       auto tf_issue = [&](int k, int tf_stage) {
         const int cse = (k * 64);
         if (tf_ptid == 0) {

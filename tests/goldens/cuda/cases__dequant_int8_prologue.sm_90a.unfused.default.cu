@@ -67,6 +67,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
     tf::setmaxnreg_dec<64>();  // the producer's register budget
     constexpr int kProducerThreads = 128;
     const int tf_ptid = tf_tid - kMmaThreads;
+    if (tf_ptid != 0) return;  // thread 0 issues every copy (TMA); the others have none (single_issuer)
     auto tf_issue = [&](int k, int tf_stage) {
       const int cse = (k * 64);
       if (tf_ptid == 0) {

@@ -243,8 +243,10 @@ inline GemmText wgmma_gemm(std::string_view after) {
     maps.insert(maps.size() - 1, std::string(", ") + kSlabMap);
     notes += std::string(", \"") + kWarpStagedNote + "\"";
   }
-  // Nothing after the loop touches shared memory: no barrier after it.
-  if (stage >= 9) g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", barrier_after=0");
+  // Nothing after the loop touches shared memory: no barrier after it; the
+  // ring is all TMA copies: one producer thread.
+  if (stage >= 9)
+    g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", barrier_after=0, single_issuer=1");
   g.launch = threads + ", " + shared + ", async_barriers=1" + maps +
              (notes.empty() ? "" : ", notes=[" + notes + "]");
   return g;

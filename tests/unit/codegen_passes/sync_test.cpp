@@ -38,6 +38,13 @@ std::string copy_into(const char* tile, const char* v) {
                      v);
 }
 
+// The sync pass's plan for a loop whose ring is all TMA copies and whose
+// producer runs nothing else: one producer thread (single_issuer).
+GemmText single_issuer(GemmText g) {
+  g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", single_issuer=1");
+  return g;
+}
+
 // Two barriers with no shared-memory access between them: the second goes.
 TEST(Sync, RemovesABarrierWithNoSharedAccessSinceThePrevious) {
   const std::string no_shared = "  let q = p*2\n  out[q] = x[q]\n";
@@ -128,12 +135,11 @@ TEST(Sync, NoBarrierAfterTheLoopBeforeAPerWarpEpilogue) {
   // A whole-tile one after it reuses the rings' shared memory: the loop
   // keeps its barrier (which orders it; no other is placed).
   GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
-  expect_cuda_pass("sync", in.text(), in.text());
+  expect_cuda_pass("sync", in.text(), single_issuer(in).text());
   // So does a statement that reads shared memory after a per-warp epilogue.
   GemmText later = testing::wgmma_gemm("epilogue");
   later.after = "evaluate(A_s[0, 0])\n";
-  std::string out = later.text();
-  expect_cuda_pass("sync", later.text(), out);
+  expect_cuda_pass("sync", later.text(), single_issuer(later).text());
 }
 
 // In a persistent kernel the MMA warps also run the next tile's statements
@@ -157,7 +163,15 @@ TEST(Sync, NoBarrierAfterThePersistentLoopBeforeAPerWarpEpilogue) {
   whole.launch.replace(whole.launch.find(slab_map), slab_map.size(), "");
   whole.launch.replace(whole.launch.find(testing::kWarpStagedNote),
                        std::string_view(testing::kWarpStagedNote).size(), testing::kStagedNote);
-  expect_cuda_pass("sync", whole.text(), whole.text());
+  expect_cuda_pass("sync", whole.text(), single_issuer(whole).text());
+}
+
+// A ring with a copy the producer's threads issue together (cp.async: a
+// gathered or unaligned tile) keeps the whole producer warpgroup.
+TEST(Sync, NoSingleIssuerForACpAsyncCopyInTheRing) {
+  GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
+  in.a_copy = "cp_async, width=16";
+  expect_cuda_pass("sync", in.text(), in.text());
 }
 
 // The seed's shape: a row index tile copied before the warp-specialized
@@ -170,7 +184,7 @@ TEST(Sync, RemovesTheBarrierBeforeAWarpSpecializedLoop) {
   in.prologue = testing::index_rows("row_major, stages=1, offset=98304, bytes=1024");
   in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15, "mbarriers=99328");
   in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=99376");
-  GemmText out = in;
+  GemmText out = single_issuer(in);
   in.prologue += "  barrier()\n";
   expect_cuda_pass("sync", in.text(), out.text());
 }
@@ -185,7 +199,7 @@ TEST(Sync, KeepsTheBarrierBeforeAWarpSpecializedLoopSetUpAtEntry) {
   in.loop_plan.replace(in.loop_plan.find("mbarriers=98304"), 15,
                        "setup_at_entry=1, mbarriers=99328");
   in.launch.replace(in.launch.find("shared_bytes=98352"), 18, "shared_bytes=99376");
-  GemmText out = in;
+  GemmText out = single_issuer(in);
   in.prologue += "  barrier()\n";
   out.prologue += "  barrier(block_async)\n";
   expect_cuda_pass("sync", in.text(), out.text());
@@ -220,7 +234,7 @@ TEST(Sync, BeforeAStagedEpilogue) {
   GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
   in.params = "  out2: global f16[2048, 2048] strides [2048, 1] align 16,\n";
   in.after = second;
-  GemmText out = in;
+  GemmText out = single_issuer(in);
   out.after = "barrier(consumers)\n" + second;
   expect_cuda_pass("sync", in.text(), out.text());
 
@@ -297,7 +311,9 @@ TEST(Sync, NoBarrierForAStagedEpilogueAfterSplitKsElection) {
 )TIR";
   ASSERT_NE(in.find("if_last_arrival"), std::string::npos);
   ASSERT_NE(in.find("plan(staged"), std::string::npos);
-  expect_cuda_pass("sync", in, in);
+  std::string out = in;
+  out.replace(out.find(", mbarriers=73728"), 0, ", single_issuer=1");
+  expect_cuda_pass("sync", in, out);
 }
 
 }  // namespace

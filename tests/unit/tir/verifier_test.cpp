@@ -428,6 +428,25 @@ TEST(TirVerifierPlan, WarpSpecializedLoopThreadsAndPlace) {
                    "(only after one do the consumer warpgroups run alone)");
 }
 
+// One producer thread (single_issuer) only issues affine TMA copies, and
+// only a warp-specialized loop has a producer.
+TEST(TirVerifierPlan, SingleIssuerOnlyOverAffineTmaCopies) {
+  const char* const ws = "registers=[64, 216], mbarriers";
+  EXPECT_EQ(verify_errors(planned({{ws, "registers=[64, 216], single_issuer=1, mbarriers"}})),
+            std::vector<std::string>{});
+  expect_one_error(
+      planned({{ws, "registers=[64, 216], single_issuer=1, mbarriers"},
+                {"plan(tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384)",
+                 "plan(cp_async, width=16)"}}),
+      "warp-specialized loop k: single_issuer, but its copy into A_s is not an affine TMA copy");
+  expect_one_error(
+      small(kSmallLaunch,
+            "  for k in pipelined(0, 4, stages=1) plan(ring, stages=1, issue_ahead=0, "
+            "single_issuer=1) {\n    copy (i: 128) t[i] = h[k*128 + i] plan(cp_async, "
+            "width=16)\n    out[k] = t[0]\n  }\n"),
+      "a pipelined loop with a single issuer that is not a warp-specialized loop");
+}
+
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
 // below the mbarriers.
 TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {

@@ -379,6 +379,33 @@ std::unordered_set<const ForNode*> loops_without_barrier_after(const Kernel& ker
   return {w.open.begin(), w.open.end()};
 }
 
+// The warp-specialized loops whose producer is one thread
+// (PipelinePlan::single_issuer): every copy of the ring is an affine TMA
+// copy (thread 0 announces the stage's bytes and issues its boxes) and the
+// producer runs nothing but the loop. In a kernel that is not persistent
+// the producer role is the loop alone; in a persistent one it also runs the
+// statements persistent_roles gives it (an index prologue), which take every
+// producer thread.
+std::unordered_set<const ForNode*> single_issuer_loops(const Kernel& kernel) {
+  std::vector<const ForNode*> loops = pipelined_loops(kernel.body, /*warp_specialized=*/true);
+  if (kernel.launch.persistent) {
+    const std::optional<std::vector<RoleItem>> roles = persistent_roles(kernel, nullptr);
+    if (!roles) return {};
+    for (const RoleItem& r : *roles)
+      if (r.kind == RoleItem::Kind::kProducer) return {};
+  }
+  std::unordered_set<const ForNode*> out;
+  for (const ForNode* f : loops) {
+    const PipelinedBody body = split_pipelined_body(f);
+    bool tma_only = body.regular && !body.copies.empty();
+    for (const CopyNode* c : body.copies)
+      tma_only = tma_only && c->plan && c->plan->mechanism == CopyMechanism::Tma &&
+                 !c->plan->row_gather;
+    if (tma_only) out.insert(f);
+  }
+  return out;
+}
+
 Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
   TF_CHECK(kernel.launch.defined, "sync runs after lower_gemm");
   Kernel out = kernel;
@@ -386,11 +413,13 @@ Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
   out.body = insert.mutate(kernel.body);
   // (Before the dedupe, which takes a loop without one as unsynced after it.)
   PlanEdits edits;
-  for (const ForNode* f : loops_without_barrier_after(out)) {
-    PipelinePlan p = *pipeline_plan(f);
-    p.barrier_after = false;
-    edits.loops[f] = p;
-  }
+  auto edit = [&](const ForNode* f) -> PipelinePlan& {
+    auto [it, fresh] = edits.loops.try_emplace(f, *pipeline_plan(f));
+    (void)fresh;
+    return std::get<PipelinePlan>(it->second);
+  };
+  for (const ForNode* f : loops_without_barrier_after(out)) edit(f).barrier_after = false;
+  for (const ForNode* f : single_issuer_loops(out)) edit(f).single_issuer = true;
   if (!edits.loops.empty()) out = with_plans(out, edits);
   Dedupe dedupe(kernel.launch.async_barriers);
   dedupe.walk(out.body);

@@ -25,7 +25,10 @@
 // no shared-memory access between, by a warp-specialized loop (whose
 // opening barrier orders the same accesses). A warp-specialized loop of a
 // kernel that is not persistent, with no shared-memory access after it in
-// the kernel, ends without its barrier (PipelinePlan::barrier_after).
+// the kernel, ends without its barrier (PipelinePlan::barrier_after). A
+// warp-specialized loop whose ring is all affine TMA copies, in a kernel
+// whose producer runs nothing else, gets one producer thread
+// (PipelinePlan::single_issuer).
 #pragma once
 
 #include "passes/pipeline.h"
