@@ -833,8 +833,10 @@ def print_report(results, repeats):
           "‖eager − tilefuse‖/‖tilefuse‖; compile~eager: ‖compile − eager‖/‖eager‖.")
     print("tf µs, torch timer = the same tuned choice called from Python (the tilefuse package) "
           "on eager's tensors and timed by eager's timer: one method for both sides. bench's "
-          "own loop agreed with it within 2% on 30-60 µs kernels and read 3-7% high on 1.5 ms "
-          "ones (bench/RESULTS.md, session 17).")
+          "own loop agreed with it within 2% on 30-60 µs kernels. On 1.5 ms ones the two "
+          "timers see different power states: do_bench times a ~100 ms burst, bench a sustained "
+          "run at the power cap, where the clock is lower and the order of tilefuse and cuBLAS "
+          "can differ (bench/RESULTS.md, sessions 17 and 23).")
     print(table)
     for n in notes:
         print("  note: " + n)
