@@ -183,6 +183,7 @@ json cuda_account(const codegen::CudaKernel& ck) {
     if (l.form == "warp_specialized") {
       j["producer_threads"] = l.producer_threads;
       j["consumer_threads"] = l.consumer_threads;
+      j["single_issuer"] = l.single_issuer;
       j["registers"] = l.producer_registers > 0
                            ? json{{"producer", l.producer_registers},
                                   {"consumer", l.consumer_registers}}
@@ -338,8 +339,9 @@ void render_cuda(std::ostream& out, const json& c) {
     out << "    loop " << l.at("loop").get<std::string>() << " " << l.at("form").get<std::string>()
         << ", " << l.at("stages").get<int64_t>() << " stages";
     if (l.contains("producer_threads"))
-      out << ", producer " << l.at("producer_threads").get<int64_t>() << " threads, consumers "
-          << l.at("consumer_threads").get<int64_t>();
+      out << ", producer " << l.at("producer_threads").get<int64_t>() << " threads"
+          << (l.value("single_issuer", false) ? " (thread 0 issues every copy, the rest leave)" : "")
+          << ", consumers " << l.at("consumer_threads").get<int64_t>();
     if (l.contains("registers") && !l.at("registers").is_null())
       out << ", registers " << l.at("registers").at("producer").get<int64_t>() << "/"
           << l.at("registers").at("consumer").get<int64_t>() << " (setmaxnreg)";

@@ -65,6 +65,26 @@ TEST(CliCuda, ExplainJsonReportsTheMmaLoweringOfTheSeed) {
   }
 }
 
+// The producer of a ring of affine TMA copies is one thread (single_issuer);
+// the seed's gathered A is issued by all 128.
+TEST(CliCuda, ExplainSaysWhenOneProducerThreadIssuesEveryCopy) {
+  auto loop_of = [](const std::string& program) {
+    Result r = run_cli("explain " + program + " --json --target sm_90a", {.with_stderr = false});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const json a = json::parse(r.output);
+    return a.at("kernels").at(0).at("cuda").at("loops").at(0);
+  };
+  const json plain = loop_of(std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/gemm_f16.tfs");
+  EXPECT_EQ(plain.at("form"), "warp_specialized") << plain;
+  EXPECT_EQ(plain.at("single_issuer"), true) << plain;
+  const json gathered = loop_of(seed_case());
+  EXPECT_EQ(gathered.at("single_issuer"), false) << gathered;
+  Result text = run_cli("explain " + std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/gemm_f16.tfs" +
+                        " --target sm_90a");
+  EXPECT_TRUE(contains(text.output, "producer 128 threads (thread 0 issues every copy, the rest leave)"))
+      << text.output;
+}
+
 TEST(CliCuda, ExplainTextHasTheCudaSection) {
   Result r = run_cli("explain " + seed_case() + " --target sm_80");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -61,6 +61,7 @@ struct CudaLoop {
   int producer_threads = 0, consumer_threads = 0;      // warp_specialized
   int producer_registers = 0, consumer_registers = 0;  // setmaxnreg budgets (0: none)
   std::string why;                                      // in_order: why
+  bool single_issuer = false;  // warp_specialized: producer thread 0 issues every copy (TMA)
 };
 
 // An epilogue nest as printed (its EpiloguePlan).

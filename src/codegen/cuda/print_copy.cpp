@@ -575,7 +575,7 @@ void Printer::emit_pipelined(const ForNode* op) {
   result_.loops.push_back({op->var.name(), std::string(pipeline_form_name(plan.form)), plan.stages,
                            plan.issue_ahead, plan.wgmma_in_flight, plan.producer_threads,
                            plan.consumer_threads, plan.producer_registers,
-                           plan.consumer_registers, plan.why});
+                           plan.consumer_registers, plan.why, plan.single_issuer});
   const PipelinedBody body = split_pipelined_body(op);
   const std::vector<std::pair<Var, Expr>>& lets = body.lets;
   const std::vector<const CopyNode*>& copies = body.copies;
