@@ -582,6 +582,7 @@ class PlanVerifier final : public StmtVisitor {
           launch_.tensor_maps[m].swizzle_bytes != 0)
         aligned_.emplace(c->dst.get(), "a TMA-swizzled tile");
     }
+    bool seen_ws = false;
     std::function<void(const Stmt&)> top = [&](const Stmt& s) {
       if (const SeqNode* q = s.as<SeqNode>()) {
         for (const Stmt& t : q->stmts) top(t);
@@ -589,8 +590,22 @@ class PlanVerifier final : public StmtVisitor {
         top(l->body);
       } else if (const AllocateNode* a = s.as<AllocateNode>()) {
         top(a->body);
-      } else if (const ForNode* f = s.as<ForNode>()) {
-        top_level_.insert(f);
+      } else {
+        const ForNode* f = s.as<ForNode>();
+        if (f) top_level_.insert(f);
+        const auto* pipe = f ? std::get_if<PipelinePlan>(&f->plan) : nullptr;
+        if (pipe && pipe->form == PipelineForm::WarpSpecialized) seen_ws = true;
+        if (seen_ws) return;
+        // (before the warp-specialized loop: a copy or an index check here is
+        // a persistent producer's prologue, which takes all its threads)
+        struct Prologue : IRVisitor {
+          bool found = false;
+          using IRVisitor::visit;
+          void visit(const CopyNode*) override { found = true; }
+          void visit(const CheckNode*) override { found = true; }
+        } p;
+        p.visit_stmt(s);
+        producer_prologue_ = producer_prologue_ || p.found;
       }
     };
     top(kernel_.body);
@@ -730,6 +745,9 @@ class PlanVerifier final : public StmtVisitor {
           error(fmt::format("{}: single_issuer, but its copy into {} is not an affine TMA copy",
                             loop, c->dst.name()));
       if (copies.all.empty()) error(loop + ": single_issuer with no copies");
+      if (launch_.defined && launch_.persistent && producer_prologue_)
+        error(loop + ": single_issuer in a persistent kernel whose producer has a prologue (copies "
+                     "or index checks before the loop, which every producer thread runs)");
     }
     if (p.mbarrier_offset < 0) return;
     const int64_t bytes = 16 * int64_t{p.stages};  // a full and an empty mbarrier per stage
@@ -849,6 +867,7 @@ class PlanVerifier final : public StmtVisitor {
   std::unordered_map<const BufferNode*, const AllocateNode*> allocs_;
   std::unordered_map<const BufferNode*, const char*> aligned_;  // tiles 1024-byte aligned, and why
   std::unordered_set<const ForNode*> top_level_;
+  bool producer_prologue_ = false;  // a copy or check before the first top-level loop
   int64_t mbarriers_ = -1;                 // the lowest mbarrier offset; -1: none
   int64_t mbarrier_end_ = 0;               // past the last mbarrier (order pair included)
   std::vector<const ForNode*> loops_;      // enclosing loops with a PipelinePlan

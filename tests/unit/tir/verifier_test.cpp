@@ -445,6 +445,15 @@ TEST(TirVerifierPlan, SingleIssuerOnlyOverAffineTmaCopies) {
             "single_issuer=1) {\n    copy (i: 128) t[i] = h[k*128 + i] plan(cp_async, "
             "width=16)\n    out[k] = t[0]\n  }\n"),
       "a pipelined loop with a single issuer that is not a warp-specialized loop");
+  // A persistent kernel whose producer has a prologue (here an index check
+  // before the loop): all its threads run it, so not one issuer.
+  expect_one_error(
+      planned({{ws, "registers=[64, 216], single_issuer=1, mbarriers"},
+               {"async_barriers=1,", "async_barriers=1, persistent=1,"},
+               {"  fill(C_f, 0.0)\n",
+                "  fill(C_f, 0.0)\n  check(pid_m < 16, code=1, msg=\"m {}\", args=[pid_m])\n"}}),
+      "warp-specialized loop k: single_issuer in a persistent kernel whose producer has a "
+      "prologue (copies or index checks before the loop, which every producer thread runs)");
 }
 
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
