@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -91,9 +92,14 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * dtype_size(x.dtype())) == 0;
 }
 
-TEST(SplitK, EveryEpilogueAndTailMatchesTheOracle) {
+// Every split program, both plans, each config of `configs`, on fresh random
+// inputs against the f64 oracle; `kernel_ok` asserts on each GEMM kernel's
+// printed TIR (its split form). `what` names the configs in the trace.
+void expect_every_program_matches_the_oracle(
+    const std::vector<GemmConfig>& configs, const char* what,
+    const std::function<void(const std::string&)>& kernel_ok) {
   const uint64_t seed = std::random_device{}();
-  std::printf("split-K CPU programs, seed %llu\n", static_cast<unsigned long long>(seed));
+  std::printf("%s CPU programs, seed %llu\n", what, static_cast<unsigned long long>(seed));
   int ran = 0;
   for (const SplitProgram& sp : split_programs()) {
     const Program p = parse_program(sp.source, std::string(sp.name) + ".tfs");
@@ -103,18 +109,18 @@ TEST(SplitK, EveryEpilogueAndTailMatchesTheOracle) {
     const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
     const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
     for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
-      for (const GemmConfig& cfg : split_configs()) {
-        SCOPED_TRACE(fmt::format("{} {} split {} seed {}", sp.name, plan_kind_name(plan),
-                                 cfg.split_k, seed));
+      for (const GemmConfig& cfg : configs) {
+        SCOPED_TRACE(fmt::format("{} {} {} (split {}, stream-K {}) seed {}", sp.name,
+                                 plan_kind_name(plan), what, cfg.split_k, cfg.stream_k, seed));
         const driver::CompiledProgram c = compile_split(p.graph, plan, cfg);
-        bool split = false;
+        bool gemm = false;
         for (const driver::CompiledKernel& ck : c.kernels)
           if (ck.lowered.gemm_config) {
-            split = true;
+            gemm = true;
             EXPECT_EQ(ck.lowered.scratch.size(), 2u);
-            EXPECT_NE(tir::print(ck.kernel).find("if_last_arrival("), std::string::npos);
+            kernel_ok(tir::print(ck.kernel));
           }
-        EXPECT_TRUE(split);
+        EXPECT_TRUE(gemm);
         const std::vector<Tensor> got = run(c, inputs);
         ASSERT_EQ(got.size(), 1u);
         EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
@@ -122,7 +128,13 @@ TEST(SplitK, EveryEpilogueAndTailMatchesTheOracle) {
       }
     }
   }
-  EXPECT_EQ(ran, static_cast<int>(split_programs().size() * 2 * split_configs().size()));
+  EXPECT_EQ(ran, static_cast<int>(split_programs().size() * 2 * configs.size()));
+}
+
+TEST(SplitK, EveryEpilogueAndTailMatchesTheOracle) {
+  expect_every_program_matches_the_oracle(split_configs(), "split-K", [](const std::string& t) {
+    EXPECT_NE(t.find("if_last_arrival("), std::string::npos);
+  });
 }
 
 // The partials are summed in split order, not arrival order: ten runs on
@@ -257,39 +269,10 @@ const std::vector<GemmConfig>& stream_configs() {
 }
 
 TEST(StreamK, EveryEpilogueAndTailMatchesTheOracle) {
-  const uint64_t seed = std::random_device{}();
-  std::printf("stream-K CPU programs, seed %llu\n", static_cast<unsigned long long>(seed));
-  int ran = 0;
-  for (const SplitProgram& sp : split_programs()) {
-    const Program p = parse_program(sp.source, std::string(sp.name) + ".tfs");
-    const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-    EvalOptions o;
-    o.mode = EvalMode::kOracle;
-    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
-    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
-      for (const GemmConfig& cfg : stream_configs()) {
-        SCOPED_TRACE(fmt::format("{} {} stream-K {} seed {}", sp.name, plan_kind_name(plan),
-                                 cfg.stream_k, seed));
-        const driver::CompiledProgram c = compile_split(p.graph, plan, cfg);
-        bool streamed = false;
-        for (const driver::CompiledKernel& ck : c.kernels)
-          if (ck.lowered.gemm_config) {
-            streamed = true;
-            EXPECT_EQ(ck.lowered.scratch.size(), 2u);
-            const std::string text = tir::print(ck.kernel);
-            EXPECT_NE(text.find("if_last_arrival(streamk_counters"), std::string::npos);
-            EXPECT_NE(text.find("pid_w"), std::string::npos);
-          }
-        EXPECT_TRUE(streamed);
-        const std::vector<Tensor> got = run(c, inputs);
-        ASSERT_EQ(got.size(), 1u);
-        EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
-        ++ran;
-      }
-    }
-  }
-  EXPECT_EQ(ran, static_cast<int>(split_programs().size() * 2 * stream_configs().size()));
+  expect_every_program_matches_the_oracle(stream_configs(), "stream-K", [](const std::string& t) {
+    EXPECT_NE(t.find("if_last_arrival(streamk_counters"), std::string::npos);
+    EXPECT_NE(t.find("pid_w"), std::string::npos);
+  });
 }
 
 // The partials are summed in K order, not arrival order.
