@@ -50,7 +50,8 @@ namespace tilefuse::tir {
   X(CpAsync, "cp_async")                    \
   X(Register, "register")                   \
   X(Direct, "direct")                       \
-  X(GemmPack, "gemm_pack")
+  X(GemmPack, "gemm_pack")                  \
+  X(Fragment, "fragment")
 
 enum class CopyMechanism : uint8_t {
 #define TF_TIR_ENUM(name, ...) name,
@@ -79,6 +80,13 @@ struct TmaBox {
 //    a time (two or more elements), else every load element by element and
 //    `width` is the main load's element size.
 //  - Direct, GemmPack: the destination's element size.
+//  - Fragment: 16. The A operand of a warp-specialized wgmma loop with
+//    PipelinePlan::register_a_ahead > 0 (register_a): the MMA warps load
+//    their own wgmma A fragments from global memory, 16 bytes at a time,
+//    and the tile never enters shared memory (its buffer is not read). The
+//    source addresses are the hoisted ones (`hoisted_indices`, `hoisted_mask`,
+//    `step`, as for a hoisted cp.async copy), with every shared-memory read
+//    forwarded to the global loads it stages.
 struct CopyPlan {
   CopyMechanism mechanism = CopyMechanism::Register;
   int64_t width = 0;
@@ -258,8 +266,19 @@ struct PipelinePlan {
   // register budget, so that 127 threads do not poll the `empty` mbarriers
   // for nothing (CUTLASS's producer warp elects one thread likewise).
   bool single_issuer = false;
+  // warp_specialized (register_a): the gemm's A operand is loaded by the MMA
+  // warps into registers (its copy's mechanism `fragment`) and read by
+  // wgmma's register-A form; this many k-tiles of those loads are in flight
+  // (1-3, in a ring of kRegisterASlots fragments of 16 registers a thread),
+  // and the loop's trip count is a multiple of kRegisterASlots. B's TMA
+  // copy reads K permuted inside each 64-row k-tile, as the fragments do
+  // (tf_wgmma.cuh, WgmmaTile::mma_async_rs); 0: off.
+  int register_a_ahead = 0;
   std::string why;                                 // in_order: why
 };
+
+// The register-A ring's fragments (PipelinePlan::register_a_ahead).
+inline constexpr int kRegisterASlots = 4;
 
 // How a parallel nest over an accumulator stores it (epilogue):
 //  - per_element: each accumulator element the thread owns, one by one;

@@ -123,6 +123,10 @@ struct Target {
   X(producer_start, true,                                                                      \
     "sm_90a: a warp-specialized producer loads the gathered index into registers itself and "  \
     "issues the affine operand's first stages before it returns (not persistent kernels)")    \
+  X(register_a, false,                                                                         \
+    "sm_90a: a warp-specialized wgmma loop whose A operand is gathered rows (hoisted cp.async) "  \
+    "has the MMA warps load A into registers for wgmma's register-A form (K permuted inside "  \
+    "each k-tile, B's TMA box likewise); A never enters shared memory")                        \
   X(block_timeline, false,                                                                     \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "     \
     "has landed, at the end of its first main loop and at its end, and its SM; bench prints "  \

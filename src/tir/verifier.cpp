@@ -731,6 +731,37 @@ class PlanVerifier final : public StmtVisitor {
       error(loop +
             " is not at the kernel's top level (the producer/consumer split runs it once per "
             "block: only sequences, lets and allocations may enclose it)");
+    if (p.register_a_ahead < 0 || p.register_a_ahead >= kRegisterASlots)
+      error(fmt::format("{}: register_a {} (0, or 1 to {} k-tiles of A fragment loads in flight)",
+                        loop, p.register_a_ahead, kRegisterASlots - 1));
+    {
+      // (register_a: the fragment copy is the A operand's, the trip count a
+      // constant multiple of the ring; a fragment copy only with it)
+      struct Copies : IRVisitor {
+        int fragment = 0;
+        using IRVisitor::visit;
+        void visit(const CopyNode* c) override {
+          if (c->plan && c->plan->mechanism == CopyMechanism::Fragment) {
+            ++fragment;
+            if (!c->plan->hoisted || c->plan->width != 16 || c->plan->iteration_mask.defined())
+              bad = c->dst.name();
+          }
+        }
+        std::string bad;
+      } copies;
+      copies.visit_stmt(op->body);
+      if ((p.register_a_ahead > 0) != (copies.fragment == 1))
+        error(fmt::format("{}: register_a {} with {} fragment copies (one with it, none without)",
+                          loop, p.register_a_ahead, copies.fragment));
+      if (!copies.bad.empty())
+        error(fmt::format("{}: fragment copy into {} is not a hoisted 16-byte copy without a "
+                          "per-iteration mask",
+                          loop, copies.bad));
+      const int64_t* trip = as_const_int(op->extent);
+      if (p.register_a_ahead > 0 && (!trip || *trip % kRegisterASlots != 0))
+        error(fmt::format("{}: register_a with a trip count that is not a constant multiple of {}",
+                          loop, kRegisterASlots));
+    }
     if (p.single_issuer) {
       // (producer thread 0 alone issues the ring's copies: TMA boxes of an
       // affine tile, no per-thread row gather, no cp.async)
@@ -741,7 +772,8 @@ class PlanVerifier final : public StmtVisitor {
       } copies;
       copies.visit_stmt(op->body);
       for (const CopyNode* c : copies.all)
-        if (!c->plan || c->plan->mechanism != CopyMechanism::Tma || c->plan->row_gather)
+        if (!c->plan || (c->plan->mechanism != CopyMechanism::Fragment &&
+                         (c->plan->mechanism != CopyMechanism::Tma || c->plan->row_gather)))
           error(fmt::format("{}: single_issuer, but its copy into {} is not an affine TMA copy",
                             loop, c->dst.name()));
       if (copies.all.empty()) error(loop + ": single_issuer with no copies");

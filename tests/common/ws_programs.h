@@ -36,6 +36,12 @@ inline const std::vector<WsProgram>& ws_programs() {
        "def mlp(x: bf16[333, 520], w: bf16[520, 264], b: bf16[264]):\n"
        "    return torch.relu(x @ w + b)\n",
        2, 520},
+      // Gathered A with wrapped and checked indices, K = 8 tiles of 64 (register_a's
+      // fragment ring takes it), M and N tails.
+      {"gather_k512_bf16",
+       "def g(x: bf16[300, 512], w: bf16[512, 264], idx: i64[333]):\n"
+       "    return x[idx] @ w\n",
+       1, 512},
       // Batched: rank-3 tensor maps.
       {"bmm_f16", "def bmm(x: f16[3, 200, 192], w: f16[3, 192, 136]):\n    return x @ w\n", 2, 192},
   };
@@ -78,6 +84,8 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"split_k_cluster=1,warp_specialize=0", false},
       {"gather_cache_by_repeats=0", true},
       {"gather_cache_all=0", true},
+      {"register_a=1", true},
+      {"register_a=1,persistent=1", true},
   };
   return v;
 }

@@ -328,6 +328,7 @@ struct StageArrivals {
 static StageArrivals stage_arrivals(const PipelinedBody& body) {
   StageArrivals a;
   for (const CopyNode* c : body.copies) {
+    if (c->plan->mechanism == CopyMechanism::Fragment) continue;  // (the MMA warps' own)
     if (c->plan->mechanism == CopyMechanism::Tma) {
       a.tma_bytes += c->plan->tma_bytes;
       continue;
@@ -438,6 +439,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   std::vector<Stmt> copy_stmts;
   std::unordered_map<const CopyNode*, std::string> hoisted;
   for (const CopyNode* c : copies) {
+    if (c->plan->mechanism == CopyMechanism::Fragment) continue;  // (the MMA warps load it)
     if (c->plan->hoisted) {
       hoisted[c] = std::to_string(tmp_++);
       emit_hoisted_setup(c, hoisted[c], lo);
@@ -450,7 +452,7 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   emit_loop_lets(op, body.lets, copy_stmts);
   if (arr.tma_bytes > 0 && lead == 0) emit_tma_copies();
   for (const CopyNode* c : copies) {
-    if (is_tma(c)) continue;
+    if (is_tma(c) || c->plan->mechanism == CopyMechanism::Fragment) continue;
     if (hoisted.count(c))
       emit_hoisted_copy(c, hoisted.at(c), k, lo);
     else
@@ -485,6 +487,83 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
 }
 
+const CopyNode* Printer::fragment_copy(const PipelinedBody& body) {
+  for (const CopyNode* c : body.copies)
+    if (c->plan && c->plan->mechanism == CopyMechanism::Fragment) return c;
+  return nullptr;
+}
+
+void Printer::ra_declare() {
+  line(fmt::format("unsigned tf_ra[{}][16];  // A's fragments, a k-tile each (register_a)",
+                   kRegisterASlots));
+  line("const char* tf_rap[2];  // the source of this thread's two fragment rows");
+  line("bool tf_rao[2];  // ... and whether each is read (masked rows hold zeros)");
+}
+
+// The one global load the fragment rows' addresses read (a gather's
+// index), or undefined when they read none or several.
+Expr Printer::fragment_row_load(const CopyNode* a) {
+  std::vector<const LoadNode*> loads = loads_in(a->plan->hoisted_indices.at(0));
+  if (a->plan->hoisted_mask.defined())
+    for (const LoadNode* l : loads_in(a->plan->hoisted_mask)) loads.push_back(l);
+  Expr one;
+  for (const LoadNode* l : loads) {
+    if (!one.defined()) one = Expr(l);
+    else if (!structural_equal(Expr(l), one)) return Expr();
+  }
+  return one;
+}
+
+void Printer::ra_rows(const CopyNode* a, const std::string& acc, const std::string& p,
+                      const std::string& ok, const std::string& loaded) {
+  const CopyPlan& plan = *a->plan;
+  const LoadNode* src = a->value.as<LoadNode>();
+  TF_CHECK(src && a->vars.size() == 2, "cuda printer: a fragment copy that is not a 2-D load");
+  for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
+  line("#pragma unroll");
+  open("for (int tf_h = 0; tf_h < 2; ++tf_h)");
+  line(fmt::format("const int {} = {}.fragment_row(tf_h);", var(a->vars[0]), acc));
+  line(fmt::format("const int {} = 0;", var(a->vars[1])));
+  // (the row's index, loaded ahead into `loaded`[tf_h]: ra_preload)
+  const Expr saved_load = vector_load_;
+  const std::string saved_lane = vector_lane_;
+  if (!loaded.empty()) {
+    vector_load_ = fragment_row_load(a);
+    vector_lane_ = loaded + "[tf_h]";
+  }
+  line("const bool tf_ok = " +
+       (plan.hoisted_mask.defined() ? expr(plan.hoisted_mask) : std::string("true")) + ";");
+  line(fmt::format("{}[tf_h] = reinterpret_cast<const char*>(tf_ok ? {} : {}) + "
+                   "{}.fragment_chunk_bytes();",
+                   p, address(src->buffer, plan.hoisted_indices), buf(src->buffer), acc));
+  line(fmt::format("{}[tf_h] = tf_ok;", ok));
+  vector_load_ = saved_load;
+  vector_lane_ = saved_lane;
+  close();
+}
+
+bool Printer::ra_preload(const CopyNode* a, const std::string& acc, const std::string& loaded) {
+  const Expr l = fragment_row_load(a);
+  if (!l.defined()) return false;
+  for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
+  line("#pragma unroll");
+  open("for (int tf_h = 0; tf_h < 2; ++tf_h)");
+  line(fmt::format("const int {} = {}.fragment_row(tf_h);", var(a->vars[0]), acc));
+  line(fmt::format("const int {} = 0;", var(a->vars[1])));
+  line(fmt::format("{}[tf_h] = {};", loaded, expr(l)));
+  close();
+  return true;
+}
+
+void Printer::ra_load(const CopyNode* a, const std::string& slot, const std::string& p,
+                      const std::string& ok, const std::string& ktile) {
+  const LoadNode* src = a->value.as<LoadNode>();
+  const int64_t bytes = a->plan->step * dtype_size(src->buffer.dtype());
+  line(fmt::format("tf::load_a_fragment(tf_ra[{0}], {1}[0] + static_cast<long long>({3}) * {4}ll, "
+                   "{1}[1] + static_cast<long long>({3}) * {4}ll, {2}[0], {2}[1]);",
+                   slot, p, ok, ktile, bytes));
+}
+
 void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
                                const PipelinePlan& plan, const std::string& it,
                                const std::string& base, const std::string& after_loop) {
@@ -497,6 +576,13 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   // The MMA warpgroups: tile i's wgmma stays in flight while tile i - 1's
   // are waited for and its stage released.
   const std::string c = buf(g->c.buffer), a = buf(g->a.buffer), b = buf(g->b.buffer);
+  const CopyNode* frag = fragment_copy(body);
+  if (plan.register_a_ahead > 0) {
+    TF_CHECK(frag != nullptr && frag->dst.get() == g->a.buffer.get(),
+             "cuda printer: register_a without the gemm's A as a fragment copy");
+    ws_consumer_loop_register_a(op, frag, plan, it, base, after_loop, c, b, g);
+    return;
+  }
   open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
   line(fmt::format("const int tf_stage = {} % {};", gi, stages));
   line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
@@ -519,6 +605,91 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   if (!base.empty() || cluster > 1)  // the last stage goes back to the producer(s)
     line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
                      base.empty() ? "" : base + " + ", stages, arrive));
+}
+
+void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* frag,
+                                          const PipelinePlan& plan, const std::string& it,
+                                          const std::string& base, const std::string& after_loop,
+                                          const std::string& c, const std::string& b,
+                                          const GemmNode* g) {
+  const int stages = plan.stages, ahead = plan.register_a_ahead, slots = kRegisterASlots;
+  const std::string t = cuda_type(op->var.dtype());
+  const std::string n = expr(op->extent);
+  const std::string i = "tf_i";
+  const std::string gi = base.empty() ? i : "(" + base + " + " + i + ")";
+  result_.copies.push_back({frag->dst.name(), "fragment", frag->plan->width, slots, false, true,
+                            false});
+  if (base.empty()) {
+    // (a persistent kernel's MMA warps do this before their tile loop and
+    // load each next tile's first fragments during the last k-tiles)
+    ra_declare();
+    ra_rows(frag, c, "tf_rap", "tf_rao");
+    line("#pragma unroll");
+    open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", ahead));
+    ra_load(frag, "tf_q", "tf_rap", "tf_rao", "tf_q");
+    close();
+  }
+  if (!base.empty() && ra_preload_next_) ra_preload_next_();
+  line(fmt::format("// A's fragments by the MMA warps (register_a): k-tile i + {} loads into the "
+                   "fragment k-tile i - 1's wgmma group read",
+                   ahead));
+  // (Unrolled whole, as the trip count is a constant: every fragment index
+  // and branch is then static; 70 against 64 us on gather_heavy, session 24.)
+  line("#pragma unroll");
+  open(fmt::format("for ({0} {1} = 0; {1} < {2}; {1} += {3})", t, it, n, slots));
+  line("#pragma unroll");
+  open(fmt::format("for (int tf_u = 0; tf_u < {}; ++tf_u)", slots));
+  line(fmt::format("const int {} = {} + tf_u;", i, it));
+  line(fmt::format("const int tf_stage = {} % {};", gi, stages));
+  line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
+  timeline_point("tf_tl_data");
+  // (No fence.proxy.async: the ring holds only B, written by TMA (the async
+  // proxy, made visible by the mbarrier's transaction count), and the fence
+  // would wait for this thread's fragment loads in flight: 58 -> 78 us on
+  // gather_heavy, session 24.)
+  line(fmt::format("{}.mma_async_rs(tf_ra[tf_u], {} + tf_stage * {});", c, b,
+                   tile_elems(g->b.buffer)));
+  line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
+  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {2}) % {3}]);", i, gi,
+                   stages - 1, stages));
+  // One load statement an iteration, whatever it reads (this tile's rows, the
+  // next tile's, or nothing: masked off): loads under branches made ptxas
+  // land them in temporaries and copy them into the fragment at the join,
+  // waiting for them there (76 against 58 us on gather_heavy, session 24).
+  line(fmt::format("const int tf_kn = {} + {};", i, ahead));
+  line(fmt::format("const bool tf_here = tf_kn < {};", n));
+  const int64_t bytes =
+      frag->plan->step * dtype_size(frag->value.as<LoadNode>()->buffer.dtype());
+  if (base.empty()) {
+    line(fmt::format("tf::load_a_fragment(tf_ra[{0}], tf_rap[0] + static_cast<long long>(tf_kn) * "
+                     "{1}ll, tf_rap[1] + static_cast<long long>(tf_kn) * {1}ll, tf_here && "
+                     "tf_rao[0], tf_here && tf_rao[1]);",
+                     fmt::format("(tf_u + {}) % {}", ahead, slots), bytes));
+  } else {
+    TF_CHECK(static_cast<bool>(ra_next_rows_), "cuda printer: register_a's next tile unset");
+    line(fmt::format("const bool tf_next = !tf_here && ({});", ra_has_next_));
+    open(fmt::format("if (tf_next && tf_kn == {})", n));
+    ra_next_rows_();
+    close();
+    line(fmt::format("const long long tf_ko = static_cast<long long>(tf_here ? tf_kn : tf_kn - {}) "
+                     "* {}ll;",
+                     n, bytes));
+    line(fmt::format(
+        "tf::load_a_fragment(tf_ra[{}], (tf_here ? tf_rap[0] : tf_ranp[0]) + tf_ko, (tf_here ? "
+        "tf_rap[1] : tf_ranp[1]) + tf_ko, tf_here ? tf_rao[0] : tf_next && tf_rano[0], tf_here ? "
+        "tf_rao[1] : tf_next && tf_rano[1]);",
+        fmt::format("(tf_u + {}) % {}", ahead, slots)));
+  }
+  close();
+  close();
+  if (!after_loop.empty()) line(after_loop);
+  line(fmt::format("{}.wait();", c));
+  if (!base.empty()) {
+    line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
+                     stages));
+    line("tf_rap[0] = tf_ranp[0], tf_rap[1] = tf_ranp[1];  // the next tile's rows");
+    line("tf_rao[0] = tf_rano[0], tf_rao[1] = tf_rano[1];");
+  }
 }
 
 void Printer::timeline_point(const char* var) {

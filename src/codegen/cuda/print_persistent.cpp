@@ -159,6 +159,50 @@ void Printer::emit_persistent() {
   for (const RoleItem& r : *roles)
     if (r.kind == RoleItem::Kind::kAlloc && r.alloc->buffer.scope() == MemScope::Fragment)
       emit_alloc_decl(r.alloc);
+  if (plan.register_a_ahead > 0) {
+    // register_a: the block's first tile's rows and fragments before the
+    // tile loop; each next tile's during the last k-tiles of the one before.
+    TF_CHECK(teams == 1, "cuda printer: register_a with consumer teams");
+    const CopyNode* frag = fragment_copy(body);
+    const GemmNode* g = body.consumer.at(0).as<GemmNode>();
+    TF_CHECK(frag && g, "cuda printer: register_a without a fragment copy and a gemm");
+    const std::string acc = buf(g->c.buffer);
+    ra_declare();
+    line("const char* tf_ranp[2] = {nullptr, nullptr};  // the next tile's rows");
+    line("bool tf_rano[2] = {false, false};");
+    open("");
+    emit_grid_vars(first_tile);
+    lets();
+    ra_rows(frag, acc, "tf_rap", "tf_rao");
+    line("#pragma unroll");
+    open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", plan.register_a_ahead));
+    ra_load(frag, "tf_q", "tf_rap", "tf_rao", "tf_q");
+    close();
+    close();
+    ra_has_next_ = has_next;
+    // The next tile's index is loaded at the start of each tile (ra_preload,
+    // tf_rav), its rows' addresses computed from it during the last k-tiles:
+    // loaded there, the MMA warps waited for it (a DRAM round trip a tile).
+    const Expr row_load = fragment_row_load(frag);
+    if (row_load.defined())
+      line(fmt::format("{} tf_rav[2] = {{}};  // the next tile's index at this thread's rows",
+                       cuda_type(row_load.dtype())));
+    ra_preload_next_ = [this, frag, acc, next_tile, lets, has_next, row_load] {
+      if (!row_load.defined()) return;
+      open(fmt::format("if ({})", has_next));
+      emit_grid_vars(next_tile);
+      lets();
+      ra_preload(frag, acc, "tf_rav");
+      close();
+    };
+    ra_next_rows_ = [this, frag, acc, next_tile, lets, row_load] {
+      open("");
+      emit_grid_vars(next_tile);
+      lets();
+      ra_rows(frag, acc, "tf_ranp", "tf_rano", row_load.defined() ? "tf_rav" : "");
+      close();
+    };
+  }
   if (teams > 1) {
     line(fmt::format("int tf_git = tf_team * {};  // the ring iterations of the tiles before", n()));
     line("int tf_turn = 0;  // this team's tiles before");

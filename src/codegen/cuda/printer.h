@@ -132,6 +132,31 @@ class Printer {
   void ws_consumer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
                         const std::string& base, const std::string& after_loop = "");
+  // register_a (PipelinePlan::register_a_ahead): the loop's fragment copy
+  // (null: none); the ring and row declarations; the thread's two fragment
+  // rows' source addresses and masks into `p`[2], `ok`[2] (lets in scope);
+  // one k-tile's loads into ring slot `slot`.
+  static const tir::CopyNode* fragment_copy(const PipelinedBody& body);
+  void ra_declare();
+  void ra_rows(const tir::CopyNode* a, const std::string& acc, const std::string& p,
+               const std::string& ok, const std::string& loaded = "");
+  // The rows' one global load (a gather's index) into `loaded`[2] ahead of
+  // ra_rows(..., loaded); false (nothing printed) when they read none or
+  // several.
+  bool ra_preload(const tir::CopyNode* a, const std::string& acc, const std::string& loaded);
+  void ra_load(const tir::CopyNode* a, const std::string& slot, const std::string& p,
+               const std::string& ok, const std::string& ktile);
+  // A persistent kernel's register-A consumers: prints the next tile's rows
+  // into tf_ranp / tf_rano, and the condition that there is one.
+  std::function<void()> ra_next_rows_;
+  std::function<void()> ra_preload_next_;  // the next tile's index, at a tile's start
+  static tir::Expr fragment_row_load(const tir::CopyNode* a);
+  std::string ra_has_next_;
+  void ws_consumer_loop_register_a(const tir::ForNode* op, const tir::CopyNode* frag,
+                                   const tir::PipelinePlan& plan, const std::string& it,
+                                   const std::string& base, const std::string& after_loop,
+                                   const std::string& c, const std::string& b,
+                                   const tir::GemmNode* g);
   // A persistent kernel (LaunchPlan::persistent): the tile loop of each role
   // around the statements structure.h's persistent_roles gives it.
   void emit_persistent();

@@ -23,6 +23,36 @@ int64_t const_numel(const Buffer& b) {
   return n;
 }
 
+Prefix prefix_of(const Stmt& body, const ForNode* loop) {
+  Prefix p;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (p.reached || !s.defined()) return;
+    if (const SeqNode* q = s.as<SeqNode>()) {
+      for (const Stmt& t : q->stmts) walk(t);
+    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
+      p.lets[l->var.get()] = substitute(l->value, p.lets);
+      walk(l->body);
+    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
+      walk(a->body);
+    } else if (s.get() == loop) {
+      p.reached = true;
+    } else {
+      p.stmts.push_back(s);
+    }
+  };
+  walk(body);
+  return p;
+}
+
+bool identity_copy(const CopyNode* c) {
+  if (c->dst_indices.size() != c->vars.size()) return false;
+  for (size_t d = 0; d < c->vars.size(); ++d) {
+    const VarNode* v = c->dst_indices[d].as<VarNode>();
+    if (v != c->vars[d].get()) return false;
+  }
+  return true;
+}
+
 PipelinedBody split_pipelined_body(const ForNode* loop) {
   PipelinedBody out;
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {

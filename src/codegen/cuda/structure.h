@@ -36,6 +36,71 @@ struct BufferUse : tir::IRVisitor {
   }
 };
 
+// The top-level statements before a pipelined loop (through sequences,
+// lets and allocations), in program order, the lets in scope at the loop
+// (each inlined into the next), and whether the walk reached it.
+struct Prefix {
+  std::vector<tir::Stmt> stmts;
+  tir::VarMap lets;
+  bool reached = false;
+};
+Prefix prefix_of(const tir::Stmt& body, const tir::ForNode* loop);
+
+// Is `c` `dst[v0, v1, ...] = value` over its own vars in order?
+bool identity_copy(const tir::CopyNode* c);
+
+// The statements that write each buffer (stores, copies and fills), after
+// visit_stmt.
+struct Writers : tir::IRVisitor {
+  std::unordered_map<const tir::BufferNode*, int> count;
+  using tir::IRVisitor::visit;
+  void visit(const tir::StoreNode* op) override {
+    ++count[op->buffer.get()];
+    tir::IRVisitor::visit(op);
+  }
+  void visit(const tir::CopyNode* op) override {
+    ++count[op->dst.get()];
+    tir::IRVisitor::visit(op);
+  }
+  void visit(const tir::FillNode* op) override {
+    ++count[op->buffer.get()];
+    tir::IRVisitor::visit(op);
+  }
+  int of(const tir::BufferNode* b) const {
+    auto it = count.find(b);
+    return it == count.end() ? 0 : it->second;
+  }
+};
+
+// Loads of staged shared buffers (each written once, before the loop, by
+// the identity copy it maps to) replaced by their staged values at the
+// load's indices, transitively (a staged value may read another staged
+// buffer); `ok` turns false at a masked or partial read of one.
+class ForwardStaged : public tir::IRMutator {
+ public:
+  explicit ForwardStaged(
+      const std::unordered_map<const tir::BufferNode*, const tir::CopyNode*>& staged)
+      : staged_(staged) {}
+  tir::Expr forward(const tir::Expr& e) { return e.defined() ? mutate(e) : e; }
+  bool ok = true;
+
+ protected:
+  using tir::IRMutator::visit;
+  tir::Expr visit(const tir::LoadNode* op) override {
+    auto it = staged_.find(op->buffer.get());
+    if (it == staged_.end()) return tir::IRMutator::visit(op);
+    const tir::CopyNode* c = it->second;
+    if (op->indices.size() != c->vars.size() || op->mask.defined()) {
+      ok = false;
+      return tir::IRMutator::visit(op);
+    }
+    tir::VarMap at;
+    for (size_t d = 0; d < c->vars.size(); ++d) at[c->vars[d].get()] = mutate(op->indices[d]);
+    return mutate(substitute(c->value, at));
+  }
+  const std::unordered_map<const tir::BufferNode*, const tir::CopyNode*>& staged_;
+};
+
 // A pipelined loop's body: a chain of lets, then the copies into shared
 // tiles (the producer), then the rest (the consumer). `regular` is false
 // when the body has another shape (a let or copy after a consumer

@@ -439,6 +439,42 @@ struct WgmmaTile {
     // (No fence_operands here: an access to the accumulators before the
     // wait makes ptxas serialize the wgmma; wait() pins them.)
   }
+  // ---- A in registers (PipelinePlan::register_a, passes/register_a.h) ----
+  // The MMA warps load their own A fragments from global memory, for the
+  // register-A form of wgmma (WgmmaOpRs), one k-tile of BK = 64 at a time;
+  // A never enters shared memory. Thread (warp w of its warpgroup, lane
+  // 4g + c) holds rows fragment_row(0) and fragment_row(1) (its D rows:
+  // 16w + g and + 8 of the warpgroup's 64). Inside each k-tile K is
+  // permuted (kRegAPermutation): the fragment's logical k = 16j + 8h + 2c
+  // + q (k16 step j, half h, thread c, element q) reads column 32(j / 2) +
+  // 8c + 4(j % 2) + 2h + q, so that a thread's elements of a row are the
+  // two 16-byte chunks c and 4 + c, and B's rows must arrive in the same
+  // order (its TMA map's 5-D box, TensorMapPlan::k_permuted).
+  __device__ __forceinline__ static int fragment_row(int half) {
+    const int tid = threadIdx.x, lane = tid % 32;
+    return (wg(tid) / WG_N) * WM + (tid / 32 % 4) * 16 + lane / 4 + half * 8;
+  }
+  // The byte offset of the thread's first chunk in a row's 128-byte k-tile.
+  __device__ __forceinline__ static int fragment_chunk_bytes() { return threadIdx.x % 4 * 16; }
+  // C += A @ Bs for one k-tile, A the fragment `a` (load_a_fragment), as one
+  // wgmma group, without waiting. The caller runs wgmma_fence() first when
+  // it wrote `a` or read the accumulators since the last group.
+  __device__ __forceinline__ void mma_async_rs(const unsigned (&a)[16], const T* Bs) {
+    static_assert(MT == 1 && BK == 64, "WgmmaTile: register A takes 64-row warpgroups, BK 64");
+    const int g = wg(threadIdx.x);
+    const unsigned b0 = smem_addr(Bs) + (g % WG_N) * (WN / kAtom) * (BK * 128);
+    fence_operands();
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < BK / 16; ++s) {
+      const unsigned long long db = wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
+      // step s = 2u + v: chunk pair u (words 4u.. of each row's 8), word pair v
+      const int u = s / 2, v = s % 2;
+      WgmmaOpRs<T, WN>::run(c, a[4 * u + 2 * v], a[8 + 4 * u + 2 * v], a[4 * u + 2 * v + 1],
+                            a[8 + 4 * u + 2 * v + 1], db);
+    }
+    wgmma_commit();
+  }
   // Waits for all but the last wgmma group this warpgroup issued (the
   // accumulators stay unpinned: that group still writes them).
   __device__ __forceinline__ void wait_prior() { wgmma_wait<1>(); }
@@ -453,5 +489,32 @@ struct WgmmaTile {
     wait();
   }
 };
+
+// Loads one k-tile of a thread's A fragment for WgmmaTile::mma_async_rs:
+// the 16-byte chunks at p0, p0 + 64 (row fragment_row(0)) and p1, p1 + 64
+// (row fragment_row(1)), each p already at the row's k-tile plus
+// fragment_chunk_bytes(); a row whose ok is false reads nothing and holds
+// zeros. ld.global.nc (read-only for the kernel's life: the operand is
+// never written by it), L1-allocating: a warp reads 8 rows x 64 bytes an
+// instruction and the other halves of those lines the next.
+__device__ __forceinline__ void load_a_fragment(unsigned (&a)[16], const char* p0, const char* p1,
+                                                bool ok0, bool ok1) {
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.b32 p, %18, 0;\n setp.ne.b32 q, %19, 0;\n"
+      " mov.b32 %0, 0; mov.b32 %1, 0; mov.b32 %2, 0; mov.b32 %3, 0;\n"
+      " mov.b32 %4, 0; mov.b32 %5, 0; mov.b32 %6, 0; mov.b32 %7, 0;\n"
+      " mov.b32 %8, 0; mov.b32 %9, 0; mov.b32 %10, 0; mov.b32 %11, 0;\n"
+      " mov.b32 %12, 0; mov.b32 %13, 0; mov.b32 %14, 0; mov.b32 %15, 0;\n"
+      " @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%16];\n"
+      " @p ld.global.nc.v4.u32 {%4, %5, %6, %7}, [%16+64];\n"
+      " @q ld.global.nc.v4.u32 {%8, %9, %10, %11}, [%17];\n"
+      " @q ld.global.nc.v4.u32 {%12, %13, %14, %15}, [%17+64];\n"
+      "}\n"
+      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]), "=r"(a[4]), "=r"(a[5]), "=r"(a[6]),
+        "=r"(a[7]), "=r"(a[8]), "=r"(a[9]), "=r"(a[10]), "=r"(a[11]), "=r"(a[12]), "=r"(a[13]),
+        "=r"(a[14]), "=r"(a[15])
+      : "l"(p0), "l"(p1), "r"(ok0 ? 1u : 0u), "r"(ok1 ? 1u : 0u)
+      : "memory");
+}
 
 }  // namespace tf

@@ -287,7 +287,7 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
 // expected tensor maps, compiled for sm_90a without spills or serialized
 // wgmma. (tests/gpu/ws_test.cpp runs the same kernels on the device.)
 TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
-  int n = 0, clusters = 0, split_clusters = 0, by_repeats = 0;
+  int n = 0, clusters = 0, split_clusters = 0, by_repeats = 0, register_a = 0;
   for (const testing::WsProgram& wp : testing::ws_programs())
     for (const testing::WsVariant& v : testing::ws_variants())
       for (const GemmConfig& cfg : testing::ws_configs()) {
@@ -310,7 +310,7 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
           // gather takes a quarter of the rows by such boxes.)
           const bool gather_tma =
               (v.options().tma_row_gather || v.options().hybrid_row_gather) &&
-              std::string(wp.name) == "gather_f16" && cfg.block_k * 2 % 128 == 0;
+              std::string(wp.name).rfind("gather", 0) == 0 && cfg.block_k * 2 % 128 == 0;
           const int maps = !ws || !v.options().tma ? 0 : wp.tma_maps + (gather_tma ? 1 : 0);
           EXPECT_EQ(static_cast<int>(c.tensor_maps.size() - store_maps(c)), maps) << c.source;
           // The cluster variant forms a cluster where the grid pairs up
@@ -335,6 +335,13 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
             EXPECT_NE(c.source.find("tma_load_multicast"), std::string::npos) << c.source;
             ++clusters;
           }
+          if (c.source.find(".mma_async_rs(") != std::string::npos) {
+            // (register_a: the gathered A with K a multiple of 4 k-tiles of 64)
+            EXPECT_TRUE(v.options().register_a && cfg.block_k == 64 && wp.k % 256 == 0)
+                << c.source;
+            EXPECT_NE(c.source.find("tf::tma_load<5>"), std::string::npos) << c.source;
+            ++register_a;
+          }
           if (c.source.find("tf::l1_by_repeated_rows(") != std::string::npos) {
             EXPECT_TRUE(v.options().gather_cache_by_repeats) << c.source;
             EXPECT_NE(c.source.find("tf::cp_async_16_l1_if("), std::string::npos) << c.source;
@@ -353,6 +360,7 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
   EXPECT_GT(clusters, 0);
   EXPECT_GT(split_clusters, 0);
   EXPECT_GT(by_repeats, 0);  // the gathered edge programs take the by-repeats form
+  EXPECT_GT(register_a, 0);
 }
 
 // The block timeline (a measuring aid, CudaOptions::block_timeline): the

@@ -9,6 +9,7 @@
 #include "codegen/cuda/passes/persistent.h"
 #include "codegen/cuda/passes/prefetch_prologue.h"
 #include "codegen/cuda/passes/producer_start.h"
+#include "codegen/cuda/passes/register_a.h"
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/split_k_cluster.h"
@@ -51,6 +52,10 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "persistent (a persistent producer prefetches its index instead) and cluster (no affine "
        "lead in a cluster); before register_budgets, whose producer budget reads the hoisted "
        "copies, and layout, which then places no shared buffer for the forwarded rows"},
+      {"register_a", register_a,
+       "after producer_start and prefetch_prologue (the hoisted addresses it forwards to global "
+       "memory are final there) and before register_budgets (this form's budgets differ) and "
+       "sync (whose single-issuer producer then has only B's TMA copy to issue)"},
       {"register_budgets", register_budgets,
        "after hoist_copy_addresses and persistent: a producer's budget depends on whether its "
        "copies compute addresses (TMA and hoisted copies do not) and whether it runs a tile "

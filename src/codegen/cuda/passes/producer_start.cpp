@@ -21,78 +21,26 @@ using namespace tir;  // NOLINT: a pass over the Tile IR
 
 namespace {
 
-// The top-level statements before the warp-specialized loop (through
-// sequences, lets and allocations), in program order, the lets in scope at
-// the loop (each inlined into the next), and whether the walk reached it.
-struct Prefix {
-  std::vector<Stmt> stmts;
-  VarMap lets;
-  bool reached = false;
-};
-Prefix prefix_of(const Stmt& body, const ForNode* loop) {
-  Prefix p;
-  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
-    if (p.reached || !s.defined()) return;
-    if (const SeqNode* q = s.as<SeqNode>()) {
-      for (const Stmt& t : q->stmts) walk(t);
-    } else if (const LetStmtNode* l = s.as<LetStmtNode>()) {
-      p.lets[l->var.get()] = substitute(l->value, p.lets);
-      walk(l->body);
-    } else if (const AllocateNode* a = s.as<AllocateNode>()) {
-      walk(a->body);
-    } else if (s.get() == loop) {
-      p.reached = true;
-    } else {
-      p.stmts.push_back(s);
-    }
-  };
-  walk(body);
-  return p;
-}
-
-// Is `c` `dst[v0, v1, ...] = value` over its own vars in order?
-bool identity_copy(const CopyNode* c) {
-  if (c->dst_indices.size() != c->vars.size()) return false;
-  for (size_t d = 0; d < c->vars.size(); ++d) {
-    const VarNode* v = c->dst_indices[d].as<VarNode>();
-    if (v != c->vars[d].get()) return false;
-  }
-  return true;
-}
-
 // Loads of the forwarded buffers replaced by their staged values at the
-// load's indices; the staging copies and the buffers' allocations removed.
-// The hoisted address expressions of the loop's copies are rewritten too
-// (the printer computes the addresses from them).
-class Forward final : public IRMutator {
+// load's indices (ForwardStaged); the staging copies and the buffers'
+// allocations removed. The hoisted address expressions of the loop's copies
+// are rewritten too (the printer computes the addresses from them).
+class Forward final : public ForwardStaged {
  public:
-  explicit Forward(const std::unordered_map<const BufferNode*, const CopyNode*>& staged)
-      : staged_(staged) {}
-  Expr forward(const Expr& e) { return e.defined() ? mutate(e) : e; }
+  using ForwardStaged::ForwardStaged;
 
  protected:
-  using IRMutator::visit;
-  Expr visit(const LoadNode* op) override {
-    auto it = staged_.find(op->buffer.get());
-    if (it == staged_.end()) return IRMutator::visit(op);
-    const CopyNode* c = it->second;
-    TF_CHECK(op->indices.size() == c->vars.size() && !op->mask.defined(),
-             "producer_start: a masked or partial load of staged buffer " + op->buffer.name() +
-                 " (the pass forwards only whole, unmasked reads)");
-    VarMap at;
-    for (size_t d = 0; d < c->vars.size(); ++d) at[c->vars[d].get()] = mutate(op->indices[d]);
-    return substitute(c->value, at);
-  }
+  using ForwardStaged::visit;
   Stmt visit(const CopyNode* op) override {
     if (staged_.count(op->dst.get())) return SeqNode::make({});
     Stmt s = IRMutator::visit(op);
     const CopyNode* c = s.as<CopyNode>();
-    if (!c || !c->plan || !c->plan->hoisted) return s;
+    if (!c || !c->plan || !c->plan->hoisted) return checked(s);
     CopyPlan plan = *c->plan;
     for (Expr& e : plan.hoisted_indices) e = forward(e);
     plan.hoisted_mask = forward(plan.hoisted_mask);
     plan.iteration_mask = forward(plan.iteration_mask);
-    return CopyNode::make(c->vars, c->extents, c->dst, c->dst_indices, c->value, plan);
+    return checked(CopyNode::make(c->vars, c->extents, c->dst, c->dst_indices, c->value, plan));
   }
   Stmt visit(const AllocateNode* op) override {
     if (staged_.count(op->buffer.get())) return mutate(op->body);
@@ -100,29 +48,10 @@ class Forward final : public IRMutator {
   }
 
  private:
-  const std::unordered_map<const BufferNode*, const CopyNode*>& staged_;
-};
-
-// The statements that write each buffer (stores, copies and fills), after
-// visit_stmt.
-struct Writers : IRVisitor {
-  std::unordered_map<const BufferNode*, int> count;
-  using IRVisitor::visit;
-  void visit(const StoreNode* op) override {
-    ++count[op->buffer.get()];
-    IRVisitor::visit(op);
-  }
-  void visit(const CopyNode* op) override {
-    ++count[op->dst.get()];
-    IRVisitor::visit(op);
-  }
-  void visit(const FillNode* op) override {
-    ++count[op->buffer.get()];
-    IRVisitor::visit(op);
-  }
-  int of(const BufferNode* b) const {
-    auto it = count.find(b);
-    return it == count.end() ? 0 : it->second;
+  Stmt checked(Stmt s) const {
+    TF_CHECK(ok, "producer_start: a masked or partial load of a staged buffer (the pass "
+                 "forwards only whole, unmasked reads)");
+    return s;
   }
 };
 

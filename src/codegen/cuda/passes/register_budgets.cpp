@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/cuda/passes/register_a.h"
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "tir/functor.h"
@@ -32,6 +33,10 @@ Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context
     const bool persistent = kernel.launch.persistent;
     p.producer_registers = persistent ? kPersistentProducerRegisters : kProducerRegisters;
     p.consumer_registers = persistent ? kPersistentConsumerRegisters : kConsumerRegisters;
+    if (p.register_a_ahead > 0) {
+      p.producer_registers = kRegisterAProducerRegisters;
+      p.consumer_registers = kRegisterAConsumerRegisters;
+    }
     notes.push_back(fmt::format("register budgets (setmaxnreg): {} a producer thread, {} an MMA "
                                 "thread",
                                 p.producer_registers, p.consumer_registers));

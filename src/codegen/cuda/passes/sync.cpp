@@ -398,9 +398,11 @@ std::unordered_set<const ForNode*> single_issuer_loops(const Kernel& kernel) {
   for (const ForNode* f : loops) {
     const PipelinedBody body = split_pipelined_body(f);
     bool tma_only = body.regular && !body.copies.empty();
+    // (A fragment copy is the MMA warps' own: register_a.)
     for (const CopyNode* c : body.copies)
-      tma_only = tma_only && c->plan && c->plan->mechanism == CopyMechanism::Tma &&
-                 !c->plan->row_gather;
+      tma_only = tma_only && c->plan &&
+                 (c->plan->mechanism == CopyMechanism::Fragment ||
+                  (c->plan->mechanism == CopyMechanism::Tma && !c->plan->row_gather));
     if (tma_only) out.insert(f);
   }
   return out;

@@ -1,0 +1,170 @@
+#include "codegen/cuda/passes/register_a.h"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "codegen/cuda/structure.h"
+#include "core/error.h"
+#include "passes/simplify.h"
+#include "tir/builder.h"
+#include "tir/functor.h"
+
+namespace tilefuse::codegen {
+
+using namespace tir;  // NOLINT: a pass over the Tile IR
+
+namespace {
+
+// Does `e` read only global memory that the kernel never writes?
+bool reads_only_inputs(const Expr& e, const Writers& writers) {
+  if (!e.defined()) return true;
+  for (const LoadNode* l : loads_in(e))
+    if (l->buffer.scope() != MemScope::Global || writers.of(l->buffer.get()) != 0) return false;
+  return true;
+}
+
+bool is_const_int(const Expr& e, int64_t v) {
+  const int64_t* c = as_const_int(e);
+  return c != nullptr && *c == v;
+}
+
+// Every copy of the kernel that names tensor map `map`.
+int copies_of_map(const Stmt& body, int map) {
+  struct V : IRVisitor {
+    int map = -1, n = 0;
+    using IRVisitor::visit;
+    void visit(const CopyNode* op) override {
+      if (op->plan && op->plan->mechanism == CopyMechanism::Tma && op->plan->tensor_map == map)
+        ++n;
+      IRVisitor::visit(op);
+    }
+  } v;
+  v.map = map;
+  v.visit_stmt(body);
+  return v.n;
+}
+
+}  // namespace
+
+Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
+  if (!context.cuda.register_a) return kernel;
+  const LaunchPlan& lp = kernel.launch;
+  auto skip = [&](const std::string& why) {
+    Kernel out = kernel;
+    out.launch.notes.push_back("no register A: " + why);
+    return out;
+  };
+  const ForNode* loop = top_level_pipelined(kernel.body);
+  if (!loop) return kernel;
+  const auto* plan0 = std::get_if<PipelinePlan>(&loop->plan);
+  if (!plan0 || plan0->form != PipelineForm::WarpSpecialized) return kernel;
+  if (lp.consumer_teams != 1 || lp.cluster_size != 1 || lp.split_k_cluster ||
+      lp.stream_k_units > 0)
+    return skip("ping-pong teams, a cluster or stream-K");
+  const PipelinedBody body = split_pipelined_body(loop);
+  if (body.consumer.size() != 1 || body.copies.size() != 2)
+    return skip("the loop is not one gemm fed by two copies");
+  const GemmNode* g = body.consumer[0].as<GemmNode>();
+  if (!g || !whole_tile_gemm(g)) return skip("the loop's consumer is not a whole-tile gemm");
+  const auto allocs = allocations(kernel.body);
+  const AllocateNode* c_alloc = allocs.count(g->c.buffer.get()) ? allocs.at(g->c.buffer.get())
+                                                                 : nullptr;
+  const FragmentPlan* fp = c_alloc ? fragment_plan(c_alloc) : nullptr;
+  if (!fp || fp->family != MmaFamily::Wgmma || dtype_size(fp->operand) != 2 || fp->block_k != 64 ||
+      fp->warps_n != 1 || fp->block_m != 64 * fp->warps_m)
+    return skip("the accumulator is not a wgmma tile of 16-bit operands, BLOCK_K 64, 64 rows a "
+                "warpgroup and one warpgroup across N");
+  const CopyNode* a = nullptr;
+  const CopyNode* b = nullptr;
+  for (const CopyNode* c : body.copies) {
+    if (c->dst.get() == g->a.buffer.get()) a = c;
+    if (c->dst.get() == g->b.buffer.get()) b = c;
+  }
+  if (!a || !b) return skip("the gemm's operands are not the loop's copies");
+  const CopyPlan& ap = *a->plan;
+  const LoadNode* src = a->value.as<LoadNode>();
+  if (ap.mechanism != CopyMechanism::CpAsync || !ap.hoisted || ap.width != 16 ||
+      ap.iteration_mask.defined() || ap.step != 64 || !src || ap.hoisted_indices.size() != 2 ||
+      a->vars.size() != 2)
+    return skip("A's copy is not a hoisted 16-byte cp.async of one k-tile an iteration with no "
+                "per-iteration mask");
+  // (the copy's column var at the loop's first k-tile: the hoisted column
+  // index is the var itself, the row's elements contiguous)
+  if (ap.hoisted_indices[1].as<VarNode>() != a->vars[1].get() ||
+      (!src->buffer->strides.empty() && !is_const_int(src->buffer->strides.back(), 1)))
+    return skip("A's hoisted column is not its copy's column var over contiguous elements");
+  const CopyPlan& bp = *b->plan;
+  if (bp.mechanism != CopyMechanism::Tma || bp.row_gather || bp.multicast || bp.tensor_map < 0)
+    return skip("B's copy is not an affine TMA copy");
+  const TensorMapPlan& map = lp.tensor_maps.at(bp.tensor_map);
+  if (map.dims.size() != 2 || map.box != std::vector<int>{64, 64} || map.swizzle_bytes != 128 ||
+      map.elem_bytes != 2 || map.dims[1] % 64 != 0 || copies_of_map(kernel.body, bp.tensor_map) != 1)
+    return skip("B's tensor map is not a 2-D map of 64x64 boxes (128-byte swizzle) of its own "
+                "over K a multiple of 64");
+  const int64_t* trip = as_const_int(loop->extent);
+  if (!trip || *trip <= 0 || *trip % kRegisterASlots != 0 || !is_const_int(loop->min, 0))
+    return skip(fmt::format("the main loop's trip count is not a constant multiple of {}",
+                            kRegisterASlots));
+
+  // Forward A's hoisted addresses to global memory.
+  Writers writers;
+  writers.visit_stmt(kernel.body);
+  const Prefix prefix = prefix_of(kernel.body, loop);
+  std::unordered_map<const BufferNode*, const CopyNode*> staged;
+  for (const Stmt& s : prefix.stmts) {
+    const CopyNode* c = s.as<CopyNode>();
+    if (c && c->dst.scope() == MemScope::Shared && identity_copy(c) && writers.of(c->dst.get()) == 1)
+      staged[c->dst.get()] = c;
+  }
+  ForwardStaged f(staged);
+  CopyPlan new_a = ap;
+  for (Expr& e : new_a.hoisted_indices) e = passes::simplify(f.forward(e));
+  new_a.hoisted_mask = f.forward(new_a.hoisted_mask);
+  if (new_a.hoisted_mask.defined()) new_a.hoisted_mask = passes::simplify(new_a.hoisted_mask);
+  bool pure = f.ok;
+  for (const Expr& e : new_a.hoisted_indices) pure = pure && reads_only_inputs(e, writers);
+  pure = pure && reads_only_inputs(new_a.hoisted_mask, writers);
+  if (!pure)
+    return skip("A's row addresses read shared memory that no copy before the loop stages from "
+                "the kernel's inputs");
+  new_a.mechanism = CopyMechanism::Fragment;
+  new_a.cache_all = false;
+  new_a.cache_by_repeats = false;
+  new_a.reason = fmt::format(
+      "the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a k-tile, "
+      "{} k-tiles ahead) by ld.global.nc: A never enters shared memory (register_a; was: {})",
+      kRegisterAAhead, ap.reason);
+
+  // B's rows in the fragments' K order.
+  CopyPlan new_b = bp;
+  for (TmaBox& box : new_b.boxes) {
+    TF_CHECK(box.coords.size() == 2, "register_a: a 2-D map's box with other coordinates");
+    const Expr k = box.coords[1];
+    box.coords = {box.coords[0], make_int(k.dtype(), 0), make_int(k.dtype(), 0),
+                  make_int(k.dtype(), 0), passes::simplify(k / 32)};
+  }
+  new_b.reason += "; K permuted inside each 64-row k-tile by a 5-D box (register_a)";
+  Kernel out = kernel;
+  TensorMapPlan& m = out.launch.tensor_maps[bp.tensor_map];
+  const int64_t row = map.strides.at(0);
+  m.dims = {map.dims[0], 2, 4, 4, map.dims[1] / 32};
+  m.strides = {row, 8 * row, 2 * row, 32 * row};
+  m.box = {64, 2, 4, 4, 2};
+
+  PipelinePlan plan = *plan0;
+  plan.register_a_ahead = kRegisterAAhead;
+  PlanEdits edits;
+  edits.loops[loop] = plan;
+  edits.copies[a] = new_a;
+  edits.copies[b] = new_b;
+  out = with_plans(out, edits);
+  out.launch.notes.push_back(fmt::format(
+      "register A: the MMA warps load {}'s rows into their wgmma A fragments ({} k-tiles ahead, "
+      "a ring of {}) and wgmma reads A from registers; {}'s TMA box reads K in the fragments' "
+      "order",
+      a->dst.name(), kRegisterAAhead, kRegisterASlots, b->dst.name()));
+  return out;
+}
+
+}  // namespace tilefuse::codegen
