@@ -757,6 +757,26 @@ class PlanVerifier final : public StmtVisitor {
         error(fmt::format("{}: fragment copy into {} is not a hoisted 16-byte copy without a "
                           "per-iteration mask",
                           loop, copies.bad));
+      // (B's TMA copies read K in the fragments' order: the 5-D view)
+      struct Tma : IRVisitor {
+        std::vector<const CopyNode*> all;
+        using IRVisitor::visit;
+        void visit(const CopyNode* c) override {
+          if (c->plan && c->plan->mechanism == CopyMechanism::Tma) all.push_back(c);
+        }
+      } tma;
+      if (p.register_a_ahead > 0) {
+        tma.visit_stmt(op->body);
+        for (const CopyNode* c : tma.all) {
+          const int map = c->plan->tensor_map;
+          const bool five = map >= 0 && map < static_cast<int>(launch_.tensor_maps.size()) &&
+                            launch_.tensor_maps[map].box == std::vector<int>{64, 2, 4, 4, 2};
+          if (launch_.defined && !five)
+            error(fmt::format("{}: register_a, but the TMA copy into {} does not read K in the "
+                              "fragments' order (a 5-D map of box [64, 2, 4, 4, 2])",
+                              loop, c->dst.name()));
+        }
+      }
       const int64_t* trip = as_const_int(op->extent);
       if (p.register_a_ahead > 0 && (!trip || *trip % kRegisterASlots != 0))
         error(fmt::format("{}: register_a with a trip count that is not a constant multiple of {}",

@@ -62,6 +62,19 @@ TEST(RegisterA, OnlyWithTheOptionAndWhereItFits) {
                                       "of one k-tile an iteration with no per-iteration mask")
                        .text(),
                    options({"register_a=1"}));
+  // B's rows from an offset that is not a multiple of 32 (a slice w[16:]):
+  // the permutation is relative to each box's first row.
+  GemmText sliced = in;
+  for (size_t at = 0; (at = sliced.b_copy.find("{k*64}", at)) != std::string::npos; at += 10)
+    sliced.b_copy.replace(at, 6, "{k*64 + 16}");
+  expect_cuda_pass("register_a", sliced.text(),
+                   testing::with_note(sliced,
+                                      "no register A: B's K coordinate is not proved a multiple of "
+                                      "32 (a slice of its rows at another offset)")
+                       .text(),
+                   options({"register_a=1"}));
+  // Without setmaxnreg's budgets: nothing (not even a note).
+  expect_cuda_pass("register_a", in.text(), in.text(), options({"register_a=1", "setmaxnreg=0"}));
   GemmText wide = in;
   wide.c_plan = "wgmma, operand=f16, block=[128, 128, 64], warps=[1, 2]";
   expect_cuda_pass("register_a", wide.text(),

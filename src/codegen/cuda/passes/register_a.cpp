@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include "analysis/modulus_remainder.h"
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "passes/simplify.h"
@@ -48,7 +49,9 @@ int copies_of_map(const Stmt& body, int map) {
 }  // namespace
 
 Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
-  if (!context.cuda.register_a) return kernel;
+  // (Its budgets are setmaxnreg's: without them the MMA warps' 128
+  // accumulators and 64 fragment registers spill and ptxas serializes wgmma.)
+  if (!context.cuda.register_a || !context.cuda.setmaxnreg) return kernel;
   const LaunchPlan& lp = kernel.launch;
   auto skip = [&](const std::string& why) {
     Kernel out = kernel;
@@ -107,6 +110,24 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
     return skip(fmt::format("the main loop's trip count is not a constant multiple of {}",
                             kRegisterASlots));
 
+  // The permutation is relative to each box's first row: every box's K
+  // coordinate must be a multiple of 32 (the 5-D view's last dim), which a
+  // slice of B's rows at another offset is not (w[16:528]: found in review).
+  {
+    VarMap lets;
+    for (const auto& [v, e] : body.lets) lets[v.get()] = substitute(e, lets);
+    for (const TmaBox& box : bp.boxes) {
+      if (box.coords.size() != 2) return skip("B's boxes are not 2-D");
+      const analysis::ModulusRemainder mr =
+          analysis::modulus_remainder(passes::simplify(substitute(box.coords[1], lets)));
+      const bool aligned = mr.modulus == 0 ? mr.remainder % 32 == 0
+                                           : mr.modulus % 32 == 0 && mr.remainder % 32 == 0;
+      if (!aligned)
+        return skip("B's K coordinate is not proved a multiple of 32 (a slice of its rows at "
+                    "another offset)");
+    }
+  }
+
   // Forward A's hoisted addresses to global memory.
   Writers writers;
   writers.visit_stmt(kernel.body);
@@ -139,7 +160,6 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   // B's rows in the fragments' K order.
   CopyPlan new_b = bp;
   for (TmaBox& box : new_b.boxes) {
-    TF_CHECK(box.coords.size() == 2, "register_a: a 2-D map's box with other coordinates");
     const Expr k = box.coords[1];
     box.coords = {box.coords[0], make_int(k.dtype(), 0), make_int(k.dtype(), 0),
                   make_int(k.dtype(), 0), passes::simplify(k / 32)};

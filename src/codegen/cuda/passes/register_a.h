@@ -29,7 +29,8 @@
 //    a copy before the loop stages from global memory (forwarded here);
 //  - B's copy is an affine, non-multicast TMA copy of an MN-major tile
 //    whose map is 2-D with 64x64 boxes of 128-byte swizzle, used by no
-//    other copy, over K a multiple of 64;
+//    other copy, over K a multiple of 64, each box's K coordinate proved a
+//    multiple of 32 (the permutation is relative to it);
 //  - the trip count is a constant multiple of kRegisterASlots.
 // Then A's copy becomes `fragment` (its hoisted addresses forwarded to
 // global memory), B's map becomes [N, 2, 4, 4, K / 32] with byte strides
@@ -39,7 +40,8 @@
 // says register_a=3. The producer then issues only B (and any index
 // prologue it ran before); the staging copies stay for the index checks.
 //
-// CudaOptions::register_a turns it on.
+// CudaOptions::register_a turns it on (with CudaOptions::setmaxnreg, whose
+// budgets it needs).
 #pragma once
 
 #include "passes/pipeline.h"
