@@ -555,13 +555,26 @@ bool Printer::ra_preload(const CopyNode* a, const std::string& acc, const std::s
   return true;
 }
 
-void Printer::ra_load(const CopyNode* a, const std::string& slot, const std::string& p,
-                      const std::string& ok, const std::string& ktile) {
-  const LoadNode* src = a->value.as<LoadNode>();
-  const int64_t bytes = a->plan->step * dtype_size(src->buffer.dtype());
-  line(fmt::format("tf::load_a_fragment(tf_ra[{0}], {1}[0] + static_cast<long long>({3}) * {4}ll, "
-                   "{1}[1] + static_cast<long long>({3}) * {4}ll, {2}[0], {2}[1]);",
-                   slot, p, ok, ktile, bytes));
+void Printer::ra_load(const std::string& slot, const std::function<std::string(int)>& src,
+                      const std::function<std::string(int)>& ok) {
+  line(fmt::format("tf::load_a_fragment(tf_ra[{}], {}, {}, {}, {});", slot, src(0), src(1), ok(0),
+                   ok(1)));
+}
+
+int64_t Printer::fragment_step_bytes(const CopyNode* a) {
+  return a->plan->step * dtype_size(a->value.as<LoadNode>()->buffer.dtype());
+}
+
+void Printer::ra_first_fragments(const CopyNode* a, const std::string& acc, int ahead) {
+  ra_rows(a, acc, "tf_rap", "tf_rao");
+  const int64_t bytes = fragment_step_bytes(a);
+  line("#pragma unroll");
+  open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", ahead));
+  ra_load(
+      "tf_q",
+      [&](int h) { return fmt::format("tf_rap[{}] + static_cast<long long>(tf_q) * {}ll", h, bytes); },
+      [](int h) { return fmt::format("tf_rao[{}]", h); });
+  close();
 }
 
 void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
@@ -623,11 +636,7 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
     // (a persistent kernel's MMA warps do this before their tile loop and
     // load each next tile's first fragments during the last k-tiles)
     ra_declare();
-    ra_rows(frag, c, "tf_rap", "tf_rao");
-    line("#pragma unroll");
-    open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", ahead));
-    ra_load(frag, "tf_q", "tf_rap", "tf_rao", "tf_q");
-    close();
+    ra_first_fragments(frag, c, ahead);
   }
   if (!base.empty() && ra_preload_next_) ra_preload_next_();
   line(fmt::format("// A's fragments by the MMA warps (register_a): k-tile i + {} loads into the "
@@ -658,13 +667,15 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   // waiting for them there (76 against 58 us on gather_heavy, session 24).
   line(fmt::format("const int tf_kn = {} + {};", i, ahead));
   line(fmt::format("const bool tf_here = tf_kn < {};", n));
-  const int64_t bytes =
-      frag->plan->step * dtype_size(frag->value.as<LoadNode>()->buffer.dtype());
+  const int64_t bytes = fragment_step_bytes(frag);
+  const std::string slot = fmt::format("(tf_u + {}) % {}", ahead, slots);
   if (base.empty()) {
-    line(fmt::format("tf::load_a_fragment(tf_ra[{0}], tf_rap[0] + static_cast<long long>(tf_kn) * "
-                     "{1}ll, tf_rap[1] + static_cast<long long>(tf_kn) * {1}ll, tf_here && "
-                     "tf_rao[0], tf_here && tf_rao[1]);",
-                     fmt::format("(tf_u + {}) % {}", ahead, slots), bytes));
+    ra_load(
+        slot,
+        [&](int h) {
+          return fmt::format("tf_rap[{}] + static_cast<long long>(tf_kn) * {}ll", h, bytes);
+        },
+        [](int h) { return fmt::format("tf_here && tf_rao[{}]", h); });
   } else {
     TF_CHECK(static_cast<bool>(ra_next_rows_), "cuda printer: register_a's next tile unset");
     line(fmt::format("const bool tf_next = !tf_here && ({});", ra_has_next_));
@@ -674,11 +685,10 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
     line(fmt::format("const long long tf_ko = static_cast<long long>(tf_here ? tf_kn : tf_kn - {}) "
                      "* {}ll;",
                      n, bytes));
-    line(fmt::format(
-        "tf::load_a_fragment(tf_ra[{}], (tf_here ? tf_rap[0] : tf_ranp[0]) + tf_ko, (tf_here ? "
-        "tf_rap[1] : tf_ranp[1]) + tf_ko, tf_here ? tf_rao[0] : tf_next && tf_rano[0], tf_here ? "
-        "tf_rao[1] : tf_next && tf_rano[1]);",
-        fmt::format("(tf_u + {}) % {}", ahead, slots)));
+    ra_load(
+        slot,
+        [](int h) { return fmt::format("(tf_here ? tf_rap[{0}] : tf_ranp[{0}]) + tf_ko", h); },
+        [](int h) { return fmt::format("tf_here ? tf_rao[{0}] : tf_next && tf_rano[{0}]", h); });
   }
   close();
   close();

@@ -173,11 +173,7 @@ void Printer::emit_persistent() {
     open("");
     emit_grid_vars(first_tile);
     lets();
-    ra_rows(frag, acc, "tf_rap", "tf_rao");
-    line("#pragma unroll");
-    open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", plan.register_a_ahead));
-    ra_load(frag, "tf_q", "tf_rap", "tf_rao", "tf_q");
-    close();
+    ra_first_fragments(frag, acc, plan.register_a_ahead);
     close();
     ra_has_next_ = has_next;
     // The next tile's index is loaded at the start of each tile (ra_preload,

@@ -135,7 +135,9 @@ class Printer {
   // register_a (PipelinePlan::register_a_ahead): the loop's fragment copy
   // (null: none); the ring and row declarations; the thread's two fragment
   // rows' source addresses and masks into `p`[2], `ok`[2] (lets in scope);
-  // one k-tile's loads into ring slot `slot`.
+  // one k-tile's loads into ring slot `slot` (row h from `src(h)`, read where
+  // `ok(h)`); the rows into tf_rap / tf_rao and the first `ahead` k-tiles'
+  // loads; the bytes of one k-tile of a row.
   static const tir::CopyNode* fragment_copy(const PipelinedBody& body);
   void ra_declare();
   void ra_rows(const tir::CopyNode* a, const std::string& acc, const std::string& p,
@@ -144,8 +146,10 @@ class Printer {
   // ra_rows(..., loaded); false (nothing printed) when they read none or
   // several.
   bool ra_preload(const tir::CopyNode* a, const std::string& acc, const std::string& loaded);
-  void ra_load(const tir::CopyNode* a, const std::string& slot, const std::string& p,
-               const std::string& ok, const std::string& ktile);
+  void ra_load(const std::string& slot, const std::function<std::string(int)>& src,
+               const std::function<std::string(int)>& ok);
+  void ra_first_fragments(const tir::CopyNode* a, const std::string& acc, int ahead);
+  static int64_t fragment_step_bytes(const tir::CopyNode* a);
   // A persistent kernel's register-A consumers: prints the next tile's rows
   // into tf_ranp / tf_rano, and the condition that there is one.
   std::function<void()> ra_next_rows_;

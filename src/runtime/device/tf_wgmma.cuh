@@ -413,18 +413,25 @@ struct WgmmaTile {
 #pragma unroll
     for (int e = 0; e < kElems; ++e) asm volatile("" : "+f"(c[e])::"memory");
   }
+  // This warpgroup's B: the shared address of its first 128-byte strip, and
+  // the descriptor at k16 step s (16 rows, 2048 bytes, into each strip; LBO
+  // the strip of BK rows of 128 bytes, SBO 8 rows).
+  __device__ __forceinline__ static unsigned b_base(const T* Bs) {
+    return smem_addr(Bs) + (wg(threadIdx.x) % WG_N) * (WN / kAtom) * (BK * 128);
+  }
+  __device__ __forceinline__ static unsigned long long b_desc(unsigned b0, int s) {
+    return wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
+  }
   // Issues C += As @ Bs (all k16 steps) as one wgmma group, without waiting.
   __device__ __forceinline__ void mma_async(const T* As, const T* Bs) {
     const int g = wg(threadIdx.x);
     const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * kRowBytes;
-    const unsigned b0 = smem_addr(Bs) + (g % WG_N) * (WN / kAtom) * (BK * 128);
+    const unsigned b0 = b_base(Bs);
     fence_operands();
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < BK / 16; ++s) {
-      // B: k16 step s starts 16 rows (2048 bytes) into each strip; LBO the
-      // strip (BK rows of 128 bytes), SBO 8 rows.
-      const unsigned long long db = wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
+      const unsigned long long db = b_desc(b0, s);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         // A: m64 tile mt, k16 step s: 32 bytes into the swizzled rows; SBO
@@ -449,7 +456,7 @@ struct WgmmaTile {
   // + q (k16 step j, half h, thread c, element q) reads column 32(j / 2) +
   // 8c + 4(j % 2) + 2h + q, so that a thread's elements of a row are the
   // two 16-byte chunks c and 4 + c, and B's rows must arrive in the same
-  // order (its TMA map's 5-D box, TensorMapPlan::k_permuted).
+  // order (the 5-D TMA view register_a gives B's map).
   __device__ __forceinline__ static int fragment_row(int half) {
     const int tid = threadIdx.x, lane = tid % 32;
     return (wg(tid) / WG_N) * WM + (tid / 32 % 4) * 16 + lane / 4 + half * 8;
@@ -457,17 +464,16 @@ struct WgmmaTile {
   // The byte offset of the thread's first chunk in a row's 128-byte k-tile.
   __device__ __forceinline__ static int fragment_chunk_bytes() { return threadIdx.x % 4 * 16; }
   // C += A @ Bs for one k-tile, A the fragment `a` (load_a_fragment), as one
-  // wgmma group, without waiting. The caller runs wgmma_fence() first when
-  // it wrote `a` or read the accumulators since the last group.
+  // wgmma group, without waiting (its wgmma.fence orders the thread's writes
+  // of `a` and reads of the accumulators before it).
   __device__ __forceinline__ void mma_async_rs(const unsigned (&a)[16], const T* Bs) {
     static_assert(MT == 1 && BK == 64, "WgmmaTile: register A takes 64-row warpgroups, BK 64");
-    const int g = wg(threadIdx.x);
-    const unsigned b0 = smem_addr(Bs) + (g % WG_N) * (WN / kAtom) * (BK * 128);
+    const unsigned b0 = b_base(Bs);
     fence_operands();
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < BK / 16; ++s) {
-      const unsigned long long db = wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
+      const unsigned long long db = b_desc(b0, s);
       // step s = 2u + v: chunk pair u (words 4u.. of each row's 8), word pair v
       const int u = s / 2, v = s % 2;
       WgmmaOpRs<T, WN>::run(c, a[4 * u + 2 * v], a[8 + 4 * u + 2 * v], a[4 * u + 2 * v + 1],
