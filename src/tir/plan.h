@@ -136,6 +136,13 @@ struct CopyPlan {
   // H200, and a tile of one repeated row 3x slower by .cg; bench/RESULTS.md,
   // sessions 19-20).
   bool cache_by_repeats = false;
+  // Fragment (register_a): the index checks of the rows the copy reads,
+  // each a CheckNode over the copy's row var (vars[0]) and the kernel's
+  // lets that reads only the kernel's inputs. Each MMA thread runs them for
+  // its two fragment rows where it computes the rows' addresses (the index
+  // value already in a register), so the prologue's checks need no staged
+  // index tile and the producer runs none (register_a absorbs them).
+  std::vector<Stmt> row_checks;
 };
 
 // ---- shared tiles and accumulators ----------------------------------------
@@ -164,6 +171,8 @@ std::string_view shared_layout_name(SharedLayout l);
 // the block's dynamic shared memory, in bytes (layout; -1 before).
 struct SharedPlan {
   SharedLayout layout = SharedLayout::RowMajor;
+  // The ring depth; 0 (with `bytes` 0): the tile never enters shared memory,
+  // as only a fragment copy fills it (CopyMechanism::Fragment; layout).
   int stages = 1;
   int64_t offset = -1;
   int64_t bytes = 0;  // all stages

@@ -197,13 +197,26 @@ PlanClause to_clause(const CopyPlan& p) {
     if (p.cache_by_repeats) h.push_back(num("l1_by_repeats", 1));
     c.push_back({"hoist", PlanValue::clause(std::move(h))});
   }
+  if (!p.row_checks.empty()) {
+    std::vector<PlanItem> checks;
+    for (const Stmt& s : p.row_checks) {
+      const CheckNode* k = s.as<CheckNode>();
+      if (!k) bad("a row check that is not a check");
+      std::vector<PlanItem> args;
+      for (const Expr& e : k->args) args.push_back({"", PlanValue::expr(e)});
+      checks.push_back({"", PlanValue::clause({{"cond", PlanValue::expr(k->cond)},
+                                               num("code", k->code), str("msg", k->message),
+                                               {"args", PlanValue::list(std::move(args))}})});
+    }
+    c.push_back({"row_checks", PlanValue::list(std::move(checks))});
+  }
   if (!p.reason.empty()) c.push_back(str("reason", p.reason));
   return c;
 }
 
 CopyPlan copy_plan_from(const PlanClause& c) {
   only(c, {"width", "vector_load", "slots", "next_tile", "map", "boxes", "bytes", "rows", "row_pitch",
-           "row_mask", "cache_all", "multicast", "hoist", "reason"});
+           "row_mask", "cache_all", "multicast", "hoist", "row_checks", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
   p.width = get_int(c, "width");
@@ -226,6 +239,28 @@ CopyPlan copy_plan_from(const PlanClause& c) {
     for (const PlanItem& it : idx->items) {
       if (it.value.kind != PlanValue::Kind::Expr) bad("hoisted indices are {expressions}");
       p.hoisted_indices.push_back(it.value.e);
+    }
+  }
+  if (const PlanValue* rc = find(c, "row_checks")) {
+    if (rc->kind != PlanValue::Kind::List) bad("`row_checks=[(cond={...}, ...), ...]`");
+    for (const PlanItem& it : rc->items) {
+      if (it.value.kind != PlanValue::Kind::Clause)
+        bad("a row check is `(cond={...}, code=N, msg=\"...\", args=[{...}, ...])`");
+      const PlanClause& k = it.value.items;
+      for (const PlanItem& x : k)
+        if (x.key != "cond" && x.key != "code" && x.key != "msg" && x.key != "args")
+          bad("a row check has `cond`, `code`, `msg` and `args`");
+      const Expr cond = get_expr(k, "cond");
+      if (!cond.defined()) bad("a row check needs `cond={...}`");
+      std::vector<Expr> args;
+      if (const PlanValue* a = find(k, "args")) {
+        if (a->kind != PlanValue::Kind::List) bad("a row check's `args` is a list");
+        for (const PlanItem& e : a->items) {
+          if (e.value.kind != PlanValue::Kind::Expr) bad("a row check's args are {expressions}");
+          args.push_back(e.value.e);
+        }
+      }
+      p.row_checks.push_back(CheckNode::make(cond, get_int(k, "code"), get_str(k, "msg"), args));
     }
   }
   if (p.mechanism == CopyMechanism::Tma) {

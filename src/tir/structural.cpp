@@ -92,6 +92,8 @@ class Serializer final : public IRVisitor {
     exprs(p->hoisted_indices);
     expr(p->hoisted_mask);
     expr(p->iteration_mask);
+    out.push_back(p->row_checks.size());
+    for (const Stmt& c : p->row_checks) stmt(c);
     str(p->reason);
     out.push_back(p->boxes.size());
     for (const TmaBox& b : p->boxes) {

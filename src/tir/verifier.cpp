@@ -665,6 +665,13 @@ class PlanVerifier final : public StmtVisitor {
         (p.mechanism != CopyMechanism::CpAsync || !p.hoisted || !p.cache_all || p.width != 16))
       error("copy plan: l1_by_repeats on a copy that is not a hoisted 16-byte cp.async with "
             "cache_all");
+    // (row checks run where the MMA threads compute a fragment copy's rows)
+    if (!p.row_checks.empty()) {
+      if (p.mechanism != CopyMechanism::Fragment)
+        error("copy plan: row_checks on a copy that is not a fragment copy");
+      for (const Stmt& k : p.row_checks)
+        if (!k.as<CheckNode>()) error("copy plan: a row check that is not a check");
+    }
     if (p.next_tile) {
       if (!launch_.persistent)
         error("copy plan: next_tile in a kernel that is not persistent (no next tile)");
@@ -679,7 +686,13 @@ class PlanVerifier final : public StmtVisitor {
       const ForNode* loop = loops_.back();
       const PipelinePlan& lp = std::get<PipelinePlan>(loop->plan);
       const SharedPlan* sp = laid_out(alloc_of(op->dst));
-      if (lp.form != PipelineForm::InOrder && sp && sp->stages != lp.stages)
+      const bool in_registers = op->plan && op->plan->mechanism == CopyMechanism::Fragment;
+      if (sp && sp->stages == 0 && !in_registers)
+        error(fmt::format("shared buffer {} has no stages (a fragment copy's tile) but a {} "
+                          "copy fills it",
+                          op->dst.name(),
+                          op->plan ? copy_mechanism_name(op->plan->mechanism) : "planless"));
+      if (lp.form != PipelineForm::InOrder && sp && sp->stages != lp.stages && sp->stages != 0)
         error(fmt::format(
             "shared buffer {} has a ring depth of {} but the pipelined loop {} that fills it has "
             "{} stages",

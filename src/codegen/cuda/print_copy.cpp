@@ -506,6 +506,12 @@ Expr Printer::fragment_row_load(const CopyNode* a) {
   std::vector<const LoadNode*> loads = loads_in(a->plan->hoisted_indices.at(0));
   if (a->plan->hoisted_mask.defined())
     for (const LoadNode* l : loads_in(a->plan->hoisted_mask)) loads.push_back(l);
+  for (const Stmt& s : a->plan->row_checks) {
+    const CheckNode* k = s.as<CheckNode>();
+    for (const LoadNode* l : loads_in(k->cond)) loads.push_back(l);
+    for (const Expr& e : k->args)
+      for (const LoadNode* l : loads_in(e)) loads.push_back(l);
+  }
   Expr one;
   for (const LoadNode* l : loads) {
     if (!one.defined()) one = Expr(l);
@@ -542,6 +548,26 @@ void Printer::ra_rows(const CopyNode* a, const std::string& acc, const std::stri
   close();
 }
 
+void Printer::ra_checks(const CopyNode* a, const std::string& acc, const std::string& loaded) {
+  if (a->plan->row_checks.empty()) return;
+  for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
+  line("// the index checks of this thread's rows (CopyPlan::row_checks)");
+  line("#pragma unroll");
+  open("for (int tf_h = 0; tf_h < 2; ++tf_h)");
+  line(fmt::format("const int {} = {}.fragment_row(tf_h);", var(a->vars[0]), acc));
+  line(fmt::format("const int {} = 0;", var(a->vars[1])));
+  const Expr saved_load = vector_load_;
+  const std::string saved_lane = vector_lane_;
+  if (!loaded.empty()) {
+    vector_load_ = fragment_row_load(a);
+    vector_lane_ = loaded + "[tf_h]";
+  }
+  for (const Stmt& s : a->plan->row_checks) emit_check(s.as<CheckNode>());
+  vector_load_ = saved_load;
+  vector_lane_ = saved_lane;
+  close();
+}
+
 bool Printer::ra_preload(const CopyNode* a, const std::string& acc, const std::string& loaded) {
   const Expr l = fragment_row_load(a);
   if (!l.defined()) return false;
@@ -567,6 +593,7 @@ int64_t Printer::fragment_step_bytes(const CopyNode* a) {
 
 void Printer::ra_first_fragments(const CopyNode* a, const std::string& acc, int ahead) {
   ra_rows(a, acc, "tf_rap", "tf_rao");
+  ra_checks(a, acc, "");
   const int64_t bytes = fragment_step_bytes(a);
   line("#pragma unroll");
   open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", ahead));

@@ -212,6 +212,17 @@ void Printer::emit_persistent() {
   }
   emit_grid_vars("tf_tile");
   lets();
+  if (plan.register_a_ahead > 0) {
+    // register_a: the tile's row checks, from the index loaded a tile ahead
+    // (the block's first tile's ran with its first fragments).
+    const CopyNode* frag = fragment_copy(split_pipelined_body(loop));
+    if (!frag->plan->row_checks.empty()) {
+      open("if (tf_git > 0)");
+      ra_checks(frag, buf(body.consumer.at(0).as<GemmNode>()->c.buffer),
+                fragment_row_load(frag).defined() ? "tf_rav" : "");
+      close();
+    }
+  }
   for (const RoleItem& r : *roles) {
     if (r.kind == RoleItem::Kind::kConsumer) stmt(r.stmt);
     if (r.kind == RoleItem::Kind::kLoop) {

@@ -89,6 +89,12 @@ void Printer::emit_alloc_decl(const AllocateNode* op) {
   switch (b.scope()) {
     case MemScope::Shared: {
       const SharedPlan& info = shared(b);
+      if (info.stages == 0) {
+        line(fmt::format("// {}: never in shared memory (the MMA warps load it into registers: a "
+                         "fragment copy)",
+                         n));
+        break;
+      }
       line(fmt::format("{}* {} = reinterpret_cast<{}*>(tf_smem + {});  // {}{}", t, n, t,
                        info.offset, shared_layout_name(info.layout),
                        info.stages > 1 ? ", " + std::to_string(info.stages) + " stages" : ""));

@@ -142,6 +142,12 @@ class Printer {
   void ra_declare();
   void ra_rows(const tir::CopyNode* a, const std::string& acc, const std::string& p,
                const std::string& ok, const std::string& loaded = "");
+  // The fragment copy's row checks (CopyPlan::row_checks) at this thread's
+  // two rows, reading the index from `loaded`[2] (ra_preload) or, with "",
+  // from memory. Printed where the accumulators are not live (before the
+  // first tile, at a tile's start): inside the k-loop their report's
+  // registers made ptxas spill and serialize wgmma (session 25).
+  void ra_checks(const tir::CopyNode* a, const std::string& acc, const std::string& loaded);
   // The rows' one global load (a gather's index) into `loaded`[2] ahead of
   // ra_rows(..., loaded); false (nothing printed) when they read none or
   // several.

@@ -7,6 +7,7 @@
 namespace tilefuse::codegen {
 namespace {
 
+using testing::cuda_pass;
 using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
@@ -22,8 +23,11 @@ GemmText hoisted_gather() {
 TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
   const GemmText in = hoisted_gather();
   GemmText out = in;
-  // (the staging copy stays: other statements may read it; the fragment
-  // addresses read the index itself)
+  // (the staging copy goes: nothing reads index_rows once the fragment
+  // addresses and A's value read the index itself)
+  out.allocs = "";
+  out.prologue = "  barrier()\n";
+  out.a_value = "x[index[pid_m*128 + i], k*64 + j]";
   out.a_copy =
       "fragment, width=16, hoist=(indices=[{index[pid_m*128 + i]}, {j}], step=64), "
       "reason=\"the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a "
@@ -45,8 +49,52 @@ TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
   out = testing::with_note(
       out,
       "register A: the MMA warps load A_s's rows into their wgmma A fragments (3 k-tiles ahead, a "
-      "ring of 4) and wgmma reads A from registers; B_s's TMA box reads K in the fragments' order");
+      "ring of 4) and wgmma reads A from registers; B_s's TMA box reads K in the fragments' "
+      "order; index_rows no longer staged in shared memory");
   expect_cuda_pass("register_a", in.text(), out.text(), options({"register_a=1"}));
+}
+
+// The prologue's index checks of A's rows become the fragment copy's row
+// checks (each MMA thread checks the rows it loads); a check over other
+// rows, or one that reads what is not staged from the inputs, stays, and
+// so does the staging its reads need.
+TEST(RegisterA, AbsorbsTheRowChecksOfTheGatheredRows) {
+  GemmText in = hoisted_gather();
+  const std::string check =
+      "check(v >= 0_i64 && v < 2048_i64, code=1, msg=\"index {} of row {}\", args=[v, "
+      "pid_m*128 + r_1])";
+  in.prologue +=
+      "  for r_1 in parallel(0, 128) {\n"
+      "    let v = index_rows[r_1]\n"
+      "    if pid_m*128 + r_1 < 2000 {\n"
+      "      " + check + "\n"
+      "    }\n"
+      "  }\n";
+  const auto pass = cuda_pass("register_a", options({"register_a=1"}));
+  const tir::Kernel got = pass(tir::parse_kernel(in.text()));
+  EXPECT_EQ(tir::verify_errors(got), std::vector<std::string>{});
+  const std::string printed = tir::print(got);
+  EXPECT_EQ(printed.find("for r_1"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("alloc index_rows"), std::string::npos) << printed;
+  EXPECT_NE(printed.find(
+                "row_checks=[(cond={pid_m*128 + i >= 2000 || index[pid_m*128 + i] >= 0_i64 && "
+                "index[pid_m*128 + i] < 2048_i64}, code=1, msg=\"index {} of row {}\", "
+                "args=[{index[pid_m*128 + i]}, {pid_m*128 + i}])]"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("each MMA thread checks its rows' indices where it computes their "
+                         "addresses (the prologue's checks, absorbed); index_rows no longer "
+                         "staged in shared memory"),
+            std::string::npos)
+      << printed;
+  // Over 64 rows (not A's 128): the check stays, reading index_rows, which
+  // stays staged.
+  GemmText half = in;
+  half.prologue.replace(half.prologue.find("parallel(0, 128)"), 16, "parallel(0, 64)");
+  const std::string kept = tir::print(pass(tir::parse_kernel(half.text())));
+  EXPECT_NE(kept.find("for r_1 in parallel(0, 64)"), std::string::npos) << kept;
+  EXPECT_NE(kept.find("copy (r: 128) index_rows[r]"), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("row_checks"), std::string::npos) << kept;
 }
 
 // Off by default; with it on, a loop it does not fit is left as it was and

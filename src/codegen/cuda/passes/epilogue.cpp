@@ -348,6 +348,14 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   const int teams = kernel.launch.consumer_teams;
   // (1024-byte aligned where its tile may go out by TMA: the swizzle.)
   const bool tma_stores = own_region && context.cuda.tma_store_epilogue;
+  // A register_a main loop (its A fragments in the MMA threads' registers)
+  // stores per warp, not as one staged tile: beside the whole tile's
+  // staging ptxas serialized its wgmma for want of registers (session 25:
+  // gather_heavy and moe_up_proj at 128x256x64/4/8/persistent, whose tile
+  // fits once A_s takes no shared memory); the per-warp slabs do not.
+  bool register_a = false;
+  for (const ForNode* f : pipelined_loops(kernel.body, /*warp_specialized=*/true))
+    register_a = register_a || std::get<PipelinePlan>(f->plan).register_a_ahead > 0;
   const int64_t align = tma_stores ? 1024 : 128;
   const int64_t region = (kernel.launch.dynamic_shared_bytes + align - 1) / align * align;
   if (own_region) room = kMaxDynamicSharedBytes - region;
@@ -468,7 +476,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
       if (plan.stmatrix) {
         const int64_t rows = const_of(frag->shape[0], "a fragment extent");
         const int64_t cols = const_of(frag->shape[1], "a fragment extent");
-        if (tma_stores && whole_tile_why.empty())
+        if (tma_stores && whole_tile_why.empty() && !register_a)
           sn.tile_map = tma_store_map(kernel, op, n, rows, cols, &sn.no_tma);
         if (context.cuda.warp_staged_epilogue && context.cuda.warp_tma_store)
           sn.slab_map = tma_store_map(kernel, op, n, 16, cols, &sn.no_tma);

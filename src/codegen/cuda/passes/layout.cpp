@@ -21,6 +21,16 @@ class Scan : public IRVisitor {
   std::vector<const AllocateNode*> shared;
   std::vector<const ForNode*> ws_loops;
   std::unordered_set<const BufferNode*> swizzled_tma;
+  // Tiles a fragment copy fills (register_a) and tiles anything else writes.
+  std::unordered_set<const BufferNode*> fragment_filled, other_writes;
+  void visit(const StoreNode* op) override {
+    other_writes.insert(op->buffer.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const FillNode* op) override {
+    other_writes.insert(op->buffer.get());
+    IRVisitor::visit(op);
+  }
 
  protected:
   using IRVisitor::visit;
@@ -30,6 +40,8 @@ class Scan : public IRVisitor {
   }
   void visit(const CopyNode* op) override {
     if (stages_ > 1) stages[op->dst.get()] = stages_;
+    (op->plan && op->plan->mechanism == CopyMechanism::Fragment ? fragment_filled : other_writes)
+        .insert(op->dst.get());
     if (op->plan && op->plan->mechanism == CopyMechanism::Tma)
       swizzled_tma.insert(op->dst.get());
     IRVisitor::visit(op);
@@ -74,6 +86,15 @@ Kernel layout(const Kernel& kernel, const passes::PassContext&) {
     SharedPlan p;
     if (const SharedPlan* given = shared_plan(al)) p.layout = given->layout;
     if (auto st = scan.stages.find(b.get()); st != scan.stages.end()) p.stages = st->second;
+    if (scan.fragment_filled.count(b.get()) && !scan.other_writes.count(b.get())) {
+      // (only a fragment copy fills it: the MMA warps hold it in registers
+      // and it never enters shared memory; register_a)
+      p.stages = 0;
+      p.offset = offset;
+      p.bytes = 0;
+      edits.buffers[b.get()] = p;
+      continue;
+    }
     const bool swizzled = p.layout == SharedLayout::Swizzled || p.layout == SharedLayout::MnSwizzled;
     const bool wgmma_operand = wgmma_operands.count(b.get()) > 0;
     const int64_t tile_bytes = const_numel(b) * dtype_size(b.dtype());

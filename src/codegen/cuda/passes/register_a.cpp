@@ -1,8 +1,13 @@
 #include "codegen/cuda/passes/register_a.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <functional>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/modulus_remainder.h"
 #include "codegen/cuda/structure.h"
@@ -10,6 +15,7 @@
 #include "passes/simplify.h"
 #include "tir/builder.h"
 #include "tir/functor.h"
+#include "tir/structural.h"
 
 namespace tilefuse::codegen {
 
@@ -44,6 +50,43 @@ int copies_of_map(const Stmt& body, int map) {
   v.map = map;
   v.visit_stmt(body);
   return v.n;
+}
+
+// The checks of a prologue statement `for i in parallel(0, rows) { lets;
+// if (guard) { check(...) } ... }` as checks over `row` (the guard folded
+// into each condition, the lets inlined); nullopt for any other shape.
+std::optional<std::vector<Stmt>> row_checks_of(const Stmt& s, int64_t rows, const Var& row) {
+  const ForNode* f = s.as<ForNode>();
+  if (!f || f->for_kind != ForKind::Parallel || !is_const_int(f->min, 0) ||
+      !is_const_int(f->extent, rows))
+    return std::nullopt;
+  std::vector<Stmt> out;
+  VarMap at;
+  at[f->var.get()] = row;
+  bool ok = true;
+  std::function<void(const Stmt&, const Expr&)> walk = [&](const Stmt& t, const Expr& guard) {
+    if (!ok || !t.defined()) return;
+    if (const SeqNode* q = t.as<SeqNode>()) {
+      for (const Stmt& u : q->stmts) walk(u, guard);
+    } else if (const LetStmtNode* l = t.as<LetStmtNode>()) {
+      at[l->var.get()] = substitute(l->value, at);
+      walk(l->body, guard);
+    } else if (const IfThenElseNode* i = t.as<IfThenElseNode>(); i && !i->else_case.defined()) {
+      const Expr c = substitute(i->cond, at);
+      walk(i->then_case, guard.defined() ? (guard && c) : c);
+    } else if (const CheckNode* k = t.as<CheckNode>()) {
+      Expr cond = substitute(k->cond, at);
+      if (guard.defined()) cond = !guard || cond;
+      std::vector<Expr> args;
+      for (const Expr& a : k->args) args.push_back(substitute(a, at));
+      out.push_back(CheckNode::make(cond, k->code, k->message, args, k->loc));
+    } else {
+      ok = false;
+    }
+  };
+  walk(f->body, Expr());
+  if (!ok || out.empty()) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -140,6 +183,7 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   }
   ForwardStaged f(staged);
   CopyPlan new_a = ap;
+  Expr new_a_value;  // A's copy's value with the staged reads forwarded
   for (Expr& e : new_a.hoisted_indices) e = passes::simplify(f.forward(e));
   new_a.hoisted_mask = f.forward(new_a.hoisted_mask);
   if (new_a.hoisted_mask.defined()) new_a.hoisted_mask = passes::simplify(new_a.hoisted_mask);
@@ -172,6 +216,87 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   m.strides = {row, 8 * row, 2 * row, 32 * row};
   m.box = {64, 2, 4, 4, 2};
 
+  // The prologue's index checks of A's rows, absorbed into the fragment
+  // copy (CopyPlan::row_checks: each MMA thread checks its rows where it
+  // computes their addresses), where they read only the kernel's inputs
+  // once forwarded.
+  std::unordered_set<const StmtNode*> absorbed;
+  const int64_t* rows = as_const_int(a->extents[0]);
+  for (const Stmt& s : prefix.stmts) {
+    if (!rows) break;
+    std::optional<std::vector<Stmt>> checks = row_checks_of(s, *rows, a->vars[0]);
+    if (!checks) continue;
+    std::vector<Stmt> fwd;
+    bool inputs = true;
+    for (const Stmt& k : *checks) {
+      const CheckNode* c = k.as<CheckNode>();
+      ForwardStaged cf(staged);
+      const Expr cond = passes::simplify(cf.forward(c->cond));
+      std::vector<Expr> args;
+      for (const Expr& e : c->args) args.push_back(passes::simplify(cf.forward(e)));
+      inputs = inputs && cf.ok && reads_only_inputs(cond, writers);
+      for (const Expr& e : args) inputs = inputs && reads_only_inputs(e, writers);
+      fwd.push_back(CheckNode::make(cond, c->code, c->message, args, c->loc));
+    }
+    if (!inputs) continue;
+    absorbed.insert(s.get());
+    for (Stmt& k : fwd) new_a.row_checks.push_back(std::move(k));
+  }
+  // The staged buffers nothing reads any more once A's copy and the
+  // absorbed checks read global memory (their staging copies and
+  // allocations go; an index prologue then leaves the producer).
+  std::unordered_set<const BufferNode*> dead;
+  {
+    struct Reads : IRVisitor {
+      std::unordered_map<const BufferNode*, std::unordered_set<const BufferNode*>> by;
+      const std::unordered_set<const StmtNode*>* skip = nullptr;
+      const CopyNode* a = nullptr;
+      const BufferNode* into = nullptr;  // the staging copy being visited, or null
+      using IRVisitor::visit;
+      void visit(const LoadNode* op) override {
+        by[op->buffer.get()].insert(into);
+        IRVisitor::visit(op);
+      }
+      void visit(const CopyNode* op) override {
+        if (op == a) return;  // (forwarded below)
+        const BufferNode* saved = into;
+        into = op->dst.get();
+        IRVisitor::visit(op);
+        into = saved;
+      }
+      void visit(const ForNode* op) override {
+        if (!skip->count(op)) IRVisitor::visit(op);
+      }
+    } reads;
+    reads.skip = &absorbed;
+    reads.a = a;
+    reads.visit_stmt(kernel.body);
+    for (const auto& [buf, c] : staged) dead.insert(buf);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = dead.begin(); it != dead.end();) {
+        bool live = false;
+        if (auto r = reads.by.find(*it); r != reads.by.end())
+          for (const BufferNode* reader : r->second) live = live || !dead.count(reader);
+        if (live) {
+          it = dead.erase(it);
+          changed = true;
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  {
+    ForwardStaged vf(staged);
+    const Expr v = vf.forward(a->value);
+    if (!vf.ok) {
+      dead.clear();  // (A's copy keeps reading them)
+    } else {
+      new_a_value = passes::simplify(v);
+    }
+  }
+
   PipelinePlan plan = *plan0;
   plan.register_a_ahead = kRegisterAAhead;
   PlanEdits edits;
@@ -179,11 +304,57 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   edits.copies[a] = new_a;
   edits.copies[b] = new_b;
   out = with_plans(out, edits);
+  std::vector<std::string> gone;
+  bool prefetched_gone = false;
+  for (const auto& [buf, c] : staged)
+    if (dead.count(buf)) {
+      gone.push_back(buf->name);
+      prefetched_gone = prefetched_gone || (c->plan && c->plan->next_tile);
+    }
+  std::sort(gone.begin(), gone.end());
+  if (!absorbed.empty() || !dead.empty()) {
+    // (Identities in `out`: with_plans rebuilt the nodes it edited, so the
+    // absorbed checks and staging copies are found again by what they are.)
+    struct Drop final : IRMutator {
+      std::unordered_set<const BufferNode*> dead;
+      std::vector<Stmt> absorbed;
+      Expr a_value;
+      bool shared_written = false;
+      using IRMutator::visit;
+      Stmt visit(const CopyNode* op) override {
+        if (dead.count(op->dst.get())) return SeqNode::make({});
+        if (op->plan && op->plan->mechanism == CopyMechanism::Fragment && a_value.defined())
+          return CopyNode::make(op->vars, op->extents, op->dst, op->dst_indices, a_value,
+                                *op->plan);
+        return IRMutator::visit(op);
+      }
+      Stmt visit(const AllocateNode* op) override {
+        if (dead.count(op->buffer.get())) return mutate(op->body);
+        return IRMutator::visit(op);
+      }
+      Stmt visit(const ForNode* op) override {
+        for (const Stmt& s : absorbed)
+          if (structural_equal(s, Stmt(op))) return SeqNode::make({});
+        return IRMutator::visit(op);
+      }
+    } drop;
+    drop.dead = dead;
+    for (const Stmt& s : prefix.stmts)
+      if (absorbed.count(s.get())) drop.absorbed.push_back(s);
+    drop.a_value = new_a_value;
+    out.body = drop.mutate(out.body);
+  }
+  if (prefetched_gone)
+    std::erase_if(out.launch.notes,
+                  [](const std::string& n) { return n.starts_with("prologue prefetch:"); });
   out.launch.notes.push_back(fmt::format(
       "register A: the MMA warps load {}'s rows into their wgmma A fragments ({} k-tiles ahead, "
       "a ring of {}) and wgmma reads A from registers; {}'s TMA box reads K in the fragments' "
-      "order",
-      a->dst.name(), kRegisterAAhead, kRegisterASlots, b->dst.name()));
+      "order{}{}",
+      a->dst.name(), kRegisterAAhead, kRegisterASlots, b->dst.name(),
+      absorbed.empty() ? "" : "; each MMA thread checks its rows' indices where it computes their "
+                              "addresses (the prologue's checks, absorbed)",
+      gone.empty() ? "" : fmt::format("; {} no longer staged in shared memory", fmt::join(gone, ", "))));
   return out;
 }
 

@@ -37,8 +37,13 @@
 // [row, 8 row, 2 row, 32 row] and boxes [64, 2, 4, 4, 2] (memory row 32u +
 // 8c + 2(h + 2v) + q lands at tile row 32u + 16v + 8h + 2c + q: the
 // fragments' order), each box at (n, 0, 0, 0, k / 32), and the loop's plan
-// says register_a=3. The producer then issues only B (and any index
-// prologue it ran before); the staging copies stay for the index checks.
+// says register_a=3. The prologue's index checks of A's rows (a parallel
+// loop over them of lets, guards and checks, reading only staged inputs)
+// become the fragment copy's row checks (CopyPlan::row_checks), which each
+// MMA thread runs for its rows; the staged buffers nothing reads any more
+// (the index tile, its rows and masks) go with their staging copies. The
+// producer then issues only B: in a persistent kernel it has no index
+// prologue and no named barriers left. (A_s gets no shared memory: layout.)
 //
 // CudaOptions::register_a turns it on (with CudaOptions::setmaxnreg, whose
 // budgets it needs).
@@ -60,5 +65,12 @@ inline constexpr int kRegisterAAhead = 3;
 // (40 * 128 + 232 * 256 = 168 * 384).
 inline constexpr int kRegisterAProducerRegisters = 40;
 inline constexpr int kRegisterAConsumerRegisters = 232;
+// ... where the producer issues B's TMA boxes and nothing else (the index
+// checks absorbed, no index prologue): 24 + 240 (24 * 128 + 240 * 256 <=
+// 65536). At 40 / 232 ptxas spilled 12-20 bytes in gather_heavy and
+// moe_up_proj at 128x256x64/4/8/persistent (session 25); at 24 / 240,
+// none.
+inline constexpr int kRegisterALoneProducerRegisters = 24;
+inline constexpr int kRegisterALoneConsumerRegisters = 240;
 
 }  // namespace tilefuse::codegen

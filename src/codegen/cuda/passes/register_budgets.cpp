@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/passes/register_a.h"
+#include "codegen/cuda/passes/sync.h"
 #include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "tir/functor.h"
@@ -15,6 +16,7 @@ Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context
   if (!context.cuda.setmaxnreg) return kernel;
   PlanEdits edits;
   std::vector<std::string> notes;
+  const std::unordered_set<const ForNode*> single = tma_only_producer_loops(kernel);
   for (const ForNode* loop : pipelined_loops(kernel.body, /*warp_specialized=*/true)) {
     PipelinePlan p = std::get<PipelinePlan>(loop->plan);
     std::string why_not;
@@ -34,8 +36,9 @@ Kernel register_budgets(const Kernel& kernel, const passes::PassContext& context
     p.producer_registers = persistent ? kPersistentProducerRegisters : kProducerRegisters;
     p.consumer_registers = persistent ? kPersistentConsumerRegisters : kConsumerRegisters;
     if (p.register_a_ahead > 0) {
-      p.producer_registers = kRegisterAProducerRegisters;
-      p.consumer_registers = kRegisterAConsumerRegisters;
+      const bool lone = single.count(loop) > 0;
+      p.producer_registers = lone ? kRegisterALoneProducerRegisters : kRegisterAProducerRegisters;
+      p.consumer_registers = lone ? kRegisterALoneConsumerRegisters : kRegisterAConsumerRegisters;
     }
     notes.push_back(fmt::format("register budgets (setmaxnreg): {} a producer thread, {} an MMA "
                                 "thread",

@@ -31,11 +31,22 @@
 // (PipelinePlan::single_issuer).
 #pragma once
 
+#include <unordered_set>
+
 #include "passes/pipeline.h"
 #include "tir/ir.h"
 
 namespace tilefuse::codegen {
 
 tir::Kernel place_barriers(const tir::Kernel& kernel, const passes::PassContext& context);
+
+// The warp-specialized loops whose producer issues TMA copies and nothing
+// else: every copy of the ring is an affine TMA copy or the MMA warps' own
+// (a fragment copy), and the producer runs nothing but the loop (a
+// persistent kernel: no index prologue).
+std::unordered_set<const tir::ForNode*> tma_only_producer_loops(const tir::Kernel& kernel);
+// Those of them whose producer is one thread (what place_barriers marks
+// single_issuer): all but register_a loops.
+std::unordered_set<const tir::ForNode*> single_issuer_loops(const tir::Kernel& kernel);
 
 }  // namespace tilefuse::codegen
