@@ -520,11 +520,8 @@ Expr Printer::fragment_row_load(const CopyNode* a) {
   return one;
 }
 
-void Printer::ra_rows(const CopyNode* a, const std::string& acc, const std::string& p,
-                      const std::string& ok, const std::string& loaded) {
-  const CopyPlan& plan = *a->plan;
-  const LoadNode* src = a->value.as<LoadNode>();
-  TF_CHECK(src && a->vars.size() == 2, "cuda printer: a fragment copy that is not a 2-D load");
+void Printer::ra_each_row(const CopyNode* a, const std::string& acc, const std::string& loaded,
+                          const std::function<void()>& body) {
   for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
   line("#pragma unroll");
   open("for (int tf_h = 0; tf_h < 2; ++tf_h)");
@@ -537,47 +534,39 @@ void Printer::ra_rows(const CopyNode* a, const std::string& acc, const std::stri
     vector_load_ = fragment_row_load(a);
     vector_lane_ = loaded + "[tf_h]";
   }
-  line("const bool tf_ok = " +
-       (plan.hoisted_mask.defined() ? expr(plan.hoisted_mask) : std::string("true")) + ";");
-  line(fmt::format("{}[tf_h] = reinterpret_cast<const char*>(tf_ok ? {} : {}) + "
-                   "{}.fragment_chunk_bytes();",
-                   p, address(src->buffer, plan.hoisted_indices), buf(src->buffer), acc));
-  line(fmt::format("{}[tf_h] = tf_ok;", ok));
+  body();
   vector_load_ = saved_load;
   vector_lane_ = saved_lane;
   close();
 }
 
+void Printer::ra_rows(const CopyNode* a, const std::string& acc, const std::string& p,
+                      const std::string& ok, const std::string& loaded) {
+  const CopyPlan& plan = *a->plan;
+  const LoadNode* src = a->value.as<LoadNode>();
+  TF_CHECK(src && a->vars.size() == 2, "cuda printer: a fragment copy that is not a 2-D load");
+  ra_each_row(a, acc, loaded, [&] {
+    line("const bool tf_ok = " +
+         (plan.hoisted_mask.defined() ? expr(plan.hoisted_mask) : std::string("true")) + ";");
+    line(fmt::format("{}[tf_h] = reinterpret_cast<const char*>(tf_ok ? {} : {}) + "
+                     "{}.fragment_chunk_bytes();",
+                     p, address(src->buffer, plan.hoisted_indices), buf(src->buffer), acc));
+    line(fmt::format("{}[tf_h] = tf_ok;", ok));
+  });
+}
+
 void Printer::ra_checks(const CopyNode* a, const std::string& acc, const std::string& loaded) {
   if (a->plan->row_checks.empty()) return;
-  for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
   line("// the index checks of this thread's rows (CopyPlan::row_checks)");
-  line("#pragma unroll");
-  open("for (int tf_h = 0; tf_h < 2; ++tf_h)");
-  line(fmt::format("const int {} = {}.fragment_row(tf_h);", var(a->vars[0]), acc));
-  line(fmt::format("const int {} = 0;", var(a->vars[1])));
-  const Expr saved_load = vector_load_;
-  const std::string saved_lane = vector_lane_;
-  if (!loaded.empty()) {
-    vector_load_ = fragment_row_load(a);
-    vector_lane_ = loaded + "[tf_h]";
-  }
-  for (const Stmt& s : a->plan->row_checks) emit_check(s.as<CheckNode>());
-  vector_load_ = saved_load;
-  vector_lane_ = saved_lane;
-  close();
+  ra_each_row(a, acc, loaded, [&] {
+    for (const Stmt& s : a->plan->row_checks) emit_check(s.as<CheckNode>());
+  });
 }
 
 bool Printer::ra_preload(const CopyNode* a, const std::string& acc, const std::string& loaded) {
   const Expr l = fragment_row_load(a);
   if (!l.defined()) return false;
-  for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
-  line("#pragma unroll");
-  open("for (int tf_h = 0; tf_h < 2; ++tf_h)");
-  line(fmt::format("const int {} = {}.fragment_row(tf_h);", var(a->vars[0]), acc));
-  line(fmt::format("const int {} = 0;", var(a->vars[1])));
-  line(fmt::format("{}[tf_h] = {};", loaded, expr(l)));
-  close();
+  ra_each_row(a, acc, "", [&] { line(fmt::format("{}[tf_h] = {};", loaded, expr(l))); });
   return true;
 }
 

@@ -140,6 +140,11 @@ class Printer {
   // loads; the bytes of one k-tile of a row.
   static const tir::CopyNode* fragment_copy(const PipelinedBody& body);
   void ra_declare();
+  // Prints `body` inside a loop over the thread's two fragment rows (tf_h),
+  // the copy's vars bound (row: fragment_row(tf_h), column 0), reading the
+  // rows' index load from `loaded`[tf_h] when not "".
+  void ra_each_row(const tir::CopyNode* a, const std::string& acc, const std::string& loaded,
+                   const std::function<void()>& body);
   void ra_rows(const tir::CopyNode* a, const std::string& acc, const std::string& p,
                const std::string& ok, const std::string& loaded = "");
   // The fragment copy's row checks (CopyPlan::row_checks) at this thread's
