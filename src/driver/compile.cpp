@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "codegen/cuda/passes/passes.h"
+#include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "core/stack_guard.h"
 #include "schedule/schedule.h"
@@ -110,6 +111,8 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
     h = XXH64(c.source.data(), c.source.size(), h);
     cost.persistent = cost.persistent || c.persistent;
     cost.pingpong = cost.pingpong || c.consumer_teams > 1;
+    for (const tir::ForNode* f : codegen::pipelined_loops(ck.kernel.body, true))
+      cost.register_a = cost.register_a || std::get<tir::PipelinePlan>(f->plan).register_a_ahead > 0;
     for (const codegen::CudaEpilogue& e : c.epilogues) cost.unstaged_epilogues += e.form == "paired";
     cost.shared_bytes = std::max(cost.shared_bytes, c.dynamic_shared_bytes);
     for (const codegen::CudaGemm& g : c.gemms) {

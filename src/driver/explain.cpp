@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/cuda/structure.h"
 #include "tir/functor.h"
 
 namespace tilefuse::driver {
@@ -209,7 +210,7 @@ json cuda_account(const codegen::CudaKernel& ck) {
   return c;
 }
 
-// The config keys a CUDA pass declined (PERSISTENT, PINGPONG, STREAM_K asked
+// The config keys a CUDA pass declined (PERSISTENT, PINGPONG, STREAM_K, REGISTER_A asked
 // for by the config, not in the kernel's launch plan; the notes say why).
 json declined_of(const tir::Kernel& k) {
   json d = json::array();
@@ -222,6 +223,12 @@ json declined_of(const tir::Kernel& k) {
   if (asked("PINGPONG") && k.launch.consumer_teams < 2) d.push_back("PINGPONG");
   // (stream-K not persistent: its pieces run as blocks of their own)
   if (k.attrs.count("STREAM_K") && k.launch.stream_k_units == 0) d.push_back("STREAM_K");
+  if (asked("REGISTER_A")) {
+    bool taken = false;
+    for (const tir::ForNode* f : codegen::pipelined_loops(k.body, /*warp_specialized=*/true))
+      taken = taken || std::get<tir::PipelinePlan>(f->plan).register_a_ahead > 0;
+    if (!taken) d.push_back("REGISTER_A");
+  }
   return d;
 }
 

@@ -49,7 +49,7 @@ bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
          a.split_k == b.split_k && a.stream_k == b.stream_k && a.persistent == b.persistent &&
-         a.pingpong == b.pingpong;
+         a.pingpong == b.pingpong && a.register_a == b.register_a;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -237,14 +237,15 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 
 std::string gemm_config_name(const GemmConfig& c) {
   // (stream-K implies persistent: "/streamkU" alone)
-  return fmt::format("{}x{}x{}/{}/{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
+  return fmt::format("{}x{}x{}/{}/{}{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
                      c.num_warps,
                      c.stream_k > 0  ? fmt::format("/streamk{}", c.stream_k)
                      : c.split_k > 1 ? fmt::format("/splitk{}", c.split_k)
                                      : "",
                      c.pingpong                         ? "/pingpong"
                      : c.persistent && c.stream_k == 0 ? "/persistent"
-                                                        : "");
+                                                        : "",
+                     c.register_a ? "/ra" : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
@@ -254,6 +255,7 @@ json gemm_config_to_json(const GemmConfig& c) {
   if (c.persistent) j["persistent"] = true;     // (absent: false, likewise)
   if (c.stream_k > 0) j["stream_k"] = c.stream_k;
   if (c.pingpong) j["pingpong"] = true;
+  if (c.register_a) j["register_a"] = true;
   return j;
 }
 
@@ -289,6 +291,10 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
     if (!it->is_boolean()) return std::nullopt;
     c.pingpong = it->get<bool>();
     if (c.pingpong && !c.persistent) return std::nullopt;
+  }
+  if (auto it = j.find("register_a"); it != j.end()) {
+    if (!it->is_boolean()) return std::nullopt;
+    c.register_a = it->get<bool>();
   }
   return c;
 }
@@ -662,6 +668,37 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
             config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
         if (cost.feasible && cost.persistent && kernels.insert(cost.fingerprint).second) add(c);
       }
+    }
+  }
+  // Register A (issue 15; codegen/cuda/passes/register_a.h): for a gathered
+  // operand on sm_90a, the largest warp-specialized configs again with the
+  // gathered A loaded by the MMA warps into their wgmma fragments, where
+  // the register_a pass takes them (config_cost says so), at most
+  // kRegisterATwins, persistent ones first. Measured on the H200
+  // (bench/RESULTS.md, session 25): moe_up_proj 1549 us against 1598 at
+  // 128x256x64/4/8/persistent, the seed level (29.0 against 29.5 at
+  // 128x256x64/3/8), gather_heavy 64.6 against 59.3 (slower: the timing
+  // decides).
+  constexpr int kRegisterATwins = 4;
+  if (target.has_wgmma() && gathered) {
+    std::vector<GemmConfig> base;
+    for (const GemmConfig& c : out)
+      if (!c.register_a && c.split_k == 1 && c.stream_k == 0 && !c.pingpong && c.block_k == 64)
+        base.push_back(c);
+    std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
+      if (a.block_m * a.block_n != b.block_m * b.block_n)
+        return a.block_m * a.block_n > b.block_m * b.block_n;
+      return a.persistent && !b.persistent;
+    });
+    int twins = 0;
+    for (GemmConfig c : base) {
+      if (twins == kRegisterATwins) break;
+      c.register_a = true;
+      const ConfigCost cost =
+          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+      if (!cost.feasible || !cost.register_a || !kernels.insert(cost.fingerprint).second) continue;
+      add(c);
+      ++twins;
     }
   }
   return out;

@@ -233,6 +233,7 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   b.set_attr("GROUP_M", int64_t{config.group_m});
   if (config.persistent) b.set_attr("PERSISTENT", int64_t{1});
   if (config.pingpong) b.set_attr("PINGPONG", int64_t{1});
+  if (config.register_a) b.set_attr("REGISTER_A", int64_t{1});
 
   std::vector<Expr> lead;  // the batch index, when batched
   Node batch;                // the batch dims as a node, for their product

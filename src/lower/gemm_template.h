@@ -61,6 +61,12 @@ struct GemmConfig {
   // stream_k), elsewhere every piece is a block of its own. Needs constant
   // sizes, like split-K, and excludes it.
   int stream_k = 0;
+  // Register A (sm_90a, a warp-specialized wgmma loop whose A is gathered
+  // rows): the MMA warps load A into their wgmma A fragments and A never
+  // enters shared memory (codegen/cuda/passes/register_a.h); the kernel
+  // attr REGISTER_A = 1 asks the register_a pass for it, as
+  // CudaOptions::register_a does for every kernel.
+  bool register_a = false;
 };
 
 // Stream-K's decomposition of a GEMM's work (Osama, Merrill, Cecka, Garland

@@ -156,7 +156,9 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
                           " 32x32x32/1/4", "+32x32x32/1/4", "32x32x32/1/4/splitk 2",
                           "32x32x32/1/4/splitk+2", "32x32x32/1/4/streamk0",
                           "32x32x32/1/4/streamk4097", "32x32x32/1/4/streamk", "32x32x32/1/4/streamk2x",
-                          "32x32x32/1/4/splitk2/streamk2", "32x32x32/1/4/streamk2/splitk2", ""}) {
+                          "32x32x32/1/4/splitk2/streamk2", "32x32x32/1/4/streamk2/splitk2",
+                          "32x32x32/1/4/rax", "32x32x32/1/4/ra/persistent",
+                          "32x32x32/1/4/persistent/ra/ra", "32x32x32/1/4/ra/splitk2", ""}) {
     // (quoted: the blanks and the empty value reach the parser)
     Result r = run_cli("run " + prog + " --device cpu --gemm-config '" + bad + "'");
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
@@ -200,6 +202,20 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("not ping-pong: teams of one MMA warpgroup"), std::string::npos)
       << r.output;
+  // "/ra" last asks the register_a pass for the kernel (the seed's gathered
+  // A into wgmma's register fragments); at BLOCK_K 32 it says why not.
+  r = run_cli("emit " + prog +
+              " --target sm_90a --stage cuda --gemm-config 128x256x64/4/8/persistent/ra");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("// register A: the MMA warps load"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("mma_async_rs("), std::string::npos) << r.output;
+  r = run_cli("emit " + prog + " --target sm_90a --stage cuda --gemm-config 128x256x32/3/8/ra");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no register A: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("mma_async_rs("), std::string::npos) << r.output;
+  r = run_cli("explain " + prog + " --target sm_90a --json --gemm-config 128x256x32/3/8/ra");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"REGISTER_A\""), std::string::npos) << r.output;
 }
 
 TEST(Cli, MainExampleRuns) {

@@ -57,8 +57,10 @@ int report(const UserError& e, const std::string& file, std::string_view source)
 // iterations shared out evenly, GemmConfig::stream_k; persistent on
 // sm_90a), and then "/persistent" (sm_90a: the warp-specialized kernel's
 // blocks take its tiles in turn) or "/pingpong" (persistent, with two
-// consumer teams of num_warps warps taking alternate tiles). A UserError
-// names the flag and the value otherwise.
+// consumer teams of num_warps warps taking alternate tiles), and last
+// "/ra" (sm_90a: the gathered A loaded into the MMA warps' wgmma fragments,
+// GemmConfig::register_a). A UserError names the flag and the value
+// otherwise.
 GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
   size_t used = 0;
@@ -92,11 +94,16 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
                       "`");
     c.persistent = true;
   }
-  if (ok && text.compare(used, std::string::npos, "/persistent") == 0) {
+  if (ok && text.compare(used, 11, "/persistent") == 0) {
     c.persistent = true;
-    used = text.size();
-  } else if (ok && text.compare(used, std::string::npos, "/pingpong") == 0) {
+    used += 11;
+  } else if (ok && text.compare(used, 9, "/pingpong") == 0) {
     c.persistent = c.pingpong = true;
+    used += 9;
+  }
+  // The optional "/ra" last (register A: GemmConfig::register_a).
+  if (ok && text.compare(used, std::string::npos, "/ra") == 0) {
+    c.register_a = true;
     used = text.size();
   }
   ok = ok && used == text.size();  // nothing after the suffixes
@@ -106,7 +113,8 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
         "num_stages/num_warps), 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile) or "
         "128x256x64/3/8/persistent (a persistent kernel) or 128x128x64/4/4/pingpong (persistent, "
         "two teams of 4 warps taking alternate tiles) or 128x256x64/3/8/streamk132 (stream-K over "
-        "132 blocks), got `" +
+        "132 blocks), each optionally ending in /ra (the gathered A in wgmma's register fragments), "
+        "got `" +
         text + "`");
   if (c.split_k < 1 || c.split_k > 64)
     throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");

@@ -253,6 +253,58 @@ TEST(TuneSpace, FewTilesGetSplitKConfigs) {
   EXPECT_FALSE(driver::gemm_config_from_json(old).has_value());
 }
 
+// A gathered A on sm_90a (the gather_heavy bench shape): the space tries
+// at most 4 register_a twins of its warp-specialized BLOCK_K 64 configs,
+// largest tiles first, each one the register_a pass took (config_cost
+// says so) beside its shared-memory twin; the name ends in "/ra" and the
+// JSON form round-trips. No twin for an ungathered GEMM or on sm_80.
+TEST(TuneSpace, GatheredAGetsRegisterATwins) {
+  const Graph g = parse_graph(
+      "def f(x: bf16[16384, 1024], idx: i64[16384] in [0, 16384), w: bf16[1024, 1024]):\n"
+      "    return x[idx] @ w\n");
+  const Plan plan = build_plan(g, PlanKind::kFused);
+  const KernelStep& step = gemm_step(g, plan);
+  const tir::Target sm90a = tir::Target::cuda(90, true);
+  const auto space =
+      driver::gemm_config_space(g, step, sm90a, 227 * 1024, PlanKind::kFused, {}, 132);
+  std::set<std::string> names;
+  for (const GemmConfig& c : space) names.insert(driver::gemm_config_name(c));
+  int twins = 0;
+  for (const GemmConfig& c : space) {
+    if (!c.register_a) continue;
+    ++twins;
+    const std::string name = driver::gemm_config_name(c);
+    EXPECT_EQ(name.substr(name.size() - 3), "/ra") << name;
+    EXPECT_EQ(c.block_k, 64) << name;
+    EXPECT_TRUE(names.count(name.substr(0, name.size() - 3))) << name << " has no plain twin";
+    const driver::ConfigCost cost =
+        driver::config_cost(g, PlanKind::kFused, c, sm90a, {}, 227 * 1024, 128);
+    EXPECT_TRUE(cost.feasible && cost.register_a) << name << cost.why;
+    const std::optional<GemmConfig> back =
+        driver::gemm_config_from_json(driver::gemm_config_to_json(c));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_TRUE(back->register_a);
+    EXPECT_EQ(driver::gemm_config_name(*back), name);
+  }
+  EXPECT_GE(twins, 1) << ::testing::PrintToString(names);
+  EXPECT_LE(twins, 4) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("128x256x64/4/8/persistent/ra")) << ::testing::PrintToString(names);
+  // A plain config's kernel is not register_a; the JSON form of one has no key.
+  GemmConfig plain{128, 256, 64, 4, 8, 8};
+  EXPECT_FALSE(driver::config_cost(g, PlanKind::kFused, plain, sm90a, {}, 227 * 1024, 128).register_a);
+  EXPECT_FALSE(driver::gemm_config_to_json(plain).contains("register_a"));
+  // No twin on sm_80, nor for a GEMM without a gather.
+  for (const GemmConfig& c : driver::gemm_config_space(g, step, tir::Target::cuda(80), 163 * 1024,
+                                                       PlanKind::kFused, {}, 132))
+    EXPECT_FALSE(c.register_a) << driver::gemm_config_name(c);
+  const Graph dense = parse_graph(
+      "def f(x: bf16[16384, 1024], w: bf16[1024, 1024]):\n    return x @ w\n");
+  const Plan dense_plan = build_plan(dense, PlanKind::kFused);
+  for (const GemmConfig& c : driver::gemm_config_space(dense, gemm_step(dense, dense_plan), sm90a,
+                                                       227 * 1024, PlanKind::kFused, {}, 132))
+    EXPECT_FALSE(c.register_a) << driver::gemm_config_name(c);
+}
+
 // Many tiles (the gather_heavy bench shape: 512 tiles of 128x256 for 132
 // SMs): the space tries persistent kernels of the largest tiles, with their
 // stages and one fewer, each one the persistent pass took (its source says

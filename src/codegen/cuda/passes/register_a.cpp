@@ -94,7 +94,12 @@ std::optional<std::vector<Stmt>> row_checks_of(const Stmt& s, int64_t rows, cons
 Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   // (Its budgets are setmaxnreg's: without them the MMA warps' 128
   // accumulators and 64 fragment registers spill and ptxas serializes wgmma.)
-  if (!context.cuda.register_a || !context.cuda.setmaxnreg) return kernel;
+  // (on for every kernel by the option, or for one by its config: the
+  // kernel attr REGISTER_A, which the tuner searches)
+  const auto attr = kernel.attrs.find("REGISTER_A");
+  const bool asked = context.cuda.register_a ||
+                     (attr != kernel.attrs.end() && attr->second == AttrValue(int64_t{1}));
+  if (!asked || !context.cuda.setmaxnreg) return kernel;
   const LaunchPlan& lp = kernel.launch;
   auto skip = [&](const std::string& why) {
     Kernel out = kernel;
