@@ -680,10 +680,15 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // 128x256x64/3/8), gather_heavy 64.6 against 59.3 (slower: the timing
   // decides).
   constexpr int kRegisterATwins = 4;
-  if (target.has_wgmma() && gathered) {
+  // (What no config changes, checked before compiling any: a gathered A of
+  // 16-bit elements, setmaxnreg's budgets.)
+  bool gathered_a = false;
+  for (ValueId v : step_in.a.nodes) gathered_a = gathered_a || graph.node(v).kind == OpKind::Index;
+  if (target.has_wgmma() && gathered_a && wgmma && cuda.setmaxnreg) {
     std::vector<GemmConfig> base;
     for (const GemmConfig& c : out)
-      if (!c.register_a && c.split_k == 1 && c.stream_k == 0 && !c.pingpong && c.block_k == 64)
+      if (!c.register_a && c.split_k == 1 && c.stream_k == 0 && !c.pingpong && c.block_k == 64 &&
+          k_tiles_of(step, c) % tir::kRegisterASlots == 0)
         base.push_back(c);
     std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
       if (a.block_m * a.block_n != b.block_m * b.block_n)

@@ -121,8 +121,15 @@ TEST(RegisterA, OnlyWithTheOptionAndWhereItFits) {
                                       "32 (a slice of its rows at another offset)")
                        .text(),
                    options({"register_a=1"}));
-  // Without setmaxnreg's budgets: nothing (not even a note).
+  // Without setmaxnreg's budgets: nothing (not even a note), unless the
+  // kernel's config asked (the attr REGISTER_A): then the note says why.
   expect_cuda_pass("register_a", in.text(), in.text(), options({"register_a=1", "setmaxnreg=0"}));
+  GemmText asked = in;
+  asked.attrs = "REGISTER_A = 1, ";
+  expect_cuda_pass(
+      "register_a", asked.text(),
+      testing::with_note(asked, "no register A: no register budgets (setmaxnreg is off)").text(),
+      options({"setmaxnreg=0"}));
   GemmText wide = in;
   wide.c_plan = "wgmma, operand=f16, block=[128, 128, 64], warps=[1, 2]";
   expect_cuda_pass("register_a", wide.text(),

@@ -88,9 +88,10 @@ Kernel layout(const Kernel& kernel, const passes::PassContext&) {
     if (auto st = scan.stages.find(b.get()); st != scan.stages.end()) p.stages = st->second;
     if (scan.fragment_filled.count(b.get()) && !scan.other_writes.count(b.get())) {
       // (only a fragment copy fills it: the MMA warps hold it in registers
-      // and it never enters shared memory; register_a)
+      // and it never enters shared memory; register_a. Its offset keeps a
+      // wgmma operand's alignment, which the verifier checks.)
       p.stages = 0;
-      p.offset = offset;
+      p.offset = (offset + 1023) / 1024 * 1024;
       p.bytes = 0;
       edits.buffers[b.get()] = p;
       continue;

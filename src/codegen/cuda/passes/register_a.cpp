@@ -99,17 +99,23 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   const auto attr = kernel.attrs.find("REGISTER_A");
   const bool asked = context.cuda.register_a ||
                      (attr != kernel.attrs.end() && attr->second == AttrValue(int64_t{1}));
-  if (!asked || !context.cuda.setmaxnreg) return kernel;
+  if (!asked) return kernel;
   const LaunchPlan& lp = kernel.launch;
   auto skip = [&](const std::string& why) {
     Kernel out = kernel;
     out.launch.notes.push_back("no register A: " + why);
     return out;
   };
+  // (With the option on for every kernel, kernels with no such loop say
+  // nothing; one whose config asked for it says why not.)
+  const bool by_config = attr != kernel.attrs.end() && attr->second == AttrValue(int64_t{1});
+  auto quiet = [&](const std::string& why) { return by_config ? skip(why) : kernel; };
+  if (!context.cuda.setmaxnreg) return quiet("no register budgets (setmaxnreg is off)");
   const ForNode* loop = top_level_pipelined(kernel.body);
-  if (!loop) return kernel;
+  if (!loop) return quiet("no pipelined main loop at the kernel's top level");
   const auto* plan0 = std::get_if<PipelinePlan>(&loop->plan);
-  if (!plan0 || plan0->form != PipelineForm::WarpSpecialized) return kernel;
+  if (!plan0 || plan0->form != PipelineForm::WarpSpecialized)
+    return quiet("the main loop is not warp-specialized");
   if (lp.consumer_teams != 1 || lp.cluster_size != 1 || lp.split_k_cluster ||
       lp.stream_k_units > 0)
     return skip("ping-pong teams, a cluster or stream-K");
@@ -322,7 +328,7 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
     // absorbed checks and staging copies are found again by what they are.)
     struct Drop final : IRMutator {
       std::unordered_set<const BufferNode*> dead;
-      std::vector<Stmt> absorbed;
+      std::unordered_set<const StmtNode*> absorbed;
       Expr a_value;
       bool shared_written = false;
       using IRMutator::visit;
@@ -338,14 +344,14 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
         return IRMutator::visit(op);
       }
       Stmt visit(const ForNode* op) override {
-        for (const Stmt& s : absorbed)
-          if (structural_equal(s, Stmt(op))) return SeqNode::make({});
+        // (by identity: with_plans rebuilt only the path to the nodes it
+        // edited, not these prologue statements)
+        if (absorbed.count(op)) return SeqNode::make({});
         return IRMutator::visit(op);
       }
     } drop;
     drop.dead = dead;
-    for (const Stmt& s : prefix.stmts)
-      if (absorbed.count(s.get())) drop.absorbed.push_back(s);
+    drop.absorbed = absorbed;
     drop.a_value = new_a_value;
     out.body = drop.mutate(out.body);
   }
