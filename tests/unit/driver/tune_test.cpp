@@ -253,20 +253,30 @@ TEST(TuneSpace, FewTilesGetSplitKConfigs) {
   EXPECT_FALSE(driver::gemm_config_from_json(old).has_value());
 }
 
+// The gather_heavy bench shape (bf16 16384 x 1024 x 1024, a gathered A) and
+// its fused plan's config space on sm_90a with 132 SMs.
+struct GatherHeavySpace {
+  Graph g = parse_graph(
+      "def f(x: bf16[16384, 1024], idx: i64[16384] in [0, 16384), w: bf16[1024, 1024]):\n"
+      "    return x[idx] @ w\n");
+  Plan plan = build_plan(g, PlanKind::kFused);
+  const KernelStep& step = gemm_step(g, plan);
+  tir::Target sm90a = tir::Target::cuda(90, true);
+  std::vector<GemmConfig> space =
+      driver::gemm_config_space(g, step, sm90a, 227 * 1024, PlanKind::kFused, {}, 132);
+};
+
 // A gathered A on sm_90a (the gather_heavy bench shape): the space tries
 // at most 4 register_a twins of its warp-specialized BLOCK_K 64 configs,
 // largest tiles first, each one the register_a pass took (config_cost
 // says so) beside its shared-memory twin; the name ends in "/ra" and the
 // JSON form round-trips. No twin for an ungathered GEMM or on sm_80.
 TEST(TuneSpace, GatheredAGetsRegisterATwins) {
-  const Graph g = parse_graph(
-      "def f(x: bf16[16384, 1024], idx: i64[16384] in [0, 16384), w: bf16[1024, 1024]):\n"
-      "    return x[idx] @ w\n");
-  const Plan plan = build_plan(g, PlanKind::kFused);
-  const KernelStep& step = gemm_step(g, plan);
-  const tir::Target sm90a = tir::Target::cuda(90, true);
-  const auto space =
-      driver::gemm_config_space(g, step, sm90a, 227 * 1024, PlanKind::kFused, {}, 132);
+  const GatherHeavySpace gh;
+  const Graph& g = gh.g;
+  const KernelStep& step = gh.step;
+  const tir::Target& sm90a = gh.sm90a;
+  const std::vector<GemmConfig>& space = gh.space;
   std::set<std::string> names;
   for (const GemmConfig& c : space) names.insert(driver::gemm_config_name(c));
   int twins = 0;
@@ -311,14 +321,11 @@ TEST(TuneSpace, GatheredAGetsRegisterATwins) {
 // so); a single-wave problem, a symbolic size or sm_80 gets none. The name
 // and the JSON form round-trip (absent "persistent" reads as false).
 TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
-  const Graph g = parse_graph(
-      "def f(x: bf16[16384, 1024], idx: i64[16384] in [0, 16384), w: bf16[1024, 1024]):\n"
-      "    return x[idx] @ w\n");
-  const Plan plan = build_plan(g, PlanKind::kFused);
-  const KernelStep& step = gemm_step(g, plan);
-  const tir::Target sm90a = tir::Target::cuda(90, true);
-  const auto space =
-      driver::gemm_config_space(g, step, sm90a, 227 * 1024, PlanKind::kFused, {}, 132);
+  const GatherHeavySpace gh;
+  const Graph& g = gh.g;
+  const KernelStep& step = gh.step;
+  const tir::Target& sm90a = gh.sm90a;
+  const std::vector<GemmConfig>& space = gh.space;
   std::set<std::string> names;
   int persistent = 0;
   for (const GemmConfig& c : space) {
