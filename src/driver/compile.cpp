@@ -111,8 +111,7 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
     h = XXH64(c.source.data(), c.source.size(), h);
     cost.persistent = cost.persistent || c.persistent;
     cost.pingpong = cost.pingpong || c.consumer_teams > 1;
-    for (const tir::ForNode* f : codegen::pipelined_loops(ck.kernel.body, true))
-      cost.register_a = cost.register_a || std::get<tir::PipelinePlan>(f->plan).register_a_ahead > 0;
+    cost.register_a = cost.register_a || codegen::has_register_a_loop(ck.kernel.body);
     for (const codegen::CudaEpilogue& e : c.epilogues) cost.unstaged_epilogues += e.form == "paired";
     cost.shared_bytes = std::max(cost.shared_bytes, c.dynamic_shared_bytes);
     for (const codegen::CudaGemm& g : c.gemms) {

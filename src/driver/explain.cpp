@@ -223,12 +223,7 @@ json declined_of(const tir::Kernel& k) {
   if (asked("PINGPONG") && k.launch.consumer_teams < 2) d.push_back("PINGPONG");
   // (stream-K not persistent: its pieces run as blocks of their own)
   if (k.attrs.count("STREAM_K") && k.launch.stream_k_units == 0) d.push_back("STREAM_K");
-  if (asked("REGISTER_A")) {
-    bool taken = false;
-    for (const tir::ForNode* f : codegen::pipelined_loops(k.body, /*warp_specialized=*/true))
-      taken = taken || std::get<tir::PipelinePlan>(f->plan).register_a_ahead > 0;
-    if (!taken) d.push_back("REGISTER_A");
-  }
+  if (asked("REGISTER_A") && !codegen::has_register_a_loop(k.body)) d.push_back("REGISTER_A");
   return d;
 }
 

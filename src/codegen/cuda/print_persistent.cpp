@@ -215,7 +215,7 @@ void Printer::emit_persistent() {
   if (plan.register_a_ahead > 0) {
     // register_a: the tile's row checks, from the index loaded a tile ahead
     // (the block's first tile's ran with its first fragments).
-    const CopyNode* frag = fragment_copy(split_pipelined_body(loop));
+    const CopyNode* frag = fragment_copy(body);
     if (!frag->plan->row_checks.empty()) {
       open("if (tf_git > 0)");
       ra_checks(frag, buf(body.consumer.at(0).as<GemmNode>()->c.buffer),

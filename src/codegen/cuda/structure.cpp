@@ -109,6 +109,12 @@ bool whole_tile_gemm(const GemmNode* g) {
          !g->trans_b;
 }
 
+bool has_register_a_loop(const Stmt& body) {
+  for (const ForNode* f : pipelined_loops(body, /*warp_specialized=*/true))
+    if (std::get<PipelinePlan>(f->plan).register_a_ahead > 0) return true;
+  return false;
+}
+
 std::vector<const ForNode*> pipelined_loops(const Stmt& body, bool warp_specialized) {
   struct Collect : IRVisitor {
     bool ws = false;

@@ -131,6 +131,10 @@ using tir::allocations;
 std::vector<const tir::ForNode*> pipelined_loops(const tir::Stmt& body,
                                                  bool warp_specialized = false);
 
+// Does a warp-specialized loop of the kernel load its A operand into wgmma
+// fragments (PipelinePlan::register_a_ahead > 0; passes/register_a.h)?
+bool has_register_a_loop(const tir::Stmt& body);
+
 // Every Gemm of the kernel, in program order.
 std::vector<const tir::GemmNode*> gemms(const tir::Stmt& body);
 

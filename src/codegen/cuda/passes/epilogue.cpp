@@ -353,9 +353,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
   // staging ptxas serialized its wgmma for want of registers (session 25:
   // gather_heavy and moe_up_proj at 128x256x64/4/8/persistent, whose tile
   // fits once A_s takes no shared memory); the per-warp slabs do not.
-  bool register_a = false;
-  for (const ForNode* f : pipelined_loops(kernel.body, /*warp_specialized=*/true))
-    register_a = register_a || std::get<PipelinePlan>(f->plan).register_a_ahead > 0;
+  const bool register_a = has_register_a_loop(kernel.body);
   const int64_t align = tma_stores ? 1024 : 128;
   const int64_t region = (kernel.launch.dynamic_shared_bytes + align - 1) / align * align;
   if (own_region) room = kMaxDynamicSharedBytes - region;
