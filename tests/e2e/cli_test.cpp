@@ -209,6 +209,12 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("// register A: the MMA warps load"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("mma_async_rs("), std::string::npos) << r.output;
+  // (an out-of-range index is still reported: the index checks moved into
+  // the MMA threads, at the first tile and at each later tile's start)
+  EXPECT_NE(r.output.find("// the index checks of this thread's rows"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("if (tf_git > 0)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tf::report(tf_status, 1"), std::string::npos) << r.output;
   r = run_cli("emit " + prog + " --target sm_90a --stage cuda --gemm-config 128x256x32/3/8/ra");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("no register A: "), std::string::npos) << r.output;
