@@ -3,7 +3,8 @@
 // CudaProgram on fresh random inputs with every output poisoned first, against
 // the f64 oracle with the tolerances of `tilefuse run --check`; the
 // out-of-range case fails with the check's message and leaves the process
-// able to run again; poisoned outputs are all written; the kernel cache
+// able to run again, and so does one under register_a (the index checked by
+// the MMA warps); poisoned outputs are all written; the kernel cache
 // serves a second CudaProgram of the same program.
 //
 // Every test skips (with the reason) where CUDA or a GPU is missing. Seeds are
@@ -14,9 +15,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/structure.h"
 #include "core/error.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
@@ -221,6 +224,60 @@ TEST(GpuCases, OutOfRangeThenTheSameProcessRunsAgain) {
   EXPECT_EQ(compare_with_oracle(good_outs, oracle_of(oob.graph, good)), "");
   // And the error comes back once more with the bad indices.
   EXPECT_EQ(expect_out_of_range(oob_program, bad), "") << "third run";
+}
+
+// register_a (the MMA warps load the gathered rows straight into their wgmma
+// A fragments and check those rows' indices themselves, CopyPlan::row_checks)
+// reports an index one past the end with its position, reads nothing out of
+// bounds, and the same program then runs in-range indices to the oracle's
+// answer. One bad position at a time: in block 0's first tile (warpgroup 0's
+// rows), and in tiles 140 and 263 of 264, which a persistent kernel of one
+// block an SM (132 on the H200) runs as a block's second tile, checked at that
+// tile's start from the index loaded a tile ahead (row 33791 is warpgroup 1's
+// second fragment row); the non-persistent kernel runs every tile first.
+TEST(GpuCases, OutOfRangeUnderRegisterA) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const std::optional<tir::Target> target = gputest::device_target();
+  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
+  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed, seed));
+  const Program p = parse_program(
+      "def oob_ra(x: bf16[64, 256], y: bf16[256, 128], idx: i64[33792] in [0, 64)):\n"
+      "    return x[idx] @ y\n",
+      "oob_ra.tfs");
+  const std::vector<Tensor> good = make_random_inputs(p.graph, seed);
+  const std::vector<Tensor> refs = oracle_of(p.graph, good);
+  for (bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "128x128x64/4/8/persistent/ra" : "128x128x64/4/8/ra");
+    driver::CompileOptions co;
+    co.plan = PlanKind::kFused;
+    co.target = *target;
+    GemmConfig cfg;
+    cfg.block_m = 128, cfg.block_n = 128, cfg.block_k = 64, cfg.num_stages = 4, cfg.num_warps = 8;
+    cfg.persistent = persistent;
+    cfg.register_a = true;
+    co.lower.gemm_config = cfg;
+    const driver::CompiledProgram compiled = driver::compile(p.graph, co);
+    ASSERT_EQ(compiled.kernels.size(), 1u);
+    ASSERT_TRUE(codegen::has_register_a_loop(compiled.kernels[0].kernel.body))
+        << "the register_a pass declined the config";
+    driver::CudaProgram program(compiled, dev);
+    for (int64_t row : {int64_t{5}, int64_t{128 * 140 + 77}, int64_t{33791}}) {
+      // good with idx[row] = 64 (the only 64: the error must name that row).
+      std::vector<Tensor> bad = good;
+      const Tensor& idx = good.at(2);
+      Tensor one_bad = Tensor::empty(idx.dtype(), idx.shape());
+      for (int64_t i = 0; i < idx.numel(); ++i) one_bad.set_linear(i, idx.get_linear(i));
+      one_bad.set_linear(row, 64);
+      bad[2] = one_bad;
+      EXPECT_EQ(expect_out_of_range(program, bad), "") << "idx[" << row << "] = 64";
+    }
+    std::vector<Tensor> outs;
+    ASSERT_NO_THROW(outs = program.run(good, /*poison=*/true));
+    EXPECT_EQ(compare_with_oracle(outs, refs), "") << "in-range indices after the errors";
+  }
 }
 
 TEST(GpuCases, PoisonedOutputsAreAllWritten) {
