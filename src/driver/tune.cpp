@@ -131,6 +131,7 @@ json candidate_to_json(const TuneCandidate& c) {
             {"repeats", c.repeats}};
   if (c.cublaslt) j["cublaslt"] = true;
   if (!c.error.empty()) j["error"] = c.error;
+  if (c.spill_bytes > 0) j["spill_bytes"] = c.spill_bytes;
   return j;
 }
 
@@ -159,6 +160,7 @@ struct Source {
   const std::string* name = nullptr;
   std::string error;
   bool from_cache = false;
+  int spill_bytes = 0;  // ptxas -v: spill stores + loads (0: none or no report)
 };
 
 struct Slot {
@@ -735,6 +737,23 @@ LowerOptions TunedChoice::lower_for(PlanKind p) const {
   return lo;
 }
 
+std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidates) {
+  // Per plan: whether a candidate compiled without spilling.
+  std::set<PlanKind> clean;
+  for (const TuneCandidate& c : candidates)
+    if (!c.cublaslt && c.error.empty() && c.spill_bytes == 0) clean.insert(c.plan);
+  std::vector<std::string> out(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const TuneCandidate& c = candidates[i];
+    if (c.cublaslt || !c.error.empty() || c.spill_bytes == 0 || !clean.count(c.plan)) continue;
+    out[i] = fmt::format(
+        "ptxas spills {} bytes to local memory (stores and loads); not timed: the {} plan has "
+        "candidates that do not spill",
+        c.spill_bytes, plan_kind_name(c.plan));
+  }
+  return out;
+}
+
 std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us) {
   // In order of preference on a tie: our fused plan, our unfused plan, then
   // the library's GEMM (it must be strictly faster to be worth a dependency
@@ -893,6 +912,10 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
       return std::nullopt;
     t.repeats = e.value("repeats", 0);
     t.error = e.value("error", std::string());
+    if (auto b = e.find("spill_bytes"); b != e.end()) {
+      if (!b->is_number_integer()) return std::nullopt;
+      t.spill_bytes = b->get<int>();
+    }
     if (auto b = e.find("cublaslt"); b != e.end()) {
       if (!b->is_boolean()) return std::nullopt;
       t.cublaslt = b->get<bool>();
@@ -1033,8 +1056,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     parallel_for(sources.size(), threads, [&](size_t i) {
       Source& src = sources[i];
       try {
-        cache::compile_cuda_cached(*src.source, *src.name, nvrtc, &src.from_cache,
-                                   options.cache_root);
+        const cuda::CompiledKernel k = cache::compile_cuda_cached(
+            *src.source, *src.name, nvrtc, &src.from_cache, options.cache_root);
+        if (k.usage.present) src.spill_bytes = k.usage.spill_store_bytes + k.usage.spill_load_bytes;
       } catch (const std::exception& e) {
         src.error = std::string("NVRTC: ") + e.what();
       }
@@ -1045,8 +1069,19 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     result.nvrtc_kernels = static_cast<int>(sources.size());
     for (const Source& src : sources) result.nvrtc_cache_hits += src.from_cache ? 1 : 0;
     for (Slot& s : slots)
-      for (size_t i : s.sources)
+      for (size_t i : s.sources) {
         if (!sources[i].error.empty() && s.cand.error.empty()) s.cand.error = sources[i].error;
+        s.cand.spill_bytes += sources[i].spill_bytes;
+      }
+    std::vector<TuneCandidate> cands;
+    for (const Slot& s : slots) cands.push_back(s.cand);
+    const std::vector<std::string> skips = spill_skips(cands);
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (!skips[i].empty()) {
+        slots[i].cand.error = skips[i];
+        slots[i].compiled.reset();
+        ++result.spilled;
+      }
   }
 
   // Time: one candidate after another.
@@ -1310,8 +1345,11 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
   if (at_won > 1) runner_up = won;
   json speedup = nullptr;
   if (won > 0 && runner_up > 0) speedup = runner_up / won;
-  int failed = 0;
-  for (const TuneCandidate& t : c.candidates) failed += t.median_us < 0 ? 1 : 0;
+  int failed = 0, spilled = 0;
+  for (const TuneCandidate& t : c.candidates) {
+    failed += t.median_us < 0 ? 1 : 0;
+    spilled += t.median_us < 0 && t.spill_bytes > 0 ? 1 : 0;
+  }
   // The winning plan's runner-up config: its fastest other timed candidate
   // (what the winner beat within its own plan: e.g. the same tiles not
   // persistent, or one stage more).
@@ -1340,6 +1378,7 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
           {"candidates", c.candidates.size()},
           {"config_runner_up", config_runner_up},
           {"failed", failed},
+          {"spilled", spilled},
           {"tuned_at", c.tuned_at},
           {"tuning_seconds", c.tuning_seconds}};
 }
@@ -1368,8 +1407,10 @@ std::string render_tuning_text(const json& a) {
   if (a.contains("speedup") && a["speedup"].is_number())
     s += fmt::format(" ({:.2f}x faster)", a["speedup"].get<double>());
   s += missing;
-  s += fmt::format("; {} candidates ({} skipped) in {:.1f} s", a.value("candidates", 0),
-                   a.value("failed", 0), a.value("tuning_seconds", 0.0));
+  const int spilled = a.value("spilled", 0);
+  s += fmt::format("; {} candidates ({} skipped{}) in {:.1f} s", a.value("candidates", 0),
+                   a.value("failed", 0),
+                   spilled > 0 ? fmt::format(", {} for spills", spilled) : std::string(), a.value("tuning_seconds", 0.0));
   if (plans[2].second < 0 && a.contains("cublaslt_note") && a["cublaslt_note"].is_string() &&
       !a["cublaslt_note"].get<std::string>().empty())
     s += "; unfused+cuBLASLt " + a["cublaslt_note"].get<std::string>();

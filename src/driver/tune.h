@@ -7,7 +7,9 @@
 //     for config in gemm_config_space(...)        (the same config for every
 //       candidate = compile(graph, plan, config)   GEMM step of the plan)
 //   compile every candidate on a thread pool: driver::compile, then NVRTC
-//     (through the kernel cache) for each distinct kernel source
+//     (through the kernel cache) for each distinct kernel source; a
+//     candidate that spills is dropped where its plan has one that does not
+//     (spill_skips)
 //   time every candidate on the device, one after another (median of
 //     `repeats`, L2 flushed; CPU: wall time), re-time each plan's best few
 //     with `final_repeats` and check their outputs against the first
@@ -213,10 +215,22 @@ struct TuneCandidate {
   double median_us = -1;             // -1: not timed (failed)
   int repeats = 0;                   // samples behind median_us
   std::string error;                 // why it was skipped; empty when timed
+  // ptxas -v (GPU): bytes spilled to local memory, stores plus loads, over
+  // its kernels (0 also where ptxas gave no report).
+  int spill_bytes = 0;
   // The unfused+cuBLASLt candidate (plan kUnfused): its plain GEMM steps on
   // cuBLASLt, `config` that of its other kernels.
   bool cublaslt = false;
 };
+
+// The tuner's rule on spills (issue 15: no candidate that can win spills):
+// a candidate of ours whose kernels spill (TuneCandidate::spill_bytes > 0)
+// is not timed when another candidate of the same plan compiled without
+// spilling (no error and no spill bytes); where every compiled candidate of
+// a plan spills, they all run. Returns, for each of `candidates`, the reason
+// it is skipped ("ptxas spills N bytes to local memory; ...") or "" (also
+// for one already skipped, with an error).
+std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidates);
 
 // The plan that wins given each one's measured time (-1: not measured or
 // failed): the fastest; on a tie our own kernels (fused, then unfused)
@@ -261,7 +275,8 @@ struct TuneResult {
   bool from_cache = false;  // the cached choice: nothing was compiled or timed
   bool cache_written = false;
   int candidates = 0;        // tried (both plans, and unfused+cuBLASLt when it was one)
-  int failed = 0;            // skipped: failed to compile, load or launch
+  int failed = 0;            // skipped: failed to compile, load or launch, or spilled
+  int spilled = 0;           // ... of which spilled (spill_skips)
   int nvrtc_kernels = 0;     // distinct kernel sources compiled (NVRTC or the kernel cache)
   int nvrtc_cache_hits = 0;  // ... of which came from the kernel cache
   double seconds = 0;        // wall time of this call

@@ -696,6 +696,10 @@ TEST(TuneJson, ChoiceRoundTrips) {
   t.config = c.fused_config;
   t.error = "NVRTC: too many resources";
   c.candidates.push_back(t);
+  driver::TuneCandidate spilled{PlanKind::kFused, GemmConfig{256, 128, 64, 2, 8, 8, 2}};
+  spilled.spill_bytes = 680;
+  spilled.error = "ptxas spills 680 bytes to local memory";
+  c.candidates.push_back(spilled);
   c.tuned_at = "2026-11-30T05:00:00Z";
   c.tuning_seconds = 12.5;
   c.device = "NVIDIA H200 sm_90a";
@@ -705,9 +709,13 @@ TEST(TuneJson, ChoiceRoundTrips) {
   EXPECT_TRUE(same(*back->gemm_config, *c.gemm_config));
   EXPECT_TRUE(same(*back->fused_config, *c.fused_config));
   EXPECT_DOUBLE_EQ(back->unfused_us, 38.1);
-  ASSERT_EQ(back->candidates.size(), 1u);
+  ASSERT_EQ(back->candidates.size(), 2u);
   EXPECT_EQ(back->candidates[0].error, t.error);
   EXPECT_EQ(back->candidates[0].median_us, -1);
+  EXPECT_EQ(back->candidates[0].spill_bytes, 0);
+  EXPECT_EQ(back->candidates[1].spill_bytes, 680);
+  EXPECT_EQ(back->candidates[1].error, spilled.error);
+  EXPECT_EQ(back->candidates[1].config->split_k, 2);
   EXPECT_EQ(back->summary(), "unfused, 64x128x64/2/4, 38.1 us vs fused 52.0 us");
   EXPECT_TRUE(same(*back->lower_for(PlanKind::kFused).gemm_config, *c.fused_config));
   EXPECT_FALSE(back->cublaslt);
@@ -760,6 +768,46 @@ TEST(TunePick, TheFastestWinsAndTiesGoToOurKernels) {
   EXPECT_EQ(driver::pick_plan(10, 10)->plan, PlanKind::kFused);
   EXPECT_EQ(driver::pick_plan(10, 9)->plan, PlanKind::kUnfused);
   EXPECT_FALSE(driver::pick_plan(10, 9)->cublaslt);
+}
+
+// A candidate whose kernels spill is not timed where its plan has one that
+// does not; a plan whose every compiled candidate spills keeps them all, and
+// candidates already skipped and unfused+cuBLASLt are left alone.
+TEST(TuneSpills, ASpillingCandidateIsSkippedWhereItsPlanHasACleanOne) {
+  using driver::TuneCandidate;
+  auto cand = [](PlanKind plan, int spill, const char* error = "") {
+    TuneCandidate c;
+    c.plan = plan;
+    c.config = GemmConfig{128, 128, 64, 3, 8, 8};
+    c.spill_bytes = spill;
+    c.error = error;
+    return c;
+  };
+  TuneCandidate blas = cand(PlanKind::kUnfused, 0);
+  blas.cublaslt = true;
+  const std::vector<TuneCandidate> cands = {
+      cand(PlanKind::kFused, 0),                    // clean: the fused plan has one
+      cand(PlanKind::kFused, 680),                  // skipped
+      cand(PlanKind::kFused, 12, "NVRTC: failed"),  // skipped already: its error stays
+      cand(PlanKind::kUnfused, 96, ""),             // every unfused candidate spills ...
+      cand(PlanKind::kUnfused, 0, "run: failed"),   // (a failed one is not clean)
+      cand(PlanKind::kUnfused, 40, ""),             // ... so both run
+      blas};
+  const std::vector<std::string> skips = driver::spill_skips(cands);
+  ASSERT_EQ(skips.size(), cands.size());
+  EXPECT_EQ(skips[0], "");
+  EXPECT_EQ(skips[1],
+            "ptxas spills 680 bytes to local memory (stores and loads); not timed: the fused plan "
+            "has candidates that do not spill");
+  for (size_t i : {2, 3, 4, 5, 6}) EXPECT_EQ(skips[i], "") << i;
+  // With a clean unfused candidate the spilling ones are skipped too.
+  std::vector<TuneCandidate> more = cands;
+  more.push_back(cand(PlanKind::kUnfused, 0));
+  const std::vector<std::string> skips2 = driver::spill_skips(more);
+  EXPECT_NE(skips2[3].find("ptxas spills 96 bytes"), std::string::npos);
+  EXPECT_NE(skips2[5].find("the unfused plan"), std::string::npos);
+  EXPECT_EQ(skips2[4], "");
+  EXPECT_EQ(skips2[7], "");
 }
 
 TEST(TuneSummary, SaysEachPlansTime) {
@@ -920,12 +968,19 @@ TEST_F(TuneCache, ExplainsACachedCublasltChoice) {
     pc.persistent = true;
     p.candidates.push_back({PlanKind::kFused, pc, 39.5, 100, ""});
     p.candidates.push_back({PlanKind::kFused, GemmConfig{64, 64, 64, 3, 4, 8}, 45.0, 100, ""});
+    // Skipped for its spills: counted, and never the runner-up.
+    driver::TuneCandidate spilled{PlanKind::kFused, GemmConfig{256, 128, 64, 2, 8, 8, 2}};
+    spilled.spill_bytes = 680;
+    spilled.error = "ptxas spills 680 bytes to local memory";
+    p.candidates.push_back(spilled);
     ASSERT_TRUE(tc->put(driver::tuning_key(g, h200).material(), driver::choice_to_json(p)));
     const nlohmann::json r = driver::tuning_account(g, "NVIDIA H200 sm_90a");
     EXPECT_EQ(r["config_runner_up"]["config"], "128x256x64/3/8/persistent");
+    EXPECT_EQ(r["failed"], 1);
+    EXPECT_EQ(r["spilled"], 1);
     EXPECT_NE(driver::render_tuning_text(r).find(
-                  "5 candidates (0 skipped) in 9.5 s; runner-up fused 128x256x64/3/8/persistent, "
-                  "39.5 us"),
+                  "6 candidates (1 skipped, 1 for spills) in 9.5 s; runner-up fused "
+                  "128x256x64/3/8/persistent, 39.5 us"),
               std::string::npos)
         << driver::render_tuning_text(r);
   }
