@@ -50,7 +50,9 @@ Expr widen_for(const DimEnv& env, const Expr& c, const Expr& size, const Expr& s
 // one (`2 + (1 + i)` is `3 + i`), so a chain of slices leaves one
 // coordinate of three nodes, not one as deep as the chain. Where the folded
 // constants would not fit the index dtype, a slice to a single element
-// reads `start` (the only coordinate there is).
+// reads `start` (the only coordinate there is), and so does an empty one: it
+// reads nothing, and its step may fit no index dtype of its size
+// (`x[:, 4::2**62]` of an f32[1, 4] scaled an i32 coordinate by 2^62).
 Expr slice_coord(const Expr& i, int64_t start, int64_t step, int64_t size) {
   Expr base = i;
   __int128 offset = 0, scale = 1;
@@ -67,7 +69,7 @@ Expr slice_coord(const Expr& i, int64_t start, int64_t step, int64_t size) {
   const __int128 lo = i.dtype() == DType::I32 ? INT32_MIN : INT64_MIN;
   const __int128 hi = i.dtype() == DType::I32 ? INT32_MAX : INT64_MAX;
   if (offset < lo || offset > hi || scale < lo || scale > hi) {  // no fold
-    if (size == 1) return tir::make_int(i.dtype(), start);
+    if (size == 0 || size == 1) return tir::make_int(i.dtype(), start);
     base = i, offset = start, scale = step;
   }
   Expr c = base;

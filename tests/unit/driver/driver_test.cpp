@@ -186,6 +186,38 @@ TEST(DriverExecute, BothPlansMatchTheReference) {
   }
 }
 
+// An empty slice with a step past 2^31 (valid PyTorch: `x[:, 4::2**62]` is
+// [1, 0]) reads nothing; its step must not reach the kernel as an i32
+// constant (it was an internal error, "constant does not fit i32", exit 2).
+TEST(DriverExecute, EmptySlicesWithHugeStepsCompileAndRun) {
+  for (const char* src : {
+           "def f(x: f32[1, 4]):\n"
+           "    return x[9223372036854775807:-9223372036854775808:9223372036854775807]\n",
+           "def f(x: f32[1, 4]):\n    return x[:, 5::9223372036854775807] * 2.0\n",
+           "def f(x: f32[3, 4]):\n    return x[:, 3:0:4611686018427387904] + 1.0, x[2:, 1:]\n",
+           "def f(x: f32[6, 4], w: f32[4, 5]):\n"
+           "    return torch.relu(x[6::2147483648] * 2.0) @ w, x[:, 4::2147483648] @ w[:0]\n",
+       }) {
+    const Program p = parse(src);
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
+    const std::vector<Tensor> expected = evaluate(p.graph, inputs);
+    for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+      driver::CompileOptions o;
+      o.plan = kind;
+      driver::ExecuteOptions x;
+      x.poison_outputs = true;
+      std::vector<Tensor> got;
+      ASSERT_NO_THROW(got = driver::execute(driver::compile(p.graph, o), inputs, x))
+          << src << plan_kind_name(kind);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].shape(), expected[i].shape()) << src;
+        EXPECT_EQ(relative_error(got[i], expected[i]), 0.0) << src << plan_kind_name(kind);
+      }
+    }
+  }
+}
+
 TEST(DriverExecute, AReturnedParameterIsACopy) {
   const Program p = parse("def f(x: f32[3], w: f32[3, 2]):\n    return x, x @ w\n");
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, 3);
