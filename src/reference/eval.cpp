@@ -375,6 +375,10 @@ Tensor Evaluator::eval_matmul(const Node& n) {
   const int64_t batch_count = shape_numel(batch);
   TF_CHECK(lhs.m.cols == rhs.m.rows, "matmul: inner dims differ");
   TF_CHECK(batch_count * m * nn == out.numel(), "matmul: result size differs from the node's");
+  // An empty result computes nothing, whatever its batch: a GEMM item per
+  // batch would be 2^40 of them for an f32[2^40, 0, 0] (bmm of [2^40, 0, 1]
+  // and [2^40, 1, 0], which the executor runs), an allocation no machine has.
+  if (out.numel() == 0) return out;
 
   std::optional<reference::MatrixRef> bias;
   Tensor bias_tensor;

@@ -364,6 +364,32 @@ TEST(EvalEmpty, EmptyTensorsWorkEverywhere) {
   EXPECT_EQ(out[2].dtype(), DType::F32);
 }
 
+// An empty matmul result computes nothing, however large its batch (the
+// evaluator made a GEMM item per batch: 2^40 of them here, "out of host
+// memory" for a program the executor runs at once).
+TEST(EvalEmpty, EmptyMatmulWithAHugeBatchAllocatesNothing) {
+  const int64_t big = int64_t{1} << 40;
+  Graph g;
+  const ValueId x = param(g, "x", DType::F32, {big, 0, 1});
+  const ValueId y = param(g, "y", DType::F32, {big, 1, 0});
+  const ValueId b = param(g, "b", DType::F32, {0});
+  const ValueId w = param(g, "w", DType::F32, {1, 0});
+  g.add_output(g.matmul(x, y, {}));
+  g.add_output(g.addmm(b, g.select(x, 0, 0, {}), w, 1.0, 1.0, {}));
+  for (EvalMode mode : {EvalMode::kEager, EvalMode::kOracle}) {
+    EvalOptions o;
+    o.mode = mode;
+    const std::vector<Tensor> out =
+        evaluate(g,
+                 {Tensor::empty(DType::F32, {big, 0, 1}), Tensor::empty(DType::F32, {big, 1, 0}),
+                  Tensor::empty(DType::F32, {0}), Tensor::empty(DType::F32, {1, 0})},
+                 o);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].shape(), (Shape{big, 0, 0}));
+    EXPECT_EQ(out[1].shape(), (Shape{0, 0}));
+  }
+}
+
 TEST(EvalOracle, F16ChainHasSmallNonzeroErrorAgainstOracle) {
   Graph g;
   const ValueId x = param(g, "x", DType::F16, {33, 70});
