@@ -128,6 +128,31 @@ TEST(Cli, OutOfRangeIndexIsAUserErrorNamingTensorPositionAndValue) {
           run_cli("run " + case_path("gather_out_of_range.tfs") + " --engine reference").output));
 }
 
+// Valid programs whose results are empty (a hostile-input pass found both
+// exiting non-zero): an empty slice with a step past 2^31 (an internal error,
+// exit 2, in the lowering) and a bmm with a 2^40 batch of empty matrices
+// ("out of host memory" from --check's oracle and --engine reference). Each
+// command succeeds and --check holds.
+TEST(Cli, EmptyResultsWithHugeStepsAndBatchesRun) {
+  const std::string slice = ::testing::TempDir() + "/empty_huge_step.tfs";
+  std::ofstream(slice) << "def f(x: f32[6, 4], w: f32[4, 5]):\n"
+                          "    return x[:, 5::9223372036854775807] * 2.0, "
+                          "x[6::2147483648] @ w\n";
+  const std::string bmm = ::testing::TempDir() + "/empty_huge_batch.tfs";
+  std::ofstream(bmm) << "def f(x: f32[1099511627776, 0, 1], y: f32[1099511627776, 1, 0]):\n"
+                        "    return torch.bmm(x, y)\n";
+  for (const std::string& prog : {slice, bmm}) {
+    for (const char* how : {" --check", " --check --plan unfused", " --engine reference"}) {
+      Result r = run_cli("run " + prog + " --device cpu" + how);
+      EXPECT_EQ(r.exit_code, 0) << prog << how << "\n" << r.output;
+    }
+    Result b = run_cli("bench " + prog + " --device cpu --repeats 1 --warmup 0");
+    EXPECT_EQ(b.exit_code, 0) << prog << "\n" << b.output;
+    Result e = run_cli("explain " + prog + " --target sm_90a");
+    EXPECT_EQ(e.exit_code, 0) << prog << "\n" << e.output;
+  }
+}
+
 // explain names a stream-K config's schedule and why (text and JSON), and
 // on sm_80, where no persistent kernel runs it, that the pass declined it.
 TEST(Cli, ExplainSaysWhyStreamK) {
