@@ -299,7 +299,18 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
   k["copies"] = copies;
   k["reads"] = value_list(g, step.reads);
   k["writes"] = value_list(g, {step.output});
-  if (ck.cuda) k["cuda"] = cuda_account(*ck.cuda);
+  if (ck.cuda) {
+    k["cuda"] = cuda_account(*ck.cuda);
+    // Each copy as the CUDA kernel has it: the CUDA passes may replace one
+    // (register_a: A's tile loaded into wgmma fragments) or drop it (index
+    // tiles nothing reads any more); null when the kernel has no such copy.
+    for (json& cp : k["copies"]) {
+      json mode = nullptr;
+      for (const codegen::CudaCopy& cc : ck.cuda->copies)
+        if (cc.dst == cp.at("buffer").get<std::string>()) mode = cc.mode;
+      cp["cuda_mode"] = mode;
+    }
+  }
   return k;
 }
 
@@ -448,7 +459,14 @@ std::string render_explain_text(const json& a) {
                                                         c.at("role").get<std::string>() + ", ";
       out << "    " << who << c.at("buffer").get<std::string>() << ": "
           << c.at("mode").get<std::string>() << " " << c.at("width_bytes").get<int64_t>() << " B — "
-          << c.at("reason").get<std::string>() << "\n";
+          << c.at("reason").get<std::string>();
+      if (auto cm = c.find("cuda_mode"); cm != c.end()) {
+        if (cm->is_null())
+          out << " [not in the CUDA kernel: its passes dropped it]";
+        else if (*cm != c.at("mode"))
+          out << " [the CUDA kernel: " << cm->get<std::string>() << "]";
+      }
+      out << "\n";
     }
     if (k.contains("cuda")) render_cuda(out, k.at("cuda"));
   }

@@ -221,6 +221,7 @@ TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
                 if (d.at("mode") == "cp_async" || d.at("mode") == "register") {
                   EXPECT_EQ(lowered[j].at("width_bytes"), d.at("width_bytes")) << d;
                 }
+                EXPECT_EQ(d.at("cuda_mode"), lowered[j].at("mode")) << d;
                 next = j + 1;
                 ++compared;
                 break;
@@ -235,6 +236,46 @@ TEST(Explain, CopyDecisionsAgreeWithTheCudaLoweringForEverySharedCase) {
       }
   }
   EXPECT_GE(compared, 4 * static_cast<int>(cases.size()));
+}
+
+// register_a replaces A's cp.async tile by fragment loads and drops the
+// staged index tiles: the decisions say so by their cuda_mode, and the text
+// in brackets.
+TEST(Explain, CopiesTheCudaPassesReplacedOrDroppedAreMarked) {
+  const char* src =
+      "def g(x: bf16[64, 256], y: bf16[256, 128], idx: i64[4096] in [0, 64)):\n"
+      "    return x[idx] @ y\n";
+  GemmConfig c{128, 128, 64, 4, 8, 8};
+  c.persistent = true;
+  c.register_a = true;
+  const json a = explain_source(src, "sm_90a", PlanKind::kFused, c);
+  const json& k = a.at("kernels")[0];
+  int dropped = 0;
+  bool fragment = false;
+  for (const json& d : k.at("copies")) {
+    if (d.at("buffer") == "A_s") {
+      EXPECT_EQ(d.at("mode"), "cp_async");
+      EXPECT_EQ(d.at("cuda_mode"), "fragment");
+      fragment = true;
+    } else if (d.at("buffer") == "B_s") {
+      EXPECT_EQ(d.at("cuda_mode"), "tma");
+    } else {
+      EXPECT_TRUE(d.at("cuda_mode").is_null()) << d;  // the index tiles
+      ++dropped;
+    }
+  }
+  EXPECT_TRUE(fragment);
+  EXPECT_EQ(dropped, 2);
+  const std::string text = driver::render_explain_text(a);
+  EXPECT_NE(text.find("TMA needs an affine tile [the CUDA kernel: fragment]\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[not in the CUDA kernel: its passes dropped it]\n"), std::string::npos);
+  // The same program without register_a: every copy as decided, no brackets.
+  c.register_a = false;
+  const std::string plain = driver::render_explain_text(explain_source(src, "sm_90a",
+                                                                       PlanKind::kFused, c));
+  EXPECT_EQ(plain.find(" [the CUDA kernel"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find(" [not in the CUDA kernel"), std::string::npos) << plain;
 }
 
 // Every key path of an account ("kernels[].cuda.gemms[].family"), not
