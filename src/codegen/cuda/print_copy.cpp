@@ -555,11 +555,15 @@ void Printer::ra_rows(const CopyNode* a, const std::string& acc, const std::stri
   });
 }
 
-void Printer::ra_checks(const CopyNode* a, const std::string& acc, const std::string& loaded) {
+void Printer::ra_checks(const CopyNode* a, const std::string& acc, const std::string& loaded,
+                        bool cold) {
   if (a->plan->row_checks.empty()) return;
-  line("// the index checks of this thread's rows (CopyPlan::row_checks)");
+  line(cold ? "// the index checks of this thread's rows (CopyPlan::row_checks), reported out of "
+              "line (tf::report_cold)"
+            : "// the index checks of this thread's rows (CopyPlan::row_checks)");
   ra_each_row(a, acc, loaded, [&] {
-    for (const Stmt& s : a->plan->row_checks) emit_check(s.as<CheckNode>());
+    for (const Stmt& s : a->plan->row_checks)
+      emit_check(s.as<CheckNode>(), cold ? "tf::report_cold" : "tf::report");
   });
 }
 

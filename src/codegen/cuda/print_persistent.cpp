@@ -219,7 +219,7 @@ void Printer::emit_persistent() {
     if (!frag->plan->row_checks.empty()) {
       open("if (tf_git > 0)");
       ra_checks(frag, buf(body.consumer.at(0).as<GemmNode>()->c.buffer),
-                fragment_row_load(frag).defined() ? "tf_rav" : "");
+                fragment_row_load(frag).defined() ? "tf_rav" : "", /*cold=*/true);
       close();
     }
   }

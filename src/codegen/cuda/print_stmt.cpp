@@ -59,7 +59,7 @@ void Printer::thread_loop(int64_t total, const std::string& v, const std::functi
   in_threads_ = saved;
 }
 
-void Printer::emit_check(const CheckNode* op) {
+void Printer::emit_check(const CheckNode* op, const char* report) {
   // Each distinct check (code and message) gets its own id in the status
   // word; codes are categories, and two checks may share one.
   int id = 0;
@@ -75,7 +75,7 @@ void Printer::emit_check(const CheckNode* op) {
   TF_CHECK(op->args.size() <= 4, "cuda emitter: a check with more than 4 args");
   std::string args;
   for (const Expr& a : op->args) args += ", static_cast<long long>(" + expr(a) + ")";
-  line(fmt::format("if (!{}) tf::report(tf_status, {}{});", expr(op->cond), id, args));
+  line(fmt::format("if (!{}) {}(tf_status, {}{});", expr(op->cond), report, id, args));
 }
 
 void Printer::emit_alloc(const AllocateNode* op) {

@@ -77,7 +77,9 @@ class Printer {
   // can be loaded before its element loop: their slice and mask read no
   // variable the nest binds. Empty where workspace_vector is 1.
   std::vector<const tir::LoadNode*> workspace_vector_loads(const tir::ForNode* op) const;
-  void emit_check(const tir::CheckNode* op);
+  // `report`: the status call on failure, tf::report, or tf::report_cold
+  // (out of line) in a persistent tile loop (ra_checks).
+  void emit_check(const tir::CheckNode* op, const char* report = "tf::report");
   void emit_alloc(const tir::AllocateNode* op);
   // `for (v = tid; v < total; v += threads)`, or a fixed-trip unrolled loop
   // (slot index in trip_var_) when total is a whole number of rounds of at
@@ -151,8 +153,14 @@ class Printer {
   // two rows, reading the index from `loaded`[2] (ra_preload) or, with "",
   // from memory. Printed where the accumulators are not live (before the
   // first tile, at a tile's start): inside the k-loop their report's
-  // registers made ptxas spill and serialize wgmma (session 25).
-  void ra_checks(const tir::CopyNode* a, const std::string& acc, const std::string& loaded);
+  // registers made ptxas spill and serialize wgmma (session 25). `cold`: a
+  // later tile's start in the persistent tile loop, which reports through
+  // tf::report_cold (out of line): inline there, the report's atomics and
+  // fence made ptxas of CUDA 13.0 issue A's fragment loads one k-tile ahead
+  // instead of three in every persistent register_a kernel (session 26,
+  // SASS).
+  void ra_checks(const tir::CopyNode* a, const std::string& acc, const std::string& loaded,
+                 bool cold = false);
   // The rows' one global load (a gather's index) into `loaded`[2] ahead of
   // ra_rows(..., loaded); false (nothing printed) when they read none or
   // several.

@@ -28,6 +28,20 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
   }
 }
 
+// report, out of line: for a check in a hot loop's body whose error path,
+// inlined, changes how ptxas schedules the loop. The register_a row checks
+// at each later tile's start of a persistent kernel use it: with report
+// inline there (its atomics and fence), ptxas of CUDA 13.0 issued the MMA
+// warps' A fragment loads one k-tile ahead of their wgmma instead of three,
+// in every persistent register_a kernel of the bench programs; out of line,
+// three, with no spills (SASS, bench/RESULTS.md, session 26). Static: a
+// translation unit that does not call it does not compile it.
+static __device__ __noinline__ void report_cold(Status* s, int code, long long a0 = 0,
+                                                long long a1 = 0, long long a2 = 0,
+                                                long long a3 = 0) {
+  report(s, code, a0, a1, a2, a3);
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // ---- thread-block clusters (sm_90; PTX ISA 9.7.13.3 barrier.cluster, 9.7.9.21
 // mapa, 9.7.9.8 ld .shared::cluster) ---------------------------------------------
