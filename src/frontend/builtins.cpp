@@ -136,7 +136,9 @@ Operand clamp(Call& c) {
   }
   if (!bounds[0] && !bounds[1])
     throw UserError(fmt::format("{}() needs at least one of 'min' and 'max'", c.display), c.loc);
-  return c.result(c.g.clamp(x, bounds[0], bounds[1], bounds_kind, c.loc));
+  return c.result(c.g.clamp(x, bounds[0], bounds[1], bounds_kind, c.loc,
+                            c.has(1) ? c.arg(1).loc : SourceLoc{},
+                            c.has(2) ? c.arg(2).loc : SourceLoc{}));
 }
 
 Operand where(Call& c) {

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -653,7 +654,7 @@ ValueId Graph::clamp(ValueId x, std::optional<double> min, std::optional<double>
 }
 
 ValueId Graph::clamp(ValueId xv, std::optional<double> min, std::optional<double> max,
-                     DType bounds_kind, SourceLoc loc) {
+                     DType bounds_kind, SourceLoc loc, SourceLoc min_loc, SourceLoc max_loc) {
   TF_CHECK(xv >= 0 && xv < size(), "clamp: invalid value");
   if (!min && !max) throw UserError("clamp needs at least one of min and max", loc);
   const Node& x = nodes_[xv];
@@ -666,6 +667,36 @@ ValueId Graph::clamp(ValueId xv, std::optional<double> min, std::optional<double
   if (max) ops.push_back({bound, graph_internal::PromotionGroup::Wrapped});
   const DType dt = graph_internal::result_type_of(ops, loc);
   if (dt == DType::Bool) throw UserError("clamp is not supported for bool tensors", loc);
+  if (is_integral(dt) && dt != DType::I64) {
+    // The kernels convert each bound with Scalar::to<scalar_t>(), i.e.
+    // c10::checked_convert: "value cannot be converted to type int8_t without
+    // overflow" for one outside the dtype, except that a negative value down
+    // to -max converts to an unsigned type by wrapping (clamp(u8, -1) clamps
+    // to 255). An i64 result needs no check: an int bound is an i64 already.
+    const double lo = dt == DType::U8   ? -255.0
+                      : dt == DType::I8 ? -128.0
+                                        : static_cast<double>(std::numeric_limits<int32_t>::min());
+    const double hi = dt == DType::U8   ? 255.0
+                      : dt == DType::I8 ? 127.0
+                                        : static_cast<double>(std::numeric_limits<int32_t>::max());
+    for (std::optional<double>* b : {&min, &max}) {
+      if (!*b) continue;
+      const double v = **b;
+      if (!(v >= lo && v <= hi)) {
+        const SourceLoc at = b == &min ? min_loc : max_loc;
+        // An integer result means int bounds: print them as written (3e+09
+        // would hide the digits).
+        char digits[400];
+        std::snprintf(digits, sizeof digits, "%.0f", v);
+        throw UserError(std::string("clamp ") + (b == &min ? "min" : "max") + "=" + digits +
+                            " cannot be converted to " +
+                            std::string(dtype_name(dt)) +
+                            " without overflow (an integer clamp's bounds must fit its dtype)",
+                        at.valid() ? at : loc);
+      }
+      if (dt == DType::U8 && v < 0) **b = v + 256.0;
+    }
+  }
   Node n;
   n.kind = OpKind::Clamp;
   n.inputs = {xv};

@@ -241,9 +241,13 @@ class Graph {
   // the highest kind among the bounds as written), which decides promotion
   // (torch.clamp(int_tensor, 0.5) is f32). The overload without it treats
   // integer-valued bounds as int literals and any other bound as a float.
+  // With an integer result, a bound must convert to its dtype as PyTorch's
+  // Scalar::to does (c10::checked_convert): one outside the dtype is a
+  // UserError at `min_loc` / `max_loc` (`loc` where those are invalid), and
+  // a u8 bound in [-255, -1] wraps to 256 + bound.
   ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max, SourceLoc loc);
   ValueId clamp(ValueId x, std::optional<double> min, std::optional<double> max, DType bounds_kind,
-                SourceLoc loc);
+                SourceLoc loc, SourceLoc min_loc = {}, SourceLoc max_loc = {});
   ValueId cast(ValueId x, DType dtype, SourceLoc loc);
 
   // Views. Dims may be negative (wrap once, PyTorch style). Slice bounds

@@ -474,6 +474,32 @@ TEST(Functions, ClampBoundsKindPromotes) {
   EXPECT_EQ(output(expr("x: f16[4]", "x.clamp(min=-1.5)")).dtype, DType::F16);
 }
 
+// An int bound converts to an integer result dtype as PyTorch's
+// Scalar::to does: the dtype's range is accepted (errors_test has the rest),
+// and u8 takes a negative bound down to -255 by wrapping (PyTorch issue
+// 107702: clamp(u8, -10, 10) is 10 everywhere). A float bound promotes and
+// is not converted, however large.
+TEST(Functions, ClampIntBoundsFitTheResultDtype) {
+  Program p = expr("x: i8[4]", "torch.clamp(x, -128, 127)");
+  EXPECT_EQ(output(p).dtype, DType::I8);
+  EXPECT_EQ(output(p).clamp_min, -128.0);
+  EXPECT_EQ(output(p).clamp_max, 127.0);
+  p = expr("x: i32[4]", "x.clamp(-2147483648, 2147483647)");
+  EXPECT_EQ(output(p).clamp_min, -2147483648.0);
+  EXPECT_EQ(output(p).clamp_max, 2147483647.0);
+  p = expr("x: u8[4]", "x.clamp(-10, 10)");
+  EXPECT_EQ(output(p).dtype, DType::U8);
+  EXPECT_EQ(output(p).clamp_min, 246.0);
+  EXPECT_EQ(output(p).clamp_max, 10.0);
+  p = expr("x: u8[4]", "x.clamp(max=-255)");
+  EXPECT_EQ(output(p).clamp_max, 1.0);
+  p = expr("x: i8[4]", "torch.clamp(x, 200.0)");
+  EXPECT_EQ(output(p).dtype, DType::F32);
+  EXPECT_EQ(output(p).clamp_min, 200.0);
+  p = expr("x: bool[4]", "torch.clamp(x, 1099511627776)");  // i64: any int bound
+  EXPECT_EQ(output(p).dtype, DType::I64);
+}
+
 TEST(Functions, Where) {
   Program p = expr("c: bool[4, 1], a: f32[3], b: f32[4, 3]", "torch.where(c, a, b)");
   EXPECT_EQ(output(p).kind, OpKind::Where);

@@ -258,6 +258,19 @@ const BadProgram kBadPrograms[] = {
     {"to_a_number", ret(X, "x.to(3)"), 2, 17, "expected a dtype"},
     {"clamp_without_bounds", ret(X, "x.clamp()"), 2, 14, "needs at least one of 'min' and 'max'"},
     {"clamp_with_tensor_bound", ret(X, "x.clamp(min=x)"), 2, 24, "tensor bounds"},
+    // PyTorch converts an int bound to the integer dtype with an overflow
+    // check ("value cannot be converted to type int8_t without overflow"):
+    // clamping to 200 and storing would give -56 everywhere.
+    {"clamp_int_bound_beyond_i8", ret("x: i8[4]", "torch.clamp(x, 200)"), 2, 27,
+     "clamp min=200 cannot be converted to i8 without overflow"},
+    {"clamp_int_bound_below_i8", ret("x: i8[4]", "x.clip(-129, 0)"), 2, 19,
+     "clamp min=-129 cannot be converted to i8 without overflow"},
+    {"clamp_int_bound_beyond_u8", ret("x: u8[4]", "x.clamp(max=300)"), 2, 24,
+     "clamp max=300 cannot be converted to u8 without overflow"},
+    {"clamp_int_bound_below_u8", ret("x: u8[4]", "x.clamp(0, -256)"), 2, 23,
+     "clamp max=-256 cannot be converted to u8 without overflow"},
+    {"clamp_int_bound_beyond_i32", ret("x: i32[4]", "torch.clamp(x, None, 2147483648)"), 2, 33,
+     "clamp max=2147483648 cannot be converted to i32 without overflow"},
     {"addmm_scale_positional", ret("b: f32[4], " + X, "torch.addmm(b, x, x, 2)"), 2, 33,
      "torch.addmm() takes at most 3 positional arguments"},
     {"addmm_beta_beyond_f32", ret("b: f32[4], " + X, "torch.addmm(b, x, x, beta=1e308)"), 2, 38,

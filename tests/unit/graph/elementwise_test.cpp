@@ -256,6 +256,26 @@ TEST(Clamp, RequiresABoundAndKeepsThem) {
   EXPECT_EQ(n.shape, (Shape{8}));
 }
 
+// Scalar::to<int8_t>() and friends: an int bound outside an integer result
+// dtype is an error (not a clamp to 200 that stores as -56); u8 wraps
+// negative bounds down to -255, as c10::checked_convert does.
+TEST(Clamp, IntBoundsMustFitAnIntegerResult) {
+  Graph g;
+  const ValueId i8 = param(g, DType::I8, {8});
+  const ValueId u8 = param(g, DType::U8, {8});
+  const ValueId i32 = param(g, DType::I32, {8});
+  EXPECT_EQ(expect_user_error([&] { g.clamp(i8, 200.0, std::nullopt, DType::I64, kLoc); },
+                              "without overflow"),
+            "clamp min=200 cannot be converted to i8 without overflow (an integer clamp's bounds "
+            "must fit its dtype)");
+  expect_user_error([&] { g.clamp(u8, 0.0, 300.0, DType::I64, kLoc); }, "max=300");
+  expect_user_error([&] { g.clamp(u8, -256.0, std::nullopt, DType::I64, kLoc); }, "min=-256");
+  expect_user_error([&] { g.clamp(i32, 2147483648.0, std::nullopt, DType::I64, kLoc); },
+                    "min=2147483648 cannot be converted to i32");
+  EXPECT_EQ(g.node(g.clamp(u8, -1.0, std::nullopt, DType::I64, kLoc)).clamp_min, 255.0);
+  EXPECT_EQ(g.node(g.clamp(i8, 200.5, std::nullopt, DType::F64, kLoc)).dtype, DType::F32);
+}
+
 TEST(Clamp, OverloadWithoutKindGuessesFromTheValues) {
   Graph g;
   const ValueId x = param(g, DType::I32, {8});
