@@ -199,6 +199,20 @@ def test_errors():
         with raises(ValueError, match=r"cannot read '.*p\.tfs': not a regular file \(a FIFO\) "
                                       r"and nothing is writing to it"):
             tilefuse.compile(fifo)
+    # A lone surrogate (which UTF-8 cannot encode) in the program text is a
+    # CompileError at its line:col, not a UnicodeEncodeError; in an option, a
+    # ValueError naming it.
+    with raises(tilefuse.CompileError, match=r"s\.tfs:2:17: error: the program text holds the "
+                                             r"lone surrogate U\+D800") as e:
+        tilefuse.compile("def f(x: f32[2]):\n    return x  # \ud800\n", name="s.tfs",
+                         device="cpu")
+    assert "^" in str(e.value)
+    with raises(tilefuse.CompileError, match=r"<source>:1:7: error: .*U\+DFFF"):
+        tilefuse.compile("def f(\udfff: f32[2]):\n    return x\n", device="cpu")
+    with raises(ValueError, match=r"tilefuse\.compile: name .* cannot be encoded"):
+        tilefuse.compile("def f(x: f32[2]):\n    return x\n", name="a\ud800.tfs")
+    with raises(ValueError, match=r"tilefuse\.compile: device .* cannot be encoded"):
+        tilefuse.compile("def f(x: f32[2]):\n    return x\n", device="cpu\ud800")
     with raises(ValueError, match='device must be'):
         tilefuse.compile(GATHER, device="gpu")
     with raises(ValueError, match='check must be'):

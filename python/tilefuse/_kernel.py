@@ -599,6 +599,35 @@ def _looks_like_source(text):
     return "\n" in text or text.lstrip().startswith(("def ", "import ", "from ", "@", "#"))
 
 
+def _source_bytes(text, name):
+    """The program text as UTF-8 for the C API. A lone surrogate (e.g. "\\ud800", which
+    UTF-8 cannot encode) is a CompileError at its line:col, as the C API reports a
+    malformed program, not a UnicodeEncodeError."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        at = e.start
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", at)
+        line = text[line_start:] if line_end < 0 else text[line_start:line_end]
+        row, col = text.count("\n", 0, at) + 1, at - line_start + 1
+        shown = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in line)
+        raise _errors.CompileError(
+            f"{name}:{row}:{col}: error: the program text holds the lone surrogate "
+            f"U+{ord(text[at]):04X}, which is not a character (UTF-8 cannot encode it); a "
+            f"program must be valid Unicode text\n  {shown}\n  {' ' * (col - 1)}^") from None
+
+
+def _option_bytes(key, value, path=False):
+    """A string option as bytes (a path by os.fsencode); one that cannot be encoded is a
+    ValueError naming the option, not a UnicodeEncodeError."""
+    try:
+        return os.fsencode(value) if path else value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"tilefuse.compile: {key} {value!r} cannot be encoded (it holds "
+                         f"U+{ord(value[e.start]):04X}, a lone surrogate)") from None
+
+
 def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning=True,
             cache_dir=None, threads=0, check="async", name=None):
     """Compiles a .tfs program: `source_or_path` is its text (anything with a newline,
@@ -637,7 +666,8 @@ def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning
     opts = _Options()
     lib.tf_options_init(ctypes.byref(opts))
     assert opts.struct_size == ctypes.sizeof(_Options), "tf_options does not match the library"
-    keep = [v.encode() if isinstance(v, str) else v for v in (device, plan, cache_dir)]
+    keep = [_option_bytes(k, v, path=k == "cache_dir") if isinstance(v, str) else v
+            for k, v in (("device", device), ("plan", plan), ("cache_dir", cache_dir))]
     opts.device, opts.plan = keep[0], keep[1]
     opts.cache_dir = keep[2]
     opts.allow_tf32 = 1 if allow_tf32 else 0
@@ -653,13 +683,15 @@ def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning
         raise ValueError("tilefuse.compile: the program text (or path) contains a NUL character "
                          f"at offset {text.index(chr(0))}")
     if _looks_like_source(text):
-        status = lib.tf_compile_source(text.encode(), (name or "<source>").encode(),
+        file_name = _option_bytes("name", name) if name else b"<source>"
+        status = lib.tf_compile_source(_source_bytes(text, name or "<source>"), file_name,
                                        ctypes.byref(opts), ctypes.byref(handle))
     else:
         if not os.path.exists(text):
             raise FileNotFoundError(f"tilefuse.compile: no such file: {text!r} (pass the "
                                     "program's text, or the path of a .tfs file)")
-        status = lib.tf_compile_file(text.encode(), ctypes.byref(opts), ctypes.byref(handle))
+        status = lib.tf_compile_file(_option_bytes("path", text, path=True), ctypes.byref(opts),
+                                     ctypes.byref(handle))
     _errors.raise_for(status)
     k = Kernel(handle.value, check)
     k._device_option = device
