@@ -166,21 +166,45 @@ void fill_call_tensor(const DLTensor* t, const char* role, const std::string& na
     throw UserError(ErrorKind::kValue, fmt::format("{} has {} dims", what(), t->ndim));
   if (t->ndim > 0 && !t->shape) throw UserError(ErrorKind::kValue, what() + " has no shape");
   c.shape.assign(t->shape, t->shape + t->ndim);
-  if (t->strides) {
-    c.strides.assign(t->strides, t->strides + t->ndim);
-  } else {
-    // Row-major (tilefuse::contiguous_strides, without a new vector).
-    c.strides.resize(static_cast<size_t>(t->ndim));
-    int64_t step = 1;
-    for (int d = t->ndim - 1; d >= 0; --d) {
-      c.strides[static_cast<size_t>(d)] = step;
-      step *= std::max<int64_t>(c.shape[static_cast<size_t>(d)], 1);
-    }
-  }
+  // The sizes, checked before anything multiplies them: non-negative, and
+  // an element count within int64 (a shape of absurd sizes overflowed the
+  // row-major strides below, undefined behaviour).
+  auto shape_text = [&] {
+    std::string s;
+    for (const int64_t n : c.shape) s += (s.empty() ? "" : ", ") + std::to_string(n);
+    return "[" + s + "]";
+  };
+  int64_t count = 1;
+  bool count_overflows = false;
   for (int d = 0; d < t->ndim; ++d) {
     if (c.shape[d] < 0)
       throw UserError(ErrorKind::kValue,
                       fmt::format("{} has the negative size {} in dim {}", what(), c.shape[d], d));
+    count_overflows = count_overflows || __builtin_mul_overflow(count, c.shape[d], &count);
+  }
+  const bool empty = std::find(c.shape.begin(), c.shape.end(), 0) != c.shape.end();
+  if (count_overflows && !empty)
+    throw UserError(ErrorKind::kValue,
+                    fmt::format("{} has the shape {}, whose element count overflows int64",
+                                what(), shape_text()));
+  if (t->strides) {
+    c.strides.assign(t->strides, t->strides + t->ndim);
+  } else {
+    // Row-major (tilefuse::contiguous_strides, without a new vector); a
+    // size-0 dim counts as 1, so an empty tensor's strides can still overflow.
+    c.strides.resize(static_cast<size_t>(t->ndim));
+    int64_t step = 1;
+    for (int d = t->ndim - 1; d >= 0; --d) {
+      c.strides[static_cast<size_t>(d)] = step;
+      if (d > 0 &&
+          __builtin_mul_overflow(step, std::max<int64_t>(c.shape[static_cast<size_t>(d)], 1), &step))
+        throw UserError(ErrorKind::kValue,
+                        fmt::format("{} has the shape {} and NULL strides, and its row-major "
+                                    "strides overflow int64",
+                                    what(), shape_text()));
+    }
+  }
+  for (int d = 0; d < t->ndim; ++d) {
     if (c.strides[d] < 0 && c.shape[d] > 1)
       throw UserError(ErrorKind::kValue,
                       fmt::format("{} has the negative stride {} in dim {}; pass a contiguous "

@@ -389,6 +389,37 @@ int main(void) {
     tf_program_free(two);
   }
 
+  /* NULL strides on absurd shapes: an element count past int64, or row-major
+     strides past it (a size-0 dim counts as 1 in them), are errors naming the
+     shape; computing those strides overflowed int64 (undefined behaviour). */
+  tf_program* three = NULL;
+  s = tf_compile_source("def h(x: f32[A, B, C]):\n    return x + 1.0\n", "three.tfs", NULL,
+                        &three);
+  CHECK(s == TF_OK, "%s", tf_last_error());
+  if (three) {
+    float v[1] = {2}, r[1] = {0};
+    int64_t huge[3] = {(int64_t)1 << 62, 4, 1}, empty[3] = {0, (int64_t)1 << 62, 4},
+            ones[3] = {1, 1, 1};
+    DLTensor tv = tensor(v, kDLFloat, 32, 3, huge, NULL), tr = tensor(r, kDLFloat, 32, 3, ones, NULL);
+    const DLTensor* ins3[1] = {&tv};
+    const DLTensor* outs3[1] = {&tr};
+    s = tf_run(three, ins3, 1, outs3, 1, NULL, NULL);
+    CHECK(s == TF_ERROR_VALUE &&
+              strstr(tf_last_error(), "input `x` has the shape [4611686018427387904, 4, 1], "
+                                      "whose element count overflows int64"),
+          "%s %s", tf_status_name(s), tf_last_error());
+    tv.shape = empty;
+    s = tf_run(three, ins3, 1, outs3, 1, NULL, NULL);
+    CHECK(s == TF_ERROR_VALUE &&
+              strstr(tf_last_error(), "input `x` has the shape [0, 4611686018427387904, 4] and "
+                                      "NULL strides, and its row-major strides overflow int64"),
+          "%s %s", tf_status_name(s), tf_last_error());
+    tv.shape = ones;
+    s = tf_run(three, ins3, 1, outs3, 1, NULL, NULL);
+    CHECK(s == TF_OK && r[0] == 3.0f, "%s %s %g", tf_status_name(s), tf_last_error(), r[0]);
+    tf_program_free(three);
+  }
+
   /* A FIFO with no writer is refused, not waited on. */
   char fifo[64];
   snprintf(fifo, sizeof fifo, "/tmp/tf_c_api_test_%d.tfs", (int)getpid());
