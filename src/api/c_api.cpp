@@ -307,7 +307,9 @@ tf_status compile_program(const std::string& source, const std::string& file,
     return fail(option ? TF_ERROR_INVALID_ARGUMENT : TF_ERROR_COMPILE, d);
   }
   auto p = std::make_unique<tf_program>();
-  p->signature = callable->signature().dump();
+  // (replace: a program path need not be UTF-8; its bytes that are not
+  // become U+FFFD, where the JSON writer threw)
+  p->signature = callable->signature().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const tilefuse::Graph& g = callable->program().graph;
   for (tilefuse::ValueId v : g.parameters()) p->param_names.push_back(g.node(v).name);
   p->output_names = tilefuse::driver::output_names(g);
@@ -558,7 +560,7 @@ tf_status tf_explain(tf_program* program, const DLTensor* const* inputs, int num
     if (inputs) ts = program->tensors(inputs, num_inputs, true);
     const nlohmann::json account =
         program->callable->explain(inputs ? &ts : nullptr, target ? target : "");
-    *json = copy_string(account.dump());
+    *json = copy_string(account.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return TF_OK;
   });
 }

@@ -435,6 +435,28 @@ int main(void) {
     unlink(fifo);
   }
 
+  /* A program file whose path is not UTF-8 (byte 0xE9): it compiles, and
+     its signature (JSON) carries U+FFFD for the byte (it was an internal
+     error: the JSON writer refused the byte). */
+  {
+    char latin1[64];
+    snprintf(latin1, sizeof latin1, "/tmp/tf_c_api_caf\xe9_%d.tfs", (int)getpid());
+    FILE* f = fopen(latin1, "w");
+    if (f) {
+      fputs("def caf(x: f32[4, 3], w: f32[3, 2]):\n    return x @ w\n", f);
+      fclose(f);
+      tf_program* q = NULL;
+      s = tf_compile_file(latin1, NULL, &q);
+      CHECK(s == TF_OK && q != NULL, "a non-UTF-8 path: %s %s", tf_status_name(s), tf_last_error());
+      if (q) {
+        CHECK(strstr(tf_program_signature(q), "caf\xef\xbf\xbd_") != NULL, "%s",
+              tf_program_signature(q));
+        tf_program_free(q);
+      }
+      unlink(latin1);
+    }
+  }
+
   if (failures) {
     printf("%d check(s) failed\n", failures);
     return 1;

@@ -786,7 +786,7 @@ int explain_command(const ExplainOptions& options) {
     co.lower.specialization = shown_specialization(loaded);
     const nlohmann::json account =
         driver::explain(driver::compile(program.graph, co), program.name);
-    std::cout << (options.json ? account.dump(2) + "\n" : driver::render_explain_text(account));
+    std::cout << (options.json ? account.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" : driver::render_explain_text(account));
     return kOk;
   });
 }
@@ -911,7 +911,7 @@ int bench_command(const BenchOptions& options) {
         }
         j["rows"].push_back(jr);
       }
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return kOk;
     }
     std::printf(
