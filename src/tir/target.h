@@ -95,7 +95,8 @@ struct Target {
     "a staged epilogue casting f32 to f16/bf16 converts element pairs together "               \
     "(cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32, tf::cast_pack2)")                                  \
   X(setmaxnreg, true,                                                                          \
-    "sm_90a: warp-specialized roles get register budgets (producer 64, MMA warpgroups 216)")   \
+    "sm_90a: warp-specialized roles get register budgets (producer / MMA warpgroups: 64 / "    \
+    "216, persistent 72 / 208, register_a 40 / 232 or, with a TMA-only producer, 24 / 240)")   \
   X(hoist_copy_addresses, true,                                                                \
     "a warp-specialized producer computes its cp.async source addresses once, before the loop") \
   X(gather_cache_all, true,                                                                    \
