@@ -304,10 +304,17 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
     // Each copy as the CUDA kernel has it: the CUDA passes may replace one
     // (register_a: A's tile loaded into wgmma fragments) or drop it (index
     // tiles nothing reads any more); null when the kernel has no such copy.
+    // (matched by destination, each CUDA copy once: the first one not yet
+    // matched; the CUDA kernel may issue them in another order)
+    std::vector<bool> used(ck.cuda->copies.size(), false);
     for (json& cp : k["copies"]) {
       json mode = nullptr;
-      for (const codegen::CudaCopy& cc : ck.cuda->copies)
-        if (cc.dst == cp.at("buffer").get<std::string>()) mode = cc.mode;
+      for (size_t j = 0; j < ck.cuda->copies.size(); ++j)
+        if (!used[j] && ck.cuda->copies[j].dst == cp.at("buffer").get<std::string>()) {
+          mode = ck.cuda->copies[j].mode;
+          used[j] = true;
+          break;
+        }
       cp["cuda_mode"] = mode;
     }
   }

@@ -168,6 +168,10 @@ struct Slot {
   // Shared: the unfused+cuBLASLt candidate runs the unfused winner's program.
   std::shared_ptr<CompiledProgram> compiled;
   std::vector<size_t> sources;  // indices into the distinct sources
+  // Not timed for its spills (spill_skips), unless every candidate of its
+  // plan that did not spill fails to run; it still runs once, untimed, when
+  // it comes first (the agreement reference).
+  bool spill_skipped = false;
 };
 
 // ||out - ref|| / ||ref||, the worst over the outputs (NaN or inf: inf).
@@ -913,8 +917,9 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
     t.repeats = e.value("repeats", 0);
     t.error = e.value("error", std::string());
     if (auto b = e.find("spill_bytes"); b != e.end()) {
-      if (!b->is_number_integer()) return std::nullopt;
-      t.spill_bytes = b->get<int>();
+      if (!b->is_number_integer() || b->get<int64_t>() < 0 || b->get<int64_t>() > INT32_MAX)
+        return std::nullopt;
+      t.spill_bytes = static_cast<int>(b->get<int64_t>());
     }
     if (auto b = e.find("cublaslt"); b != e.end()) {
       if (!b->is_boolean()) return std::nullopt;
@@ -1071,7 +1076,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     for (Slot& s : slots)
       for (size_t i : s.sources) {
         if (!sources[i].error.empty() && s.cand.error.empty()) s.cand.error = sources[i].error;
-        s.cand.spill_bytes += sources[i].spill_bytes;
+        if (sources[i].error.empty()) s.cand.spill_bytes += sources[i].spill_bytes;
       }
     std::vector<TuneCandidate> cands;
     for (const Slot& s : slots) cands.push_back(s.cand);
@@ -1079,7 +1084,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     for (size_t i = 0; i < slots.size(); ++i)
       if (!skips[i].empty()) {
         slots[i].cand.error = skips[i];
-        slots[i].compiled.reset();
+        slots[i].spill_skipped = true;
         ++result.spilled;
       }
   }
@@ -1133,27 +1138,58 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // the fused plan, unless it failed): a candidate must agree with them to win.
   std::optional<std::vector<Tensor>> reference;
   std::string reference_name;
-  for (Slot& s : slots) {
-    ++timed;
-    if (s.compiled && s.cand.error.empty()) {
+  auto run_candidate = [&](Slot& s) {
+    if (!s.compiled) return;
+    if (s.spill_skipped) {
+      // Not a contender; first, it still gives the reference outputs (the
+      // heuristic default stays the reference even when it spills).
+      if (reference) return;
       try {
         std::vector<Tensor> outs;
-        time_slot(s, std::max(1, options.repeats), reference ? nullptr : &outs);
-        if (!reference) {
-          reference = std::move(outs);
-          reference_name = candidate_name(s.cand);
-        }
-        if (!best || s.cand.median_us < best->median_us) best = &s.cand;
-      } catch (const std::exception& e) {
-        s.cand.error = std::string("run: ") + e.what();
-        s.cand.median_us = -1;
-        if (!first_run_error) first_run_error = e.what();
+        time_slot(s, 0, &outs);
+        reference = std::move(outs);
+        reference_name = candidate_name(s.cand);
+      } catch (const std::exception&) {
+        // (the next candidate to run gives the reference)
       }
+      return;
     }
+    if (!s.cand.error.empty()) return;
+    try {
+      std::vector<Tensor> outs;
+      time_slot(s, std::max(1, options.repeats), reference ? nullptr : &outs);
+      if (!reference) {
+        reference = std::move(outs);
+        reference_name = candidate_name(s.cand);
+      }
+      if (!best || s.cand.median_us < best->median_us) best = &s.cand;
+    } catch (const std::exception& e) {
+      s.cand.error = std::string("run: ") + e.what();
+      s.cand.median_us = -1;
+      if (!first_run_error) first_run_error = e.what();
+    }
+  };
+  for (Slot& s : slots) {
+    ++timed;
+    run_candidate(s);
     progress.show(best ? fmt::format("tuning {}: {}/{} candidates, best {:.1f} us ({})",
                                      options.name, timed, total, best->median_us,
                                      candidate_name(*best))
                        : fmt::format("tuning {}: {}/{} candidates", options.name, timed, total));
+  }
+  // A plan whose candidates that compiled without spilling all failed to
+  // run: its spilling ones run after all (a kernel that spills beats none).
+  for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+    bool ran = false;
+    for (const Slot& s : slots) ran = ran || (s.cand.plan == kind && s.cand.median_us >= 0);
+    if (ran) continue;
+    for (Slot& s : slots)
+      if (s.cand.plan == kind && s.spill_skipped) {
+        s.spill_skipped = false;
+        s.cand.error.clear();
+        --result.spilled;
+        run_candidate(s);
+      }
   }
 
   // Per plan: the fastest few (re-timed with final_repeats on the GPU),
@@ -1348,7 +1384,7 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
   int failed = 0, spilled = 0;
   for (const TuneCandidate& t : c.candidates) {
     failed += t.median_us < 0 ? 1 : 0;
-    spilled += t.median_us < 0 && t.spill_bytes > 0 ? 1 : 0;
+    spilled += t.median_us < 0 && t.error.rfind("ptxas spills", 0) == 0 ? 1 : 0;
   }
   // The winning plan's runner-up config: its fastest other timed candidate
   // (what the winner beat within its own plan: e.g. the same tiles not

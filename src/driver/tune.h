@@ -8,8 +8,9 @@
 //       candidate = compile(graph, plan, config)   GEMM step of the plan)
 //   compile every candidate on a thread pool: driver::compile, then NVRTC
 //     (through the kernel cache) for each distinct kernel source; a
-//     candidate that spills is dropped where its plan has one that does not
-//     (spill_skips)
+//     candidate that spills is not timed where its plan has one that does
+//     not (spill_skips), unless all of those fail to run; the first
+//     candidate still runs once, untimed, for the reference outputs
 //   time every candidate on the device, one after another (median of
 //     `repeats`, L2 flushed; CPU: wall time), re-time each plan's best few
 //     with `final_repeats` and check their outputs against the first
@@ -38,7 +39,8 @@
 //    "gemm_config": {block_m, block_n, block_k, num_stages, num_warps, group_m} | null,
 //    "fused_config": ... | null, "unfused_config": ... | null,
 //    "times": {"fused_us", "unfused_us", "cublaslt_us", "candidates": [{plan, config,
-//              cublaslt (only when true), median_us, repeats, error}]},
+//              cublaslt (only when true), median_us, repeats, error, spill_bytes
+//              (only when > 0)}]},
 //    "cublaslt_note": string,
 //    "tuned_at": ISO-8601 UTC, "tuning_seconds", "device", "target"}
 // An entry that is missing a field or has a wrong type is a miss (re-tuned
@@ -229,7 +231,10 @@ struct TuneCandidate {
 // spilling (no error and no spill bytes); where every compiled candidate of
 // a plan spills, they all run. Returns, for each of `candidates`, the reason
 // it is skipped ("ptxas spills N bytes to local memory; ...") or "" (also
-// for one already skipped, with an error).
+// for one already skipped, with an error). tune() runs a skipped candidate
+// after all when every one of its plan that did not spill failed to run,
+// and runs the first candidate once, untimed, for the agreement reference
+// when that one is skipped.
 std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidates);
 
 // The plan that wins given each one's measured time (-1: not measured or

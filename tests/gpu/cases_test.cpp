@@ -263,6 +263,8 @@ TEST(GpuCases, OutOfRangeUnderRegisterA) {
     ASSERT_EQ(compiled.kernels.size(), 1u);
     ASSERT_TRUE(codegen::has_register_a_loop(compiled.kernels[0].kernel.body))
         << "the register_a pass declined the config";
+    ASSERT_EQ(compiled.kernels[0].cuda->persistent, persistent)
+        << "the persistent pass declined the config";
     driver::CudaProgram program(compiled, dev);
     for (int64_t row : {int64_t{5}, int64_t{128 * 140 + 77}, int64_t{33791}}) {
       // good with idx[row] = 64 (the only 64: the error must name that row).

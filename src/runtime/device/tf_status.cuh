@@ -34,11 +34,11 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
 // inline there (its atomics and fence), ptxas of CUDA 13.0 issued the MMA
 // warps' A fragment loads one k-tile ahead of their wgmma instead of three,
 // in every persistent register_a kernel of the bench programs; out of line,
-// three, with no spills (SASS, bench/RESULTS.md, session 26). Static: a
-// translation unit that does not call it does not compile it.
-static __device__ __noinline__ void report_cold(Status* s, int code, long long a0 = 0,
-                                                long long a1 = 0, long long a2 = 0,
-                                                long long a3 = 0) {
+// three, with no spills (SASS, bench/RESULTS.md, session 26). (Not static:
+// NVRTC warns of an unreferenced static function in every kernel that does
+// not call it; a whole-program compile emits no unreferenced function.)
+__device__ __noinline__ void report_cold(Status* s, int code, long long a0 = 0, long long a1 = 0,
+                                        long long a2 = 0, long long a3 = 0) {
   report(s, code, a0, a1, a2, a3);
 }
 

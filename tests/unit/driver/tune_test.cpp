@@ -716,6 +716,13 @@ TEST(TuneJson, ChoiceRoundTrips) {
   EXPECT_EQ(back->candidates[1].spill_bytes, 680);
   EXPECT_EQ(back->candidates[1].error, spilled.error);
   EXPECT_EQ(back->candidates[1].config->split_k, 2);
+  // A negative or oversized spill_bytes makes the entry a miss (re-tuned).
+  for (const nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(int64_t{1} << 40),
+                                   nlohmann::json(1.5), nlohmann::json("680")}) {
+    nlohmann::json j = driver::choice_to_json(c);
+    j["times"]["candidates"][1]["spill_bytes"] = bad;
+    EXPECT_FALSE(driver::choice_from_json(j).has_value()) << bad;
+  }
   EXPECT_EQ(back->summary(), "unfused, 64x128x64/2/4, 38.1 us vs fused 52.0 us");
   EXPECT_TRUE(same(*back->lower_for(PlanKind::kFused).gemm_config, *c.fused_config));
   EXPECT_FALSE(back->cublaslt);
