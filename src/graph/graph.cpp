@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "graph/graph.h"
 #include "graph/graph_internal.h"
 
@@ -695,6 +697,28 @@ ValueId Graph::clamp(ValueId xv, std::optional<double> min, std::optional<double
                         at.valid() ? at : loc);
       }
       if (dt == DType::U8 && v < 0) **b = v + 256.0;
+    }
+  } else if (dt != DType::F64) {
+    // A floating result converts its bounds the same way (c10::overflows for
+    // a floating To): a finite bound beyond the dtype's largest finite value
+    // is an error ("value cannot be converted to type at::Half without
+    // overflow" for clamp(f16, max=1e5)); an infinite one converts where the
+    // dtype has infinities (all but f8e4m3), NaN always.
+    const double big = dt == DType::F16      ? 65504.0
+                       : dt == DType::BF16   ? 3.3895313892515355e38
+                       : dt == DType::F8E4M3 ? 448.0
+                       : dt == DType::F8E5M2 ? 57344.0
+                                             : static_cast<double>(std::numeric_limits<float>::max());
+    for (const std::optional<double>* b : {&min, &max}) {
+      if (!*b) continue;
+      const double v = **b;
+      const bool inf_ok = dt != DType::F8E4M3;
+      if (std::isnan(v) || (std::isinf(v) && inf_ok) || (v >= -big && v <= big)) continue;
+      const SourceLoc at = b == &min ? min_loc : max_loc;
+      throw UserError(fmt::format("clamp {}={:g} cannot be converted to {} without overflow (its "
+                                  "largest finite value is {:g})",
+                                  b == &min ? "min" : "max", v, dtype_name(dt), big),
+                      at.valid() ? at : loc);
     }
   }
   Node n;

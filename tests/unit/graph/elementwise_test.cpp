@@ -1,6 +1,8 @@
 // Parameters, Python numbers, broadcasting and the elementwise builders.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <limits>
 #include <optional>
 #include <string>
@@ -274,6 +276,34 @@ TEST(Clamp, IntBoundsMustFitAnIntegerResult) {
                     "min=2147483648 cannot be converted to i32");
   EXPECT_EQ(g.node(g.clamp(u8, -1.0, std::nullopt, DType::I64, kLoc)).clamp_min, 255.0);
   EXPECT_EQ(g.node(g.clamp(i8, 200.5, std::nullopt, DType::F64, kLoc)).dtype, DType::F32);
+}
+
+// A floating result's bounds convert as PyTorch's Scalar::to does: a finite
+// bound past the largest finite value is an error (torch.clamp(f16, max=1e5)
+// raises), an infinite one clamps nothing where the dtype has infinities.
+TEST(Clamp, FloatBoundsMustFitAFloatingResult) {
+  Graph g;
+  const ValueId f16 = param(g, DType::F16, {8});
+  const ValueId bf16 = param(g, DType::BF16, {8});
+  const ValueId f32 = param(g, DType::F32, {8});
+  const ValueId f64 = param(g, DType::F64, {8});
+  const ValueId e4m3 = param(g, DType::F8E4M3, {8});
+  EXPECT_EQ(expect_user_error([&] { g.clamp(f16, std::nullopt, 1e5, DType::F64, kLoc); },
+                              "without overflow"),
+            "clamp max=100000 cannot be converted to f16 without overflow (its largest finite "
+            "value is 65504)");
+  expect_user_error([&] { g.clamp(f16, -65505.0, std::nullopt, DType::F64, kLoc); },
+                    "min=-65505 cannot be converted to f16");
+  expect_user_error([&] { g.clamp(bf16, 0.0, 1e39, DType::F64, kLoc); }, "max=1e+39");
+  expect_user_error([&] { g.clamp(f32, -1e39, std::nullopt, DType::F64, kLoc); }, "to f32");
+  expect_user_error([&] { g.clamp(e4m3, std::nullopt, 449.0, DType::F64, kLoc); }, "to f8e4m3");
+  expect_user_error([&] { g.clamp(e4m3, std::nullopt, HUGE_VAL, DType::F64, kLoc); }, "max=inf");
+  // In range, infinite (where the dtype has infinities) or any f64 bound: taken.
+  EXPECT_EQ(g.node(g.clamp(f16, -65504.0, 65504.0, DType::F64, kLoc)).clamp_max, 65504.0);
+  EXPECT_EQ(g.node(g.clamp(f16, std::nullopt, HUGE_VAL, DType::F64, kLoc)).clamp_max, HUGE_VAL);
+  EXPECT_EQ(g.node(g.clamp(f64, 1e300, std::nullopt, DType::F64, kLoc)).clamp_min, 1e300);
+  // An int bound on an f16 tensor converts to f16 too.
+  expect_user_error([&] { g.clamp(f16, 70000.0, std::nullopt, DType::I64, kLoc); }, "min=70000");
 }
 
 TEST(Clamp, OverloadWithoutKindGuessesFromTheValues) {
