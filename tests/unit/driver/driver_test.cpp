@@ -160,6 +160,17 @@ TEST(DriverCompile, DumpAfterPrintsThatPassAndRejectsUnknownNames) {
   }
 }
 
+// `p` compiled for the CPU with plan `kind` and run on `inputs`, its outputs
+// poisoned (NaN) before the run.
+std::vector<Tensor> execute_poisoned(const Program& p, const std::vector<Tensor>& inputs,
+                                     PlanKind kind) {
+  driver::CompileOptions o;
+  o.plan = kind;
+  driver::ExecuteOptions x;
+  x.poison_outputs = true;
+  return driver::execute(driver::compile(p.graph, o), inputs, x);
+}
+
 TEST(DriverExecute, BothPlansMatchTheReference) {
   for (const char* src : {
            "def f(x: f16[70, 45], y: f16[45, 33], index: i64[70] in [-70, 70)):\n"
@@ -174,11 +185,7 @@ TEST(DriverExecute, BothPlansMatchTheReference) {
     const std::vector<Tensor> inputs = make_random_inputs(p.graph, 11);
     const std::vector<Tensor> expected = evaluate(p.graph, inputs);
     for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
-      driver::CompileOptions o;
-      o.plan = kind;
-      driver::ExecuteOptions x;
-      x.poison_outputs = true;
-      const std::vector<Tensor> got = driver::execute(driver::compile(p.graph, o), inputs, x);
+      const std::vector<Tensor> got = execute_poisoned(p, inputs, kind);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_LE(relative_error(got[i], expected[i]), 3e-2) << src << plan_kind_name(kind);
@@ -202,13 +209,8 @@ TEST(DriverExecute, EmptySlicesWithHugeStepsCompileAndRun) {
     const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
     const std::vector<Tensor> expected = evaluate(p.graph, inputs);
     for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
-      driver::CompileOptions o;
-      o.plan = kind;
-      driver::ExecuteOptions x;
-      x.poison_outputs = true;
       std::vector<Tensor> got;
-      ASSERT_NO_THROW(got = driver::execute(driver::compile(p.graph, o), inputs, x))
-          << src << plan_kind_name(kind);
+      ASSERT_NO_THROW(got = execute_poisoned(p, inputs, kind)) << src << plan_kind_name(kind);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(got[i].shape(), expected[i].shape()) << src;
