@@ -129,6 +129,18 @@ Operand clamp(Call& c) {
                                   c.display),
                       c.arg(i).loc);
     bounds[i - 1] = expect_number(c.arg(i), c.what(i));
+    // An integer clamp keeps its bounds as f64 (Node::clamp_min): an int
+    // bound past 2^53 that f64 would round is refused, not rounded (it
+    // would clamp an i64 tensor to another value than PyTorch's).
+    if (c.arg(i).kind == Operand::Kind::Int && is_integral(c.g.node(x).dtype)) {
+      const int64_t v = c.arg(i).int_value;
+      const double d = static_cast<double>(v);
+      if (d >= 9223372036854775808.0 || static_cast<int64_t>(d) != v)
+        throw UserError(fmt::format("{}={} is not supported: an integer clamp bound past 2^53 must "
+                                    "be exact in f64 (this one would round to {:.0f})",
+                                    i == 1 ? "min" : "max", v, d),
+                        c.arg(i).loc);
+    }
     if (c.arg(i).kind == Operand::Kind::Float)
       bounds_kind = DType::F64;
     else if (c.arg(i).kind == Operand::Kind::Int && bounds_kind == DType::Bool)
