@@ -209,6 +209,12 @@ def test_errors():
     assert "^" in str(e.value)
     with raises(tilefuse.CompileError, match=r"<source>:1:7: error: .*U\+DFFF"):
         tilefuse.compile("def f(\udfff: f32[2]):\n    return x\n", device="cpu")
+    # (lines as the C lexer counts them: a lone \r and \r\n break a line, a
+    # leading BOM is not a column)
+    with raises(tilefuse.CompileError, match=r"<source>:3:2: error: .*U\+D800.*\n  x\ufffd\n   \^"):
+        tilefuse.compile("def f(x: f32[2]):\r    return x\r\nx\ud800\n", device="cpu")
+    with raises(tilefuse.CompileError, match=r"<source>:1:7: error: .*U\+D801.*\n  def f\(\ufffd: f32\[2\]\):\n        \^"):
+        tilefuse.compile("\ufeffdef f(\ud801: f32[2]):\n    return x\n", device="cpu")
     with raises(ValueError, match=r"tilefuse\.compile: name .* cannot be encoded"):
         tilefuse.compile("def f(x: f32[2]):\n    return x\n", name="a\ud800.tfs")
     with raises(ValueError, match=r"tilefuse\.compile: device .* cannot be encoded"):

@@ -607,10 +607,21 @@ def _source_bytes(text, name):
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
         at = e.start
-        line_start = text.rfind("\n", 0, at) + 1
-        line_end = text.find("\n", at)
-        line = text[line_start:] if line_end < 0 else text[line_start:line_end]
-        row, col = text.count("\n", 0, at) + 1, at - line_start + 1
+        # Lines break at \n, \r\n and a lone \r, and a leading BOM is not a
+        # column, as in the C lexer's file:line:col.
+        row, line_start, i = 1, 0, 0
+        while i < at:
+            if text[i] in "\r\n":
+                i += 2 if text.startswith("\r\n", i) else 1
+                row, line_start = row + 1, i
+            else:
+                i += 1
+        if row == 1 and text.startswith("\ufeff"):
+            line_start = 1
+        line_end = min((j for j in (text.find("\n", at), text.find("\r", at)) if j >= 0),
+                       default=len(text))
+        line = text[line_start:line_end]
+        col = at - line_start + 1
         shown = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in line)
         raise _errors.CompileError(
             f"{name}:{row}:{col}: error: the program text holds the lone surrogate "
