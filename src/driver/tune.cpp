@@ -914,8 +914,17 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
     t.plan = *p;
     if (!optional_config(e, "config", t.config) || !num(e, "median_us", t.median_us))
       return std::nullopt;
-    t.repeats = e.value("repeats", 0);
-    t.error = e.value("error", std::string());
+    // (json::value throws on a present key of another type: a corrupt entry
+    // is a miss, not an error.)
+    if (auto r = e.find("repeats"); r != e.end()) {
+      if (!r->is_number_integer() || r->get<int64_t>() < 0 || r->get<int64_t>() > INT32_MAX)
+        return std::nullopt;
+      t.repeats = static_cast<int>(r->get<int64_t>());
+    }
+    if (auto r = e.find("error"); r != e.end()) {
+      if (!r->is_string()) return std::nullopt;
+      t.error = r->get<std::string>();
+    }
     if (auto b = e.find("spill_bytes"); b != e.end()) {
       if (!b->is_number_integer() || b->get<int64_t>() < 0 || b->get<int64_t>() > INT32_MAX)
         return std::nullopt;
@@ -930,7 +939,10 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
   auto at = j.find("tuned_at");
   if (at == j.end() || !at->is_string()) return std::nullopt;
   c.tuned_at = at->get<std::string>();
-  c.device = j.value("device", std::string());
+  if (auto d = j.find("device"); d != j.end()) {
+    if (!d->is_string()) return std::nullopt;
+    c.device = d->get<std::string>();
+  }
   return c;
 }
 
@@ -1351,11 +1363,21 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
       if (!p.is_object() || !p.contains("key") || !p["key"].is_string()) continue;
       const std::string material = p["key"].get<std::string>();
       json k = json::parse(material, nullptr, false);
-      if (!k.is_object() || k.value("program", std::string()) != want.program ||
-          k.value("version", std::string()) != want.version ||
-          k.value("extra", std::string()) != want.extra)
+      // Another entry's key, or a corrupt one: its fields are compared only
+      // where they are strings (json::value would throw on another type).
+      auto field = [&k](const char* name) -> std::optional<std::string> {
+        auto it = k.find(name);
+        if (it == k.end()) return std::string();
+        if (!it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+      };
+      if (!k.is_object()) continue;
+      const std::optional<std::string> program = field("program"), version = field("version"),
+                                       extra = field("extra"), dev_field = field("device");
+      if (!program || !version || !extra || !dev_field || *program != want.program ||
+          *version != want.version || *extra != want.extra)
         continue;
-      const std::string dev = k.value("device", std::string());
+      const std::string& dev = *dev_field;
       if (!device.empty() &&
           (dev.size() <= device.size() ||
            dev.compare(dev.size() - device.size() - 1, std::string::npos, " " + device) != 0))

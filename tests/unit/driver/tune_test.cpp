@@ -650,6 +650,40 @@ TEST_F(TuneCache, CorruptOrMalformedEntriesAreTunedAgain) {
   EXPECT_FALSE(driver::tune(g, inputs, quick()).from_cache);
 }
 
+// Fields read with a default (device, a candidate's repeats and error) of the
+// wrong JSON type make the entry a miss: json::value threw, an internal error.
+TEST_F(TuneCache, WrongTypedOptionalFieldsAreAMissNotAnError) {
+  const Graph g = parse_graph(kSmall);
+  const std::vector<Tensor> inputs = make_random_inputs(g, 3);
+  ASSERT_FALSE(driver::tune(g, inputs, quick()).from_cache);
+  const std::string material = driver::tuning_key(g, driver::cpu_tune_device()).material();
+  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
+  ASSERT_TRUE(tc.has_value());
+  const nlohmann::json good = tc->get(material).value();
+  ASSERT_TRUE(driver::choice_from_json(good).has_value());
+  ASSERT_FALSE(good["times"]["candidates"].empty());
+  std::vector<nlohmann::json> bad(4, good);
+  bad[0]["device"] = 5;
+  bad[1]["times"]["candidates"][0]["repeats"] = "20";
+  bad[2]["times"]["candidates"][0]["error"] = nlohmann::json::array();
+  bad[3]["times"]["candidates"][0]["repeats"] = -3;
+  for (const nlohmann::json& j : bad) {
+    EXPECT_FALSE(driver::choice_from_json(j).has_value()) << j.dump();
+    ASSERT_TRUE(tc->put(material, j));
+    EXPECT_NO_THROW(EXPECT_EQ(driver::tuning_account(g, "")["tuned"], false));
+    EXPECT_NO_THROW(EXPECT_EQ(driver::tuning_account(g, "cpu")["tuned"], false));
+    EXPECT_FALSE(driver::tune(g, inputs, quick()).from_cache) << j.dump();
+  }
+  // An entry (any hex name) whose key material has fields of other types:
+  // skipped while explain reads the directory.
+  for (const char* key : {R"({"program":1})", R"({"program":"x","device":[]})", R"([1])"}) {
+    const nlohmann::json entry{{"format", "tilefuse-tuning-1"}, {"key", key}, {"value", good}};
+    ASSERT_TRUE(tc->store().put("abcd", entry.dump()));
+    EXPECT_NO_THROW(driver::tuning_account(g, "")) << key;
+    EXPECT_NO_THROW(driver::tuning_account(g, "sm_90a")) << key;
+  }
+}
+
 TEST_F(TuneCache, EveryCandidateFailingIsTheRunsOwnErrorAndIsNotCached) {
   const Graph g = parse_graph(
       "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4] in [6, 7)):\n"
