@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +75,13 @@ void* open_library(Library lib, const EnvGetter& env, std::string* path,
     const bool is_file = candidate.find('/') != std::string::npos;
     if (is_file && access(candidate.c_str(), F_OK) != 0) {
       tried->push_back(candidate + " (no such file)");
+      continue;
+    }
+    // dlopen open(2)s and reads the file: a FIFO would block it forever, a
+    // device or a directory is no library either.
+    struct stat st {};
+    if (is_file && (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) {
+      tried->push_back(candidate + " (not a regular file)");
       continue;
     }
     dlerror();  // clear any stale message

@@ -4,6 +4,8 @@
 // passes where the CUDA libraries are installed: the "unavailable"
 // expectations are guarded on the libraries really being absent.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -107,6 +109,30 @@ TEST(CudaLoader, StubOverrideIsRefusedAndSaidSo) {
   std::string why;
   EXPECT_EQ(open_cuda_libraries(fake_env({{"TILEFUSE_LIBCUDA", stub}}), &why), nullptr);
   EXPECT_TRUE(contains(why, stub + " (a stub library, skipped)")) << why;
+}
+
+// dlopen(3) open(2)s the file for reading: on a FIFO with no writer it
+// blocked forever. A FIFO, a directory or a device is refused by name.
+TEST(CudaLoader, AnOverrideThatIsNoRegularFileIsRefusedNotOpened) {
+  char tmpl[] = "/tmp/tilefuse-loader-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string fifo = dir + "/libcuda.so.1";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, dir, std::string("/dev/zero")}) {
+    std::string why;
+    EXPECT_EQ(open_cuda_libraries(fake_env({{"TILEFUSE_LIBCUDA", path}}), &why), nullptr);
+    EXPECT_TRUE(contains(why, path + " (not a regular file)")) << why;
+  }
+  // The same FIFO found through CUDA_HOME is skipped too.
+  ASSERT_EQ(::mkdir((dir + "/lib64").c_str(), 0700), 0);
+  ASSERT_EQ(::mkfifo((dir + "/lib64/libcuda.so.1").c_str(), 0600), 0);
+  std::string why;
+  open_cuda_libraries(fake_env({{"CUDA_HOME", dir}}), &why);
+  ::unlink((dir + "/lib64/libcuda.so.1").c_str());
+  ::rmdir((dir + "/lib64").c_str());
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(CudaLoader, NonCudaLibraryNamesTheMissingSymbol) {
