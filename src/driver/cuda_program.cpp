@@ -1,6 +1,9 @@
 #include "driver/cuda_program.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -222,11 +225,8 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     // when it exists, instead of the emitted source (same entry and params).
     std::string source = code.source;
     if (const char* dir = std::getenv("TILEFUSE_OVERRIDE_SOURCE"); dir && *dir) {
-      std::ifstream in(std::filesystem::path(dir) / (code.name + ".cu"));
-      if (in) {
-        std::stringstream ss;
-        ss << in.rdbuf();
-        source = ss.str();
+      if (std::optional<std::string> text = read_override_source(dir, code.name)) {
+        source = std::move(*text);
         std::fprintf(stderr, "tilefuse: kernel %s from %s/%s.cu (TILEFUSE_OVERRIDE_SOURCE)\n",
                      code.name.c_str(), dir, code.name.c_str());
       }
@@ -239,12 +239,9 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     st.usage = bin.usage;
     // Debugging aid: TILEFUSE_DUMP_CUBIN=DIR writes each kernel's source and
     // cubin there (for cuobjdump --dump-sass).
-    if (const char* dir = std::getenv("TILEFUSE_DUMP_CUBIN"); dir && *dir) {
-      std::filesystem::create_directories(dir);
-      std::ofstream(std::filesystem::path(dir) / (code.name + ".cu")) << source;
-      std::ofstream(std::filesystem::path(dir) / (code.name + ".cubin"), std::ios::binary)
-          .write(bin.cubin.data(), static_cast<std::streamsize>(bin.cubin.size()));
-    }
+    if (const char* dir = std::getenv("TILEFUSE_DUMP_CUBIN"); dir && *dir)
+      dump_kernel_files(dir, code.name, source,
+                        std::string_view(bin.cubin.data(), bin.cubin.size()));
     Impl::Kernel k;
     k.module = std::make_unique<cuda::Module>(device, bin.cubin);
     k.function = k.module->function(code.name);
@@ -697,6 +694,45 @@ std::vector<Tensor> CudaProgram::run(const std::vector<Tensor>& inputs, bool poi
   launch();
   check_status();
   return outputs();
+}
+
+std::optional<std::string> read_override_source(const std::string& dir, const std::string& kernel) {
+  const std::string path = (std::filesystem::path(dir) / (kernel + ".cu")).string();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;  // no override: the emitted source
+    throw UserError(fmt::format("TILEFUSE_OVERRIDE_SOURCE: cannot read {}: {}", path,
+                                std::strerror(errno)));
+  }
+  // (A FIFO would block the read, a device or /dev/zero never end.)
+  if (!S_ISREG(st.st_mode))
+    throw UserError(fmt::format("TILEFUSE_OVERRIDE_SOURCE: {} is not a regular file", path));
+  constexpr off_t kMaxBytes = 64 << 20;
+  if (st.st_size > kMaxBytes)
+    throw UserError(fmt::format("TILEFUSE_OVERRIDE_SOURCE: {} is larger than 64 MiB", path));
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  if (in) ss << in.rdbuf();
+  if (!in || in.bad())
+    throw UserError(fmt::format("TILEFUSE_OVERRIDE_SOURCE: cannot read {}", path));
+  return ss.str();
+}
+
+void dump_kernel_files(const std::string& dir, const std::string& kernel,
+                       std::string_view source, std::string_view cubin) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw UserError(
+        fmt::format("TILEFUSE_DUMP_CUBIN: cannot create the directory {}: {}", dir, ec.message()));
+  for (const auto& [suffix, bytes] : {std::pair<const char*, const std::string_view*>{".cu", &source},
+                                      {".cubin", &cubin}}) {
+    const std::string path = (std::filesystem::path(dir) / (kernel + suffix)).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    out.close();
+    if (!out) throw UserError(fmt::format("TILEFUSE_DUMP_CUBIN: cannot write {}", path));
+  }
 }
 
 }  // namespace tilefuse::driver

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.h"
@@ -216,5 +217,15 @@ class CudaProgram {
 
 // The NVRTC options tilefuse compiles kernels with for `arch`.
 cuda::CompileOptions cuda_compile_options(const std::string& arch);
+
+// TILEFUSE_OVERRIDE_SOURCE=DIR: the text of DIR/<kernel>.cu, nullopt where
+// there is no such file; a user error where it is no regular file (a FIFO,
+// a device), is over 64 MiB or cannot be read.
+std::optional<std::string> read_override_source(const std::string& dir, const std::string& kernel);
+
+// TILEFUSE_DUMP_CUBIN=DIR: writes DIR/<kernel>.cu and DIR/<kernel>.cubin,
+// creating DIR; a user error naming the path where that fails.
+void dump_kernel_files(const std::string& dir, const std::string& kernel,
+                       std::string_view source, std::string_view cubin);
 
 }  // namespace tilefuse::driver

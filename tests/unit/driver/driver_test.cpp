@@ -3,14 +3,19 @@
 // are checked up front, and execute binds memory by the plan's contract so
 // that both plans match the reference evaluator.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "driver/compile.h"
+#include "driver/cuda_program.h"
 #include "driver/execute.h"
 #include "frontend/frontend.h"
 #include "reference/eval.h"
@@ -267,6 +272,36 @@ TEST(DriverExecute, RejectsInputsThatDoNotMatchTheParameters) {
       driver::execute(driver::compile(p.graph, gpu),
                       {Tensor::full(DType::F32, {20, 9}, 1), Tensor::full(DType::F32, {9, 30}, 1)}),
       InternalError);
+}
+
+// The debugging aids' files (GPU runs only, so tested here directly): an
+// override that is a FIFO hung the compile, one that is a directory compiled
+// an empty source, and a TILEFUSE_DUMP_CUBIN that is a file threw a
+// filesystem_error (an internal error, exit 2).
+TEST(DebugAids, OverrideSourceAndDumpCubinRefuseBadPathsClearly) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/tilefuse-aids-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  EXPECT_FALSE(driver::read_override_source(dir.string(), "k").has_value());
+  EXPECT_FALSE(driver::read_override_source((dir / "nodir").string(), "k").has_value());
+  { std::ofstream(dir / "k.cu") << "__global__ void k() {}"; }
+  EXPECT_EQ(driver::read_override_source(dir.string(), "k").value(), "__global__ void k() {}");
+  ASSERT_EQ(::mkfifo((dir / "f.cu").c_str(), 0600), 0);
+  EXPECT_THROW(driver::read_override_source(dir.string(), "f"), UserError);
+  fs::create_directory(dir / "d.cu");
+  EXPECT_THROW(driver::read_override_source(dir.string(), "d"), UserError);
+  ::truncate((dir / "k.cu").c_str(), off_t{1} << 30);  // sparse 1 GiB
+  EXPECT_THROW(driver::read_override_source(dir.string(), "k"), UserError);
+
+  driver::dump_kernel_files((dir / "dump").string(), "k", "src", std::string_view("\0b", 2));
+  EXPECT_EQ(fs::file_size(dir / "dump" / "k.cubin"), 2u);
+  EXPECT_THROW(driver::dump_kernel_files((dir / "k.cu").string(), "k", "s", "c"), UserError);
+  EXPECT_THROW(driver::dump_kernel_files((dir / "k.cu" / "x").string(), "k", "s", "c"), UserError);
+  fs::remove(dir / "dump" / "k.cu");
+  fs::create_directory(dir / "dump" / "k.cu");  // a directory where the file goes
+  EXPECT_THROW(driver::dump_kernel_files((dir / "dump").string(), "k", "s", "c"), UserError);
+  fs::remove_all(dir);
 }
 
 }  // namespace
