@@ -115,9 +115,13 @@ std::string failed_source_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/tilefuse/failed";
   const char* home = std::getenv("HOME");
-  std::string base = home != nullptr && home[0] != '\0' ? std::string(home) + "/.cache"
-                                                        : fs::temp_directory_path().string();
-  return base + "/tilefuse/failed";
+  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/tilefuse/failed";
+  // As default_cache_root: a TMPDIR that is no directory falls back to /tmp
+  // (the throwing temp_directory_path made that an internal error).
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) tmp = "/tmp";
+  return (tmp / "tilefuse" / "failed").string();
 }
 
 std::string save_failed_source(const std::string& source, const std::string& name) {

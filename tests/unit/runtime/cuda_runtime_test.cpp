@@ -189,6 +189,18 @@ TEST(CudaNvrtc, SyntaxErrorNamesTheSavedSourceAndQuotesTheLog) {
   std::filesystem::remove_all(cache);
 }
 
+// Without HOME and with a TMPDIR that is no directory, the failed-source
+// folder falls back to /tmp (temp_directory_path threw: an internal error).
+TEST(CudaNvrtc, FailedSourceDirSurvivesABadTmpdir) {
+  testing::ScopedEnv no_dir("TILEFUSE_CACHE_DIR", nullptr);
+  testing::ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
+  testing::ScopedEnv no_home("HOME", nullptr);
+  testing::ScopedEnv tmpdir("TMPDIR", "/nonexistent/tilefuse-test");
+  std::string dir;
+  EXPECT_NO_THROW(dir = failed_source_dir());
+  EXPECT_EQ(dir, "/tmp/tilefuse/failed");
+}
+
 // ---- GPU tests
 
 TEST(CudaDevice, ReportsTheDevice) {
