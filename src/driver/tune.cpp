@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "core/error.h"
@@ -153,6 +154,29 @@ bool optional_config(const json& j, const char* key, std::optional<GemmConfig>& 
   out = gemm_config_from_json(*it);
   return out.has_value();
 }
+
+// Optional fields of a cache entry: absent, `out` stays as it is (true);
+// present, a string (an integer in [0, INT32_MAX]) or false, which makes the
+// entry a miss (json::value would throw on another type: an internal error).
+bool optional_string(const json& j, const char* key, std::string& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return true;
+  if (!it->is_string()) return false;
+  out = it->get<std::string>();
+  return true;
+}
+bool optional_count(const json& j, const char* key, int& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return true;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
+    return false;
+  out = static_cast<int>(it->get<int64_t>());
+  return true;
+}
+
+// The start of the reason a candidate was not timed for its spills
+// (spill_skips), which tuning_account counts by.
+constexpr std::string_view kSpillSkip = "ptxas spills";
 
 // One step of a candidate's compile: a distinct kernel source.
 struct Source {
@@ -751,9 +775,9 @@ std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidate
     const TuneCandidate& c = candidates[i];
     if (c.cublaslt || !c.error.empty() || c.spill_bytes == 0 || !clean.count(c.plan)) continue;
     out[i] = fmt::format(
-        "ptxas spills {} bytes to local memory (stores and loads); not timed: the {} plan has "
-        "candidates that do not spill",
-        c.spill_bytes, plan_kind_name(c.plan));
+        "{} {} bytes to local memory (stores and loads); not timed: the {} plan has candidates "
+        "that do not spill",
+        kSpillSkip, c.spill_bytes, plan_kind_name(c.plan));
   }
   return out;
 }
@@ -914,22 +938,9 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
     t.plan = *p;
     if (!optional_config(e, "config", t.config) || !num(e, "median_us", t.median_us))
       return std::nullopt;
-    // (json::value throws on a present key of another type: a corrupt entry
-    // is a miss, not an error.)
-    if (auto r = e.find("repeats"); r != e.end()) {
-      if (!r->is_number_integer() || r->get<int64_t>() < 0 || r->get<int64_t>() > INT32_MAX)
-        return std::nullopt;
-      t.repeats = static_cast<int>(r->get<int64_t>());
-    }
-    if (auto r = e.find("error"); r != e.end()) {
-      if (!r->is_string()) return std::nullopt;
-      t.error = r->get<std::string>();
-    }
-    if (auto b = e.find("spill_bytes"); b != e.end()) {
-      if (!b->is_number_integer() || b->get<int64_t>() < 0 || b->get<int64_t>() > INT32_MAX)
-        return std::nullopt;
-      t.spill_bytes = static_cast<int>(b->get<int64_t>());
-    }
+    if (!optional_count(e, "repeats", t.repeats) || !optional_string(e, "error", t.error) ||
+        !optional_count(e, "spill_bytes", t.spill_bytes))
+      return std::nullopt;
     if (auto b = e.find("cublaslt"); b != e.end()) {
       if (!b->is_boolean()) return std::nullopt;
       t.cublaslt = b->get<bool>();
@@ -939,10 +950,7 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
   auto at = j.find("tuned_at");
   if (at == j.end() || !at->is_string()) return std::nullopt;
   c.tuned_at = at->get<std::string>();
-  if (auto d = j.find("device"); d != j.end()) {
-    if (!d->is_string()) return std::nullopt;
-    c.device = d->get<std::string>();
-  }
+  if (!optional_string(j, "device", c.device)) return std::nullopt;
   return c;
 }
 
@@ -1363,21 +1371,13 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
       if (!p.is_object() || !p.contains("key") || !p["key"].is_string()) continue;
       const std::string material = p["key"].get<std::string>();
       json k = json::parse(material, nullptr, false);
-      // Another entry's key, or a corrupt one: its fields are compared only
-      // where they are strings (json::value would throw on another type).
-      auto field = [&k](const char* name) -> std::optional<std::string> {
-        auto it = k.find(name);
-        if (it == k.end()) return std::string();
-        if (!it->is_string()) return std::nullopt;
-        return it->get<std::string>();
-      };
-      if (!k.is_object()) continue;
-      const std::optional<std::string> program = field("program"), version = field("version"),
-                                       extra = field("extra"), dev_field = field("device");
-      if (!program || !version || !extra || !dev_field || *program != want.program ||
-          *version != want.version || *extra != want.extra)
+      // Another entry's key, or a corrupt one (a field that is no string).
+      std::string program, version, extra, dev;
+      if (!k.is_object() || !optional_string(k, "program", program) ||
+          !optional_string(k, "version", version) || !optional_string(k, "extra", extra) ||
+          !optional_string(k, "device", dev) || program != want.program ||
+          version != want.version || extra != want.extra)
         continue;
-      const std::string& dev = *dev_field;
       if (!device.empty() &&
           (dev.size() <= device.size() ||
            dev.compare(dev.size() - device.size() - 1, std::string::npos, " " + device) != 0))
@@ -1406,7 +1406,7 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
   int failed = 0, spilled = 0;
   for (const TuneCandidate& t : c.candidates) {
     failed += t.median_us < 0 ? 1 : 0;
-    spilled += t.median_us < 0 && t.error.rfind("ptxas spills", 0) == 0 ? 1 : 0;
+    spilled += t.median_us < 0 && std::string_view(t.error).starts_with(kSpillSkip) ? 1 : 0;
   }
   // The winning plan's runner-up config: its fastest other timed candidate
   // (what the winner beat within its own plan: e.g. the same tiles not
@@ -1468,7 +1468,8 @@ std::string render_tuning_text(const json& a) {
   const int spilled = a.value("spilled", 0);
   s += fmt::format("; {} candidates ({} skipped{}) in {:.1f} s", a.value("candidates", 0),
                    a.value("failed", 0),
-                   spilled > 0 ? fmt::format(", {} for spills", spilled) : std::string(), a.value("tuning_seconds", 0.0));
+                   spilled > 0 ? fmt::format(", {} for spills", spilled) : std::string(),
+                   a.value("tuning_seconds", 0.0));
   if (plans[2].second < 0 && a.contains("cublaslt_note") && a["cublaslt_note"].is_string() &&
       !a["cublaslt_note"].get<std::string>().empty())
     s += "; unfused+cuBLASLt " + a["cublaslt_note"].get<std::string>();
