@@ -8,7 +8,6 @@
 #include <bit>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -669,56 +668,45 @@ ValueId Graph::clamp(ValueId xv, std::optional<double> min, std::optional<double
   if (max) ops.push_back({bound, graph_internal::PromotionGroup::Wrapped});
   const DType dt = graph_internal::result_type_of(ops, loc);
   if (dt == DType::Bool) throw UserError("clamp is not supported for bool tensors", loc);
-  if (is_integral(dt) && dt != DType::I64) {
-    // The kernels convert each bound with Scalar::to<scalar_t>(), i.e.
-    // c10::checked_convert: "value cannot be converted to type int8_t without
-    // overflow" for one outside the dtype, except that a negative value down
-    // to -max converts to an unsigned type by wrapping (clamp(u8, -1) clamps
-    // to 255). An i64 result needs no check: an int bound is an i64 already.
-    const double lo = dt == DType::U8   ? -255.0
-                      : dt == DType::I8 ? -128.0
-                                        : static_cast<double>(std::numeric_limits<int32_t>::min());
-    const double hi = dt == DType::U8   ? 255.0
-                      : dt == DType::I8 ? 127.0
-                                        : static_cast<double>(std::numeric_limits<int32_t>::max());
+  // The kernels convert each bound with Scalar::to<scalar_t>(), i.e.
+  // c10::checked_convert: "value cannot be converted to type int8_t without
+  // overflow" for one outside the dtype (c10::overflows). An integer dtype:
+  // its range, except that a negative value down to -max converts to an
+  // unsigned type by wrapping (clamp(u8, -1) clamps to 255); an i64 result
+  // needs no check (an int bound is an i64 already). A floating dtype: a
+  // finite bound past its largest finite value (clamp(f16, max=1e5)); an
+  // infinite one converts where the dtype has infinities (all but f8e4m3),
+  // NaN always; f64 takes any.
+  if (dt != DType::I64 && dt != DType::F64) {
+    const bool integral = is_integral(dt);
+    const double hi = dt == DType::U8       ? 255.0
+                      : dt == DType::I8     ? 127.0
+                      : dt == DType::I32    ? static_cast<double>(std::numeric_limits<int32_t>::max())
+                      : dt == DType::F16    ? 65504.0
+                      : dt == DType::BF16   ? 3.3895313892515355e38
+                      : dt == DType::F8E4M3 ? 448.0
+                      : dt == DType::F8E5M2 ? 57344.0
+                                            : static_cast<double>(std::numeric_limits<float>::max());
+    const double lo = dt == DType::I8 ? -128.0 : dt == DType::I32 ? -hi - 1 : -hi;
     for (std::optional<double>* b : {&min, &max}) {
       if (!*b) continue;
       const double v = **b;
-      if (!(v >= lo && v <= hi)) {
+      const bool fits = (v >= lo && v <= hi) ||
+                        (!integral && (std::isnan(v) || (std::isinf(v) && dt != DType::F8E4M3)));
+      if (!fits) {
         const SourceLoc at = b == &min ? min_loc : max_loc;
-        // An integer result means int bounds: print them as written (3e+09
-        // would hide the digits).
-        char digits[400];
-        std::snprintf(digits, sizeof digits, "%.0f", v);
-        throw UserError(std::string("clamp ") + (b == &min ? "min" : "max") + "=" + digits +
-                            " cannot be converted to " +
-                            std::string(dtype_name(dt)) +
-                            " without overflow (an integer clamp's bounds must fit its dtype)",
-                        at.valid() ? at : loc);
+        // (an integer result means int bounds: printed as written, where 3e+09
+        // would hide the digits)
+        throw UserError(
+            fmt::format("clamp {}={} cannot be converted to {} without overflow ({})",
+                        b == &min ? "min" : "max",
+                        integral ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v),
+                        dtype_name(dt),
+                        integral ? std::string("an integer clamp's bounds must fit its dtype")
+                                 : fmt::format("its largest finite value is {:g}", hi)),
+            at.valid() ? at : loc);
       }
       if (dt == DType::U8 && v < 0) **b = v + 256.0;
-    }
-  } else if (dt != DType::F64) {
-    // A floating result converts its bounds the same way (c10::overflows for
-    // a floating To): a finite bound beyond the dtype's largest finite value
-    // is an error ("value cannot be converted to type at::Half without
-    // overflow" for clamp(f16, max=1e5)); an infinite one converts where the
-    // dtype has infinities (all but f8e4m3), NaN always.
-    const double big = dt == DType::F16      ? 65504.0
-                       : dt == DType::BF16   ? 3.3895313892515355e38
-                       : dt == DType::F8E4M3 ? 448.0
-                       : dt == DType::F8E5M2 ? 57344.0
-                                             : static_cast<double>(std::numeric_limits<float>::max());
-    for (const std::optional<double>* b : {&min, &max}) {
-      if (!*b) continue;
-      const double v = **b;
-      const bool inf_ok = dt != DType::F8E4M3;
-      if (std::isnan(v) || (std::isinf(v) && inf_ok) || (v >= -big && v <= big)) continue;
-      const SourceLoc at = b == &min ? min_loc : max_loc;
-      throw UserError(fmt::format("clamp {}={:g} cannot be converted to {} without overflow (its "
-                                  "largest finite value is {:g})",
-                                  b == &min ? "min" : "max", v, dtype_name(dt), big),
-                      at.valid() ? at : loc);
     }
   }
   Node n;
