@@ -275,6 +275,16 @@ struct PipelinePlan {
   // register budget, so that 127 threads do not poll the `empty` mbarriers
   // for nothing (CUTLASS's producer warp elects one thread likewise).
   bool single_issuer = false;
+  // warp_specialized (sync): the MMA warpgroups run fence.proxy.async after
+  // each stage's `full` wait, as a copy into the ring writes through the
+  // generic proxy (cp.async, st.shared) and wgmma reads through the async
+  // proxy (PTX ISA 9.7.12.15 "membar/fence", proxy.async). false where every
+  // copy into the ring is a TMA copy (the async proxy's own writes, visible
+  // to its reads once the stage's mbarrier has seen their transaction bytes:
+  // PTX ISA 9.7.9.25.5.2 cp.async.bulk.tensor, .mbarrier::complete_tx) or
+  // the MMA warps' fragment loads (register_a: no shared tile). The fence
+  // made gemm_bf16_8192 1.2-2.3% slower on the H200 (session 27).
+  bool consumer_fence = true;
   // warp_specialized (register_a): the gemm's A operand is loaded by the MMA
   // warps into registers (its copy's mechanism `fragment`) and read by
   // wgmma's register-A form; this many k-tiles of those loads are in flight

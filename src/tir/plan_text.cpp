@@ -362,6 +362,7 @@ PlanClause to_clause(const LoopPlan& p) {
     if (q->affine_lead > 0) c.push_back(num("affine_lead", q->affine_lead));
     if (!q->barrier_after) c.push_back(num("barrier_after", 0));
     if (q->single_issuer) c.push_back(num("single_issuer", 1));
+    if (!q->consumer_fence) c.push_back(num("consumer_fence", 0));
     if (q->register_a_ahead) c.push_back(num("register_a", q->register_a_ahead));
     if (q->mbarrier_offset >= 0) c.push_back(num("mbarriers", q->mbarrier_offset));
     if (!q->why.empty()) c.push_back(str("why", q->why));
@@ -389,7 +390,8 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   const std::string& k = kind_word(c, "loop");
   if (auto form = try_enum<PipelineForm>(k)) {
     only(c, {"stages", "issue_ahead", "wgmma_in_flight", "producer_threads", "consumer_threads",
-             "registers", "setup_at_entry", "affine_lead", "barrier_after", "single_issuer", "register_a", "mbarriers", "why"});
+             "registers", "setup_at_entry", "affine_lead", "barrier_after", "single_issuer",
+             "consumer_fence", "register_a", "mbarriers", "why"});
     PipelinePlan q;
     q.form = *form;
     q.stages = static_cast<int>(get_int(c, "stages"));
@@ -402,6 +404,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     q.affine_lead = static_cast<int>(get_int(c, "affine_lead", 0));
     q.barrier_after = get_int(c, "barrier_after", 1) != 0;
     q.single_issuer = get_int(c, "single_issuer", 0) != 0;
+    q.consumer_fence = get_int(c, "consumer_fence", 1) != 0;
     q.register_a_ahead = static_cast<int>(get_int(c, "register_a", 0));
     const std::vector<int> regs = get_ints<int>(c, "registers");
     if (!regs.empty()) {

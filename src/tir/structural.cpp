@@ -106,8 +106,8 @@ class Serializer final : public IRVisitor {
     if (const auto* q = std::get_if<PipelinePlan>(&p)) {
       ints({static_cast<int64_t>(q->form), q->stages, q->issue_ahead, q->wgmma_in_flight,
             q->producer_threads, q->consumer_threads, q->mbarrier_offset, q->producer_registers,
-            q->consumer_registers, q->setup_at_entry, q->affine_lead,
-            q->barrier_after, q->single_issuer, q->register_a_ahead});
+            q->consumer_registers, q->setup_at_entry, q->affine_lead, q->barrier_after,
+            q->single_issuer, q->consumer_fence, q->register_a_ahead});
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
       ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset, e->contiguous_chunks,

@@ -795,15 +795,24 @@ class PlanVerifier final : public StmtVisitor {
         error(fmt::format("{}: register_a with a trip count that is not a constant multiple of {}",
                           loop, kRegisterASlots));
     }
+    struct Copies : IRVisitor {
+      std::vector<const CopyNode*> all;
+      using IRVisitor::visit;
+      void visit(const CopyNode* c) override { all.push_back(c); }
+    } copies;
+    if (p.single_issuer || !p.consumer_fence) copies.visit_stmt(op->body);
+    if (!p.consumer_fence) {
+      // (no fence.proxy.async before wgmma: nothing writes the ring through
+      // the generic proxy)
+      for (const CopyNode* c : copies.all)
+        if (!c->plan || (c->plan->mechanism != CopyMechanism::Fragment &&
+                         c->plan->mechanism != CopyMechanism::Tma))
+          error(fmt::format("{}: consumer_fence=0, but its copy into {} is not a TMA copy", loop,
+                            c->dst.name()));
+    }
     if (p.single_issuer) {
       // (producer thread 0 alone issues the ring's copies: TMA boxes of an
       // affine tile, no per-thread row gather, no cp.async)
-      struct Copies : IRVisitor {
-        std::vector<const CopyNode*> all;
-        using IRVisitor::visit;
-        void visit(const CopyNode* c) override { all.push_back(c); }
-      } copies;
-      copies.visit_stmt(op->body);
       for (const CopyNode* c : copies.all)
         if (!c->plan || (c->plan->mechanism != CopyMechanism::Fragment &&
                          (c->plan->mechanism != CopyMechanism::Tma || c->plan->row_gather)))

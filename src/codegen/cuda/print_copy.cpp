@@ -613,6 +613,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   if (plan.register_a_ahead > 0) {
     TF_CHECK(frag != nullptr && frag->dst.get() == g->a.buffer.get(),
              "cuda printer: register_a without the gemm's A as a fragment copy");
+    TF_CHECK(!plan.consumer_fence, "cuda printer: register_a with a consumer fence");
     ws_consumer_loop_register_a(op, frag, plan, it, base, after_loop, c, b, g);
     return;
   }
@@ -621,7 +622,8 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
   // (the block timeline: when the first stage had landed)
   timeline_point("tf_tl_data");
-  line("tf::fence_async_proxy();");
+  if (plan.consumer_fence)
+    line("tf::fence_async_proxy();  // the stage's generic-proxy writes, for wgmma");
   line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
                    tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
   line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));

@@ -106,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(384) gemm0(
   for (int tf_it7 = 0; tf_it7 < 128; ++tf_it7) {
     const int tf_stage = tf_it7 % 4;
     tf::mbar_wait(&tf_full[tf_stage], (tf_it7 / 4) & 1);
-    tf::fence_async_proxy();
+    tf::fence_async_proxy();  // the stage's generic-proxy writes, for wgmma
     C_f.mma_async(A_s + tf_stage * 16384, B_s + tf_stage * 8192);
     C_f.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done
     if (tf_it7 > 0) tf::mbar_arrive(&tf_empty[(tf_it7 + 3) % 4]);

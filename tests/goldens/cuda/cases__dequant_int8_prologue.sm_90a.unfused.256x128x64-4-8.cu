@@ -89,7 +89,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm1(
   for (int tf_it0 = 0; tf_it0 < 16; ++tf_it0) {
     const int tf_stage = tf_it0 % 4;
     tf::mbar_wait(&tf_full[tf_stage], (tf_it0 / 4) & 1);
-    tf::fence_async_proxy();
     C_f.mma_async(A_s + tf_stage * 16384, B_s + tf_stage * 8192);
     C_f.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done
     if (tf_it0 > 0) tf::mbar_arrive(&tf_empty[(tf_it0 + 3) % 4]);

@@ -100,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm0(
   for (int tf_it1 = 0; tf_it1 < 32; ++tf_it1) {
     const int tf_stage = tf_it1 % 4;
     tf::mbar_wait(&tf_full[tf_stage], (tf_it1 / 4) & 1);
-    tf::fence_async_proxy();
+    tf::fence_async_proxy();  // the stage's generic-proxy writes, for wgmma
     C_f.mma_async(A_s + tf_stage * 4096, B_s + tf_stage * 4096);
     C_f.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done
     if (tf_it1 > 0) tf::mbar_arrive(&tf_empty[(tf_it1 + 3) % 4]);

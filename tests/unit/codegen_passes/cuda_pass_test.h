@@ -244,9 +244,10 @@ inline GemmText wgmma_gemm(std::string_view after) {
     notes += std::string(", \"") + kWarpStagedNote + "\"";
   }
   // Nothing after the loop touches shared memory: no barrier after it; the
-  // ring is all TMA copies: one producer thread.
+  // ring is all TMA copies: one producer thread, and no consumer fence.
   if (stage >= 9)
-    g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", barrier_after=0, single_issuer=1");
+    g.loop_plan.insert(g.loop_plan.find(", mbarriers="),
+                       ", barrier_after=0, single_issuer=1, consumer_fence=0");
   g.launch = threads + ", " + shared + ", async_barriers=1" + maps +
              (notes.empty() ? "" : ", notes=[" + notes + "]");
   return g;

@@ -39,9 +39,11 @@ std::string copy_into(const char* tile, const char* v) {
 }
 
 // The sync pass's plan for a loop whose ring is all TMA copies and whose
-// producer runs nothing else: one producer thread (single_issuer).
+// producer runs nothing else: one producer thread (single_issuer), and no
+// fence.proxy.async in the MMA warpgroups (consumer_fence=0: only the async
+// proxy writes the ring).
 GemmText single_issuer(GemmText g) {
-  g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", single_issuer=1");
+  g.loop_plan.insert(g.loop_plan.find(", mbarriers="), ", single_issuer=1, consumer_fence=0");
   return g;
 }
 
@@ -167,7 +169,9 @@ TEST(Sync, NoBarrierAfterThePersistentLoopBeforeAPerWarpEpilogue) {
 }
 
 // A ring with a copy the producer's threads issue together (cp.async: a
-// gathered or unaligned tile) keeps the whole producer warpgroup.
+// gathered or unaligned tile) keeps the whole producer warpgroup, and the
+// MMA warpgroups' fence.proxy.async (cp.async writes through the generic
+// proxy).
 TEST(Sync, NoSingleIssuerForACpAsyncCopyInTheRing) {
   GemmText in = whole_tile(testing::wgmma_gemm("epilogue"));
   in.a_copy = "cp_async, width=16";
@@ -312,7 +316,7 @@ TEST(Sync, NoBarrierForAStagedEpilogueAfterSplitKsElection) {
   ASSERT_NE(in.find("if_last_arrival"), std::string::npos);
   ASSERT_NE(in.find("plan(staged"), std::string::npos);
   std::string out = in;
-  out.replace(out.find(", mbarriers=73728"), 0, ", single_issuer=1");
+  out.replace(out.find(", mbarriers=73728"), 0, ", single_issuer=1, consumer_fence=0");
   expect_cuda_pass("sync", in, out);
 }
 

@@ -456,6 +456,19 @@ TEST(TirVerifierPlan, SingleIssuerOnlyOverAffineTmaCopies) {
       "prologue (copies or index checks before the loop, which every producer thread runs)");
 }
 
+// No consumer fence (consumer_fence=0) only where the async proxy alone
+// writes the ring: TMA copies, not cp.async.
+TEST(TirVerifierPlan, NoConsumerFenceOnlyOverTmaCopies) {
+  const char* const ws = "registers=[64, 216], mbarriers";
+  EXPECT_EQ(verify_errors(planned({{ws, "registers=[64, 216], consumer_fence=0, mbarriers"}})),
+            std::vector<std::string>{});
+  expect_one_error(
+      planned({{ws, "registers=[64, 216], consumer_fence=0, mbarriers"},
+               {"plan(tma, width=16, map=0, boxes=[({k*64}, {pid_m*128}, smem=0)], bytes=16384)",
+                "plan(cp_async, width=16)"}}),
+      "warp-specialized loop k: consumer_fence=0, but its copy into A_s is not a TMA copy");
+}
+
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
 // below the mbarriers.
 TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {

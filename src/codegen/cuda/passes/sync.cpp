@@ -417,6 +417,20 @@ std::unordered_set<const ForNode*> tma_only_producer_loops(const Kernel& kernel)
   return out;
 }
 
+std::unordered_set<const ForNode*> async_proxy_ring_loops(const Kernel& kernel) {
+  std::unordered_set<const ForNode*> out;
+  for (const ForNode* f : pipelined_loops(kernel.body, /*warp_specialized=*/true)) {
+    const PipelinedBody body = split_pipelined_body(f);
+    bool async_only = !body.copies.empty();
+    for (const CopyNode* c : body.copies)
+      async_only = async_only && c->plan &&
+                   (c->plan->mechanism == CopyMechanism::Tma ||
+                    c->plan->mechanism == CopyMechanism::Fragment);
+    if (async_only) out.insert(f);
+  }
+  return out;
+}
+
 Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
   TF_CHECK(kernel.launch.defined, "sync runs after lower_gemm");
   Kernel out = kernel;
@@ -431,6 +445,7 @@ Kernel place_barriers(const Kernel& kernel, const passes::PassContext&) {
   };
   for (const ForNode* f : loops_without_barrier_after(out)) edit(f).barrier_after = false;
   for (const ForNode* f : single_issuer_loops(out)) edit(f).single_issuer = true;
+  for (const ForNode* f : async_proxy_ring_loops(out)) edit(f).consumer_fence = false;
   if (!edits.loops.empty()) out = with_plans(out, edits);
   Dedupe dedupe(kernel.launch.async_barriers);
   dedupe.walk(out.body);

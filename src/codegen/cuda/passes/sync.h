@@ -28,7 +28,9 @@
 // the kernel, ends without its barrier (PipelinePlan::barrier_after). A
 // warp-specialized loop whose ring is all affine TMA copies, in a kernel
 // whose producer runs nothing else, gets one producer thread
-// (PipelinePlan::single_issuer).
+// (PipelinePlan::single_issuer). A warp-specialized loop whose ring is all
+// TMA copies (and register_a fragments) has no consumer fence
+// (PipelinePlan::consumer_fence).
 #pragma once
 
 #include <unordered_set>
@@ -48,5 +50,9 @@ std::unordered_set<const tir::ForNode*> tma_only_producer_loops(const tir::Kerne
 // Those of them whose producer is one thread (what place_barriers marks
 // single_issuer): all but register_a loops.
 std::unordered_set<const tir::ForNode*> single_issuer_loops(const tir::Kernel& kernel);
+// The warp-specialized loops whose ring only the async proxy writes: every
+// copy into it is a TMA copy (affine or row-gathered) or the MMA warps' own
+// fragment loads (what place_barriers marks consumer_fence = false).
+std::unordered_set<const tir::ForNode*> async_proxy_ring_loops(const tir::Kernel& kernel);
 
 }  // namespace tilefuse::codegen
