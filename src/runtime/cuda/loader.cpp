@@ -55,6 +55,24 @@ std::string loaded_path(void* handle) {
   return map->l_name;
 }
 
+// Where the dynamic linker finds a bare soname through LD_LIBRARY_PATH (its
+// first directory holding a file of that name; ld.so(8): entries separated
+// by ':' or ';', an empty entry the current directory), or "" when none
+// does and the system's directories decide.
+std::string soname_in_library_path(const std::string& soname, const EnvGetter& env) {
+  const std::string list = env_value(env, "LD_LIBRARY_PATH");
+  std::size_t begin = 0;
+  while (!list.empty() && begin <= list.size()) {
+    std::size_t end = list.find_first_of(":;", begin);
+    if (end == std::string::npos) end = list.size();
+    const std::string dir = end == begin ? std::string(".") : list.substr(begin, end - begin);
+    const std::string file = dir + "/" + soname;
+    if (::access(file.c_str(), F_OK) == 0) return file;
+    begin = end + 1;
+  }
+  return {};
+}
+
 // Opens `lib` from the first usable candidate. On success returns the handle
 // and sets `path`; otherwise returns nullptr and appends to `tried` one entry
 // per candidate ("<path> (<why>)"). A library that opened is returned even if
@@ -83,6 +101,16 @@ void* open_library(Library lib, const EnvGetter& env, std::string* path,
     if (is_file && (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) {
       tried->push_back(candidate + " (not a regular file)");
       continue;
+    }
+    // (The same for the file a bare soname resolves to through
+    // LD_LIBRARY_PATH, which dlopen would open in the same way.)
+    if (!is_file) {
+      const std::string found = soname_in_library_path(candidate, env);
+      if (!found.empty() && (::stat(found.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) {
+        tried->push_back(candidate + " (found through LD_LIBRARY_PATH at " + found +
+                         ", not a regular file)");
+        continue;
+      }
     }
     dlerror();  // clear any stale message
     void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);

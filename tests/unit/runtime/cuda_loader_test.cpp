@@ -135,6 +135,30 @@ TEST(CudaLoader, AnOverrideThatIsNoRegularFileIsRefusedNotOpened) {
   ::rmdir(dir.c_str());
 }
 
+// A bare soname that LD_LIBRARY_PATH resolves to a FIFO: dlopen would
+// block in open(2) as well; it is skipped and named.
+// (Where a libcuda is installed, a full-path candidate opens before the
+// soname is tried: the test needs a machine without one.)
+TEST(CudaLoader, ASonameFoundThroughLdLibraryPathAsAFifoIsRefusedNotOpened) {
+  if (!libcuda_absent()) GTEST_SKIP() << "a CUDA driver library is installed";
+  char tmpl[] = "/tmp/tilefuse-loader-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string fifo = dir + "/libcuda.so.1";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string why;
+  // (An empty entry and a missing directory before it, as ld.so reads them.)
+  EXPECT_EQ(open_cuda_libraries(
+                fake_env({{"LD_LIBRARY_PATH", "/nonexistent-tilefuse-dir;:" + dir + ":/usr/lib"}}),
+                &why),
+            nullptr);
+  EXPECT_TRUE(contains(why, "libcuda.so.1 (found through LD_LIBRARY_PATH at " + fifo +
+                                ", not a regular file)"))
+      << why;
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
+}
+
 TEST(CudaLoader, NonCudaLibraryNamesTheMissingSymbol) {
   const std::string libm = libm_path();
   std::string why;
