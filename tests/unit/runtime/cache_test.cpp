@@ -685,6 +685,49 @@ TEST(KernelCache, SecondCompileComesFromTheCache) {
   EXPECT_EQ(count_temp_files(cache.store().dir()), 0);
 }
 
+// Four processes compiling the same kernels through one kernel cache at
+// once (tuning runs in parallel, several `tilefuse` processes share the
+// default cache): each gets a usable kernel, whichever process's entry it
+// reads; afterwards each kernel has one valid entry, a later compile is a
+// hit with the same cubin, and no temporary file is left.
+TEST(KernelCache, FourProcessesCompilingTheSameKernelsLeaveAValidCache) {
+  std::string why;
+  if (cuda::load_nvrtc(&why) == nullptr) GTEST_SKIP() << why;
+  TempDir tmp;
+  const std::string dir = tmp.sub("kernels");
+  constexpr int kKernels = 3;
+  auto source = [](int k) { return kSaxpySource + std::string("// variant ") + std::to_string(k); };
+  cuda::CompileOptions opts;
+  opts.arch = "sm_80";
+  const std::vector<int> statuses = run_children([&](int c) {
+    KernelCache cache(dir);
+    for (int round = 0; round < 2; ++round) {
+      for (int i = 0; i < kKernels; ++i) {
+        const int k = (i + c) % kKernels;  // (the children start on different kernels)
+        const cuda::CompiledKernel got = cache.compile(source(k), "saxpy", opts);
+        if (got.cubin.empty() || got.name != "saxpy") return 1;
+        const std::optional<cuda::CompiledKernel> stored =
+            cache.get(KernelCache::key_for(source(k), "saxpy", opts));
+        if (!stored) return 2;
+        // (NVRTC's output for one source and options is the same in every
+        // process: a hit on another process's entry returns these bytes)
+        if (stored->cubin != got.cubin) return 3;
+      }
+    }
+    return 0;
+  });
+  for (int c = 0; c < kChildren; ++c) EXPECT_EQ(statuses[c], 0) << "child " << c;
+  KernelCache cache(dir);
+  for (int k = 0; k < kKernels; ++k) {
+    bool from_cache = false;
+    const cuda::CompiledKernel warm = cache.compile(source(k), "saxpy", opts, &from_cache);
+    EXPECT_TRUE(from_cache) << "kernel " << k;
+    EXPECT_FALSE(warm.cubin.empty());
+  }
+  EXPECT_EQ(list_dir(dir).size(), static_cast<std::size_t>(kKernels));
+  EXPECT_EQ(count_temp_files(dir), 0);
+}
+
 TEST(KernelCache, CompileCudaCachedHonoursTheEnvironment) {
   std::string why;
   if (cuda::load_nvrtc(&why) == nullptr) GTEST_SKIP() << why;
