@@ -185,6 +185,10 @@ struct Source {
   std::string error;
   bool from_cache = false;
   int spill_bytes = 0;  // ptxas -v: spill stores + loads (0: none or no report)
+  // A kernel of a register_a candidate: its K loop is unrolled whole, so
+  // NVRTC takes 4-40x as long as for the others (bench/RESULTS.md, session
+  // 27: 55.7 s for moe_up_proj's against 0.7-1.3 s).
+  bool slow = false;
 };
 
 struct Slot {
@@ -765,6 +769,13 @@ LowerOptions TunedChoice::lower_for(PlanKind p) const {
   return lo;
 }
 
+std::vector<size_t> nvrtc_compile_order(const std::vector<bool>& slow) {
+  std::vector<size_t> order(slow.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return slow[i]; });
+  return order;
+}
+
 std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidates) {
   // Per plan: whether a candidate compiled without spilling.
   std::set<PlanKind> clean;
@@ -1073,13 +1084,18 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         auto key = std::make_pair(ck.cuda->name, ck.cuda->source);
         auto [it, fresh] = index.emplace(std::move(key), sources.size());
         if (fresh) sources.push_back({&ck.cuda->source, &ck.cuda->name, {}, false});
+        sources[it->second].slow =
+            sources[it->second].slow || (s.cand.config && s.cand.config->register_a);
         s.sources.push_back(it->second);
       }
     }
     const cuda::CompileOptions nvrtc = cuda_compile_options(device.target.name());
     std::atomic<size_t> done{0};
-    parallel_for(sources.size(), threads, [&](size_t i) {
-      Source& src = sources[i];
+    std::vector<bool> slow;
+    for (const Source& src : sources) slow.push_back(src.slow);
+    const std::vector<size_t> order = nvrtc_compile_order(slow);
+    parallel_for(order.size(), threads, [&](size_t o) {
+      Source& src = sources[order[o]];
       try {
         const cuda::CompiledKernel k = cache::compile_cuda_cached(
             *src.source, *src.name, nvrtc, &src.from_cache, options.cache_root);

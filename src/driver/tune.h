@@ -237,6 +237,14 @@ struct TuneCandidate {
 // when that one is skipped.
 std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidates);
 
+// The order the tuner compiles its distinct kernel sources in, by NVRTC on
+// every usable CPU: indices into `slow` (one flag a source: a register_a
+// candidate's kernel, whose K loop is unrolled whole and takes NVRTC 4-40x
+// as long; bench/RESULTS.md, session 27), the slow ones first, each group
+// in its given order. A longest-first schedule: the slow kernels compile
+// beside the many quick ones rather than after them, alone.
+std::vector<size_t> nvrtc_compile_order(const std::vector<bool>& slow);
+
 // The plan that wins given each one's measured time (-1: not measured or
 // failed): the fastest; on a tie our own kernels (fused, then unfused)
 // before cuBLASLt. nullopt when none has a time.

@@ -1066,5 +1066,15 @@ TEST(TuneCublaslt, PlainGemmStepsAreTheCandidatesLibraryCalls) {
                   .empty());
 }
 
+// The slow sources (register_a kernels) go first, each group keeping its
+// order; nothing is lost or repeated.
+TEST(TuneCompileOrder, SlowSourcesFirstInTheirOrder) {
+  EXPECT_EQ(driver::nvrtc_compile_order({false, true, false, false, true}),
+            (std::vector<size_t>{1, 4, 0, 2, 3}));
+  EXPECT_EQ(driver::nvrtc_compile_order({false, false}), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(driver::nvrtc_compile_order({true, true}), (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(driver::nvrtc_compile_order({}).empty());
+}
+
 }  // namespace
 }  // namespace tilefuse
