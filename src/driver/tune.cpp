@@ -185,10 +185,6 @@ struct Source {
   std::string error;
   bool from_cache = false;
   int spill_bytes = 0;  // ptxas -v: spill stores + loads (0: none or no report)
-  // A kernel of a register_a candidate: its K loop is unrolled whole, so
-  // NVRTC takes 4-40x as long as for the others (bench/RESULTS.md, session
-  // 27: 55.7 s for moe_up_proj's against 0.7-1.3 s).
-  bool slow = false;
 };
 
 struct Slot {
@@ -1076,6 +1072,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // kernel cache, so that CudaProgram below only reads the cache.
   if (gpu) {
     std::vector<Source> sources;
+    // (per source: a register_a candidate's kernel, slow to compile:
+    // nvrtc_compile_order)
+    std::vector<bool> slow;
     std::map<std::pair<std::string, std::string>, size_t> index;  // (name, source) -> sources
     for (Slot& s : slots) {
       if (!s.compiled) continue;
@@ -1083,16 +1082,16 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         if (!ck.cuda) continue;
         auto key = std::make_pair(ck.cuda->name, ck.cuda->source);
         auto [it, fresh] = index.emplace(std::move(key), sources.size());
-        if (fresh) sources.push_back({&ck.cuda->source, &ck.cuda->name, {}, false});
-        sources[it->second].slow =
-            sources[it->second].slow || (s.cand.config && s.cand.config->register_a);
+        if (fresh) {
+          sources.push_back({&ck.cuda->source, &ck.cuda->name, {}, false});
+          slow.push_back(false);
+        }
+        if (s.cand.config && s.cand.config->register_a) slow[it->second] = true;
         s.sources.push_back(it->second);
       }
     }
     const cuda::CompileOptions nvrtc = cuda_compile_options(device.target.name());
     std::atomic<size_t> done{0};
-    std::vector<bool> slow;
-    for (const Source& src : sources) slow.push_back(src.slow);
     const std::vector<size_t> order = nvrtc_compile_order(slow);
     parallel_for(order.size(), threads, [&](size_t o) {
       Source& src = sources[order[o]];

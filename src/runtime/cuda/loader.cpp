@@ -95,22 +95,16 @@ void* open_library(Library lib, const EnvGetter& env, std::string* path,
       tried->push_back(candidate + " (no such file)");
       continue;
     }
-    // dlopen open(2)s and reads the file: a FIFO would block it forever, a
-    // device or a directory is no library either.
+    // dlopen open(2)s and reads the file (a path, or the one a bare soname
+    // resolves to through LD_LIBRARY_PATH): a FIFO would block it forever,
+    // a device or a directory is no library either.
+    const std::string file = is_file ? candidate : soname_in_library_path(candidate, env);
     struct stat st {};
-    if (is_file && (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) {
-      tried->push_back(candidate + " (not a regular file)");
+    if (!file.empty() && (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) {
+      tried->push_back(candidate + (is_file ? " (not a regular file)"
+                                            : " (found through LD_LIBRARY_PATH at " + file +
+                                                  ", not a regular file)"));
       continue;
-    }
-    // (The same for the file a bare soname resolves to through
-    // LD_LIBRARY_PATH, which dlopen would open in the same way.)
-    if (!is_file) {
-      const std::string found = soname_in_library_path(candidate, env);
-      if (!found.empty() && (::stat(found.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) {
-        tried->push_back(candidate + " (found through LD_LIBRARY_PATH at " + found +
-                         ", not a regular file)");
-        continue;
-      }
     }
     dlerror();  // clear any stale message
     void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);

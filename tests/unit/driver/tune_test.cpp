@@ -492,6 +492,15 @@ class TuneCache : public ::testing::Test {
     o.progress = false;
     return o;
   }
+  // Tunes `g` on the CPU afresh (not from the cache); `material` is its
+  // entry's key material in `tc`, the default tuning cache.
+  static void tune_afresh(const Graph& g, const std::vector<Tensor>& inputs,
+                          std::string& material, std::optional<cache::TuningCache>& tc) {
+    ASSERT_FALSE(driver::tune(g, inputs, quick()).from_cache);
+    material = driver::tuning_key(g, driver::cpu_tune_device()).material();
+    tc = cache::default_tuning_cache();
+    ASSERT_TRUE(tc.has_value());
+  }
   fs::path dir_;
   std::string old_;
   bool had_old_ = false;
@@ -620,10 +629,9 @@ TEST_F(TuneCache, KeyDependsOnShapesProgramAndDevice) {
 TEST_F(TuneCache, CorruptOrMalformedEntriesAreTunedAgain) {
   const Graph g = parse_graph(kSmall);
   const std::vector<Tensor> inputs = make_random_inputs(g, 3);
-  ASSERT_FALSE(driver::tune(g, inputs, quick()).from_cache);
-  const std::string material = driver::tuning_key(g, driver::cpu_tune_device()).material();
-  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
-  ASSERT_TRUE(tc.has_value());
+  std::string material;
+  std::optional<cache::TuningCache> tc;
+  ASSERT_NO_FATAL_FAILURE(tune_afresh(g, inputs, material, tc));
   const std::string path = tc->store().entry_path(cache::TuningCache::key_of(material));
   ASSERT_TRUE(fs::exists(path));
 
@@ -655,10 +663,9 @@ TEST_F(TuneCache, CorruptOrMalformedEntriesAreTunedAgain) {
 TEST_F(TuneCache, WrongTypedOptionalFieldsAreAMissNotAnError) {
   const Graph g = parse_graph(kSmall);
   const std::vector<Tensor> inputs = make_random_inputs(g, 3);
-  ASSERT_FALSE(driver::tune(g, inputs, quick()).from_cache);
-  const std::string material = driver::tuning_key(g, driver::cpu_tune_device()).material();
-  std::optional<cache::TuningCache> tc = cache::default_tuning_cache();
-  ASSERT_TRUE(tc.has_value());
+  std::string material;
+  std::optional<cache::TuningCache> tc;
+  ASSERT_NO_FATAL_FAILURE(tune_afresh(g, inputs, material, tc));
   const nlohmann::json good = tc->get(material).value();
   ASSERT_TRUE(driver::choice_from_json(good).has_value());
   ASSERT_FALSE(good["times"]["candidates"].empty());
