@@ -185,6 +185,7 @@ struct Source {
   std::string error;
   bool from_cache = false;
   int spill_bytes = 0;  // ptxas -v: spill stores + loads (0: none or no report)
+  double seconds = 0;   // NVRTC or the kernel cache, wall
 };
 
 struct Slot {
@@ -972,6 +973,12 @@ std::optional<TunedChoice> cached_choice(const Graph& graph, const TuneDevice& d
   return choice_from_json(*v);
 }
 
+std::string tune_phases(const TuneResult& result) {
+  return fmt::format("passes {:.1f} s, NVRTC {:.1f} s (slowest kernel {:.1f} s), timing {:.1f} s",
+                     result.compile_seconds, result.nvrtc_seconds, result.nvrtc_longest_seconds,
+                     result.timing_seconds);
+}
+
 TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const TuneOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const TuneDevice& device = options.device;
@@ -1039,6 +1046,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   const size_t total = slots.size();
 
   // Compile: the pass pipeline and the emitter for every candidate, in parallel.
+  auto phase = std::chrono::steady_clock::now();
   std::atomic<size_t> compiled_count{0};
   parallel_for(slots.size(), threads, [&](size_t i) {
     Slot& s = slots[i];
@@ -1068,6 +1076,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       progress.show(fmt::format("tuning {}: compiled {}/{} candidates", options.name, n, total));
   });
 
+  result.compile_seconds = seconds_since(phase);
+  phase = std::chrono::steady_clock::now();
+
   // NVRTC: every distinct kernel source once, in parallel, through the
   // kernel cache, so that CudaProgram below only reads the cache.
   if (gpu) {
@@ -1095,6 +1106,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     const std::vector<size_t> order = nvrtc_compile_order(slow);
     parallel_for(order.size(), threads, [&](size_t o) {
       Source& src = sources[order[o]];
+      const auto started = std::chrono::steady_clock::now();
       try {
         const cuda::CompiledKernel k = cache::compile_cuda_cached(
             *src.source, *src.name, nvrtc, &src.from_cache, options.cache_root);
@@ -1102,12 +1114,16 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       } catch (const std::exception& e) {
         src.error = std::string("NVRTC: ") + e.what();
       }
+      src.seconds = seconds_since(started);
       const size_t n = ++done;
       progress.show(fmt::format("tuning {}: compiled {}/{} kernels for {} candidates", options.name,
                                 n, sources.size(), total));
     });
     result.nvrtc_kernels = static_cast<int>(sources.size());
-    for (const Source& src : sources) result.nvrtc_cache_hits += src.from_cache ? 1 : 0;
+    for (const Source& src : sources) {
+      result.nvrtc_cache_hits += src.from_cache ? 1 : 0;
+      result.nvrtc_longest_seconds = std::max(result.nvrtc_longest_seconds, src.seconds);
+    }
     for (Slot& s : slots)
       for (size_t i : s.sources) {
         if (!sources[i].error.empty() && s.cand.error.empty()) s.cand.error = sources[i].error;
@@ -1123,6 +1139,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         ++result.spilled;
       }
   }
+
+  result.nvrtc_seconds = seconds_since(phase);
+  phase = std::chrono::steady_clock::now();
 
   // Time: one candidate after another.
   // Times the loaded `prog` of candidate `cand` with `repeats` timed runs (0:
@@ -1347,6 +1366,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       choice.plan == PlanKind::kFused ? choice.fused_config : choice.unfused_config;
   choice.tuned_at = iso_now();
   choice.device = device.key();
+  result.timing_seconds = seconds_since(phase);
   result.seconds = seconds_since(t0);
   choice.tuning_seconds = result.seconds;
   if (tc) result.cache_written = tc->put(material, choice_to_json(choice));

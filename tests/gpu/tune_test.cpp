@@ -124,9 +124,9 @@ TEST(TuneGpu, SeedColdTuningIsCachedAndTheWinnerCompilesNothing) {
   const driver::TuneResult cold = driver::tune(p.graph, inputs, o);
   std::printf(
       "seed cold tuning: %d candidates (%d skipped, %d for spills), %d kernels (%d from the "
-      "kernel cache), %.1f s: %s\n",
-      cold.candidates, cold.failed, cold.spilled, cold.nvrtc_kernels, cold.nvrtc_cache_hits, cold.seconds,
-      cold.choice.summary().c_str());
+      "kernel cache), %.1f s (%s): %s\n",
+      cold.candidates, cold.failed, cold.spilled, cold.nvrtc_kernels, cold.nvrtc_cache_hits,
+      cold.seconds, driver::tune_phases(cold).c_str(), cold.choice.summary().c_str());
   for (const driver::TuneCandidate& c : cold.choice.candidates)
     std::printf("  %s %s: %.1f us x%d %s\n", std::string(plan_kind_name(c.plan)).c_str(),
                 c.config ? driver::gemm_config_name(*c.config).c_str() : "default", c.median_us,

@@ -532,16 +532,16 @@ int run_command(const RunOptions& options) {
           driver::TuneResult tr = tune_on_gpu(cg, inputs, program.name, options.retune,
                                               options.threads, options.allow_tf32, co.cuda, spec);
           choice = tr.choice;
-          tuning_line = tr.from_cache
-                            ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
-                            : fmt::format(
-                                  "tuning: searched {} candidates in {:.1f} s ({} skipped{}; {} "
-                                  "kernels, {} from the kernel cache): {}",
-                                  tr.candidates, tr.seconds, tr.failed,
-                                  tr.spilled > 0 ? fmt::format(", {} for spills", tr.spilled)
-                                                 : std::string(),
-                                  tr.nvrtc_kernels,
-                                  tr.nvrtc_cache_hits, tr.choice.summary());
+          tuning_line =
+              tr.from_cache
+                  ? fmt::format("tuning: cached choice ({})", tr.choice.summary())
+                  : fmt::format(
+                        "tuning: searched {} candidates in {:.1f} s ({} skipped{}; {} "
+                        "kernels, {} from the kernel cache; {}): {}",
+                        tr.candidates, tr.seconds, tr.failed,
+                        tr.spilled > 0 ? fmt::format(", {} for spills", tr.spilled) : std::string(),
+                        tr.nvrtc_kernels, tr.nvrtc_cache_hits, driver::tune_phases(tr),
+                        tr.choice.summary());
         } else {
           choice = driver::cached_choice(cg, driver::cuda_tune_device(), options.allow_tf32,
                                          co.cuda, spec.size_hints);

@@ -526,6 +526,17 @@ TEST_F(TuneCache, CpuTuningPicksAConfigAndWritesTheCache) {
   }
   EXPECT_EQ(r.choice.device, "cpu");
   EXPECT_FALSE(r.choice.tuned_at.empty());
+  // Where the time went: passes and timing ran, NVRTC did not (the CPU), and
+  // the phases fit in the call's wall time.
+  EXPECT_GT(r.compile_seconds, 0);
+  EXPECT_GT(r.timing_seconds, 0);
+  EXPECT_LT(r.nvrtc_seconds, 0.01);
+  EXPECT_EQ(r.nvrtc_longest_seconds, 0);
+  EXPECT_LE(r.compile_seconds + r.nvrtc_seconds + r.timing_seconds, r.seconds);
+  const std::string phases = driver::tune_phases(r);
+  EXPECT_EQ(phases.rfind("passes ", 0), 0u) << phases;
+  EXPECT_NE(phases.find(", NVRTC 0.0 s (slowest kernel 0.0 s), timing "), std::string::npos)
+      << phases;
   // No cuBLASLt on the CPU: not a candidate, and said so.
   EXPECT_FALSE(r.choice.cublaslt);
   EXPECT_EQ(r.choice.cublaslt_us, -1);
@@ -572,6 +583,7 @@ TEST_F(TuneCache, SecondCallReadsTheCacheAndRetuneSearchesAgain) {
   ASSERT_FALSE(first.from_cache);
   driver::TuneResult second = driver::tune(g, inputs, quick());
   EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.compile_seconds + second.nvrtc_seconds + second.timing_seconds, 0);
   EXPECT_EQ(second.choice.plan, first.choice.plan);
   EXPECT_EQ(second.choice.tuned_at, first.choice.tuned_at);
   EXPECT_EQ(second.nvrtc_kernels, 0);
