@@ -109,6 +109,7 @@ cuda::TimingOptions timing_options(const BenchOptions& o) {
   cuda::TimingOptions t;
   t.warmup = o.warmup;
   t.repeats = o.repeats;
+  t.warmup_ms = o.warmup_ms;
   t.flush_l2 = o.flush_l2;
   return t;
 }

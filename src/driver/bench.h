@@ -37,6 +37,9 @@ namespace tilefuse::driver {
 struct BenchOptions {
   int warmup = 10;
   int repeats = 100;
+  // GPU: after `warmup`, untimed runs for about this long (ms) so that the
+  // clocks have come up from idle (cuda::TimingOptions::warmup_ms).
+  double warmup_ms = 100;
   bool flush_l2 = true;
   bool baselines = true;  // the cuBLASLt rows
   bool check = true;      // rel_err of each row against the f64 oracle

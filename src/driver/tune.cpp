@@ -1147,14 +1147,19 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // Times the loaded `prog` of candidate `cand` with `repeats` timed runs (0:
   // one untimed run) and, when `outputs` is given, returns the outputs of its
   // last run.
+  // `final`: a finalist's re-timing (TuneOptions::final_warmup_ms, as the
+  // first timed run gets; the others TuneOptions::warmup_ms).
+  bool gpu_warm = false;  // a candidate has been timed: the GPU is busy
   auto time_program = [&](CudaProgram& prog, TuneCandidate& cand, int repeats,
-                          std::vector<Tensor>* outputs) {
+                          std::vector<Tensor>* outputs, bool final) {
     if (repeats > 0) {
       BenchOptions bo;
       bo.warmup = options.warmup;
       bo.repeats = repeats;
+      bo.warmup_ms = final || !gpu_warm ? options.final_warmup_ms : options.warmup_ms;
       bo.flush_l2 = options.flush_l2;
       cand.median_us = time_cuda_program(prog, inputs, bo) * 1e3;
+      gpu_warm = true;
       cand.repeats = repeats;
       if (outputs) *outputs = prog.outputs();
     } else if (outputs) {
@@ -1162,12 +1167,12 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     }
   };
   // The same for a candidate of our kernels (GPU or CPU).
-  auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs) {
+  auto time_slot = [&](Slot& s, int repeats, std::vector<Tensor>* outputs, bool final) {
     if (gpu) {
       CudaProgramOptions po;
       po.cache_root = options.cache_root;
       CudaProgram prog(*s.compiled, *dev, po);
-      time_program(prog, s.cand, repeats, outputs);
+      time_program(prog, s.cand, repeats, outputs, final);
     } else {
       ExecuteOptions xo;
       xo.num_threads = options.cpu_threads;
@@ -1200,7 +1205,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       if (reference) return;
       try {
         std::vector<Tensor> outs;
-        time_slot(s, 0, &outs);
+        time_slot(s, 0, &outs, false);
         reference = std::move(outs);
         reference_name = candidate_name(s.cand);
       } catch (const std::exception&) {
@@ -1211,7 +1216,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     if (!s.cand.error.empty()) return;
     try {
       std::vector<Tensor> outs;
-      time_slot(s, std::max(1, options.repeats), reference ? nullptr : &outs);
+      time_slot(s, std::max(1, options.repeats), reference ? nullptr : &outs, false);
       if (!reference) {
         reference = std::move(outs);
         reference_name = candidate_name(s.cand);
@@ -1275,7 +1280,7 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       if (finals.size() >= want) break;
       try {
         std::vector<Tensor> outs;
-        time_slot(*s, retime ? options.final_repeats : 0, &outs);
+        time_slot(*s, retime ? options.final_repeats : 0, &outs, true);
         if (!agrees(s->cand, outs)) continue;
         finals.push_back(s);
       } catch (const std::exception& e) {
@@ -1327,9 +1332,9 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
       ++result.candidates;
       progress.show(fmt::format("tuning {}: unfused+cuBLASLt", options.name));
       try {
-        time_program(*prog, blas->cand, std::max(1, options.repeats), nullptr);
+        time_program(*prog, blas->cand, std::max(1, options.repeats), nullptr, false);
         std::vector<Tensor> outs;
-        time_program(*prog, blas->cand, retime ? options.final_repeats : 0, &outs);
+        time_program(*prog, blas->cand, retime ? options.final_repeats : 0, &outs, true);
         if (agrees(blas->cand, outs)) choice.cublaslt_us = blas->cand.median_us;
       } catch (const std::exception& e) {
         blas->cand.error = std::string("run: ") + e.what();

@@ -195,6 +195,15 @@ struct TuneOptions {
   int repeats = 20;         // per candidate, timed (the median counts)
   int finalists = 3;        // per plan, the best few re-timed ...
   int final_repeats = 100;  // ... with this many repeats (GPU only)
+  // GPU: the untimed runs (ms) before a candidate's timed ones
+  // (cuda::TimingOptions::warmup_ms, which brings an idle GPU's clocks up).
+  // The candidates run back to back, so the GPU is busy from the one before:
+  // each gets `warmup_ms`; the first timed candidate, each finalist's
+  // re-timing and unfused+cuBLASLt's get `final_warmup_ms`, what bench
+  // gives a row. At 100 ms each, 120 candidates spent 12 s of the seed's
+  // 31.7 s cold tuning warming up (bench/RESULTS.md, session 28).
+  double warmup_ms = 10;
+  double final_warmup_ms = 100;
   bool flush_l2 = true;     // flush the L2 (host caches on the CPU) before each timed run
   int cpu_threads = 0;      // CPU executor threads (0: all)
   // What the candidates are compiled for: a graph with symbolic dims is
