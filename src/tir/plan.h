@@ -136,6 +136,11 @@ struct CopyPlan {
   // H200, and a tile of one repeated row 3x slower by .cg; bench/RESULTS.md,
   // sessions 19-20).
   bool cache_by_repeats = false;
+  // Fragment: the loads by ld.global.nc.L1::no_allocate (PTX ISA 9.7.9.8,
+  // "ld": an eviction-priority qualifier): each thread reads each of its
+  // rows' k-slices once, so L1 keeps nothing of them that is read again
+  // (register_a, CudaOptions::fragment_no_allocate).
+  bool no_allocate = false;
   // Fragment (register_a): the index checks of the rows the copy reads,
   // each a CheckNode over the copy's row var (vars[0]) and the kernel's
   // lets that reads only the kernel's inputs. Each MMA thread runs them for

@@ -186,6 +186,7 @@ PlanClause to_clause(const CopyPlan& p) {
     }
   }
   if (p.cache_all) c.push_back(num("cache_all", 1));
+  if (p.no_allocate) c.push_back(num("no_allocate", 1));
   if (p.multicast) c.push_back(num("multicast", 1));
   if (p.hoisted) {
     std::vector<PlanItem> idx;
@@ -215,8 +216,9 @@ PlanClause to_clause(const CopyPlan& p) {
 }
 
 CopyPlan copy_plan_from(const PlanClause& c) {
-  only(c, {"width", "vector_load", "slots", "next_tile", "map", "boxes", "bytes", "rows", "row_pitch",
-           "row_mask", "cache_all", "multicast", "hoist", "row_checks", "reason"});
+  only(c,
+       {"width", "vector_load", "slots", "next_tile", "map", "boxes", "bytes", "rows", "row_pitch",
+        "row_mask", "cache_all", "no_allocate", "multicast", "hoist", "row_checks", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
   p.width = get_int(c, "width");
@@ -225,6 +227,7 @@ CopyPlan copy_plan_from(const PlanClause& c) {
   p.next_tile = get_int(c, "next_tile", 0) != 0;
   p.reason = get_str(c, "reason");
   p.cache_all = get_int(c, "cache_all", 0) != 0;
+  p.no_allocate = get_int(c, "no_allocate", 0) != 0;
   p.multicast = get_int(c, "multicast", 0) != 0;
   if (const PlanValue* h = find(c, "hoist")) {
     if (h->kind != PlanValue::Kind::Clause) bad("`hoist=(indices=[...], step=N, ...)`");

@@ -88,7 +88,8 @@ class Serializer final : public IRVisitor {
           p->tma_bytes, p->row_gather, p->rows, p->row_pitch});
     expr(p->vector_load);
     expr(p->row_mask);
-    ints({p->cache_all, p->hoisted, p->step, p->multicast, p->next_tile, p->cache_by_repeats});
+    ints({p->cache_all, p->hoisted, p->step, p->multicast, p->next_tile, p->cache_by_repeats,
+          p->no_allocate});
     exprs(p->hoisted_indices);
     expr(p->hoisted_mask);
     expr(p->iteration_mask);

@@ -61,76 +61,79 @@ struct Target {
 // others exist to compare. The CLI sets them with `--cuda-option
 // NAME=0|1`, the tuner searches some of them, and the kernel and tuning
 // caches key on key().
-#define TILEFUSE_FOR_EACH_CUDA_OPTION(X)                                                       \
-  X(allow_tf32, false,                                                                         \
-    "f32 GEMMs on TF32 tensor cores (mma.sync m16n8k8: operands rounded to 10 mantissa bits)") \
-  X(wgmma, true, "sm_90a: f16/bf16 GEMMs on wgmma (else mma.sync)")                            \
-  X(warp_specialize, true,                                                                     \
-    "sm_90a: a producer warpgroup issues the wgmma main loop's copies through mbarriers")      \
-  X(tma, true, "sm_90a: a warp-specialized producer issues affine tiles by TMA")               \
-  X(tma_row_gather, false,                                                                     \
-    "sm_90a: gathered rows by TMA too, one 1-row box per row (measured slower)")               \
-  X(hybrid_row_gather, false,                                                                  \
+#define TILEFUSE_FOR_EACH_CUDA_OPTION(X)                                                         \
+  X(allow_tf32, false,                                                                           \
+    "f32 GEMMs on TF32 tensor cores (mma.sync m16n8k8: operands rounded to 10 mantissa bits)")   \
+  X(wgmma, true, "sm_90a: f16/bf16 GEMMs on wgmma (else mma.sync)")                              \
+  X(warp_specialize, true,                                                                       \
+    "sm_90a: a producer warpgroup issues the wgmma main loop's copies through mbarriers")        \
+  X(tma, true, "sm_90a: a warp-specialized producer issues affine tiles by TMA")                 \
+  X(tma_row_gather, false,                                                                       \
+    "sm_90a: gathered rows by TMA too, one 1-row box per row (measured slower)")                 \
+  X(hybrid_row_gather, false,                                                                    \
     "sm_90a: a quarter of a gathered tile's rows by TMA 1-row boxes and the rest by cp.async "   \
-    "(measured slower)")                                                                       \
-  X(vector_loads, true, "register-staged copies read their main source 2-16 bytes at a time")  \
-  X(wgmma_keep_one, true,                                                                      \
-    "a wgmma ring of 4+ stages keeps one MMA group in flight across the barrier")              \
-  X(fragment_pipeline, true,                                                                   \
-    "mma.sync: MMA fragments double-buffered across k16 steps (128+ accumulators a thread)")   \
-  X(staged_epilogue, true,                                                                     \
-    "MMA epilogues staged through shared memory and stored in 16-byte row chunks")             \
-  X(stmatrix_epilogue, true,                                                                   \
-    "sm_90a: a staged wgmma epilogue of 16-bit values stages by stmatrix.x4")                  \
-  X(warp_staged_epilogue, true,                                                                \
-    "sm_90a: a stmatrix epilogue stages and stores per MMA warp, 16 rows x 64 columns at a "   \
-    "time in a buffer of its own, with no block barrier")                                      \
-  X(warp_tma_store, true,                                                                      \
-    "sm_90a: a per-warp staged epilogue into an unmasked 2-D row-major 16-bit output stores "  \
-    "each slab by one TMA box from lane 0 (two buffers a warp)")                               \
-  X(proved_epilogue_chunks, true,                                                              \
-    "a staged epilogue whose 16-byte row chunks axis_info proves contiguous and aligned "      \
-    "stores them with no run-time pointer or alignment test")                                 \
-  X(pair_cast_epilogue, true,                                                                  \
-    "a staged epilogue casting f32 to f16/bf16 converts element pairs together "               \
-    "(cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32, tf::cast_pack2)")                                  \
-  X(setmaxnreg, true,                                                                          \
-    "sm_90a: warp-specialized roles get register budgets (producer / MMA warpgroups: 64 / "    \
-    "216, persistent 72 / 208, register_a 40 / 232 or, with a TMA-only producer, 24 / 240)")   \
-  X(hoist_copy_addresses, true,                                                                \
-    "a warp-specialized producer computes its cp.async source addresses once, before the loop") \
-  X(gather_cache_all, true,                                                                    \
-    "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")                 \
-  X(gather_cache_by_repeats, true,                                                             \
-    "with gather_cache_all, a hoisted gathered copy picks .ca or .cg per tile and producer "   \
-    "warp: .ca where 16 or more of the warp's lanes read one source in their first two slots " \
-    "(repeated rows: L1 merges them), else .cg (1-5% faster on distinct rows)")               \
-  X(persistent, false,                                                                         \
-    "sm_90a: a warp-specialized kernel loops over its tiles (grid = SMs), the producer "       \
-    "filling the next tile's stages during the epilogue")                                  \
-  X(cluster_multicast, false,                                                                  \
-    "sm_90a: pairs of blocks that read the same operand tiles run as a 2-block cluster and "   \
-    "share them by TMA multicast")                                                             \
-  X(split_k_cluster, false,                                                                    \
+    "(measured slower)")                                                                         \
+  X(vector_loads, true, "register-staged copies read their main source 2-16 bytes at a time")    \
+  X(wgmma_keep_one, true,                                                                        \
+    "a wgmma ring of 4+ stages keeps one MMA group in flight across the barrier")                \
+  X(fragment_pipeline, true,                                                                     \
+    "mma.sync: MMA fragments double-buffered across k16 steps (128+ accumulators a thread)")     \
+  X(staged_epilogue, true,                                                                       \
+    "MMA epilogues staged through shared memory and stored in 16-byte row chunks")               \
+  X(stmatrix_epilogue, true,                                                                     \
+    "sm_90a: a staged wgmma epilogue of 16-bit values stages by stmatrix.x4")                    \
+  X(warp_staged_epilogue, true,                                                                  \
+    "sm_90a: a stmatrix epilogue stages and stores per MMA warp, 16 rows x 64 columns at a "     \
+    "time in a buffer of its own, with no block barrier")                                        \
+  X(warp_tma_store, true,                                                                        \
+    "sm_90a: a per-warp staged epilogue into an unmasked 2-D row-major 16-bit output stores "    \
+    "each slab by one TMA box from lane 0 (two buffers a warp)")                                 \
+  X(proved_epilogue_chunks, true,                                                                \
+    "a staged epilogue whose 16-byte row chunks axis_info proves contiguous and aligned "        \
+    "stores them with no run-time pointer or alignment test")                                    \
+  X(pair_cast_epilogue, true,                                                                    \
+    "a staged epilogue casting f32 to f16/bf16 converts element pairs together "                 \
+    "(cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32, tf::cast_pack2)")                                    \
+  X(setmaxnreg, true,                                                                            \
+    "sm_90a: warp-specialized roles get register budgets (producer / MMA warpgroups: 64 / "      \
+    "216, persistent 72 / 208, register_a 40 / 232 or, with a TMA-only producer, 24 / 240)")     \
+  X(hoist_copy_addresses, true,                                                                  \
+    "a warp-specialized producer computes its cp.async source addresses once, before the loop")  \
+  X(gather_cache_all, true,                                                                      \
+    "gathered rows by cp.async.ca (L1 serves duplicate rows) rather than .cg")                   \
+  X(gather_cache_by_repeats, true,                                                               \
+    "with gather_cache_all, a hoisted gathered copy picks .ca or .cg per tile and producer "     \
+    "warp: .ca where 16 or more of the warp's lanes read one source in their first two slots "   \
+    "(repeated rows: L1 merges them), else .cg (1-5% faster on distinct rows)")                  \
+  X(persistent, false,                                                                           \
+    "sm_90a: a warp-specialized kernel loops over its tiles (grid = SMs), the producer "         \
+    "filling the next tile's stages during the epilogue")                                        \
+  X(cluster_multicast, false,                                                                    \
+    "sm_90a: pairs of blocks that read the same operand tiles run as a 2-block cluster and "     \
+    "share them by TMA multicast")                                                               \
+  X(split_k_cluster, false,                                                                      \
     "sm_90a: the K splits of a split-K tile (2 to 8) run as one cluster and sum their partials " \
-    "through distributed shared memory, each block the rows of a share of its warps (no "      \
-    "workspace round trip, no counter)")                                                       \
-  X(prologue_prefetch, true,                                                                   \
-    "sm_90a: a persistent producer loads the next tile's index into registers while this "     \
-    "tile's copies run")                                                                       \
-  X(tma_store_epilogue, true,                                                                  \
-    "sm_90a: a persistent kernel's staged 16-bit epilogue tile goes out by TMA stores, "       \
-    "holding no registers while the next tile's main loop runs")                               \
-  X(producer_start, true,                                                                      \
-    "sm_90a: a warp-specialized producer loads the gathered index into registers itself and "  \
-    "issues the affine operand's first stages before it returns (not persistent kernels)")    \
-  X(register_a, false,                                                                         \
-    "sm_90a: a warp-specialized wgmma loop whose A operand is gathered rows (hoisted cp.async) "  \
-    "has the MMA warps load A into registers for wgmma's register-A form (K permuted inside "  \
-    "each k-tile, B's TMA box likewise); A never enters shared memory")                        \
-  X(block_timeline, false,                                                                     \
-    "a measuring aid: each block records %globaltimer at its start, when its first stage "     \
-    "has landed, at the end of its first main loop and at its end, and its SM; bench prints "  \
+    "through distributed shared memory, each block the rows of a share of its warps (no "        \
+    "workspace round trip, no counter)")                                                         \
+  X(prologue_prefetch, true,                                                                     \
+    "sm_90a: a persistent producer loads the next tile's index into registers while this "       \
+    "tile's copies run")                                                                         \
+  X(tma_store_epilogue, true,                                                                    \
+    "sm_90a: a persistent kernel's staged 16-bit epilogue tile goes out by TMA stores, "         \
+    "holding no registers while the next tile's main loop runs")                                 \
+  X(producer_start, true,                                                                        \
+    "sm_90a: a warp-specialized producer loads the gathered index into registers itself and "    \
+    "issues the affine operand's first stages before it returns (not persistent kernels)")       \
+  X(register_a, false,                                                                           \
+    "sm_90a: a warp-specialized wgmma loop whose A operand is gathered rows (hoisted cp.async) " \
+    "has the MMA warps load A into registers for wgmma's register-A form (K permuted inside "    \
+    "each k-tile, B's TMA box likewise); A never enters shared memory")                          \
+  X(fragment_no_allocate, false,                                                                 \
+    "register_a: the MMA warps' fragment loads by ld.global.nc.L1::no_allocate (each row's "     \
+    "k-slice is read once; L1 keeps none of it)")                                                \
+  X(block_timeline, false,                                                                       \
+    "a measuring aid: each block records %globaltimer at its start, when its first stage "       \
+    "has landed, at the end of its first main loop and at its end, and its SM; bench prints "    \
     "each kernel's phases")
 
 struct CudaOptions {

@@ -665,6 +665,9 @@ class PlanVerifier final : public StmtVisitor {
         (p.mechanism != CopyMechanism::CpAsync || !p.hoisted || !p.cache_all || p.width != 16))
       error("copy plan: l1_by_repeats on a copy that is not a hoisted 16-byte cp.async with "
             "cache_all");
+    // (the printer gives the qualifier to the fragment loads alone)
+    if (p.no_allocate && p.mechanism != CopyMechanism::Fragment)
+      error("copy plan: no_allocate on a copy that is not a fragment copy");
     // (row checks run where the MMA threads compute a fragment copy's rows)
     if (!p.row_checks.empty()) {
       if (p.mechanism != CopyMechanism::Fragment)

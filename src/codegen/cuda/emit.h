@@ -85,6 +85,8 @@ struct CudaCopy {
   // cp_async, hoisted: .ca or .cg chosen per tile by its repeated rows
   // (CopyPlan::cache_by_repeats; cache_all then says only that .ca may be).
   bool l1_by_repeats = false;
+  // fragment: loads by ld.global.nc.L1::no_allocate (CopyPlan::no_allocate)
+  bool no_allocate = false;
 };
 
 // A TMA tensor map the kernel takes (after tf_status, in this order, as

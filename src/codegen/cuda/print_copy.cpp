@@ -574,10 +574,11 @@ bool Printer::ra_preload(const CopyNode* a, const std::string& acc, const std::s
   return true;
 }
 
-void Printer::ra_load(const std::string& slot, const std::function<std::string(int)>& src,
+void Printer::ra_load(const CopyNode* a, const std::string& slot,
+                      const std::function<std::string(int)>& src,
                       const std::function<std::string(int)>& ok) {
-  line(fmt::format("tf::load_a_fragment(tf_ra[{}], {}, {}, {}, {});", slot, src(0), src(1), ok(0),
-                   ok(1)));
+  line(fmt::format("tf::load_a_fragment{}(tf_ra[{}], {}, {}, {}, {});",
+                   a->plan->no_allocate ? "<true>" : "", slot, src(0), src(1), ok(0), ok(1)));
 }
 
 int64_t Printer::fragment_step_bytes(const CopyNode* a) {
@@ -591,8 +592,10 @@ void Printer::ra_first_fragments(const CopyNode* a, const std::string& acc, int 
   line("#pragma unroll");
   open(fmt::format("for (int tf_q = 0; tf_q < {}; ++tf_q)", ahead));
   ra_load(
-      "tf_q",
-      [&](int h) { return fmt::format("tf_rap[{}] + static_cast<long long>(tf_q) * {}ll", h, bytes); },
+      a, "tf_q",
+      [&](int h) {
+        return fmt::format("tf_rap[{}] + static_cast<long long>(tf_q) * {}ll", h, bytes);
+      },
       [](int h) { return fmt::format("tf_rao[{}]", h); });
   close();
 }
@@ -653,7 +656,7 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   const std::string i = "tf_i";
   const std::string gi = base.empty() ? i : "(" + base + " + " + i + ")";
   result_.copies.push_back({frag->dst.name(), "fragment", frag->plan->width, slots, false, true,
-                            false});
+                            false, frag->plan->no_allocate});
   if (base.empty()) {
     // (a persistent kernel's MMA warps do this before their tile loop and
     // load each next tile's first fragments during the last k-tiles)
@@ -693,7 +696,7 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   const std::string slot = fmt::format("(tf_u + {}) % {}", ahead, slots);
   if (base.empty()) {
     ra_load(
-        slot,
+        frag, slot,
         [&](int h) {
           return fmt::format("tf_rap[{}] + static_cast<long long>(tf_kn) * {}ll", h, bytes);
         },
@@ -708,7 +711,7 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
                      "* {}ll;",
                      n, bytes));
     ra_load(
-        slot,
+        frag, slot,
         [](int h) { return fmt::format("(tf_here ? tf_rap[{0}] : tf_ranp[{0}]) + tf_ko", h); },
         [](int h) { return fmt::format("tf_here ? tf_rao[{0}] : tf_next && tf_rano[{0}]", h); });
   }

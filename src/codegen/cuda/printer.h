@@ -165,7 +165,11 @@ class Printer {
   // ra_rows(..., loaded); false (nothing printed) when they read none or
   // several.
   bool ra_preload(const tir::CopyNode* a, const std::string& acc, const std::string& loaded);
-  void ra_load(const std::string& slot, const std::function<std::string(int)>& src,
+  // One k-tile of fragment copy `a` into tf_ra[slot]: its two rows from
+  // src(0), src(1) where ok(0), ok(1) (else zeros); CopyPlan::no_allocate
+  // picks the loads' L1 policy.
+  void ra_load(const tir::CopyNode* a, const std::string& slot,
+               const std::function<std::string(int)>& src,
                const std::function<std::string(int)>& ok);
   void ra_first_fragments(const tir::CopyNode* a, const std::string& acc, int ahead);
   static int64_t fragment_step_bytes(const tir::CopyNode* a);

@@ -501,26 +501,39 @@ struct WgmmaTile {
 // (row fragment_row(1)), each p already at the row's k-tile plus
 // fragment_chunk_bytes(); a row whose ok is false reads nothing and holds
 // zeros. ld.global.nc (read-only for the kernel's life: the operand is
-// never written by it), L1-allocating: a warp reads 8 rows x 64 bytes an
-// instruction and the other halves of those lines the next.
+// never written by it). A warp reads 8 rows x 64 bytes an instruction and
+// the other halves of those lines the next, each sector once: with
+// kNoAllocate the loads carry .L1::no_allocate (PTX ISA, "ld", eviction
+// priority), so they take no L1 lines; else they allocate in L1.
+#define TF_LOAD_A_FRAGMENT_ASM(QUAL)                                                            \
+  asm volatile(                                                                                 \
+      "{\n .reg .pred p, q;\n setp.ne.b32 p, %18, 0;\n setp.ne.b32 q, %19, 0;\n"                \
+      " mov.b32 %0, 0; mov.b32 %1, 0; mov.b32 %2, 0; mov.b32 %3, 0;\n"                          \
+      " mov.b32 %4, 0; mov.b32 %5, 0; mov.b32 %6, 0; mov.b32 %7, 0;\n"                          \
+      " mov.b32 %8, 0; mov.b32 %9, 0; mov.b32 %10, 0; mov.b32 %11, 0;\n"                        \
+      " mov.b32 %12, 0; mov.b32 %13, 0; mov.b32 %14, 0; mov.b32 %15, 0;\n"                      \
+      " @p ld.global.nc" QUAL                                                                   \
+      ".v4.u32 {%0, %1, %2, %3}, [%16];\n"                                                      \
+      " @p ld.global.nc" QUAL                                                                   \
+      ".v4.u32 {%4, %5, %6, %7}, [%16+64];\n"                                                   \
+      " @q ld.global.nc" QUAL                                                                   \
+      ".v4.u32 {%8, %9, %10, %11}, [%17];\n"                                                    \
+      " @q ld.global.nc" QUAL                                                                   \
+      ".v4.u32 {%12, %13, %14, %15}, [%17+64];\n"                                               \
+      "}\n"                                                                                     \
+      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]), "=r"(a[4]), "=r"(a[5]), "=r"(a[6]),     \
+        "=r"(a[7]), "=r"(a[8]), "=r"(a[9]), "=r"(a[10]), "=r"(a[11]), "=r"(a[12]), "=r"(a[13]), \
+        "=r"(a[14]), "=r"(a[15])                                                                \
+      : "l"(p0), "l"(p1), "r"(ok0 ? 1u : 0u), "r"(ok1 ? 1u : 0u)                                \
+      : "memory")
+template <bool kNoAllocate = false>
 __device__ __forceinline__ void load_a_fragment(unsigned (&a)[16], const char* p0, const char* p1,
                                                 bool ok0, bool ok1) {
-  asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.b32 p, %18, 0;\n setp.ne.b32 q, %19, 0;\n"
-      " mov.b32 %0, 0; mov.b32 %1, 0; mov.b32 %2, 0; mov.b32 %3, 0;\n"
-      " mov.b32 %4, 0; mov.b32 %5, 0; mov.b32 %6, 0; mov.b32 %7, 0;\n"
-      " mov.b32 %8, 0; mov.b32 %9, 0; mov.b32 %10, 0; mov.b32 %11, 0;\n"
-      " mov.b32 %12, 0; mov.b32 %13, 0; mov.b32 %14, 0; mov.b32 %15, 0;\n"
-      " @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%16];\n"
-      " @p ld.global.nc.v4.u32 {%4, %5, %6, %7}, [%16+64];\n"
-      " @q ld.global.nc.v4.u32 {%8, %9, %10, %11}, [%17];\n"
-      " @q ld.global.nc.v4.u32 {%12, %13, %14, %15}, [%17+64];\n"
-      "}\n"
-      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]), "=r"(a[4]), "=r"(a[5]), "=r"(a[6]),
-        "=r"(a[7]), "=r"(a[8]), "=r"(a[9]), "=r"(a[10]), "=r"(a[11]), "=r"(a[12]), "=r"(a[13]),
-        "=r"(a[14]), "=r"(a[15])
-      : "l"(p0), "l"(p1), "r"(ok0 ? 1u : 0u), "r"(ok1 ? 1u : 0u)
-      : "memory");
+  if constexpr (kNoAllocate)
+    TF_LOAD_A_FRAGMENT_ASM(".L1::no_allocate");
+  else
+    TF_LOAD_A_FRAGMENT_ASM("");
 }
+#undef TF_LOAD_A_FRAGMENT_ASM
 
 }  // namespace tf

@@ -52,6 +52,13 @@ TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
       "ring of 4) and wgmma reads A from registers; B_s's TMA box reads K in the fragments' "
       "order; index_rows no longer staged in shared memory");
   expect_cuda_pass("register_a", in.text(), out.text(), options({"register_a=1"}));
+
+  // fragment_no_allocate: the same, the copy's loads by .L1::no_allocate.
+  GemmText na = out;
+  na.a_copy.replace(na.a_copy.find("fragment, width=16, "), 20,
+                    "fragment, width=16, no_allocate=1, ");
+  expect_cuda_pass("register_a", in.text(), na.text(),
+                   options({"register_a=1", "fragment_no_allocate=1"}));
 }
 
 // The prologue's index checks of A's rows become the fragment copy's row

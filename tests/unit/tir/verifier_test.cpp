@@ -469,6 +469,13 @@ TEST(TirVerifierPlan, NoConsumerFenceOnlyOverTmaCopies) {
       "warp-specialized loop k: consumer_fence=0, but its copy into A_s is not a TMA copy");
 }
 
+// .L1::no_allocate is a fragment copy's (register_a) load policy alone.
+TEST(TirVerifierPlan, NoAllocateOnlyOnFragmentCopies) {
+  expect_one_error(
+      planned({{"plan(tma, width=16, map=0,", "plan(tma, width=16, no_allocate=1, map=0,"}}),
+      "copy plan: no_allocate on a copy that is not a fragment copy");
+}
+
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
 // below the mbarriers.
 TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {

@@ -207,6 +207,7 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   new_a.mechanism = CopyMechanism::Fragment;
   new_a.cache_all = false;
   new_a.cache_by_repeats = false;
+  new_a.no_allocate = context.cuda.fragment_no_allocate;
   new_a.reason = fmt::format(
       "the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a k-tile, "
       "{} k-tiles ahead) by ld.global.nc: A never enters shared memory (register_a; was: {})",

@@ -46,7 +46,9 @@
 // prologue and no named barriers left. (A_s gets no shared memory: layout.)
 //
 // CudaOptions::register_a turns it on (with CudaOptions::setmaxnreg, whose
-// budgets it needs).
+// budgets it needs). CudaOptions::fragment_no_allocate gives the fragment
+// copy's loads .L1::no_allocate (CopyPlan::no_allocate): off until measured
+// (bench/RESULTS.md, session 28; .devcarry/s29/call1.sh by kernel override).
 #pragma once
 
 #include "passes/pipeline.h"
