@@ -84,10 +84,9 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"split_k_cluster=1,warp_specialize=0", false},
       {"gather_cache_by_repeats=0", true},
       {"gather_cache_all=0", true},
-      // (the fragment loads' L1 policy, one way in each: the printed
-      // kernels differ in that template argument alone)
-      {"register_a=1,fragment_no_allocate=1", true},
+      {"register_a=1", true},
       {"register_a=1,persistent=1", true},
+      {"register_a=1,persistent=1,fragment_no_allocate=1", true},
   };
   return v;
 }

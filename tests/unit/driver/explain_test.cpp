@@ -22,9 +22,11 @@ using nlohmann::json;
 
 json explain_source(const std::string& source, const std::string& target,
                     PlanKind plan = PlanKind::kFused,
-                    std::optional<GemmConfig> config = std::nullopt) {
+                    std::optional<GemmConfig> config = std::nullopt,
+                    const tir::CudaOptions& cuda = {}) {
   const Program p = parse_program(source, "test.tfs");
   driver::CompileOptions o;
+  o.cuda = cuda;
   o.plan = plan;
   o.target = *tir::Target::parse(target);
   o.lower.gemm_config = config;
@@ -270,6 +272,24 @@ TEST(Explain, CopiesTheCudaPassesReplacedOrDroppedAreMarked) {
   EXPECT_NE(text.find("TMA needs an affine tile [the CUDA kernel: fragment]\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("[not in the CUDA kernel: its passes dropped it]\n"), std::string::npos);
+  // The fragment loads' L1 policy (fragment_no_allocate): in cuda.copies
+  // and in the text's copy line.
+  auto fragment_copy = [](const json& account) {
+    for (const json& cp : account.at("kernels")[0].at("cuda").at("copies"))
+      if (cp.at("mode") == "fragment") return cp;
+    return json();
+  };
+  ASSERT_FALSE(fragment_copy(a).is_null());
+  EXPECT_EQ(fragment_copy(a).at("no_allocate"), false);
+  EXPECT_NE(text.find("    copy A_s fragment 16 B"), std::string::npos) << text;
+  tir::CudaOptions na;
+  na.fragment_no_allocate = true;
+  const json b = explain_source(src, "sm_90a", PlanKind::kFused, c, na);
+  ASSERT_FALSE(fragment_copy(b).is_null());
+  EXPECT_EQ(fragment_copy(b).at("no_allocate"), true);
+  const std::string na_text = driver::render_explain_text(b);
+  EXPECT_NE(na_text.find("    copy A_s fragment (.L1::no_allocate) 16 B"), std::string::npos)
+      << na_text;
   // The same program without register_a: every copy as decided, no brackets.
   c.register_a = false;
   const std::string plain = driver::render_explain_text(explain_source(src, "sm_90a",
