@@ -1144,12 +1144,12 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   phase = std::chrono::steady_clock::now();
 
   // Time: one candidate after another.
+  bool gpu_warm = false;  // a candidate has been timed: the GPU is busy
   // Times the loaded `prog` of candidate `cand` with `repeats` timed runs (0:
   // one untimed run) and, when `outputs` is given, returns the outputs of its
-  // last run.
-  // `final`: a finalist's re-timing (TuneOptions::final_warmup_ms, as the
-  // first timed run gets; the others TuneOptions::warmup_ms).
-  bool gpu_warm = false;  // a candidate has been timed: the GPU is busy
+  // last run. `final`: a re-timing with final_repeats, warmed up for
+  // TuneOptions::final_warmup_ms, as the first timed run is; the others for
+  // TuneOptions::warmup_ms.
   auto time_program = [&](CudaProgram& prog, TuneCandidate& cand, int repeats,
                           std::vector<Tensor>* outputs, bool final) {
     if (repeats > 0) {

@@ -200,8 +200,9 @@ struct TuneOptions {
   // The candidates run back to back, so the GPU is busy from the one before:
   // each gets `warmup_ms`; the first timed candidate and the re-timings
   // (final_repeats: each finalist's, unfused+cuBLASLt's) get
-  // `final_warmup_ms`, what bench gives a row. At 100 ms each, 120 candidates spent 12 s of the
-  // seed's 31.7 s cold tuning warming up (bench/RESULTS.md, session 28).
+  // `final_warmup_ms`, what bench gives a row. At 100 ms each, 120
+  // candidates spent 12 s of the seed's 31.7 s cold tuning warming up
+  // (bench/RESULTS.md, session 28).
   double warmup_ms = 10;
   double final_warmup_ms = 100;
   bool flush_l2 = true;     // flush the L2 (host caches on the CPU) before each timed run
