@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# ncu of cuBLAS's kernel (torch.mm) and ours on the ungathered gather_heavy and moe_up_proj
+# shapes. ~300 s. Reports under $OUT.
+set -uo pipefail
+BIN="${TF_BIN:-.devcarry/bin}"
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+export TILEFUSE_CACHE_DIR=/tmp/tf-cache
+cat > /tmp/gh_plain.tfs <<'TFS'
+def gh_plain(a: bf16[16384, 1024], w: bf16[1024, 1024]):
+    return a @ w
+TFS
+cat > /tmp/moe_plain.tfs <<'TFS'
+def moe_plain(a: bf16[8192, 4096], w: bf16[4096, 14336]):
+    return a @ w
+TFS
+cat > /tmp/mm.py <<'PY'
+import sys, torch
+m, n, k = map(int, sys.argv[1:4])
+a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+for _ in range(3):
+    c = a @ b
+torch.cuda.synchronize()
+PY
+NCU=(ncu --clock-control none --set full)
+"${NCU[@]}" -c 6 python3 /tmp/mm.py 16384 1024 1024 > "$OUT/ncu_cublas_gh.txt" 2>&1
+"${NCU[@]}" -c 6 python3 /tmp/mm.py 8192 14336 4096 > "$OUT/ncu_cublas_moe.txt" 2>&1
+"${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run /tmp/gh_plain.tfs --device cuda \
+  --gemm-config 128x256x64/4/8/persistent > "$OUT/ncu_ours_gh.txt" 2>&1
+"${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run /tmp/moe_plain.tfs --device cuda \
+  --gemm-config 128x256x64/4/8/persistent > "$OUT/ncu_ours_moe.txt" 2>&1
