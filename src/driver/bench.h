@@ -19,7 +19,8 @@
 // a fraction of the device's copy bandwidth, measured in the same call
 // (cuda::measure_copy_bandwidth: a 1 GiB device-to-device copy, timed like
 // the kernels; issue 12). Each row's output is compared with the f64 oracle
-// (rel_err), unless check is off.
+// (rel_err: oracle_error, the figure `run --check` prints), unless check is
+// off.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +43,7 @@ struct BenchOptions {
   double warmup_ms = 100;
   bool flush_l2 = true;
   bool baselines = true;  // the cuBLASLt rows
-  bool check = true;      // rel_err of each row against the f64 oracle
+  bool check = true;      // rel_err of each row against the f64 oracle (oracle_error)
   LowerOptions lower;     // config overrides for every row (e.g. --gemm-config)
   // Per-plan overrides (the tuner's best config of each plan, tune.h): when
   // set they replace `lower` for that plan's rows (unfused_lower also for

@@ -44,10 +44,13 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
   CompiledProgram program;
   program.graph = graph;
   program.target = options.target;
-  program.allow_tf32 = options.allow_tf32;
+  // One switch, two spellings (CompileOptions::allow_tf32 and the code
+  // generator's CudaOptions::allow_tf32): either turns it on, and the
+  // program, its cuBLASLt steps and its kernels all see the same value.
+  program.allow_tf32 = options.allow_tf32 || options.cuda.allow_tf32;
   program.specialization = options.lower.specialization;
   program.cuda = options.cuda;
-  program.cuda.allow_tf32 = options.allow_tf32;
+  program.cuda.allow_tf32 = program.allow_tf32;
   program.plan = build_plan(graph, options.plan);
   LowerOptions lower_options = options.lower;
   lower_options.wgmma = options.target.has_wgmma();

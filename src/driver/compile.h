@@ -40,8 +40,10 @@ struct CompileOptions {
   // false: stop after lowering (kernels after inline_hooks only; the reports
   // stay empty). The lowering tests run those kernels as they are.
   bool optimize = true;
-  // CUDA: f32 GEMMs may run on TF32 tensor cores (`--allow-tf32`; copied
-  // into cuda.allow_tf32). The CPU executor is exact either way.
+  // CUDA: f32 GEMMs may run on TF32 tensor cores (`--allow-tf32`). This or
+  // cuda.allow_tf32 turns it on; compile() writes the outcome into both
+  // CompiledProgram::allow_tf32 and its cuda.allow_tf32. The CPU executor is
+  // exact either way.
   bool allow_tf32 = false;
   // The CUDA backend's switches (`--cuda-option`; tir/target.h).
   tir::CudaOptions cuda;

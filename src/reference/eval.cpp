@@ -479,6 +479,12 @@ double check_tolerance(const Graph& graph, ValueId output, bool allow_tf32) {
   return tol;
 }
 
+double oracle_error(const Tensor& out, const Tensor& oracle) {
+  if (is_floating(out.dtype()) && oracle.dtype() != out.dtype())
+    return relative_error(out, oracle.to(out.dtype()));
+  return relative_error(out, oracle);
+}
+
 double relative_error(const Tensor& out, const Tensor& ref) {
   TF_CHECK(out.shape() == ref.shape(),
            "relative_error: shapes differ: " + shape_to_string(out.shape()) + " vs " +

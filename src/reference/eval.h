@@ -36,6 +36,14 @@ std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& params,
 // zero or when out has a NaN where ref has none). Shapes must match.
 double relative_error(const Tensor& out, const Tensor& ref);
 
+// The error `run --check` and bench's rel_err report for an output: its
+// relative_error against the f64 oracle's output rounded once to the
+// output's dtype (what the output can be at best), so that the figure is
+// what the program adds on the way, not its dtype's own rounding (alone ~2e-4
+// in norm for f16, 3-5% for f8); a correct f16 result that overflows to inf
+// matches an oracle that overflows too. Shapes must match.
+double oracle_error(const Tensor& out, const Tensor& oracle);
+
 // The largest relative_error against the f64 oracle that `run --check` and
 // the tests accept for an output of `dt` (DESIGN.md, "Testing"): 1e-2 for
 // f16/bf16 (~2^-9 rounding per element), 0.15 for f8 (unit roundoff 2^-4 /

@@ -54,6 +54,34 @@ TEST(Bench, CpuTableJsonAndSavedInputs) {
   std::filesystem::remove_all(dir);
 }
 
+// bench's rel_err is `run --check`'s figure on the same inputs: both compare
+// with the oracle rounded once to the output's dtype. (bench once compared
+// with the unrounded oracle: for an f16 output ~2e-4, ten times run's, the
+// dtype's own rounding.)
+TEST(Bench, RelErrIsRunChecksFigure) {
+  const std::string prog = case_path("gather_odd_k_f16.tfs");
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tf-bench-err-" + std::to_string(::getpid())))
+          .string();
+  auto b = run_cli("bench " + prog +
+                   " --device cpu --warmup 0 --repeats 1 --json --seed 7 --save-inputs " + dir);
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const nlohmann::json j = nlohmann::json::parse(b.output.substr(b.output.find('{')));
+  double bench_err = -1;
+  for (const auto& row : j.at("rows"))
+    if (row.at("name") == "fused") bench_err = row.at("rel_err").get<double>();
+  auto r = run_cli("run " + prog + " --device cpu --check --input x=" + dir +
+                   "/x.npy --input y=" + dir + "/y.npy --input idx=" + dir + "/idx.npy");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t at = r.output.find("rel_err=");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double run_err = std::stod(r.output.substr(at + 8));
+  EXPECT_GT(run_err, 0) << r.output;  // random f16 inputs: not exact
+  EXPECT_LT(run_err, 1e-4) << r.output;
+  EXPECT_NEAR(bench_err, run_err, 1e-3 * run_err) << b.output << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Bench, BadOptionsAreUserErrors) {
   const std::string prog = case_path("gather_negative_index.tfs");
   const std::pair<const char*, const char*> bad_options[] = {

@@ -164,6 +164,22 @@ TEST(CliCuda, AllowTf32SwitchesTheF32Gemm) {
   EXPECT_FALSE(contains(exact.output, "Tf32MmaTile")) << exact.output;
   EXPECT_TRUE(contains(exact.output, "tf::SimtTile<float, float,")) << exact.output;
   EXPECT_TRUE(contains(tf32.output, "tf::Tf32MmaTile<")) << tf32.output;
+  // `--cuda-option allow_tf32=1` is the same switch (it once had no effect:
+  // the compiler copied the flag over it): the same kernel, and explain says
+  // TF32. allow_tf32=0 does not turn the flag off.
+  Result option =
+      run_cli("emit " + upcast + " --stage=cuda --target sm_90a --cuda-option allow_tf32=1",
+              {.with_stderr = false});
+  ASSERT_EQ(option.exit_code, 0) << option.output;
+  EXPECT_EQ(option.output, tf32.output);
+  Result both = run_cli(
+      "emit " + upcast + " --stage=cuda --target sm_90a --allow-tf32 --cuda-option allow_tf32=0",
+      {.with_stderr = false});
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_EQ(both.output, tf32.output);
+  Result explained = run_cli("explain " + upcast + " --target sm_80 --cuda-option allow_tf32=1");
+  ASSERT_EQ(explained.exit_code, 0) << explained.output;
+  EXPECT_TRUE(contains(explained.output, "gemm mma.sync.m16n8k8.tf32 f32 ")) << explained.output;
   for (const char* cmd : {"run", "emit", "explain", "bench"}) {
     Result help = run_cli(std::string(cmd) + " --help");
     EXPECT_EQ(help.exit_code, 0) << cmd;

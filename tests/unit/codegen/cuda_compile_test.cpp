@@ -591,6 +591,33 @@ TEST(CudaEmit, F32GemmIsExactFmaUnlessTf32IsAllowed) {
       }
 }
 
+// CompileOptions::allow_tf32 and CudaOptions::allow_tf32 are one switch:
+// either alone gives the program, its cuBLASLt steps (CompiledProgram::
+// allow_tf32) and its kernels (cuda.allow_tf32) TF32, with the same source.
+TEST(CudaEmit, EitherTf32SpellingTurnsItOn) {
+  const Program p = parse_program(kF32Mlp, "t.tfs");
+  driver::CompileOptions flag;
+  flag.target = *tir::Target::parse("sm_90a");
+  flag.allow_tf32 = true;
+  driver::CompileOptions option;
+  option.target = flag.target;
+  option.cuda.allow_tf32 = true;
+  const driver::CompiledProgram a = driver::compile(p.graph, flag);
+  const driver::CompiledProgram b = driver::compile(p.graph, option);
+  EXPECT_TRUE(a.allow_tf32);
+  EXPECT_TRUE(b.allow_tf32);
+  EXPECT_TRUE(a.cuda.allow_tf32);
+  EXPECT_TRUE(b.cuda.allow_tf32);
+  EXPECT_EQ(gemm_kernel(b).gemms.at(0).family, "mma.sync.m16n8k8.tf32");
+  EXPECT_EQ(gemm_kernel(a).source, gemm_kernel(b).source);
+  driver::CompileOptions neither;
+  neither.target = flag.target;
+  const driver::CompiledProgram c = driver::compile(p.graph, neither);
+  EXPECT_FALSE(c.allow_tf32);
+  EXPECT_FALSE(c.cuda.allow_tf32);
+  EXPECT_EQ(gemm_kernel(c).gemms.at(0).family, "simt.fma");
+}
+
 // The flag changes f32 GEMMs only: f16 (MmaTile) and f64 (exact FMA) GEMMs
 // emit the same source with and without it.
 TEST(CudaEmit, AllowTf32LeavesOtherDtypesAlone) {
