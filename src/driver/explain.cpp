@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include "codegen/cuda/structure.h"
@@ -75,66 +73,6 @@ json config_of(const tir::Kernel& k) {
     std::visit([&, &key = key](const auto& v) { c[key] = v; }, value);
   }
   return c;
-}
-
-// Which GEMM operand each copy feeds. The copies into the tiles gemm()
-// reads are operand A's and B's ("tile"); a copy into a buffer that one of
-// those copies reads (the row indices licm materializes before the K loop)
-// belongs to the same operand ("hoisted"). Copies of a kernel without a
-// gemm feed no operand.
-struct CopyOperand {
-  std::string buffer, operand, role;
-};
-std::vector<CopyOperand> copy_operands(const tir::Kernel& k) {
-  struct Walk : tir::IRVisitor {
-    struct Copy {
-      const tir::BufferNode* dst;
-      std::set<const tir::BufferNode*> reads;
-    };
-    std::vector<Copy> copies;
-    std::map<const tir::BufferNode*, std::string> tiles;
-    std::set<const tir::BufferNode*>* reads = nullptr;
-    using IRVisitor::visit;
-    void visit(const tir::CopyNode* op) override {
-      copies.push_back({op->dst.get(), {}});
-      std::set<const tir::BufferNode*> r;
-      reads = &r;
-      IRVisitor::visit(op);
-      reads = nullptr;
-      copies.back().reads = std::move(r);
-    }
-    void visit(const tir::LoadNode* op) override {
-      if (reads) reads->insert(op->buffer.get());
-      IRVisitor::visit(op);
-    }
-    void visit(const tir::GemmNode* op) override {
-      tiles.emplace(op->a.buffer.get(), "A");
-      tiles.emplace(op->b.buffer.get(), "B");
-      IRVisitor::visit(op);
-    }
-  } walk;
-  walk.visit_stmt(k.body);
-
-  std::map<const tir::BufferNode*, CopyOperand> of;  // buffer -> the operand its contents feed
-  for (const auto& [buffer, name] : walk.tiles) of[buffer] = {buffer->name, name, "tile"};
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& c : walk.copies) {
-      auto it = of.find(c.dst);
-      if (it == of.end()) continue;
-      for (const tir::BufferNode* r : c.reads)
-        if (r->scope != tir::MemScope::Global && !of.count(r)) {
-          of[r] = {r->name, it->second.operand, "hoisted"};
-          changed = true;
-        }
-    }
-  }
-  std::vector<CopyOperand> out;
-  for (const auto& c : walk.copies) {
-    auto it = of.find(c.dst);
-    out.push_back(it == of.end() ? CopyOperand{c.dst->name, "", ""} : it->second);
-  }
-  return out;
 }
 
 // The CUDA lowering as the emitter made it (codegen::CudaKernel): nothing
@@ -276,27 +214,14 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
   }
   k["hoisted"] = hoisted;
 
-  const std::vector<CopyOperand> operands = copy_operands(ck.kernel);
   json copies = json::array();
-  size_t next = 0;  // into `operands`
-  for (const passes::CopyDecision& d : ck.copies.copies) {
-    // The report and the walk list copies in program order, but the walk
-    // sees the final kernel, where dce may have removed a copy the report
-    // lists: match by destination, in order.
-    CopyOperand op;
-    for (size_t j = next; j < operands.size(); ++j)
-      if (operands[j].buffer == d.dst) {
-        op = operands[j];
-        next = j + 1;
-        break;
-      }
-    copies.push_back({{"operand", op.operand.empty() ? json(nullptr) : json(op.operand)},
-                      {"role", op.role.empty() ? json(nullptr) : json(op.role)},
+  for (const passes::CopyDecision& d : ck.copies.copies)
+    copies.push_back({{"operand", d.operand.empty() ? json(nullptr) : json(d.operand)},
+                      {"role", d.role.empty() ? json(nullptr) : json(d.role)},
                       {"buffer", d.dst},
                       {"mode", d.mode},
                       {"width_bytes", d.width},
                       {"reason", d.reason}});
-  }
   k["copies"] = copies;
   k["reads"] = value_list(g, step.reads);
   k["writes"] = value_list(g, {step.output});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
 #include "analysis/axis_info.h"
@@ -71,12 +72,63 @@ int64_t largest_pow2_dividing(int64_t v) {
   return p;
 }
 
+// The GEMM operand each copy destination feeds (CopyDecision::operand and
+// role): the shared tiles gemm() reads are A's and B's ("tile"); a
+// non-global buffer that a copy into an operand's buffer reads belongs to the
+// same operand ("hoisted"), to a fixed point. Copies of a kernel without a
+// gemm feed no operand (absent from the map).
+struct CopyOperand {
+  std::string operand, role;
+};
+std::unordered_map<const BufferNode*, CopyOperand> copy_operands(const Kernel& k) {
+  struct Walk : IRVisitor {
+    std::vector<std::pair<const BufferNode*, std::set<const BufferNode*>>> copies;  // dst, reads
+    std::vector<std::pair<const BufferNode*, std::string>> tiles;
+    std::set<const BufferNode*>* reads = nullptr;
+    using IRVisitor::visit;
+    void visit(const CopyNode* op) override {
+      std::set<const BufferNode*> r;
+      reads = &r;
+      IRVisitor::visit(op);
+      reads = nullptr;
+      copies.emplace_back(op->dst.get(), std::move(r));
+    }
+    void visit(const LoadNode* op) override {
+      if (reads) reads->insert(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const GemmNode* op) override {
+      tiles.emplace_back(op->a.buffer.get(), "A");
+      tiles.emplace_back(op->b.buffer.get(), "B");
+      IRVisitor::visit(op);
+    }
+  } walk;
+  walk.visit_stmt(k.body);
+  std::unordered_map<const BufferNode*, CopyOperand> of;
+  for (const auto& [buffer, name] : walk.tiles) of.emplace(buffer, CopyOperand{name, "tile"});
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [dst, reads] : walk.copies) {
+      auto it = of.find(dst);
+      if (it == of.end()) continue;
+      const std::string operand = it->second.operand;
+      for (const BufferNode* r : reads)
+        if (r->scope != MemScope::Global && !of.count(r)) {
+          of.emplace(r, CopyOperand{operand, "hoisted"});
+          changed = true;
+        }
+    }
+  }
+  return of;
+}
+
 class Decider : public IRMutator {
  public:
   Decider(const Kernel& k, const Target& t, const CudaOptions& o, CopyReport* r)
       : kernel_(k), target_(t), options_(o), report_(r) {
     allocs_ = allocations(k.body);
     launch_ = k.launch;
+    if (report_) operands_ = copy_operands(k);
   }
   LaunchPlan launch_;  // the kernel's, with the tensor maps and notes added
 
@@ -93,9 +145,7 @@ class Decider : public IRMutator {
   Stmt visit(const CopyNode* op) override {
     if (Stmt split = split_row_gather(op); split.defined()) return split;
     CopyPlan plan = decide(op);
-    if (report_)
-      report_->copies.push_back(
-          {op->dst.name(), std::string(copy_mechanism_name(plan.mechanism)), plan.width, plan.reason});
+    if (report_) report_->copies.push_back(decision(op, plan));
     return CopyNode::make(op->vars, op->extents, op->dst, op->dst_indices, op->value,
                           std::move(plan));
   }
@@ -179,9 +229,7 @@ class Decider : public IRMutator {
     std::vector<Stmt> parts;
     for (auto [s, p] : {std::pair{first, &p1}, std::pair{second, &p2}}) {
       const CopyNode* c = s.as<CopyNode>();
-      if (report_)
-        report_->copies.push_back({c->dst.name(), std::string(copy_mechanism_name(p->mechanism)),
-                                   p->width, p->reason});
+      if (report_) report_->copies.push_back(decision(c, *p));
       parts.push_back(
           CopyNode::make(c->vars, c->extents, c->dst, c->dst_indices, c->value, std::move(*p)));
     }
@@ -613,10 +661,22 @@ class Decider : public IRMutator {
     return "";
   }
 
+  // The report's entry for `copy` planned as `plan`.
+  CopyDecision decision(const CopyNode* copy, const CopyPlan& plan) const {
+    CopyDecision d{copy->dst.name(), std::string(copy_mechanism_name(plan.mechanism)), plan.width,
+                   plan.reason};
+    if (auto it = operands_.find(copy->dst.get()); it != operands_.end()) {
+      d.operand = it->second.operand;
+      d.role = it->second.role;
+    }
+    return d;
+  }
+
   const Kernel& kernel_;
   Target target_;
   CudaOptions options_;
   CopyReport* report_;
+  std::unordered_map<const BufferNode*, CopyOperand> operands_;  // when report_
   std::unordered_map<const BufferNode*, const AllocateNode*> allocs_;
   // Inside a warp-specialized pipelined loop, whose producer issues TMA.
   bool in_producer_ = false;

@@ -56,6 +56,14 @@ struct CopyDecision {
   std::string mode;    // copy_mechanism_name: "tma", "cp_async", "register", "direct"
   int64_t width = 0;   // bytes per vector access
   std::string reason;  // human-readable, for `explain`
+  // The GEMM operand ("A" or "B") the copy feeds, "" in a kernel without a
+  // gemm: role "tile" for a copy into a shared tile gemm() reads, "hoisted"
+  // for one into a buffer such a copy reads (the row indices and in-bounds
+  // flags licm materializes before the K loop). Decided here, on the kernel
+  // as lower_copies sees it: later passes may drop or forward a copy
+  // (producer_start forwards the index copies into registers).
+  std::string operand;
+  std::string role;
 };
 struct CopyReport {
   std::vector<CopyDecision> copies;  // in program order

@@ -84,6 +84,32 @@ TEST(Explain, EveryDocumentedKeyWithItsType) {
   ASSERT_EQ(k.at("writes").size(), 1u);
 }
 
+// The gathered operand's hoisted index copies keep their operand and role
+// on both CUDA targets, though on sm_90a producer_start forwards them into
+// the producer's registers (cuda_mode null: the CUDA kernel has no such
+// copy). (The CPU's gemm packs the gathered rows itself: no index copy.)
+TEST(Explain, HoistedIndexCopiesNameTheirOperandOnEveryCudaTarget) {
+  const char* seed =
+      "def g(x: f16[256, 128], y: f16[128, 128], index: i64[256]):\n    return x[index] @ y\n";
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(target);
+    const json k = explain_source(seed, target).at("kernels").at(0);
+    int hoisted = 0;
+    for (const json& c : k.at("copies")) {
+      const std::string b = c.at("buffer").get<std::string>();
+      if (b == "index_rows" || b == "index_ok") {
+        EXPECT_EQ(c.at("operand"), "A") << c;
+        EXPECT_EQ(c.at("role"), "hoisted") << c;
+        ++hoisted;
+        if (std::string(target) == "sm_90a") EXPECT_TRUE(c.at("cuda_mode").is_null()) << c;
+      } else {
+        EXPECT_EQ(c.at("role"), "tile") << c;
+      }
+    }
+    EXPECT_EQ(hoisted, 2) << k.at("copies");
+  }
+}
+
 TEST(Explain, UnfusedPlanHasPointwiseKernelsWithTheirOps) {
   const json a = explain_source(kMlp, "cpu", PlanKind::kUnfused);
   EXPECT_EQ(a.at("plan"), "unfused");
