@@ -189,7 +189,17 @@ void check_size(const Graph& g, const Node& n) {
     const std::string what = n.kind == OpKind::Parameter
                                  ? "parameter `" + n.name + "`"
                                  : "the result of " + std::string(op_kind_name(n.kind));
-    throw UserError(what + " is too large: " + type_string(g, n) + " " + problem, n.loc);
+    // The sizes the symbols were given (`with D = 2000000`): the type names
+    // only the symbols.
+    std::string given;
+    for (size_t i = 0; i < n.shape.size(); ++i) {
+      const SymbolId sym = n.symbol(i);
+      if (sym == kFixedDim) continue;
+      const std::string part =
+          symbol_name(g, sym) + " = " + std::to_string(g.symbols()[static_cast<size_t>(sym)].value);
+      if (given.find(part) == std::string::npos) given += (given.empty() ? " with " : ", ") + part;
+    }
+    throw UserError(what + " is too large: " + type_string(g, n) + given + " " + problem, n.loc);
   }
 }
 

@@ -200,6 +200,18 @@ TEST(SymbolicDims, GenericSizesAreNotTooLarge) {
   EXPECT_EQ(output(p).shape.size(), 4u);
   const SymbolValues huge = {{"A", 100000}, {"B", 100000}, {"C", 1000}, {"D", 1000}};
   EXPECT_THROW(parse_program(src, "test.tfs", &huge), UserError);
+  // The error gives the sizes, not only the symbols of the type.
+  const SymbolValues square = {{"A", 2000000}, {"B", 2000000}, {"C", 1}, {"D", 1}};
+  try {
+    parse_program(src, "test.tfs", &square);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("parameter `x` is too large: f32[A, B, C, D] with A = 2000000, "
+                       "B = 2000000, C = 1, D = 1 has more than 2^40 elements"),
+              std::string::npos)
+        << msg;
+  }
   const SymbolValues small = {{"A", 1}, {"B", 2}, {"C", 3}, {"D", 4}};
   EXPECT_EQ(output(parse_program(src, "test.tfs", &small)).shape, shape({1, 2, 3, 4}));
 }
