@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "runtime/cache/disk_cache.h"
 #include "runtime/cuda/device_headers.h"
 
 namespace tilefuse::cuda {
@@ -109,19 +110,10 @@ std::string nvrtc_version() {
 }
 
 std::string failed_source_dir() {
-  // The cache root's override (runtime/cache/disk_cache.h) moves this too.
-  const char* root = std::getenv("TILEFUSE_CACHE_DIR");
-  if (root != nullptr && root[0] != '\0') return std::string(root) + "/failed";
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/tilefuse/failed";
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/tilefuse/failed";
-  // As default_cache_root: a TMPDIR that is no directory falls back to /tmp
-  // (the throwing temp_directory_path made that an internal error).
-  std::error_code ec;
-  fs::path tmp = fs::temp_directory_path(ec);
-  if (ec) tmp = "/tmp";
-  return (tmp / "tilefuse" / "failed").string();
+  // failed/ of the caches' root, whose rules (the TILEFUSE_CACHE_DIR
+  // override, XDG, HOME, a temp-dir fallback that survives a bad TMPDIR) are
+  // default_cache_root's.
+  return cache::default_cache_root() + "/failed";
 }
 
 std::string save_failed_source(const std::string& source, const std::string& name) {

@@ -68,8 +68,9 @@ CompiledKernel compile_cuda(const std::string& source, const std::string& name,
 // ptxas -v report. Entries appear in the order of the log.
 std::vector<PtxasUsage> parse_ptxas_report(const std::string& log);
 
-// $TILEFUSE_CACHE_DIR/failed, else $XDG_CACHE_HOME/tilefuse/failed, else
-// $HOME/.cache/tilefuse/failed.
+// failed/ under cache::default_cache_root(): $TILEFUSE_CACHE_DIR/failed,
+// else $XDG_CACHE_HOME/tilefuse/failed, else $HOME/.cache/tilefuse/failed,
+// else <temp dir>/tilefuse-cache/failed.
 std::string failed_source_dir();
 
 // Writes `source` atomically (a temporary file, then rename) into

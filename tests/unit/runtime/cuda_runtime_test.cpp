@@ -198,7 +198,7 @@ TEST(CudaNvrtc, FailedSourceDirSurvivesABadTmpdir) {
   testing::ScopedEnv tmpdir("TMPDIR", "/nonexistent/tilefuse-test");
   std::string dir;
   EXPECT_NO_THROW(dir = failed_source_dir());
-  EXPECT_EQ(dir, "/tmp/tilefuse/failed");
+  EXPECT_EQ(dir, "/tmp/tilefuse-cache/failed");  // failed/ of default_cache_root()
 }
 
 // ---- GPU tests
