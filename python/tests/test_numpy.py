@@ -153,6 +153,27 @@ def test_several_outputs_and_out():
         k(x, w, b, out=poisoned((9, 7), np.float32))
 
 
+def test_out_with_negative_strides_is_refused_not_left_unwritten():
+    # An input with negative strides is copied first; an out= was copied too,
+    # so the results went to the copy: the call returned `out` unwritten.
+    k = tilefuse.compile("def f(x: f32[4, 3]):\n    return x * 2.0\n", device="cpu")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    reversed_out = poisoned((4, 3), np.float32)[::-1]
+    with raises(ValueError, match=r"output `out0` must be contiguous \(row-major\), got "
+                                  r"strides \[-12, 4\] bytes"):
+        k(x, out=reversed_out)
+    odd = np.ndarray((4, 3), np.float32, buffer=np.zeros(4 * 3 * 8, np.uint8), strides=(22, 4))
+    with raises(ValueError, match=r"output `out0` must be contiguous \(row-major\), got "
+                                  r"strides \[22, 4\] bytes"):
+        k(x, out=odd)
+    # An input with negative strides is still taken (a copy).
+    assert np.array_equal(k(x[::-1]), x[::-1] * 2)
+    with raises(ValueError, match=r"explain: target 'cpu\\x00sm_90a' contains a NUL character"):
+        k.explain(target="cpu\0sm_90a")
+    with raises(TypeError, match="explain: target must be a string, got int"):
+        k.explain(target=90)
+
+
 def test_strided_inputs_equal_contiguous():
     rng = np.random.default_rng(fresh_seed())
     k = tilefuse.compile(TWO_OUTPUTS, device="cpu")

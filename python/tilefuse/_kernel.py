@@ -440,8 +440,14 @@ class Kernel:
         for j, o in enumerate(outs):
             # (A numpy out= can be read-only; any other out= is packed, or
             # refused by _pack with a TypeError, whatever the inputs are.)
-            if _np is not None and isinstance(o, _np.ndarray) and not o.flags.writeable:
-                raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
+            if _np is not None and isinstance(o, _np.ndarray):
+                if not o.flags.writeable:
+                    raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
+                # _pack copies an input with negative (or odd) strides; a copy of
+                # an output would take the results and leave `o` as it was.
+                if not o.flags.c_contiguous:
+                    raise ValueError(f"{self._what[n_in + j]} must be contiguous (row-major), "
+                                     f"got strides {list(o.strides)} bytes")
             r = self._pack(b, n_in + j, o, keep)
             if r is None:
                 self._buffers(b.want)
@@ -523,6 +529,12 @@ class Kernel:
         """The explain account (`tilefuse explain --json`) as a dict: the kernels
         for `target` ("cpu", "sm_90a", ...; None: where calls would run),
         specialized for example_args when given, else the generic kernels."""
+        if target is not None:
+            if not isinstance(target, str):
+                raise TypeError(f"explain: target must be a string, got {type(target).__name__}")
+            if "\0" in target:
+                # The C API takes NUL-terminated text: "cpu\0x" would explain "cpu".
+                raise ValueError(f"explain: target {target!r} contains a NUL character")
         lib = _lib.lib()
         keep = []
         ptr = ctypes.c_void_p()
