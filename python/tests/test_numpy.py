@@ -153,6 +153,37 @@ def test_several_outputs_and_out():
         k(x, w, b, out=poisoned((9, 7), np.float32))
 
 
+def test_an_index_out_of_range_into_an_empty_gemm_raises():
+    # K = 0 (x has no columns: no A tile is loaded) and N = 0 (no block runs):
+    # the kernels read no index, and the call returned zeros (an empty result)
+    # where PyTorch raises. With symbolic dims, K = 0 at the call's sizes too.
+    x = np.zeros((5, 0), np.float32)
+    w = np.zeros((0, 3), np.float32)
+    bad = np.array([0, 7], np.int64)
+    for src, args in (
+            ("def k0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i] @ w\n", (x, w)),
+            ("def k0(x: f32[T, K], w: f32[K, 3], i: i64[M]):\n    return x[i] @ w\n", (x, w)),
+            ("def n0(x: f32[5, 4], w: f32[4, 0], i: i64[2]):\n    return x[i] @ w\n",
+             (np.ones((5, 4), np.float32), np.ones((4, 0), np.float32)))):
+        k = tilefuse.compile(src, device="cpu")
+        with raises(tilefuse.IndexOutOfRange, match=r"index 7 is out of bounds for dim 0 of `x` "
+                                                    r"\(size 5\): `i`\[1\] = 7") as e:
+            k(*args, bad)
+        assert (e.value.tensor, e.value.index_tensor, e.value.position, e.value.value) == \
+            ("x", "i", (1,), 7)
+        assert e.value.location is not None and e.value.location[1:] == (2, 14), str(e.value)
+        # In range it runs: zeros, or no elements.
+        good = k(*args, np.array([-5, 4], np.int64))
+        assert good.shape == (2, args[1].shape[1]) and not good.any()
+    # A computed index, with symbolic dims (the reference checks it at the call's sizes).
+    k = tilefuse.compile("def c(x: f32[T, K], w: f32[K, 3], i: i64[M]):\n"
+                         "    return x[i + 0] @ w\n", device="cpu")
+    with raises(tilefuse.IndexOutOfRange, match=r"index 7 is out of bounds for dim 0 of `x` "
+                                                r"\(size 5\): \(the result of add\)\[1\] = 7"):
+        k(x, w, bad)
+    assert not k(x, w, np.array([-5, 4], np.int64)).any()
+
+
 def test_out_with_negative_strides_is_refused_not_left_unwritten():
     # An input with negative strides is copied first; an out= was copied too,
     # so the results went to the copy: the call returned `out` unwritten.

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "driver/specialize.h"
+#include "reference/eval.h"
 #include "runtime/cpu/executor.h"
 
 namespace tilefuse::driver {
@@ -15,6 +16,53 @@ namespace tilefuse::driver {
 void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   bind_symbols(g, inputs);
 }
+
+namespace {
+
+// The kernels check an index where they read it, and a kernel over an empty
+// tensor reads nothing: `x[i] @ w` with x f32[5, 0] (K = 0: no A tile is
+// loaded) or w f32[4, 0] (no block at all) ran without reading `i`, so an
+// index out of range passed silently where PyTorch and the reference raise.
+// When a value of the graph is empty at these sizes, each gather's indices
+// are checked here first, with the reference's error: those read straight
+// from a parameter alone, any other (a computed index) by evaluating the
+// graph with the reference, which checks every gather (at these sizes: the
+// program's graph, or with symbolic dims ExecuteOptions::bound_graph's).
+void check_indices_kernels_may_skip(const Graph& g, const Binding& binding,
+                                    const std::vector<Tensor>& inputs,
+                                    const ExecuteOptions& options) {
+  const int num_threads = options.num_threads;
+  bool empty = false;
+  for (ValueId v = 0; v < g.size() && !empty; ++v)
+    empty = shape_numel(bound_shape(g.node(v), binding)) == 0;
+  if (!empty) return;
+  const std::vector<ValueId>& params = g.parameters();
+  bool computed_index = false;
+  for (ValueId v = 0; v < g.size(); ++v) {
+    const Node& n = g.node(v);
+    if (n.kind != OpKind::Index) continue;
+    const auto param = std::find(params.begin(), params.end(), n.inputs[1]);
+    if (param == params.end()) {
+      computed_index = true;
+      continue;
+    }
+    const int64_t size = bound_shape(g.node(n.inputs[0]), binding).at(static_cast<size_t>(n.dim));
+    check_gather_indices(g, v, size, inputs[static_cast<size_t>(param - params.begin())],
+                         num_threads);
+  }
+  if (!computed_index) return;
+  bool bound = true;
+  for (size_t s = 0; s < g.symbols().size(); ++s)
+    bound = bound && g.symbols()[s].value == binding[s];
+  EvalOptions eo;
+  eo.num_threads = num_threads;
+  if (bound)
+    evaluate(g, inputs, eo);
+  else if (options.bound_graph)
+    evaluate(options.bound_graph(binding), inputs, eo);
+}
+
+}  // namespace
 
 std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
                                  const std::vector<int64_t>& binding,
@@ -47,6 +95,7 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
   TF_CHECK(!program.target.is_cuda(),
            "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
   const Binding binding = bind_symbols(g, inputs);
+  check_indices_kernels_may_skip(g, binding, inputs, options);
   const Specialization& spec = program.specialization;
   std::map<ValueId, Tensor> memory;
   std::vector<std::vector<int64_t>> input_strides;
