@@ -172,6 +172,9 @@ class Evaluator {
   Evaluator(const Graph& g, EvalMode mode, ThreadPool& pool) : g_(g), mode_(mode), pool_(pool) {}
 
   std::vector<Tensor> run(const std::vector<Tensor>& params);
+  // Evaluates only what `values` need (their ancestors) and returns them.
+  std::vector<Tensor> run_values(const std::vector<Tensor>& params,
+                                 const std::vector<ValueId>& values);
 
  private:
   Tensor eval_node(const Node& n);
@@ -238,6 +241,11 @@ Tensor Evaluator::exact_tensor(ValueId v) const {
 }
 
 std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
+  return run_values(params, {});
+}
+
+std::vector<Tensor> Evaluator::run_values(const std::vector<Tensor>& params,
+                                          const std::vector<ValueId>& wanted) {
   const std::vector<ValueId>& param_ids = g_.parameters();
   if (params.size() != param_ids.size())
     throw UserError("the program takes " + std::to_string(param_ids.size()) + " parameters, but " +
@@ -255,12 +263,23 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
 
   // A value is dropped after its last use so big intermediates do not pile
   // up (views keep their storage alive through shared ownership).
+  // With `wanted`, only their ancestors are evaluated (inputs precede their
+  // users: one backward sweep marks them).
+  std::vector<bool> needed(static_cast<size_t>(g_.size()), wanted.empty());
+  for (ValueId v : wanted) needed[v] = true;
+  if (!wanted.empty())
+    for (ValueId v = g_.size(); v-- > 0;)
+      if (needed[v])
+        for (ValueId in : g_.node(v).inputs) needed[in] = true;
+  const std::vector<ValueId>& keep = wanted.empty() ? g_.outputs() : wanted;
   std::vector<int32_t> last_use(static_cast<size_t>(g_.size()), -1);
   for (ValueId v = 0; v < g_.size(); ++v)
-    for (ValueId in : g_.node(v).inputs) last_use[in] = std::max(last_use[in], v);
-  for (ValueId out : g_.outputs()) last_use[out] = std::numeric_limits<int32_t>::max();
+    if (needed[v])
+      for (ValueId in : g_.node(v).inputs) last_use[in] = std::max(last_use[in], v);
+  for (ValueId out : keep) last_use[out] = std::numeric_limits<int32_t>::max();
 
   for (ValueId v = 0; v < g_.size(); ++v) {
+    if (!needed[v]) continue;
     const Node& n = g_.node(v);
     const AllocationPurpose purpose("%" + std::to_string(v) + " (" +
                                     std::string(op_kind_name(n.kind)) +
@@ -270,6 +289,11 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
       if (last_use[in] == v) values_[in] = Tensor();
   }
 
+  if (!wanted.empty()) {
+    std::vector<Tensor> out;
+    for (ValueId v : wanted) out.push_back(exact_tensor(v));
+    return out;
+  }
   std::vector<Tensor> outputs;
   for (ValueId v : g_.outputs()) {
     const Node& n = g_.node(v);
@@ -520,6 +544,14 @@ double relative_error(const Tensor& out, const Tensor& ref) {
   if (diff2 == 0) return 0;
   if (ref2 == 0) return kInf;
   return std::sqrt(diff2) / std::sqrt(ref2);
+}
+
+std::vector<Tensor> evaluate_values(const Graph& g, const std::vector<Tensor>& params,
+                                    const std::vector<ValueId>& values,
+                                    const EvalOptions& options) {
+  TF_CHECK(!values.empty(), "evaluate_values of no values");
+  reference::ThreadPool pool(options.num_threads);
+  return Evaluator(g, options.mode, pool).run_values(params, values);
 }
 
 void check_gather_indices(const Graph& g, ValueId index, int64_t size, const Tensor& idx,

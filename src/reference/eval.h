@@ -32,6 +32,13 @@ struct EvalOptions {
 std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& params,
                              const EvalOptions& options = {});
 
+// Evaluates only what `values` (at least one) need, their ancestors in `g`,
+// and returns their values (a scalar's as a 0-dim tensor), with evaluate's
+// checks on the way.
+std::vector<Tensor> evaluate_values(const Graph& g, const std::vector<Tensor>& params,
+                                    const std::vector<ValueId>& values,
+                                    const EvalOptions& options = {});
+
 // The check evaluate makes at the gather `index` (an OpKind::Index node of
 // `g`) alone: each value of `idx` (its index operand's value) against the
 // indexed dim's `size`, the same UserError (ErrorKind::kIndex, at the node's

@@ -225,10 +225,10 @@ TEST(Robustness, AFailedCheckExitsThree) {
   EXPECT_EQ(ok.output.find("FAILED"), std::string::npos) << ok.output;
 }
 
-// An index out of range where the gather's tensor is empty: with K = 0 (x
-// f32[5, 0]: the GEMM loads no A tile) or N = 0 (w f32[4, 0]: no block runs)
-// the kernels read no index, and both plans (the fused one for N = 0) ran
-// silently where PyTorch and the reference raise. Every plan and the
+// An index out of range that no kernel reads: with K = 0 (x f32[5, 0]: the
+// GEMM loads no A tile), N = 0 (w f32[4, 0]: no block runs), or behind a
+// view or gather that keeps only some rows (x[i][0]), the plans ran silently
+// where PyTorch and the reference raise. Every plan and the
 // reference give the same error, at the subscript, naming x, i, the position
 // and the value; a computed index (i + 0) too, and a valid index still runs.
 TEST(Robustness, AnIndexOutOfRangeIntoAnEmptyGemmIsAnError) {
@@ -240,7 +240,11 @@ TEST(Robustness, AnIndexOutOfRangeIntoAnEmptyGemmIsAnError) {
   const std::vector<std::pair<std::string, std::string>> programs = {
       {"k0", "def k0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i] @ w\n"},
       {"n0", "def n0(x: f32[5, 4], w: f32[4, 0], i: i64[2]):\n    return x[i] @ w\n"},
-      {"c0", "def c0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i + 0] @ w\n"}};
+      {"c0", "def c0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i + 0] @ w\n"},
+      // Views that drop a gathered position: only i[0] is read.
+      {"s0", "def s0(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    return x[i][0] @ w\n"},
+      {"s1", "def s1(x: f32[5, 4], i: i64[2]):\n    return x[i][0:1] * 2.0\n"},
+      {"s2", "def s2(x: f32[5, 4], i: i64[2]):\n    return x[i][i - i] * 2.0\n"}};
   for (const auto& [name, source] : programs) {
     SCOPED_TRACE(name);
     const std::string path = write_program(name, source);
