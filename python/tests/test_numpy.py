@@ -446,6 +446,13 @@ def test_jit_runs_the_program_and_reports_errors_in_this_file():
     # A lambda has no `def` to compile: a CompileError that says so.
     with raises(tilefuse.CompileError, match="defined with `def`, not a lambda"):
         tilefuse.jit(lambda x: x)(np.ones(2, np.float32))
+    # Something that is not a Python function is refused when decorated, not
+    # at the first call with inspect's message.
+    for not_a_function in (len, int, 5, np.add):
+        with raises(TypeError, match="@tilefuse.jit needs a function defined with `def`, got"):
+            tilefuse.jit(not_a_function)
+    with raises(TypeError, match="got int 5"):
+        tilefuse.jit(device="cpu")(5)
 
 
 def test_jit_checks_a_string_return_annotation():
