@@ -555,6 +555,13 @@ def test_explain_and_tune_on_the_cpu():
             k.tune(T=bad, M=1)
     with r(TypeError, match="tune: M must be an int or a list of ints, got float 2.5"):
         k.tune(T=64, M=[1, 2.5])
+    # Past 10,000 combinations: refused before any is made (range(20000) for
+    # both symbols built 4e8 strings).
+    with r(ValueError, match=r"tune: 400000000 shapes to tune \(the sizes of each symbol "
+                             r"multiplied: T 20000 x M 20000\); one call tunes at most 10000"):
+        k.tune(T=range(20000), M=range(20000))
+    with r(ValueError, match=r"tune: 1000000000000 shapes"):
+        k.tune(T=range(10**12), M=1)
 
 
 def test_torch_cpu_tensors():

@@ -19,6 +19,7 @@ assert _HEADER.size == 48
 # pack_into per tensor.
 _PACKED = [struct.Struct(f"<QiiiBBHQQQ{2 * n}q") for n in range(65)]
 _KDLCPU, _KDLCUDA = 1, 2
+_MAX_TUNE_SHAPES = 10000  # Kernel.tune's combinations of sizes, as `tilefuse tune --shapes`
 
 # tilefuse dtype name -> DLPack (code, bits); bool is DLPack 0.8's kDLBool,
 # the float8 types DLPack 1.1's kDLFloat8_e4m3fn / kDLFloat8_e5m2.
@@ -571,10 +572,21 @@ class Kernel:
         if unknown:
             raise TypeError(f"{', '.join(unknown)}: not a symbolic dim of {self.name}")
         names = list(sizes)
-        lists = [list(v) if isinstance(v, (list, tuple, range)) else [v] for v in sizes.values()]
+        # (Not copied: a range's length is known without making its items.)
+        lists = [v if isinstance(v, (list, tuple, range)) else [v] for v in sizes.values()]
         for n, vs in zip(names, lists):
             if not vs:
                 raise ValueError(f"tune: {n} is given no size (an empty list)")
+        # Counted before any is made: range(20000) for two symbols made 4e8
+        # strings, and list(range(10**12)) never ended.
+        count = 1
+        for vs in lists:
+            count *= len(vs)
+        if count > _MAX_TUNE_SHAPES:
+            raise ValueError(f"tune: {count} shapes to tune (the sizes of each symbol multiplied: "
+                             + " x ".join(f"{n} {len(vs)}" for n, vs in zip(names, lists))
+                             + f"); one call tunes at most {_MAX_TUNE_SHAPES}")
+        for n, vs in zip(names, lists):
             for v in vs:
                 # An int (bool is not a size); 4.7 or "4" is refused, not truncated.
                 if isinstance(v, bool) or not isinstance(v, int):
