@@ -153,6 +153,62 @@ def test_several_outputs_and_out():
         k(x, w, b, out=poisoned((9, 7), np.float32))
 
 
+def test_an_index_out_of_range_into_an_empty_gemm_raises():
+    # K = 0 (x has no columns: no A tile is loaded) and N = 0 (no block runs):
+    # the kernels read no index, and the call returned zeros (an empty result)
+    # where PyTorch raises. With symbolic dims, K = 0 at the call's sizes too.
+    x = np.zeros((5, 0), np.float32)
+    w = np.zeros((0, 3), np.float32)
+    bad = np.array([0, 7], np.int64)
+    for src, args in (
+            ("def k0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i] @ w\n", (x, w)),
+            ("def k0(x: f32[T, K], w: f32[K, 3], i: i64[M]):\n    return x[i] @ w\n", (x, w)),
+            ("def n0(x: f32[5, 4], w: f32[4, 0], i: i64[2]):\n    return x[i] @ w\n",
+             (np.ones((5, 4), np.float32), np.ones((4, 0), np.float32))),
+            # Only row 0 of the gather is used: only i[0] was read.
+            ("def s0(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    return x[i][0:1] @ w\n",
+             (np.ones((5, 4), np.float32), np.ones((4, 3), np.float32)))):
+        k = tilefuse.compile(src, device="cpu")
+        with raises(tilefuse.IndexOutOfRange, match=r"index 7 is out of bounds for dim 0 of `x` "
+                                                    r"\(size 5\): `i`\[1\] = 7") as e:
+            k(*args, bad)
+        assert (e.value.tensor, e.value.index_tensor, e.value.position, e.value.value) == \
+            ("x", "i", (1,), 7)
+        assert e.value.location is not None and e.value.location[1:] == (2, 14), str(e.value)
+        # In range it runs: zeros, or no elements.
+        good = k(*args, np.array([-5, 4], np.int64))
+        if "s0" not in src:
+            assert good.shape == (2, args[1].shape[1]) and not good.any()
+    # A computed index, with symbolic dims (the reference checks it at the call's sizes).
+    k = tilefuse.compile("def c(x: f32[T, K], w: f32[K, 3], i: i64[M]):\n"
+                         "    return x[i + 0] @ w\n", device="cpu")
+    with raises(tilefuse.IndexOutOfRange, match=r"index 7 is out of bounds for dim 0 of `x` "
+                                                r"\(size 5\): \(the result of add\)\[1\] = 7"):
+        k(x, w, bad)
+    assert not k(x, w, np.array([-5, 4], np.int64)).any()
+
+
+def test_out_with_negative_strides_is_refused_not_left_unwritten():
+    # An input with negative strides is copied first; an out= was copied too,
+    # so the results went to the copy: the call returned `out` unwritten.
+    k = tilefuse.compile("def f(x: f32[4, 3]):\n    return x * 2.0\n", device="cpu")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    reversed_out = poisoned((4, 3), np.float32)[::-1]
+    with raises(ValueError, match=r"output `out0` must be contiguous \(row-major\), got "
+                                  r"strides \[-12, 4\] bytes"):
+        k(x, out=reversed_out)
+    odd = np.ndarray((4, 3), np.float32, buffer=np.zeros(4 * 3 * 8, np.uint8), strides=(22, 4))
+    with raises(ValueError, match=r"output `out0` must be contiguous \(row-major\), got "
+                                  r"strides \[22, 4\] bytes"):
+        k(x, out=odd)
+    # An input with negative strides is still taken (a copy).
+    assert np.array_equal(k(x[::-1]), x[::-1] * 2)
+    with raises(ValueError, match=r"explain: target 'cpu\\x00sm_90a' contains a NUL character"):
+        k.explain(target="cpu\0sm_90a")
+    with raises(TypeError, match="explain: target must be a string, got int"):
+        k.explain(target=90)
+
+
 def test_strided_inputs_equal_contiguous():
     rng = np.random.default_rng(fresh_seed())
     k = tilefuse.compile(TWO_OUTPUTS, device="cpu")
@@ -390,6 +446,13 @@ def test_jit_runs_the_program_and_reports_errors_in_this_file():
     # A lambda has no `def` to compile: a CompileError that says so.
     with raises(tilefuse.CompileError, match="defined with `def`, not a lambda"):
         tilefuse.jit(lambda x: x)(np.ones(2, np.float32))
+    # Something that is not a Python function is refused when decorated, not
+    # at the first call with inspect's message.
+    for not_a_function in (len, int, 5, np.add):
+        with raises(TypeError, match="@tilefuse.jit needs a function defined with `def`, got"):
+            tilefuse.jit(not_a_function)
+    with raises(TypeError, match="got int 5"):
+        tilefuse.jit(device="cpu")(5)
 
 
 def test_jit_checks_a_string_return_annotation():
@@ -492,6 +555,13 @@ def test_explain_and_tune_on_the_cpu():
             k.tune(T=bad, M=1)
     with r(TypeError, match="tune: M must be an int or a list of ints, got float 2.5"):
         k.tune(T=64, M=[1, 2.5])
+    # Past 10,000 combinations: refused before any is made (range(20000) for
+    # both symbols built 4e8 strings).
+    with r(ValueError, match=r"tune: 400000000 shapes to tune \(the sizes of each symbol "
+                             r"multiplied: T 20000 x M 20000\); one call tunes at most 10000"):
+        k.tune(T=range(20000), M=range(20000))
+    with r(ValueError, match=r"tune: 1000000000000 shapes"):
+        k.tune(T=range(10**12), M=1)
 
 
 def test_torch_cpu_tensors():

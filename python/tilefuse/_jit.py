@@ -63,6 +63,11 @@ class JitFunction:
     PyTorch eager) to compare; .kernel is the compiled Kernel."""
 
     def __init__(self, fn, options):
+        # (Anything else failed at the first call, with inspect's message about
+        # "module, class, method, ... was expected".)
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@tilefuse.jit needs a function defined with `def`, got "
+                            f"{type(fn).__name__} {fn!r}")
         self._fn = fn
         self._options = options
         self._kernel = None

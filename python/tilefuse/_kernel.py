@@ -19,6 +19,7 @@ assert _HEADER.size == 48
 # pack_into per tensor.
 _PACKED = [struct.Struct(f"<QiiiBBHQQQ{2 * n}q") for n in range(65)]
 _KDLCPU, _KDLCUDA = 1, 2
+_MAX_TUNE_SHAPES = 10000  # Kernel.tune's combinations of sizes, as `tilefuse tune --shapes`
 
 # tilefuse dtype name -> DLPack (code, bits); bool is DLPack 0.8's kDLBool,
 # the float8 types DLPack 1.1's kDLFloat8_e4m3fn / kDLFloat8_e5m2.
@@ -440,8 +441,14 @@ class Kernel:
         for j, o in enumerate(outs):
             # (A numpy out= can be read-only; any other out= is packed, or
             # refused by _pack with a TypeError, whatever the inputs are.)
-            if _np is not None and isinstance(o, _np.ndarray) and not o.flags.writeable:
-                raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
+            if _np is not None and isinstance(o, _np.ndarray):
+                if not o.flags.writeable:
+                    raise ValueError(f"{self._what[n_in + j]}: out= is a read-only array")
+                # _pack copies an input with negative (or odd) strides; a copy of
+                # an output would take the results and leave `o` as it was.
+                if not o.flags.c_contiguous:
+                    raise ValueError(f"{self._what[n_in + j]} must be contiguous (row-major), "
+                                     f"got strides {list(o.strides)} bytes")
             r = self._pack(b, n_in + j, o, keep)
             if r is None:
                 self._buffers(b.want)
@@ -523,6 +530,12 @@ class Kernel:
         """The explain account (`tilefuse explain --json`) as a dict: the kernels
         for `target` ("cpu", "sm_90a", ...; None: where calls would run),
         specialized for example_args when given, else the generic kernels."""
+        if target is not None:
+            if not isinstance(target, str):
+                raise TypeError(f"explain: target must be a string, got {type(target).__name__}")
+            if "\0" in target:
+                # The C API takes NUL-terminated text: "cpu\0x" would explain "cpu".
+                raise ValueError(f"explain: target {target!r} contains a NUL character")
         lib = _lib.lib()
         keep = []
         ptr = ctypes.c_void_p()
@@ -559,10 +572,21 @@ class Kernel:
         if unknown:
             raise TypeError(f"{', '.join(unknown)}: not a symbolic dim of {self.name}")
         names = list(sizes)
-        lists = [list(v) if isinstance(v, (list, tuple, range)) else [v] for v in sizes.values()]
+        # (Not copied: a range's length is known without making its items.)
+        lists = [v if isinstance(v, (list, tuple, range)) else [v] for v in sizes.values()]
         for n, vs in zip(names, lists):
             if not vs:
                 raise ValueError(f"tune: {n} is given no size (an empty list)")
+        # Counted before any is made: range(20000) for two symbols made 4e8
+        # strings, and list(range(10**12)) never ended.
+        count = 1
+        for vs in lists:
+            count *= len(vs)
+        if count > _MAX_TUNE_SHAPES:
+            raise ValueError(f"tune: {count} shapes to tune (the sizes of each symbol multiplied: "
+                             + " x ".join(f"{n} {len(vs)}" for n, vs in zip(names, lists))
+                             + f"); one call tunes at most {_MAX_TUNE_SHAPES}")
+        for n, vs in zip(names, lists):
             for v in vs:
                 # An int (bool is not a size); 4.7 or "4" is refused, not truncated.
                 if isinstance(v, bool) or not isinstance(v, int):

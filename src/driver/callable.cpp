@@ -588,6 +588,10 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     for (const CallTensor& t : inputs) in.push_back(Tensor::from_blob(t.data, t.dtype, t.shape, t.strides));
     ExecuteOptions xo;
     xo.num_threads = options_.cpu_threads;
+    xo.bound_graph = [this](const Binding& binding) {
+      const SymbolValues values = symbol_values(program_.graph, binding);
+      return parse_program(program_.source, program_.file, &values).graph;
+    };
     const std::vector<Tensor> results = execute(*entry->compiled, in, xo);
     for (size_t i = 0; i < results.size(); ++i) {
       const Tensor r = results[i].contiguous();

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "driver/specialize.h"
+#include "reference/eval.h"
 #include "runtime/cpu/executor.h"
 
 namespace tilefuse::driver {
@@ -15,6 +16,57 @@ namespace tilefuse::driver {
 void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   bind_symbols(g, inputs);
 }
+
+namespace {
+
+// The kernels check an index where they read it, and read only the indices
+// of the elements they compute: `x[i] @ w` with x f32[5, 0] (K = 0: no A
+// tile is loaded) or w f32[4, 0] (no block runs), `x[i][0] @ w` (only i[0]
+// feeds row 0) or `x[i][j]` (only the rows j picks) ran without reading the
+// others, so an index out of range passed silently where PyTorch and the
+// reference raise. Where a gather's positions may go unread (a value is
+// empty at these sizes, a slice or select drops some, a gather picks from
+// another value than a parameter), each gather's indices are checked here
+// first, in program order, with the reference's check and error: an index
+// that is a parameter directly, a computed one evaluated by the reference
+// (only its ancestors; with symbolic dims, the whole graph at these sizes
+// from ExecuteOptions::bound_graph, which checks every gather).
+void check_indices_kernels_may_skip(const Graph& g, const Binding& binding,
+                                    const std::vector<Tensor>& inputs,
+                                    const ExecuteOptions& options) {
+  bool may_skip = false;
+  for (ValueId v = 0; v < g.size() && !may_skip; ++v) {
+    const Node& n = g.node(v);
+    may_skip = n.kind == OpKind::Slice || n.kind == OpKind::Select ||
+               (n.kind == OpKind::Index && g.node(n.inputs[0]).kind != OpKind::Parameter) ||
+               shape_numel(bound_shape(n, binding)) == 0;
+  }
+  if (!may_skip) return;
+  bool bound = true;
+  for (size_t s = 0; s < g.symbols().size(); ++s)
+    bound = bound && g.symbols()[s].value == binding[s];
+  EvalOptions eo;
+  eo.num_threads = options.num_threads;
+  const std::vector<ValueId>& params = g.parameters();
+  for (ValueId v = 0; v < g.size(); ++v) {
+    const Node& n = g.node(v);
+    if (n.kind != OpKind::Index) continue;
+    const int64_t size = bound_shape(g.node(n.inputs[0]), binding).at(static_cast<size_t>(n.dim));
+    const auto param = std::find(params.begin(), params.end(), n.inputs[1]);
+    if (param != params.end()) {
+      check_gather_indices(g, v, size, inputs[static_cast<size_t>(param - params.begin())],
+                           options.num_threads);
+    } else if (bound) {
+      check_gather_indices(g, v, size, evaluate_values(g, inputs, {n.inputs[1]}, eo)[0],
+                           options.num_threads);
+    } else if (options.bound_graph) {
+      evaluate(options.bound_graph(binding), inputs, eo);
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
                                  const std::vector<int64_t>& binding,
@@ -47,6 +99,7 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
   TF_CHECK(!program.target.is_cuda(),
            "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
   const Binding binding = bind_symbols(g, inputs);
+  check_indices_kernels_may_skip(g, binding, inputs, options);
   const Specialization& spec = program.specialization;
   std::map<ValueId, Tensor> memory;
   std::vector<std::vector<int64_t>> input_strides;

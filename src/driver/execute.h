@@ -8,6 +8,7 @@
 // returned as a copy, so the caller's input is never handed back aliased.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -20,6 +21,12 @@ struct ExecuteOptions {
   // Fill every step output with NaN (integers: -77) before its kernel runs,
   // so that an element a kernel fails to write shows up in a comparison.
   bool poison_outputs = false;
+  // The program's graph at the run's sizes (a binding of its symbols), for a
+  // program compiled with symbolic dims: where a value is empty at those
+  // sizes and a gather's index is computed, the reference evaluates it to
+  // check the indices the kernels do not read (execute.cpp). Unset, such a
+  // program is checked only where its indices are parameters.
+  std::function<Graph(const std::vector<int64_t>& binding)> bound_graph;
 };
 
 // Checks `inputs` against the graph's parameters (count, dtype, rank, fixed

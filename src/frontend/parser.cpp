@@ -670,6 +670,7 @@ class Parser {
       Shape shape;
       std::vector<SymbolId> symbols;
       int64_t nonzero_product = 1;
+      std::string bound;  // "T = 4096, M = 16": the given symbols met so far
       for (const DimDecl& d : p.dims) {
         const SymbolId s = d.symbol.empty() ? kFixedDim : g_.find_symbol(d.symbol);
         const int64_t size = s == kFixedDim ? d.value : g_.symbols()[s].value;
@@ -679,13 +680,19 @@ class Parser {
         const bool given = s == kFixedDim || (values_ && values_->count(d.symbol) != 0);
         // Strides are products of the dims after them, so even with a zero dim
         // elsewhere the product of the non-zero dims must fit in int64.
+        if (s != kFixedDim && given)
+          bound += fmt::format("{}{} = {}", bound.empty() ? "" : ", ", d.symbol, size);
+        // (A fixed dim after a huge symbol overflows too: the message names
+        // the symbols, whose sizes came from --shape or the inputs.)
         if (given && size != 0 && __builtin_mul_overflow(nonzero_product, size, &nonzero_product))
           throw UserError(
-              s == kFixedDim
-                  ? std::string("the shape has too many elements (the product of its dims overflows)")
-                  : fmt::format("the shape of '{}' has too many elements with {} = {} (the "
+              s == kFixedDim && bound.empty()
+                  ? std::string(
+                        "the shape has too many elements (the product of its dims overflows)")
+                  : fmt::format("the shape of '{}' has too many elements with {} (the "
                                 "product of its dims overflows)",
-                                p.name, d.symbol, size),
+                                p.name,
+                                s == kFixedDim ? bound : d.symbol + " = " + std::to_string(size)),
               d.loc);
         shape.push_back(size);
         symbols.push_back(s);

@@ -372,6 +372,12 @@ NpyHeader read_header(const std::string& path, std::ifstream& in) {
   if (fortran->kind != PyValue::Kind::Bool) fail(path, "'fortran_order' is not True or False");
   if (shape_v->kind != PyValue::Kind::Tuple && shape_v->kind != PyValue::Kind::List)
     fail(path, "'shape' is not a tuple");
+  // NumPy arrays have at most 64 dims (NPY_MAXDIMS, 32 before NumPy 2): a longer
+  // shape is no array NumPy wrote, and quoting it whole made a message of any size.
+  constexpr size_t kMaxNpyDims = 64;
+  if (shape_v->items.size() > kMaxNpyDims)
+    fail(path, "'shape' has " + std::to_string(shape_v->items.size()) +
+                   " dims; a NumPy array has at most " + std::to_string(kMaxNpyDims));
   Shape shape;
   for (const PyValue& dim : shape_v->items) {
     if (dim.kind != PyValue::Kind::Int) fail(path, "'shape' holds a non-integer");

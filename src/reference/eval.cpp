@@ -143,11 +143,38 @@ int64_t batch_offset(const BatchedMatrix& b, const std::vector<int64_t>& pos) {
   return off * dtype_size(b.m.dtype);
 }
 
+// Runs `body` (a gather or its check) with the names an index error of
+// Index node `n` gives, and rethrows its error at the gather's place in the
+// program: "index 7 is out of bounds for dim 0 of `x` (size 5): `i`[0] = 7".
+template <class Body>
+void at_gather(const Graph& g, const Node& n, Body body) {
+  const Node& idx_node = g.node(n.inputs[1]);
+  std::string idx_name = describe_value(idx_node);
+  if (idx_node.name.empty()) idx_name = "(" + idx_name + ")";
+  // A symbolic dim indexed by an index of 2 dims or more is named by its
+  // symbol, as the compiled kernels name it (lower/expr_lowering.cpp).
+  const Node& x_node = g.node(n.inputs[0]);
+  const SymbolId sym = x_node.symbol(n.dim);
+  const std::string size_name =
+      sym != kFixedDim && idx_node.shape.size() > 1 ? g.symbols()[sym].name : std::string();
+  try {
+    body(reference::GatherNames{describe_value(x_node), idx_name, size_name});
+  } catch (const UserError& e) {
+    if (e.loc().valid()) throw;
+    throw UserError(ErrorKind::kIndex,
+                    std::string(e.what()) + (n.index_wraps_negative ? "" : Graph::kNoWrapNote),
+                    n.loc);
+  }
+}
+
 class Evaluator {
  public:
   Evaluator(const Graph& g, EvalMode mode, ThreadPool& pool) : g_(g), mode_(mode), pool_(pool) {}
 
   std::vector<Tensor> run(const std::vector<Tensor>& params);
+  // Evaluates only what `values` need (their ancestors) and returns them.
+  std::vector<Tensor> run_values(const std::vector<Tensor>& params,
+                                 const std::vector<ValueId>& values);
 
  private:
   Tensor eval_node(const Node& n);
@@ -214,6 +241,11 @@ Tensor Evaluator::exact_tensor(ValueId v) const {
 }
 
 std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
+  return run_values(params, {});
+}
+
+std::vector<Tensor> Evaluator::run_values(const std::vector<Tensor>& params,
+                                          const std::vector<ValueId>& wanted) {
   const std::vector<ValueId>& param_ids = g_.parameters();
   if (params.size() != param_ids.size())
     throw UserError("the program takes " + std::to_string(param_ids.size()) + " parameters, but " +
@@ -231,12 +263,23 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
 
   // A value is dropped after its last use so big intermediates do not pile
   // up (views keep their storage alive through shared ownership).
+  // With `wanted`, only their ancestors are evaluated (inputs precede their
+  // users: one backward sweep marks them).
+  std::vector<bool> needed(static_cast<size_t>(g_.size()), wanted.empty());
+  for (ValueId v : wanted) needed[v] = true;
+  if (!wanted.empty())
+    for (ValueId v = g_.size(); v-- > 0;)
+      if (needed[v])
+        for (ValueId in : g_.node(v).inputs) needed[in] = true;
+  const std::vector<ValueId>& keep = wanted.empty() ? g_.outputs() : wanted;
   std::vector<int32_t> last_use(static_cast<size_t>(g_.size()), -1);
   for (ValueId v = 0; v < g_.size(); ++v)
-    for (ValueId in : g_.node(v).inputs) last_use[in] = std::max(last_use[in], v);
-  for (ValueId out : g_.outputs()) last_use[out] = std::numeric_limits<int32_t>::max();
+    if (needed[v])
+      for (ValueId in : g_.node(v).inputs) last_use[in] = std::max(last_use[in], v);
+  for (ValueId out : keep) last_use[out] = std::numeric_limits<int32_t>::max();
 
   for (ValueId v = 0; v < g_.size(); ++v) {
+    if (!needed[v]) continue;
     const Node& n = g_.node(v);
     const AllocationPurpose purpose("%" + std::to_string(v) + " (" +
                                     std::string(op_kind_name(n.kind)) +
@@ -246,6 +289,11 @@ std::vector<Tensor> Evaluator::run(const std::vector<Tensor>& params) {
       if (last_use[in] == v) values_[in] = Tensor();
   }
 
+  if (!wanted.empty()) {
+    std::vector<Tensor> out;
+    for (ValueId v : wanted) out.push_back(exact_tensor(v));
+    return out;
+  }
   std::vector<Tensor> outputs;
   for (ValueId v : g_.outputs()) {
     const Node& n = g_.node(v);
@@ -319,26 +367,11 @@ Tensor Evaluator::eval_node(const Node& n) {
       return view_of(n, values_[n.inputs[0]]);
     case OpKind::Index: {
       Tensor out = fresh(n);
-      const Node& idx_node = g_.node(n.inputs[1]);
-      std::string idx_name = describe_value(idx_node);
-      if (idx_node.name.empty()) idx_name = "(" + idx_name + ")";
-      // A symbolic dim indexed by an index of 2 dims or more is named by its
-      // symbol, as the compiled kernels name it (lower/expr_lowering.cpp).
-      const Node& x_node = g_.node(n.inputs[0]);
-      const SymbolId sym = x_node.symbol(n.dim);
-      const std::string size_name =
-          sym != kFixedDim && idx_node.shape.size() > 1 ? g_.symbols()[sym].name : std::string();
-      try {
-        reference::gather(values_[n.inputs[0]], n.dim, exact_tensor(n.inputs[1]), out,
-                          {describe_value(x_node), idx_name, size_name}, pool_,
-                          n.index_wraps_negative);
-      } catch (const UserError& e) {
-        // The run-time error, at the gather's place in the program.
-        if (e.loc().valid()) throw;
-        throw UserError(ErrorKind::kIndex,
-                        std::string(e.what()) + (n.index_wraps_negative ? "" : Graph::kNoWrapNote),
-                        n.loc);
-      }
+      const Tensor& x = values_[n.inputs[0]];
+      const Tensor idx = exact_tensor(n.inputs[1]);
+      at_gather(g_, n, [&](const reference::GatherNames& names) {
+        reference::gather(x, n.dim, idx, out, names, pool_, n.index_wraps_negative);
+      });
       return out;
     }
     case OpKind::Matmul:
@@ -517,6 +550,24 @@ double relative_error(const Tensor& out, const Tensor& ref) {
   if (diff2 == 0) return 0;
   if (ref2 == 0) return kInf;
   return std::sqrt(diff2) / std::sqrt(ref2);
+}
+
+std::vector<Tensor> evaluate_values(const Graph& g, const std::vector<Tensor>& params,
+                                    const std::vector<ValueId>& values,
+                                    const EvalOptions& options) {
+  TF_CHECK(!values.empty(), "evaluate_values of no values");
+  reference::ThreadPool pool(options.num_threads);
+  return Evaluator(g, options.mode, pool).run_values(params, values);
+}
+
+void check_gather_indices(const Graph& g, ValueId index, int64_t size, const Tensor& idx,
+                          int num_threads) {
+  const Node& n = g.node(index);
+  TF_CHECK(n.kind == OpKind::Index, "check_gather_indices of a node that is no gather");
+  reference::ThreadPool pool(num_threads);
+  at_gather(g, n, [&](const reference::GatherNames& names) {
+    reference::check_indices(size, n.dim, idx, names, pool, n.index_wraps_negative);
+  });
 }
 
 }  // namespace tilefuse

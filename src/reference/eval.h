@@ -32,6 +32,22 @@ struct EvalOptions {
 std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& params,
                              const EvalOptions& options = {});
 
+// Evaluates only what `values` (at least one) need, their ancestors in `g`,
+// and returns their values (a scalar's as a 0-dim tensor), with evaluate's
+// checks on the way.
+std::vector<Tensor> evaluate_values(const Graph& g, const std::vector<Tensor>& params,
+                                    const std::vector<ValueId>& values,
+                                    const EvalOptions& options = {});
+
+// The check evaluate makes at the gather `index` (an OpKind::Index node of
+// `g`) alone: each value of `idx` (its index operand's value) against the
+// indexed dim's `size`, the same UserError (ErrorKind::kIndex, at the node's
+// location, naming the tensors, the position and the value) for the first
+// one out of range. The executor's kernels check an index where they read
+// it; one over an empty tensor reads nothing (driver/execute.cpp).
+void check_gather_indices(const Graph& g, ValueId index, int64_t size, const Tensor& idx,
+                          int num_threads = 1);
+
 // ‖out − ref‖₂ / ‖ref‖₂ in f64 (0 when both are zero; +inf when only ref is
 // zero or when out has a NaN where ref has none). Shapes must match.
 double relative_error(const Tensor& out, const Tensor& ref);

@@ -42,12 +42,10 @@ std::vector<int64_t> read_indices(const Tensor& idx, ThreadPool& pool) {
   return values;
 }
 
-}  // namespace
-
-void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
-            const GatherNames& names, ThreadPool& pool, bool wrap_negative) {
-  TF_CHECK(dim >= 0 && dim < x.dim(), "gather: dim out of range");
-  const int64_t size = x.size(dim);
+// check_indices, returning the indices read (row-major).
+std::vector<int64_t> read_and_check(int64_t size, int64_t dim, const Tensor& idx,
+                                    const GatherNames& names, ThreadPool& pool,
+                                    bool wrap_negative) {
   const int64_t lowest = wrap_negative ? -size : 0;
   std::vector<int64_t> indices = read_indices(idx, pool);
   const int64_t count = static_cast<int64_t>(indices.size());
@@ -73,6 +71,22 @@ void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
                     (names.size.empty() ? std::to_string(size) : names.size) + "): " + names.idx + position_string(idx.shape(), first_bad) + " = " +
                     std::to_string(v));
   }
+  return indices;
+}
+
+}  // namespace
+
+void check_indices(int64_t size, int64_t dim, const Tensor& idx, const GatherNames& names,
+                   ThreadPool& pool, bool wrap_negative) {
+  read_and_check(size, dim, idx, names, pool, wrap_negative);
+}
+
+void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
+            const GatherNames& names, ThreadPool& pool, bool wrap_negative) {
+  TF_CHECK(dim >= 0 && dim < x.dim(), "gather: dim out of range");
+  const int64_t size = x.size(dim);
+  std::vector<int64_t> indices = read_and_check(size, dim, idx, names, pool, wrap_negative);
+  const int64_t count = static_cast<int64_t>(indices.size());
   for (int64_t& v : indices)
     if (v < 0) v += size;
 

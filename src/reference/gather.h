@@ -32,4 +32,9 @@ struct GatherNames {
 void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
             const GatherNames& names, ThreadPool& pool, bool wrap_negative = true);
 
+// gather's check alone: every index of `idx` against a dim `dim` of `size`
+// elements, the same UserError for the first one out of range.
+void check_indices(int64_t size, int64_t dim, const Tensor& idx, const GatherNames& names,
+                   ThreadPool& pool, bool wrap_negative = true);
+
 }  // namespace tilefuse::reference

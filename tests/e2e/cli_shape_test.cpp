@@ -248,6 +248,17 @@ TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
   EXPECT_NE(two.output.find("--shapes T=4,M=1: `M=1` is not a size"), std::string::npos)
       << two.output;
   EXPECT_NE(two.output.find("one symbol per flag"), std::string::npos) << two.output;
+  // Combinations past 10,000 are refused before any is made (9 million
+  // bindings were built and printed one by one; more filled the memory).
+  std::string sizes = "1";
+  for (int i = 2; i <= 101; ++i) sizes += "," + std::to_string(i);
+  auto many =
+      run_cli("tune " + prog_ + " --device cpu --shapes T=" + sizes + " --shapes M=" + sizes);
+  EXPECT_EQ(many.exit_code, 1) << many.output.substr(0, 2000);
+  EXPECT_NE(many.output.find("--shapes gives 10201 shapes to tune (the sizes of each symbol "
+                             "multiplied: T 101 x M 101); one command tunes at most 10000"),
+            std::string::npos)
+      << many.output.substr(0, 2000);
   auto bench = run_cli("bench " + prog_ + " --device cpu --repeats 1 --shape T=50,M=20");
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
 }

@@ -14,6 +14,8 @@
 
 #include "common/cli.h"
 #include "common/stress_programs.h"
+#include "core/tensor.h"
+#include "io/npy.h"
 #include "runtime/cuda/loader.h"
 
 namespace fs = std::filesystem;
@@ -221,6 +223,50 @@ TEST(Robustness, AFailedCheckExitsThree) {
   const MeasuredCliResult ok = within_budget(
       "run --device cpu --check " + write_program("fine", testing::chain_program(3)), {0});
   EXPECT_EQ(ok.output.find("FAILED"), std::string::npos) << ok.output;
+}
+
+// An index out of range that no kernel reads: with K = 0 (x f32[5, 0]: the
+// GEMM loads no A tile), N = 0 (w f32[4, 0]: no block runs), or behind a
+// view or gather that keeps only some rows (x[i][0]), the plans ran silently
+// where PyTorch and the reference raise. Every plan and the
+// reference give the same error, at the subscript, naming x, i, the position
+// and the value; a computed index (i + 0) too, and a valid index still runs.
+TEST(Robustness, AnIndexOutOfRangeIntoAnEmptyGemmIsAnError) {
+  const fs::path idx = temp_dir() / "idx_7.npy";
+  Tensor bad = Tensor::empty(DType::I64, {2});
+  bad.set_linear(0, 0);
+  bad.set_linear(1, 7);
+  write_npy(idx.string(), bad);
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {"k0", "def k0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i] @ w\n"},
+      {"n0", "def n0(x: f32[5, 4], w: f32[4, 0], i: i64[2]):\n    return x[i] @ w\n"},
+      {"c0", "def c0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i + 0] @ w\n"},
+      // Views that drop a gathered position: only i[0] is read.
+      {"s0", "def s0(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    return x[i][0] @ w\n"},
+      {"s1", "def s1(x: f32[5, 4], i: i64[2]):\n    return x[i][0:1] * 2.0\n"},
+      {"s2", "def s2(x: f32[5, 4], i: i64[2]):\n    return x[i][i - i] * 2.0\n"}};
+  for (const auto& [name, source] : programs) {
+    SCOPED_TRACE(name);
+    const std::string path = write_program(name, source);
+    const std::string col = name == "c0" ? ":2:14: error: index 7 is out of bounds for dim 0 of "
+                                           "`x` (size 5): (the result of add)[1] = 7"
+                                         : ":2:14: error: index 7 is out of bounds for dim 0 of "
+                                           "`x` (size 5): `i`[1] = 7";
+    for (const char* how : {"--engine reference", "--plan fused", "--plan unfused"}) {
+      const MeasuredCliResult r = within_budget(
+          std::string("run --device cpu ") + how + " --input i=" + idx.string() + " " + path, {1});
+      EXPECT_NE(r.output.find(name + ".tfs" + col), std::string::npos) << how << "\n" << r.output;
+    }
+  }
+  // In range, the empty GEMM runs (all zeros; N = 0: no elements).
+  Tensor good = Tensor::empty(DType::I64, {2});
+  good.set_linear(0, -5);
+  good.set_linear(1, 4);
+  const fs::path ok = temp_dir() / "idx_ok.npy";
+  write_npy(ok.string(), good);
+  const MeasuredCliResult k0 = within_budget("run --device cpu --input i=" + ok.string() + " " +
+                                             write_program("k0", programs[0].second));
+  EXPECT_NE(k0.output.find("out0: f32[2, 3]  sum=0 "), std::string::npos) << k0.output;
 }
 
 TEST(Robustness, SmallMessages) {

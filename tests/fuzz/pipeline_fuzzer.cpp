@@ -86,12 +86,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     driver::ExecuteOptions xo;
     xo.num_threads = 1;
     xo.poison_outputs = true;
-    user_step("execute", [&] { (void)driver::execute(cpu, inputs, xo); });
-    if (kind == PlanKind::kFused) {
-      EvalOptions eo;
-      eo.num_threads = 1;
-      user_step("reference", [&] { (void)evaluate(g, inputs, eo); });
-    }
+    // An index error is the reference's: each plan raises it (the same
+    // message) exactly where the reference does (x[i][0] @ w once ran with
+    // i[1] out of range, as did a gather into an empty GEMM).
+    // (Compared where both ran or failed on an index: another error, such
+    // as a program too deep for one engine's stack, says nothing of it.)
+    std::string executed = "ok", referenced = "ok";
+    auto index_error = [](auto f, std::string* outcome) {
+      try {
+        f();
+      } catch (const UserError& e) {
+        *outcome = e.kind() == ErrorKind::kIndex ? std::string(e.what()) : std::string();
+        throw;
+      }
+    };
+    user_step("execute",
+              [&] { index_error([&] { (void)driver::execute(cpu, inputs, xo); }, &executed); });
+    EvalOptions eo;
+    eo.num_threads = 1;
+    user_step("reference",
+              [&] { index_error([&] { (void)evaluate(g, inputs, eo); }, &referenced); });
+    if (!executed.empty() && !referenced.empty() && executed != referenced)
+      bug("execute and the reference disagree on an index error",
+          ("executor: '" + executed + "', reference: '" + referenced + "'").c_str());
   }
   return 0;
 }

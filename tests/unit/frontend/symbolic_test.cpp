@@ -80,6 +80,19 @@ TEST(Symbolic, EightSymbolicDimsOnOneTensor) {
     EXPECT_EQ(e.loc().line, 1);
     EXPECT_EQ(e.loc().col, 23);  // D
   }
+  // A fixed dim that overflows after a huge symbol names the symbol too (it
+  // said "the shape has too many elements", as of a program's own sizes).
+  SymbolValues huge_t = {{"T", INT64_MAX}};
+  try {
+    parse_program("def f(x: f32[T, 2048]):\n    return x\n", "t.tfs", &huge_t);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the shape of 'x' has too many elements with T = 9223372036854775807 (the product "
+              "of its dims overflows)");
+    EXPECT_EQ(e.loc().line, 1);
+    EXPECT_EQ(e.loc().col, 17);  // 2048
+  }
 }
 
 TEST(Symbolic, BoundValuesGiveTheSameNodes) {

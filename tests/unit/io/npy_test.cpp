@@ -332,6 +332,33 @@ TEST_F(NpyTest, MalformedFilesAreUserErrors) {
                                        "(99999999999999999999999,), }",
                                        f4)),
       "too large");
+  // More dims than NumPy allows (64): an error of its own, not the shape quoted
+  // whole (100,000 dims made a 300 KB message).
+  std::string dims;
+  for (int i = 0; i < 100000; ++i) dims += "1, ";
+  // (Version 2.0: the header is longer than 1.0's 16-bit length can say.)
+  const std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }\n";
+  const uint32_t header_len = static_cast<uint32_t>(header.size());
+  const std::string many =
+      write_bytes("many_dims.npy", std::string("\x93NUMPY\x02\x00", 8) +
+                                       std::string(reinterpret_cast<const char*>(&header_len), 4) +
+                                       header + f4);
+  expect_read_error(many, "'shape' has 100000 dims; a NumPy array has at most 64");
+  try {
+    read_npy(many);
+  } catch (const UserError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 400u) << e.what();
+  }
+  // 64 dims are read.
+  dims.clear();
+  for (int i = 0; i < 64; ++i) dims += "1, ";
+  EXPECT_EQ(read_npy(write_bytes("64_dims.npy",
+                                 npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                                            dims + "), }",
+                                        raw(std::vector<float>(1, 2.0f)))))
+                .dim(),
+            64);
 }
 
 // Random corruption of a valid file: every outcome is a tensor or a UserError.
