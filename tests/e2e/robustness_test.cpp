@@ -269,6 +269,36 @@ TEST(Robustness, AnIndexOutOfRangeIntoAnEmptyGemmIsAnError) {
   EXPECT_NE(k0.output.find("out0: f32[2, 3]  sum=0 "), std::string::npos) << k0.output;
 }
 
+// With every index out of range, the CPU executor's error is the same on
+// every run and at every thread count: the lowest failing grid instance's
+// (the first error to be caught used to win, so the position changed from
+// run to run).
+TEST(Robustness, AnIndexErrorIsTheSameAtEveryThreadCount) {
+  const fs::path idx = temp_dir() / "idx_all_bad.npy";
+  Tensor bad = Tensor::empty(DType::I64, {512});
+  for (int64_t i = 0; i < 512; ++i) bad.set_linear(i, 5000);
+  write_npy(idx.string(), bad);
+  const std::string path = write_program(
+      "allbad", "def allbad(x: f16[64, 32], w: f16[32, 16], i: i64[512]):\n    return x[i] @ w\n");
+  std::string first;
+  for (const char* threads : {"1", "2", "7", "16", "16", "16"}) {
+    for (const char* plan : {"fused", "unfused"}) {
+      const MeasuredCliResult r =
+          within_budget(std::string("run --device cpu --plan ") + plan + " --threads " + threads +
+                            " --input i=" + idx.string() + " " + path,
+                        {1});
+      const size_t at = r.output.find("error: ");
+      ASSERT_NE(at, std::string::npos) << r.output;
+      const std::string msg = r.output.substr(at, r.output.find('\n', at) - at);
+      EXPECT_NE(msg.find("index 5000 is out of bounds for dim 0 of `x` (size 64): `i`["),
+                std::string::npos)
+          << msg;
+      if (first.empty()) first = msg;
+      EXPECT_EQ(msg, first) << plan << " --threads " << threads;
+    }
+  }
+}
+
 TEST(Robustness, SmallMessages) {
   // f8's tolerance prints as itself.
   const MeasuredCliResult f8 = within_budget(

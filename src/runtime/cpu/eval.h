@@ -75,7 +75,11 @@ struct Frame {
   std::vector<BufferView> buffers;
   std::vector<std::vector<std::byte>> alloc_memory;  // per buffer slot
   std::vector<PackedTile> packed;                     // per buffer slot
-  const std::atomic<bool>* stop = nullptr;           // set when another instance failed
+  // The lowest grid instance that has failed so far (INT64_MAX: none), and
+  // this frame's instance: a later instance stops (check_stop), an earlier
+  // one runs on, so the error kept is the lowest failing instance's.
+  const std::atomic<int64_t>* first_failed = nullptr;
+  int64_t instance = 0;
 
   Lane* lanes(int slot) { return &var_lanes[static_cast<size_t>(slot) * kMaxLanes]; }
   void set_uniform_int(int slot, int64_t v) {
@@ -147,10 +151,12 @@ struct SlotMap {
   Frame make_frame() const;
 };
 
-// Thrown inside an instance when another instance has failed (Frame::stop).
+// Thrown inside an instance when an earlier instance has failed
+// (Frame::first_failed).
 struct Stopped {};
 inline void check_stop(const Frame& f) {
-  if (f.stop && f.stop->load(std::memory_order_relaxed)) throw Stopped();
+  if (f.first_failed && f.instance > f.first_failed->load(std::memory_order_relaxed))
+    throw Stopped();
 }
 
 // Compiles an expression (eval_expr.cpp). Throws InternalError for hooks.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 
@@ -173,9 +174,11 @@ void execute(const tir::Kernel& kernel, const std::vector<KernelArg>& args,
   std::vector<int> grid_slots;
   for (const tir::GridDim& g : kernel.grid) grid_slots.push_back(slots.vars.at(g.var.get()));
 
-  std::atomic<bool> stop{false};
+  // The lowest failing instance's error (Frame::first_failed).
+  std::atomic<int64_t> first_failed{std::numeric_limits<int64_t>::max()};
   std::mutex error_mu;
   std::exception_ptr error;
+  int64_t error_instance = std::numeric_limits<int64_t>::max();
   reference::ThreadPool pool(options.num_threads);
   // Frames (with their alloc memory) are reused across the chunks a thread
   // claims: a chunk may be a single instance, and fresh shared / fragment
@@ -208,9 +211,10 @@ void execute(const tir::Kernel& kernel, const std::vector<KernelArg>& args,
     std::copy(host.uniform.begin(), host.uniform.end(), f.uniform.begin());
     std::copy(host.affine.begin(), host.affine.end(), f.affine.begin());
     std::copy(host.buffers.begin(), host.buffers.end(), f.buffers.begin());
-    f.stop = &stop;
+    f.first_failed = &first_failed;
     for (int64_t id = begin; id < end; ++id) {
-      if (stop.load(std::memory_order_relaxed)) return;
+      if (id > first_failed.load(std::memory_order_relaxed)) return;
+      f.instance = id;
       int64_t rest = id;
       for (size_t d = extents.size(); d-- > 0;) {
         f.set_uniform_int(grid_slots[d], rest % extents[d]);
@@ -222,8 +226,11 @@ void execute(const tir::Kernel& kernel, const std::vector<KernelArg>& args,
         return;
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
-        if (!error) error = std::current_exception();
-        stop.store(true);
+        if (id < error_instance) {
+          error = std::current_exception();
+          error_instance = id;
+          first_failed.store(id);
+        }
         return;
       }
     }

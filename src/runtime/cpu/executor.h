@@ -12,8 +12,10 @@
 // trap; a masked-off lane may divide by anything); a barrier is a no-op
 // (an instance runs sequentially on one thread, so there is nothing to wait
 // for); pipelined loops run serially (stages only overlap copies with math
-// on a GPU); a failed check stops the other threads at their next instance
-// or loop iteration, and the first error is rethrown.
+// on a GPU); a failed check stops the later grid instances at their next
+// loop iteration while the earlier ones run on, and the error of the lowest
+// failing instance is rethrown (the same error whatever the thread count or
+// the threads' timing).
 //
 // Design (executor.cpp, eval.h): the kernel is compiled once into a tree of
 // closures; every expression is evaluated over a batch of lanes (the points
