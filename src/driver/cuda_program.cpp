@@ -342,6 +342,9 @@ std::size_t CudaProgram::workspace_bytes(const std::vector<int64_t>& binding) co
 void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   const Graph& g = program_.graph;
   const Binding binding = bind_symbols(g, inputs);
+  // An index no kernel reads is checked here, on the host, before upload
+  // (a DeviceCall's device-resident inputs are not: launch).
+  check_unread_indices(g, binding, inputs);
   device_.make_current();
   impl_->memory.clear();
   impl_->where.clear();

@@ -17,23 +17,10 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   bind_symbols(g, inputs);
 }
 
-namespace {
-
-// The kernels check an index where they read it, and read only the indices
-// of the elements they compute: `x[i] @ w` with x f32[5, 0] (K = 0: no A
-// tile is loaded) or w f32[4, 0] (no block runs), `x[i][0] @ w` (only i[0]
-// feeds row 0) or `x[i][j]` (only the rows j picks) ran without reading the
-// others, so an index out of range passed silently where PyTorch and the
-// reference raise. Where a gather's positions may go unread (a value is
-// empty at these sizes, a slice or select drops some, a gather picks from
-// another value than a parameter), each gather's indices are checked here
-// first, in program order, with the reference's check and error: an index
-// that is a parameter directly, a computed one evaluated by the reference
-// (only its ancestors; with symbolic dims, the whole graph at these sizes
-// from ExecuteOptions::bound_graph, which checks every gather).
-void check_indices_kernels_may_skip(const Graph& g, const Binding& binding,
-                                    const std::vector<Tensor>& inputs,
-                                    const ExecuteOptions& options) {
+// (See execute.h.) With symbolic dims and a computed index, the whole graph
+// at these sizes from ExecuteOptions::bound_graph, which checks every gather.
+void check_unread_indices(const Graph& g, const Binding& binding, const std::vector<Tensor>& inputs,
+                          const ExecuteOptions& options) {
   bool may_skip = false;
   for (ValueId v = 0; v < g.size() && !may_skip; ++v) {
     const Node& n = g.node(v);
@@ -66,8 +53,6 @@ void check_indices_kernels_may_skip(const Graph& g, const Binding& binding,
   }
 }
 
-}  // namespace
-
 std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
                                  const std::vector<int64_t>& binding,
                                  const std::vector<std::vector<int64_t>>& input_strides) {
@@ -99,7 +84,7 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
   TF_CHECK(!program.target.is_cuda(),
            "driver::execute runs CPU programs; this one is compiled for " + program.target.name());
   const Binding binding = bind_symbols(g, inputs);
-  check_indices_kernels_may_skip(g, binding, inputs, options);
+  check_unread_indices(g, binding, inputs, options);
   const Specialization& spec = program.specialization;
   std::map<ValueId, Tensor> memory;
   std::vector<std::vector<int64_t>> input_strides;
