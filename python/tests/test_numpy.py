@@ -207,6 +207,9 @@ def test_out_with_negative_strides_is_refused_not_left_unwritten():
         k.explain(target="cpu\0sm_90a")
     with raises(TypeError, match="explain: target must be a string, got int"):
         k.explain(target=90)
+    # An unknown target lists the valid ones, as the CLI does.
+    with raises(ValueError, match=r"unknown target `sm_75`; valid targets: cpu, sm_80, .*sm_90a"):
+        k.explain(target="sm_75")
 
 
 def test_strided_inputs_equal_contiguous():

@@ -651,7 +651,9 @@ json Callable::explain(const std::vector<CallTensor>* inputs, const std::string&
   tir::Target target = tir::Target::cpu();
   if (!target_name.empty()) {
     std::optional<tir::Target> t = tir::Target::parse(target_name);
-    if (!t) throw UserError(ErrorKind::kValue, "unknown target `" + target_name + "`");
+    if (!t)
+      throw UserError(ErrorKind::kValue,
+                      "unknown target `" + target_name + "`; valid targets: " + tir::kTargetNames);
     target = *t;
   } else if (options_.device != "cpu" && cuda::cuda_available()) {
     target = target_of(cuda_device(0));

@@ -36,8 +36,17 @@ CompiledProgram compile(const Graph& graph, const CompileOptions& options) {
     if (std::find(names.begin(), names.end(), options.dump_after) == names.end()) {
       std::string valid;
       for (const std::string& n : names) valid += n + ", ";
-      throw UserError("unknown pass '" + options.dump_after +
-                      "' for --dump-after; valid names: " + valid + "all");
+      // A CUDA backend pass asked for on the CPU target: say which flag.
+      const std::vector<std::string> cuda = pass_names(*tir::Target::parse("sm_90a"));
+      const bool cuda_pass = !options.target.is_cuda() &&
+                             std::find(cuda.begin(), cuda.end(), options.dump_after) != cuda.end();
+      throw UserError(cuda_pass ? "--dump-after: '" + options.dump_after +
+                                      "' is a pass of the CUDA backend; give a CUDA target "
+                                      "(--target sm_80 or --target sm_90a). The CPU target's "
+                                      "passes: " +
+                                      valid + "all"
+                                : "unknown pass '" + options.dump_after +
+                                      "' for --dump-after; valid names: " + valid + "all");
     }
   }
 

@@ -9,6 +9,11 @@
 
 namespace tilefuse::tir {
 
+// The targets Target::parse accepts, in words for help and error messages.
+inline constexpr const char* kTargetNames =
+    "cpu, sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120 (any sm_NN or sm_NNN from 80 up; "
+    "the arch-specific `a` suffix from sm_90 up)";
+
 struct Target {
   enum class Kind { kCpu, kCuda };
   Kind kind = Kind::kCpu;

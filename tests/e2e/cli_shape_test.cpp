@@ -62,9 +62,10 @@ TEST_F(CliShape, RunsAtEverySizeAndMatchesTheReference) {
 TEST_F(CliShape, Errors) {
   auto missing = run_cli("run " + prog_ + " --device cpu --shape T=5");
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.output.find("symbolic dim M needs a size: give --shape T=... --shape M=..."),
+  EXPECT_NE(missing.output.find("symbolic dim M needs a size: give --shape M=..."),
             std::string::npos)
       << missing.output;
+  EXPECT_EQ(missing.output.find("--shape T="), std::string::npos) << missing.output;  // T is given
   auto unknown = run_cli("run " + prog_ + " --device cpu --shape T=5,M=2,Q=1");
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.output.find("`Q` is not a symbolic dim"), std::string::npos) << unknown.output;
@@ -261,6 +262,25 @@ TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
       << many.output.substr(0, 2000);
   auto bench = run_cli("bench " + prog_ + " --device cpu --repeats 1 --shape T=50,M=20");
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
+  // run's --shape works on tune too (one size each), alone or with --shapes;
+  // --cuda-option is taken (part of the tuning's key) and checked.
+  for (const char* flags :
+       {" --shape T=64,M=100", " --shape T=64 --shape M=100", " --shape T=64 --shapes M=100"}) {
+    auto single =
+        run_cli("tune " + prog_ + " --device cpu" + flags + " --cuda-option persistent=1");
+    EXPECT_EQ(single.exit_code, 0) << flags << "\n" << single.output;
+    EXPECT_NE(single.output.find("g: T=64, M=100 (bucket T=64, M=128): not tuned"),
+              std::string::npos)
+        << flags << "\n"
+        << single.output;
+  }
+  auto bad_option =
+      run_cli("tune " + prog_ + " --device cpu --shape T=64,M=1 --cuda-option nope=1");
+  EXPECT_EQ(bad_option.exit_code, 1) << bad_option.output;
+  EXPECT_NE(bad_option.output.find("--cuda-option"), std::string::npos) << bad_option.output;
+  auto no_pair = run_cli("tune " + prog_ + " --device cpu --shape T=64,100");
+  EXPECT_EQ(no_pair.exit_code, 1) << no_pair.output;
+  EXPECT_NE(no_pair.output.find("--shapes NAME=S1,S2"), std::string::npos) << no_pair.output;
 }
 
 // Eight symbolic dims on one tensor: the generic graph's placeholder sizes

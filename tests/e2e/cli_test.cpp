@@ -798,6 +798,10 @@ TEST(Emit, BadTargetStagePlanOrPassIsAUserErrorListingTheValidValues) {
       {"emit " + prog + " --plan half", {"half", "fused", "unfused"}},
       {"emit " + prog + " --stage=tir-opt --dump-after=licn", {"licn", "licm", "lower_copies"}},
       {"emit " + prog + " --stage=graph --dump-after=licm", {"--dump-after", "tir", "tir-opt"}},
+      // A CUDA backend pass on the CPU target: the message says to give a
+      // CUDA target.
+      {"emit " + prog + " --stage=tir-opt --dump-after=warp_specialize",
+       {"'warp_specialize' is a pass of the CUDA backend", "--target sm_90a", "licm"}},
       // --cuda-option and --gemm-config are checked on every path, though
       // only a GPU compile uses them: at --stage=graph, and in a CPU run.
       {"emit " + prog + " --stage=graph --cuda-option foo=1", {"--cuda-option", "`foo`", "wgmma"}},

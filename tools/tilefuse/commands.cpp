@@ -411,8 +411,10 @@ int with_shapes(const Options& options, bool need_shapes, Body body,
           return body(Loaded{generic, generic, {}});
         }
         if (values.empty() && !need_shapes) return body(Loaded{generic, generic, {}});
+        // Only the symbols still missing (an --input may have bound some).
         std::string how = "give";
-        for (const Symbol& sym : generic.graph.symbols()) how += " --shape " + sym.name + "=...";
+        for (const Symbol& sym : generic.graph.symbols())
+          if (!values.count(sym.name)) how += " --shape " + sym.name + "=...";
         const driver::Binding binding = driver::binding_of(generic.graph, values, how);
         const Program bound = parse_program(generic.source, generic.file, &values);
         return body(Loaded{generic, bound, binding});
@@ -968,9 +970,25 @@ namespace tilefuse::cli {
 int tune_command(const TuneCommandOptions& options) {
   return with_program(options, [&](const Program& generic) -> int {
     const Graph& cg = generic.graph;
-    // --shapes NAME=S1,S2,...: the sizes of each symbol.
+    // --shapes NAME=S1,S2,...: the sizes of each symbol; --shape
+    // NAME=SIZE[,NAME=SIZE...] (run's form) gives one size each.
+    std::vector<std::string> shapes = options.shapes;
+    for (const std::string& given : options.single_shapes)
+      for (size_t start = 0; start <= given.size();) {
+        const size_t end = std::min(given.find(',', start), given.size());
+        const std::string pair = given.substr(start, end - start);
+        if (pair.find('=') == std::string::npos)
+          throw UserError(fmt::format(
+              "--shape expects NAME=SIZE[,NAME=SIZE...], got `{}` (several sizes of one symbol: "
+              "--shapes NAME=S1,S2,...)",
+              given));
+        shapes.push_back(pair);
+        start = end + 1;
+      }
+    bool allow_tf32 = options.allow_tf32;
+    const tir::CudaOptions cuda = parse_cuda_options(options.cuda_options, &allow_tf32);
     std::vector<std::pair<std::string, std::vector<int64_t>>> lists;
-    for (const std::string& spec : options.shapes) {
+    for (const std::string& spec : shapes) {
       const size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
         throw UserError(fmt::format("--shapes expects NAME=SIZE[,SIZE...], got `{}`", spec));
@@ -1050,7 +1068,8 @@ int tune_command(const TuneCommandOptions& options) {
       driver::TuneOptions to;
       if (gpu) to.device = driver::cuda_tune_device();
       to.retune = options.retune;
-      to.allow_tf32 = options.allow_tf32;
+      to.allow_tf32 = allow_tf32;
+      to.cuda = cuda;
       to.name = generic.name;
       to.cpu_threads = options.threads;
       const std::string line = driver::tune_at(generic, values, to, gpu, options.seed);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tir/target.h"
+
 namespace tilefuse::cli {
 
 // 3 is apart from 2: a --check over tolerance is a finding about the program
@@ -119,11 +121,15 @@ struct TuneCommandOptions {
   // "NAME=S1,S2,...": the sizes to tune a symbolic dim at, one tuning per
   // size bucket; several symbols: every combination.
   std::vector<std::string> shapes;
+  // "NAME=SIZE[,NAME=SIZE...]" as run's --shape: one size per symbol (each
+  // pair is a --shapes NAME=SIZE).
+  std::vector<std::string> single_shapes;
   std::string device = "auto";  // auto | cpu | cuda
   bool retune = false;
   bool allow_tf32 = false;
   uint64_t seed = 0;
   int threads = 0;
+  std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
 };
 
 // `tilefuse tune`: tunes the program ahead of time at each combination of
@@ -133,8 +139,6 @@ struct TuneCommandOptions {
 int tune_command(const TuneCommandOptions& options);
 
 // The targets --target accepts, for help and error messages.
-inline constexpr const char* kTargetHelp =
-    "cpu, sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120 (any sm_NN or sm_NNN from 80 up; "
-    "the arch-specific `a` suffix from sm_90 up)";
+inline constexpr const char* kTargetHelp = tir::kTargetNames;
 
 }  // namespace tilefuse::cli

@@ -325,6 +325,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--shapes", tune.shapes,
                        "NAME=S1,S2,...: the sizes of symbolic dim NAME to tune at (e.g. "
                        "M=1,16,128,1024); repeat for each symbolic dim");
+  tune_cmd->add_option("--shape", tune.single_shapes,
+                       "NAME=SIZE[,NAME=SIZE...]: one size per symbolic dim, as run's --shape "
+                       "(each pair counts as --shapes NAME=SIZE)");
   tune_cmd->add_option("--device", tune.device, "auto, cpu or cuda (the CPU tunes nothing)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
@@ -335,6 +338,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   tune_cmd->add_option("--threads", tune.threads, "CPU threads (0: all; at most 1024)")
       ->check(thread_count);
+  tune_cmd->add_option("--cuda-option", tune.cuda_options,
+                       cuda_option_help +
+                           " (part of the tuning's cache key: run and bench with "
+                           "the same options find it)");
 
   for (CLI::App* cmd : {run_cmd, bench_cmd, emit_cmd, explain_cmd, tune_cmd}) add_max_program_size(cmd);
 
