@@ -86,8 +86,13 @@ std::string describe(const Operand& op) {
       return "a tensor";
     case Operand::Kind::Int:
       return fmt::format("the integer {}", op.int_value);
-    case Operand::Kind::Float:
-      return fmt::format("the number {}", op.float_value);
+    case Operand::Kind::Float: {
+      // As Python prints a float: 2.0, not 2 (fmt's shortest round trip,
+      // like the graph printer's scalars).
+      std::string s = fmt::format("{}", op.float_value);
+      if (s.find_first_of(".en") == std::string::npos) s += ".0";
+      return "the number " + s;
+    }
     case Operand::Kind::Bool:
       return op.int_value ? "True" : "False";
     case Operand::Kind::None:
@@ -173,19 +178,24 @@ std::vector<int64_t> expect_int_list(const std::vector<Operand>& ops, std::strin
 
 namespace {
 
-// Levenshtein distance, case-insensitive (so `X` suggests `x`), capped at
-// `limit + 1` to keep long names cheap.
+// Edit distance with adjacent transpositions (the optimal string alignment
+// form of the Damerau-Levenshtein distance: `rleu` is one edit from `relu`,
+// a typo as common as a wrong letter), case-insensitive (so `X` suggests
+// `x`); a length difference over `limit` returns `limit + 1` at once.
 size_t edit_distance(std::string_view a, std::string_view b, size_t limit) {
   if (a.size() > b.size() + limit || b.size() > a.size() + limit) return limit + 1;
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  auto low = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
+  std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  std::tolower(static_cast<unsigned char>(b[j - 1]));
+      const bool same = low(a[i - 1]) == low(b[j - 1]);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
+      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
+        cur[j] = std::min(cur[j], before[j - 2] + 1);
     }
+    std::swap(before, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];

@@ -16,9 +16,6 @@ namespace tilefuse::frontend {
 
 namespace {
 
-// Tensors of more dims than this are certainly a typo in a .tfs program, and
-// the cap keeps every per-dim loop downstream small.
-
 // Every dtype spelling parse_dtype accepts, for "did you mean" suggestions.
 std::vector<std::string> dtype_spellings() {
   static const char* const kNames[] = {

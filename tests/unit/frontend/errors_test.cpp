@@ -229,6 +229,9 @@ const BadProgram kBadPrograms[] = {
     {"method_not_called", ret(X, "x.relu"), 2, 14, "method 'relu' must be called"},
     {"unknown_torch_function", ret(X, "torch.relux(x)"), 2, 18,
      "unknown function 'torch.relux'; did you mean 'relu'?"},
+    // Two swapped letters are one edit.
+    {"swapped_letters", ret(X, "torch.rleu(x)"), 2, 18,
+     "unknown function 'torch.rleu'; did you mean 'relu'?"},
     {"unknown_functional_function", ret(X, "F.softmax(x, -1)"), 2, 14,
      "unknown function 'F.softmax'"},
     {"unknown_dtype_in_to", ret(X, "x.to(torch.float17)"), 2, 23,
@@ -255,6 +258,9 @@ const BadProgram kBadPrograms[] = {
     {"float_dim", ret(X, "x.transpose(0.5, 1)"), 2, 24,
      "expected an integer for argument 'dim0' of transpose(), found the number 0.5"},
     {"float_in_permute", ret(X, "x.permute(0, 1.5)"), 2, 25, "expected an integer"},
+    // A float that reads as an integer keeps its ".0" (it said "the number 1").
+    {"whole_float_dim", ret(X, "x.transpose(1.0, 0)"), 2, 24,
+     "expected an integer for argument 'dim0' of transpose(), found the number 1.0"},
     {"to_a_number", ret(X, "x.to(3)"), 2, 17, "expected a dtype"},
     {"clamp_without_bounds", ret(X, "x.clamp()"), 2, 14, "needs at least one of 'min' and 'max'"},
     {"clamp_with_tensor_bound", ret(X, "x.clamp(min=x)"), 2, 24, "tensor bounds"},
