@@ -790,18 +790,23 @@ std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidate
   return out;
 }
 
-std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us) {
-  // In order of preference on a tie: our fused plan, our unfused plan, then
-  // the library's GEMM (it must be strictly faster to be worth a dependency
+std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us,
+                                  double margin) {
+  // In order of preference: our fused plan, our unfused plan, then the
+  // library's GEMM (it must be faster by the margin to be worth a dependency
   // on libcublasLt at run time).
   const std::pair<PlanPick, double> order[] = {{{PlanKind::kFused, false}, fused_us},
                                                {{PlanKind::kUnfused, false}, unfused_us},
                                                {{PlanKind::kUnfused, true}, cublaslt_us}};
+  // A plan must beat the fastest of those before it (chosen or not) by the
+  // margin.
   std::optional<PlanPick> best;
-  double best_us = 0;
+  double fastest_us = 0;
   for (const auto& [pick, us] : order) {
     if (!(us >= 0)) continue;
-    if (!best || us < best_us) best = pick, best_us = us;
+    const bool first = !best;
+    if (first || us < fastest_us * (1 - margin)) best = pick;
+    fastest_us = first ? us : std::min(fastest_us, us);
   }
   return best;
 }
@@ -838,7 +843,18 @@ std::string TunedChoice::summary() const {
                              gemm_config ? gemm_config_name(*gemm_config) : "default config",
                              plans[won].second);
   const auto [others, missing] = other_plans(plans, won);
-  return s + others + missing;
+  // A faster plan that did not win lost by pick_plan's margin: say so.
+  size_t fastest = won;
+  for (size_t i = 0; i < 3; ++i)
+    if (plans[i].second >= 0 && plans[i].second < plans[fastest].second) fastest = i;
+  if (fastest != won)
+    s += others + missing +
+         fmt::format("; {} kept: {} is {:.1f}% faster, inside the plan margin", plans[won].first,
+                     plans[fastest].first,
+                     100 * (plans[won].second - plans[fastest].second) / plans[won].second);
+  else
+    s += others + missing;
+  return s;
 }
 
 cache::TuningKey tuning_key(const Graph& graph, const TuneDevice& device, bool allow_tf32,
@@ -1362,7 +1378,8 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
                     "error ({})",
                     slots.size(), first));
   }
-  const PlanPick pick = *pick_plan(choice.fused_us, choice.unfused_us, choice.cublaslt_us);
+  const PlanPick pick =
+      *pick_plan(choice.fused_us, choice.unfused_us, choice.cublaslt_us, options.plan_margin);
   choice.plan = pick.plan;
   choice.cublaslt = pick.cublaslt;
   // unfused+cuBLASLt: the config of the unfused program it runs (its other

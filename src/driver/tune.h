@@ -25,7 +25,8 @@
 //     the unfused plan ran, has a plain GEMM step (cublaslt_gemm_kernels),
 //     libcublasLt loads and cuBLASLt has an algorithm for each such step;
 //     otherwise TunedChoice::cublaslt_note says why not
-//   the fastest of the three (pick_plan: ties go to our kernels, fused first)
+//   the fastest of the three (pick_plan: a plan must beat the ones before it
+//     in the order fused, unfused, cuBLASLt by TuneOptions::plan_margin)
 //   store {plan, cublaslt, gemm_config, times, tuned_at, tuning_seconds} in
 //     the cache
 //
@@ -177,6 +178,9 @@ bool bandwidth_bound_gemm(const GemmGeometry& g);
 // batch*M*N*K), or nullptr when it has none.
 const KernelStep* largest_gemm_step(const Plan& plan);
 
+// TuneOptions::plan_margin's default.
+inline constexpr double kDefaultPlanMargin = 0.01;
+
 struct TuneOptions {
   TuneDevice device;    // where to tune (cpu_tune_device() by default)
   bool retune = false;  // ignore a cached choice (the new one replaces it)
@@ -195,6 +199,15 @@ struct TuneOptions {
   int repeats = 20;         // per candidate, timed (the median counts)
   int finalists = 3;        // per plan, the best few re-timed ...
   int final_repeats = 100;  // ... with this many repeats (GPU only)
+  // How much faster (a fraction of its time) the unfused plan must be than
+  // the fused one to be chosen, and unfused+cuBLASLt than the better of our
+  // two (pick_plan). The fused plan writes and reads back no intermediate
+  // (64 MiB of HBM and a launch at moe_up_proj) and the unfused plan needs
+  // no libcublasLt, so a difference the timer cannot resolve should not give
+  // them up: two final timings of one moe_up_proj kernel differ by up to
+  // ~0.5%, and the tuner once chose unfused there at 0.2% (bench/RESULTS.md,
+  // session 27). 0: the fastest median wins.
+  double plan_margin = kDefaultPlanMargin;
   // GPU: the untimed runs (ms) before a candidate's timed ones
   // (cuda::TimingOptions::warmup_ms, which brings an idle GPU's clocks up).
   // The candidates run back to back, so the GPU is busy from the one before:
@@ -256,13 +269,18 @@ std::vector<std::string> spill_skips(const std::vector<TuneCandidate>& candidate
 std::vector<size_t> nvrtc_compile_order(const std::vector<bool>& slow);
 
 // The plan that wins given each one's measured time (-1: not measured or
-// failed): the fastest; on a tie our own kernels (fused, then unfused)
-// before cuBLASLt. nullopt when none has a time.
+// failed), in the order of preference fused, unfused, unfused+cuBLASLt: a
+// plan later in that order wins only when it is faster than the best before
+// it by more than `margin` (a fraction of that best's time; 0: strictly
+// faster). So ties, and with a margin differences inside the timer's noise,
+// go to our kernels, fused first (TuneOptions::plan_margin says why).
+// nullopt when none has a time.
 struct PlanPick {
   PlanKind plan = PlanKind::kFused;
   bool cublaslt = false;  // unfused+cuBLASLt (plan is then kUnfused)
 };
-std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us = -1);
+std::optional<PlanPick> pick_plan(double fused_us, double unfused_us, double cublaslt_us = -1,
+                                  double margin = 0);
 
 // What a tuning decided (stored in, or read from, the tuning cache).
 struct TunedChoice {

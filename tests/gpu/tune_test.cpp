@@ -11,10 +11,12 @@
 // tuning cache).
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <limits>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -81,14 +83,25 @@ double chosen_us(const driver::TunedChoice& c) {
   return c.cublaslt ? c.cublaslt_us : c.plan == PlanKind::kFused ? c.fused_us : c.unfused_us;
 }
 
-// The chosen plan's time is the least of those measured (fused, unfused and,
-// when it was a candidate, unfused+cuBLASLt).
+// The chosen plan beat every plan before it in the order of preference
+// (fused, unfused, unfused+cuBLASLt) by TuneOptions::plan_margin, and no
+// plan after it beat it by that margin.
 void expect_fastest_chosen(const driver::TunedChoice& c) {
+  const double margin = driver::kDefaultPlanMargin;
   const double won = chosen_us(c);
   EXPECT_GT(won, 0) << c.summary();
-  for (double t : {c.fused_us, c.unfused_us, c.cublaslt_us}) {
-    if (t >= 0) {
-      EXPECT_LE(won, t) << c.summary();
+  const double times[] = {c.fused_us, c.unfused_us, c.cublaslt_us};
+  const size_t at = c.cublaslt ? 2 : c.plan == PlanKind::kFused ? 0 : 1;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!(times[i] >= 0) || i == at) continue;
+    if (i > at) {
+      // A later plan did not beat the fastest before it by the margin.
+      double fastest = std::numeric_limits<double>::infinity();
+      for (size_t j = 0; j < i; ++j)
+        if (times[j] >= 0) fastest = std::min(fastest, times[j]);
+      EXPECT_GE(times[i], fastest * (1 - margin)) << c.summary();
+    } else {
+      EXPECT_LT(won, times[i] * (1 - margin)) << c.summary();
     }
   }
   if (c.cublaslt) {

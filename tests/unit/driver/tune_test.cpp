@@ -770,8 +770,8 @@ TEST(TuneJson, ChoiceRoundTrips) {
   EXPECT_EQ(back->candidates[1].error, spilled.error);
   EXPECT_EQ(back->candidates[1].config->split_k, 2);
   // A negative or oversized spill_bytes makes the entry a miss (re-tuned).
-  for (const nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(int64_t{1} << 40),
-                                   nlohmann::json(1.5), nlohmann::json("680")}) {
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(int64_t{1} << 40),
+                                    nlohmann::json(1.5), nlohmann::json("680")}) {
     nlohmann::json j = driver::choice_to_json(c);
     j["times"]["candidates"][1]["spill_bytes"] = bad;
     EXPECT_FALSE(driver::choice_from_json(j).has_value()) << bad;
@@ -824,6 +824,24 @@ TEST(TunePick, TheFastestWinsAndTiesGoToOurKernels) {
   EXPECT_EQ(pick(40.0, 40.0, 40.0), "fused");
   EXPECT_EQ(pick(50.0, 40.0, 40.0), "unfused");
   EXPECT_EQ(pick(40.0, 50.0, 40.0), "fused");
+  // With a margin, a later plan must be faster by more than it: moe_up_proj
+  // in session 27 (fused 1453.2, unfused 1450.2 us) stays fused at 1%, and
+  // cuBLASLt 1% faster than our best is not enough either.
+  auto pick_m = [](double f, double u, double b) {
+    const std::optional<driver::PlanPick> p = driver::pick_plan(f, u, b, 0.01);
+    return p->cublaslt ? std::string("cublaslt") : std::string(plan_kind_name(p->plan));
+  };
+  EXPECT_EQ(pick(1453.2, 1450.2, -1), "unfused");
+  EXPECT_EQ(pick_m(1453.2, 1450.2, -1), "fused");
+  EXPECT_EQ(pick_m(1453.2, 1430.0, -1), "unfused");
+  // cuBLASLt against the faster of ours, even when that one was not chosen.
+  EXPECT_EQ(pick_m(100.0, 99.5, 98.6), "fused");
+  EXPECT_EQ(pick_m(100.0, 99.5, 98.4), "cublaslt");
+  EXPECT_EQ(pick_m(100.0, 99.5, 99.1), "fused");
+  EXPECT_EQ(pick_m(100.0, 98.0, 97.5), "unfused");
+  EXPECT_EQ(pick_m(-1, 98.0, 97.5), "unfused");
+  EXPECT_EQ(pick_m(-1, -1, 97.5), "cublaslt");
+  EXPECT_EQ(driver::kDefaultPlanMargin, 0.01);
   // The two-plan form is the old rule: fused unless unfused is faster.
   EXPECT_EQ(driver::pick_plan(10, 10)->plan, PlanKind::kFused);
   EXPECT_EQ(driver::pick_plan(10, 9)->plan, PlanKind::kUnfused);
@@ -885,6 +903,18 @@ TEST(TuneSummary, SaysEachPlansTime) {
   c.unfused_us = 30.0;
   EXPECT_EQ(c.summary(),
             "unfused, 128x128x64/3/8, 30.0 us vs fused 38.1 us, unfused+cuBLASLt 41.7 us");
+  // A faster plan that lost by the margin (moe_up_proj, session 27).
+  {
+    driver::TunedChoice m = c;
+    m.plan = PlanKind::kFused;
+    m.gemm_config = m.fused_config;
+    m.fused_us = 1453.2;
+    m.unfused_us = 1450.2;
+    m.cublaslt_us = -1;
+    EXPECT_EQ(m.summary(),
+              "fused, 128x256x64/4/8, 1453.2 us vs unfused 1450.2 us; fused kept: unfused is "
+              "0.2% faster, inside the plan margin");
+  }
   // cuBLASLt not a candidate: the two-plan text of before.
   c.cublaslt_us = -1;
   c.cublaslt_note = "not a candidate: no plain GEMM step in the unfused plan";
@@ -924,13 +954,14 @@ TEST(TuneJson, CublasltChoiceRoundTrips) {
   driver::TunedChoice n = c;
   n.cublaslt = false;
   n.cublaslt_us = -1;
+  n.unfused_us = 50.0;
   n.candidates.pop_back();
   n.cublaslt_note = "not a candidate: cuBLASLt unavailable: libcublasLt.so.13 not found";
   back = driver::choice_from_json(driver::choice_to_json(n));
   ASSERT_TRUE(back.has_value());
   EXPECT_FALSE(back->cublaslt);
   EXPECT_EQ(back->cublaslt_note, n.cublaslt_note);
-  EXPECT_EQ(back->summary(), "unfused, 128x128x64/3/8, 64.8 us vs fused 53.3 us");
+  EXPECT_EQ(back->summary(), "unfused, 128x128x64/3/8, 50.0 us vs fused 53.3 us");
 }
 
 TEST(TuneJson, EntriesWithoutTheCublasltFieldsLoadAsOurKernels) {
