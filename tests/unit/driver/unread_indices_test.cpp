@@ -5,15 +5,18 @@
 // linear position).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "driver/compile.h"
+#include "driver/cuda_program.h"
 #include "driver/execute.h"
 #include "driver/specialize.h"
 #include "frontend/frontend.h"
 #include "reference/eval.h"
+#include "runtime/cuda/nvrtc.h"
 
 namespace tilefuse {
 namespace {
@@ -151,6 +154,28 @@ TEST(UnreadIndices, TheReportedErrorIsTheExecutorsRun) {
     EXPECT_EQ(std::string(e.what()),
               "index 5 is out of bounds for dim 0 of `x` (size 5): `i`[1, 0] = 5");
     expect_same(rebuilt_error(p.graph, gathers(p.graph).at(0), 5, {2, 2}, 2, 5), e);
+  }
+}
+
+// The GPU's check kernels compile with NVRTC for both target families (no
+// GPU needed; skipped without NVRTC), one entry per index dtype.
+TEST(UnreadIndices, TheCheckKernelsCompile) {
+  std::string why;
+  if (!cuda::load_nvrtc(&why)) GTEST_SKIP() << "NVRTC unavailable: " << why;
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const cuda::CompiledKernel k = cuda::compile_cuda(
+        driver::index_check_source(), "tf_check_indices", driver::cuda_compile_options(arch));
+    EXPECT_FALSE(k.cubin.empty());
+    std::vector<std::string> entries;
+    for (const cuda::PtxasUsage& u : k.all_usage) {
+      entries.push_back(u.function);
+      EXPECT_EQ(u.spill_store_bytes, 0) << u.function;
+    }
+    EXPECT_NE(std::find(entries.begin(), entries.end(), "tf_check_indices_i32"), entries.end())
+        << k.log;
+    EXPECT_NE(std::find(entries.begin(), entries.end(), "tf_check_indices_i64"), entries.end())
+        << k.log;
   }
 }
 
