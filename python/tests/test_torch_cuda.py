@@ -7,8 +7,10 @@ once per specialization and matches eager `x[index] @ y`; launches go on the
 current stream (a side-stream test); a call captured in a CUDA graph and
 replayed 100 times matches eager calls; an index out of range raises
 tilefuse.IndexOutOfRange naming index, position and value, and the next torch
-op and the next tilefuse call succeed; and the host overhead of 1000 calls on
-tiny tensors (written to $TILEFUSE_OVERHEAD_JSON when set)."""
+op and the next tilefuse call succeed; an index that no kernel reads (K = 0, a
+sliced gather) is checked on the device too, in a replayed graph as well; and the
+host overhead of 1000 calls on tiny tensors (written to $TILEFUSE_OVERHEAD_JSON
+when set)."""
 
 import json
 import os
@@ -169,6 +171,72 @@ def test_index_error_leaves_the_context_usable():
     with raises(tilefuse.IndexOutOfRange, match="= 1000"):
         tilefuse.synchronize()
     assert torch.isfinite((x * 2).sum())
+
+
+K0 = (
+    "def k0(x: f16[T, 0], w: f16[0, 64], idx: i64[M]):\n"
+    "    return x[idx] @ w\n")
+SLICED = (
+    "def sliced(x: f16[T, 8], idx: i64[M, 2]):\n"
+    "    return x[idx][0:1] * 2.0\n")
+
+
+def test_an_unread_index_is_checked_on_the_device():
+    """An index no kernel reads (K = 0; rows a slice drops) is checked on the device
+    (CudaProgram::launch(DeviceCall) launches tf_index_check.cuh's kernel): the CPU's
+    error, the position in the index's dims for a strided 2-D index, also when the call
+    is replayed from a CUDA graph; the next calls run."""
+    torch = cuda_torch()
+    k = tilefuse.compile(K0)
+    x = torch.randn(100, 0, device="cuda").half()
+    w = torch.randn(0, 64, device="cuda").half()
+    idx = torch.randint(-100, 100, (16,), device="cuda")
+    out = k(x, w, idx, check="sync")
+    assert torch.equal(out, torch.zeros(16, 64, dtype=torch.float16, device="cuda"))
+    bad = idx.clone()
+    bad[7] = 100
+    bad[9] = -101
+    with raises(tilefuse.IndexOutOfRange,
+                match=r"index 100 is out of bounds for dim 0 of `x` \(size 100\): `idx`\[7\] = 100") as e:
+        k(x, w, bad, check="sync")
+    assert (e.value.index_tensor, e.value.position, e.value.value) == ("idx", (7,), 100)
+    k(x, w, idx, check="sync")      # the status word was cleared
+
+    # A strided 2-D index (a transposed view): only idx[0, :] is read.
+    s = tilefuse.compile(SLICED)
+    x8 = torch.randn(100, 8, device="cuda").half()
+    base = torch.randint(-100, 100, (2, 5), device="cuda")
+    base[1, 3] = 100                # idx[3, 1]
+    with raises(tilefuse.IndexOutOfRange, match=r"`idx`\[3, 1\] = 100") as e:
+        s(x8, base.t(), check="sync")
+    assert e.value.position == (3, 1)
+    base[1, 3] = -100
+    out = s(x8, base.t(), check="sync")
+    assert torch.equal(out, x8[base.t()][0:1] * 2.0)
+
+    # Captured in a CUDA graph: the check replays with it.
+    g_idx = idx.clone()
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        for _ in range(3):
+            k(x, w, g_idx)
+    torch.cuda.current_stream().wait_stream(st)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        k(x, w, g_idx)
+    graph.replay()
+    torch.cuda.synchronize()
+    tilefuse.synchronize()
+    g_idx[2] = 1000
+    graph.replay()
+    torch.cuda.synchronize()
+    with raises(tilefuse.IndexOutOfRange, match=r"`idx`\[2\] = 1000"):
+        tilefuse.synchronize()
+    g_idx[2] = 0
+    graph.replay()
+    torch.cuda.synchronize()
+    tilefuse.synchronize()
 
 
 def test_jit_equals_eager():

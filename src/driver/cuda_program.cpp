@@ -24,6 +24,7 @@
 #include "driver/execute.h"
 #include "driver/specialize.h"
 #include "driver/tune.h"
+#include "reference/eval.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/loader.h"
@@ -54,6 +55,26 @@ std::string format_check(const std::string& message, const int64_t* args, int nu
   return out;
 }
 
+// The device-side check of the indices no kernel reads
+// (tf_index_check.cuh): its status ids start here, past any kernel's own
+// check ids (1, 2, ... per kernel), one per checked gather.
+constexpr int kIndexCheckIdBase = 1 << 24;
+
+// tf::IndexView (tf_index_check.cuh), as the kernel takes it by value.
+struct HostIndexView {
+  int64_t shape[8];
+  int64_t strides[8];
+};
+static_assert(sizeof(HostIndexView) == 128);
+
+// The check kernels' translation unit: one entry per index dtype.
+constexpr const char* kIndexCheckSource =
+    "// tilefuse: the device-side check of the gathers' indices no kernel reads\n"
+    "#include \"tf_status.cuh\"\n"
+    "#include \"tf_index_check.cuh\"\n"
+    "TF_INDEX_CHECK_ENTRY(tf_check_indices_i32, int)\n"
+    "TF_INDEX_CHECK_ENTRY(tf_check_indices_i64, long long)\n";
+
 }  // namespace
 
 cuda::Device& default_device() {
@@ -74,6 +95,10 @@ cuda::Device& cuda_device(int ordinal) {
   }
   d->make_current();
   return *d;
+}
+
+std::string index_check_source() {
+  return kIndexCheckSource;
 }
 
 cuda::CompileOptions cuda_compile_options(const std::string& arch) {
@@ -128,6 +153,34 @@ struct CudaProgram::Impl {
   // launch(DeviceCall)'s value addresses, kept so that a call allocates
   // nothing (one launch at a time per CudaProgram).
   std::vector<cuda::CUdeviceptr> call_where;
+
+  // The device-side check of the indices no kernel reads, for
+  // launch(DeviceCall): each gather whose index tensor is a parameter, in
+  // program order (its status id kIndexCheckIdBase + its place here).
+  struct IndexCheck {
+    ValueId gather = -1;
+    size_t param = 0;  // the index tensor's parameter position
+  };
+  std::vector<IndexCheck> index_checks;
+  // Loaded where a call may need it (index_checks not empty, and the
+  // condition holds at the fixed sizes or the graph has symbolic dims).
+  std::unique_ptr<cuda::Module> check_module;
+  cuda::Function check_i32, check_i64;
+  // The kernels' lowest failing position (ULLONG_MAX: none) and arrival
+  // counter (0): allocated once, left so by every launch (the program's,
+  // as split-K's counters are: launches that overlap on the device, on two
+  // streams, would share them).
+  std::unique_ptr<cuda::DeviceBuffer> check_first_bad, check_arrived;
+  // indices_may_go_unread at the last call's binding (-1: not known).
+  std::vector<int64_t> unread_binding;
+  int unread = -1;
+  // Each launch of the checks has a serial number, reported with a failure;
+  // the bindings of the last kSerialSlots such launches decode its position.
+  static constexpr int64_t kSerialSlots = 8;
+  int64_t check_serial = 0;
+  std::vector<int64_t> serial_bindings[kSerialSlots];
+  int64_t serial_of[kSerialSlots] = {};
+  int64_t check_launches = 0;
 };
 
 namespace {
@@ -278,6 +331,31 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     impl_->kernels.push_back(std::move(k));
   }
   impl_->status = std::make_unique<cuda::MappedHostBuffer>(device, sizeof(HostStatus));
+
+  // The gathers launch(DeviceCall) checks on the device where their
+  // indices may go unread (check_unread_indices' condition, per call).
+  const Graph& g = program.graph;
+  const std::vector<ValueId>& params = g.parameters();
+  for (ValueId v = 0; v < g.size(); ++v) {
+    const Node& n = g.node(v);
+    if (n.kind != OpKind::Index) continue;
+    const auto it = std::find(params.begin(), params.end(), n.inputs[1]);
+    if (it != params.end())
+      impl_->index_checks.push_back({v, static_cast<size_t>(it - params.begin())});
+  }
+  if (!impl_->index_checks.empty() &&
+      (!g.symbols().empty() || indices_may_go_unread(g, Binding{}))) {
+    const cuda::CompiledKernel bin =
+        cache::compile_cuda_cached(index_check_source(), "tf_check_indices",
+                                   cuda_compile_options(arch), nullptr, options.cache_root);
+    impl_->check_module = std::make_unique<cuda::Module>(device, bin.cubin);
+    impl_->check_i32 = impl_->check_module->function("tf_check_indices_i32");
+    impl_->check_i64 = impl_->check_module->function("tf_check_indices_i64");
+    impl_->check_first_bad = std::make_unique<cuda::DeviceBuffer>(device, 8);
+    impl_->check_first_bad->memset(0xFF);
+    impl_->check_arrived = std::make_unique<cuda::DeviceBuffer>(device, 8);
+    impl_->check_arrived->memset(0);
+  }
 }
 
 CudaProgram::~CudaProgram() = default;
@@ -343,7 +421,8 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   const Graph& g = program_.graph;
   const Binding binding = bind_symbols(g, inputs);
   // An index no kernel reads is checked here, on the host, before upload
-  // (a DeviceCall's device-resident inputs are not: launch).
+  // (a DeviceCall's device-resident inputs on the device:
+  // launch_index_checks).
   check_unread_indices(g, binding, inputs);
   device_.make_current();
   impl_->memory.clear();
@@ -404,6 +483,9 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
     where[v] = call.workspace + offset;
     offset += bytes;
   }
+  // The indices no kernel reads, on the device before the kernels: a
+  // failure is in the status word before any kernel's own check.
+  launch_index_checks(call, stream);
   launch_kernels(where, call.binding, call.input_strides, 0, impl_->kernels.size(), stream);
   // Outputs no step wrote in place: a parameter returned, a value returned
   // again.
@@ -415,6 +497,64 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
     const cuda::CUdeviceptr src = param ? where.at(o) : call.outputs[first];
     device_.copy_async(call.outputs[i], src, value_bytes(g.node(o), call.binding), stream);
   }
+}
+
+void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream stream) {
+  Impl& im = *impl_;
+  if (im.index_checks.empty()) return;
+  const Graph& g = program_.graph;
+  // The condition at this call's sizes (kept with them: a repeated call at
+  // the same sizes compares the binding only).
+  if (im.unread < 0 || im.unread_binding != call.binding) {
+    im.unread = indices_may_go_unread(g, call.binding) ? 1 : 0;
+    im.unread_binding = call.binding;
+  }
+  if (im.unread == 0) return;
+  TF_CHECK(im.check_module != nullptr, "the index check kernels were not loaded");
+  const int64_t serial = ++im.check_serial;
+  const size_t slot = static_cast<size_t>(serial % Impl::kSerialSlots);
+  im.serial_bindings[slot] = call.binding;
+  im.serial_of[slot] = serial;
+  auto dim_at = [&](const Node& n, size_t d) {
+    const SymbolId s = n.symbol(d);
+    return s == kFixedDim ? n.shape[d] : call.binding.at(static_cast<size_t>(s));
+  };
+  cuda::CUdeviceptr first_bad = im.check_first_bad->ptr(), arrived = im.check_arrived->ptr();
+  cuda::CUdeviceptr status = im.status->device();
+  for (size_t c = 0; c < im.index_checks.size(); ++c) {
+    const Node& n = g.node(im.index_checks[c].gather);
+    const Node& in = g.node(n.inputs[1]);
+    const size_t param = im.index_checks[c].param;
+    HostIndexView view{};
+    int rank = static_cast<int>(in.shape.size());
+    TF_CHECK(rank <= 8, "an index tensor of more than 8 dims");
+    int64_t count = 1;
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      view.shape[d] = dim_at(in, d);
+      view.strides[d] = call.input_strides.at(param).at(d);
+      count *= view.shape[d];
+    }
+    if (count == 0) continue;
+    int64_t size = dim_at(g.node(n.inputs[0]), static_cast<size_t>(n.dim));
+    int64_t lowest = n.index_wraps_negative ? -size : 0;
+    cuda::CUdeviceptr idx = call.inputs.at(param);
+    int id = kIndexCheckIdBase + static_cast<int>(c);
+    int64_t serial_arg = serial;
+    const int64_t threads = 256;  // tf::kIndexCheckThreads
+    const int64_t blocks =
+        std::min<int64_t>((count + threads - 1) / threads, 4 * int64_t{device_.sm_count()});
+    void* args[] = {&idx,       &view,    &rank,   &count, &size,      &lowest,
+                    &first_bad, &arrived, &status, &id,    &serial_arg};
+    const cuda::Function& f = in.dtype == DType::I32 ? im.check_i32 : im.check_i64;
+    TF_CHECK(in.dtype == DType::I32 || in.dtype == DType::I64, "an index tensor of another dtype");
+    f.launch({static_cast<unsigned>(blocks), 1, 1}, {static_cast<unsigned>(threads), 1, 1}, 0, args,
+             stream);
+    ++im.check_launches;
+  }
+}
+
+int64_t CudaProgram::index_check_launches() const {
+  return impl_->check_launches;
 }
 
 void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
@@ -658,6 +798,24 @@ void CudaProgram::poll_status() {
   int64_t args[4];
   for (int i = 0; i < 4; ++i) args[i] = s->args[i];
   s->code = 0;
+  // The device-side check of an index no kernel reads (launch_index_checks):
+  // value, row-major position, size, the launch's serial.
+  const int64_t check = static_cast<int64_t>(code) - kIndexCheckIdBase;
+  if (check >= 0 && check < static_cast<int64_t>(impl_->index_checks.size())) {
+    const Impl& im = *impl_;
+    const ValueId gather = im.index_checks[static_cast<size_t>(check)].gather;
+    const Graph& g = program_.graph;
+    // The index's shape at the sizes of the launch that reported (the last
+    // kSerialSlots launches are kept; past them, the last launch's).
+    const size_t slot = static_cast<size_t>(args[3] % Impl::kSerialSlots);
+    const Binding& binding =
+        im.serial_of[slot] == args[3]
+            ? im.serial_bindings[slot]
+            : im.serial_bindings[static_cast<size_t>(im.check_serial % Impl::kSerialSlots)];
+    throw_gather_index_error(g, gather, args[2],
+                             bound_shape(g.node(g.node(gather).inputs[1]), binding), args[1],
+                             args[0]);
+  }
   for (const Impl::Kernel& k : impl_->kernels)
     for (const codegen::CudaCheck& c : k.code->checks)
       if (c.id == code)

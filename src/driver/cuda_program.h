@@ -157,7 +157,18 @@ class CudaProgram {
   // a graph output that is a parameter, or a value returned twice). Throws
   // UserError for a workspace smaller than workspace_bytes(); launch errors
   // as cuda::check_cuda. Asynchronous: see poll_status / check_status.
+  // Where indices may go unread at the call's sizes
+  // (driver::indices_may_go_unread: `x[i] @ w` with K or N of 0, `x[i][0]`,
+  // a gather of a gather), the kernels do not check every index, and the
+  // inputs are not copied back for check_unread_indices: first, on
+  // `stream`, one small kernel per gather whose index tensor is a parameter
+  // checks all of its indices (tf_index_check.cuh; the lowest failing
+  // position reported, the CPU executor's error at poll_status). An index
+  // tensor computed by the program is not checked there (README).
   void launch(const DeviceCall& call, cuda::CUstream stream);
+  // How many index check kernels launch(DeviceCall) has launched (none
+  // where indices cannot go unread: the common call costs nothing).
+  int64_t index_check_launches() const;
   // Reads the status word without waiting and throws UserError for a check
   // that a finished kernel failed (clearing the word).
   void poll_status();
@@ -202,6 +213,8 @@ class CudaProgram {
 
  private:
   struct Impl;
+  // launch(DeviceCall)'s check of the indices no kernel reads.
+  void launch_index_checks(const DeviceCall& call, cuda::CUstream stream);
   // Launches kernels [begin, end) with each value at `where` (by ValueId; 0
   // for values that are not in memory).
   void launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
@@ -217,6 +230,11 @@ class CudaProgram {
 
 // The NVRTC options tilefuse compiles kernels with for `arch`.
 cuda::CompileOptions cuda_compile_options(const std::string& arch);
+
+// The source of launch(DeviceCall)'s index check kernels
+// (tf_check_indices_i32 / _i64, tf_index_check.cuh), compiled as the
+// program's kernels are.
+std::string index_check_source();
 
 // TILEFUSE_OVERRIDE_SOURCE=DIR: the text of DIR/<kernel>.cu, nullopt where
 // there is no such file; a user error where it is no regular file (a FIFO,

@@ -17,18 +17,25 @@ void check_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   bind_symbols(g, inputs);
 }
 
+bool indices_may_go_unread(const Graph& g, const Binding& binding) {
+  bool has_index = false;
+  for (ValueId v = 0; v < g.size() && !has_index; ++v) has_index = g.node(v).kind == OpKind::Index;
+  if (!has_index) return false;
+  for (ValueId v = 0; v < g.size(); ++v) {
+    const Node& n = g.node(v);
+    if (n.kind == OpKind::Slice || n.kind == OpKind::Select ||
+        (n.kind == OpKind::Index && g.node(n.inputs[0]).kind != OpKind::Parameter) ||
+        shape_numel(bound_shape(n, binding)) == 0)
+      return true;
+  }
+  return false;
+}
+
 // (See execute.h.) With symbolic dims and a computed index, the whole graph
 // at these sizes from ExecuteOptions::bound_graph, which checks every gather.
 void check_unread_indices(const Graph& g, const Binding& binding, const std::vector<Tensor>& inputs,
                           const ExecuteOptions& options) {
-  bool may_skip = false;
-  for (ValueId v = 0; v < g.size() && !may_skip; ++v) {
-    const Node& n = g.node(v);
-    may_skip = n.kind == OpKind::Slice || n.kind == OpKind::Select ||
-               (n.kind == OpKind::Index && g.node(n.inputs[0]).kind != OpKind::Parameter) ||
-               shape_numel(bound_shape(n, binding)) == 0;
-  }
-  if (!may_skip) return;
+  if (!indices_may_go_unread(g, binding)) return;
   bool bound = true;
   for (size_t s = 0; s < g.symbols().size(); ++s)
     bound = bound && g.symbols()[s].value == binding[s];

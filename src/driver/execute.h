@@ -37,14 +37,19 @@ void check_inputs(const Graph& graph, const std::vector<Tensor>& inputs);
 // The kernels check an index where they read it and read only the indices
 // of the elements they compute, so `x[i] @ w` with K = 0 or N = 0, `x[i][0]
 // @ w` or `x[i][j]` would leave an out-of-range index unread where PyTorch
-// and the reference raise. Where a gather's positions may go unread at
-// `binding` (a value is empty, a slice or select drops some, a gather picks
-// from another value than a parameter), this checks each gather's indices
+// and the reference raise. Whether a gather's positions may go unread at
+// `binding`: a value is empty at its sizes, a slice or select drops some, or
+// a gather picks from another value than a parameter. The condition of
+// check_unread_indices, and of CudaProgram::launch(DeviceCall)'s device-side
+// check of the same indices.
+bool indices_may_go_unread(const Graph& graph, const std::vector<int64_t>& binding);
+
+// Where indices_may_go_unread(graph, binding), this checks each gather's indices
 // in program order with the reference's check and error (UserError: the
 // tensor, the index tensor, the position and the value); elsewhere it
 // returns at once. `inputs` are host tensors, one per parameter. execute()
 // calls it before the kernels, and CudaProgram::bind on the inputs it
-// uploads.
+// uploads (launch(DeviceCall) checks the device's inputs on the device).
 void check_unread_indices(const Graph& graph, const std::vector<int64_t>& binding,
                           const std::vector<Tensor>& inputs, const ExecuteOptions& options = {});
 

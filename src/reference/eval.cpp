@@ -570,4 +570,14 @@ void check_gather_indices(const Graph& g, ValueId index, int64_t size, const Ten
   });
 }
 
+void throw_gather_index_error(const Graph& g, ValueId index, int64_t size, const Shape& idx_shape,
+                              int64_t position, int64_t value) {
+  const Node& n = g.node(index);
+  TF_CHECK(n.kind == OpKind::Index, "throw_gather_index_error of a node that is no gather");
+  at_gather(g, n, [&](const reference::GatherNames& names) {
+    throw UserError(reference::index_error_message(size, n.dim, idx_shape, position, value, names));
+  });
+  throw InternalError("throw_gather_index_error: no error was thrown");
+}
+
 }  // namespace tilefuse

@@ -48,6 +48,14 @@ std::vector<Tensor> evaluate_values(const Graph& g, const std::vector<Tensor>& p
 void check_gather_indices(const Graph& g, ValueId index, int64_t size, const Tensor& idx,
                           int num_threads = 1);
 
+// The error check_gather_indices throws where the first index out of range
+// is `value`, at the row-major position `position` of an index operand of
+// shape `idx_shape` (at the run's sizes): thrown here from those numbers
+// alone. The GPU's device-side check of the indices no kernel reads reports
+// them (driver/cuda_program.cpp); the message is the CPU executor's.
+[[noreturn]] void throw_gather_index_error(const Graph& g, ValueId index, int64_t size,
+                                           const Shape& idx_shape, int64_t position, int64_t value);
+
 // ‖out − ref‖₂ / ‖ref‖₂ in f64 (0 when both are zero; +inf when only ref is
 // zero or when out has a NaN where ref has none). Shapes must match.
 double relative_error(const Tensor& out, const Tensor& ref);

@@ -64,17 +64,20 @@ std::vector<int64_t> read_and_check(int64_t size, int64_t dim, const Tensor& idx
       }
     }
   });
-  if (first_bad != std::numeric_limits<int64_t>::max()) {
-    const int64_t v = indices[first_bad];
-    throw UserError("index " + std::to_string(v) + " is out of bounds for dim " +
-                    std::to_string(dim) + " of " + names.x + " (size " +
-                    (names.size.empty() ? std::to_string(size) : names.size) + "): " + names.idx + position_string(idx.shape(), first_bad) + " = " +
-                    std::to_string(v));
-  }
+  if (first_bad != std::numeric_limits<int64_t>::max())
+    throw UserError(
+        index_error_message(size, dim, idx.shape(), first_bad, indices[first_bad], names));
   return indices;
 }
 
 }  // namespace
+
+std::string index_error_message(int64_t size, int64_t dim, const Shape& idx_shape, int64_t position,
+                                int64_t value, const GatherNames& names) {
+  return "index " + std::to_string(value) + " is out of bounds for dim " + std::to_string(dim) +
+         " of " + names.x + " (size " + (names.size.empty() ? std::to_string(size) : names.size) +
+         "): " + names.idx + position_string(idx_shape, position) + " = " + std::to_string(value);
+}
 
 void check_indices(int64_t size, int64_t dim, const Tensor& idx, const GatherNames& names,
                    ThreadPool& pool, bool wrap_negative) {

@@ -37,4 +37,12 @@ void gather(const Tensor& x, int64_t dim, const Tensor& idx, const Tensor& out,
 void check_indices(int64_t size, int64_t dim, const Tensor& idx, const GatherNames& names,
                    ThreadPool& pool, bool wrap_negative = true);
 
+// The message of that error for `value` at the row-major position `position`
+// of an index tensor of shape `idx_shape` (printed as "[2, 5]"; nothing for
+// a 0-dim index), e.g. "index 64 is out of bounds for dim 0 of `x` (size
+// 64): `idx`[17] = 64" (the GPU's device-side check of an unread index
+// reports the position and value, the host words them with this).
+std::string index_error_message(int64_t size, int64_t dim, const Shape& idx_shape, int64_t position,
+                                int64_t value, const GatherNames& names);
+
 }  // namespace tilefuse::reference

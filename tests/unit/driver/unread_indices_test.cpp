@@ -1,0 +1,183 @@
+// The host pieces of the check of indices no kernel reads: the condition
+// shared by the CPU executor and the GPU's device-side check
+// (driver::indices_may_go_unread), and the error the GPU's report is worded
+// into (throw_gather_index_error: the CPU executor's, from a value and a
+// linear position).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "driver/execute.h"
+#include "driver/specialize.h"
+#include "frontend/frontend.h"
+#include "reference/eval.h"
+#include "runtime/cuda/nvrtc.h"
+
+namespace tilefuse {
+namespace {
+
+bool may_go_unread(const std::string& source, const std::map<std::string, int64_t>& sizes = {}) {
+  const Program p = parse_program(source, "u.tfs");
+  const Graph& g = p.graph;
+  driver::Binding b;
+  for (const auto& s : g.symbols()) b.push_back(sizes.at(s.name));
+  return driver::indices_may_go_unread(g, b);
+}
+
+TEST(UnreadIndices, TheCondition) {
+  // Every gathered row is read.
+  EXPECT_FALSE(
+      may_go_unread("def g(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    return x[i] @ w\n"));
+  EXPECT_FALSE(may_go_unread("def g(x: f32[5, 4], i: i64[2, 3]):\n    return x[i] * 2.0\n"));
+  // No gather: nothing to check, whatever is empty or sliced.
+  EXPECT_FALSE(may_go_unread("def e(x: f32[5, 0], w: f32[0, 3]):\n    return x @ w\n"));
+  EXPECT_FALSE(may_go_unread("def s(x: f32[5, 4]):\n    return x[0:2] * 2.0\n"));
+  // K = 0, N = 0, a select or slice of a gather, a gather of a gather.
+  EXPECT_TRUE(
+      may_go_unread("def k0(x: f32[5, 0], w: f32[0, 3], i: i64[2]):\n    return x[i] @ w\n"));
+  EXPECT_TRUE(
+      may_go_unread("def n0(x: f32[5, 4], w: f32[4, 0], i: i64[2]):\n    return x[i] @ w\n"));
+  EXPECT_TRUE(
+      may_go_unread("def s0(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    return x[i][0] @ w\n"));
+  EXPECT_TRUE(may_go_unread("def s1(x: f32[5, 4], i: i64[2]):\n    return x[i][0:1] * 2.0\n"));
+  EXPECT_TRUE(
+      may_go_unread("def gg(x: f32[5, 4], i: i64[3], j: i64[2]):\n    return x[i][j] * 2.0\n"));
+  // Symbolic dims: decided at the binding.
+  const char* sym = "def sym(x: f32[5, K], w: f32[K, 3], i: i64[M]):\n    return x[i] @ w\n";
+  EXPECT_FALSE(may_go_unread(sym, {{"K", 4}, {"M", 3}}));
+  EXPECT_TRUE(may_go_unread(sym, {{"K", 0}, {"M", 3}}));
+  EXPECT_TRUE(may_go_unread(sym, {{"K", 4}, {"M", 0}}));
+}
+
+// The error check_gather_indices throws for `idx` at `gather`.
+UserError cpu_error(const Graph& g, ValueId gather, int64_t size, const Tensor& idx) {
+  try {
+    check_gather_indices(g, gather, size, idx);
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "check_gather_indices raised nothing";
+  return UserError("");
+}
+
+UserError rebuilt_error(const Graph& g, ValueId gather, int64_t size, const Shape& shape,
+                        int64_t position, int64_t value) {
+  try {
+    throw_gather_index_error(g, gather, size, shape, position, value);
+  } catch (const UserError& e) {
+    return e;
+  }
+  return UserError("");
+}
+
+std::vector<ValueId> gathers(const Graph& g) {
+  std::vector<ValueId> out;
+  for (ValueId v = 0; v < g.size(); ++v)
+    if (g.node(v).kind == OpKind::Index) out.push_back(v);
+  return out;
+}
+
+void expect_same(const UserError& a, const UserError& b) {
+  EXPECT_EQ(std::string(a.what()), std::string(b.what()));
+  EXPECT_EQ(a.kind(), b.kind());
+  EXPECT_EQ(a.loc().line, b.loc().line);
+  EXPECT_EQ(a.loc().col, b.loc().col);
+}
+
+// The GPU reports a value and a row-major position; the host's words are
+// the CPU executor's: a 1-D, a 2-D (position decoded in its dims) and a 0-dim
+// index, index_select's note, a symbolic size named by its symbol.
+TEST(UnreadIndices, TheReportedErrorIsTheCpuExecutors) {
+  {
+    const Program p =
+        parse_program("def s1(x: f32[5, 4], i: i64[4]):\n    return x[i][0:1] * 2.0\n", "u.tfs");
+    Tensor idx = Tensor::empty(DType::I64, {4});
+    for (int64_t k = 0; k < 4; ++k) idx.set_linear(k, k == 2 ? -6 : 1);
+    const ValueId g0 = gathers(p.graph).at(0);
+    const UserError cpu = cpu_error(p.graph, g0, 5, idx);
+    EXPECT_EQ(std::string(cpu.what()),
+              "index -6 is out of bounds for dim 0 of `x` (size 5): `i`[2] = -6");
+    expect_same(rebuilt_error(p.graph, g0, 5, {4}, 2, -6), cpu);
+  }
+  {
+    const Program p = parse_program(
+        "def s2(x: f32[5, 4], w: f32[4, 3], i: i32[2, 3]):\n    return x[i][0] @ w\n", "u.tfs");
+    Tensor idx = Tensor::empty(DType::I32, {2, 3});
+    for (int64_t k = 0; k < 6; ++k) idx.set_linear(k, k == 5 ? 9 : 0);
+    const ValueId g0 = gathers(p.graph).at(0);
+    const UserError cpu = cpu_error(p.graph, g0, 5, idx);
+    EXPECT_EQ(std::string(cpu.what()),
+              "index 9 is out of bounds for dim 0 of `x` (size 5): `i`[1, 2] = 9");
+    expect_same(rebuilt_error(p.graph, g0, 5, {2, 3}, 5, 9), cpu);
+  }
+  {
+    const Program p = parse_program(
+        "def sel(x: f32[5, 4], i: i64[2]):\n    return torch.index_select(x, 0, i)[0:1] * 2.0\n",
+        "u.tfs");
+    Tensor idx = Tensor::empty(DType::I64, {2});
+    idx.set_linear(0, 0);
+    idx.set_linear(1, -1);
+    const ValueId g0 = gathers(p.graph).at(0);
+    const UserError cpu = cpu_error(p.graph, g0, 5, idx);
+    EXPECT_NE(std::string(cpu.what()).find(Graph::kNoWrapNote), std::string::npos) << cpu.what();
+    expect_same(rebuilt_error(p.graph, g0, 5, {2}, 1, -1), cpu);
+  }
+  {
+    const Program p =
+        parse_program("def sym(x: f32[T, 4], i: i64[2, 2]):\n    return x[i][0] * 2.0\n", "u.tfs");
+    Tensor idx = Tensor::empty(DType::I64, {2, 2});
+    for (int64_t k = 0; k < 4; ++k) idx.set_linear(k, k == 3 ? 7 : 0);
+    const ValueId g0 = gathers(p.graph).at(0);
+    const UserError cpu = cpu_error(p.graph, g0, 6, idx);
+    EXPECT_NE(std::string(cpu.what()).find("(size T)"), std::string::npos) << cpu.what();
+    expect_same(rebuilt_error(p.graph, g0, 6, {2, 2}, 3, 7), cpu);
+  }
+}
+
+// The same error as the CPU executor's own run (check_unread_indices).
+TEST(UnreadIndices, TheReportedErrorIsTheExecutorsRun) {
+  const Program p = parse_program(
+      "def k0(x: f32[5, 0], w: f32[0, 3], i: i64[2, 2]):\n    return x[i] @ w\n", "u.tfs");
+  Tensor idx = Tensor::empty(DType::I64, {2, 2});
+  for (int64_t k = 0; k < 4; ++k) idx.set_linear(k, k == 2 ? 5 : -5);
+  const driver::CompiledProgram cp = driver::compile(p.graph, {});
+  try {
+    driver::execute(cp,
+                    {Tensor::empty(DType::F32, {5, 0}), Tensor::empty(DType::F32, {0, 3}), idx});
+    ADD_FAILURE() << "the executor raised nothing";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "index 5 is out of bounds for dim 0 of `x` (size 5): `i`[1, 0] = 5");
+    expect_same(rebuilt_error(p.graph, gathers(p.graph).at(0), 5, {2, 2}, 2, 5), e);
+  }
+}
+
+// The GPU's check kernels compile with NVRTC for both target families (no
+// GPU needed; skipped without NVRTC), one entry per index dtype.
+TEST(UnreadIndices, TheCheckKernelsCompile) {
+  std::string why;
+  if (!cuda::load_nvrtc(&why)) GTEST_SKIP() << "NVRTC unavailable: " << why;
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const cuda::CompiledKernel k = cuda::compile_cuda(
+        driver::index_check_source(), "tf_check_indices", driver::cuda_compile_options(arch));
+    EXPECT_FALSE(k.cubin.empty());
+    std::vector<std::string> entries;
+    for (const cuda::PtxasUsage& u : k.all_usage) {
+      entries.push_back(u.function);
+      EXPECT_EQ(u.spill_store_bytes, 0) << u.function;
+    }
+    EXPECT_NE(std::find(entries.begin(), entries.end(), "tf_check_indices_i32"), entries.end())
+        << k.log;
+    EXPECT_NE(std::find(entries.begin(), entries.end(), "tf_check_indices_i64"), entries.end())
+        << k.log;
+  }
+}
+
+}  // namespace
+}  // namespace tilefuse
