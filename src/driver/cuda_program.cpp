@@ -330,7 +330,10 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     stats_.push_back(st);
     impl_->kernels.push_back(std::move(k));
   }
-  impl_->status = std::make_unique<cuda::MappedHostBuffer>(device, sizeof(HostStatus));
+  // One status word per reporter (status_word): the index checks, then
+  // each kernel.
+  impl_->status = std::make_unique<cuda::MappedHostBuffer>(
+      device, sizeof(HostStatus) * (impl_->kernels.size() + 1));
 
   // The gathers launch(DeviceCall) checks on the device where their
   // indices may go unread (check_unread_indices' condition, per call).
@@ -520,7 +523,7 @@ void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream str
     return s == kFixedDim ? n.shape[d] : call.binding.at(static_cast<size_t>(s));
   };
   cuda::CUdeviceptr first_bad = im.check_first_bad->ptr(), arrived = im.check_arrived->ptr();
-  cuda::CUdeviceptr status = im.status->device();
+  cuda::CUdeviceptr status = status_word(0);
   for (size_t c = 0; c < im.index_checks.size(); ++c) {
     const Node& n = g.node(im.index_checks[c].gather);
     const Node& in = g.node(n.inputs[1]);
@@ -579,7 +582,7 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     // The scratch buffers (split-K) after the bound ones.
     for (const cuda::DeviceBuffer& s : k.scratch) k.arg_values.push_back(s.ptr());
     scalar_args_into(program_, ck, binding, input_strides, &k.scalar_values);
-    k.status_arg = impl_->status->device();
+    k.status_arg = status_word(index + 1);
     // The grid: the printer's constant, or (symbolic dims, grid -1) the
     // product of the kernel's grid extents at this call's scalars (kept
     // with the scalars: the same scalars give the same grid).
@@ -785,42 +788,63 @@ std::vector<size_t> CudaProgram::cublaslt_steps() const {
   return out;
 }
 
+cuda::CUdeviceptr CudaProgram::status_word(size_t reporter) const {
+  return impl_->status->device() + reporter * sizeof(HostStatus);
+}
+
 void CudaProgram::poll_status() {
-  volatile HostStatus* s = static_cast<volatile HostStatus*>(impl_->status->host());
-  int32_t code = s->code;
-  if (code == 0) return;
-  // -1: a kernel has claimed the word and is writing its values (claim,
-  // values, __threadfence_system, code: tf_status.cuh); they land within
-  // microseconds, else the report waits for the next poll.
-  for (int spin = 0; code == -1 && spin < 100000; ++spin) code = s->code;
-  if (code == -1) return;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  int64_t args[4];
-  for (int i = 0; i < 4; ++i) args[i] = s->args[i];
-  s->code = 0;
+  // The words in launch order (status_word): the first that holds a report
+  // is the first failure in program order, as the CPU executor would stop
+  // at. (Each kernel numbers its checks from 1, so the word says whose
+  // check an id is: with one shared word, a later kernel's id 1 was read
+  // as the first kernel's check and worded with its tensor and place.)
+  volatile HostStatus* words = static_cast<volatile HostStatus*>(impl_->status->host());
+  const size_t count = impl_->kernels.size() + 1;
+  for (size_t w = 0; w < count; ++w) {
+    volatile HostStatus* s = words + w;
+    int32_t code = s->code;
+    if (code == 0) continue;
+    // -1: a kernel has claimed the word and is writing its values (claim,
+    // values, __threadfence_system, code: tf_status.cuh); they land within
+    // microseconds, else the report waits for the next poll.
+    for (int spin = 0; code == -1 && spin < 100000; ++spin) code = s->code;
+    if (code == -1) return;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    int64_t args[4];
+    for (int i = 0; i < 4; ++i) args[i] = s->args[i];
+    // The later words' reports come from kernels that ran after this
+    // failure (on what it left): cleared with it, as the CPU executor
+    // stops at the first. A word still being written is left to the next
+    // poll.
+    for (size_t later = w; later < count; ++later)
+      if (words[later].code != -1) words[later].code = 0;
+    if (w == 0) throw_index_check_error(code, args);
+    for (const codegen::CudaCheck& c : impl_->kernels[w - 1].code->checks)
+      if (c.id == code)
+        throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args), c.loc);
+    throw InternalError(fmt::format("kernel {} reported status {} that none of its checks has",
+                                    impl_->kernels[w - 1].code->name, code));
+  }
+}
+
+void CudaProgram::throw_index_check_error(int32_t code, const int64_t* args) const {
   // The device-side check of an index no kernel reads (launch_index_checks):
   // value, row-major position, size, the launch's serial.
   const int64_t check = static_cast<int64_t>(code) - kIndexCheckIdBase;
-  if (check >= 0 && check < static_cast<int64_t>(impl_->index_checks.size())) {
-    const Impl& im = *impl_;
-    const ValueId gather = im.index_checks[static_cast<size_t>(check)].gather;
-    const Graph& g = program_.graph;
-    // The index's shape at the sizes of the launch that reported (the last
-    // kSerialSlots launches are kept; past them, the last launch's).
-    const size_t slot = static_cast<size_t>(args[3] % Impl::kSerialSlots);
-    const Binding& binding =
-        im.serial_of[slot] == args[3]
-            ? im.serial_bindings[slot]
-            : im.serial_bindings[static_cast<size_t>(im.check_serial % Impl::kSerialSlots)];
-    throw_gather_index_error(g, gather, args[2],
-                             bound_shape(g.node(g.node(gather).inputs[1]), binding), args[1],
-                             args[0]);
-  }
-  for (const Impl::Kernel& k : impl_->kernels)
-    for (const codegen::CudaCheck& c : k.code->checks)
-      if (c.id == code)
-        throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args), c.loc);
-  throw InternalError(fmt::format("a kernel reported status {} that no check has", code));
+  TF_CHECK(check >= 0 && check < static_cast<int64_t>(impl_->index_checks.size()),
+           fmt::format("the index checks reported status {} that none of them has", code));
+  const Impl& im = *impl_;
+  const ValueId gather = im.index_checks[static_cast<size_t>(check)].gather;
+  const Graph& g = program_.graph;
+  // The index's shape at the sizes of the launch that reported (the last
+  // kSerialSlots launches are kept; past them, the last launch's).
+  const size_t slot = static_cast<size_t>(args[3] % Impl::kSerialSlots);
+  const Binding& binding =
+      im.serial_of[slot] == args[3]
+          ? im.serial_bindings[slot]
+          : im.serial_bindings[static_cast<size_t>(im.check_serial % Impl::kSerialSlots)];
+  throw_gather_index_error(
+      g, gather, args[2], bound_shape(g.node(g.node(gather).inputs[1]), binding), args[1], args[0]);
 }
 
 void CudaProgram::check_status(cuda::CUstream stream) {

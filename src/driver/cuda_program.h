@@ -12,12 +12,15 @@
 //    caller-given workspace, every launch on the caller's stream, nothing
 //    allocated and nothing waited for, so the sequence can be captured in a
 //    CUDA graph.
-// One status word (tf_status.cuh) in mapped host memory is shared by all
-// kernels. check_status() waits for the device and reads it; poll_status()
-// reads it without waiting (a kernel that has not finished has not
-// reported yet). A failed device-side check becomes a UserError whose
-// message is the check's own, with the values the kernel reported; the word
-// is then cleared, and the device stays usable: nothing traps.
+// Status words (tf_status.cuh) in mapped host memory, one per reporter:
+// launch(DeviceCall)'s index checks, then each kernel (its check ids are
+// its own: 1, 2, ...). check_status() waits for the device and reads them;
+// poll_status() reads them without waiting (a kernel that has not finished
+// has not reported yet). The first word in launch order with a report wins
+// (the first failure in program order, where the CPU executor stops): it
+// becomes a UserError whose message is the check's own, with the values
+// the kernel reported; the words are then cleared, and the device stays
+// usable: nothing traps.
 //
 // Thread safety: one launch at a time per CudaProgram (the launch reuses
 // per-kernel argument storage); distinct CudaPrograms are independent.
@@ -215,6 +218,11 @@ class CudaProgram {
   struct Impl;
   // launch(DeviceCall)'s check of the indices no kernel reads.
   void launch_index_checks(const DeviceCall& call, cuda::CUstream stream);
+  // The device address of reporter `reporter`'s status word: 0 the index
+  // checks, 1 + i kernel i (plan order).
+  cuda::CUdeviceptr status_word(size_t reporter) const;
+  // The UserError of an index check's report (`code`, its 4 args).
+  [[noreturn]] void throw_index_check_error(int32_t code, const int64_t* args) const;
   // Launches kernels [begin, end) with each value at `where` (by ValueId; 0
   // for values that are not in memory).
   void launch_kernels(const std::vector<cuda::CUdeviceptr>& where,

@@ -226,6 +226,69 @@ TEST(GpuCases, OutOfRangeThenTheSameProcessRunsAgain) {
   EXPECT_EQ(expect_out_of_range(oob_program, bad), "") << "third run";
 }
 
+// A later kernel's failed check is worded as its own: every kernel numbers
+// its checks from 1, and with one status word for the whole program the
+// second gather's report (y[j], id 1 of its kernel) was read as the first
+// kernel's check 1 (x[i]) and named `x`, `i` and line 2. Each kernel now
+// reports into its own word. Both plans (fused: the GEMM with x[i], then
+// y[j]; unfused: three kernels), j bad and i good, then i bad too (the
+// first kernel's error wins, as on the CPU), then both good.
+TEST(GpuCases, ALaterKernelsIndexErrorIsWordedAsItsOwn) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const Program p = parse_program(
+      "def two(x: f32[8, 4], w: f32[4, 3], i: i64[2], j: i64[3]):\n"
+      "    y = x[i] @ w\n"
+      "    return y[j] * 2.0\n",
+      "two.tfs");
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed, seed));
+  std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+  auto set = [&](size_t param, std::vector<int64_t> values) {
+    for (size_t k = 0; k < values.size(); ++k)
+      inputs[param].set_linear(static_cast<int64_t>(k), static_cast<double>(values[k]));
+  };
+  for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+    SCOPED_TRACE(plan_kind_name(plan));
+    const driver::CompiledProgram compiled = compile_for_device(p.graph, plan);
+    driver::CudaProgram program(compiled, dev);
+    ASSERT_GE(compiled.kernels.size(), 2u);
+    struct Bad {
+      std::vector<int64_t> i, j;
+      std::string message;
+      int line, col;
+    };
+    const Bad bads[] = {{{1, 2},
+                         {0, 1, 5},
+                         "index 5 is out of bounds for dim 0 of `y` (size 2): `j`[2] = 5",
+                         3,
+                         14},
+                        {{1, 9},
+                         {0, 1, 5},
+                         "index 9 is out of bounds for dim 0 of `x` (size 8): `i`[1] = 9",
+                         2,
+                         11}};
+    for (const Bad& bad : bads) {
+      set(2, bad.i);
+      set(3, bad.j);
+      EXPECT_EQ(reference_error(p.graph, inputs), bad.message);
+      try {
+        program.run(inputs, /*poison=*/true);
+        ADD_FAILURE() << "no error for " << bad.message;
+      } catch (const UserError& e) {
+        EXPECT_EQ(std::string(e.what()), bad.message);
+        EXPECT_EQ(e.loc().line, bad.line) << e.what();
+        EXPECT_EQ(e.loc().col, bad.col) << e.what();
+      }
+    }
+    set(2, {1, -8});
+    set(3, {0, 1, -1});
+    std::vector<Tensor> outs;
+    ASSERT_NO_THROW(outs = program.run(inputs, /*poison=*/true));
+    EXPECT_EQ(compare_with_oracle(outs, oracle_of(p.graph, inputs)), "");
+  }
+}
+
 // register_a (the MMA warps load the gathered rows straight into their wgmma
 // A fragments and check those rows' indices themselves, CopyPlan::row_checks)
 // reports an index one past the end with its position, reads nothing out of
