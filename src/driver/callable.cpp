@@ -561,13 +561,14 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
                   cuda ? &impl_->last_cuda->libs() : nullptr);
   // Outputs never overlap inputs: the kernels read inputs that no write can
   // change (tir/ir.h, "Hoisting"). Nor each other: one would silently lose
-  // the other's values.
+  // the other's values. A tensor with no elements overlaps nothing, wherever
+  // its pointer is (an empty slice points into its base's memory).
   for (size_t j = 0; j < outputs.size(); ++j) {
     const auto [olo, ohi] = out_spans[j];
     if (olo == ohi) continue;
     for (size_t k = 0; k < j; ++k) {
       const auto [klo, khi] = out_spans[k];
-      if (klo < ohi && olo < khi)
+      if (klo != khi && klo < ohi && olo < khi)
         throw UserError(ErrorKind::kValue,
                         fmt::format("output `{}` overlaps output `{}`; each output needs memory "
                                     "of its own",
@@ -575,7 +576,7 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto [ilo, ihi] = in_spans[i];
-      if (ilo < ohi && olo < ihi)
+      if (ilo != ihi && ilo < ohi && olo < ihi)
         throw UserError(ErrorKind::kValue,
                         fmt::format("output `{}` overlaps input `{}`; outputs must not share "
                                     "memory with inputs",

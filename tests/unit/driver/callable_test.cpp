@@ -63,5 +63,25 @@ TEST(Callable, MoreInputsThanParametersIsACountError) {
   EXPECT_EQ(out, std::vector<float>(4, 3));
 }
 
+// A tensor with no elements addresses no memory: an empty input (or output)
+// whose pointer lies inside an output's bytes, as an empty slice of the
+// output's buffer does, was refused as overlapping it.
+TEST(Callable, AnEmptyTensorOverlapsNothing) {
+  Callable c("def f(a: f32[8], e: f32[N]):\n    return a * 2.0, e + 1.0\n", "f.tfs", cpu_options());
+  std::vector<float> a(8, 1.5f), buffer(16, 0.0f);
+  // out0 is buffer[0:8]; the empty input e and the empty out1 point at buffer[4].
+  const CallTensor out0 = cpu_tensor(buffer.data(), {8});
+  const CallTensor empty = cpu_tensor(buffer.data() + 4, {0});
+  EXPECT_EQ(call_error(c, {cpu_tensor(a.data(), {8}), empty}, {out0, cpu_tensor(nullptr, {0})}),
+            "");
+  EXPECT_EQ(std::vector<float>(buffer.begin(), buffer.begin() + 8), std::vector<float>(8, 3.0f));
+  EXPECT_EQ(call_error(c, {cpu_tensor(a.data(), {8}), cpu_tensor(nullptr, {0})}, {out0, empty}),
+            "");
+  // An output that does overlap an input is still refused.
+  const std::string msg =
+      call_error(c, {cpu_tensor(buffer.data() + 4, {8}), empty}, {out0, cpu_tensor(nullptr, {0})});
+  EXPECT_EQ(msg, "output `out0` overlaps input `a`; outputs must not share memory with inputs");
+}
+
 }  // namespace
 }  // namespace tilefuse::driver
