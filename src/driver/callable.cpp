@@ -469,8 +469,10 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
         "{} {} {}{} {}{}", target.name(), spec.key(g), plan_kind_name(r.plan),
         r.cublaslt ? "+cublaslt" : "", configs_key(g, plan, r.lower, target.has_wgmma()),
         device_name(kind, device_id));
-    std::unique_ptr<Entry>& slot = impl_->entries[entry_key];
-    if (!slot) {
+    // (Inserted only once compiled and loaded: a failed compile or load
+    // left a null entry behind, which synchronize() then dereferenced.)
+    auto found = impl_->entries.find(entry_key);
+    if (found == impl_->entries.end()) {
       auto e = std::make_unique<Entry>();
       CompileOptions co;
       co.plan = r.plan;
@@ -484,12 +486,13 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
         po.cache_root = options_.cache_root;
         e->cuda = std::make_unique<CudaProgram>(*e->compiled, *dev, po);
         e->device_id = device_id;
-        impl_->loaded.emplace_back(device_id, e->cuda.get());
       }
       ++impl_->compiles;
-      slot = std::move(e);
+      found = impl_->entries.emplace(entry_key, std::move(e)).first;
+      if (CudaProgram* loaded = found->second->cuda.get())
+        impl_->loaded.emplace_back(device_id, loaded);
     }
-    entry = slot.get();
+    entry = found->second.get();
     impl_->by_call[call_key] = entry;
   }
 
