@@ -34,6 +34,47 @@ CallTensor cuda_tensor(void* data, Shape shape, std::vector<int64_t> strides = {
   return t;
 }
 
+// A parameter returned as is is no kernel's output: launch(DeviceCall)
+// copies it. The copy was a byte copy from the input's first element, so a
+// transposed input came back in memory order (out[r][c] = mem[r * 8 + c],
+// not x[r][c] = mem[c * 4 + r]) and a broadcast one (stride 0) was read
+// 128 bytes from a 32-byte buffer. The program's kernel (x * 2.0) read x
+// right all along.
+TEST(GpuCallable, AStridedParameterReturnedAsIsKeepsItsLayout) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  CallableOptions o;
+  o.tuning = false;
+  Callable c("def f(x: f32[4, 8]):\n    return x, x * 2.0\n", "f.tfs", o);
+  std::vector<float> mem(32);
+  for (int i = 0; i < 32; ++i) mem[static_cast<size_t>(i)] = static_cast<float>(i);
+  cuda::DeviceBuffer din(dev, 32 * 4), dout(dev, 32 * 4), dtwice(dev, 32 * 4);
+  din.upload(mem);
+  CallContext ctx;
+  ctx.sync = true;
+  struct Layout {
+    const char* name;
+    std::vector<int64_t> strides;
+  };
+  for (const Layout& l : {Layout{"contiguous", {8, 1}}, Layout{"transposed", {1, 4}},
+                          Layout{"broadcast rows", {0, 1}}, Layout{"broadcast columns", {1, 0}}}) {
+    SCOPED_TRACE(l.name);
+    dout.memset(0xFF);
+    dtwice.memset(0xFF);
+    ASSERT_NO_THROW(c.call(
+        {cuda_tensor(device_ptr(din), {4, 8}, l.strides)},
+        {cuda_tensor(device_ptr(dout), {4, 8}), cuda_tensor(device_ptr(dtwice), {4, 8})}, ctx));
+    const std::vector<float> out = dout.download<float>(32), twice = dtwice.download<float>(32);
+    for (int r = 0; r < 4; ++r)
+      for (int col = 0; col < 8; ++col) {
+        const float x = mem[static_cast<size_t>(r * l.strides[0] + col * l.strides[1])];
+        EXPECT_EQ(out[static_cast<size_t>(r * 8 + col)], x) << "out0[" << r << ", " << col << "]";
+        EXPECT_EQ(twice[static_cast<size_t>(r * 8 + col)], 2 * x)
+            << "out1[" << r << ", " << col << "]";
+      }
+  }
+}
+
 // A first call whose kernels fail to load (here a TILEFUSE_OVERRIDE_SOURCE
 // path that is a directory) left a null entry among the compiled programs,
 // which synchronize() then dereferenced (a segfault, tf_synchronize's too).
