@@ -469,8 +469,10 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
         "{} {} {}{} {}{}", target.name(), spec.key(g), plan_kind_name(r.plan),
         r.cublaslt ? "+cublaslt" : "", configs_key(g, plan, r.lower, target.has_wgmma()),
         device_name(kind, device_id));
-    std::unique_ptr<Entry>& slot = impl_->entries[entry_key];
-    if (!slot) {
+    // (Inserted only once compiled and loaded: a failed compile or load
+    // left a null entry behind, which synchronize() then dereferenced.)
+    auto found = impl_->entries.find(entry_key);
+    if (found == impl_->entries.end()) {
       auto e = std::make_unique<Entry>();
       CompileOptions co;
       co.plan = r.plan;
@@ -484,12 +486,13 @@ Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Special
         po.cache_root = options_.cache_root;
         e->cuda = std::make_unique<CudaProgram>(*e->compiled, *dev, po);
         e->device_id = device_id;
-        impl_->loaded.emplace_back(device_id, e->cuda.get());
       }
       ++impl_->compiles;
-      slot = std::move(e);
+      found = impl_->entries.emplace(entry_key, std::move(e)).first;
+      if (CudaProgram* loaded = found->second->cuda.get())
+        impl_->loaded.emplace_back(device_id, loaded);
     }
-    entry = slot.get();
+    entry = found->second.get();
     impl_->by_call[call_key] = entry;
   }
 
@@ -507,6 +510,10 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   signature_of(outputs, &signature);
   if (signature != impl_->last_signature || !impl_->last_entry) {
     impl_->last_entry = nullptr;
+    // (The count first: the names below index the parameters by position.)
+    if (inputs.size() != g.parameters().size())
+      throw UserError(ErrorKind::kValue, fmt::format("the program takes {} inputs, got {}",
+                                                     g.parameters().size(), inputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i)
       check_layout(inputs[i], fmt::format("input `{}`", g.node(g.parameters()[i]).name));
     for (size_t j = 0; j < outputs.size() && j < impl_->output_names.size(); ++j)
@@ -557,13 +564,14 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
                   cuda ? &impl_->last_cuda->libs() : nullptr);
   // Outputs never overlap inputs: the kernels read inputs that no write can
   // change (tir/ir.h, "Hoisting"). Nor each other: one would silently lose
-  // the other's values.
+  // the other's values. A tensor with no elements overlaps nothing, wherever
+  // its pointer is (an empty slice points into its base's memory).
   for (size_t j = 0; j < outputs.size(); ++j) {
     const auto [olo, ohi] = out_spans[j];
     if (olo == ohi) continue;
     for (size_t k = 0; k < j; ++k) {
       const auto [klo, khi] = out_spans[k];
-      if (klo < ohi && olo < khi)
+      if (klo != khi && klo < ohi && olo < khi)
         throw UserError(ErrorKind::kValue,
                         fmt::format("output `{}` overlaps output `{}`; each output needs memory "
                                     "of its own",
@@ -571,7 +579,7 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto [ilo, ihi] = in_spans[i];
-      if (ilo < ohi && olo < ihi)
+      if (ilo != ihi && ilo < ohi && olo < ihi)
         throw UserError(ErrorKind::kValue,
                         fmt::format("output `{}` overlaps input `{}`; outputs must not share "
                                     "memory with inputs",

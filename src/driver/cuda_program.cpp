@@ -67,13 +67,24 @@ struct HostIndexView {
 };
 static_assert(sizeof(HostIndexView) == 128);
 
-// The check kernels' translation unit: one entry per index dtype.
+// The driver's helper kernels' translation unit: the check of the gathers'
+// indices, one entry per index dtype; the copy of a strided parameter
+// returned as is, one entry per element size.
 constexpr const char* kIndexCheckSource =
     "// tilefuse: the device-side check of the gathers' indices no kernel reads\n"
     "#include \"tf_status.cuh\"\n"
     "#include \"tf_index_check.cuh\"\n"
+    "#include \"tf_view_copy.cuh\"\n"
     "TF_INDEX_CHECK_ENTRY(tf_check_indices_i32, int)\n"
-    "TF_INDEX_CHECK_ENTRY(tf_check_indices_i64, long long)\n";
+    "TF_INDEX_CHECK_ENTRY(tf_check_indices_i64, long long)\n"
+    "TF_VIEW_COPY_ENTRY(tf_copy_view_1, unsigned char)\n"
+    "TF_VIEW_COPY_ENTRY(tf_copy_view_2, unsigned short)\n"
+    "TF_VIEW_COPY_ENTRY(tf_copy_view_4, unsigned int)\n"
+    "TF_VIEW_COPY_ENTRY(tf_copy_view_8, unsigned long long)\n";
+
+// The element sizes of tf_copy_view_<bytes>, in the order Impl::copy_view
+// holds them.
+constexpr int kViewCopyBytes[4] = {1, 2, 4, 8};
 
 }  // namespace
 
@@ -163,9 +174,13 @@ struct CudaProgram::Impl {
   };
   std::vector<IndexCheck> index_checks;
   // Loaded where a call may need it (index_checks not empty, and the
-  // condition holds at the fixed sizes or the graph has symbolic dims).
+  // condition holds at the fixed sizes or the graph has symbolic dims; or
+  // a graph output is a parameter, for copy_view).
   std::unique_ptr<cuda::Module> check_module;
   cuda::Function check_i32, check_i64;
+  // tf_copy_view_<kViewCopyBytes[i]>: launch(DeviceCall)'s copy of a
+  // parameter returned as is whose input is not contiguous.
+  cuda::Function copy_view[4];
   // The kernels' lowest failing position (ULLONG_MAX: none) and arrival
   // counter (0): allocated once, left so by every launch (the program's,
   // as split-K's counters are: launches that overlap on the device, on two
@@ -346,14 +361,20 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     if (it != params.end())
       impl_->index_checks.push_back({v, static_cast<size_t>(it - params.begin())});
   }
-  if (!impl_->index_checks.empty() &&
-      (!g.symbols().empty() || indices_may_go_unread(g, Binding{}))) {
+  bool returns_a_parameter = false;
+  for (ValueId o : g.outputs())
+    returns_a_parameter = returns_a_parameter || g.node(o).kind == OpKind::Parameter;
+  if (returns_a_parameter || (!impl_->index_checks.empty() &&
+                              (!g.symbols().empty() || indices_may_go_unread(g, Binding{})))) {
     const cuda::CompiledKernel bin =
         cache::compile_cuda_cached(index_check_source(), "tf_check_indices",
                                    cuda_compile_options(arch), nullptr, options.cache_root);
     impl_->check_module = std::make_unique<cuda::Module>(device, bin.cubin);
     impl_->check_i32 = impl_->check_module->function("tf_check_indices_i32");
     impl_->check_i64 = impl_->check_module->function("tf_check_indices_i64");
+    for (size_t i = 0; i < 4; ++i)
+      impl_->copy_view[i] =
+          impl_->check_module->function(fmt::format("tf_copy_view_{}", kViewCopyBytes[i]));
     impl_->check_first_bad = std::make_unique<cuda::DeviceBuffer>(device, 8);
     impl_->check_first_bad->memset(0xFF);
     impl_->check_arrived = std::make_unique<cuda::DeviceBuffer>(device, 8);
@@ -498,8 +519,48 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
     const bool param = g.node(o).kind == OpKind::Parameter;
     if (first == i && !param) continue;
     const cuda::CUdeviceptr src = param ? where.at(o) : call.outputs[first];
+    if (param) {
+      // The input where it is, in its own layout: a byte copy is right
+      // only where that is row-major (a transposed or broadcast input was
+      // copied in memory order, and past its end).
+      const size_t p = static_cast<size_t>(
+          std::find(g.parameters().begin(), g.parameters().end(), o) - g.parameters().begin());
+      const Shape shape = bound_shape(g.node(o), call.binding);
+      const std::vector<int64_t>& strides = call.input_strides.at(p);
+      if (!is_contiguous(shape, strides)) {
+        copy_view(call.outputs[i], src, g.node(o).dtype, shape, strides, stream);
+        continue;
+      }
+    }
     device_.copy_async(call.outputs[i], src, value_bytes(g.node(o), call.binding), stream);
   }
+}
+
+void CudaProgram::copy_view(cuda::CUdeviceptr dst, cuda::CUdeviceptr src, DType dtype,
+                            const Shape& shape, const std::vector<int64_t>& strides,
+                            cuda::CUstream stream) {
+  Impl& im = *impl_;
+  TF_CHECK(im.check_module != nullptr, "the view copy kernels were not loaded");
+  HostIndexView view{};
+  int rank = static_cast<int>(shape.size());
+  TF_CHECK(rank <= 8 && strides.size() == shape.size(), "a view copy of more than 8 dims");
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    view.shape[d] = shape[d];
+    view.strides[d] = strides[d];
+    count *= shape[d];
+  }
+  if (count == 0) return;
+  const int bytes = static_cast<int>(dtype_size(dtype));
+  const int* which = std::find(std::begin(kViewCopyBytes), std::end(kViewCopyBytes), bytes);
+  TF_CHECK(which != std::end(kViewCopyBytes), "a view copy of elements of another size");
+  const cuda::Function& f = im.copy_view[which - std::begin(kViewCopyBytes)];
+  const int64_t threads = 256;  // tf::kViewCopyThreads
+  const int64_t blocks =
+      std::min<int64_t>((count + threads - 1) / threads, 4 * int64_t{device_.sm_count()});
+  void* args[] = {&src, &dst, &view, &rank, &count};
+  f.launch({static_cast<unsigned>(blocks), 1, 1}, {static_cast<unsigned>(threads), 1, 1}, 0, args,
+           stream);
 }
 
 void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream stream) {

@@ -157,7 +157,8 @@ class CudaProgram {
   // that is not a graph output, each at a 256-byte aligned offset.
   std::size_t workspace_bytes(const std::vector<int64_t>& binding) const;
   // Launches every kernel in plan order on `stream` for `call` (then copies
-  // a graph output that is a parameter, or a value returned twice). Throws
+  // a graph output that is a parameter, a strided one by a copy kernel, or a
+  // value returned twice). Throws
   // UserError for a workspace smaller than workspace_bytes(); launch errors
   // as cuda::check_cuda. Asynchronous: see poll_status / check_status.
   // Where indices may go unread at the call's sizes
@@ -218,6 +219,11 @@ class CudaProgram {
   struct Impl;
   // launch(DeviceCall)'s check of the indices no kernel reads.
   void launch_index_checks(const DeviceCall& call, cuda::CUstream stream);
+  // launch(DeviceCall)'s copy of a parameter returned as is whose input
+  // (`src`, `shape`, `strides` in elements) is not contiguous, to the
+  // contiguous output at `dst` (tf_view_copy.cuh), on `stream`.
+  void copy_view(cuda::CUdeviceptr dst, cuda::CUdeviceptr src, DType dtype, const Shape& shape,
+                 const std::vector<int64_t>& strides, cuda::CUstream stream);
   // The device address of reporter `reporter`'s status word: 0 the index
   // checks, 1 + i kernel i (plan order).
   cuda::CUdeviceptr status_word(size_t reporter) const;
@@ -239,9 +245,10 @@ class CudaProgram {
 // The NVRTC options tilefuse compiles kernels with for `arch`.
 cuda::CompileOptions cuda_compile_options(const std::string& arch);
 
-// The source of launch(DeviceCall)'s index check kernels
-// (tf_check_indices_i32 / _i64, tf_index_check.cuh), compiled as the
-// program's kernels are.
+// The source of launch(DeviceCall)'s helper kernels, compiled as the
+// program's kernels are: the index checks (tf_check_indices_i32 / _i64,
+// tf_index_check.cuh) and the copy of a strided parameter returned as is
+// (tf_copy_view_1 / _2 / _4 / _8 by element size, tf_view_copy.cuh).
 std::string index_check_source();
 
 // TILEFUSE_OVERRIDE_SOURCE=DIR: the text of DIR/<kernel>.cu, nullopt where

@@ -158,7 +158,8 @@ TEST(UnreadIndices, TheReportedErrorIsTheExecutorsRun) {
 }
 
 // The GPU's check kernels compile with NVRTC for both target families (no
-// GPU needed; skipped without NVRTC), one entry per index dtype.
+// GPU needed; skipped without NVRTC), one entry per index dtype; so do the
+// view copies in the same module.
 TEST(UnreadIndices, TheCheckKernelsCompile) {
   std::string why;
   if (!cuda::load_nvrtc(&why)) GTEST_SKIP() << "NVRTC unavailable: " << why;
@@ -176,6 +177,10 @@ TEST(UnreadIndices, TheCheckKernelsCompile) {
         << k.log;
     EXPECT_NE(std::find(entries.begin(), entries.end(), "tf_check_indices_i64"), entries.end())
         << k.log;
+    // The copy of a strided parameter returned as is, one entry per element size.
+    for (const char* copy :
+         {"tf_copy_view_1", "tf_copy_view_2", "tf_copy_view_4", "tf_copy_view_8"})
+      EXPECT_NE(std::find(entries.begin(), entries.end(), copy), entries.end()) << copy << k.log;
   }
 }
 
