@@ -442,6 +442,10 @@ std::size_t CudaProgram::workspace_bytes(const std::vector<int64_t>& binding) co
 }
 
 void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
+  // Unbound until every buffer is in place: a bind that throws (an
+  // allocation, an index check) leaves launch() refusing ("launch before
+  // bind"), not reading a half-filled table.
+  impl_->bound = false;
   const Graph& g = program_.graph;
   const Binding binding = bind_symbols(g, inputs);
   // An index no kernel reads is checked here, on the host, before upload
@@ -877,8 +881,16 @@ void CudaProgram::poll_status() {
     // failure (on what it left): cleared with it, as the CPU executor
     // stops at the first. A word still being written is left to the next
     // poll.
-    for (size_t later = w; later < count; ++later)
-      if (words[later].code != -1) words[later].code = 0;
+    // Only a published code is cleared, by a compare-and-swap: a kernel
+    // that claims a word between the read and the write (0 -> -1) keeps
+    // its claim (a plain write of 0 would erase it, and a second failing
+    // thread could then claim the word and tear the first one's values).
+    for (size_t later = w; later < count; ++later) {
+      int32_t seen = words[later].code;
+      if (seen > 0)
+        __atomic_compare_exchange_n(const_cast<int32_t*>(&words[later].code), &seen, 0, false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
     if (w == 0) throw_index_check_error(code, args);
     for (const codegen::CudaCheck& c : impl_->kernels[w - 1].code->checks)
       if (c.id == code)

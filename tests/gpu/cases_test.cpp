@@ -289,6 +289,26 @@ TEST(GpuCases, ALaterKernelsIndexErrorIsWordedAsItsOwn) {
   }
 }
 
+// A bind that throws leaves the program unbound: launch() refuses, where it
+// ran on the previous bind's buffers (bind's index check throws before the
+// old buffers are dropped).
+TEST(GpuCases, AFailedBindLeavesNothingToLaunch) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  const Program p = parse_program(
+      "def s0(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    return x[i][0] @ w\n", "s0.tfs");
+  std::vector<Tensor> inputs = make_random_inputs(p.graph, fresh_seed());
+  inputs[2].set_linear(0, 1);
+  inputs[2].set_linear(1, 2);
+  const driver::CompiledProgram compiled = compile_for_device(p.graph, PlanKind::kFused);
+  driver::CudaProgram program(compiled, driver::default_device());
+  program.bind(inputs);
+  program.launch();
+  program.check_status();
+  inputs[2].set_linear(1, 7);  // unread by any kernel: bind's host check
+  EXPECT_THROW(program.bind(inputs), UserError);
+  EXPECT_THROW(program.launch(), InternalError);
+}
+
 // register_a (the MMA warps load the gathered rows straight into their wgmma
 // A fragments and check those rows' indices themselves, CopyPlan::row_checks)
 // reports an index one past the end with its position, reads nothing out of
