@@ -511,9 +511,7 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
   if (signature != impl_->last_signature || !impl_->last_entry) {
     impl_->last_entry = nullptr;
     // (The count first: the names below index the parameters by position.)
-    if (inputs.size() != g.parameters().size())
-      throw UserError(ErrorKind::kValue, fmt::format("the program takes {} inputs, got {}",
-                                                     g.parameters().size(), inputs.size()));
+    check_input_count(g, inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
       check_layout(inputs[i], fmt::format("input `{}`", g.node(g.parameters()[i]).name));
     for (size_t j = 0; j < outputs.size() && j < impl_->output_names.size(); ++j)

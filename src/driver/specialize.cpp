@@ -35,11 +35,15 @@ ArgDesc ArgDesc::of(const Tensor& t) {
   return a;
 }
 
+void check_input_count(const Graph& g, size_t count) {
+  if (count != g.parameters().size())
+    throw UserError(ErrorKind::kValue, fmt::format("the program takes {} inputs, got {}",
+                                                   g.parameters().size(), count));
+}
+
 Binding bind_symbols(const Graph& g, const std::vector<ArgDesc>& inputs) {
   const std::vector<ValueId>& params = g.parameters();
-  if (inputs.size() != params.size())
-    throw UserError(ErrorKind::kValue,
-                    fmt::format("the program takes {} inputs, got {}", params.size(), inputs.size()));
+  check_input_count(g, inputs.size());
   Binding b(g.symbols().size(), -1);
   std::vector<std::pair<size_t, size_t>> first(g.symbols().size());  // (param, dim) that bound it
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -46,6 +46,9 @@ using Binding = std::vector<int64_t>;
 //   "symbolic dim `T` is 16 in `x` (dim 0) but 32 in `idx` (dim 0)"
 // and "the program takes 3 inputs, got 2".
 Binding bind_symbols(const Graph& graph, const std::vector<ArgDesc>& inputs);
+// The count alone: UserError "the program takes 3 inputs, got 2" unless
+// `count` is the number of `graph`'s parameters.
+void check_input_count(const Graph& graph, size_t count);
 Binding bind_symbols(const Graph& graph, const std::vector<Tensor>& inputs);
 
 // The binding as names -> values (for parse_program), and back (a
