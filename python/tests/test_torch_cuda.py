@@ -178,7 +178,7 @@ K0 = (
     "    return x[idx] @ w\n")
 SLICED = (
     "def sliced(x: f16[T, 8], idx: i64[M, 2]):\n"
-    "    return x[idx][0:1] * 2.0\n")
+    "    return x[idx][:, 0:1] * 2.0\n")
 
 
 def test_an_unread_index_is_checked_on_the_device():
@@ -202,7 +202,7 @@ def test_an_unread_index_is_checked_on_the_device():
     assert (e.value.index_tensor, e.value.position, e.value.value) == ("idx", (7,), 100)
     k(x, w, idx, check="sync")      # the status word was cleared
 
-    # A strided 2-D index (a transposed view): only idx[0, :] is read.
+    # A strided 2-D index (a transposed view): only idx[:, 0] is read.
     s = tilefuse.compile(SLICED)
     x8 = torch.randn(100, 8, device="cuda").half()
     base = torch.randint(-100, 100, (2, 5), device="cuda")
@@ -212,7 +212,7 @@ def test_an_unread_index_is_checked_on_the_device():
     assert e.value.position == (3, 1)
     base[1, 3] = -100
     out = s(x8, base.t(), check="sync")
-    assert torch.equal(out, x8[base.t()][0:1] * 2.0)
+    assert torch.equal(out, x8[base.t()][:, 0:1] * 2.0)
 
     # Captured in a CUDA graph: the check replays with it.
     g_idx = idx.clone()
