@@ -37,10 +37,6 @@ B_base bench/programs/gather_heavy_bf16.tfs --gemm-config 128x256x64/4/8/persist
   --repeats 200 > "$OUT/gh_baselines.txt" 2>&1
 # 3. Clocks and power during 20000 repeats of register_a, then of the plain kernel on the
 #    materialized rows (the twin program: x already gathered).
-cat > /tmp/gh_plain.tfs <<'TFS'
-def gh_plain(a: bf16[16384, 1024], w: bf16[1024, 1024]):
-    return a @ w
-TFS
 for v in ra plain; do
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active \
     --format=csv -lms 100 > "$OUT/power_$v.csv" 2>&1 &
@@ -49,7 +45,7 @@ for v in ra plain; do
     B bench/programs/gather_heavy_bf16.tfs --gemm-config 128x256x64/4/8/persistent/ra \
       --repeats 20000 > "$OUT/sustained_$v.txt" 2>&1
   else
-    B /tmp/gh_plain.tfs --gemm-config 128x256x64/4/8/persistent --repeats 20000 \
+    B bench/device-plans/twins/gh_plain.tfs --gemm-config 128x256x64/4/8/persistent --repeats 20000 \
       > "$OUT/sustained_$v.txt" 2>&1
   fi
   kill $smi

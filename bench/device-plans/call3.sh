@@ -7,14 +7,6 @@ set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export TILEFUSE_CACHE_DIR=/tmp/tf-cache
-cat > /tmp/gh_plain.tfs <<'TFS'
-def gh_plain(a: bf16[16384, 1024], w: bf16[1024, 1024]):
-    return a @ w
-TFS
-cat > /tmp/moe_plain.tfs <<'TFS'
-def moe_plain(a: bf16[8192, 4096], w: bf16[4096, 14336]):
-    return a @ w
-TFS
 cat > /tmp/mm.py <<'PY'
 import sys, torch
 m, n, k = map(int, sys.argv[1:4])
@@ -27,9 +19,9 @@ PY
 NCU=(ncu --clock-control none --set full)
 "${NCU[@]}" -c 6 python3 /tmp/mm.py 16384 1024 1024 > "$OUT/ncu_cublas_gh.txt" 2>&1
 "${NCU[@]}" -c 6 python3 /tmp/mm.py 8192 14336 4096 > "$OUT/ncu_cublas_moe.txt" 2>&1
-"${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run /tmp/gh_plain.tfs --device cuda \
+"${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run bench/device-plans/twins/gh_plain.tfs --device cuda \
   --gemm-config 128x256x64/4/8/persistent > "$OUT/ncu_ours_gh.txt" 2>&1
-"${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run /tmp/moe_plain.tfs --device cuda \
+"${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run bench/device-plans/twins/moe_plain.tfs --device cuda \
   --gemm-config 128x256x64/4/8/persistent > "$OUT/ncu_ours_moe.txt" 2>&1
 "${NCU[@]}" -k regex:gemm -c 1 "$BIN/tilefuse" run bench/programs/gather_heavy_bf16.tfs \
   --device cuda --plan fused --gemm-config 128x256x64/4/8/persistent/ra > "$OUT/ncu_ours_gh_ra.txt" 2>&1

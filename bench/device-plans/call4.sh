@@ -9,18 +9,10 @@ BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export TILEFUSE_CACHE_DIR=/tmp/tf-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
-cat > /tmp/gh_plain.tfs <<'TFS'
-def gh_plain(a: bf16[16384, 1024], w: bf16[1024, 1024]):
-    return a @ w
-TFS
-cat > /tmp/seed_plain.tfs <<'TFS'
-def seed_plain(x: f16[2048, 2048], y: f16[2048, 2048]):
-    return x @ y
-TFS
 CFG=128x256x64/4/8/persistent
 for v in ra plain; do
   if [[ $v == ra ]]; then prog=bench/programs/gather_heavy_bf16.tfs; cfg=$CFG/ra
-  else prog=/tmp/gh_plain.tfs; cfg=$CFG; fi
+  else prog=bench/device-plans/twins/gh_plain.tfs; cfg=$CFG; fi
   timeout 120 ncu --clock-control none --set full --import-source yes -k regex:gemm -c 1 \
     -f -o "/tmp/gh_$v" "$BIN/tilefuse" run "$prog" --device cuda --plan fused \
     --gemm-config "$cfg" > "$OUT/ncu_$v.log" 2>&1
@@ -31,5 +23,5 @@ for v in ra plain; do
 done
 B() { timeout 60 "$BIN/tilefuse" bench "$@" --no-check --repeats 200; }
 B bench/programs/seed_gather_mm_f16.tfs --gemm-config 128x256x64/3/8/ra > "$OUT/seed_ra.txt" 2>&1
-B /tmp/seed_plain.tfs --gemm-config 128x256x64/3/8 > "$OUT/seed_plain.txt" 2>&1
+B bench/device-plans/twins/seed_plain.tfs --gemm-config 128x256x64/3/8 > "$OUT/seed_plain.txt" 2>&1
 grep -h -A6 "^plan" "$OUT"/seed_*.txt > "$OUT/summary.txt"
