@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The branch host-ctx (helper-36/37, session 31; not merged): the caller's current CUDA context put
-# back after every Callable entry point, the legacy stream counted as capturing during another
-# stream's capture, ~Callable waiting on its own completion event instead of cuCtxSynchronize,
-# every grid checked before any launch, the index check's report carrying the index's shape.
-# Its first version failed 3 GPU tests (test bugs) and memcheck (an event recorded into a capture);
-# d820c8c fixes those and has never run on a GPU. Run this first, then decide the merge.
+# The branch host-ctx (helper-36/37 and session 31; not merged), kept as the patch series
+# bench/device-plans/host-ctx/*.patch (branches do not outlive a session): the caller's current
+# CUDA context put back after every Callable entry point, the legacy stream counted as capturing
+# during another stream's capture, ~Callable waiting on its own completion event instead of
+# cuCtxSynchronize (the host path: one record at destruction, none in the timed loop), every grid
+# checked before any launch, the index check's report carrying the index's shape. Its first
+# version failed 3 GPU tests (test bugs) and memcheck (an event recorded into a capture); patches
+# 0006-0007 fix those and have never run on a GPU. Run this first, then decide the merge
+# (`git am bench/device-plans/host-ctx/*.patch` on main, then delete the folder).
 #
-# Here, before the call:
-#   git worktree add /work/wt-host host-ctx && cd /work/wt-host && scripts/setup.sh   # or cmake + ninja
+# Here, before the call (a full build: ~25 min on 2 cores; -j1 beside another build):
+#   git -C /work/main worktree add /work/wt-host -b host-ctx main
+#   cd /work/wt-host && git am bench/device-plans/host-ctx/*.patch && scripts/setup.sh
 #   mkdir -p /work/main/.devcarry/bin-host && cp build/tilefuse build/libtilefuse.so \
 #     build/tests/test_gpu /work/main/.devcarry/bin-host/
-#   (and copy the branch's python/tests/test_torch_cuda.py over main's, uncommitted, for the cuda:1 test)
+#   (and copy the branch's python/tests/test_torch_cuda.py over main's, uncommitted: the cuda:1 test)
 # device tool: command "bash bench/device-plans/host_ctx.sh", carry [".devcarry/bin-host"]
 # ~150 s. Logs under $OUT.
 set -uo pipefail
