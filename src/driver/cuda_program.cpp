@@ -67,6 +67,39 @@ struct HostIndexView {
 };
 static_assert(sizeof(HostIndexView) == 128);
 
+// A strided tensor as the helper kernels take it: its view (`shape`, and
+// `strides` in elements), rank and element count. `what` names the tensor
+// in the internal error for more than 8 dims.
+struct HelperView {
+  HostIndexView view{};
+  int rank = 0;
+  int64_t count = 1;
+};
+HelperView helper_view(const Shape& shape, const std::vector<int64_t>& strides, const char* what) {
+  HelperView h;
+  h.rank = static_cast<int>(shape.size());
+  TF_CHECK(h.rank <= 8 && strides.size() == shape.size(),
+           fmt::format("{} of more than 8 dims", what));
+  for (size_t d = 0; d < shape.size(); ++d) {
+    h.view.shape[d] = shape[d];
+    h.view.strides[d] = strides[d];
+    h.count *= shape[d];
+  }
+  return h;
+}
+
+// Launches helper kernel `f` (a grid-stride loop over `count` elements,
+// tf::kIndexCheckThreads = tf::kViewCopyThreads threads a block) with
+// `args` on `stream`: at most 4 blocks an SM.
+void launch_helper(const cuda::Function& f, int64_t count, int sm_count, void** args,
+                   cuda::CUstream stream) {
+  constexpr int64_t kThreads = 256;
+  const int64_t blocks =
+      std::min<int64_t>((count + kThreads - 1) / kThreads, 4 * int64_t{sm_count});
+  f.launch({static_cast<unsigned>(blocks), 1, 1}, {static_cast<unsigned>(kThreads), 1, 1}, 0, args,
+           stream);
+}
+
 // The driver's helper kernels' translation unit: the check of the gathers'
 // indices, one entry per index dtype; the copy of a strided parameter
 // returned as is, one entry per element size.
@@ -545,26 +578,14 @@ void CudaProgram::copy_view(cuda::CUdeviceptr dst, cuda::CUdeviceptr src, DType 
                             cuda::CUstream stream) {
   Impl& im = *impl_;
   TF_CHECK(im.check_module != nullptr, "the view copy kernels were not loaded");
-  HostIndexView view{};
-  int rank = static_cast<int>(shape.size());
-  TF_CHECK(rank <= 8 && strides.size() == shape.size(), "a view copy of more than 8 dims");
-  int64_t count = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    view.shape[d] = shape[d];
-    view.strides[d] = strides[d];
-    count *= shape[d];
-  }
-  if (count == 0) return;
+  HelperView h = helper_view(shape, strides, "a view copy");
+  if (h.count == 0) return;
   const int bytes = static_cast<int>(dtype_size(dtype));
   const int* which = std::find(std::begin(kViewCopyBytes), std::end(kViewCopyBytes), bytes);
   TF_CHECK(which != std::end(kViewCopyBytes), "a view copy of elements of another size");
   const cuda::Function& f = im.copy_view[which - std::begin(kViewCopyBytes)];
-  const int64_t threads = 256;  // tf::kViewCopyThreads
-  const int64_t blocks =
-      std::min<int64_t>((count + threads - 1) / threads, 4 * int64_t{device_.sm_count()});
-  void* args[] = {&src, &dst, &view, &rank, &count};
-  f.launch({static_cast<unsigned>(blocks), 1, 1}, {static_cast<unsigned>(threads), 1, 1}, 0, args,
-           stream);
+  void* args[] = {&src, &dst, &h.view, &h.rank, &h.count};
+  launch_helper(f, h.count, device_.sm_count(), args, stream);
 }
 
 void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream stream) {
@@ -583,40 +604,25 @@ void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream str
   const size_t slot = static_cast<size_t>(serial % Impl::kSerialSlots);
   im.serial_bindings[slot] = call.binding;
   im.serial_of[slot] = serial;
-  auto dim_at = [&](const Node& n, size_t d) {
-    const SymbolId s = n.symbol(d);
-    return s == kFixedDim ? n.shape[d] : call.binding.at(static_cast<size_t>(s));
-  };
   cuda::CUdeviceptr first_bad = im.check_first_bad->ptr(), arrived = im.check_arrived->ptr();
   cuda::CUdeviceptr status = status_word(0);
   for (size_t c = 0; c < im.index_checks.size(); ++c) {
     const Node& n = g.node(im.index_checks[c].gather);
     const Node& in = g.node(n.inputs[1]);
     const size_t param = im.index_checks[c].param;
-    HostIndexView view{};
-    int rank = static_cast<int>(in.shape.size());
-    TF_CHECK(rank <= 8, "an index tensor of more than 8 dims");
-    int64_t count = 1;
-    for (size_t d = 0; d < in.shape.size(); ++d) {
-      view.shape[d] = dim_at(in, d);
-      view.strides[d] = call.input_strides.at(param).at(d);
-      count *= view.shape[d];
-    }
-    if (count == 0) continue;
-    int64_t size = dim_at(g.node(n.inputs[0]), static_cast<size_t>(n.dim));
+    HelperView h =
+        helper_view(bound_shape(in, call.binding), call.input_strides.at(param), "an index tensor");
+    if (h.count == 0) continue;
+    int64_t size = bound_shape(g.node(n.inputs[0]), call.binding).at(static_cast<size_t>(n.dim));
     int64_t lowest = n.index_wraps_negative ? -size : 0;
     cuda::CUdeviceptr idx = call.inputs.at(param);
     int id = kIndexCheckIdBase + static_cast<int>(c);
     int64_t serial_arg = serial;
-    const int64_t threads = 256;  // tf::kIndexCheckThreads
-    const int64_t blocks =
-        std::min<int64_t>((count + threads - 1) / threads, 4 * int64_t{device_.sm_count()});
-    void* args[] = {&idx,       &view,    &rank,   &count, &size,      &lowest,
-                    &first_bad, &arrived, &status, &id,    &serial_arg};
+    void* args[] = {&idx,       &h.view,  &h.rank, &h.count, &size,      &lowest,
+                    &first_bad, &arrived, &status, &id,      &serial_arg};
     const cuda::Function& f = in.dtype == DType::I32 ? im.check_i32 : im.check_i64;
     TF_CHECK(in.dtype == DType::I32 || in.dtype == DType::I64, "an index tensor of another dtype");
-    f.launch({static_cast<unsigned>(blocks), 1, 1}, {static_cast<unsigned>(threads), 1, 1}, 0, args,
-             stream);
+    launch_helper(f, h.count, device_.sm_count(), args, stream);
     ++im.check_launches;
   }
 }
