@@ -113,7 +113,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
                       {"cache_all", cp.cache_all},
                       {"hoisted", cp.hoisted},
                       {"l1_by_repeats", cp.l1_by_repeats},
-                      {"no_allocate", cp.no_allocate}});
+                      {"no_allocate", cp.no_allocate},
+                      {"l2_prefetch", cp.l2_prefetch}});
   c["copies"] = copies;
   json loops = json::array();
   for (const codegen::CudaLoop& l : ck.loops) {
@@ -272,8 +273,10 @@ void render_cuda(std::ostream& out, const json& c) {
     const std::string mode = cp.at("mode").get<std::string>();
     const int64_t stages = cp.at("stages").get<int64_t>();
     out << "    copy " << cp.at("dst").get<std::string>() << " "
-        << (mode == "fragment" && cp.value("no_allocate", false) ? "fragment (.L1::no_allocate)"
-            : mode != "cp_async"                                 ? mode
+        << (mode == "fragment" ? std::string("fragment") +
+                                     (cp.value("no_allocate", false) ? " (.L1::no_allocate)" : "") +
+                                     (cp.value("l2_prefetch", 0) == 256 ? " (.L2::256B)" : "")
+            : mode != "cp_async"                 ? mode
             : cp.at("l1_by_repeats").get<bool>() ? "cp.async .ca or .cg by the tile's repeated rows"
             : cp.at("cache_all").get<bool>()     ? "cp.async.ca"
                                                  : "cp.async")

@@ -50,7 +50,8 @@ bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
          a.split_k == b.split_k && a.stream_k == b.stream_k && a.persistent == b.persistent &&
-         a.pingpong == b.pingpong && a.register_a == b.register_a;
+         a.pingpong == b.pingpong && a.register_a == b.register_a &&
+         a.register_a_l2_prefetch == b.register_a_l2_prefetch;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -273,10 +274,12 @@ std::string gemm_config_name(const GemmConfig& c) {
                      c.stream_k > 0  ? fmt::format("/streamk{}", c.stream_k)
                      : c.split_k > 1 ? fmt::format("/splitk{}", c.split_k)
                                      : "",
-                     c.pingpong                         ? "/pingpong"
+                     c.pingpong                        ? "/pingpong"
                      : c.persistent && c.stream_k == 0 ? "/persistent"
-                                                        : "",
-                     c.register_a ? "/ra" : "");
+                                                       : "",
+                     !c.register_a                     ? ""
+                     : c.register_a_l2_prefetch == 256 ? "/ra256"
+                                                       : "/ra");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
@@ -287,6 +290,8 @@ json gemm_config_to_json(const GemmConfig& c) {
   if (c.stream_k > 0) j["stream_k"] = c.stream_k;
   if (c.pingpong) j["pingpong"] = true;
   if (c.register_a) j["register_a"] = true;
+  if (c.register_a && c.register_a_l2_prefetch)
+    j["register_a_l2_prefetch"] = c.register_a_l2_prefetch;
   return j;
 }
 
@@ -326,6 +331,10 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
   if (auto it = j.find("register_a"); it != j.end()) {
     if (!it->is_boolean()) return std::nullopt;
     c.register_a = it->get<bool>();
+  }
+  if (auto it = j.find("register_a_l2_prefetch"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() != 256 || !c.register_a) return std::nullopt;
+    c.register_a_l2_prefetch = 256;
   }
   return c;
 }
@@ -711,6 +720,12 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   // 128x256x64/3/8), gather_heavy 64.6 against 59.3 (slower: the timing
   // decides).
   constexpr int kRegisterATwins = 4;
+  // Of those, the kRegisterAPrefetchTwins deepest (persistent first, then
+  // the most stages: the winners so far) again with their fragment loads
+  // prefetching 256 bytes into L2 (/ra256, CopyPlan::l2_prefetch): 2.5%
+  // faster on gather_heavy, 1-2% slower on the seed and moe_up_proj (H100,
+  // bench/RESULTS.md, session 32), so the timing decides.
+  constexpr int kRegisterAPrefetchTwins = 2;
   // (What no config changes, checked before compiling any: a gathered A of
   // 16-bit elements, setmaxnreg's budgets.)
   bool gathered_a = false;
@@ -727,6 +742,7 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       return a.persistent && !b.persistent;
     });
     int twins = 0;
+    std::vector<GemmConfig> added;
     for (GemmConfig c : base) {
       if (twins == kRegisterATwins) break;
       c.register_a = true;
@@ -734,7 +750,20 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
           config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
       if (!cost.feasible || !cost.register_a || !kernels.insert(cost.fingerprint).second) continue;
       add(c);
+      added.push_back(c);
       ++twins;
+    }
+    std::stable_sort(added.begin(), added.end(), [](const GemmConfig& a, const GemmConfig& b) {
+      if (a.persistent != b.persistent) return a.persistent;
+      return a.num_stages > b.num_stages;
+    });
+    if (added.size() > static_cast<size_t>(kRegisterAPrefetchTwins))
+      added.resize(kRegisterAPrefetchTwins);
+    for (GemmConfig p : added) {
+      p.register_a_l2_prefetch = 256;
+      const ConfigCost pc =
+          config_cost(graph, plan, p, target, cuda, max_shared_bytes, acc_limit, spec);
+      if (pc.feasible && pc.register_a && kernels.insert(pc.fingerprint).second) add(p);
     }
   }
   return out;

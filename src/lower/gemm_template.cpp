@@ -234,6 +234,8 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   if (config.persistent) b.set_attr("PERSISTENT", int64_t{1});
   if (config.pingpong) b.set_attr("PINGPONG", int64_t{1});
   if (config.register_a) b.set_attr("REGISTER_A", int64_t{1});
+  if (config.register_a && config.register_a_l2_prefetch)
+    b.set_attr("FRAGMENT_L2_PREFETCH", int64_t{config.register_a_l2_prefetch});
 
   std::vector<Expr> lead;  // the batch index, when batched
   Node batch;                // the batch dims as a node, for their product

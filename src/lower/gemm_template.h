@@ -67,6 +67,13 @@ struct GemmConfig {
   // attr REGISTER_A = 1 asks the register_a pass for it, as
   // CudaOptions::register_a does for every kernel.
   bool register_a = false;
+  // With register_a: the fragment loads' L2 prefetch size, 0 or 256 bytes
+  // (CopyPlan::l2_prefetch; the kernel attr FRAGMENT_L2_PREFETCH = 256 asks
+  // the register_a pass for it, as CudaOptions::fragment_l2_prefetch does
+  // for every kernel). The tuner tries both: measured 2.5% faster on
+  // gather_heavy and 1-2% slower on the seed and moe_up_proj (H100,
+  // bench/RESULTS.md, session 32).
+  int register_a_l2_prefetch = 0;
 };
 
 // Stream-K's decomposition of a GEMM's work (Osama, Merrill, Cecka, Garland

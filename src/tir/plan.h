@@ -141,6 +141,13 @@ struct CopyPlan {
   // rows' k-slices once, so L1 keeps nothing of them that is read again
   // (register_a, CudaOptions::fragment_no_allocate).
   bool no_allocate = false;
+  // Fragment: the loads' L2 prefetch size in bytes (0: the default, or 256:
+  // .L2::256B, PTX ISA 9.7.9.8 "ld", .level::prefetch_size): a miss fetches
+  // the 256-byte pair of lines, so a row's next k-tile (its next 128 bytes)
+  // is in L2 when its load issues, one DRAM round trip for two k-tiles
+  // (register_a; GemmConfig::register_a_l2_prefetch,
+  // CudaOptions::fragment_l2_prefetch; bench/RESULTS.md, session 32).
+  int l2_prefetch = 0;
   // Fragment (register_a): the index checks of the rows the copy reads,
   // each a CheckNode over the copy's row var (vars[0]) and the kernel's
   // lets that reads only the kernel's inputs. Each MMA thread runs them for

@@ -136,6 +136,9 @@ struct Target {
   X(fragment_no_allocate, false,                                                                 \
     "register_a: the MMA warps' fragment loads by ld.global.nc.L1::no_allocate (each row's "     \
     "k-slice is read once; L1 keeps none of it)")                                                \
+  X(fragment_l2_prefetch, false,                                                                 \
+    "register_a: the MMA warps' fragment loads by ld.global.nc.L2::256B (a miss fetches a "      \
+    "row's next k-tile too; the tuner tries it per config as /ra256)")                           \
   X(block_timeline, false,                                                                       \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "       \
     "has landed, at the end of its first main loop and at its end, and its SM; bench prints "    \

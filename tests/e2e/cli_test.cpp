@@ -172,18 +172,38 @@ TEST(Cli, ExplainSaysWhyStreamK) {
 
 TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   const std::string prog = case_path("seed_gather_mm_f16.tfs");
-  for (const char* bad : {"32x32x32/1/4/splitk0", "32x32x32/1/4/splitk65", "32x32x32/1/4/split4",
-                          "32x32x32/1/4/splitk4x", "32x32x32/1/4/",
-                          "32x32x32/1/4/persistentx", "32x32x32/1/4/persistent/splitk2",
-                          "32x32x32/1/4/pingpongx", "32x32x32/1/4/pingpong/persistent",
-                          "32x32x32/1/4/persistent/pingpong", "32x32x32/17/4",
-                          "32x32x32/0/4", "4294967328x32x32/1/4", "32x32x32/1/4/splitk4294967298",
-                          " 32x32x32/1/4", "+32x32x32/1/4", "32x32x32/1/4/splitk 2",
-                          "32x32x32/1/4/splitk+2", "32x32x32/1/4/streamk0",
-                          "32x32x32/1/4/streamk4097", "32x32x32/1/4/streamk", "32x32x32/1/4/streamk2x",
-                          "32x32x32/1/4/splitk2/streamk2", "32x32x32/1/4/streamk2/splitk2",
-                          "32x32x32/1/4/rax", "32x32x32/1/4/ra/persistent",
-                          "32x32x32/1/4/persistent/ra/ra", "32x32x32/1/4/ra/splitk2", ""}) {
+  for (const char* bad : {"32x32x32/1/4/splitk0",
+                          "32x32x32/1/4/splitk65",
+                          "32x32x32/1/4/split4",
+                          "32x32x32/1/4/splitk4x",
+                          "32x32x32/1/4/",
+                          "32x32x32/1/4/persistentx",
+                          "32x32x32/1/4/persistent/splitk2",
+                          "32x32x32/1/4/pingpongx",
+                          "32x32x32/1/4/pingpong/persistent",
+                          "32x32x32/1/4/persistent/pingpong",
+                          "32x32x32/17/4",
+                          "32x32x32/0/4",
+                          "4294967328x32x32/1/4",
+                          "32x32x32/1/4/splitk4294967298",
+                          " 32x32x32/1/4",
+                          "+32x32x32/1/4",
+                          "32x32x32/1/4/splitk 2",
+                          "32x32x32/1/4/splitk+2",
+                          "32x32x32/1/4/streamk0",
+                          "32x32x32/1/4/streamk4097",
+                          "32x32x32/1/4/streamk",
+                          "32x32x32/1/4/streamk2x",
+                          "32x32x32/1/4/splitk2/streamk2",
+                          "32x32x32/1/4/streamk2/splitk2",
+                          "32x32x32/1/4/rax",
+                          "32x32x32/1/4/ra/persistent",
+                          "32x32x32/1/4/persistent/ra/ra",
+                          "32x32x32/1/4/ra/splitk2",
+                          "32x32x32/1/4/ra128",
+                          "32x32x32/1/4/ra256/ra",
+                          "32x32x32/1/4/ra2560",
+                          ""}) {
     // (quoted: the blanks and the empty value reach the parser)
     Result r = run_cli("run " + prog + " --device cpu --gemm-config '" + bad + "'");
     EXPECT_NE(r.exit_code, 0) << bad << "\n" << r.output;
@@ -243,6 +263,17 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
   // (a later tile's checks report out of line: inline, ptxas issued the
   // fragment loads one k-tile ahead instead of three)
   EXPECT_NE(r.output.find("tf::report_cold(tf_status, 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tf::load_a_fragment(tf_ra["), std::string::npos) << r.output;
+  // "/ra256": the same with the fragment loads' 256-byte L2 prefetch.
+  r = run_cli("emit " + prog +
+              " --target sm_90a --stage cuda --gemm-config 128x256x64/4/8/persistent/ra256");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tf::load_a_fragment<false, true>(tf_ra["), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("tf::load_a_fragment(tf_ra["), std::string::npos) << r.output;
+  r = run_cli("explain " + prog + " --target sm_90a --gemm-config 128x256x64/4/8/persistent/ra256");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fragment (.L2::256B)"), std::string::npos) << r.output;
   r = run_cli("emit " + prog + " --target sm_90a --stage cuda --gemm-config 128x256x32/3/8/ra");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("no register A: "), std::string::npos) << r.output;

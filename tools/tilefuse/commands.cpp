@@ -59,8 +59,9 @@ int report(const UserError& e, const std::string& file, std::string_view source)
 // blocks take its tiles in turn) or "/pingpong" (persistent, with two
 // consumer teams of num_warps warps taking alternate tiles), and last
 // "/ra" (sm_90a: the gathered A loaded into the MMA warps' wgmma fragments,
-// GemmConfig::register_a). A UserError names the flag and the value
-// otherwise.
+// GemmConfig::register_a) or "/ra256" (the same, the fragment loads with a
+// 256-byte L2 prefetch, GemmConfig::register_a_l2_prefetch). A UserError
+// names the flag and the value otherwise.
 GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   GemmConfig c;
   size_t used = 0;
@@ -101,9 +102,14 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
     c.persistent = c.pingpong = true;
     used += 9;
   }
-  // The optional "/ra" last (register A: GemmConfig::register_a).
+  // The optional "/ra" or "/ra256" last (register A: GemmConfig::register_a;
+  // 256: GemmConfig::register_a_l2_prefetch).
   if (ok && text.compare(used, std::string::npos, "/ra") == 0) {
     c.register_a = true;
+    used = text.size();
+  } else if (ok && text.compare(used, std::string::npos, "/ra256") == 0) {
+    c.register_a = true;
+    c.register_a_l2_prefetch = 256;
     used = text.size();
   }
   ok = ok && used == text.size();  // nothing after the suffixes
@@ -113,7 +119,8 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
         "num_stages/num_warps), 128x128x32/3/8/splitk4 (split-K over 4 blocks a tile) or "
         "128x256x64/3/8/persistent (a persistent kernel) or 128x128x64/4/4/pingpong (persistent, "
         "two teams of 4 warps taking alternate tiles) or 128x256x64/3/8/streamk132 (stream-K over "
-        "132 blocks), each optionally ending in /ra (the gathered A in wgmma's register fragments), "
+        "132 blocks), each optionally ending in /ra (the gathered A in wgmma's register fragments) "
+        "or /ra256 (the same, its loads prefetching 256 bytes into L2), "
         "got `" +
         text + "`");
   if (c.split_k < 1 || c.split_k > 64)

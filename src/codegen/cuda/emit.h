@@ -87,6 +87,8 @@ struct CudaCopy {
   bool l1_by_repeats = false;
   // fragment: loads by ld.global.nc.L1::no_allocate (CopyPlan::no_allocate)
   bool no_allocate = false;
+  // fragment: the loads' L2 prefetch size in bytes, 0 or 256 (CopyPlan::l2_prefetch)
+  int l2_prefetch = 0;
 };
 
 // A TMA tensor map the kernel takes (after tf_status, in this order, as

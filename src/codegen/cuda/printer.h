@@ -167,7 +167,8 @@ class Printer {
   bool ra_preload(const tir::CopyNode* a, const std::string& acc, const std::string& loaded);
   // One k-tile of fragment copy `a` into tf_ra[slot]: its two rows from
   // src(0), src(1) where ok(0), ok(1) (else zeros); CopyPlan::no_allocate
-  // picks the loads' L1 policy.
+  // picks the loads' L1 policy and CopyPlan::l2_prefetch their L2 prefetch
+  // size.
   void ra_load(const tir::CopyNode* a, const std::string& slot,
                const std::function<std::string(int)>& src,
                const std::function<std::string(int)>& ok);

@@ -504,7 +504,10 @@ struct WgmmaTile {
 // never written by it). A warp reads 8 rows x 64 bytes an instruction and
 // the other halves of those lines the next, each sector once: with
 // kNoAllocate the loads carry .L1::no_allocate (PTX ISA, "ld", eviction
-// priority), so they take no L1 lines; else they allocate in L1.
+// priority), so they take no L1 lines; else they allocate in L1. With
+// kL2Prefetch256 they carry .L2::256B (PTX ISA, "ld", .level::prefetch_size):
+// a miss fetches the 256-byte pair of lines, so the row's next k-tile is in
+// L2 by the time its load issues (CopyPlan::l2_prefetch).
 #define TF_LOAD_A_FRAGMENT_ASM(QUAL)                                                            \
   asm volatile(                                                                                 \
       "{\n .reg .pred p, q;\n setp.ne.b32 p, %18, 0;\n setp.ne.b32 q, %19, 0;\n"                \
@@ -526,11 +529,15 @@ struct WgmmaTile {
         "=r"(a[14]), "=r"(a[15])                                                                \
       : "l"(p0), "l"(p1), "r"(ok0 ? 1u : 0u), "r"(ok1 ? 1u : 0u)                                \
       : "memory")
-template <bool kNoAllocate = false>
+template <bool kNoAllocate = false, bool kL2Prefetch256 = false>
 __device__ __forceinline__ void load_a_fragment(unsigned (&a)[16], const char* p0, const char* p1,
                                                 bool ok0, bool ok1) {
-  if constexpr (kNoAllocate)
+  if constexpr (kNoAllocate && kL2Prefetch256)
+    TF_LOAD_A_FRAGMENT_ASM(".L1::no_allocate.L2::256B");
+  else if constexpr (kNoAllocate)
     TF_LOAD_A_FRAGMENT_ASM(".L1::no_allocate");
+  else if constexpr (kL2Prefetch256)
+    TF_LOAD_A_FRAGMENT_ASM(".L2::256B");
   else
     TF_LOAD_A_FRAGMENT_ASM("");
 }

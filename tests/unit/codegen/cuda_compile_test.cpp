@@ -340,9 +340,12 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
             EXPECT_TRUE(v.options().register_a && cfg.block_k == 64 && wp.k % 256 == 0)
                 << c.source;
             EXPECT_NE(c.source.find("tf::tma_load<5>"), std::string::npos) << c.source;
-            EXPECT_EQ(c.source.find("tf::load_a_fragment<true>(") != std::string::npos,
-                      v.options().fragment_no_allocate)
-                << c.source;
+            const std::string load =
+                v.options().fragment_l2_prefetch   ? fmt::format("tf::load_a_fragment<{}, true>(",
+                                                                 v.options().fragment_no_allocate)
+                : v.options().fragment_no_allocate ? "tf::load_a_fragment<true>("
+                                                   : "tf::load_a_fragment(";
+            EXPECT_NE(c.source.find(load), std::string::npos) << load << "\n" << c.source;
             ++register_a;
           }
           if (c.source.find("tf::l1_by_repeated_rows(") != std::string::npos) {

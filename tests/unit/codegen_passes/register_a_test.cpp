@@ -59,6 +59,13 @@ TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
                     "fragment, width=16, no_allocate=1, ");
   expect_cuda_pass("register_a", in.text(), na.text(),
                    options({"register_a=1", "fragment_no_allocate=1"}));
+
+  // fragment_l2_prefetch: the copy's loads prefetch 256 bytes into L2.
+  GemmText l2 = out;
+  l2.a_copy.replace(l2.a_copy.find("fragment, width=16, "), 20,
+                    "fragment, width=16, l2_prefetch=256, ");
+  expect_cuda_pass("register_a", in.text(), l2.text(),
+                   options({"register_a=1", "fragment_l2_prefetch=1"}));
 }
 
 // The prologue's index checks of A's rows become the fragment copy's row

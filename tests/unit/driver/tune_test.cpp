@@ -269,8 +269,11 @@ struct GatherHeavySpace {
 // A gathered A on sm_90a (the gather_heavy bench shape): the space tries
 // at most 4 register_a twins of its warp-specialized BLOCK_K 64 configs,
 // largest tiles first, each one the register_a pass took (config_cost
-// says so) beside its shared-memory twin; the name ends in "/ra" and the
-// JSON form round-trips. No twin for an ungathered GEMM or on sm_80.
+// says so) beside its shared-memory twin, and the 2 deepest (persistent,
+// most stages) again with a 256-byte L2 prefetch (/ra256, a kernel of its
+// own); the name ends in
+// "/ra" or "/ra256" and the JSON form round-trips. No twin for an
+// ungathered GEMM or on sm_80.
 TEST(TuneSpace, GatheredAGetsRegisterATwins) {
   const GatherHeavySpace gh;
   const Graph& g = gh.g;
@@ -279,14 +282,20 @@ TEST(TuneSpace, GatheredAGetsRegisterATwins) {
   const std::vector<GemmConfig>& space = gh.space;
   std::set<std::string> names;
   for (const GemmConfig& c : space) names.insert(driver::gemm_config_name(c));
-  int twins = 0;
+  int twins = 0, prefetch_twins = 0;
   for (const GemmConfig& c : space) {
     if (!c.register_a) continue;
-    ++twins;
     const std::string name = driver::gemm_config_name(c);
-    EXPECT_EQ(name.substr(name.size() - 3), "/ra") << name;
+    const bool l2 = c.register_a_l2_prefetch == 256;
+    EXPECT_TRUE(l2 || c.register_a_l2_prefetch == 0) << name;
+    const std::string suffix = l2 ? "/ra256" : "/ra";
+    ++(l2 ? prefetch_twins : twins);
+    ASSERT_GT(name.size(), suffix.size());
+    EXPECT_EQ(name.substr(name.size() - suffix.size()), suffix) << name;
     EXPECT_EQ(c.block_k, 64) << name;
-    EXPECT_TRUE(names.count(name.substr(0, name.size() - 3))) << name << " has no plain twin";
+    const std::string plain_name = name.substr(0, name.size() - suffix.size());
+    EXPECT_TRUE(names.count(plain_name)) << name << " has no plain twin";
+    if (l2) EXPECT_TRUE(names.count(plain_name + "/ra")) << name << " has no /ra twin";
     const driver::ConfigCost cost =
         driver::config_cost(g, PlanKind::kFused, c, sm90a, {}, 227 * 1024, 128);
     EXPECT_TRUE(cost.feasible && cost.register_a) << name << cost.why;
@@ -294,11 +303,35 @@ TEST(TuneSpace, GatheredAGetsRegisterATwins) {
         driver::gemm_config_from_json(driver::gemm_config_to_json(c));
     ASSERT_TRUE(back.has_value());
     EXPECT_TRUE(back->register_a);
+    EXPECT_EQ(back->register_a_l2_prefetch, c.register_a_l2_prefetch);
     EXPECT_EQ(driver::gemm_config_name(*back), name);
   }
   EXPECT_GE(twins, 1) << ::testing::PrintToString(names);
   EXPECT_LE(twins, 4) << ::testing::PrintToString(names);
+  EXPECT_EQ(prefetch_twins, std::min(twins, 2)) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("128x256x64/4/8/persistent/ra")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("128x256x64/4/8/persistent/ra256")) << ::testing::PrintToString(names);
+  // The prefetch twin is a kernel of its own: its fragment loads say .L2::256B.
+  {
+    GemmConfig ra{128, 256, 64, 4, 8, 8};
+    ra.persistent = ra.register_a = true;
+    GemmConfig ra256 = ra;
+    ra256.register_a_l2_prefetch = 256;
+    const driver::ConfigCost a =
+        driver::config_cost(g, PlanKind::kFused, ra, sm90a, {}, 227 * 1024, 128);
+    const driver::ConfigCost b =
+        driver::config_cost(g, PlanKind::kFused, ra256, sm90a, {}, 227 * 1024, 128);
+    EXPECT_TRUE(a.register_a && b.register_a) << a.why << b.why;
+    EXPECT_NE(a.fingerprint, b.fingerprint);
+    // A prefetch size without register A, or another size, is not a config.
+    nlohmann::json j = driver::gemm_config_to_json(ra256);
+    EXPECT_EQ(j.at("register_a_l2_prefetch"), 256);
+    j["register_a_l2_prefetch"] = 128;
+    EXPECT_FALSE(driver::gemm_config_from_json(j).has_value());
+    j["register_a_l2_prefetch"] = 256;
+    j.erase("register_a");
+    EXPECT_FALSE(driver::gemm_config_from_json(j).has_value());
+  }
   // A plain config's kernel is not register_a; the JSON form of one has no key.
   GemmConfig plain{128, 256, 64, 4, 8, 8};
   EXPECT_FALSE(driver::config_cost(g, PlanKind::kFused, plain, sm90a, {}, 227 * 1024, 128).register_a);
@@ -351,7 +384,8 @@ TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
     EXPECT_EQ(back->pingpong, c.pingpong);
   }
   EXPECT_GE(persistent, 2) << ::testing::PrintToString(names);
-  EXPECT_LE(persistent, 12) << ::testing::PrintToString(names);
+  // (12, and register_a's two /ra256 twins of persistent ones)
+  EXPECT_LE(persistent, 14) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("128x256x64/3/8/persistent")) << ::testing::PrintToString(names);
   // No persistent kernel on sm_80, or without the SM count.
   for (const GemmConfig& c : driver::gemm_config_space(g, step, tir::Target::cuda(80), 163 * 1024,

@@ -476,6 +476,13 @@ TEST(TirVerifierPlan, NoAllocateOnlyOnFragmentCopies) {
       "copy plan: no_allocate on a copy that is not a fragment copy");
 }
 
+// So is the L2 prefetch size, and it is 256 bytes when given.
+TEST(TirVerifierPlan, L2PrefetchOnlyOnFragmentCopies) {
+  expect_one_error(
+      planned({{"plan(tma, width=16, map=0,", "plan(tma, width=16, l2_prefetch=256, map=0,"}}),
+      "copy plan: l2_prefetch 256 (0, or 256 on a fragment copy)");
+}
+
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
 // below the mbarriers.
 TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {

@@ -208,6 +208,12 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   new_a.cache_all = false;
   new_a.cache_by_repeats = false;
   new_a.no_allocate = context.cuda.fragment_no_allocate;
+  // (the L2 prefetch size: every kernel's by the option, or one's by its
+  // config's kernel attr FRAGMENT_L2_PREFETCH, which the tuner searches)
+  const auto l2p = kernel.attrs.find("FRAGMENT_L2_PREFETCH");
+  if (context.cuda.fragment_l2_prefetch ||
+      (l2p != kernel.attrs.end() && l2p->second == AttrValue(int64_t{256})))
+    new_a.l2_prefetch = 256;
   new_a.reason = fmt::format(
       "the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a k-tile, "
       "{} k-tiles ahead) by ld.global.nc: A never enters shared memory (register_a; was: {})",

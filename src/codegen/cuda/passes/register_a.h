@@ -49,6 +49,9 @@
 // budgets it needs). CudaOptions::fragment_no_allocate gives the fragment
 // copy's loads .L1::no_allocate (CopyPlan::no_allocate): off until measured
 // (bench/RESULTS.md, session 28; .devcarry/s29/call1.sh by kernel override).
+// CudaOptions::fragment_l2_prefetch, or the kernel attr
+// FRAGMENT_L2_PREFETCH = 256 (GemmConfig::register_a_l2_prefetch, the
+// config suffix /ra256), gives them .L2::256B (CopyPlan::l2_prefetch).
 #pragma once
 
 #include "passes/pipeline.h"
