@@ -123,6 +123,9 @@ PointerInfo query_pointer(PointerGetAttributeFn get, const void* p) {
   return info;
 }
 
+// CUresult codes (cuda.h, enum cudaError_enum).
+constexpr CUresult kErrorStreamCaptureImplicit = 906;  // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+
 // CUresult codes the user can act on (cuda.h, enum cudaError_enum).
 bool is_user_facing(CUresult rc) {
   switch (rc) {
@@ -134,6 +137,12 @@ bool is_user_facing(CUresult rc) {
     case 702:  // CUDA_ERROR_LAUNCH_TIMEOUT
     case 803:  // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
     case 804:  // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+    // The caller's CUDA graph capture forbids the call: a launch on the
+    // legacy stream while a blocking stream captures, or on a capture
+    // already invalidated.
+    case 900:  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+    case 901:  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+    case kErrorStreamCaptureImplicit:
       return true;
     default:
       return false;
@@ -233,7 +242,11 @@ bool Device::is_capturing(CUstream stream) const {
   auto* capturing = extra(*libs_).cuStreamIsCapturing;
   if (!capturing) return false;
   int status = 0;  // CU_STREAM_CAPTURE_STATUS_NONE
-  check_cuda(*libs_, capturing(stream, &status), "cuStreamIsCapturing");
+  const CUresult rc = capturing(stream, &status);
+  // The legacy stream while a blocking stream captures: any work on it would
+  // join that capture (which this query leaves going).
+  if (rc == kErrorStreamCaptureImplicit) return true;
+  check_cuda(*libs_, rc, "cuStreamIsCapturing");
   return status != 0;
 }
 

@@ -200,7 +200,10 @@ class Device {
   // cuStreamSynchronize.
   void synchronize(CUstream stream) const;
   // cuStreamIsCapturing: whether `stream` is being captured into a CUDA
-  // graph (false when the driver lacks the entry point).
+  // graph (false when the driver lacks the entry point). The legacy stream
+  // (nullptr) counts as capturing while a blocking stream of the context is:
+  // the driver then answers CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, since any
+  // work on it would join that capture, and the capture goes on.
   bool is_capturing(CUstream stream) const;
   CUcontext context() const { return ctx_; }
   // cuMemcpyDtoDAsync of `bytes` on `stream`.

@@ -351,6 +351,26 @@ TEST(CudaDevice, ErrorsNameTheFailingCall) {
   dev.synchronize();  // still usable
 }
 
+// A call the caller's CUDA graph capture forbids (a launch on the legacy
+// stream while a blocking stream captures, one into an invalidated capture)
+// is the caller's error, not an internal one. Needs no GPU: the codes alone.
+TEST(CudaDevice, CaptureErrorsAreTheCallersErrors) {
+  const CudaLibraries none;  // no cuGetErrorString: the code is named by number
+  for (const CUresult rc : {900, 901, 906}) {
+    try {
+      check_cuda(none, rc, "cuLaunchKernel(k)");
+      ADD_FAILURE() << rc << " passed";
+    } catch (const InternalError& e) {
+      ADD_FAILURE() << rc << " is an internal error: " << e.what();
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cuLaunchKernel(k) failed: unknown CUDA error " + std::to_string(rc));
+    }
+  }
+  EXPECT_THROW(check_cuda(none, 999, "cuLaunchKernel(k)"), InternalError);  // CUDA_ERROR_UNKNOWN
+  EXPECT_NO_THROW(check_cuda(none, kCudaSuccess, "cuLaunchKernel(k)"));
+}
+
 TEST(CudaDevice, WithoutAGpuTheDeviceSaysWhy) {
   std::string why;
   if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present";

@@ -1,0 +1,258 @@
+// The GPU host path around the caller (driver::Callable, what the C API and
+// the Python package run; CudaProgram under it): the caller's current
+// context is put back after every call, a failed one too (on two GPUs as
+// well); the legacy stream during a blocking stream's CUDA graph capture
+// gets the intended errors and leaves the capture going; a Callable
+// destroyed during another stream's capture leaves that capture whole; a
+// grid no launch can take is refused before any kernel of the program ran;
+// and a device-side index check replayed from a graph is worded at the
+// sizes it was captured at, however many calls at other sizes came since.
+// Skipped without a GPU (the two-GPU test with fewer than two).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "driver/callable.h"
+#include "driver/compile.h"
+#include "driver/cuda_program.h"
+#include "driver/specialize.h"
+#include "frontend/frontend.h"
+#include "gpu_test_util.h"
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/loader.h"
+
+namespace tilefuse::driver {
+namespace {
+
+using cuda::CUcontext;
+using cuda::CUdeviceptr;
+using cuda::CUresult;
+using cuda::CUstream;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+
+// CUstreamCaptureMode (cuda.h).
+constexpr int kCaptureGlobal = 0, kCaptureThreadLocal = 1, kCaptureRelaxed = 2;
+
+// The driver calls the tests make themselves (the library has no use for
+// them), from the libcuda tilefuse loaded.
+struct Driver {
+  CUresult (*ctx_get_current)(CUcontext*) = nullptr;
+  CUresult (*ctx_set_current)(CUcontext) = nullptr;
+  CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
+  CUresult (*stream_destroy)(CUstream) = nullptr;
+  CUresult (*stream_synchronize)(CUstream) = nullptr;
+  CUresult (*begin_capture)(CUstream, int) = nullptr;
+  CUresult (*end_capture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*graph_launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*exec_destroy)(CUgraphExec) = nullptr;
+  CUresult (*graph_destroy)(CUgraph) = nullptr;
+  CUresult (*memset_async)(CUdeviceptr, unsigned char, std::size_t, CUstream) = nullptr;
+  CUresult (*device_count)(int*) = nullptr;
+  // Optional (null where the driver has dropped it): a context of the
+  // caller's own, created current, and its destruction.
+  CUresult (*ctx_create)(CUcontext*, unsigned, int) = nullptr;
+  CUresult (*ctx_destroy)(CUcontext) = nullptr;
+
+  static const Driver& get() {
+    static const Driver d = [] {
+      Driver x;
+      const cuda::CudaLibraries* libs = cuda::load_cuda_libraries();
+      void* h = libs ? libs->libcuda_handle : nullptr;
+      auto sym = [h](auto& slot, const char* name) {
+        slot =
+            h ? reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(h, name)) : nullptr;
+        EXPECT_NE(slot, nullptr) << "libcuda has no " << name;
+      };
+      sym(x.ctx_get_current, "cuCtxGetCurrent");
+      sym(x.ctx_set_current, "cuCtxSetCurrent");
+      sym(x.stream_create, "cuStreamCreate");
+      sym(x.stream_destroy, "cuStreamDestroy_v2");
+      sym(x.stream_synchronize, "cuStreamSynchronize");
+      sym(x.begin_capture, "cuStreamBeginCapture_v2");
+      sym(x.end_capture, "cuStreamEndCapture");
+      sym(x.instantiate, "cuGraphInstantiateWithFlags");
+      sym(x.graph_launch, "cuGraphLaunch");
+      sym(x.exec_destroy, "cuGraphExecDestroy");
+      sym(x.graph_destroy, "cuGraphDestroy");
+      sym(x.memset_async, "cuMemsetD8Async");
+      sym(x.device_count, "cuDeviceGetCount");
+      if (h) {
+        x.ctx_create = reinterpret_cast<decltype(x.ctx_create)>(dlsym(h, "cuCtxCreate_v2"));
+        x.ctx_destroy = reinterpret_cast<decltype(x.ctx_destroy)>(dlsym(h, "cuCtxDestroy_v2"));
+      }
+      return x;
+    }();
+    return d;
+  }
+};
+
+CUcontext current_context() {
+  CUcontext c = nullptr;
+  EXPECT_EQ(Driver::get().ctx_get_current(&c), 0);
+  return c;
+}
+
+void set_current_context(CUcontext c) {
+  ASSERT_EQ(Driver::get().ctx_set_current(c), 0);
+}
+
+// A stream of its own (flags 0: a blocking stream, ordered with the legacy
+// stream; 1: CU_STREAM_NON_BLOCKING), destroyed at the end of the scope.
+struct Stream {
+  CUstream s = nullptr;
+  explicit Stream(unsigned flags) { EXPECT_EQ(Driver::get().stream_create(&s, flags), 0); }
+  ~Stream() { Driver::get().stream_destroy(s); }
+};
+
+// A finished capture instantiated and launched on `stream`, then waited
+// for; the driver's results of each step, 0 where all went well.
+struct Replay {
+  CUresult end = -1, instantiate = -1, launch = -1, sync = -1;
+};
+Replay end_and_replay(CUstream stream, int replays = 1) {
+  const Driver& d = Driver::get();
+  Replay r;
+  CUgraph graph = nullptr;
+  r.end = d.end_capture(stream, &graph);
+  if (r.end != 0 || graph == nullptr) return r;
+  CUgraphExec exec = nullptr;
+  r.instantiate = d.instantiate(&exec, graph, 0);
+  if (r.instantiate == 0) {
+    for (int i = 0; i < replays; ++i) r.launch = d.graph_launch(exec, stream);
+    r.sync = d.stream_synchronize(stream);
+    d.exec_destroy(exec);
+  }
+  d.graph_destroy(graph);
+  return r;
+}
+
+void expect_replayed(const Replay& r) {
+  EXPECT_EQ(r.end, 0) << "the capture did not end well";
+  EXPECT_EQ(r.instantiate, 0);
+  EXPECT_EQ(r.launch, 0);
+  EXPECT_EQ(r.sync, 0);
+}
+
+// Runs `f`, which must throw a UserError (an InternalError is a failure)
+// whose message holds each of `parts`.
+template <class F>
+void expect_user_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error (expected one holding \"" << parts.at(0) << "\")";
+  } catch (const InternalError& e) {
+    ADD_FAILURE() << "an internal error: " << e.what();
+  } catch (const UserError& e) {
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+void* address(const cuda::DeviceBuffer& b) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.ptr()));
+}
+
+CallTensor on_gpu(const cuda::DeviceBuffer& b, DType dtype, Shape shape, int device_id = 0) {
+  CallTensor t;
+  t.device = DeviceKind::kCuda;
+  t.device_id = device_id;
+  t.data = address(b);
+  t.dtype = dtype;
+  t.strides = contiguous_strides(shape);
+  t.shape = std::move(shape);
+  return t;
+}
+
+// `x[i] * 2.0` on one device: x f32[5, 4] = 0, 1, ..., 19 and an index
+// tensor of two rows, an output of [2, 4].
+constexpr const char* kGather = "def g(x: f32[5, 4], i: i64[M]):\n    return x[i] * 2.0\n";
+
+struct GatherCall {
+  cuda::DeviceBuffer x, i, out;
+  int device_id;
+  GatherCall(cuda::Device& dev, int id)
+      : x(dev, 20 * 4), i(dev, 2 * 8), out(dev, 2 * 4 * 4), device_id(id) {
+    std::vector<float> xs(20);
+    for (int k = 0; k < 20; ++k) xs[static_cast<size_t>(k)] = static_cast<float>(k);
+    x.upload(xs);
+    i.upload(std::vector<int64_t>{4, 1});
+  }
+  std::vector<CallTensor> inputs() const {
+    return {on_gpu(x, DType::F32, {5, 4}, device_id), on_gpu(i, DType::I64, {2}, device_id)};
+  }
+  std::vector<CallTensor> outputs() const { return {on_gpu(out, DType::F32, {2, 4}, device_id)}; }
+  // out = x[[4, 1]] * 2.
+  void expect_result() const {
+    const std::vector<float> got = out.download<float>(8);
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(got[static_cast<size_t>(c)], 2.0f * static_cast<float>(16 + c));
+      EXPECT_EQ(got[static_cast<size_t>(4 + c)], 2.0f * static_cast<float>(4 + c));
+    }
+  }
+};
+
+CallableOptions untuned() {
+  CallableOptions o;
+  o.tuning = false;
+  return o;
+}
+
+CallContext synced(CUstream stream = nullptr) {
+  CallContext c;
+  c.stream = stream;
+  c.sync = true;
+  return c;
+}
+
+// While a blocking stream captures in global mode, the legacy stream
+// cannot be used (cuStreamIsCapturing on it answers
+// CUDA_ERROR_STREAM_CAPTURE_IMPLICIT): a first call there (which would
+// compile and load) and a check="sync" call get the intended errors, not
+// an internal one, and the capture goes on and replays. A call at known
+// sizes there gets as far as the launch, which the driver refuses: the
+// caller's error (UserError), not an internal one (that capture may be
+// invalidated by it: the driver's rule). Ended, the next calls run.
+TEST(GpuHostPath, TheLegacyStreamDuringABlockingStreamsCapture) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  GatherCall g(dev, 0);
+  Callable warm(kGather, "g.tfs", untuned());
+  ASSERT_NO_THROW(warm.call(g.inputs(), g.outputs(), synced()));
+  Callable cold(kGather, "g.tfs", untuned());
+  cuda::DeviceBuffer marker(dev, 256);
+  marker.memset(0);
+  const Driver& d = Driver::get();
+  {
+    Stream blocking(0);
+    ASSERT_EQ(d.begin_capture(blocking.s, kCaptureGlobal), 0);
+    ASSERT_EQ(d.memset_async(marker.ptr(), 7, 256, blocking.s), 0);
+    expect_user_error([&] { cold.call(g.inputs(), g.outputs(), {}); },
+                      {"call the program once at these sizes before capturing"});
+    expect_user_error([&] { warm.call(g.inputs(), g.outputs(), synced()); },
+                      {"capture without it"});
+    expect_replayed(end_and_replay(blocking.s));
+  }
+  EXPECT_EQ(marker.download<unsigned char>(256), std::vector<unsigned char>(256, 7));
+  {
+    Stream blocking(0);
+    ASSERT_EQ(d.begin_capture(blocking.s, kCaptureGlobal), 0);
+    expect_user_error([&] { warm.call(g.inputs(), g.outputs(), {}); }, {"cuLaunchKernel"});
+    end_and_replay(blocking.s);
+  }
+  for (Callable* c : {&cold, &warm}) {
+    g.out.memset(0);
+    ASSERT_NO_THROW(c->call(g.inputs(), g.outputs(), synced()));
+    g.expect_result();
+  }
+}
+
+}  // namespace
+}  // namespace tilefuse::driver
