@@ -198,7 +198,12 @@ TF_API void tf_run_options_init(tf_run_options* options);
  * memory and reported as TF_ERROR_INDEX by a later tf_run of the same
  * program (once the failing kernel has finished) or by tf_synchronize, or by
  * this call with options->sync; the device stays usable. This is how CUDA
- * reports asynchronous errors, except that the context survives. */
+ * reports asynchronous errors, except that the context survives.
+ *
+ * Every function that works on a GPU makes that GPU's primary context current
+ * on the calling thread to do it, and leaves the thread's current context as
+ * it found it (none included) when it returns, failed or not: a caller's
+ * current device (cudaGetDevice, torch.cuda.current_device()) does not change. */
 TF_API tf_status tf_run(tf_program* program, const DLTensor* const* inputs, int num_inputs,
                         const DLTensor* const* outputs, int num_outputs,
                         const tf_run_options* options, size_t* workspace_needed);

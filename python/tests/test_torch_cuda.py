@@ -8,9 +8,10 @@ current stream (a side-stream test); a call captured in a CUDA graph and
 replayed 100 times matches eager calls; an index out of range raises
 tilefuse.IndexOutOfRange naming index, position and value, and the next torch
 op and the next tilefuse call succeed; an index that no kernel reads (K = 0, a
-sliced gather) is checked on the device too, in a replayed graph as well; and the
-host overhead of 1000 calls on tiny tensors (written to $TILEFUSE_OVERHEAD_JSON
-when set)."""
+sliced gather) is checked on the device too, in a replayed graph as well; a call
+on cuda:1 leaves torch's current device as it was (two GPUs); and the host
+overhead of 1000 calls on tiny tensors (written to $TILEFUSE_OVERHEAD_JSON when
+set)."""
 
 import json
 import os
@@ -237,6 +238,34 @@ def test_an_unread_index_is_checked_on_the_device():
     graph.replay()
     torch.cuda.synchronize()
     tilefuse.synchronize()
+
+
+def test_a_call_on_cuda1_keeps_the_current_device():
+    """A call on cuda:1 tensors makes cuda:1's context current to launch; the
+    caller's current device (torch.cuda.current_device(), the current context)
+    is cuda:0 again after it, a failing call's too, and the next torch op on the
+    current device runs on cuda:0. Skipped with one GPU."""
+    torch = cuda_torch()
+    if torch.cuda.device_count() < 2:
+        skip("needs two GPUs")
+    torch.cuda.set_device(0)
+    k = tilefuse.compile(TINY)
+    with torch.cuda.device(1):
+        x, w, idx = tiny_inputs(torch)
+    assert x.device.index == 1
+    for _ in range(2):              # a first call (compiles) and a repeated one
+        out = k(x, w, idx, check="sync")
+        assert torch.cuda.current_device() == 0
+    assert out.device.index == 1
+    assert rel_err(out, x[idx] @ w) < 1e-2
+    bad = idx.clone()
+    bad[3] = 1000
+    with raises(tilefuse.IndexOutOfRange, match="= 1000"):
+        k(x, w, bad, check="sync")
+    assert torch.cuda.current_device() == 0
+    tilefuse.synchronize()
+    assert torch.cuda.current_device() == 0
+    assert torch.ones(4, device="cuda").device.index == 0
 
 
 def test_jit_equals_eager():

@@ -423,6 +423,7 @@ std::string configs_key(const Graph& g, const Plan& plan, const LowerOptions& lo
 std::size_t Callable::workspace_bytes(const std::vector<CallTensor>& inputs) {
   const Graph& g = program_.graph;
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  cuda::CurrentContextGuard restore;
   const auto [kind, device_id] = call_device(g, impl_->output_names, inputs, {}, options_.device);
   if (kind == DeviceKind::kCpu) return 0;
   const std::vector<ArgDesc> args = descs_of(inputs);
@@ -503,6 +504,9 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
                     const CallContext& context) {
   const Graph& g = program_.graph;
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  // The devices' contexts are made current to compile, load and launch;
+  // the caller's is current again when the call returns or throws.
+  cuda::CurrentContextGuard restore;
   std::vector<int64_t>& signature = impl_->signature;
   signature.clear();
   signature_of(inputs, &signature);
@@ -607,8 +611,8 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     return;
   }
 
-  // The last call's device (cuda_device made it current then; this thread
-  // may have another context current now).
+  // The last call's device (cuda_device made it current then, and `restore`
+  // put the caller's back).
   cuda::Device& dev = *impl_->last_cuda;
   dev.make_current();
   // A failed check of an earlier call surfaces now (its kernel has finished
@@ -647,6 +651,7 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
 
 void Callable::synchronize() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  cuda::CurrentContextGuard restore;
   for (int id : impl_->devices) cuda_device(id).synchronize();
   for (const auto& [key, e] : impl_->entries)
     if (e->cuda) e->cuda->poll_status();
@@ -654,6 +659,7 @@ void Callable::synchronize() {
 
 json Callable::explain(const std::vector<CallTensor>* inputs, const std::string& target_name) {
   const Graph& g = program_.graph;
+  cuda::CurrentContextGuard restore;
   tir::Target target = tir::Target::cpu();
   if (!target_name.empty()) {
     std::optional<tir::Target> t = tir::Target::parse(target_name);
@@ -677,6 +683,7 @@ json Callable::explain(const std::vector<CallTensor>* inputs, const std::string&
 
 std::vector<std::string> Callable::tune(const std::vector<SymbolValues>& sizes, bool retune) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  cuda::CurrentContextGuard restore;
   std::vector<std::string> lines;
   std::string why_not;
   const bool gpu = options_.device != "cpu" && cuda::cuda_available(&why_not);

@@ -22,6 +22,10 @@
 // kIndex for an index out of range), WorkspaceTooSmall, or InternalError.
 // Thread safety: calls of one Callable are serialized by a lock (a first
 // call at new sizes compiles under it); distinct Callables are independent.
+// Contexts: a method that runs on a GPU makes its primary context current
+// to work there, and puts the caller's current context (or none) back when
+// it returns or throws (cuda::CurrentContextGuard): a PyTorch caller's
+// current device stays what it was.
 #pragma once
 
 #include <cstddef>

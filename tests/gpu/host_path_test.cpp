@@ -212,6 +212,118 @@ CallContext synced(CUstream stream = nullptr) {
   return c;
 }
 
+// A call makes the device's primary context current to compile, load and
+// launch; the caller's (here none) is current again after it returns or
+// throws, whichever way: a first call (compiles), a repeated one, one
+// refused before any launch, one whose kernel's index check fails (raised
+// by check="sync"), synchronize, workspace_bytes and the destructor.
+TEST(GpuHostPath, ACallPutsBackTheCallersContextNone) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  GatherCall g(dev, 0);
+  auto c = std::make_unique<Callable>(kGather, "g.tfs", untuned());
+  set_current_context(nullptr);
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    ASSERT_NO_THROW(c->call(g.inputs(), g.outputs(), synced()));
+    EXPECT_EQ(current_context(), nullptr) << "call " << repeat;
+  }
+  g.expect_result();
+  // Refused before any launch (an output of the wrong shape).
+  std::vector<CallTensor> wrong = g.outputs();
+  wrong[0].shape = {3, 4};
+  wrong[0].strides = {4, 1};
+  EXPECT_THROW(c->call(g.inputs(), wrong, synced()), UserError);
+  EXPECT_EQ(current_context(), nullptr);
+  // An index out of range, found by the kernel and raised by the sync.
+  // (The copies need a current context: the device's, then none again.)
+  dev.make_current();
+  g.i.upload(std::vector<int64_t>{0, 7});
+  set_current_context(nullptr);
+  try {
+    c->call(g.inputs(), g.outputs(), synced());
+    ADD_FAILURE() << "no index error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIndex) << e.what();
+  }
+  EXPECT_EQ(current_context(), nullptr);
+  dev.make_current();
+  g.i.upload(std::vector<int64_t>{4, 1});
+  set_current_context(nullptr);
+  EXPECT_NO_THROW(c->synchronize());
+  EXPECT_EQ(current_context(), nullptr);
+  EXPECT_NO_THROW(c->workspace_bytes(g.inputs()));
+  EXPECT_EQ(current_context(), nullptr);
+  c.reset();
+  EXPECT_EQ(current_context(), nullptr);
+  // The primary context was used and is fine.
+  dev.make_current();
+  dev.synchronize();
+  g.expect_result();
+}
+
+// The caller's current context is one of its own (not the primary one
+// tilefuse works in): a good call and a failing one leave it current.
+TEST(GpuHostPath, ACallPutsBackAContextOfTheCallersOwn) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  const Driver& d = Driver::get();
+  if (!d.ctx_create || !d.ctx_destroy) GTEST_SKIP() << "the driver has no cuCtxCreate_v2";
+  cuda::Device& dev = cuda_device(0);
+  GatherCall g(dev, 0);
+  Callable c(kGather, "g.tfs", untuned());
+  CUcontext own = nullptr;
+  ASSERT_EQ(d.ctx_create(&own, 0, 0), 0);  // current now
+  ASSERT_NE(own, dev.context());
+  ASSERT_NO_THROW(c.call(g.inputs(), g.outputs(), synced()));
+  EXPECT_EQ(current_context(), own);
+  dev.make_current();
+  g.expect_result();
+  g.i.upload(std::vector<int64_t>{0, 7});
+  set_current_context(own);
+  EXPECT_THROW(c.call(g.inputs(), g.outputs(), synced()), UserError);
+  EXPECT_EQ(current_context(), own);
+  EXPECT_NO_THROW(c.synchronize());
+  EXPECT_EQ(current_context(), own);
+  EXPECT_EQ(d.ctx_destroy(own), 0);
+  dev.make_current();
+  g.i.upload(std::vector<int64_t>{4, 1});
+  ASSERT_NO_THROW(c.call(g.inputs(), g.outputs(), synced()));
+  EXPECT_EQ(current_context(), dev.context());
+  g.expect_result();
+}
+
+// On two GPUs: the caller's current context is device 0's (a PyTorch user
+// on cuda:0); calls on cuda:1 tensors, good and failing, leave it current.
+TEST(GpuHostPath, ACallOnTheSecondGpuLeavesTheFirstCurrent) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  int count = 0;
+  ASSERT_EQ(Driver::get().device_count(&count), 0);
+  if (count < 2) GTEST_SKIP() << "needs two GPUs, the machine has " << count;
+  cuda::Device& dev0 = cuda_device(0);
+  cuda::Device& dev1 = cuda_device(1);
+  GatherCall g(dev1, 1);
+  Callable c(kGather, "g.tfs", untuned());
+  dev0.make_current();
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    ASSERT_NO_THROW(c.call(g.inputs(), g.outputs(), synced()));
+    EXPECT_EQ(current_context(), dev0.context()) << "call " << repeat;
+  }
+  // (Copies to device 1's memory in its context, then device 0's again.)
+  dev1.make_current();
+  g.i.upload(std::vector<int64_t>{0, 7});
+  dev0.make_current();
+  EXPECT_THROW(c.call(g.inputs(), g.outputs(), synced()), UserError);
+  EXPECT_EQ(current_context(), dev0.context());
+  dev1.make_current();
+  g.i.upload(std::vector<int64_t>{4, 1});
+  dev0.make_current();
+  ASSERT_NO_THROW(c.call(g.inputs(), g.outputs(), synced()));
+  EXPECT_EQ(current_context(), dev0.context());
+  EXPECT_NO_THROW(c.synchronize());
+  EXPECT_EQ(current_context(), dev0.context());
+  dev1.make_current();
+  g.expect_result();
+}
+
 // While a blocking stream captures in global mode, the legacy stream
 // cannot be used (cuStreamIsCapturing on it answers
 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT): a first call there (which would

@@ -58,6 +58,8 @@ struct ExtraEntryPoints {
   CUresult (*cuPointerGetAttribute)(void* data, int attribute, CUdeviceptr ptr) = nullptr;
   // [Stream Management] CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx)
   CUresult (*cuStreamGetCtx)(CUstream stream, CUcontext* ctx) = nullptr;
+  // [Context Management] CUresult cuCtxGetCurrent(CUcontext* pctx)
+  CUresult (*cuCtxGetCurrent)(CUcontext* ctx) = nullptr;
 };
 
 template <typename Fn>
@@ -83,6 +85,7 @@ const ExtraEntryPoints& extra(const CudaLibraries& libs) {
     resolve(libs.libcuda_handle, x.cuMemFreeHost, "cuMemFreeHost");
     resolve(libs.libcuda_handle, x.cuPointerGetAttribute, "cuPointerGetAttribute");
     resolve(libs.libcuda_handle, x.cuStreamGetCtx, "cuStreamGetCtx");
+    resolve(libs.libcuda_handle, x.cuCtxGetCurrent, "cuCtxGetCurrent");
     return x;
   }();
   return e;
@@ -228,7 +231,32 @@ std::string Device::arch() const {
   return a;
 }
 
+namespace {
+// The innermost CurrentContextGuard of this thread (null: none).
+thread_local CurrentContextGuard* t_context_guard = nullptr;
+}  // namespace
+
+CurrentContextGuard::CurrentContextGuard() noexcept : outer_(t_context_guard) {
+  t_context_guard = this;
+}
+
+CurrentContextGuard::~CurrentContextGuard() {
+  t_context_guard = outer_;
+  if (libs_) libs_->cuCtxSetCurrent(saved_);  // errors dropped: destructors do not throw
+}
+
 void Device::make_current() const {
+  // The first switch under a guard saves what it replaces (nullptr: no
+  // context was current), for the guard to put back. (A driver without
+  // cuCtxGetCurrent, older than any tilefuse runs on, restores nothing.)
+  CurrentContextGuard* guard = t_context_guard;
+  if (auto* get = extra(*libs_).cuCtxGetCurrent; guard && !guard->libs_ && get) {
+    CUcontext current = nullptr;
+    check_cuda(*libs_, get(&current), "cuCtxGetCurrent");
+    if (current == ctx_) return;  // already current: nothing to switch or put back
+    guard->saved_ = current;
+    guard->libs_ = libs_;
+  }
   check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 

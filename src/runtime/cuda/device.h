@@ -189,7 +189,9 @@ class Device {
   int max_shared_per_block_optin() const { return max_smem_optin_; }
   std::size_t total_memory() const { return total_memory_; }
 
-  // Makes the primary context current on the calling thread.
+  // Makes the primary context current on the calling thread (inside a
+  // CurrentContextGuard's scope, the context it replaces is restored when
+  // the guard goes).
   void make_current() const;
   // cuCtxSynchronize; a kernel fault raised since the last check throws here.
   void synchronize() const;
@@ -221,6 +223,29 @@ class Device {
   std::string name_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_smem_optin_ = 0;
   std::size_t total_memory_ = 0;
+};
+
+// The calling thread's current CUDA context as it was, put back when the
+// guard goes out of scope (also when an exception leaves it): the context
+// that was current (none included) before the first Device::make_current()
+// in its scope replaced it. An entry point that the caller calls with a
+// context of its own current declares one first: a PyTorch user's current
+// device is the thread's current context (cudaGetDevice reads it), so a
+// call on cuda:1 must not leave cuda:1 current. Guards nest (each puts back
+// what was current at its own first switch); one where nothing is made
+// current (a CPU call) loads and calls nothing. Per thread; on the stack.
+class CurrentContextGuard {
+ public:
+  CurrentContextGuard() noexcept;
+  ~CurrentContextGuard();
+  CurrentContextGuard(const CurrentContextGuard&) = delete;
+  CurrentContextGuard& operator=(const CurrentContextGuard&) = delete;
+
+ private:
+  friend class Device;
+  CurrentContextGuard* outer_;           // the enclosing guard of this thread
+  const CudaLibraries* libs_ = nullptr;  // set once `saved_` holds the context to restore
+  CUcontext saved_ = nullptr;
 };
 
 // Page-locked host memory mapped into the device's address space
