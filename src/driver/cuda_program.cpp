@@ -61,9 +61,10 @@ std::string format_check(const std::string& message, const int64_t* args, int nu
 constexpr int kIndexCheckIdBase = 1 << 24;
 
 // tf::IndexView (tf_index_check.cuh), as the kernel takes it by value.
+constexpr int kIndexViewRank = 8;  // tf::kIndexCheckMaxRank
 struct HostIndexView {
-  int64_t shape[8];
-  int64_t strides[8];
+  int64_t shape[kIndexViewRank];
+  int64_t strides[kIndexViewRank];
 };
 static_assert(sizeof(HostIndexView) == 128);
 
@@ -78,7 +79,7 @@ struct HelperView {
 HelperView helper_view(const Shape& shape, const std::vector<int64_t>& strides, const char* what) {
   HelperView h;
   h.rank = static_cast<int>(shape.size());
-  TF_CHECK(h.rank <= 8 && strides.size() == shape.size(),
+  TF_CHECK(h.rank <= kIndexViewRank && strides.size() == shape.size(),
            fmt::format("{} of more than 8 dims", what));
   for (size_t d = 0; d < shape.size(); ++d) {
     h.view.shape[d] = shape[d];
@@ -222,12 +223,6 @@ struct CudaProgram::Impl {
   // indices_may_go_unread at the last call's binding (-1: not known).
   std::vector<int64_t> unread_binding;
   int unread = -1;
-  // Each launch of the checks has a serial number, reported with a failure;
-  // the bindings of the last kSerialSlots such launches decode its position.
-  static constexpr int64_t kSerialSlots = 8;
-  int64_t check_serial = 0;
-  std::vector<int64_t> serial_bindings[kSerialSlots];
-  int64_t serial_of[kSerialSlots] = {};
   int64_t check_launches = 0;
 };
 
@@ -379,9 +374,10 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     impl_->kernels.push_back(std::move(k));
   }
   // One status word per reporter (status_word): the index checks, then
-  // each kernel.
+  // each kernel; then the index checks' report of the index tensor's shape
+  // (index_check_shape).
   impl_->status = std::make_unique<cuda::MappedHostBuffer>(
-      device, sizeof(HostStatus) * (impl_->kernels.size() + 1));
+      device, sizeof(HostStatus) * (impl_->kernels.size() + 1) + sizeof(int64_t) * kIndexViewRank);
 
   // The gathers launch(DeviceCall) checks on the device where their
   // indices may go unread (check_unread_indices' condition, per call).
@@ -600,12 +596,9 @@ void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream str
   }
   if (im.unread == 0) return;
   TF_CHECK(im.check_module != nullptr, "the index check kernels were not loaded");
-  const int64_t serial = ++im.check_serial;
-  const size_t slot = static_cast<size_t>(serial % Impl::kSerialSlots);
-  im.serial_bindings[slot] = call.binding;
-  im.serial_of[slot] = serial;
   cuda::CUdeviceptr first_bad = im.check_first_bad->ptr(), arrived = im.check_arrived->ptr();
   cuda::CUdeviceptr status = status_word(0);
+  cuda::CUdeviceptr shape_out = index_check_shape();
   for (size_t c = 0; c < im.index_checks.size(); ++c) {
     const Node& n = g.node(im.index_checks[c].gather);
     const Node& in = g.node(n.inputs[1]);
@@ -617,9 +610,8 @@ void CudaProgram::launch_index_checks(const DeviceCall& call, cuda::CUstream str
     int64_t lowest = n.index_wraps_negative ? -size : 0;
     cuda::CUdeviceptr idx = call.inputs.at(param);
     int id = kIndexCheckIdBase + static_cast<int>(c);
-    int64_t serial_arg = serial;
-    void* args[] = {&idx,       &h.view,  &h.rank, &h.count, &size,      &lowest,
-                    &first_bad, &arrived, &status, &id,      &serial_arg};
+    void* args[] = {&idx,       &h.view,  &h.rank, &h.count, &size,     &lowest,
+                    &first_bad, &arrived, &status, &id,      &shape_out};
     const cuda::Function& f = in.dtype == DType::I32 ? im.check_i32 : im.check_i64;
     TF_CHECK(in.dtype == DType::I32 || in.dtype == DType::I64, "an index tensor of another dtype");
     launch_helper(f, h.count, device_.sm_count(), args, stream);
@@ -863,6 +855,10 @@ cuda::CUdeviceptr CudaProgram::status_word(size_t reporter) const {
   return impl_->status->device() + reporter * sizeof(HostStatus);
 }
 
+cuda::CUdeviceptr CudaProgram::index_check_shape() const {
+  return status_word(impl_->kernels.size() + 1);
+}
+
 void CudaProgram::poll_status() {
   // The words in launch order (status_word): the first that holds a report
   // is the first failure in program order, as the CPU executor would stop
@@ -883,6 +879,14 @@ void CudaProgram::poll_status() {
     std::atomic_thread_fence(std::memory_order_acquire);
     int64_t args[4];
     for (int i = 0; i < 4; ++i) args[i] = s->args[i];
+    // The index checks' report goes with the index tensor's shape, written
+    // under the same claim (read before the word is cleared: a later
+    // report may then overwrite it).
+    int64_t shape[kIndexViewRank] = {};
+    if (w == 0) {
+      const volatile int64_t* reported = reinterpret_cast<const volatile int64_t*>(words + count);
+      for (int d = 0; d < kIndexViewRank; ++d) shape[d] = reported[d];
+    }
     // The later words' reports come from kernels that ran after this
     // failure (on what it left): cleared with it, as the CPU executor
     // stops at the first. A word still being written is left to the next
@@ -897,7 +901,7 @@ void CudaProgram::poll_status() {
         __atomic_compare_exchange_n(const_cast<int32_t*>(&words[later].code), &seen, 0, false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     }
-    if (w == 0) throw_index_check_error(code, args);
+    if (w == 0) throw_index_check_error(code, args, shape);
     for (const codegen::CudaCheck& c : impl_->kernels[w - 1].code->checks)
       if (c.id == code)
         throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args), c.loc);
@@ -906,24 +910,20 @@ void CudaProgram::poll_status() {
   }
 }
 
-void CudaProgram::throw_index_check_error(int32_t code, const int64_t* args) const {
+void CudaProgram::throw_index_check_error(int32_t code, const int64_t* args,
+                                          const int64_t* shape) const {
   // The device-side check of an index no kernel reads (launch_index_checks):
-  // value, row-major position, size, the launch's serial.
+  // value, row-major position, size; the index tensor's shape at the launch
+  // that reported, as it reported it (a replayed graph's launch may be at
+  // other sizes than any call since: nothing kept on the host decodes it).
   const int64_t check = static_cast<int64_t>(code) - kIndexCheckIdBase;
   TF_CHECK(check >= 0 && check < static_cast<int64_t>(impl_->index_checks.size()),
            fmt::format("the index checks reported status {} that none of them has", code));
-  const Impl& im = *impl_;
-  const ValueId gather = im.index_checks[static_cast<size_t>(check)].gather;
+  const ValueId gather = impl_->index_checks[static_cast<size_t>(check)].gather;
   const Graph& g = program_.graph;
-  // The index's shape at the sizes of the launch that reported (the last
-  // kSerialSlots launches are kept; past them, the last launch's).
-  const size_t slot = static_cast<size_t>(args[3] % Impl::kSerialSlots);
-  const Binding& binding =
-      im.serial_of[slot] == args[3]
-          ? im.serial_bindings[slot]
-          : im.serial_bindings[static_cast<size_t>(im.check_serial % Impl::kSerialSlots)];
-  throw_gather_index_error(
-      g, gather, args[2], bound_shape(g.node(g.node(gather).inputs[1]), binding), args[1], args[0]);
+  const size_t rank = g.node(g.node(gather).inputs[1]).shape.size();
+  const Shape idx_shape(shape, shape + rank);
+  throw_gather_index_error(g, gather, args[2], idx_shape, args[1], args[0]);
 }
 
 void CudaProgram::check_status(cuda::CUstream stream) {

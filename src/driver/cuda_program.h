@@ -227,8 +227,13 @@ class CudaProgram {
   // The device address of reporter `reporter`'s status word: 0 the index
   // checks, 1 + i kernel i (plan order).
   cuda::CUdeviceptr status_word(size_t reporter) const;
-  // The UserError of an index check's report (`code`, its 4 args).
-  [[noreturn]] void throw_index_check_error(int32_t code, const int64_t* args) const;
+  // The device address of the 8 words after the status words where the
+  // index checks' report puts the index tensor's shape (tf_index_check.cuh).
+  cuda::CUdeviceptr index_check_shape() const;
+  // The UserError of an index check's report (`code`, its 4 args, the
+  // index tensor's reported `shape`, 8 words).
+  [[noreturn]] void throw_index_check_error(int32_t code, const int64_t* args,
+                                            const int64_t* shape) const;
   // Launches kernels [begin, end) with each value at `where` (by ValueId; 0
   // for values that are not in memory).
   void launch_kernels(const std::vector<cuda::CUdeviceptr>& where,

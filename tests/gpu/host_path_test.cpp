@@ -366,5 +366,54 @@ TEST(GpuHostPath, TheLegacyStreamDuringABlockingStreamsCapture) {
   }
 }
 
+// The device-side check of an index no kernel reads (a slice of a gather),
+// captured at i64[3, 4] with a bad index at row-major position 7, then 9
+// calls at [4, 3] (the same compiled program, each launching the check)
+// before the graph replays: the report is worded in the captured shape,
+// `i`[1, 3] (decoded in [4, 3] it would read [2, 1]).
+TEST(GpuHostPath, AReplayedIndexCheckIsWordedAtItsCapturedSizes) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  const Driver& d = Driver::get();
+  Callable c("def s(x: f32[5, 4], i: i64[R, C]):\n    return x[i][0:1] * 2.0\n", "s.tfs",
+             untuned());
+  cuda::DeviceBuffer x(dev, 20 * 4), i_a(dev, 12 * 8), i_b(dev, 12 * 8), out_a(dev, 16 * 4),
+      out_b(dev, 12 * 4);
+  x.upload(std::vector<float>(20, 1.0f));
+  i_a.upload(std::vector<int64_t>(12, 3));
+  i_b.upload(std::vector<int64_t>(12, 2));
+  const std::vector<CallTensor> in_a = {on_gpu(x, DType::F32, {5, 4}),
+                                        on_gpu(i_a, DType::I64, {3, 4})};
+  const std::vector<CallTensor> in_b = {on_gpu(x, DType::F32, {5, 4}),
+                                        on_gpu(i_b, DType::I64, {4, 3})};
+  const std::vector<CallTensor> outs_a = {on_gpu(out_a, DType::F32, {1, 4, 4})};
+  const std::vector<CallTensor> outs_b = {on_gpu(out_b, DType::F32, {1, 3, 4})};
+  Stream capturing(1);
+  ASSERT_NO_THROW(c.call(in_a, outs_a, synced(capturing.s)));
+  ASSERT_EQ(d.begin_capture(capturing.s, kCaptureGlobal), 0);
+  CallContext on_capturing;
+  on_capturing.stream = capturing.s;
+  ASSERT_NO_THROW(c.call(in_a, outs_a, on_capturing));
+  CUgraph graph = nullptr;
+  ASSERT_EQ(d.end_capture(capturing.s, &graph), 0);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(d.instantiate(&exec, graph, 0), 0);
+  for (int k = 0; k < 9; ++k) ASSERT_NO_THROW(c.call(in_b, outs_b, synced()));
+  EXPECT_EQ(c.compile_count(), 1) << "the two shapes did not share one compiled program";
+  std::vector<int64_t> bad(12, 3);
+  bad[7] = 9;
+  i_a.upload(bad);
+  ASSERT_EQ(d.graph_launch(exec, capturing.s), 0);
+  ASSERT_EQ(d.stream_synchronize(capturing.s), 0);
+  expect_user_error([&] { c.synchronize(); },
+                    {"index 9 is out of bounds for dim 0 of `x` (size 5): `i`[1, 3] = 9"});
+  i_a.upload(std::vector<int64_t>(12, 3));
+  ASSERT_EQ(d.graph_launch(exec, capturing.s), 0);
+  ASSERT_EQ(d.stream_synchronize(capturing.s), 0);
+  EXPECT_NO_THROW(c.synchronize());
+  d.exec_destroy(exec);
+  d.graph_destroy(graph);
+}
+
 }  // namespace
 }  // namespace tilefuse::driver

@@ -22,16 +22,19 @@ constexpr int kIndexCheckThreads = 256;
 // 0 for index_select. Each block finds its lowest failing row-major
 // position and takes the minimum into *first_bad (ULLONG_MAX when none);
 // the last block to arrive at *arrived (tf::last_arrival) reports that
-// position's value into the status word, report(status, id, value,
-// position, size, serial), and leaves both words as it found them
-// (ULLONG_MAX and 0) for the next launch or graph replay. So the report is
-// the lowest failing position whatever the blocks' order, as the CPU
-// executor's.
+// position's value into the status word (code id; value, position, size),
+// with the index tensor's shape at this launch in shape_out[0 .. rank),
+// written under the word's claim and published with it: the host words the
+// error from the report alone, whichever launch made it (a graph replayed
+// long after its capture, at other sizes than the calls since). It leaves
+// *first_bad and *arrived as it found them (ULLONG_MAX and 0) for the next
+// launch or graph replay. So the report is the lowest failing position
+// whatever the blocks' order, as the CPU executor's.
 template <class T>
 __device__ __forceinline__ void check_indices(const T* idx, const IndexView& view, int rank,
                                               long long count, long long size, long long lowest,
                                               unsigned long long* first_bad, int* arrived,
-                                              Status* status, int id, long long serial) {
+                                              Status* status, int id, long long* shape_out) {
   auto offset_of = [&](long long linear) {
     long long off = 0;
     for (int d = rank - 1; d >= 0; --d) {
@@ -62,7 +65,9 @@ __device__ __forceinline__ void check_indices(const T* idx, const IndexView& vie
   if (bad == ~0ull) return;
   *first_bad = ~0ull;
   const long long position = static_cast<long long>(bad);
-  report(status, id, static_cast<long long>(idx[offset_of(position)]), position, size, serial);
+  if (!claim_report(status)) return;  // an earlier report, not yet read, holds the word
+  for (int d = 0; d < rank; ++d) shape_out[d] = view.shape[d];
+  publish_report(status, id, static_cast<long long>(idx[offset_of(position)]), position, size, 0);
 }
 
 }  // namespace tf
@@ -73,7 +78,7 @@ __device__ __forceinline__ void check_indices(const T* idx, const IndexView& vie
   extern "C" __global__ void __launch_bounds__(tf::kIndexCheckThreads)                          \
       NAME(const T* idx, const __grid_constant__ tf::IndexView view, int rank, long long count, \
            long long size, long long lowest, unsigned long long* first_bad, int* arrived,       \
-           tf::Status* status, int id, long long serial) {                                      \
+           tf::Status* status, int id, long long* shape_out) {                                  \
     tf::check_indices<T>(idx, view, rank, count, size, lowest, first_bad, arrived, status, id,  \
-                         serial);                                                               \
+                         shape_out);                                                            \
   }

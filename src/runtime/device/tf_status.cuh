@@ -16,16 +16,25 @@ struct Status {
   long long args[4];
 };
 
+// (In two steps for a reporter with more to say than the four arguments:
+// claim_report, then what else it writes, then publish_report, whose fence
+// makes that visible before the code too. tf_index_check.cuh's index
+// tensor shape.)
+__device__ __forceinline__ bool claim_report(Status* s) {
+  return atomicCAS(&s->code, 0, -1) == 0;
+}
+__device__ __forceinline__ void publish_report(Status* s, int code, long long a0, long long a1,
+                                               long long a2, long long a3) {
+  s->args[0] = a0;
+  s->args[1] = a1;
+  s->args[2] = a2;
+  s->args[3] = a3;
+  __threadfence_system();
+  atomicExch(&s->code, code);
+}
 __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, long long a1 = 0,
                                        long long a2 = 0, long long a3 = 0) {
-  if (atomicCAS(&s->code, 0, -1) == 0) {
-    s->args[0] = a0;
-    s->args[1] = a1;
-    s->args[2] = a2;
-    s->args[3] = a3;
-    __threadfence_system();
-    atomicExch(&s->code, code);
-  }
+  if (claim_report(s)) publish_report(s, code, a0, a1, a2, a3);
 }
 
 // report, out of line: for a check in a hot loop's body whose error path,
