@@ -178,10 +178,14 @@ struct CudaProgram::Impl {
     std::vector<cuda::CUdeviceptr> tensor_map_bases;
     std::vector<cuda::CUdeviceptr> bases_scratch;  // this launch's, compared with the above
     std::vector<void*> args;
-    // A symbolic grid's block count and the scalars it was computed from
-    // (a repeated call at the same sizes skips evaluating the extents).
+    // The grid's block count (launch_blocks) and the scalars it was
+    // computed from (a repeated call at the same sizes skips evaluating the
+    // extents; a constant grid is evaluated once), and the blocks the next
+    // launch runs (prepare_launches: a persistent kernel's fewer; 0 for an
+    // empty grid).
     std::vector<int64_t> grid_scalars;
     int64_t grid_blocks = -1;
+    int64_t launch_blocks = 0;
     int64_t launched_blocks = 0;  // the last launch's blocks (0: none)
     // cuBLASLt instead of our kernel: C = A @ B over these values.
     std::unique_ptr<cuda::CublasLtGemm> blas;
@@ -502,6 +506,8 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   }
   impl_->where.assign(static_cast<size_t>(g.size()), 0);
   for (const auto& [v, buffer] : impl_->memory) impl_->where[static_cast<size_t>(v)] = buffer.ptr();
+  // Every kernel's grid at these sizes, before anything can launch.
+  prepare_launches(impl_->binding, impl_->input_strides, 0, impl_->kernels.size());
   impl_->bound = true;
 }
 
@@ -540,10 +546,21 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
     where[v] = call.workspace + offset;
     offset += bytes;
   }
+  // Every kernel's grid at these sizes, before anything launches: a grid
+  // no launch can take is an error with nothing run, not one found at its
+  // kernel after the earlier ones ran.
+  prepare_launches(call.binding, call.input_strides, 0, impl_->kernels.size());
+  launch_call(call, where, stream);
+}
+
+void CudaProgram::launch_call(const DeviceCall& call, const std::vector<cuda::CUdeviceptr>& where,
+                              cuda::CUstream stream) {
+  const Graph& g = program_.graph;
+  const auto& outs = g.outputs();
   // The indices no kernel reads, on the device before the kernels: a
   // failure is in the status word before any kernel's own check.
   launch_index_checks(call, stream);
-  launch_kernels(where, call.binding, call.input_strides, 0, impl_->kernels.size(), stream);
+  launch_kernels(where, call.binding, 0, impl_->kernels.size(), stream);
   // Outputs no step wrote in place: a parameter returned, a value returned
   // again.
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -623,10 +640,69 @@ int64_t CudaProgram::index_check_launches() const {
   return impl_->check_launches;
 }
 
+int64_t launch_blocks(const std::string& kernel, const std::vector<int64_t>& extents,
+                      int64_t max_blocks) {
+  int64_t blocks = 1;
+  bool overflows = false;
+  for (const int64_t e : extents) {
+    if (e <= 0) return 0;
+    overflows = overflows || __builtin_mul_overflow(blocks, e, &blocks);
+  }
+  if (!overflows && blocks <= max_blocks) return blocks;
+  std::string grid;
+  for (const int64_t e : extents) grid += fmt::format("{}{}", grid.empty() ? "" : " x ", e);
+  throw UserError(
+      ErrorKind::kValue,
+      fmt::format("kernel {} needs a grid of {} = {} blocks at these sizes, more than "
+                  "a launch allows (at most {} blocks); nothing was launched",
+                  kernel, grid, overflows ? std::string("over 2^63") : fmt::format("{}", blocks),
+                  max_blocks));
+}
+
+void CudaProgram::prepare_launches(const std::vector<int64_t>& binding,
+                                   const std::vector<std::vector<int64_t>>& input_strides,
+                                   size_t begin, size_t end) {
+  for (size_t index = begin; index < end; ++index) {
+    Impl::Kernel& k = impl_->kernels[index];
+    if (k.blas) continue;
+    const CompiledKernel& ck = *k.compiled;
+    scalar_args_into(program_, ck, binding, input_strides, &k.scalar_values);
+    // The grid: the printer's constant, or (symbolic dims, grid -1) the
+    // product of the kernel's grid extents at this call's scalars (kept
+    // with the scalars: the same scalars give the same grid).
+    const bool constant = k.code->grid >= 0;
+    if (k.grid_blocks < 0 || (!constant && k.scalar_values != k.grid_scalars)) {
+      std::vector<int64_t> extents;
+      if (constant) {
+        extents.push_back(k.code->grid);
+      } else {
+        std::map<const tir::VarNode*, int64_t> vars;
+        const size_t nb = k.bindings.size() + k.scratch.size();
+        for (size_t i = 0; i < k.scalar_values.size(); ++i)
+          vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
+        for (const tir::GridDim& gd : ck.kernel.grid)
+          extents.push_back(eval_index(gd.extent, vars));
+      }
+      k.grid_blocks = -1;
+      const int64_t blocks = launch_blocks(k.code->name, extents, device_.max_grid_x());
+      k.grid_scalars = k.scalar_values;
+      k.grid_blocks = blocks;
+    }
+    // A persistent kernel's blocks take the tiles in turn: one block an SM.
+    // A persistent stream-K kernel's blocks are its units (no block waits
+    // on another: any count is correct). An empty grid (M or N is 0)
+    // launches nothing.
+    k.launch_blocks = k.grid_blocks;
+    if (k.code->persistent && k.grid_blocks > 0)
+      k.launch_blocks = k.code->stream_k_units > 0
+                            ? k.code->stream_k_units
+                            : std::min<int64_t>(k.grid_blocks, device_.sm_count());
+  }
+}
+
 void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
-                                 const std::vector<int64_t>& binding,
-                                 const std::vector<std::vector<int64_t>>& input_strides,
-                                 size_t begin, size_t end, cuda::CUstream stream) {
+                                 const std::vector<int64_t>& binding, size_t begin, size_t end,
+                                 cuda::CUstream stream) {
   if (!first_launch_) first_launch_ = std::chrono::steady_clock::now();
   for (size_t index = begin; index < end; ++index) {
     Impl::Kernel& k = impl_->kernels[index];
@@ -634,7 +710,13 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
       k.blas->run(where.at(k.blas_a), where.at(k.blas_b), where.at(k.blas_c), stream);
       continue;
     }
-    const CompiledKernel& ck = *k.compiled;
+    const int64_t blocks = k.launch_blocks;
+    // An empty grid launches nothing; its tensor maps (a dim of 0) could
+    // not be encoded.
+    if (blocks <= 0) {
+      k.launched_blocks = 0;
+      continue;
+    }
     k.arg_values.clear();
     for (ValueId v : k.bindings) {
       const cuda::CUdeviceptr p = where.at(static_cast<size_t>(v));
@@ -644,39 +726,7 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     }
     // The scratch buffers (split-K) after the bound ones.
     for (const cuda::DeviceBuffer& s : k.scratch) k.arg_values.push_back(s.ptr());
-    scalar_args_into(program_, ck, binding, input_strides, &k.scalar_values);
     k.status_arg = status_word(index + 1);
-    // The grid: the printer's constant, or (symbolic dims, grid -1) the
-    // product of the kernel's grid extents at this call's scalars (kept
-    // with the scalars: the same scalars give the same grid).
-    int64_t blocks = k.code->grid;
-    if (blocks < 0 && k.grid_blocks >= 0 && k.scalar_values == k.grid_scalars) {
-      blocks = k.grid_blocks;
-    } else if (blocks < 0) {
-      std::map<const tir::VarNode*, int64_t> vars;
-      const size_t nb = k.bindings.size() + k.scratch.size();
-      for (size_t i = 0; i < k.scalar_values.size(); ++i)
-        vars[ck.kernel.params[nb + i].var.get()] = k.scalar_values[i];
-      blocks = 1;
-      for (const tir::GridDim& gd : ck.kernel.grid) blocks *= eval_index(gd.extent, vars);
-      k.grid_scalars = k.scalar_values;
-      k.grid_blocks = blocks;
-    }
-    // An empty grid (M or N is 0) launches nothing; its tensor maps (a dim
-    // of 0) could not be encoded.
-    if (blocks <= 0) {
-      k.launched_blocks = 0;
-      continue;
-    }
-    if (blocks > INT32_MAX)
-      throw UserError(fmt::format("kernel {} needs {} blocks, more than a launch allows",
-                                  k.code->name, blocks));
-    // A persistent kernel's blocks take the tiles in turn: one block an SM.
-    // A persistent stream-K kernel's blocks are its units (no block waits
-    // on another: any count is correct).
-    if (k.code->persistent)
-      blocks = k.code->stream_k_units > 0 ? k.code->stream_k_units
-                                          : std::min<int64_t>(blocks, device_.sm_count());
     k.launched_blocks = blocks;
     // TMA maps over the bound buffers (their shapes are the kernel's
     // constants), encoded again only when an address changed.
@@ -732,13 +782,15 @@ void CudaProgram::autotune_cublaslt(const cuda::TimingOptions& options) {
 void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
-  launch_kernels(impl_->where, impl_->binding, impl_->input_strides, index, index + 1, nullptr);
+  prepare_launches(impl_->binding, impl_->input_strides, index, index + 1);
+  launch_kernels(impl_->where, impl_->binding, index, index + 1, nullptr);
 }
 
 void CudaProgram::launch() {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
-  launch_kernels(impl_->where, impl_->binding, impl_->input_strides, 0, impl_->kernels.size(),
-                 nullptr);
+  const size_t n = impl_->kernels.size();
+  prepare_launches(impl_->binding, impl_->input_strides, 0, n);
+  launch_kernels(impl_->where, impl_->binding, 0, n, nullptr);
 }
 
 BlockTimeline summarize_block_timeline(const std::string& kernel,

@@ -151,6 +151,8 @@ class CudaProgram {
 
   // Uploads `inputs` (one per graph parameter, any strides) and allocates
   // every step's output; `poison` fills outputs with NaN bytes (0xFF) first.
+  // Throws UserError (nothing bound) where a kernel's grid at these sizes
+  // is more than a launch allows (launch_blocks).
   void bind(const std::vector<Tensor>& inputs, bool poison = false);
 
   // Bytes of workspace a DeviceCall at `binding` needs: every step output
@@ -159,8 +161,10 @@ class CudaProgram {
   // Launches every kernel in plan order on `stream` for `call` (then copies
   // a graph output that is a parameter, a strided one by a copy kernel, or a
   // value returned twice). Throws
-  // UserError for a workspace smaller than workspace_bytes(); launch errors
-  // as cuda::check_cuda. Asynchronous: see poll_status / check_status.
+  // UserError for a workspace smaller than workspace_bytes() or a kernel
+  // grid more than a launch allows (launch_blocks), both before anything
+  // launches; launch errors as cuda::check_cuda. Asynchronous: see
+  // poll_status / check_status.
   // Where indices may go unread at the call's sizes
   // (driver::indices_may_go_unread: `x[i] @ w` with K or N of 0, `x[i][0]`,
   // a gather of a gather), the kernels do not check every index, and the
@@ -217,6 +221,10 @@ class CudaProgram {
 
  private:
   struct Impl;
+  // launch(DeviceCall)'s launches, once every check passed: the index
+  // checks, the kernels at `where` (by ValueId), the outputs' copies.
+  void launch_call(const DeviceCall& call, const std::vector<cuda::CUdeviceptr>& where,
+                   cuda::CUstream stream);
   // launch(DeviceCall)'s check of the indices no kernel reads.
   void launch_index_checks(const DeviceCall& call, cuda::CUstream stream);
   // launch(DeviceCall)'s copy of a parameter returned as is whose input
@@ -234,18 +242,34 @@ class CudaProgram {
   // index tensor's reported `shape`, 8 words).
   [[noreturn]] void throw_index_check_error(int32_t code, const int64_t* args,
                                             const int64_t* shape) const;
-  // Launches kernels [begin, end) with each value at `where` (by ValueId; 0
-  // for values that are not in memory).
+  // Kernels [begin, end)'s scalars and grids at `binding` (and the inputs'
+  // strides), for launch_kernels; throws launch_blocks' UserError for the
+  // first grid no launch can take, so a caller that prepares every kernel
+  // before its first launch finds a bad grid with nothing launched.
+  void prepare_launches(const std::vector<int64_t>& binding,
+                        const std::vector<std::vector<int64_t>>& input_strides, size_t begin,
+                        size_t end);
+  // Launches kernels [begin, end), as prepare_launches left them at
+  // `binding`, with each value at `where` (by ValueId; 0 for values that
+  // are not in memory).
   void launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
-                      const std::vector<int64_t>& binding,
-                      const std::vector<std::vector<int64_t>>& input_strides, size_t begin,
-                      size_t end, cuda::CUstream stream);
+                      const std::vector<int64_t>& binding, size_t begin, size_t end,
+                      cuda::CUstream stream);
   const CompiledProgram& program_;
   cuda::Device& device_;
   std::unique_ptr<Impl> impl_;
   std::vector<CudaKernelStats> stats_;
   std::optional<std::chrono::steady_clock::time_point> first_launch_;
 };
+
+// The blocks of a kernel's launch over a grid of `extents` (its grid dims
+// at a call's sizes, outermost first; the launch is 1-D): their product, 0
+// where one is 0 or less (an empty grid launches nothing). Throws UserError
+// (kValue) naming `kernel`, the extents and their product where it is over
+// `max_blocks` (the device's CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2^31 - 1)
+// or over int64.
+int64_t launch_blocks(const std::string& kernel, const std::vector<int64_t>& extents,
+                      int64_t max_blocks);
 
 // The NVRTC options tilefuse compiles kernels with for `arch`.
 cuda::CompileOptions cuda_compile_options(const std::string& arch);

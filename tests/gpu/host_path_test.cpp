@@ -366,6 +366,51 @@ TEST(GpuHostPath, TheLegacyStreamDuringABlockingStreamsCapture) {
   }
 }
 
+// Two outputs, two kernels: `a * 2.0` (4 elements) first, then `b * 2.0`
+// over N elements. At N = 2^50 the second kernel's grid is more blocks than
+// a launch allows: the launch is refused with the kernel named and nothing
+// launched (the first kernel's output keeps its bytes); at a small N the
+// same program runs.
+TEST(GpuHostPath, AGridNoLaunchCanTakeIsRefusedBeforeAnyKernelRuns) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  const Program p =
+      parse_program("def two(a: f32[4], b: f32[N]):\n    return a * 2.0, b * 2.0\n", "two.tfs");
+  const Graph& g = p.graph;
+  cuda::DeviceBuffer a(dev, 16), out_a(dev, 16), b(dev, 64), out_b(dev, 64);
+  a.upload(std::vector<float>{1, 2, 3, 4});
+  b.upload(std::vector<float>(16, 0.5f));
+  const int64_t huge = int64_t{1} << 50;
+  const std::vector<ArgDesc> args = {{DType::F32, {4}, {1}, a.ptr()},
+                                     {DType::F32, {huge}, {1}, b.ptr()}};
+  const Binding binding = bind_symbols(g, args);
+  CompileOptions co;
+  co.plan = PlanKind::kUnfused;
+  co.target = *gputest::device_target();
+  co.lower.specialization = specialize(g, binding, args);
+  const CompiledProgram compiled = compile(g, co);
+  ASSERT_EQ(compiled.kernels.size(), 2u);
+  ASSERT_EQ(compiled.kernels[0].lowered.step.output, g.outputs()[0]) << "a * 2.0 is not first";
+  CudaProgram program(compiled, dev);
+  DeviceCall call;
+  call.binding = binding;
+  call.inputs = {a.ptr(), b.ptr()};
+  call.input_strides = {{1}, {1}};
+  call.outputs = {out_a.ptr(), out_b.ptr()};
+  out_a.memset(0xFF);
+  expect_user_error(
+      [&] { program.launch(call, nullptr); },
+      {"kernel " + compiled.kernels[1].cuda->name + " needs a grid of",
+       "more than a launch allows (at most 2147483647 blocks); nothing was launched"});
+  dev.synchronize();
+  for (float v : out_a.download<float>(4)) EXPECT_TRUE(std::isnan(v)) << v;
+  call.binding = {16};
+  ASSERT_NO_THROW(program.launch(call, nullptr));
+  ASSERT_NO_THROW(program.check_status(nullptr));
+  EXPECT_EQ(out_a.download<float>(4), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(out_b.download<float>(16), std::vector<float>(16, 1.0f));
+}
+
 // The device-side check of an index no kernel reads (a slice of a gather),
 // captured at i64[3, 4] with a bad index at row-major position 7, then 9
 // calls at [4, 3] (the same compiled program, each launching the check)

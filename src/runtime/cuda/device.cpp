@@ -210,6 +210,10 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
              "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   check_cuda(l, l.cuDeviceGetAttribute(&max_smem_optin_, kAttrMaxSharedPerBlockOptin, dev_),
              "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+  int max_grid_x = 0;
+  check_cuda(l, l.cuDeviceGetAttribute(&max_grid_x, kAttrMaxGridDimX, dev_),
+             "cuDeviceGetAttribute(MAX_GRID_DIM_X)");
+  max_grid_x_ = max_grid_x;
   if (auto* total_mem = extra(l).cuDeviceTotalMem_v2) {
     check_cuda(l, total_mem(&total_memory_, dev_), "cuDeviceTotalMem");
   }

@@ -187,6 +187,9 @@ class Device {
   int sm_count() const { return sm_count_; }
   // Shared memory a block may opt in to (bytes).
   int max_shared_per_block_optin() const { return max_smem_optin_; }
+  // The most blocks a launch's grid may have in x (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+  // 2^31 - 1 on every GPU tilefuse runs on).
+  int64_t max_grid_x() const { return max_grid_x_; }
   std::size_t total_memory() const { return total_memory_; }
 
   // Makes the primary context current on the calling thread (inside a
@@ -222,6 +225,7 @@ class Device {
   CUcontext ctx_ = nullptr;
   std::string name_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_smem_optin_ = 0;
+  int64_t max_grid_x_ = 0;
   std::size_t total_memory_ = 0;
 };
 

@@ -62,6 +62,7 @@ constexpr int kFuncAttrLocalSizeBytes = 3;             // CU_FUNC_ATTRIBUTE_LOCA
 constexpr int kFuncAttrNumRegs = 4;                    // CU_FUNC_ATTRIBUTE_NUM_REGS
 constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;  // ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr CUdevice_attribute kAttrL2CacheSize = 38;    // ..._L2_CACHE_SIZE (bytes)
+constexpr CUdevice_attribute kAttrMaxGridDimX = 5;     // ..._MAX_GRID_DIM_X (blocks)
 
 // ---- NVRTC types (nvrtc.h; NVRTC documentation, "Error Handling" and
 // "General Information Query").
