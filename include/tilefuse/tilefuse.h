@@ -127,9 +127,11 @@ TF_API tf_status tf_compile_source(const char* source, const char* name, const t
  * directory, longer than 16 MiB, a FIFO that nothing is writing to, a device
  * with no input ready: reading never waits for a writer that may not come). */
 TF_API tf_status tf_compile_file(const char* path, const tf_options* options, tf_program** out);
-/* Frees a program (NULL is fine): waits for the GPUs it ran on (its kernels
- * must finish before their code is unloaded), then frees it. A CUDA graph that
- * captured its launches must not be replayed afterwards. */
+/* Frees a program (NULL is fine): waits for its own last launch on each GPU
+ * (its kernels must finish before their code is unloaded; not for the whole
+ * device, so a CUDA graph capture on another stream goes on undisturbed), then
+ * frees it. A CUDA graph that captured its launches must not be replayed
+ * afterwards. */
 TF_API void tf_program_free(tf_program* program);
 
 /* The calling thread's message of its last failed call ("" when none).

@@ -163,15 +163,12 @@ Callable::Callable(std::string source, std::string file, CallableOptions options
 }
 
 Callable::~Callable() {
-  // Kernels still running would read unloaded code and write a freed status
-  // word: wait for the devices first (errors are dropped: a destructor does
-  // not throw).
-  for (int id : impl_->devices) {
-    try {
-      cuda_device(id).synchronize();
-    } catch (...) {
-    }
-  }
+  // Each loaded program waits for its own last launch before it frees
+  // anything (~CudaProgram): no device-wide synchronization, which would
+  // break a CUDA graph capture running on another stream. The caller's
+  // current context is left as it was.
+  cuda::CurrentContextGuard restore;
+  impl_.reset();
 }
 
 json Callable::signature() const {

@@ -120,6 +120,11 @@ class Callable {
   // Parses `source` (`file` names it in diagnostics). Throws UserError with
   // the location of a malformed program, or for bad options.
   Callable(std::string source, std::string file, CallableOptions options);
+  // Waits for each loaded program's last launch (not for the whole device:
+  // a CUDA graph capture running on another stream goes on undisturbed),
+  // then unloads and frees; never throws. A call captured into a CUDA graph
+  // has no launch to wait for: the graph holds this program's kernels and
+  // buffers, so it must not be launched once the Callable is gone.
   ~Callable();
   Callable(const Callable&) = delete;
   Callable& operator=(const Callable&) = delete;

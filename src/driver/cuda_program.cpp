@@ -192,6 +192,12 @@ struct CudaProgram::Impl {
     ValueId blas_a = -1, blas_b = -1, blas_c = -1;
   };
   std::vector<Kernel> kernels;
+  // Recorded on the stream after each launch (launch(DeviceCall), launch(),
+  // launch_step()): the destructor waits for it, not for the whole context.
+  // One event for every stream: the launches of one program are ordered
+  // (they share the split-K counters and the status words), so the last
+  // one finishing means all have.
+  std::unique_ptr<cuda::Event> launched;
   // The host path's memory (bind): every value's buffer, and the binding.
   std::map<ValueId, cuda::DeviceBuffer> memory;
   std::vector<cuda::CUdeviceptr> where;  // by ValueId
@@ -377,6 +383,7 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     stats_.push_back(st);
     impl_->kernels.push_back(std::move(k));
   }
+  impl_->launched = std::make_unique<cuda::Event>(device, /*timing=*/false);
   // One status word per reporter (status_word): the index checks, then
   // each kernel; then the index checks' report of the index tensor's shape
   // (index_check_shape).
@@ -415,7 +422,43 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
   }
 }
 
-CudaProgram::~CudaProgram() = default;
+CudaProgram::~CudaProgram() {
+  // Kernels of this program still running would read unloaded code and
+  // write freed memory: wait for its last launch (Impl::launched), not for
+  // the whole context (cuCtxSynchronize fails under a CUDA graph capture on
+  // any stream of it and invalidates that capture). A launch captured into
+  // a graph runs nothing to wait for (CUDA_ERROR_CAPTURED_EVENT). The frees
+  // run in relaxed capture mode: under a global-mode capture they would
+  // fail and end it. Errors are dropped: a destructor does not throw.
+  cuda::RelaxedCaptureMode relaxed(device_.libs());
+  try {
+    device_.make_current();
+    if (impl_->launched) impl_->launched->synchronize();
+  } catch (...) {
+  }
+  impl_.reset();
+}
+
+namespace {
+
+// Runs `launches` (work on `stream`), then records `done` on `stream`; also
+// where `launches` throws, so that what it launched before is waited for
+// too (the record's own error is then dropped for the first one's).
+template <class Launches>
+void record_after(cuda::Event& done, cuda::CUstream stream, Launches&& launches) {
+  try {
+    launches();
+  } catch (...) {
+    try {
+      done.record(stream);
+    } catch (...) {
+    }
+    throw;
+  }
+  done.record(stream);
+}
+
+}  // namespace
 
 namespace {
 
@@ -550,7 +593,7 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
   // no launch can take is an error with nothing run, not one found at its
   // kernel after the earlier ones ran.
   prepare_launches(call.binding, call.input_strides, 0, impl_->kernels.size());
-  launch_call(call, where, stream);
+  record_after(*impl_->launched, stream, [&] { launch_call(call, where, stream); });
 }
 
 void CudaProgram::launch_call(const DeviceCall& call, const std::vector<cuda::CUdeviceptr>& where,
@@ -783,14 +826,16 @@ void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
   prepare_launches(impl_->binding, impl_->input_strides, index, index + 1);
-  launch_kernels(impl_->where, impl_->binding, index, index + 1, nullptr);
+  record_after(*impl_->launched, nullptr,
+               [&] { launch_kernels(impl_->where, impl_->binding, index, index + 1, nullptr); });
 }
 
 void CudaProgram::launch() {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   const size_t n = impl_->kernels.size();
   prepare_launches(impl_->binding, impl_->input_strides, 0, n);
-  launch_kernels(impl_->where, impl_->binding, 0, n, nullptr);
+  record_after(*impl_->launched, nullptr,
+               [&] { launch_kernels(impl_->where, impl_->binding, 0, n, nullptr); });
 }
 
 BlockTimeline summarize_block_timeline(const std::string& kernel,

@@ -366,6 +366,41 @@ TEST(GpuHostPath, TheLegacyStreamDuringABlockingStreamsCapture) {
   }
 }
 
+// A Callable destroyed while another stream captures (in each capture
+// mode): its destructor waits for its own launches only and frees in
+// relaxed mode, so the capture is not invalidated; it ends, replays, and
+// the captured call's results are right.
+TEST(GpuHostPath, DestroyingACallableDuringAnotherStreamsCapture) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  const Driver& d = Driver::get();
+  for (const int mode : {kCaptureGlobal, kCaptureThreadLocal, kCaptureRelaxed}) {
+    SCOPED_TRACE("capture mode " + std::to_string(mode));
+    GatherCall doomed_call(dev, 0), captured_call(dev, 0);
+    auto doomed = std::make_unique<Callable>(kGather, "g.tfs", untuned());
+    Callable captured(kGather, "g.tfs", untuned());
+    Stream side(1), capturing(1);
+    // The doomed one's last launch, on a stream of its own, not waited for.
+    CallContext on_side;
+    on_side.stream = side.s;
+    ASSERT_NO_THROW(doomed->call(doomed_call.inputs(), doomed_call.outputs(), synced(side.s)));
+    ASSERT_NO_THROW(doomed->call(doomed_call.inputs(), doomed_call.outputs(), on_side));
+    // Warmed up on the capturing stream, then captured there.
+    ASSERT_NO_THROW(
+        captured.call(captured_call.inputs(), captured_call.outputs(), synced(capturing.s)));
+    captured_call.out.memset(0);
+    ASSERT_EQ(d.begin_capture(capturing.s, mode), 0);
+    CallContext on_capturing;
+    on_capturing.stream = capturing.s;
+    ASSERT_NO_THROW(captured.call(captured_call.inputs(), captured_call.outputs(), on_capturing));
+    doomed.reset();
+    expect_replayed(end_and_replay(capturing.s, 3));
+    captured_call.expect_result();
+    doomed_call.expect_result();
+    EXPECT_NO_THROW(captured.synchronize());
+  }
+}
+
 // Two outputs, two kernels: `a * 2.0` (4 elements) first, then `b * 2.0`
 // over N elements. At N = 2^50 the second kernel's grid is more blocks than
 // a launch allows: the launch is refused with the kernel named and nothing

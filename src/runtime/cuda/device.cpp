@@ -60,6 +60,9 @@ struct ExtraEntryPoints {
   CUresult (*cuStreamGetCtx)(CUstream stream, CUcontext* ctx) = nullptr;
   // [Context Management] CUresult cuCtxGetCurrent(CUcontext* pctx)
   CUresult (*cuCtxGetCurrent)(CUcontext* ctx) = nullptr;
+  // [Stream Management] CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode)
+  //     (the mode is a C enum: int)
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int* mode) = nullptr;
 };
 
 template <typename Fn>
@@ -86,6 +89,8 @@ const ExtraEntryPoints& extra(const CudaLibraries& libs) {
     resolve(libs.libcuda_handle, x.cuPointerGetAttribute, "cuPointerGetAttribute");
     resolve(libs.libcuda_handle, x.cuStreamGetCtx, "cuStreamGetCtx");
     resolve(libs.libcuda_handle, x.cuCtxGetCurrent, "cuCtxGetCurrent");
+    resolve(libs.libcuda_handle, x.cuThreadExchangeStreamCaptureMode,
+            "cuThreadExchangeStreamCaptureMode");
     return x;
   }();
   return e;
@@ -264,6 +269,19 @@ void Device::make_current() const {
   check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
+RelaxedCaptureMode::RelaxedCaptureMode(const CudaLibraries& libs) noexcept {
+  auto* exchange = extra(libs).cuThreadExchangeStreamCaptureMode;
+  int mode = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
+  if (exchange && exchange(&mode) == kCudaSuccess) {
+    libs_ = &libs;
+    saved_ = mode;
+  }
+}
+
+RelaxedCaptureMode::~RelaxedCaptureMode() {
+  if (libs_) extra(*libs_).cuThreadExchangeStreamCaptureMode(&saved_);  // errors dropped
+}
+
 void Device::synchronize(CUstream stream) const {
   auto* sync = extra(*libs_).cuStreamSynchronize;
   if (!sync) throw UserError("the CUDA driver has no cuStreamSynchronize");
@@ -437,9 +455,10 @@ void Function::launch(LaunchDims grid, LaunchDims block, unsigned dynamic_shared
 
 // ---- Event
 
-Event::Event(const Device& device) : libs_(&device.libs()) {
-  // [Event Management] flags 0 = CU_EVENT_DEFAULT (timing enabled).
-  check_cuda(*libs_, libs_->cuEventCreate(&ev_, 0), "cuEventCreate");
+Event::Event(const Device& device, bool timing) : libs_(&device.libs()) {
+  // [Event Management] flags 0 = CU_EVENT_DEFAULT (timing enabled), 2 =
+  // CU_EVENT_DISABLE_TIMING.
+  check_cuda(*libs_, libs_->cuEventCreate(&ev_, timing ? 0 : 2), "cuEventCreate");
 }
 
 Event::~Event() {
@@ -447,16 +466,20 @@ Event::~Event() {
   if (auto* destroy = extra(*libs_).cuEventDestroy_v2) destroy(ev_);
 }
 
-void Event::record() {
-  check_cuda(*libs_, libs_->cuEventRecord(ev_, nullptr), "cuEventRecord");
+void Event::record(CUstream stream) {
+  check_cuda(*libs_, libs_->cuEventRecord(ev_, stream), "cuEventRecord");
 }
 
-float Event::elapsed_ms_since(const Event& start) const {
+void Event::synchronize() const {
   if (auto* sync = extra(*libs_).cuEventSynchronize) {
     check_cuda(*libs_, sync(ev_), "cuEventSynchronize");
   } else {
     check_cuda(*libs_, libs_->cuCtxSynchronize(), "cuCtxSynchronize");
   }
+}
+
+float Event::elapsed_ms_since(const Event& start) const {
+  synchronize();
   float ms = 0.0f;
   check_cuda(*libs_, libs_->cuEventElapsedTime(&ms, start.ev_, ev_), "cuEventElapsedTime");
   return ms;

@@ -144,17 +144,23 @@ PointerInfo pointer_info(const CudaLibraries& libs, const void* p);
 // CPU tensor's pointer without opening the driver for a CPU call.
 PointerInfo pointer_info_if_loaded(const void* p);
 
-// A timing event (cuEventCreate with default flags), destroyed on
-// destruction.
+// An event (cuEventCreate: with default flags, a timing event; without
+// `timing`, CU_EVENT_DISABLE_TIMING, the cheaper kind that only marks
+// completion), destroyed on destruction.
 class Event {
  public:
-  explicit Event(const Device& device);
+  explicit Event(const Device& device, bool timing = true);
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   ~Event();
 
-  // cuEventRecord on the default stream.
-  void record();
+  // cuEventRecord on `stream` (nullptr: the default stream).
+  void record(CUstream stream = nullptr);
+  // cuEventSynchronize: waits until the work recorded before it completed
+  // (at once if it was never recorded). Throws (check_cuda) what the driver
+  // says, CUDA_ERROR_CAPTURED_EVENT where the last record was into a CUDA
+  // graph capture (nothing runs there to wait for).
+  void synchronize() const;
   // Milliseconds from `start` to this event (cuEventElapsedTime), after
   // waiting for this event to complete.
   float elapsed_ms_since(const Event& start) const;
@@ -250,6 +256,25 @@ class CurrentContextGuard {
   CurrentContextGuard* outer_;           // the enclosing guard of this thread
   const CudaLibraries* libs_ = nullptr;  // set once `saved_` holds the context to restore
   CUcontext saved_ = nullptr;
+};
+
+// The calling thread's stream capture mode set to relaxed for the scope
+// (cuThreadExchangeStreamCaptureMode, set and put back; nothing where the
+// driver lacks it): under a capture in CU_STREAM_CAPTURE_MODE_GLOBAL (any
+// thread's) or THREAD_LOCAL (this thread's), the "potentially unsafe" calls
+// a teardown makes (cuMemFree, cuMemFreeHost, cuModuleUnload) would fail
+// and invalidate the capture; relaxed, they run and it goes on. For
+// destructors, which must neither throw nor break a caller's capture.
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(const CudaLibraries& libs) noexcept;
+  ~RelaxedCaptureMode();
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  const CudaLibraries* libs_ = nullptr;  // null: nothing to put back
+  int saved_ = 0;                        // the mode before (a CUstreamCaptureMode)
 };
 
 // Page-locked host memory mapped into the device's address space
