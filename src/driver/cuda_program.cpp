@@ -193,11 +193,13 @@ struct CudaProgram::Impl {
   };
   std::vector<Kernel> kernels;
   // Recorded on the stream after each launch (launch(DeviceCall), launch(),
-  // launch_step()): the destructor waits for it, not for the whole context.
-  // One event for every stream: the launches of one program are ordered
-  // (they share the split-K counters and the status words), so the last
-  // one finishing means all have.
+  // launch_step()) that is not captured into a graph (record_after): the
+  // destructor waits for it, not for the whole context. One event for every
+  // stream: the launches of one program are ordered (they share the split-K
+  // counters and the status words), so the last one finishing means all
+  // have. `launched_recorded`: whether it was ever recorded.
   std::unique_ptr<cuda::Event> launched;
+  bool launched_recorded = false;
   // The host path's memory (bind): every value's buffer, and the binding.
   std::map<ValueId, cuda::DeviceBuffer> memory;
   std::vector<cuda::CUdeviceptr> where;  // by ValueId
@@ -426,39 +428,46 @@ CudaProgram::~CudaProgram() {
   // Kernels of this program still running would read unloaded code and
   // write freed memory: wait for its last launch (Impl::launched), not for
   // the whole context (cuCtxSynchronize fails under a CUDA graph capture on
-  // any stream of it and invalidates that capture). A launch captured into
-  // a graph runs nothing to wait for (CUDA_ERROR_CAPTURED_EVENT). The frees
-  // run in relaxed capture mode: under a global-mode capture they would
-  // fail and end it. Errors are dropped: a destructor does not throw.
+  // any stream of it and invalidates that capture). The event is only ever
+  // recorded outside a capture (record_after), so waiting for it is legal
+  // during one and returns at once where nothing is left to run; a launch
+  // captured into a graph runs nothing to wait for. The frees run in relaxed
+  // capture mode: under a global-mode capture they would fail and end it.
+  // Errors are dropped: a destructor does not throw.
   cuda::RelaxedCaptureMode relaxed(device_.libs());
   try {
     device_.make_current();
-    if (impl_->launched) impl_->launched->synchronize();
+    if (impl_->launched_recorded) impl_->launched->synchronize();
   } catch (...) {
   }
   impl_.reset();
 }
 
-namespace {
-
-// Runs `launches` (work on `stream`), then records `done` on `stream`; also
-// where `launches` throws, so that what it launched before is waited for
-// too (the record's own error is then dropped for the first one's).
 template <class Launches>
-void record_after(cuda::Event& done, cuda::CUstream stream, Launches&& launches) {
+void CudaProgram::record_after(cuda::CUstream stream, Launches&& launches) {
+  // On a stream being captured the record would be a captured event
+  // (cuEventSynchronize then fails, CUDA_ERROR_CAPTURED_EVENT during the
+  // capture and CUDA_ERROR_INVALID_VALUE after it): the event keeps marking
+  // the last launch that really ran. (The legacy stream while a blocking
+  // stream captures counts as capturing: its launches fail anyway.)
+  const bool record = !device_.is_capturing(stream);
+  auto mark = [&] {
+    impl_->launched->record(stream);
+    impl_->launched_recorded = true;
+  };
   try {
     launches();
   } catch (...) {
+    // What was launched before the error is waited for too (the record's
+    // own error dropped for the first one's).
     try {
-      done.record(stream);
+      if (record) mark();
     } catch (...) {
     }
     throw;
   }
-  done.record(stream);
+  if (record) mark();
 }
-
-}  // namespace
 
 namespace {
 
@@ -593,7 +602,7 @@ void CudaProgram::launch(const DeviceCall& call, cuda::CUstream stream) {
   // no launch can take is an error with nothing run, not one found at its
   // kernel after the earlier ones ran.
   prepare_launches(call.binding, call.input_strides, 0, impl_->kernels.size());
-  record_after(*impl_->launched, stream, [&] { launch_call(call, where, stream); });
+  record_after(stream, [&] { launch_call(call, where, stream); });
 }
 
 void CudaProgram::launch_call(const DeviceCall& call, const std::vector<cuda::CUdeviceptr>& where,
@@ -826,7 +835,7 @@ void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
   prepare_launches(impl_->binding, impl_->input_strides, index, index + 1);
-  record_after(*impl_->launched, nullptr,
+  record_after(nullptr,
                [&] { launch_kernels(impl_->where, impl_->binding, index, index + 1, nullptr); });
 }
 
@@ -834,8 +843,7 @@ void CudaProgram::launch() {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   const size_t n = impl_->kernels.size();
   prepare_launches(impl_->binding, impl_->input_strides, 0, n);
-  record_after(*impl_->launched, nullptr,
-               [&] { launch_kernels(impl_->where, impl_->binding, 0, n, nullptr); });
+  record_after(nullptr, [&] { launch_kernels(impl_->where, impl_->binding, 0, n, nullptr); });
 }
 
 BlockTimeline summarize_block_timeline(const std::string& kernel,
@@ -1037,6 +1045,7 @@ void CudaProgram::check_status() {
 
 std::vector<Tensor> CudaProgram::outputs() const {
   const Graph& g = program_.graph;
+  device_.make_current();  // the copies below need the device's context
   std::vector<Tensor> outs;
   for (ValueId o : g.outputs()) {
     const Node& n = g.node(o);

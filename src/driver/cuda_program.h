@@ -221,6 +221,14 @@ class CudaProgram {
 
  private:
   struct Impl;
+  // Runs `launches` (work on `stream`), then records Impl::launched on
+  // `stream` unless it is being captured into a CUDA graph (one
+  // cuStreamIsCapturing and one cuEventRecord); also where `launches`
+  // throws, so that what it launched before is waited for too.
+  // (A template, for no std::function allocation a call; defined and used
+  // in cuda_program.cpp alone.)
+  template <class Launches>
+  void record_after(cuda::CUstream stream, Launches&& launches);
   // launch(DeviceCall)'s launches, once every check passed: the index
   // checks, the kernels at `where` (by ValueId), the outputs' copies.
   void launch_call(const DeviceCall& call, const std::vector<cuda::CUdeviceptr>& where,

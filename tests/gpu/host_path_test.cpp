@@ -227,7 +227,11 @@ TEST(GpuHostPath, ACallPutsBackTheCallersContextNone) {
     ASSERT_NO_THROW(c->call(g.inputs(), g.outputs(), synced()));
     EXPECT_EQ(current_context(), nullptr) << "call " << repeat;
   }
+  // (Reading the result needs a current context: the device's, then none
+  // again.)
+  dev.make_current();
   g.expect_result();
+  set_current_context(nullptr);
   // Refused before any launch (an output of the wrong shape).
   std::vector<CallTensor> wrong = g.outputs();
   wrong[0].shape = {3, 4};
@@ -369,7 +373,13 @@ TEST(GpuHostPath, TheLegacyStreamDuringABlockingStreamsCapture) {
 // A Callable destroyed while another stream captures (in each capture
 // mode): its destructor waits for its own launches only and frees in
 // relaxed mode, so the capture is not invalidated; it ends, replays, and
-// the captured call's results are right.
+// the captured call's results are right. First, in the same mode, a
+// capture holding the call alone (no destruction) must replay too: where
+// only the second fails, the destruction broke it. The captured call
+// records nothing into the capture that its own destructor would wait for
+// (which the driver refuses: CUDA_ERROR_INVALID_VALUE), so `captured` going
+// at the end of each round is no error either (compute-sanitizer's memcheck
+// reports one where it happens).
 TEST(GpuHostPath, DestroyingACallableDuringAnotherStreamsCapture) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   cuda::Device& dev = cuda_device(0);
@@ -388,10 +398,18 @@ TEST(GpuHostPath, DestroyingACallableDuringAnotherStreamsCapture) {
     // Warmed up on the capturing stream, then captured there.
     ASSERT_NO_THROW(
         captured.call(captured_call.inputs(), captured_call.outputs(), synced(capturing.s)));
-    captured_call.out.memset(0);
-    ASSERT_EQ(d.begin_capture(capturing.s, mode), 0);
     CallContext on_capturing;
     on_capturing.stream = capturing.s;
+    {
+      SCOPED_TRACE("the call alone");
+      captured_call.out.memset(0);
+      ASSERT_EQ(d.begin_capture(capturing.s, mode), 0);
+      ASSERT_NO_THROW(captured.call(captured_call.inputs(), captured_call.outputs(), on_capturing));
+      expect_replayed(end_and_replay(capturing.s));
+      captured_call.expect_result();
+    }
+    captured_call.out.memset(0);
+    ASSERT_EQ(d.begin_capture(capturing.s, mode), 0);
     ASSERT_NO_THROW(captured.call(captured_call.inputs(), captured_call.outputs(), on_capturing));
     doomed.reset();
     expect_replayed(end_and_replay(capturing.s, 3));
@@ -401,23 +419,29 @@ TEST(GpuHostPath, DestroyingACallableDuringAnotherStreamsCapture) {
   }
 }
 
-// Two outputs, two kernels: `a * 2.0` (4 elements) first, then `b * 2.0`
-// over N elements. At N = 2^50 the second kernel's grid is more blocks than
-// a launch allows: the launch is refused with the kernel named and nothing
-// launched (the first kernel's output keeps its bytes); at a small N the
-// same program runs.
+// Two outputs, two kernels: `a * 2.0` (4 elements) first, then the batched
+// GEMM `x @ w` over B batches of 16 x 16 (one block a batch). At B = 2^31
+// (x, w and the product have 2^39 elements each, under the front end's
+// 2^40) the GEMM's grid is 2^31 blocks, one more than a launch allows: the
+// launch is refused with the kernel named and nothing launched (the first
+// kernel's output keeps its bytes); at B = 16 the same program runs.
 TEST(GpuHostPath, AGridNoLaunchCanTakeIsRefusedBeforeAnyKernelRuns) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   cuda::Device& dev = cuda_device(0);
-  const Program p =
-      parse_program("def two(a: f32[4], b: f32[N]):\n    return a * 2.0, b * 2.0\n", "two.tfs");
+  const Program p = parse_program(
+      "def two(a: f32[4], x: f32[B, 16, 16], w: f32[B, 16, 16]):\n    return a * 2.0, x @ w\n",
+      "two.tfs");
   const Graph& g = p.graph;
-  cuda::DeviceBuffer a(dev, 16), out_a(dev, 16), b(dev, 64), out_b(dev, 64);
+  constexpr int64_t kSmall = 16, kBatch = 16 * 16;
+  cuda::DeviceBuffer a(dev, 16), out_a(dev, 16), x(dev, kSmall * kBatch * 4),
+      w(dev, kSmall * kBatch * 4), out_c(dev, kSmall * kBatch * 4);
   a.upload(std::vector<float>{1, 2, 3, 4});
-  b.upload(std::vector<float>(16, 0.5f));
-  const int64_t huge = int64_t{1} << 50;
+  x.upload(std::vector<float>(kSmall * kBatch, 1.0f));
+  w.upload(std::vector<float>(kSmall * kBatch, 0.5f));
+  const int64_t huge = int64_t{1} << 31;
   const std::vector<ArgDesc> args = {{DType::F32, {4}, {1}, a.ptr()},
-                                     {DType::F32, {huge}, {1}, b.ptr()}};
+                                     {DType::F32, {huge, 16, 16}, {kBatch, 16, 1}, x.ptr()},
+                                     {DType::F32, {huge, 16, 16}, {kBatch, 16, 1}, w.ptr()}};
   const Binding binding = bind_symbols(g, args);
   CompileOptions co;
   co.plan = PlanKind::kUnfused;
@@ -429,45 +453,48 @@ TEST(GpuHostPath, AGridNoLaunchCanTakeIsRefusedBeforeAnyKernelRuns) {
   CudaProgram program(compiled, dev);
   DeviceCall call;
   call.binding = binding;
-  call.inputs = {a.ptr(), b.ptr()};
-  call.input_strides = {{1}, {1}};
-  call.outputs = {out_a.ptr(), out_b.ptr()};
+  call.inputs = {a.ptr(), x.ptr(), w.ptr()};
+  call.input_strides = {{1}, {kBatch, 16, 1}, {kBatch, 16, 1}};
+  call.outputs = {out_a.ptr(), out_c.ptr()};
   out_a.memset(0xFF);
   expect_user_error(
       [&] { program.launch(call, nullptr); },
       {"kernel " + compiled.kernels[1].cuda->name + " needs a grid of",
+       "= 2147483648 blocks at these sizes",
        "more than a launch allows (at most 2147483647 blocks); nothing was launched"});
   dev.synchronize();
   for (float v : out_a.download<float>(4)) EXPECT_TRUE(std::isnan(v)) << v;
-  call.binding = {16};
+  call.binding = {kSmall};
   ASSERT_NO_THROW(program.launch(call, nullptr));
   ASSERT_NO_THROW(program.check_status(nullptr));
   EXPECT_EQ(out_a.download<float>(4), (std::vector<float>{2, 4, 6, 8}));
-  EXPECT_EQ(out_b.download<float>(16), std::vector<float>(16, 1.0f));
+  // Each product element sums 16 products 1 * 0.5.
+  EXPECT_EQ(out_c.download<float>(kSmall * kBatch), std::vector<float>(kSmall * kBatch, 8.0f));
 }
 
-// The device-side check of an index no kernel reads (a slice of a gather),
-// captured at i64[3, 4] with a bad index at row-major position 7, then 9
-// calls at [4, 3] (the same compiled program, each launching the check)
+// The device-side check of an index no kernel reads (a slice of a gather
+// along a fixed dim: only i[..., 0] is read), captured at i64[3, 4, 2] with
+// a bad index at row-major position 7, then 9 calls at [4, 3, 2] (the same
+// compiled program: the same size buckets; each call launching the check)
 // before the graph replays: the report is worded in the captured shape,
-// `i`[1, 3] (decoded in [4, 3] it would read [2, 1]).
+// `i`[0, 3, 1] (decoded in [4, 3, 2] it would read [1, 0, 1]).
 TEST(GpuHostPath, AReplayedIndexCheckIsWordedAtItsCapturedSizes) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   cuda::Device& dev = cuda_device(0);
   const Driver& d = Driver::get();
-  Callable c("def s(x: f32[5, 4], i: i64[R, C]):\n    return x[i][0:1] * 2.0\n", "s.tfs",
+  Callable c("def s(x: f32[5, 4], i: i64[R, S, 2]):\n    return x[i][:, :, 0:1] * 2.0\n", "s.tfs",
              untuned());
-  cuda::DeviceBuffer x(dev, 20 * 4), i_a(dev, 12 * 8), i_b(dev, 12 * 8), out_a(dev, 16 * 4),
-      out_b(dev, 12 * 4);
+  cuda::DeviceBuffer x(dev, 20 * 4), i_a(dev, 24 * 8), i_b(dev, 24 * 8), out_a(dev, 48 * 4),
+      out_b(dev, 48 * 4);
   x.upload(std::vector<float>(20, 1.0f));
-  i_a.upload(std::vector<int64_t>(12, 3));
-  i_b.upload(std::vector<int64_t>(12, 2));
+  i_a.upload(std::vector<int64_t>(24, 3));
+  i_b.upload(std::vector<int64_t>(24, 2));
   const std::vector<CallTensor> in_a = {on_gpu(x, DType::F32, {5, 4}),
-                                        on_gpu(i_a, DType::I64, {3, 4})};
+                                        on_gpu(i_a, DType::I64, {3, 4, 2})};
   const std::vector<CallTensor> in_b = {on_gpu(x, DType::F32, {5, 4}),
-                                        on_gpu(i_b, DType::I64, {4, 3})};
-  const std::vector<CallTensor> outs_a = {on_gpu(out_a, DType::F32, {1, 4, 4})};
-  const std::vector<CallTensor> outs_b = {on_gpu(out_b, DType::F32, {1, 3, 4})};
+                                        on_gpu(i_b, DType::I64, {4, 3, 2})};
+  const std::vector<CallTensor> outs_a = {on_gpu(out_a, DType::F32, {3, 4, 1, 4})};
+  const std::vector<CallTensor> outs_b = {on_gpu(out_b, DType::F32, {4, 3, 1, 4})};
   Stream capturing(1);
   ASSERT_NO_THROW(c.call(in_a, outs_a, synced(capturing.s)));
   ASSERT_EQ(d.begin_capture(capturing.s, kCaptureGlobal), 0);
@@ -480,14 +507,14 @@ TEST(GpuHostPath, AReplayedIndexCheckIsWordedAtItsCapturedSizes) {
   ASSERT_EQ(d.instantiate(&exec, graph, 0), 0);
   for (int k = 0; k < 9; ++k) ASSERT_NO_THROW(c.call(in_b, outs_b, synced()));
   EXPECT_EQ(c.compile_count(), 1) << "the two shapes did not share one compiled program";
-  std::vector<int64_t> bad(12, 3);
+  std::vector<int64_t> bad(24, 3);
   bad[7] = 9;
   i_a.upload(bad);
   ASSERT_EQ(d.graph_launch(exec, capturing.s), 0);
   ASSERT_EQ(d.stream_synchronize(capturing.s), 0);
   expect_user_error([&] { c.synchronize(); },
-                    {"index 9 is out of bounds for dim 0 of `x` (size 5): `i`[1, 3] = 9"});
-  i_a.upload(std::vector<int64_t>(12, 3));
+                    {"index 9 is out of bounds for dim 0 of `x` (size 5): `i`[0, 3, 1] = 9"});
+  i_a.upload(std::vector<int64_t>(24, 3));
   ASSERT_EQ(d.graph_launch(exec, capturing.s), 0);
   ASSERT_EQ(d.stream_synchronize(capturing.s), 0);
   EXPECT_NO_THROW(c.synchronize());

@@ -251,20 +251,44 @@ CurrentContextGuard::CurrentContextGuard() noexcept : outer_(t_context_guard) {
 
 CurrentContextGuard::~CurrentContextGuard() {
   t_context_guard = outer_;
-  if (libs_) libs_->cuCtxSetCurrent(saved_);  // errors dropped: destructors do not throw
+  if (!libs_) return;              // nothing was switched in this scope
+  libs_->cuCtxSetCurrent(saved_);  // errors dropped: destructors do not throw
+  if (outer_) {
+    // What the enclosing guard's scope has current again.
+    outer_->known_ = true;
+    outer_->current_ = saved_;
+  }
 }
 
 void Device::make_current() const {
-  // The first switch under a guard saves what it replaces (nullptr: no
-  // context was current), for the guard to put back. (A driver without
+  // Under a guard: the first call asks the driver what is current (nullptr:
+  // no context), and the first switch saves that for the guard to put back;
+  // a context already current is not made current again. (A driver without
   // cuCtxGetCurrent, older than any tilefuse runs on, restores nothing.)
   CurrentContextGuard* guard = t_context_guard;
-  if (auto* get = extra(*libs_).cuCtxGetCurrent; guard && !guard->libs_ && get) {
-    CUcontext current = nullptr;
-    check_cuda(*libs_, get(&current), "cuCtxGetCurrent");
-    if (current == ctx_) return;  // already current: nothing to switch or put back
-    guard->saved_ = current;
-    guard->libs_ = libs_;
+  if (guard) {
+    if (!guard->known_) {
+      auto* get = extra(*libs_).cuCtxGetCurrent;
+      if (!get) {
+        check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+        return;
+      }
+      CUcontext current = nullptr;
+      check_cuda(*libs_, get(&current), "cuCtxGetCurrent");
+      guard->current_ = current;
+      guard->known_ = true;
+    }
+    if (guard->current_ == ctx_) return;  // already current: nothing to switch
+    if (!guard->libs_) {
+      guard->saved_ = guard->current_;
+      guard->libs_ = libs_;
+    }
+    // (Not known until the switch succeeds.)
+    guard->known_ = false;
+    check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    guard->current_ = ctx_;
+    guard->known_ = true;
+    return;
   }
   check_cuda(*libs_, libs_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }

@@ -158,8 +158,10 @@ class Event {
   void record(CUstream stream = nullptr);
   // cuEventSynchronize: waits until the work recorded before it completed
   // (at once if it was never recorded). Throws (check_cuda) what the driver
-  // says, CUDA_ERROR_CAPTURED_EVENT where the last record was into a CUDA
-  // graph capture (nothing runs there to wait for).
+  // says: CUDA_ERROR_CAPTURED_EVENT where the last record was into a CUDA
+  // graph capture still going, CUDA_ERROR_INVALID_VALUE once that capture
+  // ended (nothing runs there to wait for): record into a capture only an
+  // event that is never waited for.
   void synchronize() const;
   // Milliseconds from `start` to this event (cuEventElapsedTime), after
   // waiting for this event to complete.
@@ -244,6 +246,12 @@ class Device {
 // call on cuda:1 must not leave cuda:1 current. Guards nest (each puts back
 // what was current at its own first switch); one where nothing is made
 // current (a CPU call) loads and calls nothing. Per thread; on the stack.
+// Cost: the first make_current() in its scope asks the driver once what is
+// current (cuCtxGetCurrent); later ones know it (every switch in the scope
+// goes through make_current), so where the caller already had the device's
+// context current (PyTorch's case) a whole call adds that one query and no
+// switch, and otherwise one cuCtxSetCurrent per switch plus the one that
+// puts the caller's back.
 class CurrentContextGuard {
  public:
   CurrentContextGuard() noexcept;
@@ -256,6 +264,8 @@ class CurrentContextGuard {
   CurrentContextGuard* outer_;           // the enclosing guard of this thread
   const CudaLibraries* libs_ = nullptr;  // set once `saved_` holds the context to restore
   CUcontext saved_ = nullptr;
+  bool known_ = false;  // whether `current_` is the thread's current context
+  CUcontext current_ = nullptr;
 };
 
 // The calling thread's stream capture mode set to relaxed for the scope

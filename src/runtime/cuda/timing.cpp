@@ -105,6 +105,7 @@ std::size_t l2_flush_bytes(const Device& device) {
 }
 
 void flush_l2(const Device& device) {
+  device.make_current();
   DeviceBuffer flush(device, l2_flush_bytes(device));
   flush_cache(device, flush, 0);
   device.synchronize();
