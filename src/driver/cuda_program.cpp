@@ -192,14 +192,21 @@ struct CudaProgram::Impl {
     ValueId blas_a = -1, blas_b = -1, blas_c = -1;
   };
   std::vector<Kernel> kernels;
-  // Recorded on the stream after each launch (launch(DeviceCall), launch(),
-  // launch_step()) that is not captured into a graph (record_after): the
+  // Recorded on the stream after each launch(DeviceCall) that is not
+  // captured into a graph (record_after), and on the legacy stream by the
+  // destructor for the host path's launches (below): the
   // destructor waits for it, not for the whole context. One event for every
   // stream: the launches of one program are ordered (they share the split-K
   // counters and the status words), so the last one finishing means all
   // have. `launched_recorded`: whether it was ever recorded.
   std::unique_ptr<cuda::Event> launched;
   bool launched_recorded = false;
+  // The host path (launch(), launch_step()) launches on the legacy stream,
+  // which outlives the program: instead of an event after each launch (it
+  // would sit inside bench's and the tuner's timed interval), a flag that
+  // check_status() clears once it has synchronized, and the destructor
+  // records `launched` there then and waits for it.
+  bool host_launches_pending = false;
   // The host path's memory (bind): every value's buffer, and the binding.
   std::map<ValueId, cuda::DeviceBuffer> memory;
   std::vector<cuda::CUdeviceptr> where;  // by ValueId
@@ -438,6 +445,15 @@ CudaProgram::~CudaProgram() {
   try {
     device_.make_current();
     if (impl_->launched_recorded) impl_->launched->synchronize();
+  } catch (...) {
+  }
+  try {
+    // (The legacy stream counts as capturing while a blocking stream is
+    // captured: a record there would join that capture, so none is made.)
+    if (impl_->host_launches_pending && !device_.is_capturing(nullptr)) {
+      impl_->launched->record(nullptr);
+      impl_->launched->synchronize();
+    }
   } catch (...) {
   }
   impl_.reset();
@@ -835,15 +851,16 @@ void CudaProgram::launch_step(size_t index) {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   TF_CHECK(index < impl_->kernels.size(), "CudaProgram::launch_step: no such step");
   prepare_launches(impl_->binding, impl_->input_strides, index, index + 1);
-  record_after(nullptr,
-               [&] { launch_kernels(impl_->where, impl_->binding, index, index + 1, nullptr); });
+  impl_->host_launches_pending = true;  // (also where a launch throws: earlier ones ran)
+  launch_kernels(impl_->where, impl_->binding, index, index + 1, nullptr);
 }
 
 void CudaProgram::launch() {
   TF_CHECK(impl_->bound, "CudaProgram::launch before bind");
   const size_t n = impl_->kernels.size();
   prepare_launches(impl_->binding, impl_->input_strides, 0, n);
-  record_after(nullptr, [&] { launch_kernels(impl_->where, impl_->binding, 0, n, nullptr); });
+  impl_->host_launches_pending = true;  // (also where a launch throws: earlier ones ran)
+  launch_kernels(impl_->where, impl_->binding, 0, n, nullptr);
 }
 
 BlockTimeline summarize_block_timeline(const std::string& kernel,
@@ -1040,6 +1057,7 @@ void CudaProgram::check_status(cuda::CUstream stream) {
 void CudaProgram::check_status() {
   device_.make_current();
   device_.synchronize();
+  impl_->host_launches_pending = false;  // the context's work, the host path's included, is done
   poll_status();
 }
 
