@@ -216,7 +216,8 @@ CallContext synced(CUstream stream = nullptr) {
 // launch; the caller's (here none) is current again after it returns or
 // throws, whichever way: a first call (compiles), a repeated one, one
 // refused before any launch, one whose kernel's index check fails (raised
-// by check="sync"), synchronize, workspace_bytes and the destructor.
+// by check="sync"), one not waited for, synchronize, workspace_bytes and
+// the destructor.
 TEST(GpuHostPath, ACallPutsBackTheCallersContextNone) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   cuda::Device& dev = cuda_device(0);
@@ -250,16 +251,23 @@ TEST(GpuHostPath, ACallPutsBackTheCallersContextNone) {
     EXPECT_EQ(e.kind(), ErrorKind::kIndex) << e.what();
   }
   EXPECT_EQ(current_context(), nullptr);
+  // The good indices again and a call not waited for (its output cleared
+  // first: what is read at the end is this call's, not the failed one's,
+  // whose row 1 was an index out of range), then synchronize, which waits
+  // for it.
   dev.make_current();
   g.i.upload(std::vector<int64_t>{4, 1});
+  g.out.memset(0);
   set_current_context(nullptr);
+  ASSERT_NO_THROW(c->call(g.inputs(), g.outputs(), {}));
+  EXPECT_EQ(current_context(), nullptr);
   EXPECT_NO_THROW(c->synchronize());
   EXPECT_EQ(current_context(), nullptr);
   EXPECT_NO_THROW(c->workspace_bytes(g.inputs()));
   EXPECT_EQ(current_context(), nullptr);
   c.reset();
   EXPECT_EQ(current_context(), nullptr);
-  // The primary context was used and is fine.
+  // The primary context was used and is fine: the last call's result.
   dev.make_current();
   dev.synchronize();
   g.expect_result();
