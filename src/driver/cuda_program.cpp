@@ -32,13 +32,15 @@
 namespace tilefuse::driver {
 namespace {
 
-// tf::Status (tf_status.cuh): int code, int pad, long long args[4].
+// tf::Status (tf_status.cuh): int code, int pad, long long
+// args[kStatusArgs].
+using codegen::kStatusArgs;
 struct HostStatus {
   int32_t code;
   int32_t pad;
-  int64_t args[4];
+  int64_t args[kStatusArgs];
 };
-static_assert(sizeof(HostStatus) == 40);
+static_assert(sizeof(HostStatus) == 8 + 8 * kStatusArgs);
 
 // Replaces each "{}" of `message` with the next argument.
 std::string format_check(const std::string& message, const int64_t* args, int num_args) {
@@ -999,8 +1001,8 @@ void CudaProgram::poll_status() {
     for (int spin = 0; code == -1 && spin < 100000; ++spin) code = s->code;
     if (code == -1) return;
     std::atomic_thread_fence(std::memory_order_acquire);
-    int64_t args[4];
-    for (int i = 0; i < 4; ++i) args[i] = s->args[i];
+    int64_t args[kStatusArgs];
+    for (int i = 0; i < kStatusArgs; ++i) args[i] = s->args[i];
     // The index checks' report goes with the index tensor's shape, written
     // under the same claim (read before the word is cleared: a later
     // report may then overwrite it).

@@ -246,8 +246,8 @@ class CudaProgram {
   // The device address of the 8 words after the status words where the
   // index checks' report puts the index tensor's shape (tf_index_check.cuh).
   cuda::CUdeviceptr index_check_shape() const;
-  // The UserError of an index check's report (`code`, its 4 args, the
-  // index tensor's reported `shape`, 8 words).
+  // The UserError of an index check's report (`code`; its args: value,
+  // position, size; the index tensor's reported `shape`, 8 words).
   [[noreturn]] void throw_index_check_error(int32_t code, const int64_t* args,
                                             const int64_t* shape) const;
   // Kernels [begin, end)'s scalars and grids at `binding` (and the inputs'

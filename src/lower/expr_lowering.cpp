@@ -461,7 +461,8 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
   std::string idx_name = describe_value(g_.node(idx));
   if (in.name.empty()) idx_name = "(" + idx_name + ")";
   // A symbolic size is reported with the value it had in the failing call
-  // (by name past a 1-D index: a GPU status word carries four values).
+  // (by name past a 1-D index, as reference::GatherNames words it: the
+  // check's args are the value and its coordinates).
   const bool size_arg = symbolic && r <= 1;
   std::string msg = "index {} is out of bounds for dim " + std::to_string(d) + " of " +
                     describe_value(g_.node(x)) + " (size " +

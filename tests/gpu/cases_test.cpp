@@ -365,6 +365,110 @@ TEST(GpuCases, OutOfRangeUnderRegisterA) {
   }
 }
 
+// A gather's check over an index tensor of 3 dims or more reports the
+// value, its coordinates and the value again: 5 args over a 3-D index, 10
+// over an 8-D one, more than the 4 a status word held (the emitter refused
+// them: an InternalError "a check with more than 4 args" for any x[i] with
+// i of 3 dims or more). The error is the reference's word for word, in both
+// plans and under register_a (persistent too: a block's second tile's row
+// checks report through tf::report_cold, tile 140 of 264 on the H200's
+// 132 SMs), and the same program then runs in-range indices to the
+// oracle's answer. One bad position at a time, so the GPU meets no other.
+TEST(GpuCases, AnIndexOfManyDimsIsWordedInItsDims) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const std::optional<tir::Target> target = gputest::device_target();
+  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed, seed));
+  // `good` with the index (parameter `param`) at row-major position `at`
+  // set to `value`.
+  auto with_bad = [](const std::vector<Tensor>& good, size_t param, int64_t at, double value) {
+    std::vector<Tensor> bad = good;
+    const Tensor& idx = good.at(param);
+    Tensor one_bad = Tensor::empty(idx.dtype(), idx.shape());
+    for (int64_t i = 0; i < idx.numel(); ++i) one_bad.set_linear(i, idx.get_linear(i));
+    one_bad.set_linear(at, value);
+    bad[param] = one_bad;
+    return bad;
+  };
+  auto gpu_error = [](driver::CudaProgram& program, const std::vector<Tensor>& inputs) {
+    try {
+      program.run(inputs, /*poison=*/true);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  struct Case {
+    const char* source;
+    int64_t at;
+    double value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"def g3(x: f32[5, 4], i: i64[2, 3, 2] in [0, 5)):\n    return x[i] * 2.0\n", 10, 9,
+       "index 9 is out of bounds for dim 0 of `x` (size 5): `i`[1, 2, 0] = 9"},
+      {"def g8(x: f32[5], i: i64[1, 2, 1, 1, 2, 1, 1, 2] in [0, 5)):\n    return x[i] * 2.0\n", 5,
+       -6, "index -6 is out of bounds for dim 0 of `x` (size 5): `i`[0, 1, 0, 0, 0, 0, 0, 1] = -6"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.source);
+    const Program p = parse_program(c.source, "many.tfs");
+    const std::vector<Tensor> good = make_random_inputs(p.graph, seed);
+    const std::vector<Tensor> bad = with_bad(good, 1, c.at, c.value);
+    EXPECT_EQ(reference_error(p.graph, bad), c.message);
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      SCOPED_TRACE(plan_kind_name(plan));
+      const driver::CompiledProgram compiled = compile_for_device(p.graph, plan);
+      driver::CudaProgram program(compiled, dev);
+      EXPECT_EQ(gpu_error(program, bad), c.message);
+      std::vector<Tensor> outs;
+      ASSERT_NO_THROW(outs = program.run(good, /*poison=*/true));
+      EXPECT_EQ(compare_with_oracle(outs, oracle_of(p.graph, good)), "");
+    }
+  }
+  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma (register_a)";
+  const Program p = parse_program(
+      "def oob_ra3(x: bf16[64, 256], y: bf16[256, 128], idx: i64[2, 132, 128] in [0, 64)):\n"
+      "    return x[idx] @ y\n",
+      "oob_ra3.tfs");
+  const std::vector<Tensor> good = make_random_inputs(p.graph, seed);
+  const std::vector<Tensor> refs = oracle_of(p.graph, good);
+  for (bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "128x128x64/4/8/persistent/ra" : "128x128x64/4/8/ra");
+    driver::CompileOptions co;
+    co.plan = PlanKind::kFused;
+    co.target = *target;
+    GemmConfig cfg;
+    cfg.block_m = 128, cfg.block_n = 128, cfg.block_k = 64, cfg.num_stages = 4, cfg.num_warps = 8;
+    cfg.persistent = persistent;
+    cfg.register_a = true;
+    co.lower.gemm_config = cfg;
+    const driver::CompiledProgram compiled = driver::compile(p.graph, co);
+    ASSERT_EQ(compiled.kernels.size(), 1u);
+    ASSERT_TRUE(codegen::has_register_a_loop(compiled.kernels[0].kernel.body))
+        << "the register_a pass declined the config";
+    ASSERT_EQ(compiled.kernels[0].cuda->persistent, persistent)
+        << "the persistent pass declined the config";
+    driver::CudaProgram program(compiled, dev);
+    for (int64_t row : {int64_t{5}, int64_t{128 * 140 + 77}, int64_t{33791}}) {
+      SCOPED_TRACE("idx row " + std::to_string(row) + " = 64");
+      const std::vector<Tensor> bad = with_bad(good, 2, row, 64);
+      const std::string want = reference_error(p.graph, bad);
+      EXPECT_NE(
+          want.find("`idx`[" + std::to_string(row / (132 * 128)) + ", " +
+                    std::to_string(row / 128 % 132) + ", " + std::to_string(row % 128) + "] = 64"),
+          std::string::npos)
+          << want;
+      EXPECT_EQ(gpu_error(program, bad), want);
+    }
+    std::vector<Tensor> outs;
+    ASSERT_NO_THROW(outs = program.run(good, /*poison=*/true));
+    EXPECT_EQ(compare_with_oracle(outs, refs), "") << "in-range indices after the errors";
+  }
+}
+
 TEST(GpuCases, PoisonedOutputsAreAllWritten) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   cuda::Device& dev = driver::default_device();

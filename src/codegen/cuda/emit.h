@@ -35,6 +35,11 @@
 
 namespace tilefuse::codegen {
 
+// The most args a check reports (tf::kStatusArgs, tf_status.cuh: the
+// status word's room): a gather's bounds check over an index tensor of 8
+// dims has 10.
+constexpr int kStatusArgs = 10;
+
 // A `check` of the kernel, by its code: the host turns a reported status
 // into `message` with the reported args.
 struct CudaCheck {

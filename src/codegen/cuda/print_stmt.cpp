@@ -72,7 +72,8 @@ void Printer::emit_check(const CheckNode* op, const char* report) {
     result_.checks.push_back(
         {id, op->code, op->message, static_cast<int>(op->args.size()), op->loc});
   }
-  TF_CHECK(op->args.size() <= 4, "cuda emitter: a check with more than 4 args");
+  TF_CHECK(op->args.size() <= static_cast<size_t>(kStatusArgs),
+           fmt::format("cuda emitter: a check with more than {} args", kStatusArgs));
   std::string args;
   for (const Expr& a : op->args) args += ", static_cast<long long>(" + expr(a) + ")";
   line(fmt::format("if (!{}) {}(tf_status, {}{});", expr(op->cond), report, id, args));

@@ -10,16 +10,21 @@ namespace tf {
 // live in mapped host memory, read by the host while kernels run, so the
 // arguments are made visible system-wide before the code. The kernel goes
 // on (accesses a check guards are masked), so the context stays usable.
+// Room for kStatusArgs arguments: a gather's bounds check reports the
+// index's value, its coordinates in the index tensor (up to 8 dims) and the
+// value again (lower/expr_lowering.cpp); most checks report four or fewer.
+constexpr int kStatusArgs = 10;  // codegen::kStatusArgs (codegen/cuda/emit.h)
 struct Status {
   int code;
   int pad;
-  long long args[4];
+  long long args[kStatusArgs];
 };
 
-// (In two steps for a reporter with more to say than the four arguments:
-// claim_report, then what else it writes, then publish_report, whose fence
-// makes that visible before the code too. tf_index_check.cuh's index
-// tensor shape.)
+// (In two steps for a reporter that writes more than publish_report's four
+// arguments: claim_report, then what else it writes (report's overload for
+// five or more, below: args[4 ..); tf_index_check.cuh: the index tensor's
+// shape, past the status words), then publish_report, whose fence makes
+// that visible before the code too.)
 __device__ __forceinline__ bool claim_report(Status* s) {
   return atomicCAS(&s->code, 0, -1) == 0;
 }
@@ -49,6 +54,26 @@ __device__ __forceinline__ void report(Status* s, int code, long long a0 = 0, lo
 __device__ __noinline__ void report_cold(Status* s, int code, long long a0 = 0, long long a1 = 0,
                                         long long a2 = 0, long long a3 = 0) {
   report(s, code, a0, a1, a2, a3);
+}
+
+// report and report_cold with more than four arguments (a gather's check
+// over an index tensor of 3 dims or more): args[4 ..) are written under
+// the claim, before publish_report's fence. (Overloads, so a check of four
+// or fewer compiles to the code above.)
+template <class... More>
+__device__ __forceinline__ void report(Status* s, int code, long long a0, long long a1,
+                                       long long a2, long long a3, long long a4, More... more) {
+  static_assert(5 + static_cast<int>(sizeof...(More)) <= kStatusArgs,
+                "a report of more than kStatusArgs args");
+  if (!claim_report(s)) return;
+  const long long rest[] = {a4, static_cast<long long>(more)...};
+  for (int i = 0; i < 1 + static_cast<int>(sizeof...(More)); ++i) s->args[4 + i] = rest[i];
+  publish_report(s, code, a0, a1, a2, a3);
+}
+template <class... More>
+__device__ __noinline__ void report_cold(Status* s, int code, long long a0, long long a1,
+                                         long long a2, long long a3, long long a4, More... more) {
+  report(s, code, a0, a1, a2, a3, a4, more...);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

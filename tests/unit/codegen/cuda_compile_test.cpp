@@ -14,6 +14,7 @@
 
 #include "../codegen_passes/cuda_pass_test.h"
 #include "codegen/cuda/emit.h"
+#include "codegen/cuda/structure.h"
 #include "common/cases.h"
 #include "common/random_program.h"
 #include "common/scoped_env.h"
@@ -904,6 +905,66 @@ TEST_F(CudaCompile, VectorLoadsCompileForEveryCase) {
   driver::CompiledProgram dq = compile_for(dequant, "sm_90a", PlanKind::kFused, off);
   // Off: element by element.
   EXPECT_EQ(dq.kernels[0].cuda->source.find("tf::load_vector<"), std::string::npos);
+}
+
+// A gather's bounds check reports the index's value, its coordinates in the
+// index tensor and the value again: 5 args over a 3-D index, 10
+// (codegen::kStatusArgs, the status word's room) over an 8-D one. Such
+// checks were refused by the emitter ("a check with more than 4 args", an
+// InternalError for any x[i] with i of 3 dims or more); now they compile,
+// both plans, for sm_80 and sm_90a, through NVRTC (tf::report's overload of
+// five args or more), and the host has their arg count to word them. With
+// a GEMM (x[i] @ w, i of 3 dims) under persistent register_a too, where the
+// MMA warps' row checks at a later tile's start report through
+// tf::report_cold.
+TEST_F(CudaCompile, ChecksOverIndicesOfManyDimsCompile) {
+  struct Case {
+    const char* source;
+    int args;  // the gather check's
+    std::optional<GemmConfig> config;
+  };
+  GemmConfig ra;
+  ra.block_m = 128, ra.block_n = 128, ra.block_k = 64, ra.num_stages = 4, ra.num_warps = 8;
+  ra.register_a = true;
+  ra.persistent = true;
+  const Case cases[] = {
+      {"def g3(x: f32[5, 4], i: i64[R, 3, 2]):\n    return x[i] * 2.0\n", 5, std::nullopt},
+      {"def g8(x: f32[5], i: i64[1, 2, 1, 1, 2, 1, 1, 2]):\n    return x[i] * 2.0\n", 10,
+       std::nullopt},
+      {"def m3(x: bf16[64, 256], w: bf16[256, 128], i: i64[2, 4, 64]):\n    return x[i] @ w\n", 5,
+       std::nullopt},
+      {"def r3(x: bf16[64, 256], w: bf16[256, 128], i: i64[2, 4, 64]):\n    return x[i] @ w\n", 5,
+       ra},
+  };
+  int n = 0;
+  for (const Case& c : cases)
+    for (const char* arch : {"sm_80", "sm_90a"})
+      for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+        if (c.config && (std::string(arch) != "sm_90a" || plan != PlanKind::kFused)) continue;
+        SCOPED_TRACE(std::string(c.source) + " " + arch + " " + std::string(plan_kind_name(plan)));
+        driver::CompiledProgram prog;
+        ASSERT_NO_THROW(prog = compile_source(c.source, arch, plan, false, c.config));
+        bool found = false;
+        for (const driver::CompiledKernel& ck : prog.kernels) {
+          for (const codegen::CudaCheck& check : ck.cuda->checks) {
+            EXPECT_LE(check.num_args, codegen::kStatusArgs);
+            found = found || check.num_args == c.args;
+          }
+          if (c.config) {
+            EXPECT_TRUE(codegen::has_register_a_loop(ck.kernel.body))
+                << "the register_a pass declined the config";
+            EXPECT_NE(ck.cuda->source.find("tf::report_cold("), std::string::npos)
+                << "no register_a row check:\n"
+                << ck.cuda->source;
+          }
+          const std::string name = ck.cuda->name + "_many" + std::to_string(n++);
+          EXPECT_NO_THROW(
+              cuda::compile_cuda(ck.cuda->source, name, driver::cuda_compile_options(arch)))
+              << ck.cuda->source;
+        }
+        EXPECT_TRUE(found) << "no check of " << c.args << " args";
+      }
+  EXPECT_GT(n, 0);
 }
 
 }  // namespace
