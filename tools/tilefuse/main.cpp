@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   run_cmd
       ->add_option("--gemm-config", run.gemm_config,
                    "GEMM config for every GEMM step (no tuning): BLOCK_MxBLOCK_NxBLOCK_K/"
-                   "num_stages/num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra], e.g. "
+                   "num_stages/num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra or /ra256], e.g. "
                    "128x128x64/3/8/splitk4 (K split over 4 blocks a tile, the partial tiles "
                    "reduced in split order by the last block of each tile)")
       ->check(gemm_config_value);
@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option(
       "--gemm-config", bench.gemm_config,
       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-      "num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra], e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
+      "num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra or /ra256], e.g. 128x128x32/3/8 (default: the tuned ones on the GPU, "
       "the heuristic's on the CPU)")
       ->check(gemm_config_value);
   bench_cmd->add_flag("--retune", bench.retune,
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   emit_cmd->add_option(
       "--gemm-config", emit.gemm_config,
       "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-      "num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra], e.g. 128x256x64/4/8 (default: the template's heuristic)")
+      "num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra or /ra256], e.g. 128x256x64/4/8 (default: the template's heuristic)")
       ->check(gemm_config_value);
 
   ExplainOptions explain;
@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("--cuda-option", explain.cuda_options, cuda_option_help);
   explain_cmd->add_option("--gemm-config", explain.gemm_config,
                           "GEMM config for every GEMM step: BLOCK_MxBLOCK_NxBLOCK_K/num_stages/"
-                          "num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra] (default: the template's heuristic)")
+                          "num_warps[/splitkS or /streamkU][/persistent or /pingpong][/ra or /ra256] (default: the template's heuristic)")
       ->check(gemm_config_value);
 
   TuneCommandOptions tune;
