@@ -5,7 +5,8 @@
 #     the configs the tuner tries, on the seed, gather_heavy and the example.
 #  2. The host path merged from the branch host-ctx: `GpuHostPath.*`, the index check over an
 #     index of 3+ dims (`GpuCases.AnIndexOfManyDims*`, the printer's 4-arg limit before 9435cdf),
-#     register_a's out-of-range check, then the torch CUDA tests on the library.
+#     register_a's out-of-range check, the edge programs under the two /ra256 variants
+#     (GpuWarpSpecialized/*fragment_l2_prefetch*), then the torch CUDA tests on the library.
 #  3. gather_heavy `/ra` against `/ra256` with the baselines, one bench each.
 # Here, before the call: `scripts/setup.sh && scripts/gpu_check.sh --stage`.
 # device tool: command "bash bench/device-plans/call5.sh", carry [".devcarry/bin"].
@@ -31,8 +32,8 @@ for spec in "bench/programs/seed_gather_mm_f16.tfs 128x256x64/3/8/ra256" \
   echo "rc $? $spec" | tee -a "$L/ra256.txt"
 done
 pack
-timeout 100 "$BIN/test_gpu" \
-  --gtest_filter='GpuHostPath.*:GpuCases.AnIndexOfManyDims*:GpuCases.OutOfRangeUnderRegisterA*' \
+timeout 130 "$BIN/test_gpu" \
+  --gtest_filter='GpuHostPath.*:GpuCases.AnIndexOfManyDims*:GpuCases.OutOfRangeUnderRegisterA*:GpuWarpSpecialized/*fragment_l2_prefetch*' \
   > "$L/test_gpu.txt" 2>&1
 echo "rc $?" >> "$L/test_gpu.txt"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |^rc" "$L/test_gpu.txt" | tail -12

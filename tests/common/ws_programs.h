@@ -93,6 +93,16 @@ inline const std::vector<WsVariant>& ws_variants() {
   return v;
 }
 
+// A gtest-safe name of a variant: its options with every character outside
+// [A-Za-z0-9] as '_' ("register_a=1,persistent=1" -> "register_a_1_persistent_1"),
+// "default" for the defaults. Distinct over ws_variants() (a test checks).
+inline std::string ws_variant_test_name(const WsVariant& v) {
+  std::string name = v.name();
+  for (char& c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) c = '_';
+  return name;
+}
+
 // Three plain configs, two split-K ones and a ping-pong one (two teams of
 // one warpgroup; the persistent variant's extra): K = 520 is 9 tiles of 64 (2
 // splits of 5 and 4; 4 splits of 3 with the last one empty), K = 192 is 3

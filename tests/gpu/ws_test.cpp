@@ -29,14 +29,21 @@
 namespace tilefuse {
 namespace {
 
-TEST(GpuWarpSpecialized, EdgeProgramsEveryVariantMatchTheOracle) {
+// One test per emitter variant (GpuWarpSpecialized/EdgeProgramsMatchTheOracle/
+// <variant>), so a short device call can run a few of them by
+// --gtest_filter; every program and config under each.
+class GpuWarpSpecializedVariant : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(GpuWarpSpecializedVariant, EdgeProgramsMatchTheOracle) {
   TILEFUSE_SKIP_WITHOUT_GPU();
   cuda::Device& dev = driver::default_device();
   const std::optional<tir::Target> target = gputest::device_target();
   ASSERT_TRUE(target.has_value());
   if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  const testing::WsVariant& v = testing::ws_variants().at(GetParam());
   const uint64_t seed = gputest::fresh_seed();
-  std::printf("warp-specialized edge programs, seed %llu\n", static_cast<unsigned long long>(seed));
+  std::printf("warp-specialized edge programs, variant %s, seed %llu\n", v.name(),
+              static_cast<unsigned long long>(seed));
   int ran = 0;
   for (const testing::WsProgram& wp : testing::ws_programs()) {
     const Program p = parse_program(wp.source, std::string(wp.name) + ".tfs");
@@ -45,32 +52,37 @@ TEST(GpuWarpSpecialized, EdgeProgramsEveryVariantMatchTheOracle) {
     o.mode = EvalMode::kOracle;
     const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
     const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
-    for (const testing::WsVariant& v : testing::ws_variants())
-      for (const GemmConfig& cfg : testing::ws_configs()) {
-        SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{} split {} seed {}", wp.name, v.name(),
-                                 cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages,
-                                 cfg.num_warps, cfg.split_k, seed));
-        driver::CompileOptions co;
-        co.cuda = v.options();
-        co.plan = PlanKind::kFused;
-        co.target = *target;
-        co.lower.gemm_config = cfg;
-        const driver::CompiledProgram prog = driver::compile(p.graph, co);
-        bool ws = false;
-        for (const driver::CompiledKernel& ck : prog.kernels) ws |= ck.cuda->producer_threads > 0;
-        EXPECT_EQ(ws, testing::ws_expected(wp, v, cfg));
-        driver::CudaProgram run(prog, dev);
-        const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
-        ASSERT_EQ(got.size(), 1u);
-        const double err = relative_error(got[0], oracle[0]);
-        EXPECT_LE(err, tol);  // false for NaN
-        EXPECT_EQ(gputest::count_nan(got[0]), 0);
-        ++ran;
-      }
+    for (const GemmConfig& cfg : testing::ws_configs()) {
+      SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{} split {} seed {}", wp.name, v.name(),
+                               cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages,
+                               cfg.num_warps, cfg.split_k, seed));
+      driver::CompileOptions co;
+      co.cuda = v.options();
+      co.plan = PlanKind::kFused;
+      co.target = *target;
+      co.lower.gemm_config = cfg;
+      const driver::CompiledProgram prog = driver::compile(p.graph, co);
+      bool ws = false;
+      for (const driver::CompiledKernel& ck : prog.kernels) ws |= ck.cuda->producer_threads > 0;
+      EXPECT_EQ(ws, testing::ws_expected(wp, v, cfg));
+      driver::CudaProgram run(prog, dev);
+      const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
+      ASSERT_EQ(got.size(), 1u);
+      const double err = relative_error(got[0], oracle[0]);
+      EXPECT_LE(err, tol);  // false for NaN
+      EXPECT_EQ(gputest::count_nan(got[0]), 0);
+      ++ran;
+    }
   }
-  EXPECT_EQ(ran, static_cast<int>(testing::ws_programs().size() * testing::ws_variants().size() *
-                                  testing::ws_configs().size()));
+  EXPECT_EQ(ran, static_cast<int>(testing::ws_programs().size() * testing::ws_configs().size()));
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    GpuWarpSpecialized, GpuWarpSpecializedVariant,
+    ::testing::Range<size_t>(0, testing::ws_variants().size()),
+    [](const ::testing::TestParamInfo<size_t>& info) {
+      return testing::ws_variant_test_name(testing::ws_variants().at(info.param));
+    });
 
 // Split-K results do not depend on which block of a tile arrives last: the
 // partials are summed in split order; reduced in a cluster

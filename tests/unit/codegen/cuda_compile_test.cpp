@@ -4,10 +4,12 @@
 // the default configs. Skips when NVRTC cannot be loaded.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -281,6 +283,19 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
                                                  driver::cuda_compile_options("sm_90a"));
     if (sk.usage.present) EXPECT_EQ(sk.usage.spill_store_bytes, 0) << sk.log;
   }
+}
+
+// tests/gpu/ws_test.cpp names one test per variant by ws_variant_test_name:
+// the names must be distinct and gtest-safe, or test_gpu aborts at start.
+TEST(WsVariants, TestNamesAreDistinctAndGtestSafe) {
+  std::set<std::string> names;
+  for (const testing::WsVariant& v : testing::ws_variants()) {
+    const std::string name = testing::ws_variant_test_name(v);
+    EXPECT_TRUE(names.insert(name).second) << name;
+    for (char c : name) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '_') << name;
+  }
+  EXPECT_TRUE(names.count("register_a_1_persistent_1_fragment_l2_prefetch_1"));
+  EXPECT_TRUE(names.count("default"));
 }
 
 // The edge programs of the warp-specialized loop (tests/common/ws_programs.h)
