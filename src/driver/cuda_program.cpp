@@ -388,6 +388,10 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     st.dynamic_shared_bytes = code.dynamic_shared_bytes;
     st.threads = code.num_threads;
     st.blocks = code.grid;
+    if (code.persistent && code.grid > 0)
+      st.persistent_blocks = code.stream_k_units > 0
+                                 ? code.stream_k_units
+                                 : std::min<int64_t>(code.grid, device.sm_count());
     st.blocks_per_sm = k.function.max_active_blocks_per_sm(
         code.num_threads, static_cast<std::size_t>(code.dynamic_shared_bytes));
     st.occupancy = st.blocks_per_sm * code.num_threads / 32 / 64.0;
@@ -913,6 +917,14 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
   t.first_stage_blocks = static_cast<int64_t>(first.size());
   t.loop_blocks = static_cast<int64_t>(loop.size());
   return t;
+}
+
+std::string launch_shape_text(const CudaKernelStats& stats) {
+  if (stats.persistent_blocks > 0)
+    return fmt::format("{} threads x {} persistent blocks over {} tiles", stats.threads,
+                       stats.persistent_blocks, stats.blocks);
+  if (stats.blocks < 0) return fmt::format("{} threads x a grid set at launch", stats.threads);
+  return fmt::format("{} threads x {} blocks", stats.threads, stats.blocks);
 }
 
 std::string format_block_timeline(const BlockTimeline& t) {

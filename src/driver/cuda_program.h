@@ -53,10 +53,16 @@ struct CudaKernelStats {
   int local_bytes = 0;       // local memory per thread (spills, stack)
   int64_t dynamic_shared_bytes = 0;
   int threads = 0;
-  int64_t blocks = 0;
+  int64_t blocks = 0;  // the grid at the compiled sizes (-1: symbolic; a persistent kernel's tiles)
+  int64_t persistent_blocks = 0;  // a persistent kernel's launch: min(tiles, SMs) or its stream-K
+                                  // units (0: not persistent or symbolic)
   int blocks_per_sm = 0;     // cuOccupancyMaxActiveBlocksPerMultiprocessor
   double occupancy = 0;      // resident warps / 64 warps per SM
 };
+
+// "384 threads x 512 blocks", or for a persistent kernel "384 threads x 132
+// persistent blocks over 512 tiles" (`tilefuse run -v` and bench's lines).
+std::string launch_shape_text(const CudaKernelStats& stats);
 
 // One launch of a kernel compiled with the block timeline
 // (CudaOptions::block_timeline, a measuring aid), summarized. Times are in

@@ -646,12 +646,12 @@ int run_command(const RunOptions& options) {
           continue;
         }
         std::printf(
-            "  kernel %s: %s (%.1f ms); %d registers, %d B local, %lld B dynamic shared; %d "
-            "threads x %lld blocks; %d blocks/SM (occupancy %.0f%%)\n",
+            "  kernel %s: %s (%.1f ms); %d registers, %d B local, %lld B dynamic shared; "
+            "%s; %d blocks/SM (occupancy %.0f%%)\n",
             st.name.c_str(), st.from_cache ? "from the kernel cache" : "compiled with NVRTC",
             st.compile_ms, st.registers, st.local_bytes,
-            static_cast<long long>(st.dynamic_shared_bytes), st.threads,
-            static_cast<long long>(st.blocks), st.blocks_per_sm, 100 * st.occupancy);
+            static_cast<long long>(st.dynamic_shared_bytes), driver::launch_shape_text(st).c_str(),
+            st.blocks_per_sm, 100 * st.occupancy);
       }
     }
     auto t0 = std::chrono::steady_clock::now();
@@ -956,12 +956,10 @@ int bench_command(const BenchOptions& options) {
       for (const driver::BenchRow& row : r.rows)
         for (const driver::CudaKernelStats& k : row.kernels)
           if (k.threads > 0)
-            std::printf(
-                "  %s/%s: %d regs, %lld B smem, %d threads x %lld blocks, %d blocks/SM "
-                "(occupancy %.0f%%)\n",
-                row.name.c_str(), k.name.c_str(), k.registers,
-                static_cast<long long>(k.dynamic_shared_bytes), k.threads,
-                static_cast<long long>(k.blocks), k.blocks_per_sm, 100 * k.occupancy);
+            std::printf("  %s/%s: %d regs, %lld B smem, %s, %d blocks/SM (occupancy %.0f%%)\n",
+                        row.name.c_str(), k.name.c_str(), k.registers,
+                        static_cast<long long>(k.dynamic_shared_bytes),
+                        driver::launch_shape_text(k).c_str(), k.blocks_per_sm, 100 * k.occupancy);
     for (const driver::BenchRow& row : r.rows)
       for (const driver::BlockTimeline& t : row.timelines)
         std::printf("  timeline %s/%s\n", row.name.c_str(),

@@ -63,5 +63,19 @@ TEST(LaunchBlocks, AProductPastInt64IsRefused) {
             "launched");
 }
 
+// `tilefuse run -v` and bench's kernel lines: a persistent kernel says how
+// many blocks it launches over how many tiles, not its tiles as its grid.
+TEST(LaunchShapeText, PersistentKernelsSayTheirBlocksAndTiles) {
+  CudaKernelStats st;
+  st.threads = 384;
+  st.blocks = 512;
+  EXPECT_EQ(launch_shape_text(st), "384 threads x 512 blocks");
+  st.persistent_blocks = 132;
+  EXPECT_EQ(launch_shape_text(st), "384 threads x 132 persistent blocks over 512 tiles");
+  st.persistent_blocks = 0;
+  st.blocks = -1;
+  EXPECT_EQ(launch_shape_text(st), "384 threads x a grid set at launch");
+}
+
 }  // namespace
 }  // namespace tilefuse::driver
