@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -309,27 +310,34 @@ TEST(GpuCases, AFailedBindLeavesNothingToLaunch) {
   EXPECT_THROW(program.launch(), InternalError);
 }
 
-// register_a (the MMA warps load the gathered rows straight into their wgmma
-// A fragments and check those rows' indices themselves, CopyPlan::row_checks)
-// reports an index one past the end with its position, reads nothing out of
-// bounds, and the same program then runs in-range indices to the oracle's
-// answer. One bad position at a time: in block 0's first tile (warpgroup 0's
-// rows), and in tiles 140 and 263 of 264, which a persistent kernel of one
-// block an SM (132 on the H200) runs as a block's second tile, checked at that
-// tile's start from the index loaded a tile ahead (row 33791 is warpgroup 1's
-// second fragment row); the non-persistent kernel runs every tile first.
-TEST(GpuCases, OutOfRangeUnderRegisterA) {
-  TILEFUSE_SKIP_WITHOUT_GPU();
+// `good` with the index parameter `param` at row-major position `at` set to
+// `value` (one bad position, so the GPU meets no other).
+std::vector<Tensor> with_index_at(const std::vector<Tensor>& good, size_t param, int64_t at,
+                                  double value) {
+  std::vector<Tensor> bad = good;
+  const Tensor& idx = good.at(param);
+  Tensor one_bad = Tensor::empty(idx.dtype(), idx.shape());
+  for (int64_t i = 0; i < idx.numel(); ++i) one_bad.set_linear(i, idx.get_linear(i));
+  one_bad.set_linear(at, value);
+  bad[param] = one_bad;
+  return bad;
+}
+
+// The gathered GEMM `p` (x: bf16[64, 256], its index parameter `param` in
+// [0, 64) over 33792 rows: 264 tiles of 128) compiled fused at
+// 128x128x64/4/8/ra and 128x128x64/4/8/persistent/ra, both asserted to be
+// register_a kernels (persistent where asked). For each of `rows`, the
+// index with that row set to 64 (the only bad one) goes to `check_bad`;
+// then in-range indices run to the oracle's answer on the same program.
+void run_register_a_with_bad_rows(
+    const Program& p, size_t param, const std::vector<int64_t>& rows,
+    const std::function<void(driver::CudaProgram&, const std::vector<Tensor>&, int64_t)>&
+        check_bad) {
   cuda::Device& dev = driver::default_device();
   const std::optional<tir::Target> target = gputest::device_target();
-  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
-  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  ASSERT_TRUE(target.has_value());
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE(seed_note(seed, seed));
-  const Program p = parse_program(
-      "def oob_ra(x: bf16[64, 256], y: bf16[256, 128], idx: i64[33792] in [0, 64)):\n"
-      "    return x[idx] @ y\n",
-      "oob_ra.tfs");
   const std::vector<Tensor> good = make_random_inputs(p.graph, seed);
   const std::vector<Tensor> refs = oracle_of(p.graph, good);
   for (bool persistent : {false, true}) {
@@ -349,20 +357,38 @@ TEST(GpuCases, OutOfRangeUnderRegisterA) {
     ASSERT_EQ(compiled.kernels[0].cuda->persistent, persistent)
         << "the persistent pass declined the config";
     driver::CudaProgram program(compiled, dev);
-    for (int64_t row : {int64_t{5}, int64_t{128 * 140 + 77}, int64_t{33791}}) {
-      // good with idx[row] = 64 (the only 64: the error must name that row).
-      std::vector<Tensor> bad = good;
-      const Tensor& idx = good.at(2);
-      Tensor one_bad = Tensor::empty(idx.dtype(), idx.shape());
-      for (int64_t i = 0; i < idx.numel(); ++i) one_bad.set_linear(i, idx.get_linear(i));
-      one_bad.set_linear(row, 64);
-      bad[2] = one_bad;
-      EXPECT_EQ(expect_out_of_range(program, bad), "") << "idx[" << row << "] = 64";
+    for (int64_t row : rows) {
+      SCOPED_TRACE("index row " + std::to_string(row) + " = 64");
+      check_bad(program, with_index_at(good, param, row, 64), row);
     }
     std::vector<Tensor> outs;
     ASSERT_NO_THROW(outs = program.run(good, /*poison=*/true));
     EXPECT_EQ(compare_with_oracle(outs, refs), "") << "in-range indices after the errors";
   }
+}
+
+// register_a (the MMA warps load the gathered rows straight into their wgmma
+// A fragments and check those rows' indices themselves, CopyPlan::row_checks)
+// reports an index one past the end with its position, reads nothing out of
+// bounds, and the same program then runs in-range indices to the oracle's
+// answer. One bad position at a time: in block 0's first tile (warpgroup 0's
+// rows), and in tiles 140 and 263 of 264, which a persistent kernel of one
+// block an SM (132 on the H200) runs as a block's second tile, checked at that
+// tile's start from the index loaded a tile ahead (row 33791 is warpgroup 1's
+// second fragment row); the non-persistent kernel runs every tile first.
+TEST(GpuCases, OutOfRangeUnderRegisterA) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const std::optional<tir::Target> target = gputest::device_target();
+  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
+  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  const Program p = parse_program(
+      "def oob_ra(x: bf16[64, 256], y: bf16[256, 128], idx: i64[33792] in [0, 64)):\n"
+      "    return x[idx] @ y\n",
+      "oob_ra.tfs");
+  run_register_a_with_bad_rows(p, 2, {5, 128 * 140 + 77, 33791},
+                               [](driver::CudaProgram& program, const std::vector<Tensor>& bad,
+                                  int64_t) { EXPECT_EQ(expect_out_of_range(program, bad), ""); });
 }
 
 // A gather's check over an index tensor of 3 dims or more reports the
@@ -381,17 +407,6 @@ TEST(GpuCases, AnIndexOfManyDimsIsWordedInItsDims) {
   ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE(seed_note(seed, seed));
-  // `good` with the index (parameter `param`) at row-major position `at`
-  // set to `value`.
-  auto with_bad = [](const std::vector<Tensor>& good, size_t param, int64_t at, double value) {
-    std::vector<Tensor> bad = good;
-    const Tensor& idx = good.at(param);
-    Tensor one_bad = Tensor::empty(idx.dtype(), idx.shape());
-    for (int64_t i = 0; i < idx.numel(); ++i) one_bad.set_linear(i, idx.get_linear(i));
-    one_bad.set_linear(at, value);
-    bad[param] = one_bad;
-    return bad;
-  };
   auto gpu_error = [](driver::CudaProgram& program, const std::vector<Tensor>& inputs) {
     try {
       program.run(inputs, /*poison=*/true);
@@ -416,7 +431,7 @@ TEST(GpuCases, AnIndexOfManyDimsIsWordedInItsDims) {
     SCOPED_TRACE(c.source);
     const Program p = parse_program(c.source, "many.tfs");
     const std::vector<Tensor> good = make_random_inputs(p.graph, seed);
-    const std::vector<Tensor> bad = with_bad(good, 1, c.at, c.value);
+    const std::vector<Tensor> bad = with_index_at(good, 1, c.at, c.value);
     EXPECT_EQ(reference_error(p.graph, bad), c.message);
     for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
       SCOPED_TRACE(plan_kind_name(plan));
@@ -433,40 +448,17 @@ TEST(GpuCases, AnIndexOfManyDimsIsWordedInItsDims) {
       "def oob_ra3(x: bf16[64, 256], y: bf16[256, 128], idx: i64[2, 132, 128] in [0, 64)):\n"
       "    return x[idx] @ y\n",
       "oob_ra3.tfs");
-  const std::vector<Tensor> good = make_random_inputs(p.graph, seed);
-  const std::vector<Tensor> refs = oracle_of(p.graph, good);
-  for (bool persistent : {false, true}) {
-    SCOPED_TRACE(persistent ? "128x128x64/4/8/persistent/ra" : "128x128x64/4/8/ra");
-    driver::CompileOptions co;
-    co.plan = PlanKind::kFused;
-    co.target = *target;
-    GemmConfig cfg;
-    cfg.block_m = 128, cfg.block_n = 128, cfg.block_k = 64, cfg.num_stages = 4, cfg.num_warps = 8;
-    cfg.persistent = persistent;
-    cfg.register_a = true;
-    co.lower.gemm_config = cfg;
-    const driver::CompiledProgram compiled = driver::compile(p.graph, co);
-    ASSERT_EQ(compiled.kernels.size(), 1u);
-    ASSERT_TRUE(codegen::has_register_a_loop(compiled.kernels[0].kernel.body))
-        << "the register_a pass declined the config";
-    ASSERT_EQ(compiled.kernels[0].cuda->persistent, persistent)
-        << "the persistent pass declined the config";
-    driver::CudaProgram program(compiled, dev);
-    for (int64_t row : {int64_t{5}, int64_t{128 * 140 + 77}, int64_t{33791}}) {
-      SCOPED_TRACE("idx row " + std::to_string(row) + " = 64");
-      const std::vector<Tensor> bad = with_bad(good, 2, row, 64);
-      const std::string want = reference_error(p.graph, bad);
-      EXPECT_NE(
-          want.find("`idx`[" + std::to_string(row / (132 * 128)) + ", " +
-                    std::to_string(row / 128 % 132) + ", " + std::to_string(row % 128) + "] = 64"),
-          std::string::npos)
-          << want;
-      EXPECT_EQ(gpu_error(program, bad), want);
-    }
-    std::vector<Tensor> outs;
-    ASSERT_NO_THROW(outs = program.run(good, /*poison=*/true));
-    EXPECT_EQ(compare_with_oracle(outs, refs), "") << "in-range indices after the errors";
-  }
+  run_register_a_with_bad_rows(
+      p, 2, {5, 128 * 140 + 77, 33791},
+      [&](driver::CudaProgram& program, const std::vector<Tensor>& bad, int64_t row) {
+        const std::string want = reference_error(p.graph, bad);
+        EXPECT_NE(want.find("`idx`[" + std::to_string(row / (132 * 128)) + ", " +
+                            std::to_string(row / 128 % 132) + ", " + std::to_string(row % 128) +
+                            "] = 64"),
+                  std::string::npos)
+            << want;
+        EXPECT_EQ(gpu_error(program, bad), want);
+      });
 }
 
 TEST(GpuCases, PoisonedOutputsAreAllWritten) {
