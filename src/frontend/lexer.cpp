@@ -353,7 +353,7 @@ class Lexer {
 
   void parse_number(std::string_view text, SourceLoc loc, Token& t) {
     auto bad = [&](std::string_view why) {
-      fail(fmt::format("invalid number literal '{}'{}", text, why), loc);
+      fail(fmt::format("invalid number literal {}{}", quote_token_text(text), why), loc);
     };
     std::string clean;
     if (text.size() > 1 && text[0] == '0' &&
@@ -429,7 +429,8 @@ class Lexer {
       // underflow to 0 (or a subnormal), which strtod reproduces.
       errno = 0;
       v = std::strtod(clean.c_str(), nullptr);
-      if (std::isinf(v)) fail(fmt::format("float literal '{}' is out of range", text), loc);
+      if (std::isinf(v))
+        fail(fmt::format("float literal {} is out of range", quote_token_text(text)), loc);
     } else if (ec != std::errc() || p != clean.data() + clean.size()) {
       bad("");
     }
@@ -550,8 +551,16 @@ class Lexer {
 
 }  // namespace
 
+std::string quote_token_text(std::string_view text) {
+  constexpr size_t kHead = 32, kTail = 8;
+  if (text.size() <= kHead + kTail + 8) return fmt::format("'{}'", text);
+  return fmt::format("'{}...{}' ({} characters)", text.substr(0, kHead),
+                     text.substr(text.size() - kTail), text.size());
+}
+
 std::string too_large_message(std::string_view literal) {
-  return fmt::format("integer literal '{}' is too large (the limit is 2**63 - 1)", literal);
+  return fmt::format("integer literal {} is too large (the limit is 2**63 - 1)",
+                     quote_token_text(literal));
 }
 
 std::vector<Token> tokenize(std::string_view source) {
@@ -566,14 +575,14 @@ std::string describe_token(const Token& token) {
   };
   switch (token.kind) {
     case TokenKind::Name:
-      return fmt::format("name '{}'", token.text);
+      return "name " + quote_token_text(token.text);
     case TokenKind::Int:
     case TokenKind::Float:
-      return fmt::format("number '{}'", token.text);
+      return "number " + quote_token_text(token.text);
     case TokenKind::String:
       return "a string";
     case TokenKind::Keyword:
-      return fmt::format("keyword '{}'", token.text);
+      return "keyword " + quote_token_text(token.text);
     default:
       return std::string(kSpellings[static_cast<size_t>(token.kind)]);
   }

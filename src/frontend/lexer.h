@@ -101,6 +101,11 @@ struct Token {
 // count from after it.
 std::vector<Token> tokenize(std::string_view source);
 
+// A token's text as messages quote it: 'text', or past 48 characters its
+// first 32 and last 8 ('1e99999...99999999' (5002 characters)), so a
+// 5000-digit literal does not fill the message.
+std::string quote_token_text(std::string_view text);
+
 // The error for an integer literal past 2**63 - 1 (`literal` as written):
 // the lexer's for one past 2**63, the parser's for 2**63 anywhere but after
 // a unary '-'.

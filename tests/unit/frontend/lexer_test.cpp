@@ -2,6 +2,10 @@
 // strings, columns.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "frontend/lexer.h"
 
 namespace tilefuse::frontend {
@@ -89,6 +93,29 @@ TEST(Lexer, Numbers) {
               "integer literal '9223372036854775809' is too large (the limit is 2**63 - 1)");
     EXPECT_EQ(e.loc().col, 5);
   }
+}
+
+// A long literal is quoted by its ends and its length, not in full.
+TEST(Lexer, LongLiteralsAreQuotedByTheirEnds) {
+  const std::string nines(5000, '9');
+  for (const auto& [source, message] : std::vector<std::pair<std::string, std::string>>{
+           {"x + 1e" + nines,
+            "float literal '1e999999999999999999999999999999...99999999' (5002 characters) is out "
+            "of range"},
+           {"x + " + nines,
+            "integer literal '99999999999999999999999999999999...99999999' (5000 characters) is "
+            "too large (the limit is 2**63 - 1)"},
+       }) {
+    try {
+      tokenize(source);
+      ADD_FAILURE() << "expected a UserError";
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+      EXPECT_EQ(e.loc().col, 5);
+    }
+  }
+  EXPECT_EQ(quote_token_text("123"), "'123'");
+  EXPECT_EQ(quote_token_text(std::string(48, '7')), "'" + std::string(48, '7') + "'");
 }
 
 // A UTF-8 byte order mark before the program is skipped: columns count from
