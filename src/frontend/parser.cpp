@@ -1022,9 +1022,43 @@ class Parser {
     }
   }
 
+  // Right after an opening '(' or '[': a comprehension or generator
+  // (`[v for v in x]`, `sum(v for v in x)`) has 'for' at this bracket's own
+  // depth before its closer. It is refused there, before its element is
+  // parsed (that reported the loop variable as an unknown name).
+  void refuse_comprehension() const {
+    int depth = 0;
+    for (size_t k = 0;; ++k) {
+      const Token& t = peek(k);
+      switch (t.kind) {
+        case TokenKind::LParen:
+        case TokenKind::LBracket:
+          ++depth;
+          break;
+        case TokenKind::RParen:
+        case TokenKind::RBracket:
+          if (depth-- == 0) return;
+          break;
+        case TokenKind::Keyword:
+          if (depth == 0 && t.text == "for")
+            throw UserError(
+                "comprehensions and generator expressions are not supported in .tfs programs "
+                "(a tensor expression acts on every element: `x * 2`, not `[v * 2 for v in x]`)",
+                t.loc);
+          break;
+        case TokenKind::Newline:
+        case TokenKind::End:
+          return;
+        default:
+          break;
+      }
+    }
+  }
+
   // `(e)` or a tuple `()`, `(e,)`, `(a, b)`.
   Operand parse_parenthesized() {
     const Token& open = next();
+    refuse_comprehension();
     if (at(TokenKind::RParen)) {
       Operand tuple;
       tuple.kind = Operand::Kind::Tuple;
@@ -1057,6 +1091,7 @@ class Parser {
 
   Operand parse_list() {
     const Token& open = next();
+    refuse_comprehension();
     Operand list;
     list.kind = Operand::Kind::List;
     while (!at(TokenKind::RBracket)) {
@@ -1178,6 +1213,7 @@ class Parser {
 
   std::vector<Argument> parse_arguments() {
     expect(TokenKind::LParen, "'('");
+    refuse_comprehension();
     std::vector<Argument> args;
     bool keywords = false;
     while (!at(TokenKind::RParen)) {

@@ -376,6 +376,16 @@ const BadProgram kBadPrograms[] = {
     {"return_a_dtype", ret(X, "torch.float16"), 2, 12, "found the dtype f16"},
     {"matmul_with_number", ret(X, "x @ 2"), 2, 16,
      "expected a tensor for the right operand of '@', found the integer 2"},
+    // A comprehension is refused at its 'for' (the loop variable was an
+    // "unknown name"): in a list, in parentheses, as a call's argument.
+    {"list_comprehension", ret(X, "x.permute([v for v in x])"), 2, 25,
+     "comprehensions and generator expressions are not supported"},
+    {"generator_in_parentheses", ret(X, "x * (v for v in x)"), 2, 19,
+     "comprehensions and generator expressions are not supported"},
+    {"generator_argument", ret(X, "torch.relu(v * 2 for v in x)"), 2, 29,
+     "comprehensions and generator expressions are not supported"},
+    {"nested_for_is_its_brackets", ret(X, "x.permute((0,), [v for v in x])"), 2, 31,
+     "comprehensions and generator expressions are not supported"},
     {"constant_division_by_zero", ret(X, "x * (1 / 0)"), 2, 19, "division by zero"},
     {"constant_overflow", ret(X, "x * (9223372036854775807 + 1)"), 2, 37, "integer overflow"},
     // 2**63 is an int64 only negated (-9223372036854775808 is INT64_MIN).
