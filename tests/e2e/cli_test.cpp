@@ -546,6 +546,13 @@ TEST(Cli, UsageErrorsAndHelp) {
         << r.output;
   }
   EXPECT_EQ(run_cli("bench " + example + " --threads 5000").exit_code, 1);
+  // A single-valued option twice is an error in our words (CLI11's were
+  // "--device: At Most 1 required but received 2").
+  Result twice = run_cli("run " + example + " --device cpu --device cuda");
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.output.find("tilefuse: error: --device was given 2 times; it takes one value"),
+            std::string::npos)
+      << twice.output;
 }
 
 // --check holds an output to the oracle rounded to the output's dtype: an f8

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <new>
@@ -363,6 +364,19 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // A single-valued option given twice: CLI11 says "--device: At Most 1
+    // required but received 2"; say it in our words.
+    const std::string what = e.what();
+    const size_t colon = what.find(": At Most 1 required but received ");
+    if (colon == std::string::npos) {
+      app.exit(e);
+      return kUserError;
+    }
+    std::fprintf(stderr, "tilefuse: error: %s was given %s times; it takes one value\n",
+                 what.substr(0, colon).c_str(),
+                 what.substr(colon + std::strlen(": At Most 1 required but received ")).c_str());
+    return kUserError;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kUserError;
