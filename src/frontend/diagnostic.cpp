@@ -139,10 +139,9 @@ std::string read_program_file(const std::string& path, const LoadOptions& option
   const bool fifo = S_ISFIFO(st.st_mode);
   // At most max_bytes + 1 bytes, whatever the file claims to be.
   const auto too_long = [&] {
-    return cannot(
-        fmt::format("it is longer than {}, the most a program may be "
-                    "(--max-program-size raises the limit)",
-                    format_bytes(options.max_bytes)));
+    return cannot(fmt::format("it is longer than {}, the most a program may be{}",
+                              format_bytes(options.max_bytes),
+                              options.raise_hint.empty() ? "" : " (" + options.raise_hint + ")"));
   };
   if (S_ISREG(st.st_mode) && st.st_size > options.max_bytes) throw too_long();
   std::string text;

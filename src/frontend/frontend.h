@@ -46,6 +46,9 @@ struct LoadOptions {
   // naming this limit. Any file kind is read (a pipe from `<(gen)` too), at
   // most this much of it: /dev/zero is an error, not an endless read.
   int64_t max_bytes = int64_t{16} << 20;
+  // How the caller raises max_bytes, appended to that error in parentheses
+  // (the CLI: "--max-program-size raises the limit"; empty: nothing said).
+  std::string raise_hint;
 };
 
 // Reads `path` (read_program_file) and parses it (parse_program).

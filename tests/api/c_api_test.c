@@ -435,6 +435,18 @@ int main(void) {
     unlink(fifo);
   }
 
+  /* /dev/zero stops at the 16 MiB program limit; the error names no CLI
+     flag (C callers have none: it said "--max-program-size raises the
+     limit"). */
+  {
+    tf_program* q = NULL;
+    s = tf_compile_file("/dev/zero", NULL, &q);
+    CHECK(s == TF_ERROR_INVALID_ARGUMENT && q == NULL &&
+              strstr(tf_last_error(), "longer than 16 MiB, the most a program may be") != NULL &&
+              strstr(tf_last_error(), "--max-program-size") == NULL,
+          "/dev/zero: %s %s", tf_status_name(s), tf_last_error());
+  }
+
   /* A program file whose path is not UTF-8 (byte 0xE9): it compiles, and
      its signature (JSON) carries U+FFFD for the byte (it was an internal
      error: the JSON writer refused the byte). */

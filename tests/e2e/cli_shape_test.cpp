@@ -83,9 +83,15 @@ TEST_F(CliShape, Errors) {
   auto blank = run_cli("run " + prog_ + " --device cpu --shape ' =5'");
   EXPECT_EQ(blank.exit_code, 1);
   EXPECT_NE(blank.output.find("--shape expects NAME=SIZE"), std::string::npos) << blank.output;
-  auto bad = run_cli("run " + prog_ + " --device cpu --shape T=-5,M=2");
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.output.find("--shape expects NAME=SIZE"), std::string::npos) << bad.output;
+  // A size is decimal digits: no sign (strtoll took "+1"), no other base.
+  for (const char* size : {"-5", "+5", "0x10", "1e3", "4.0", "5 5", "99999999999999999999"}) {
+    auto bad = run_cli("run " + prog_ + " --device cpu --shape 'T=" + size + ",M=2'");
+    EXPECT_EQ(bad.exit_code, 1) << size;
+    EXPECT_NE(bad.output.find("--shape expects NAME=SIZE"), std::string::npos) << bad.output;
+  }
+  auto plus = run_cli("tune " + prog_ + " --device cpu --shapes T=+4 --shapes M=1");
+  EXPECT_EQ(plus.exit_code, 1);
+  EXPECT_NE(plus.output.find("`+4` is not a size"), std::string::npos) << plus.output;
   const std::string fixed = (dir_ / "f.tfs").string();
   std::ofstream(fixed) << "def f(x: f32[4]):\n    return x\n";
   auto on_fixed = run_cli("run " + fixed + " --device cpu --shape T=5");

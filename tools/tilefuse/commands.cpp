@@ -296,7 +296,9 @@ int with_program(const Options& options, Body body, void (*before_report)() = nu
   std::string source;
   std::optional<Program> program;
   try {
-    source = read_program_file(path, LoadOptions{.max_bytes = options.max_program_bytes});
+    source =
+        read_program_file(path, LoadOptions{.max_bytes = options.max_program_bytes,
+                                            .raise_hint = "--max-program-size raises the limit"});
     program = parse_program(source, path);
   } catch (const UserError& e) {
     return report(e, path, source);
@@ -307,6 +309,19 @@ int with_program(const Options& options, Body body, void (*before_report)() = nu
     if (before_report) before_report();
     return report(e, program->file, program->source);
   }
+}
+
+// A size of --shape / --shapes: decimal digits, blanks around them ignored
+// ("M= 16"); no sign, no other base, nothing past INT64_MAX (nullopt).
+std::optional<int64_t> parse_size(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return std::nullopt;
+  text = text.substr(first, text.find_last_not_of(" \t") + 1 - first);
+  int64_t size = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+  if (ec != std::errc() || end != text.data() + text.size() || size < 0 || text[0] == '-')
+    return std::nullopt;
+  return size;
 }
 
 // `--shape` values: "NAME=SIZE", several per flag comma-separated.
@@ -322,12 +337,10 @@ SymbolValues parse_shapes(const std::vector<std::string>& specs) {
       item = first == std::string::npos ? std::string()
                                         : item.substr(first, item.find_last_not_of(" \t") + 1 - first);
       const size_t eq = item.find('=');
-      char* tail = nullptr;
-      errno = 0;
-      const long long size =
-          eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &tail, 10);
-      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || *tail != '\0' ||
-          errno == ERANGE || size < 0)
+      const std::optional<int64_t> size = eq == std::string::npos
+                                              ? std::nullopt
+                                              : parse_size(std::string_view(item).substr(eq + 1));
+      if (eq == std::string::npos || eq == 0 || !size)
         throw UserError(fmt::format("--shape expects NAME=SIZE (a non-negative integer), got `{}`",
                                     item));
       std::string name = item.substr(0, eq);
@@ -335,7 +348,7 @@ SymbolValues parse_shapes(const std::vector<std::string>& specs) {
       if (name.empty())
         throw UserError(fmt::format("--shape expects NAME=SIZE (a non-negative integer), got `{}`",
                                     item));
-      if (!v.emplace(name, size).second)
+      if (!v.emplace(name, *size).second)
         throw UserError(fmt::format("--shape gives `{}` twice", name));
       start = end + 1;
     }
@@ -1009,16 +1022,14 @@ int tune_command(const TuneCommandOptions& options) {
       while (start <= spec.size()) {
         const size_t end = std::min(spec.find(',', start), spec.size());
         const std::string item = spec.substr(start, end - start);
-        char* tail = nullptr;
-        errno = 0;
-        const long long size = item.empty() ? -1 : std::strtoll(item.c_str(), &tail, 10);
-        if (item.empty() || *tail != '\0' || errno == ERANGE || size < 0)
+        const std::optional<int64_t> size = parse_size(item);
+        if (!size)
           throw UserError(fmt::format(
               "--shapes {}: `{}` is not a size (a non-negative integer){}", spec, item,
               item.find('=') != std::string::npos
                   ? "; --shapes takes one symbol per flag: --shapes T=4 --shapes M=1,16"
                   : ""));
-        lists.back().second.push_back(size);
+        lists.back().second.push_back(*size);
         start = end + 1;
       }
     }
