@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -170,6 +171,9 @@ struct CudaProgram::Impl {
     std::vector<cuda::DeviceBuffer> scratch;
     const CompiledKernel* compiled = nullptr;
     const codegen::CudaKernel* code = nullptr;
+    // Its launch's dynamic shared memory (code->dynamic_shared_bytes, or
+    // an override source's own: override_dynamic_shared_bytes).
+    int64_t dynamic_shared_bytes = 0;
     // Per launch: the buffers' addresses, the scalars (each in a 64-bit
     // slot), the status word; the TMA maps, re-encoded only when the
     // addresses change; and a pointer to each for cuLaunchKernel.
@@ -341,9 +345,11 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     // Debugging aid: TILEFUSE_OVERRIDE_SOURCE=DIR compiles DIR/<kernel>.cu,
     // when it exists, instead of the emitted source (same entry and params).
     std::string source = code.source;
+    int64_t shared_bytes = code.dynamic_shared_bytes;
     if (const char* dir = std::getenv("TILEFUSE_OVERRIDE_SOURCE"); dir && *dir) {
       if (std::optional<std::string> text = read_override_source(dir, code.name)) {
         source = std::move(*text);
+        if (std::optional<int64_t> n = override_dynamic_shared_bytes(source)) shared_bytes = *n;
         std::fprintf(stderr, "tilefuse: kernel %s from %s/%s.cu (TILEFUSE_OVERRIDE_SOURCE)\n",
                      code.name.c_str(), dir, code.name.c_str());
       }
@@ -376,24 +382,23 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     }
     k.compiled = &ck;
     k.code = &code;
-    if (const std::string excess =
-            shared_memory_excess(code.name, code.dynamic_shared_bytes,
-                                 device.max_shared_per_block_optin(), "the GPU");
+    k.dynamic_shared_bytes = shared_bytes;
+    if (const std::string excess = shared_memory_excess(
+            code.name, shared_bytes, device.max_shared_per_block_optin(), "the GPU");
         !excess.empty())
       throw UserError(excess);
-    if (code.dynamic_shared_bytes > 48 * 1024)
-      k.function.set_max_dynamic_shared(static_cast<int>(code.dynamic_shared_bytes));
+    if (shared_bytes > 48 * 1024) k.function.set_max_dynamic_shared(static_cast<int>(shared_bytes));
     st.registers = k.function.attribute(cuda::kFuncAttrNumRegs);
     st.local_bytes = k.function.attribute(cuda::kFuncAttrLocalSizeBytes);
-    st.dynamic_shared_bytes = code.dynamic_shared_bytes;
+    st.dynamic_shared_bytes = shared_bytes;
     st.threads = code.num_threads;
     st.blocks = code.grid;
     if (code.persistent && code.grid > 0)
       st.persistent_blocks = code.stream_k_units > 0
                                  ? code.stream_k_units
                                  : std::min<int64_t>(code.grid, device.sm_count());
-    st.blocks_per_sm = k.function.max_active_blocks_per_sm(
-        code.num_threads, static_cast<std::size_t>(code.dynamic_shared_bytes));
+    st.blocks_per_sm = k.function.max_active_blocks_per_sm(code.num_threads,
+                                                           static_cast<std::size_t>(shared_bytes));
     st.occupancy = st.blocks_per_sm * code.num_threads / 32 / 64.0;
     stats_.push_back(st);
     impl_->kernels.push_back(std::move(k));
@@ -839,7 +844,7 @@ void CudaProgram::launch_kernels(const std::vector<cuda::CUdeviceptr>& where,
     for (cuda::TensorMap& m : k.tensor_maps) k.args.push_back(&m);
     k.function.launch({static_cast<unsigned>(blocks), 1, 1},
                       {static_cast<unsigned>(k.code->num_threads), 1, 1},
-                      static_cast<unsigned>(k.code->dynamic_shared_bytes), k.args.data(), stream);
+                      static_cast<unsigned>(k.dynamic_shared_bytes), k.args.data(), stream);
   }
 }
 
@@ -1096,6 +1101,22 @@ std::vector<Tensor> CudaProgram::run(const std::vector<Tensor>& inputs, bool poi
   launch();
   check_status();
   return outputs();
+}
+
+std::optional<int64_t> override_dynamic_shared_bytes(std::string_view source) {
+  constexpr std::string_view kKey = "// tilefuse-override: dynamic_shared_bytes=";
+  const size_t at = source.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = source.substr(at + kKey.size());
+  rest = rest.substr(0, std::min(rest.find('\n'), rest.size()));
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\r')) rest.remove_suffix(1);
+  int64_t n = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+  if (rest.empty() || ec != std::errc() || end != rest.data() + rest.size() || n < 0 ||
+      n >= (int64_t{1} << 31))
+    throw UserError(fmt::format(
+        "TILEFUSE_OVERRIDE_SOURCE: `{}{}` is not a byte count (decimal, below 2^31)", kKey, rest));
+  return n;
 }
 
 std::optional<std::string> read_override_source(const std::string& dir, const std::string& kernel) {

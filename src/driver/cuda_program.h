@@ -298,6 +298,12 @@ std::string index_check_source();
 // there is no such file; a user error where it is no regular file (a FIFO,
 // a device), is over 64 MiB or cannot be read.
 std::optional<std::string> read_override_source(const std::string& dir, const std::string& kernel);
+// An override source may launch with more dynamic shared memory than the
+// emitted kernel (a hand-written variant that stages more): a line
+// "// tilefuse-override: dynamic_shared_bytes=N" (N decimal bytes) says so.
+// nullopt without such a line; a user error where N is not a decimal
+// number below 2^31.
+std::optional<int64_t> override_dynamic_shared_bytes(std::string_view source);
 
 // TILEFUSE_DUMP_CUBIN=DIR: writes DIR/<kernel>.cu and DIR/<kernel>.cubin,
 // creating DIR; a user error naming the path where that fails.

@@ -274,6 +274,24 @@ TEST(DriverExecute, RejectsInputsThatDoNotMatchTheParameters) {
       InternalError);
 }
 
+// An override source's own dynamic shared memory: its directive line, or
+// nothing (the emitted kernel's); a malformed count is a user error.
+TEST(DebugAids, OverrideSourceMaySetItsDynamicSharedBytes) {
+  EXPECT_FALSE(driver::override_dynamic_shared_bytes("__global__ void k() {}").has_value());
+  EXPECT_EQ(
+      driver::override_dynamic_shared_bytes(
+          "// gemm0\n// tilefuse-override: dynamic_shared_bytes=166912\n__global__ void k() {}"),
+      166912);
+  EXPECT_EQ(
+      driver::override_dynamic_shared_bytes("// tilefuse-override: dynamic_shared_bytes=0 \r\n"),
+      0);
+  for (const char* bad : {"// tilefuse-override: dynamic_shared_bytes=\n",
+                          "// tilefuse-override: dynamic_shared_bytes=-1",
+                          "// tilefuse-override: dynamic_shared_bytes=12k",
+                          "// tilefuse-override: dynamic_shared_bytes=4294967296"})
+    EXPECT_THROW(driver::override_dynamic_shared_bytes(bad), UserError) << bad;
+}
+
 // The debugging aids' files (GPU runs only, so tested here directly): an
 // override that is a FIFO hung the compile, one that is a directory compiled
 // an empty source, and a TILEFUSE_DUMP_CUBIN that is a file threw a
