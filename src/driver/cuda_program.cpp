@@ -33,6 +33,13 @@
 namespace tilefuse::driver {
 namespace {
 
+// The blocks a persistent kernel (codegen::CudaKernel::persistent) launches
+// over its `tiles`: its stream-K units (no block waits on another: any
+// count is correct), else one block an SM, at most one a tile.
+int64_t persistent_launch_blocks(const codegen::CudaKernel& code, int64_t tiles, int sm_count) {
+  return code.stream_k_units > 0 ? code.stream_k_units : std::min<int64_t>(tiles, sm_count);
+}
+
 // tf::Status (tf_status.cuh): int code, int pad, long long
 // args[kStatusArgs].
 using codegen::kStatusArgs;
@@ -394,9 +401,7 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     st.threads = code.num_threads;
     st.blocks = code.grid;
     if (code.persistent && code.grid > 0)
-      st.persistent_blocks = code.stream_k_units > 0
-                                 ? code.stream_k_units
-                                 : std::min<int64_t>(code.grid, device.sm_count());
+      st.persistent_blocks = persistent_launch_blocks(code, code.grid, device.sm_count());
     st.blocks_per_sm = k.function.max_active_blocks_per_sm(code.num_threads,
                                                            static_cast<std::size_t>(shared_bytes));
     st.occupancy = st.blocks_per_sm * code.num_threads / 32 / 64.0;
@@ -773,9 +778,7 @@ void CudaProgram::prepare_launches(const std::vector<int64_t>& binding,
     // launches nothing.
     k.launch_blocks = k.grid_blocks;
     if (k.code->persistent && k.grid_blocks > 0)
-      k.launch_blocks = k.code->stream_k_units > 0
-                            ? k.code->stream_k_units
-                            : std::min<int64_t>(k.grid_blocks, device_.sm_count());
+      k.launch_blocks = persistent_launch_blocks(*k.code, k.grid_blocks, device_.sm_count());
   }
 }
 
