@@ -4,7 +4,7 @@
 # latency (the emitted /ra256 kernel against a copy whose fragment rows are `cse + i`, not
 # `index[cse + i]`: wrong results, --no-check; it bounds what any index handling can win at the
 # seed), then GpuCases (refactored in session 33, not yet run on a GPU) and `run -v`'s launch
-# line for a persistent kernel. About 480 s. Carry [".devcarry/bin"]; logs in $OUT.
+# line for a persistent kernel. About 480 s; DS and ROUNDS pass to call7.sh. Carry [".devcarry/bin"]; logs in $OUT.
 set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -29,6 +29,7 @@ for r in 1 2; do
     timeout 60 "${over[@]}" "$BIN/tilefuse" bench "$S" --no-check --gemm-config "$C" --repeats 200 \
       2>&1 | awk -v t="seed $v" '$1=="fused"||$1=="cuBLASLt"{print t, $1, $2, $3}' | tee -a "$L/seed_times.txt"
   done
+  tar czf "$OUT/logs8.tgz" -C "$L" .
 done
 timeout 150 "$BIN/test_gpu" --gtest_filter='GpuCases.*' > "$L/gpucases.txt" 2>&1
 echo "rc $?" >> "$L/gpucases.txt"; grep -E "^\[  (PASSED|FAILED) |^rc" "$L/gpucases.txt"
