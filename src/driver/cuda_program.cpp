@@ -356,9 +356,10 @@ CudaProgram::CudaProgram(const CompiledProgram& program, cuda::Device& device,
     if (const char* dir = std::getenv("TILEFUSE_OVERRIDE_SOURCE"); dir && *dir) {
       if (std::optional<std::string> text = read_override_source(dir, code.name)) {
         source = std::move(*text);
-        if (std::optional<int64_t> n = override_dynamic_shared_bytes(source)) shared_bytes = *n;
+        // Named first, so that a malformed directive's error follows its file.
         std::fprintf(stderr, "tilefuse: kernel %s from %s/%s.cu (TILEFUSE_OVERRIDE_SOURCE)\n",
                      code.name.c_str(), dir, code.name.c_str());
+        if (std::optional<int64_t> n = override_dynamic_shared_bytes(source)) shared_bytes = *n;
       }
     }
     cuda::CompiledKernel bin =
