@@ -11,6 +11,8 @@
 #                                            # tuned from an empty cache (which config wins,
 #                                            # /ra256 or not), bench with baselines, then
 #                                            # compare_torch --no-compile on the same four
+#                                            # (SPEED_PROGS: other bench/programs names;
+#                                            # COMPARE=0: no compare_torch)
 # Here, before the calls: `scripts/setup.sh && scripts/gpu_check.sh --stage`; carry
 # [".devcarry/bin"]. Logs are packed into $OUT/logs.tgz after every step.
 set -uo pipefail
@@ -43,7 +45,7 @@ case "${1:-}" in
     pack
     ;;
   speed)
-    for b in seed_gather_mm_f16 gather_heavy_bf16 repeats_f16 moe_up_proj_bf16; do
+    for b in ${SPEED_PROGS:-seed_gather_mm_f16 gather_heavy_bf16 repeats_f16 moe_up_proj_bf16}; do
       f=bench/programs/$b.tfs
       [[ -f $f ]] || { echo "no $f"; continue; }
       timeout 150 "$BIN/tilefuse" tune "$f" > "$L/tune_$b.txt" 2>&1
@@ -52,6 +54,7 @@ case "${1:-}" in
       echo "rc $?" >> "$L/bench_$b.txt"; grep -E "^(fused|unfused|cuBLASLt|chosen)" "$L/bench_$b.txt"
       pack
     done
+    [[ ${COMPARE:-1} == 0 ]] && exit 0
     timeout 240 python3 bench/compare_torch.py --no-compile --tilefuse "$BIN/tilefuse" \
       bench/programs/seed_gather_mm_f16.tfs bench/programs/gather_heavy_bf16.tfs \
       bench/programs/repeats_f16.tfs bench/programs/moe_up_proj_bf16.tfs \

@@ -13,16 +13,7 @@ L=/tmp/call8; mkdir -p "$L/noidx"
 export TILEFUSE_CACHE_DIR=/tmp/tf-cache-call8
 S=bench/programs/seed_gather_mm_f16.tfs C=128x256x64/3/8/ra256
 "$BIN/tilefuse" emit "$S" --stage cuda --target sm_90a --plan fused --gemm-config "$C" > "$L/seed.cu"
-python3 - "$L/seed.cu" "$L/noidx/gemm0.cu" <<'PY'
-import sys
-s = open(sys.argv[1]).read()
-old = "&x[((index[(cse + i)] < 0ll) ? (index[(cse + i)] + 2048ll) : index[(cse + i)]) * 2048ll"
-assert s.count(old) == 1, "the seed's fragment row address as emitted at session 33"
-s = s.replace(old, "&x[static_cast<long long>(cse + i) * 2048ll")
-s = s.replace("const bool tf_ok = ((index[(cse + i)] >= -2048ll) && (index[(cse + i)] < 2048ll));",
-              "const bool tf_ok = true;")
-open(sys.argv[2], "w").write(s)
-PY
+python3 bench/device-plans/noidx.py "$L/seed.cu" "$L/noidx/gemm0.cu"
 for r in 1 2; do
   for v in base noidx; do
     over=(); [[ $v != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$L/noidx")
