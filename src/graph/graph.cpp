@@ -368,13 +368,14 @@ SymbolId Graph::add_symbol(const std::string& name, int64_t value, SourceLoc loc
     throw UserError("symbolic dim `" + name + "` cannot be " + std::to_string(value), loc);
   TF_CHECK(nodes_.empty(), "symbols are declared before any node");
   symbols_.push_back({name, value, loc});
-  return static_cast<SymbolId>(symbols_.size() - 1);
+  const SymbolId id = static_cast<SymbolId>(symbols_.size() - 1);
+  symbol_ids_.emplace(name, id);
+  return id;
 }
 
 SymbolId Graph::find_symbol(std::string_view name) const {
-  for (size_t i = 0; i < symbols_.size(); ++i)
-    if (symbols_[i].name == name) return static_cast<SymbolId>(i);
-  return kFixedDim;
+  const auto it = symbol_ids_.find(std::string(name));
+  return it == symbol_ids_.end() ? kFixedDim : it->second;
 }
 
 ValueId Graph::parameter(const std::string& name, DType dtype, const Shape& shape,

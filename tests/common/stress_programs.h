@@ -77,6 +77,14 @@ inline std::string many_outputs_program(int n) {
   return s + "\n";
 }
 
+// n parameters, each with a symbolic dim of its own (`p{i}: f32[S{i}]`), beside
+// a GEMM.
+inline std::string many_symbols_program(int n) {
+  std::string s = "def symbols(";
+  for (int i = 0; i < n; ++i) s += fmt::format("p{}: f32[S{}], ", i, i);
+  return s + "x: f32[2, 3], w: f32[3, 2]):\n    return x @ w\n";
+}
+
 // n transposes x.T.T...T and n slices x[0:][0:]... feeding a GEMM.
 inline std::string view_chain_program(int n) {
   std::string s = "def views(x: f32[16, 16], w: f32[16, 4]):\n    a = x";
