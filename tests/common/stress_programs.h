@@ -77,6 +77,14 @@ inline std::string many_outputs_program(int n) {
   return s + "\n";
 }
 
+// The same GEMM result returned n times: `return y, y, ..., y` (its outputs
+// are named y, y_1, ..., y_{n-1}).
+inline std::string repeated_output_program(int n) {
+  std::string s = "def same(x: f32[2, 3], w: f32[3, 2]):\n    y = x @ w\n    return y";
+  for (int i = 1; i < n; ++i) s += ", y";
+  return s + "\n";
+}
+
 // n parameters, each with a symbolic dim of its own (`p{i}: f32[S{i}]`), beside
 // a GEMM.
 inline std::string many_symbols_program(int n) {

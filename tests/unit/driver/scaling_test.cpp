@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/stress_programs.h"
+#include "driver/callable.h"
 #include "driver/compile.h"
 #include "frontend/frontend.h"
 #include "tir/printer.h"
@@ -81,6 +82,36 @@ TEST(CompileScaling, ManySymbolicDimsParseInLinearTime) {
   EXPECT_LE(t[1], 40 * t[0] + 0.25)
       << "10,000 symbols: " << t[0] << " s, 100,000: " << t[1] << " s";
   EXPECT_LT(t[1], 5.0);
+}
+
+// One value returned n times gets the names y, y_1, ..., y_{n-1} in linear
+// time (each output used to try every suffix from _1 again: 20,000 outputs
+// took 20 s).
+TEST(CompileScaling, RepeatedOutputsAreNamedInLinearTime) {
+  const int n = 50000;
+  const Program p = parse_program(testing::repeated_output_program(n), "same.tfs");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::string> names = driver::output_names(p.graph);
+  const double seconds = seconds_since(t0);
+  ASSERT_EQ(names.size(), static_cast<size_t>(n));
+  EXPECT_EQ(names[0], "y");
+  for (int i = 1; i < n; ++i) ASSERT_EQ(names[i], fmt::format("y_{}", i));
+  EXPECT_LT(seconds, 2.0);
+}
+
+// The names themselves: a suffix skips every name an output has or was given
+// (`return z, z, z_1` gives z, z_2, z_1), and a generated out<i> never takes
+// a name the program gave an output.
+TEST(CompileScaling, OutputNamesSkipTakenNames) {
+  auto names = [](const std::string& body) {
+    return driver::output_names(parse_program("def f(x: f32[4, 4]):\n" + body, "names.tfs").graph);
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names("    z = x @ x\n    z_1 = z + 1\n    return z, z, z_1\n"),
+            (V{"z", "z_2", "z_1"}));
+  EXPECT_EQ(names("    out0 = x @ x\n    return x @ x * 2, out0\n"), (V{"out0_1", "out0"}));
+  EXPECT_EQ(names("    h = x @ x\n    h_2 = h + 1\n    return h, h, h, h_2, h, h_2\n"),
+            (V{"h", "h_1", "h_3", "h_2", "h_4", "h_2_1"}));
 }
 
 TEST(CompileScaling, ChainedGathersAreLinear) {
