@@ -371,52 +371,103 @@ void gemm_small(const GemmItem& item, const Epilogue<T>& epi) {
   }
 }
 
+// The packed panels cover K in chunks (multiples of kBlockK, so each C
+// element still sums its k-th products in k order, slab after slab). One
+// chunk, the whole K, unless the panels of the whole K would take more than
+// `pack_budget_bytes` and a C accumulator of the whole output (where the sums
+// wait, exact in T, between chunks) is under a quarter of them: M or N
+// small against K, where padding each row to MR (each column to NR) made the
+// packed copy of a 1 x 2^24 x 1 product 3 GB.
+template <typename T>
+int64_t k_chunk_of(int64_t m_pad, int64_t n_pad, int64_t k_depth, int64_t pack_budget_bytes) {
+  const int64_t per_k = m_pad + n_pad;  // packed elements per k
+  const auto bytes = [](int64_t elems) { return static_cast<double>(elems) * sizeof(T); };
+  if (bytes(per_k) * static_cast<double>(k_depth) <= static_cast<double>(pack_budget_bytes) ||
+      4 * static_cast<double>(m_pad) * static_cast<double>(n_pad) >=
+          static_cast<double>(per_k) * static_cast<double>(k_depth))
+    return k_depth;
+  const int64_t fit = pack_budget_bytes / static_cast<int64_t>(sizeof(T)) / per_k;
+  return std::min(k_depth, std::max<int64_t>(1, fit / kBlockK) * kBlockK);
+}
+
 template <typename T>
 void gemm_blocked(const GemmItem& item, const Epilogue<T>& epi, const Kernel<T>& kernel,
-                  ThreadPool& pool) {
+                  int64_t pack_budget_bytes, ThreadPool& pool) {
   const int64_t m = item.a.rows, k_depth = item.a.cols, n = item.b.cols;
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t m_panels = (m + mr - 1) / mr;
   const int64_t n_panels = (n + nr - 1) / nr;
-  const int64_t a_panel_stride = k_depth * mr;
-  const int64_t b_panel_stride = k_depth * nr;
-  std::vector<T> a_pack(static_cast<size_t>(m_panels * a_panel_stride));
-  std::vector<T> b_pack(static_cast<size_t>(n_panels * b_panel_stride));
-  const int64_t pack_grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k_depth * mr));
-  pool.parallel_for(m_panels, pack_grain, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) pack_panel(item.a, p * mr, mr, &a_pack[p * a_panel_stride]);
-  });
-  const MatrixRef b_t = transposed(item.b);
-  pool.parallel_for(n_panels, pack_grain, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * b_panel_stride]);
-  });
-
+  const int64_t m_pad = m_panels * mr, n_pad = n_panels * nr;
+  const int64_t k_chunk = k_chunk_of<T>(m_pad, n_pad, k_depth, pack_budget_bytes);
+  const bool chunked = k_chunk < k_depth;
+  // Between chunks: the whole output's accumulators (m_pad x n_pad).
+  std::vector<T> c_all(chunked ? static_cast<size_t>(m_pad * n_pad) : 0);
+  std::vector<T> a_pack, b_pack;
   const int64_t tiles_m = (m + kBlockM - 1) / kBlockM;
   const int64_t tiles_n = (n + kBlockN - 1) / kBlockN;
-  pool.parallel_for(tiles_m * tiles_n, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<T> c_tile;
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t i0 = (t / tiles_n) * kBlockM, j0 = (t % tiles_n) * kBlockN;
-      const int64_t mc = std::min(kBlockM, m - i0), nc = std::min(kBlockN, n - j0);
-      const int64_t tile_m_panels = (mc + mr - 1) / mr, tile_n_panels = (nc + nr - 1) / nr;
-      const int64_t ldc = tile_n_panels * nr;
-      c_tile.assign(static_cast<size_t>(tile_m_panels * mr * ldc), T(0));
-      for (int64_t k0 = 0; k0 < k_depth; k0 += kBlockK) {
-        MacroArgs<T> args{tile_m_panels,
-                          tile_n_panels,
-                          std::min(kBlockK, k_depth - k0),
-                          a_pack.data() + (i0 / mr) * a_panel_stride + k0 * mr,
-                          a_panel_stride,
-                          b_pack.data() + (j0 / nr) * b_panel_stride + k0 * nr,
-                          b_panel_stride,
-                          c_tile.data(),
-                          ldc};
-        kernel.macro(args);
+  // k_depth == 0 still runs one (empty) chunk: its epilogue stores zeros.
+  for (int64_t k_lo = 0; k_lo == 0 || k_lo < k_depth; k_lo += k_chunk) {
+    const int64_t kc_chunk = std::min(k_chunk, k_depth - k_lo);
+    const bool last = k_lo + kc_chunk >= k_depth;
+    const int64_t a_panel_stride = kc_chunk * mr;
+    const int64_t b_panel_stride = kc_chunk * nr;
+    a_pack.resize(static_cast<size_t>(m_panels * a_panel_stride));
+    b_pack.resize(static_cast<size_t>(n_panels * b_panel_stride));
+    const MatrixRef& av = item.a;
+    const MatrixRef a_slab{kc_chunk > 0 ? element(av, 0, k_lo) : av.data,
+                           av.dtype,
+                           m,
+                           kc_chunk,
+                           av.row_stride,
+                           av.col_stride};
+    const MatrixRef& bv = item.b;
+    const MatrixRef b_t = transposed({kc_chunk > 0 ? element(bv, k_lo, 0) : bv.data, bv.dtype,
+                                      kc_chunk, n, bv.row_stride, bv.col_stride});
+    const int64_t pack_grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kc_chunk * mr));
+    pool.parallel_for(m_panels, pack_grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) pack_panel(a_slab, p * mr, mr, &a_pack[p * a_panel_stride]);
+    });
+    pool.parallel_for(n_panels, pack_grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) pack_panel(b_t, p * nr, nr, &b_pack[p * b_panel_stride]);
+    });
+
+    pool.parallel_for(tiles_m * tiles_n, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<T> c_tile;
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t i0 = (t / tiles_n) * kBlockM, j0 = (t % tiles_n) * kBlockN;
+        const int64_t mc = std::min(kBlockM, m - i0), nc = std::min(kBlockN, n - j0);
+        const int64_t tile_m_panels = (mc + mr - 1) / mr, tile_n_panels = (nc + nr - 1) / nr;
+        // The tile's accumulators: its block of c_all (i0 and j0 are
+        // multiples of MR and NR), or a scratch tile when K is one chunk.
+        T* c = nullptr;
+        int64_t ldc = 0;
+        if (chunked) {
+          c = c_all.data() + i0 * n_pad + j0;
+          ldc = n_pad;
+        } else {
+          ldc = tile_n_panels * nr;
+          c_tile.assign(static_cast<size_t>(tile_m_panels * mr * ldc), T(0));
+          c = c_tile.data();
+        }
+        for (int64_t k0 = 0; k0 < kc_chunk; k0 += kBlockK) {
+          MacroArgs<T> args{tile_m_panels,
+                            tile_n_panels,
+                            std::min(kBlockK, kc_chunk - k0),
+                            a_pack.data() + (i0 / mr) * a_panel_stride + k0 * mr,
+                            a_panel_stride,
+                            b_pack.data() + (j0 / nr) * b_panel_stride + k0 * nr,
+                            b_panel_stride,
+                            c,
+                            ldc};
+          kernel.macro(args);
+        }
+        if (last)
+          for (int64_t i = 0; i < mc; ++i)
+            for (int64_t j = 0; j < nc; ++j) epi.store(item, n, i0 + i, j0 + j, c[i * ldc + j]);
       }
-      for (int64_t i = 0; i < mc; ++i)
-        for (int64_t j = 0; j < nc; ++j) epi.store(item, n, i0 + i, j0 + j, c_tile[i * ldc + j]);
-    }
-  });
+    });
+    if (last) break;
+  }
 }
 
 template <typename T>
@@ -438,7 +489,8 @@ void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, 
     for (int64_t i = lo; i < hi; ++i) gemm_small(*small[i], epi);
   });
   const Kernel<T> kernel = select_kernel<T>(options.kernel);
-  for (const GemmItem* item : big) gemm_blocked(*item, epi, kernel, pool);
+  for (const GemmItem* item : big)
+    gemm_blocked(*item, epi, kernel, options.pack_budget_bytes, pool);
 }
 
 // C += A @ B on this thread: full MR x NR panels run on C in place, the

@@ -60,6 +60,11 @@ struct GemmOptions {
   double alpha = 1;            // applied only when a bias is present
   double beta = 1;
   GemmKernel kernel = GemmKernel::kAuto;
+  // Bytes of packed operand panels held at once, past which an item whose M
+  // or N is small against K packs K in chunks (its sums in the same order:
+  // the results are the same bits). Memory then stays about this plus the
+  // inputs, where a 1 x 2^24 x 1 product packed 3 GB at once.
+  int64_t pack_budget_bytes = int64_t{64} << 20;
 };
 
 // Runs every item (they share the options). Throws InternalError on

@@ -351,6 +351,64 @@ TEST(Gemm, EveryMicrokernelIsBitIdentical) {
   }
 }
 
+// An item whose M or N is small against K packs K in chunks once its panels
+// pass GemmOptions::pack_budget_bytes (a 1 x 2^24 x 1 product packed 3 GB
+// at once). The sums keep their k order across chunks: the bits are the
+// naive loop's with chunking forced by a tiny budget (chunks of 256, the last
+// ragged), on every microkernel, for a dot product, a thin M over two N
+// blocks (512 columns each) and a thin N, with a bias.
+TEST(Gemm, KInChunksIsBitIdenticalToTheNaiveLoop) {
+  const int64_t shapes[][3] = {{1, 1, 70000}, {3, 700, 1000}, {130, 2, 1000}};
+  testing_util::Lcg rng(41);
+  for (DType dt : {DType::F32, DType::F64}) {
+    for (const auto& shape : shapes) {
+      const int64_t m = shape[0], n = shape[1], k = shape[2];
+      const Tensor a = testing_util::random_tensor(dt, {m, k}, rng);
+      const Tensor b = testing_util::random_tensor(dt, {k, n}, rng);
+      const Tensor bias = testing_util::random_tensor(dt, {n}, rng);
+      const bool f64 = dt == DType::F64;
+      const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b);
+      std::vector<double> want(static_cast<size_t>(m * n));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float sf = 0;
+          double sd = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            sf += static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
+            sd += av[i * k + p] * bv[p * n + j];
+          }
+          const double bj = bias.get_linear(j);
+          want[i * n + j] = f64 ? 2.0 * sd + 0.5 * bj
+                                : static_cast<double>(2.0f * sf + 0.5f * static_cast<float>(bj));
+        }
+      for (int64_t budget : {int64_t{1}, int64_t{64} << 20}) {
+        for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
+          if (!gemm_kernel_supported(kernel)) continue;
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(m) + "x" +
+                       std::to_string(n) + " budget " + std::to_string(budget) + " " +
+                       gemm_kernel_name(kernel));
+          Tensor c = Tensor::full(dt, {m, n}, std::nan(""));  // poisoned
+          GemmItem item;
+          item.a = {a.data_ptr(), dt, m, k, a.strides()[0], a.strides()[1]};
+          item.b = {b.data_ptr(), dt, k, n, b.strides()[0], b.strides()[1]};
+          item.c = c.data_ptr();
+          item.bias = MatrixRef{bias.data_ptr(), dt, m, n, 0, 1};
+          GemmOptions options;
+          options.accumulator = f64 ? GemmAccumulator::kF64 : GemmAccumulator::kF32;
+          options.c_dtype = dt;
+          options.alpha = 2;
+          options.beta = 0.5;
+          options.kernel = kernel;
+          options.pack_budget_bytes = budget;
+          ThreadPool pool(2);
+          gemm({item}, options, pool);
+          EXPECT_EQ(testing_util::values(c), want);
+        }
+      }
+    }
+  }
+}
+
 // gemm_accumulate (the CPU executor's GEMM) continues each C element's
 // sequential k-order sum bit for bit, with K past one K block (256) and M past
 // one row block (96), ragged right and bottom panels, and a C that already
