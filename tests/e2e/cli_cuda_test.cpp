@@ -177,6 +177,14 @@ TEST(CliCuda, AllowTf32SwitchesTheF32Gemm) {
       {.with_stderr = false});
   ASSERT_EQ(both.exit_code, 0) << both.output;
   EXPECT_EQ(both.output, tf32.output);
+  // Given twice, an option is an error on every command, not the last value.
+  for (const char* cmd : {"emit", "explain"}) {
+    Result twice = run_cli(std::string(cmd) + " " + upcast +
+                           " --target sm_90a --cuda-option wgmma=0 --cuda-option wgmma=1");
+    EXPECT_EQ(twice.exit_code, 1) << cmd << "\n" << twice.output;
+    EXPECT_TRUE(contains(twice.output, "--cuda-option gives `wgmma` twice")) << cmd << "\n"
+                                                                             << twice.output;
+  }
   Result explained = run_cli("explain " + upcast + " --target sm_80 --cuda-option allow_tf32=1");
   ASSERT_EQ(explained.exit_code, 0) << explained.output;
   EXPECT_TRUE(contains(explained.output, "gemm mma.sync.m16n8k8.tf32 f32 ")) << explained.output;

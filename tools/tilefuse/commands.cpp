@@ -143,10 +143,16 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
 // allow_tf32=1` are two spellings of one switch: either turns it on, and
 // *allow_tf32 (in: the flag) and the result's allow_tf32 both say the
 // outcome, since the checks' tolerance, the tuning's cache key and cuBLASLt's
-// compute type read the flag and the code generator reads the option.
+// compute type read the flag and the code generator reads the option. An
+// option given twice is an error (as --shape and --input are), not the last
+// value silently.
 tir::CudaOptions parse_cuda_options(const std::vector<std::string>& given, bool* allow_tf32) {
   tir::CudaOptions o;
+  std::set<std::string> names;
   for (const std::string& a : given) {
+    const std::string name = a.substr(0, a.find('='));
+    if (!names.insert(name).second)
+      throw UserError(fmt::format("--cuda-option gives `{}` twice", name));
     std::string error;
     if (!o.set(a, &error)) throw UserError("--cuda-option: " + error);
   }
