@@ -121,21 +121,26 @@ Binding binding_of(const Graph& g, const SymbolValues& values, const std::string
       throw UserError(ErrorKind::kValue,
                       fmt::format("`{}` is not a symbolic dim of the program", name));
   Binding b;
+  // The missing names, the first kListed of them (a program may have
+  // thousands: the message stays a line).
+  constexpr size_t kListed = 8;
   std::string missing;
+  size_t n_missing = 0;
   for (const Symbol& s : g.symbols()) {
     auto it = values.find(s.name);
     if (it == values.end()) {
-      missing += (missing.empty() ? "" : ", ") + s.name;
+      if (n_missing++ < kListed) missing += (missing.empty() ? "" : ", ") + s.name;
       b.push_back(-1);
     } else {
       b.push_back(it->second);
     }
   }
-  if (!missing.empty())
-    throw UserError(ErrorKind::kValue,
-                    fmt::format("the program's symbolic dim{} {} need{} a size: {}",
-                                missing.find(',') == std::string::npos ? "" : "s", missing,
-                                missing.find(',') == std::string::npos ? "s" : "", how));
+  if (n_missing > kListed) missing += fmt::format(" and {} more", n_missing - kListed);
+  if (n_missing > 0)
+    throw UserError(
+        ErrorKind::kValue,
+        fmt::format("the program's symbolic dim{} {} need{} a size: {}", n_missing == 1 ? "" : "s",
+                    missing, n_missing == 1 ? "s" : "", how));
   return b;
 }
 

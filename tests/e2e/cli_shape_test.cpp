@@ -293,6 +293,33 @@ TEST_F(CliShape, TuneOnTheCpuTunesNothing) {
 // multiply past int64, yet the program compiles without sizes and runs at
 // small ones, matching the reference; sizes the user gives that overflow are
 // named as given (the placeholders never appear in a message).
+// A program of many symbolic dims that are not given: the message names the
+// first few and counts the rest (it listed all of them, 5.5 MB at 200,000),
+// and the one that is given is not asked for.
+TEST_F(CliShape, ManyMissingSizesAreCountedNotListed) {
+  const std::string prog = (dir_ / "many.tfs").string();
+  {
+    std::ofstream out(prog);
+    out << "def many(";
+    for (int i = 0; i < 3000; ++i) out << "p" << i << ": f32[S" << i << "], ";
+    out << "x: f32[4, 4]):\n    return x @ x\n";
+  }
+  auto r = run_cli("run " + prog + " --device cpu --shape S1=3");
+  EXPECT_EQ(r.exit_code, 1) << r.output.substr(0, 2000);
+  EXPECT_LT(r.output.size(), 600u) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("symbolic dims S0, S2, S3, S4, S5, S6, S7, S8 and 2991 more need a size: "
+                          "give --shape S0=... --shape S2=... --shape S3=... --shape S4=... ... "
+                          "(2995 more, one --shape each)"),
+            std::string::npos)
+      << r.output;
+  auto t = run_cli("tune " + prog + " --device cpu --shapes S0=1");
+  EXPECT_EQ(t.exit_code, 1) << t.output.substr(0, 2000);
+  EXPECT_NE(t.output.find("need the sizes to tune at: --shapes S1=... --shapes S2=... --shapes "
+                          "S3=... --shapes S4=... ... (2995 more, one --shapes each)"),
+            std::string::npos)
+      << t.output.substr(0, 2000);
+}
+
 TEST_F(CliShape, EightSymbolicDimsOnOneTensor) {
   const std::string prog = (dir_ / "eight.tfs").string();
   std::ofstream(prog) << "def eight(x: f32[A, B, C, D, E, F, G, H], w: f32[H, 4]):\n"

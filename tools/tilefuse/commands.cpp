@@ -138,6 +138,19 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   return c;
 }
 
+// " FLAG A=... FLAG B=..." for the first few `names`, then how many more: what
+// a message asking for one flag per name shows (a program may have thousands
+// of symbolic dims; the message stays a line).
+std::string flag_per_name(std::string_view flag, const std::vector<std::string>& names) {
+  constexpr size_t kShown = 4;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i)
+    out += fmt::format(" {} {}=...", flag, names[i]);
+  if (names.size() > kShown)
+    out += fmt::format(" ... ({} more, one {} each)", names.size() - kShown, flag);
+  return out;
+}
+
 // The `--cuda-option NAME=0|1` values (tir::CudaOptions); a UserError names
 // a bad one and lists the options. `--allow-tf32` and `--cuda-option
 // allow_tf32=1` are two spellings of one switch: either turns it on, and
@@ -438,9 +451,10 @@ int with_shapes(const Options& options, bool need_shapes, Body body,
         }
         if (values.empty() && !need_shapes) return body(Loaded{generic, generic, {}});
         // Only the symbols still missing (an --input may have bound some).
-        std::string how = "give";
+        std::vector<std::string> unbound;
         for (const Symbol& sym : generic.graph.symbols())
-          if (!values.count(sym.name)) how += " --shape " + sym.name + "=...";
+          if (!values.count(sym.name)) unbound.push_back(sym.name);
+        const std::string how = "give" + flag_per_name("--shape", unbound);
         const driver::Binding binding = driver::binding_of(generic.graph, values, how);
         const Program bound = parse_program(generic.source, generic.file, &values);
         return body(Loaded{generic, bound, binding});
@@ -1039,14 +1053,15 @@ int tune_command(const TuneCommandOptions& options) {
         start = end + 1;
       }
     }
-    std::string missing;
+    std::vector<std::string> missing;
     for (const Symbol& s : cg.symbols()) {
       bool given = false;
       for (const auto& [n, v] : lists) given = given || n == s.name;
-      if (!given) missing += " --shapes " + s.name + "=...";
+      if (!given) missing.push_back(s.name);
     }
     if (!missing.empty())
-      throw UserError("the program's symbolic dims need the sizes to tune at:" + missing);
+      throw UserError("the program's symbolic dims need the sizes to tune at:" +
+                      flag_per_name("--shapes", missing));
     bool gpu = false;
     std::string why_cpu;
     if (options.device != "cpu") {
