@@ -102,6 +102,43 @@ bool strip_underscores(std::string_view s, int base, std::string& out) {
   return true;
 }
 
+// The offset of the first byte of `s` that does not start a well-formed UTF-8
+// sequence (a stray continuation byte, an overlong form, a surrogate, a code
+// point past U+10FFFF, a sequence cut short), or npos. The Unicode
+// Standard's table of well-formed byte sequences (ch. 3, table 3-7).
+size_t first_invalid_utf8(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char b = byte(i);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence's length and the range of its second byte.
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) {
+      n = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      n = 3;
+      if (b == 0xE0) lo = 0xA0;
+      if (b == 0xED) hi = 0x9F;  // not a surrogate
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      n = 4;
+      if (b == 0xF0) lo = 0x90;
+      if (b == 0xF4) hi = 0x8F;  // at most U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return i;
+    for (size_t k = 2; k < n; ++k)
+      if (!is_continuation_byte(s[i + k])) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
 constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
 // `source` without a leading UTF-8 byte order mark (what some editors write
@@ -148,6 +185,23 @@ class Lexer {
                        "UTF-16{} -t UTF-8)",
                        order, order),
            here());
+    // Malformed UTF-8 anywhere, comments and strings included: at its line
+    // and column (the text before it is well formed, so columns count).
+    if (const size_t bad = first_invalid_utf8(src_); bad != std::string_view::npos) {
+      int line = 1;
+      size_t line_start = 0;
+      for (size_t i = 0; i < bad; ++i) {
+        if (src_[i] == '\r' && i + 1 < bad && src_[i + 1] == '\n') ++i;
+        if (src_[i] == '\n' || src_[i] == '\r') {
+          ++line;
+          line_start = i + 1;
+        }
+      }
+      fail(fmt::format("malformed UTF-8 (byte 0x{:02X}); a program must be UTF-8: convert it "
+                       "(e.g. iconv -f LATIN1 -t UTF-8)",
+                       static_cast<unsigned char>(src_[bad])),
+           SourceLoc{line, count_columns(src_.substr(line_start, bad - line_start)) + 1, 1});
+    }
     indents_.push_back("");
     while (true) {
       if (at_line_start_ && brackets_.empty()) {

@@ -70,6 +70,17 @@ const BadProgram kBadPrograms[] = {
      "unexpected character '!'"},
     {"control_character", ret(X, "x\x01"), 2, 13, "control character 0x01"},
     {"non_ascii_operator", ret(X, "x \xc3\x97 2"), 2, 14, "non-ASCII character"},
+    // Malformed UTF-8 is an error wherever it is, comments and strings
+    // included (they were read through), at the byte's line and column.
+    {"latin1_in_comment", "def f(x: f32[4]):  # caf\xe9\n    return x\n", 1, 25,
+     "malformed UTF-8 (byte 0xE9)", "a program must be UTF-8"},
+    {"stray_continuation_in_string", ret(X, "x + '\xc3\xa9\xa9'"), 2, 18,
+     "malformed UTF-8 (byte 0xA9)"},
+    {"overlong_slash", ret(X, "x # \xc0\xaf"), 2, 16, "malformed UTF-8 (byte 0xC0)"},
+    {"surrogate", ret(X, "x # \xed\xa0\x80"), 2, 16, "malformed UTF-8 (byte 0xED)"},
+    {"past_u10ffff", ret(X, "x # \xf4\x90\x80\x80"), 2, 16, "malformed UTF-8 (byte 0xF4)"},
+    {"cut_short_at_end", "def f(x: f32[4]):\r\n    return x # \xe2\x82", 2, 16,
+     "malformed UTF-8 (byte 0xE2)"},
     // Columns count code points: the 'é' in the string is one column.
     {"column_after_utf8", ret(X, "x + '\xc3\xa9' $"), 2, 20, "unexpected character '$'"},
     {"exponent_without_digits", ret(X, "x * 1e"), 2, 16, "invalid number literal '1e'"},
