@@ -9,19 +9,8 @@ set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 bash bench/device-plans/call7.sh
-L=/tmp/call8; mkdir -p "$L/noidx"
-export TILEFUSE_CACHE_DIR=/tmp/tf-cache-call8
-S=bench/programs/seed_gather_mm_f16.tfs C=128x256x64/3/8/ra256
-"$BIN/tilefuse" emit "$S" --stage cuda --target sm_90a --plan fused --gemm-config "$C" > "$L/seed.cu"
-python3 bench/device-plans/noidx.py "$L/seed.cu" "$L/noidx/gemm0.cu"
-for r in 1 2; do
-  for v in base noidx; do
-    over=(); [[ $v != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$L/noidx")
-    timeout 60 "${over[@]}" "$BIN/tilefuse" bench "$S" --no-check --gemm-config "$C" --repeats 200 \
-      2>&1 | awk -v t="seed $v" '$1=="fused"||$1=="cuBLASLt"{print t, $1, $2, $3}' | tee -a "$L/seed_times.txt"
-  done
-  tar czf "$OUT/logs8.tgz" -C "$L" .
-done
+L=/tmp/call8 PACK="$OUT/logs8.tgz" bash bench/device-plans/seed_bound.sh
+L=/tmp/call8
 timeout 150 "$BIN/test_gpu" --gtest_filter='GpuCases.*' > "$L/gpucases.txt" 2>&1
 echo "rc $?" >> "$L/gpucases.txt"; grep -E "^\[  (PASSED|FAILED) |^rc" "$L/gpucases.txt"
 "$BIN/tilefuse" run bench/programs/gather_heavy_bf16.tfs --device cuda --plan fused \

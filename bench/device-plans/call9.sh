@@ -11,19 +11,8 @@ set -uo pipefail
 OUT="${OUT:-/tmp/out}"
 BIN="${TF_BIN:-.devcarry/bin}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv
-L=/tmp/call9; mkdir -p "$L/noidx" "$OUT/seed"
-export TILEFUSE_CACHE_DIR=/tmp/tf-cache-call9
-S=bench/programs/seed_gather_mm_f16.tfs C=128x256x64/3/8/ra256
-"$BIN/tilefuse" emit "$S" --stage cuda --target sm_90a --plan fused --gemm-config "$C" > "$L/seed.cu"
-python3 bench/device-plans/noidx.py "$L/seed.cu" "$L/noidx/gemm0.cu"
-for r in 1 2; do
-  for v in base noidx; do
-    over=(); [[ $v != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$L/noidx")
-    timeout 60 "${over[@]}" "$BIN/tilefuse" bench "$S" --no-check --gemm-config "$C" --repeats 200 \
-      2>&1 | awk -v t="seed $v" '$1=="fused"||$1=="cuBLASLt"{print t, $1, $2, $3}' | tee -a "$L/seed_times.txt"
-  done
-  tar czf "$OUT/seed/logs8.tgz" -C "$L" .
-done
+mkdir -p "$OUT/seed"
+L=/tmp/call9 PACK="$OUT/seed/logs8.tgz" bash bench/device-plans/seed_bound.sh
 OUT="$OUT/speed" SPEED_PROGS="gather_heavy_bf16 seed_gather_mm_f16 moe_up_proj_bf16" COMPARE=0 \
   bash bench/device-plans/call6.sh speed
 OUT="$OUT/c7" DS="${DS:-2 4}" ROUNDS="${ROUNDS:-1}" bash bench/device-plans/call7.sh

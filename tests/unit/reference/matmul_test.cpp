@@ -305,6 +305,28 @@ namespace {
 
 // Every microkernel build this CPU supports gives the same bits as the naive
 // sequential loop, for f32 and f64 accumulation, with a bias epilogue.
+// 2 * (a @ b) + 0.5 * bias[j], each sum sequential in k order: in f64, or
+// (f64 false) in f32 with f32 rounding at every step, no FMA (what gemm()
+// must give bit for bit with alpha 2 and beta 0.5).
+std::vector<double> naive_addmm(const Tensor& a, const Tensor& b, const Tensor& bias, bool f64) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b);
+  std::vector<double> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sf = 0;
+      double sd = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        sf += static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
+        sd += av[i * k + p] * bv[p * n + j];
+      }
+      const double bj = bias.get_linear(j);
+      want[i * n + j] = f64 ? 2.0 * sd + 0.5 * bj
+                            : static_cast<double>(2.0f * sf + 0.5f * static_cast<float>(bj));
+    }
+  return want;
+}
+
 TEST(Gemm, EveryMicrokernelIsBitIdentical) {
   constexpr int64_t m = 131, k = 300, n = 530;
   testing_util::Lcg rng(31);
@@ -313,22 +335,7 @@ TEST(Gemm, EveryMicrokernelIsBitIdentical) {
     const Tensor b = testing_util::random_tensor(dt, {n, k}, rng).permute({1, 0});  // strided
     const Tensor bias = testing_util::random_tensor(dt, {n}, rng);
     const bool f64 = dt == DType::F64;
-    std::vector<double> want(static_cast<size_t>(m * n));
-    {
-      const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          float sf = 0;
-          double sd = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            sf += static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
-            sd += av[i * k + p] * bv[p * n + j];
-          }
-          const double bj = bias.get_linear(j);
-          want[i * n + j] = f64 ? 2.0 * sd + 0.5 * bj
-                                : static_cast<double>(2.0f * sf + 0.5f * static_cast<float>(bj));
-        }
-    }
+    const std::vector<double> want = naive_addmm(a, b, bias, f64);
     for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
       if (!gemm_kernel_supported(kernel)) continue;
       SCOPED_TRACE(std::string(dtype_name(dt)) + " " + gemm_kernel_name(kernel));
@@ -367,20 +374,7 @@ TEST(Gemm, KInChunksIsBitIdenticalToTheNaiveLoop) {
       const Tensor b = testing_util::random_tensor(dt, {k, n}, rng);
       const Tensor bias = testing_util::random_tensor(dt, {n}, rng);
       const bool f64 = dt == DType::F64;
-      const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b);
-      std::vector<double> want(static_cast<size_t>(m * n));
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          float sf = 0;
-          double sd = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            sf += static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
-            sd += av[i * k + p] * bv[p * n + j];
-          }
-          const double bj = bias.get_linear(j);
-          want[i * n + j] = f64 ? 2.0 * sd + 0.5 * bj
-                                : static_cast<double>(2.0f * sf + 0.5f * static_cast<float>(bj));
-        }
+      const std::vector<double> want = naive_addmm(a, b, bias, f64);
       for (int64_t budget : {int64_t{1}, int64_t{64} << 20}) {
         for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
           if (!gemm_kernel_supported(kernel)) continue;
