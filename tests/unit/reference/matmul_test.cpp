@@ -327,6 +327,30 @@ std::vector<double> naive_addmm(const Tensor& a, const Tensor& b, const Tensor& 
   return want;
 }
 
+// gemm() of one item, C (c_dtype, poisoned with NaN first) = 2 * (a @ b) +
+// 0.5 * bias[j], accumulated in f64 when c_dtype is, else in f32; C's values.
+std::vector<double> run_addmm(const Tensor& a, const Tensor& b, const Tensor& bias, DType c_dtype,
+                              GemmKernel kernel,
+                              int64_t pack_budget_bytes = GemmOptions{}.pack_budget_bytes) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Tensor c = Tensor::full(c_dtype, {m, n}, std::nan(""));
+  GemmItem item;
+  item.a = {a.data_ptr(), a.dtype(), m, k, a.strides()[0], a.strides()[1]};
+  item.b = {b.data_ptr(), b.dtype(), k, n, b.strides()[0], b.strides()[1]};
+  item.c = c.data_ptr();
+  item.bias = MatrixRef{bias.data_ptr(), bias.dtype(), m, n, 0, 1};
+  GemmOptions options;
+  options.accumulator = c_dtype == DType::F64 ? GemmAccumulator::kF64 : GemmAccumulator::kF32;
+  options.c_dtype = c_dtype;
+  options.alpha = 2;
+  options.beta = 0.5;
+  options.kernel = kernel;
+  options.pack_budget_bytes = pack_budget_bytes;
+  ThreadPool pool(2);
+  gemm({item}, options, pool);
+  return testing_util::values(c);
+}
+
 TEST(Gemm, EveryMicrokernelIsBitIdentical) {
   constexpr int64_t m = 131, k = 300, n = 530;
   testing_util::Lcg rng(31);
@@ -339,21 +363,7 @@ TEST(Gemm, EveryMicrokernelIsBitIdentical) {
     for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
       if (!gemm_kernel_supported(kernel)) continue;
       SCOPED_TRACE(std::string(dtype_name(dt)) + " " + gemm_kernel_name(kernel));
-      Tensor c = Tensor::empty(f64 ? DType::F64 : DType::F32, {m, n});
-      GemmItem item;
-      item.a = {a.data_ptr(), dt, m, k, a.strides()[0], a.strides()[1]};
-      item.b = {b.data_ptr(), dt, k, n, b.strides()[0], b.strides()[1]};
-      item.c = c.data_ptr();
-      item.bias = MatrixRef{bias.data_ptr(), dt, m, n, 0, 1};
-      GemmOptions options;
-      options.accumulator = f64 ? GemmAccumulator::kF64 : GemmAccumulator::kF32;
-      options.c_dtype = c.dtype();
-      options.alpha = 2;
-      options.beta = 0.5;
-      options.kernel = kernel;
-      ThreadPool pool(2);
-      gemm({item}, options, pool);
-      EXPECT_EQ(testing_util::values(c), want);
+      EXPECT_EQ(run_addmm(a, b, bias, f64 ? DType::F64 : DType::F32, kernel), want);
     }
   }
 }
@@ -381,22 +391,7 @@ TEST(Gemm, KInChunksIsBitIdenticalToTheNaiveLoop) {
           SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(m) + "x" +
                        std::to_string(n) + " budget " + std::to_string(budget) + " " +
                        gemm_kernel_name(kernel));
-          Tensor c = Tensor::full(dt, {m, n}, std::nan(""));  // poisoned
-          GemmItem item;
-          item.a = {a.data_ptr(), dt, m, k, a.strides()[0], a.strides()[1]};
-          item.b = {b.data_ptr(), dt, k, n, b.strides()[0], b.strides()[1]};
-          item.c = c.data_ptr();
-          item.bias = MatrixRef{bias.data_ptr(), dt, m, n, 0, 1};
-          GemmOptions options;
-          options.accumulator = f64 ? GemmAccumulator::kF64 : GemmAccumulator::kF32;
-          options.c_dtype = dt;
-          options.alpha = 2;
-          options.beta = 0.5;
-          options.kernel = kernel;
-          options.pack_budget_bytes = budget;
-          ThreadPool pool(2);
-          gemm({item}, options, pool);
-          EXPECT_EQ(testing_util::values(c), want);
+          EXPECT_EQ(run_addmm(a, b, bias, dt, kernel, budget), want);
         }
       }
     }
