@@ -15,7 +15,7 @@ for r in 1 2; do
   for v in base noidx; do
     over=(); [[ $v != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$L/noidx")
     timeout 60 "${over[@]}" "$BIN/tilefuse" bench "$S" --no-check --gemm-config "$C" --repeats 200 \
-      2>&1 | awk -v t="seed $v" '$1=="fused"||$1=="cuBLASLt"{print t, $1, $2, $3}' | tee -a "$L/seed_times.txt"
+      2>&1 | awk -v t="seed $v" '$1=="fused"{print t, $1, $2, $3} $1=="cuBLASLt"{print t, $1, $4, $5}' | tee -a "$L/seed_times.txt"
   done
   [[ -n ${PACK:-} ]] && tar czf "$PACK" -C "$L" .
 done
