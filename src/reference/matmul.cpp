@@ -405,8 +405,9 @@ void gemm_blocked(const GemmItem& item, const Epilogue<T>& epi, const Kernel<T>&
   std::vector<T> a_pack, b_pack;
   const int64_t tiles_m = (m + kBlockM - 1) / kBlockM;
   const int64_t tiles_n = (n + kBlockN - 1) / kBlockN;
-  // k_depth == 0 still runs one (empty) chunk: its epilogue stores zeros.
-  for (int64_t k_lo = 0; k_lo == 0 || k_lo < k_depth; k_lo += k_chunk) {
+  // Until the last chunk (k_depth == 0 still runs one, empty: its epilogue
+  // stores zeros).
+  for (int64_t k_lo = 0;; k_lo += k_chunk) {
     const int64_t kc_chunk = std::min(k_chunk, k_depth - k_lo);
     const bool last = k_lo + kc_chunk >= k_depth;
     const int64_t a_panel_stride = kc_chunk * mr;
@@ -414,15 +415,11 @@ void gemm_blocked(const GemmItem& item, const Epilogue<T>& epi, const Kernel<T>&
     a_pack.resize(static_cast<size_t>(m_panels * a_panel_stride));
     b_pack.resize(static_cast<size_t>(n_panels * b_panel_stride));
     const MatrixRef& av = item.a;
-    const MatrixRef a_slab{kc_chunk > 0 ? element(av, 0, k_lo) : av.data,
-                           av.dtype,
-                           m,
-                           kc_chunk,
-                           av.row_stride,
-                           av.col_stride};
+    const MatrixRef a_slab{element(av, 0, k_lo), av.dtype,     m, kc_chunk,
+                           av.row_stride,        av.col_stride};
     const MatrixRef& bv = item.b;
-    const MatrixRef b_t = transposed({kc_chunk > 0 ? element(bv, k_lo, 0) : bv.data, bv.dtype,
-                                      kc_chunk, n, bv.row_stride, bv.col_stride});
+    const MatrixRef b_t =
+        transposed({element(bv, k_lo, 0), bv.dtype, kc_chunk, n, bv.row_stride, bv.col_stride});
     const int64_t pack_grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kc_chunk * mr));
     pool.parallel_for(m_panels, pack_grain, [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) pack_panel(a_slab, p * mr, mr, &a_pack[p * a_panel_stride]);
