@@ -10,7 +10,7 @@ register fragment of PTX ISA 9.7.15.5.1.1) and B through a descriptor. Inline as
 """
 import os
 
-NS = (64, 128, 256)
+NS = (64, 128, 192, 256)
 TYPES = (("f16", "f16"), ("bf16", "bf16"))
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -103,7 +103,8 @@ inline std::string ws_variant_test_name(const WsVariant& v) {
   return name;
 }
 
-// Three plain configs, two split-K ones and a ping-pong one (two teams of
+// Four plain configs (one of BLOCK_N 192: wgmma m64n192), two split-K ones
+// and a ping-pong one (two teams of
 // one warpgroup; the persistent variant's extra): K = 520 is 9 tiles of 64 (2
 // splits of 5 and 4; 4 splits of 3 with the last one empty), K = 192 is 3
 // (2 splits of 2 and 1; 4 splits of 1 with the last one empty). BLOCK_K 32
@@ -114,7 +115,9 @@ inline const std::vector<GemmConfig>& ws_configs() {
   static const std::vector<GemmConfig> c = {
       GemmConfig{128, 256, 64, 4, 8, 8}, GemmConfig{64, 128, 64, 3, 4, 8},
       GemmConfig{128, 128, 64, 3, 8, 8, 2}, GemmConfig{64, 128, 64, 2, 4, 8, 4},
-      GemmConfig{128, 128, 32, 5, 8, 8}, GemmConfig{128, 128, 32, 3, 4, 8, 1, true, true}};
+      GemmConfig{128, 128, 32, 5, 8, 8}, GemmConfig{128, 128, 32, 3, 4, 8, 1, true, true},
+      // BLOCK_N 192: wgmma m64n192, three 64-column strips of B a warpgroup.
+      GemmConfig{128, 192, 64, 4, 8, 8}};
   return c;
 }
 

@@ -183,6 +183,11 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
                           "32x32x32/1/4/pingpong/persistent",
                           "32x32x32/1/4/persistent/pingpong",
                           "32x32x32/17/4",
+                          "96x128x32/1/4",
+                          "128x160x32/1/4",
+                          "128x128x96/1/4",
+                          "128x128x192/1/4",
+                          "576x128x32/1/4",
                           "32x32x32/0/4",
                           "4294967328x32x32/1/4",
                           "32x32x32/1/4/splitk4294967298",
@@ -237,6 +242,14 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
               " --target sm_90a --stage cuda --gemm-config 128x128x64/3/8/splitk2/persistent");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("not persistent: split-K"), std::string::npos) << r.output;
+  // BLOCK_N 192 (not a power of two): wgmma m64n192 on two warpgroups of
+  // 64x192, persistent too.
+  r = run_cli("emit " + prog +
+              " --target sm_90a --stage cuda --gemm-config 128x192x64/4/8/persistent");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tf::WgmmaTile<tf::f16, 128, 192, 64, 2, 1>"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("// persistent: each block takes tiles"), std::string::npos) << r.output;
   // "/pingpong": persistent with two consumer teams, where the tile is one
   // warpgroup; a two-warpgroup tile stays persistent and says why not.
   r = run_cli("emit " + prog + " --target sm_90a --stage cuda --gemm-config 128x128x64/4/4/pingpong");

@@ -49,9 +49,11 @@ int report(const UserError& e, const std::string& file, std::string_view source)
   return kUserError;
 }
 
-// A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with power-of-two
-// tiles (16..256, BLOCK_K 16..128; for the CPU target 16..512 each, the
-// range of its default config), 1..16 stages and 1..16 warps (a power of
+// A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with BLOCK_M and
+// BLOCK_N powers of two or multiples of 64 (192: wgmma's m64n192, three
+// 64-column strips of B a warpgroup) and BLOCK_K a power of two (16..256,
+// BLOCK_K 16..128; for the CPU target 16..512 each, the range of its
+// default config), 1..16 stages and 1..16 warps (a power of
 // two), optionally followed by "/splitkS" (split-K over S blocks a tile,
 // 1..64) or "/streamkU" (stream-K over U blocks, 1..4096: the tiles' K
 // iterations shared out evenly, GemmConfig::stream_k; persistent on
@@ -126,13 +128,15 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   if (c.split_k < 1 || c.split_k > 64)
     throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  auto tile = [&](int v) { return pow2(v) || v % 64 == 0; };
   const int max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
-  if (!pow2(c.block_m) || !pow2(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
+  if (!tile(c.block_m) || !tile(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
       c.block_n < 16 || c.block_k < 16 || c.block_m > max_mn || c.block_n > max_mn ||
       c.block_k > max_k || c.num_stages < 1 || c.num_stages > 16 || !pow2(c.num_warps) ||
       c.num_warps > 16)
     throw UserError(fmt::format(
-        "--gemm-config: tiles must be powers of two (16..{}, BLOCK_K 16..{}{}), "
+        "--gemm-config: BLOCK_M and BLOCK_N must be powers of two or multiples of 64 (16..{}), "
+        "BLOCK_K a power of two (16..{}){}, "
         "1..16 stages, 1..16 warps (a power of two)",
         max_mn, max_k, cpu ? ", on the CPU" : ""));
   return c;

@@ -333,7 +333,7 @@ struct WgmmaTile {
   static_assert(sizeof(T) == 2, "WgmmaTile takes 16-bit operands");
   static_assert(kRowBytes == 128 || kRowBytes == 64,
                 "WgmmaTile: BK * sizeof(T) must be 128 or 64 (one swizzle row)");
-  static_assert(WM % 64 == 0 && (WN == 64 || WN == 128 || WN == 256), "WgmmaTile: tile shape");
+  static_assert(WM % 64 == 0 && WN % 64 == 0 && WN <= 256, "WgmmaTile: tile shape");
   float c[kElems];
 
   // The thread's warpgroup within the tile's WG_M * WG_N (a ping-pong

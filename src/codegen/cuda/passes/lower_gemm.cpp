@@ -33,12 +33,12 @@ std::pair<int, int> arrange_warpgroups(int bm, int bn, int warps) {
   const int groups = warps / 4;
   std::pair<int, int> best{0, 0};
   int best_cost = std::numeric_limits<int>::max(), best_wn = 0;
-  for (int wg_n = 1; wg_n <= groups; wg_n *= 2) {
+  for (int wg_n = 1; wg_n <= groups; ++wg_n) {
     if (groups % wg_n != 0) continue;
     const int wg_m = groups / wg_n;
     if (bm % wg_m != 0 || bn % wg_n != 0) continue;
     const int wm = bm / wg_m, wn = bn / wg_n;
-    if (wm % 64 != 0 || (wn != 64 && wn != 128 && wn != 256)) continue;
+    if (wm % 64 != 0 || wn % 64 != 0 || wn > 256) continue;
     if (wm / 64 * wn / 2 > 128) continue;
     if (wm < best_cost || (wm == best_cost && wn > best_wn))
       best = {wg_m, wg_n}, best_cost = wm, best_wn = wn;
@@ -167,8 +167,8 @@ Kernel lower_gemm(const Kernel& kernel, const passes::PassContext& context) {
           f.block_k, row_bytes);
     else if (wg_m == 0)
       why_not = fmt::format(
-          "no warpgroup tile of a {}x{} block with {} warps (WM a multiple of 64, WN 64, 128 or "
-          "256, at most 128 accumulators per thread)",
+          "no warpgroup tile of a {}x{} block with {} warps (WM a multiple of 64, WN 64, 128, 192 "
+          "or 256, at most 128 accumulators per thread)",
           f.block_m, f.block_n, warps);
     else if (!whole_tile_gemm(t.gemm) || t.gemm->a.buffer.same_as(t.gemm->b.buffer))
       why_not = "the gemm's operands are not two whole tiles";

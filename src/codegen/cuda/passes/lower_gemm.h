@@ -36,7 +36,7 @@ tir::Kernel lower_gemm(const tir::Kernel& kernel, const passes::PassContext& con
 std::pair<int, int> arrange_warps(int block_m, int block_n, int warps);
 
 // The warpgroup grid of a wgmma tile: WG_M x WG_N = warps / 4 with
-// warpgroup tiles WM x WN, WM a multiple of 64, WN one of 64, 128, 256,
+// warpgroup tiles WM x WN, WM a multiple of 64, WN one of 64, 128, 192, 256,
 // at most 128 accumulators a thread; the smallest WM first (the widest
 // WN: each wgmma reads A (64x16) and B (16xWN) from shared memory, so
 // fewer m64 rows read less), {0, 0} when none fits.
