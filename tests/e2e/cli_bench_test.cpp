@@ -88,7 +88,8 @@ TEST(Bench, BadOptionsAreUserErrors) {
       {" --gemm-config 128x128", "--gemm-config"},
       {" --gemm-config 100x128x32/3/8", "--gemm-config"},
       {" --gemm-config 128x128x32/0/8", "--gemm-config"},
-      {" --gemm-config 1024x512x512/1/4", "(16..512, BLOCK_K 16..512, on the CPU)"},
+      {" --gemm-config 1024x512x512/1/4",
+       "powers of two or multiples of 64 (16..512), BLOCK_K a power of two (16..512), on the CPU"},
       {" --repeats 0", "--repeats: must be 1 to 100000, got 0"},
       {" --repeats 1000000000", "--repeats: must be 1 to 100000, got 1000000000"},
       {" --warmup -1", "--warmup: must be 0 to 100000, got -1"},
@@ -113,7 +114,8 @@ TEST(Bench, BadOptionsAreUserErrors) {
   auto cuda_config =
       run_cli("emit --stage=cuda --target sm_90a --gemm-config 512x512x512/1/4 " + seed);
   EXPECT_EQ(cuda_config.exit_code, 1) << cuda_config.output;
-  EXPECT_NE(cuda_config.output.find("(16..256, BLOCK_K 16..128)"), std::string::npos)
+  EXPECT_NE(cuda_config.output.find("multiples of 64 (16..256), BLOCK_K a power of two (16..128)"),
+            std::string::npos)
       << cuda_config.output;
   if (!cuda::cuda_available()) {
     auto r = run_cli("bench " + prog + " --device cuda");

@@ -41,6 +41,18 @@ TEST(LowerGemm, Block32IsWgmmaWith64ByteRows) {
   expect_cuda_pass("lower_gemm", in.text(), out.text());
 }
 
+// BLOCK_N 192 (not a power of two): two warpgroups over M, each 64x192
+// (wgmma m64n192: three 128-byte strips of B), not 128x96 (N split in
+// two: WN must be a multiple of 64, one strip per 64 columns).
+TEST(LowerGemm, BlockN192IsTwoWarpgroupsOf64x192) {
+  GemmText in = input("f16", 128, 192, 64, 8), out = in;
+  out.launch = "threads=256, shared_bytes=0, shared_align=128, async_barriers=1";
+  out.a_plan = "swizzled, stages=1";
+  out.b_plan = "mn_swizzled, stages=1";
+  out.c_plan = "wgmma, operand=f16, block=[128, 192, 64], warps=[2, 1]";
+  expect_cuda_pass("lower_gemm", in.text(), out.text());
+}
+
 TEST(LowerGemm, F16OnSm80IsMmaSync) {
   GemmText in = input("f16", 128, 128, 64, 8), out = in;
   out.launch = "threads=256, shared_bytes=0, shared_align=128";
@@ -75,7 +87,8 @@ TEST(LowerGemm, MmaSyncOnSm90aSaysWhyNotWgmma) {
     expect_cuda_pass("lower_gemm", in.text(),
                      mma_sync(in,
                               "no warpgroup tile of a 64x64 block with 8 warps (WM a multiple of "
-                              "64, WN 64, 128 or 256, at most 128 accumulators per thread)"));
+                              "64, WN 64, 128, 192 or 256, at most 128 accumulators per "
+                              "thread)"));
   }
   {
     SCOPED_TRACE("option off");
@@ -92,7 +105,7 @@ TEST(LowerGemm, FewerWarpsThanAskedNote) {
   out.launch =
       "threads=128, shared_bytes=0, shared_align=128, notes=[\"num_warps 8 -> 4: a 32x32 tile "
       "has only 4 warp tiles of 16x16 or more\", \"mma.sync, not wgmma: no warpgroup tile of a "
-      "32x32 block with 4 warps (WM a multiple of 64, WN 64, 128 or 256, at most 128 "
+      "32x32 block with 4 warps (WM a multiple of 64, WN 64, 128, 192 or 256, at most 128 "
       "accumulators per thread)\"]";
   out.a_plan = out.b_plan = "swizzled, stages=1";
   out.c_plan = "mma_sync, operand=f16, block=[32, 32, 64], warps=[2, 2]";
