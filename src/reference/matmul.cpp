@@ -23,6 +23,10 @@ constexpr int64_t kBlockK = 256;
 // Below this many multiply-adds an item runs as a plain loop (packing would
 // cost more than it saves); the sums are the same either way.
 constexpr int64_t kSmallWork = int64_t{1} << 16;
+// gemm_accumulate's tiles of at most this many multiply-adds run as a plain
+// loop (gemm_accumulate_small), e.g. a batched GEMM's 4 x 4 x 4 or 8 x 16 x
+// 8 tiles on the CPU executor; the sums are the same either way.
+constexpr int64_t kSmallAccumulate = 1024;
 
 template <typename T, int kBytes>
 struct VecOf {
@@ -490,14 +494,65 @@ void gemm_typed(const std::vector<GemmItem>& items, const GemmOptions& options, 
     gemm_blocked(*item, epi, kernel, options.pack_budget_bytes, pool);
 }
 
+// Row r of `op` (`cols` elements from column 0) converted to T, zeros past
+// a row's valid count: what the packed panels hold for that row.
+template <typename T>
+void operand_row(const GemmOperand& op, int64_t r, T* out) {
+  const int64_t cols = op.cols();
+  if (op.by_rows) {
+    const RowsRef& rr = *op.by_rows;
+    const int64_t v = std::clamp<int64_t>(rr.valid[r], 0, cols);
+    if (v > 0) convert_run<T>(rr.dtype, rr.rows[r], out, v);
+    std::fill(out + v, out + cols, T(0));
+    return;
+  }
+  const MatrixRef& m = op.strided;
+  if (m.col_stride == 1) {
+    convert_run<T>(m.dtype, element(m, r, 0), out, cols);
+    return;
+  }
+  const ReadFn<T> read = reader<T>(m.dtype);
+  for (int64_t c = 0; c < cols; ++c) out[c] = read(element(m, r, c));
+}
+
+// The plain loop of gemm_accumulate for tiny tiles (kSmallAccumulate): the
+// operands converted into dense row-major scratch, then each C element's
+// k-order sum continued in place, the same operations on the same values
+// as the packed microkernels, so the same bits. Packing MR x NR panels
+// (and the ragged-panel scratch of a tile smaller than one panel) cost
+// several times the arithmetic of a 4 x 4 x 4 tile: the CPU executor runs
+// one such tile per batch item of a batched GEMM of many tiny matrices.
+template <typename T>
+void gemm_accumulate_small(const GemmOperand& a, const GemmOperand& b, T* c, int64_t ldc) {
+  const int64_t m = a.rows(), k_depth = a.cols(), n = b.cols();
+  thread_local std::vector<T> a_dense, b_dense;
+  a_dense.resize(static_cast<size_t>(m * k_depth));
+  b_dense.resize(static_cast<size_t>(k_depth * n));
+  for (int64_t i = 0; i < m; ++i) operand_row<T>(a, i, a_dense.data() + i * k_depth);
+  for (int64_t p = 0; p < k_depth; ++p) operand_row<T>(b, p, b_dense.data() + p * n);
+  for (int64_t i = 0; i < m; ++i) {
+    const T* ai = a_dense.data() + i * k_depth;
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = c[i * ldc + j];
+      for (int64_t p = 0; p < k_depth; ++p) acc += opaque_product(ai[p], b_dense[p * n + j]);
+      c[i * ldc + j] = acc;
+    }
+  }
+}
+
 // C += A @ B on this thread: full MR x NR panels run on C in place, the
-// ragged right / bottom panels through a padded scratch tile.
+// ragged right / bottom panels through a padded scratch tile; a tile of at
+// most kSmallAccumulate multiply-adds by the plain loop.
 template <typename T>
 void gemm_accumulate_typed(const GemmOperand& a, const GemmOperand& b, T* c, int64_t ldc,
                            GemmKernel which) {
   TF_CHECK(a.cols() == b.rows(), "gemm_accumulate: inner dims differ");
   const int64_t m = a.rows(), k_depth = a.cols(), n = b.cols();
   if (m == 0 || n == 0 || k_depth == 0) return;
+  if (m * n * k_depth <= kSmallAccumulate) {
+    gemm_accumulate_small(a, b, c, ldc);
+    return;
+  }
   const Kernel<T> kernel = select_kernel<T>(which);
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t m_panels = (m + mr - 1) / mr, n_panels = (n + nr - 1) / nr;

@@ -98,7 +98,10 @@ struct GemmOperand {
 // row-major with row stride `ldc`; each C element continues its sequential
 // k-order sum (acc += a*b, products and sums rounded to the accumulator, no
 // FMA), so the result equals the naive loop bit for bit. Operands are packed
-// (converted) first; tiles of any size are legal.
+// (converted) first; tiles of any size are legal. A tile of at most 1024
+// multiply-adds (M * N * K) runs as a plain loop over dense converted
+// copies of its operands instead, whatever `kernel` says (packing would cost
+// more than the arithmetic; the bits are the same).
 // An operand given by rows packs into the same panels, with the same
 // values, as the strided view of a tile holding those rows would, so the
 // result is the same bits either way.

@@ -503,5 +503,89 @@ TEST(Gemm, AccumulateFromRowsEqualsTheStagedTiles) {
   }
 }
 
+// Tiles of at most 1024 multiply-adds (the CPU executor's tiles of a batched
+// GEMM of tiny matrices) run as a plain loop instead of the packed
+// microkernels: the same bits as the naive k-order sum continued from C,
+// with operands strided (a transposed B), given by rows (a masked-off row, K
+// and N tails read as zeros) or mixed, on either side of the threshold.
+TEST(Gemm, AccumulateSmallTilesContinueTheNaiveSum) {
+  struct Shape {
+    int64_t m, k, n;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {4, 4, 4}, {3, 5, 7}, {8, 16, 8}, {1, 16, 64}, {8, 16, 9}};
+  testing_util::Lcg rng(23);
+  for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
+    for (const Shape& s : shapes) {
+      const int64_t m = s.m, k = s.k, n = s.n, ldc = n + 3;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(m) + "x" + std::to_string(k) +
+                   "x" + std::to_string(n));
+      const Tensor a = testing_util::random_tensor(dt, {m, k}, rng);
+      const Tensor bt = testing_util::random_tensor(dt, {n, k}, rng);  // B transposed
+      const Tensor c0 = testing_util::random_tensor(DType::F64, {m, ldc}, rng);
+      const int64_t es = dtype_size(dt);
+      // Rows: A's row 1 masked off and its last row cut to a K tail; B's
+      // rows (B = bt^T, copied) with every third cut to an N tail.
+      const std::vector<double> av0 = testing_util::values(a), btv = testing_util::values(bt),
+                                cv = testing_util::values(c0);
+      Tensor b = Tensor::full(dt, {k, n}, 0);
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) b.set_linear(p * n + j, btv[j * k + p]);
+      std::vector<const std::byte*> a_rows(m), b_rows(k);
+      std::vector<int64_t> a_valid(m), b_valid(k);
+      for (int64_t i = 0; i < m; ++i) {
+        a_rows[i] = a.data_ptr() + i * k * es;
+        a_valid[i] = m > 1 && i == 1 ? 0 : m > 2 && i == m - 1 ? k / 2 : k;
+      }
+      for (int64_t p = 0; p < k; ++p) {
+        b_rows[p] = b.data_ptr() + p * n * es;
+        b_valid[p] = p % 3 == 2 ? n / 2 : n;
+      }
+      const RowsRef ra{a_rows.data(), a_valid.data(), dt, m, k};
+      const RowsRef rb{b_rows.data(), b_valid.data(), dt, k, n};
+      const MatrixRef sa{a.data_ptr(), dt, m, k, k, 1};
+      const MatrixRef sb{bt.data_ptr(), dt, k, n, 1, k};  // transposed view of bt
+      // want(rows): the naive sum over the rows' values (zeros past valid).
+      const auto naive = [&](bool rows_a, bool rows_b) {
+        std::vector<double> want = cv;
+        const bool f64 = dt == DType::F64;
+        if (!f64)
+          for (double& w : want) w = static_cast<double>(static_cast<float>(w));
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            float sf = static_cast<float>(cv[i * ldc + j]);
+            double sd = cv[i * ldc + j];
+            for (int64_t p = 0; p < k; ++p) {
+              const double x = rows_a && p >= a_valid[i] ? 0.0 : av0[i * k + p];
+              const double y = rows_b && j >= b_valid[p] ? 0.0 : btv[j * k + p];
+              const float prod = static_cast<float>(x) * static_cast<float>(y);
+              sf += prod;
+              sd += x * y;
+            }
+            want[i * ldc + j] = f64 ? sd : static_cast<double>(sf);
+          }
+        return want;
+      };
+      const auto run = [&](const GemmOperand& A, const GemmOperand& B) {
+        if (dt == DType::F64) {
+          std::vector<double> c = cv;
+          gemm_accumulate(A, B, c.data(), ldc);
+          return c;
+        }
+        std::vector<float> c(cv.begin(), cv.end());
+        gemm_accumulate(A, B, c.data(), ldc);
+        return std::vector<double>(c.begin(), c.end());
+      };
+      EXPECT_EQ(run(sa, sb), naive(false, false));
+      EXPECT_EQ(run(GemmOperand(&ra), GemmOperand(&rb)), naive(true, true));
+      EXPECT_EQ(run(GemmOperand(&ra), sb), naive(true, false));
+      EXPECT_EQ(run(sa, GemmOperand(&rb)), naive(false, true));
+      std::vector<double> start = cv;  // C as the accumulator holds it
+      if (dt != DType::F64)
+        for (double& v : start) v = static_cast<double>(static_cast<float>(v));
+      EXPECT_NE(run(sa, sb), start);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tilefuse::reference
