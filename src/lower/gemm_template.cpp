@@ -110,8 +110,10 @@ GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
   // the graph's generic values).
   const int64_t m = env.hint(g.m, g.m_symbol), n = env.hint(g.n, g.n_symbol),
                 k = env.hint(g.k, g.k_symbol);
-  int64_t bm = std::clamp<int64_t>(next_pow2(m), 16, kMaxTile);
-  int64_t bn = std::clamp<int64_t>(next_pow2(n), 16, kMaxTile);
+  // (No floor of 16 as on the GPU: a tile fits a dim below 16, see the
+  // header.)
+  int64_t bm = std::clamp<int64_t>(next_pow2(m), 1, kMaxTile);
+  int64_t bn = std::clamp<int64_t>(next_pow2(n), 1, kMaxTile);
   // Enough program instances to spread over a machine's threads (a tile's
   // work is one thread's): halve the larger side while there are fewer
   // than kMinTiles and it stays at least kMinTile.
@@ -125,7 +127,7 @@ GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step) {
   }
   c.block_m = static_cast<int>(bm);
   c.block_n = static_cast<int>(bn);
-  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(k), 16, kMaxTile));
+  c.block_k = static_cast<int>(std::clamp<int64_t>(next_pow2(k), 1, kMaxTile));
   c.num_stages = 1;
   c.num_warps = 4;
   c.group_m = 8;

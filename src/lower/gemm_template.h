@@ -156,6 +156,12 @@ GemmConfig default_gemm_config(const Graph& graph, const KernelStep& step, bool 
 // copies (2026-12-01), and to ~0.95x without them (pack_gemm_operands; the
 // per-tile packing is what is left over the reference's one pack; 4 or 8
 // larger tiles would halve it but leave a larger machine's threads idle).
+// No tile is larger than the next power of two of its dim, down to 1: a
+// batched GEMM's instance is one batch item's tile, and the GPU's floor of
+// 16 made each item of 2^20 4 x 4 @ 4 x 4 products a 16 x 16 x 16 tile (64
+// times the multiply-adds, 16 times the epilogue's lanes): 1.7 s against the
+// reference's 0.8 s, 0.55 s with 4 x 4 x 4 tiles (2 threads). The sums do
+// not depend on the tile (k order), so neither do the results.
 // A symbolic dim counts as its size hint, as in default_gemm_config.
 GemmConfig default_cpu_gemm_config(const DimEnv& env, const KernelStep& step);
 // The same for a graph without symbols (or at the values in it).
