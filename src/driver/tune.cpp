@@ -46,6 +46,17 @@ int cap_tile(int64_t dim, int v) {
   return static_cast<int>(std::min<int64_t>(v, std::max<int64_t>(16, next_pow2(dim))));
 }
 
+// Whether plans `a` and `b` of `graph` have the same steps and
+// materialized values (their kinds and decision notes aside): then every
+// config compiles both to the same kernels (schedule/plan.h's text form
+// compared, which prints every step's nodes, operands and reads).
+bool same_steps(const Graph& graph, const Plan& a, const Plan& b) {
+  Plan b_as_a = b;
+  b_as_a.kind = a.kind;
+  b_as_a.decisions = a.decisions;
+  return to_string(graph, a) == to_string(graph, b_as_a);
+}
+
 bool same_config(const GemmConfig& a, const GemmConfig& b) {
   return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
@@ -863,20 +874,50 @@ std::pair<std::string, std::string> other_plans(const std::pair<std::string, dou
   }
   return {others, missing};
 }
+
+// The three plans as (name, median us) for other_plans, and the winner's
+// index. Where the unfused plan is the fused plan (TunedChoice::
+// unfused_same_as_fused) it is not a plan of its own: the fused one is
+// named "fused = unfused" and the unfused one has no time (and is not
+// reported as missing by plan_lines).
+struct PlanTimes {
+  std::pair<std::string, double> plans[3];
+  size_t won = 0;
+  bool unfused_same = false;
+  // other_plans' text, without "unfused: no candidate ran" when the unfused
+  // plan ran as the fused one.
+  std::pair<std::string, std::string> others() const {
+    auto o = other_plans(plans, won);
+    if (unfused_same) o.second.clear();
+    return o;
+  }
+};
+PlanTimes plan_times(double fused_us, double unfused_us, double cublaslt_us, bool unfused_same,
+                     bool cublaslt, bool fused_won) {
+  PlanTimes t;
+  t.unfused_same = unfused_same;
+  t.plans[0] = {unfused_same ? "fused = unfused" : "fused", fused_us};
+  t.plans[1] = {"unfused", unfused_same ? -1.0 : unfused_us};
+  t.plans[2] = {"unfused+cuBLASLt", cublaslt_us};
+  t.won = cublaslt ? 2 : fused_won ? 0 : 1;
+  return t;
+}
 }  // namespace
 
 std::string TunedChoice::summary() const {
-  // The winner first, then each other plan: its time, or that none ran.
-  const std::pair<std::string, double> plans[] = {{"fused", fused_us},
-                                                  {"unfused", unfused_us},
-                                                  {"unfused+cuBLASLt", cublaslt_us}};
-  const size_t won = cublaslt ? 2 : plan == PlanKind::kFused ? 0 : 1;
-  std::string s =
-      cublaslt ? fmt::format("unfused+cuBLASLt, {:.1f} us", cublaslt_us)
-               : fmt::format("{}, {}, {:.1f} us", plan_kind_name(plan),
-                             gemm_config ? gemm_config_name(*gemm_config) : "default config",
-                             plans[won].second);
-  const auto [others, missing] = other_plans(plans, won);
+  // The winner first, then each other plan: its time, or that none ran
+  // (the unfused plan, when it is the fused plan, under the fused plan's
+  // name: "fused = unfused").
+  const PlanTimes t = plan_times(fused_us, unfused_us, cublaslt_us, unfused_same_as_fused, cublaslt,
+                                 plan == PlanKind::kFused);
+  const auto& plans = t.plans;
+  const size_t won = t.won;
+  std::string s = cublaslt
+                      ? fmt::format("unfused+cuBLASLt, {:.1f} us", cublaslt_us)
+                      : fmt::format("{}, {}, {:.1f} us", plans[won].first,
+                                    gemm_config ? gemm_config_name(*gemm_config) : "default config",
+                                    plans[won].second);
+  const auto [others, missing] = t.others();
   // A faster plan that did not win lost by pick_plan's margin: say so.
   size_t fastest = won;
   for (size_t i = 0; i < 3; ++i)
@@ -942,6 +983,7 @@ json choice_to_json(const TunedChoice& c) {
             {"cublaslt_us", c.cublaslt_us},
             {"candidates", cands}}},
           {"cublaslt_note", c.cublaslt_note},
+          {"unfused_same_as_fused", c.unfused_same_as_fused},
           {"tuned_at", c.tuned_at},
           {"tuning_seconds", c.tuning_seconds},
           {"device", c.device}};
@@ -982,6 +1024,11 @@ std::optional<TunedChoice> choice_from_json(const json& j) {
     c.cublaslt_note = it->get<std::string>();
   } else {
     c.cublaslt_note = "not measured (tuned before unfused+cuBLASLt was a candidate; --retune)";
+  }
+  // Absent in an entry made before the tuner compared the plans' steps.
+  if (auto it = j.find("unfused_same_as_fused"); it != j.end()) {
+    if (!it->is_boolean()) return std::nullopt;
+    c.unfused_same_as_fused = it->get<bool>();
   }
   if (c.cublaslt && (c.plan != PlanKind::kUnfused || c.cublaslt_us < 0)) return std::nullopt;
   if ((c.cublaslt ? c.cublaslt_us : c.plan == PlanKind::kFused ? c.fused_us : c.unfused_us) < 0)
@@ -1062,10 +1109,17 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   cuda::Device* dev = gpu ? &default_device() : nullptr;
   const int threads = options.threads > 0 ? options.threads : usable_cpus();
 
-  // The candidates: each plan with each config of its largest GEMM's space.
+  // The candidates: each plan with each config of its largest GEMM's space;
+  // none for the unfused plan where it has the fused plan's steps.
   std::vector<Slot> slots;
+  TunedChoice& choice = result.choice;
+  const Plan fused_plan = build_plan(graph, PlanKind::kFused);
   for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
-    const Plan plan = build_plan(graph, kind);
+    const Plan plan = kind == PlanKind::kFused ? fused_plan : build_plan(graph, kind);
+    if (kind == PlanKind::kUnfused && same_steps(graph, fused_plan, plan)) {
+      choice.unfused_same_as_fused = true;
+      continue;
+    }
     const KernelStep* step = largest_gemm_step(plan);
     if (!step) {
       Slot s;
@@ -1304,7 +1358,6 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // Per plan: the fastest few (re-timed with final_repeats on the GPU),
   // each checked against the reference outputs; the fastest that agrees wins
   // the plan. Then unfused+cuBLASLt, and the fastest of the three.
-  TunedChoice& choice = result.choice;
   const bool retime = gpu && options.final_repeats > options.repeats;
   // A finalist's outputs against the reference; one that differs loses its
   // time and says by how much.
@@ -1345,6 +1398,12 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
     (kind == PlanKind::kFused ? choice.fused_config : choice.unfused_config) =
         finals.front()->cand.config;
     if (kind == PlanKind::kUnfused) unfused_best = finals.front();
+    if (kind == PlanKind::kFused && choice.unfused_same_as_fused) {
+      // (The unfused plan is this plan: the same time, config and program.)
+      choice.unfused_us = choice.fused_us;
+      choice.unfused_config = choice.fused_config;
+      unfused_best = finals.front();
+    }
   }
 
   // The third plan: the unfused winner's program with its plain GEMM steps
@@ -1482,15 +1541,17 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
   if (!found) return none;
   const TunedChoice& c = *found;
   // By how much the winner won: the runner-up's time over the winner's.
-  const double won = c.cublaslt ? c.cublaslt_us
+  // (An unfused plan that is the fused plan is no runner-up of its own.)
+  const double unfused_us = c.unfused_same_as_fused ? -1 : c.unfused_us;
+  const double won = c.cublaslt                   ? c.cublaslt_us
                      : c.plan == PlanKind::kFused ? c.fused_us
-                                                  : c.unfused_us;
+                                                  : unfused_us;
   double runner_up = -1;
-  for (double t : {c.fused_us, c.unfused_us, c.cublaslt_us})
+  for (double t : {c.fused_us, unfused_us, c.cublaslt_us})
     if (t >= 0 && t != won && (runner_up < 0 || t < runner_up)) runner_up = t;
   // (Two plans with the very same time: the runner-up is as fast.)
   int at_won = 0;
-  for (double t : {c.fused_us, c.unfused_us, c.cublaslt_us}) at_won += t == won ? 1 : 0;
+  for (double t : {c.fused_us, unfused_us, c.cublaslt_us}) at_won += t == won ? 1 : 0;
   if (at_won > 1) runner_up = won;
   json speedup = nullptr;
   if (won > 0 && runner_up > 0) speedup = runner_up / won;
@@ -1521,6 +1582,7 @@ json tuning_account(const Graph& graph, const std::string& device, bool allow_tf
           {"config", c.gemm_config ? json(gemm_config_name(*c.gemm_config)) : json(nullptr)},
           {"fused_us", c.fused_us},
           {"unfused_us", c.unfused_us},
+          {"unfused_same_as_fused", c.unfused_same_as_fused},
           {"cublaslt_us", c.cublaslt_us},
           {"cublaslt_note", c.cublaslt_note},
           {"speedup", speedup},
@@ -1541,17 +1603,17 @@ std::string render_tuning_text(const json& a) {
                                  ? a["config"].get<std::string>()
                                  : std::string("default config");
   // The three plans as (name, time); the winner is `won`.
-  const std::pair<std::string, double> plans[] = {
-      {"fused", a.value("fused_us", -1.0)},
-      {"unfused", a.value("unfused_us", -1.0)},
-      {"unfused+cuBLASLt", a.value("cublaslt_us", -1.0)}};
-  const size_t won = blas ? 2 : plan == "fused" ? 0 : 1;
-  std::string s = blas ? fmt::format("tuning ({}, {}): unfused+cuBLASLt won, {:.1f} us",
-                                     a.value("device", ""), a.value("tuned_at", ""),
-                                     plans[won].second)
-                       : fmt::format("tuning ({}, {}): {} {} won, {:.1f} us", a.value("device", ""),
-                                     a.value("tuned_at", ""), plan, config, plans[won].second);
-  const auto [others, missing] = other_plans(plans, won);
+  const PlanTimes t = plan_times(a.value("fused_us", -1.0), a.value("unfused_us", -1.0),
+                                 a.value("cublaslt_us", -1.0),
+                                 a.value("unfused_same_as_fused", false), blas, plan == "fused");
+  const auto& plans = t.plans;
+  const size_t won = t.won;
+  std::string s =
+      blas ? fmt::format("tuning ({}, {}): unfused+cuBLASLt won, {:.1f} us", a.value("device", ""),
+                         a.value("tuned_at", ""), plans[won].second)
+           : fmt::format("tuning ({}, {}): {} {} won, {:.1f} us", a.value("device", ""),
+                         a.value("tuned_at", ""), plans[won].first, config, plans[won].second);
+  const auto [others, missing] = t.others();
   s += others;
   if (a.contains("speedup") && a["speedup"].is_number())
     s += fmt::format(" ({:.2f}x faster)", a["speedup"].get<double>());

@@ -297,6 +297,12 @@ struct TunedChoice {
   // Why unfused+cuBLASLt has no time ("cuBLASLt unavailable: ...", "no
   // plain GEMM step ...", its run error or disagreement); "" when it has one.
   std::string cublaslt_note;
+  // The unfused plan has the fused plan's steps (a program with nothing to
+  // fuse, e.g. a plain GEMM): its candidates would compile to the same
+  // kernels, so they are not built or timed again; unfused_us and
+  // unfused_config are the fused plan's, and unfused+cuBLASLt runs the
+  // fused winner's program.
+  bool unfused_same_as_fused = false;
   std::vector<TuneCandidate> candidates;  // every candidate tried, in search order
   std::string tuned_at;                   // ISO-8601 UTC
   double tuning_seconds = 0;

@@ -222,6 +222,12 @@ TEST(TuneGpu, PlainF32GemmCublasltCompetesUnderAllowTf32) {
     EXPECT_FALSE(r.from_cache);
     expect_cublaslt_candidate(r);
     expect_fastest_chosen(r.choice);
+    // A plain GEMM has one plan of ours: its unfused plan is the fused one,
+    // searched once (and cuBLASLt runs the fused winner's program).
+    EXPECT_TRUE(r.choice.unfused_same_as_fused);
+    for (const driver::TuneCandidate& c : r.choice.candidates)
+      EXPECT_TRUE(c.plan == PlanKind::kFused || c.cublaslt) << r.choice.summary();
+    EXPECT_EQ(r.choice.unfused_us, r.choice.fused_us);
   }
 }
 

@@ -759,12 +759,56 @@ TEST_F(TuneCache, EveryCandidateFailingIsTheRunsOwnErrorAndIsNotCached) {
   EXPECT_FALSE(driver::cached_choice(g, driver::cpu_tune_device()).has_value());
 }
 
+// A program with nothing to fuse (a plain GEMM): the unfused plan has the
+// fused plan's steps, so its candidates would be the fused ones again; the
+// tuner times one plan, reports it under both names and keeps that in the
+// cache and in explain's account. A program with a gather keeps two plans.
+TEST_F(TuneCache, APlainGemmIsTunedAsOnePlan) {
+  const Graph g = parse_graph(
+      "def mm(x: f32[40, 24], y: f32[24, 36]):\n"
+      "    return x @ y\n");
+  driver::TuneResult r = driver::tune(g, make_random_inputs(g, 4), quick());
+  EXPECT_TRUE(r.choice.unfused_same_as_fused);
+  EXPECT_EQ(r.failed, 0);
+  ASSERT_FALSE(r.choice.candidates.empty());
+  for (const driver::TuneCandidate& c : r.choice.candidates)
+    EXPECT_EQ(c.plan, PlanKind::kFused) << driver::gemm_config_name(*c.config);
+  EXPECT_EQ(r.candidates, static_cast<int>(r.choice.candidates.size()));
+  EXPECT_EQ(r.choice.plan, PlanKind::kFused);
+  EXPECT_GE(r.choice.fused_us, 0);
+  EXPECT_EQ(r.choice.unfused_us, r.choice.fused_us);
+  ASSERT_TRUE(r.choice.unfused_config.has_value());
+  EXPECT_TRUE(same(*r.choice.unfused_config, *r.choice.fused_config));
+  EXPECT_EQ(r.choice.summary().rfind("fused = unfused, ", 0), 0u) << r.choice.summary();
+  EXPECT_EQ(r.choice.summary().find("no candidate ran"), std::string::npos) << r.choice.summary();
+  std::optional<driver::TunedChoice> cached = driver::cached_choice(g, driver::cpu_tune_device());
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_TRUE(cached->unfused_same_as_fused);
+  // explain: one plan, so no runner-up plan and no speedup over one.
+  const nlohmann::json account = driver::tuning_account(g, "cpu");
+  EXPECT_EQ(account["unfused_same_as_fused"], true);
+  EXPECT_TRUE(account["speedup"].is_null()) << account.dump();
+  const std::string text = driver::render_tuning_text(account);
+  EXPECT_NE(text.find("): fused = unfused "), std::string::npos) << text;
+  EXPECT_EQ(text.find("faster"), std::string::npos) << text;
+
+  const Graph gathered = parse_graph(kSmall);
+  driver::TuneResult two = driver::tune(gathered, make_random_inputs(gathered, 4), quick());
+  EXPECT_FALSE(two.choice.unfused_same_as_fused);
+  bool unfused = false;
+  for (const driver::TuneCandidate& c : two.choice.candidates)
+    unfused = unfused || c.plan == PlanKind::kUnfused;
+  EXPECT_TRUE(unfused);
+}
+
 TEST_F(TuneCache, AProgramWithoutAGemmTunesThePlansAlone) {
   const Graph g = parse_graph(
       "def f(x: f32[64, 48], y: f32[64, 48]):\n"
       "    return torch.relu(x * y + 1.0)\n");
   driver::TuneResult r = driver::tune(g, make_random_inputs(g, 2), quick());
-  EXPECT_EQ(r.candidates, 2);  // one per plan
+  // One: its two plans are the same pointwise kernel (nothing to unfuse).
+  EXPECT_EQ(r.candidates, 1);
+  EXPECT_TRUE(r.choice.unfused_same_as_fused);
   EXPECT_FALSE(r.choice.gemm_config.has_value());
   EXPECT_GE(r.choice.fused_us, 0);
   EXPECT_TRUE(driver::tune(g, make_random_inputs(g, 2), quick()).from_cache);
@@ -792,6 +836,21 @@ TEST(TuneJson, ChoiceRoundTrips) {
   c.device = "NVIDIA H200 sm_90a";
   std::optional<driver::TunedChoice> back = driver::choice_from_json(driver::choice_to_json(c));
   ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->unfused_same_as_fused);
+  {
+    driver::TunedChoice one = c;
+    one.unfused_same_as_fused = true;
+    std::optional<driver::TunedChoice> b = driver::choice_from_json(driver::choice_to_json(one));
+    ASSERT_TRUE(b.has_value());
+    EXPECT_TRUE(b->unfused_same_as_fused);
+    // (an entry from before the field loads as two plans; a mistyped one is a miss)
+    nlohmann::json j = driver::choice_to_json(one);
+    j.erase("unfused_same_as_fused");
+    ASSERT_TRUE(driver::choice_from_json(j).has_value());
+    EXPECT_FALSE(driver::choice_from_json(j)->unfused_same_as_fused);
+    j["unfused_same_as_fused"] = "yes";
+    EXPECT_FALSE(driver::choice_from_json(j).has_value());
+  }
   EXPECT_EQ(back->plan, PlanKind::kUnfused);
   EXPECT_TRUE(same(*back->gemm_config, *c.gemm_config));
   EXPECT_TRUE(same(*back->fused_config, *c.fused_config));
@@ -959,6 +1018,20 @@ TEST(TuneSummary, SaysEachPlansTime) {
   c = cublaslt_choice();
   c.fused_us = -1;
   EXPECT_EQ(c.summary(), "unfused+cuBLASLt, 41.7 us vs unfused 64.8 us (fused: no candidate ran)");
+  // An unfused plan that is the fused plan (a plain GEMM): one plan, under
+  // both names, not timed twice and not "no candidate ran".
+  c = cublaslt_choice();
+  c.unfused_same_as_fused = true;
+  c.unfused_us = c.fused_us;
+  c.unfused_config = c.fused_config;
+  EXPECT_EQ(c.summary(), "unfused+cuBLASLt, 41.7 us vs fused = unfused 53.3 us");
+  c.cublaslt = false;
+  c.plan = PlanKind::kFused;
+  c.gemm_config = c.fused_config;
+  c.fused_us = c.unfused_us = 38.1;
+  EXPECT_EQ(c.summary(), "fused = unfused, 128x256x64/4/8, 38.1 us vs unfused+cuBLASLt 41.7 us");
+  c.cublaslt_us = -1;
+  EXPECT_EQ(c.summary(), "fused = unfused, 128x256x64/4/8, 38.1 us");
 }
 
 TEST(TuneJson, CublasltChoiceRoundTrips) {
