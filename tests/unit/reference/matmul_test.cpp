@@ -67,6 +67,32 @@ void expect_matmul_matches(const Tensor& out, const Tensor& a, const Tensor& b, 
   }
 }
 
+// C (m x n of row stride ldc, initially `cv`) after each element's
+// sequential k-order sum continues over a(i, p) * b(p, j): products and
+// sums rounded to f32 (f64 when `f64`), no FMA; what gemm_accumulate must
+// produce bit for bit. The columns past n keep cv's values (rounded to f32
+// unless f64).
+template <class A, class B>
+std::vector<double> naive_continued_sum(const std::vector<double>& cv, int64_t m, int64_t n,
+                                        int64_t k, int64_t ldc, bool f64, A a, B b) {
+  std::vector<double> want = cv;
+  if (!f64)
+    for (double& w : want) w = static_cast<double>(static_cast<float>(w));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sf = static_cast<float>(cv[i * ldc + j]);
+      double sd = cv[i * ldc + j];
+      for (int64_t p = 0; p < k; ++p) {
+        const double x = a(i, p), y = b(p, j);
+        const float prod = static_cast<float>(x) * static_cast<float>(y);
+        sf += prod;
+        sd += x * y;
+      }
+      want[i * ldc + j] = f64 ? sd : static_cast<double>(sf);
+    }
+  return want;
+}
+
 TEST(EvalMatmul, OddSizes2D) {
   const int64_t sizes[] = {1, 7, 33, 130};
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
@@ -412,20 +438,10 @@ TEST(Gemm, AccumulateContinuesTheNaiveSumAcrossBlocks) {
     const bool f64 = dt == DType::F64;
     const std::vector<double> av = testing_util::values(a), bv = testing_util::values(b),
                               cv = testing_util::values(c0);
-    std::vector<double> want = cv;  // the columns past n are left alone
-    if (!f64)
-      for (double& w : want) w = static_cast<double>(static_cast<float>(w));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float sf = static_cast<float>(cv[i * ldc + j]);
-        double sd = cv[i * ldc + j];
-        for (int64_t p = 0; p < k; ++p) {
-          const float prod = static_cast<float>(av[i * k + p]) * static_cast<float>(bv[p * n + j]);
-          sf += prod;
-          sd += av[i * k + p] * bv[p * n + j];
-        }
-        want[i * ldc + j] = f64 ? sd : static_cast<double>(sf);
-      }
+    // (the columns past n are left alone)
+    const std::vector<double> want = naive_continued_sum(
+        cv, m, n, k, ldc, f64, [&](int64_t i, int64_t p) { return av[i * k + p]; },
+        [&](int64_t p, int64_t j) { return bv[p * n + j]; });
     for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2, GemmKernel::kAvx512}) {
       if (!gemm_kernel_supported(kernel)) continue;
       SCOPED_TRACE(std::string(dtype_name(dt)) + " " + gemm_kernel_name(kernel));
@@ -546,24 +562,10 @@ TEST(Gemm, AccumulateSmallTilesContinueTheNaiveSum) {
       const MatrixRef sb{bt.data_ptr(), dt, k, n, 1, k};  // transposed view of bt
       // want(rows): the naive sum over the rows' values (zeros past valid).
       const auto naive = [&](bool rows_a, bool rows_b) {
-        std::vector<double> want = cv;
-        const bool f64 = dt == DType::F64;
-        if (!f64)
-          for (double& w : want) w = static_cast<double>(static_cast<float>(w));
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            float sf = static_cast<float>(cv[i * ldc + j]);
-            double sd = cv[i * ldc + j];
-            for (int64_t p = 0; p < k; ++p) {
-              const double x = rows_a && p >= a_valid[i] ? 0.0 : av0[i * k + p];
-              const double y = rows_b && j >= b_valid[p] ? 0.0 : btv[j * k + p];
-              const float prod = static_cast<float>(x) * static_cast<float>(y);
-              sf += prod;
-              sd += x * y;
-            }
-            want[i * ldc + j] = f64 ? sd : static_cast<double>(sf);
-          }
-        return want;
+        return naive_continued_sum(
+            cv, m, n, k, ldc, dt == DType::F64,
+            [&](int64_t i, int64_t p) { return rows_a && p >= a_valid[i] ? 0.0 : av0[i * k + p]; },
+            [&](int64_t p, int64_t j) { return rows_b && j >= b_valid[p] ? 0.0 : btv[j * k + p]; });
       };
       const auto run = [&](const GemmOperand& A, const GemmOperand& B) {
         if (dt == DType::F64) {
