@@ -1627,8 +1627,8 @@ std::string render_tuning_text(const json& a) {
       !a["cublaslt_note"].get<std::string>().empty())
     s += "; unfused+cuBLASLt " + a["cublaslt_note"].get<std::string>();
   if (const auto r = a.find("config_runner_up"); r != a.end() && r->is_object())
-    s += fmt::format("; runner-up {} {}, {:.1f} us", plan, r->value("config", std::string("?")),
-                     r->value("median_us", -1.0));
+    s += fmt::format("; runner-up {} {}, {:.1f} us", plans[won].first,
+                     r->value("config", std::string("?")), r->value("median_us", -1.0));
   return s;
 }
 

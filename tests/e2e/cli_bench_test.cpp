@@ -89,7 +89,12 @@ TEST(Bench, BadOptionsAreUserErrors) {
       {" --gemm-config 100x128x32/3/8", "--gemm-config"},
       {" --gemm-config 128x128x32/0/8", "--gemm-config"},
       {" --gemm-config 1024x512x512/1/4",
-       "powers of two or multiples of 64 (16..512), BLOCK_K a power of two (16..512), on the CPU"},
+       "--gemm-config `1024x512x512/1/4`: BLOCK_M is 1024; it must be a power of two or a "
+       "multiple of 64, 1..512 on the CPU"},
+      {" --gemm-config 64x64x48/1/4",
+       "BLOCK_K is 48; it must be a power of two, 1..512 on the CPU"},
+      {" --gemm-config 64x64x64/1/3", "num_warps is 3; it must be a power of two, 1..16"},
+      {" --gemm-config 64x64x64/17/4", "num_stages is 17; it must be 1..16"},
       {" --repeats 0", "--repeats: must be 1 to 100000, got 0"},
       {" --repeats 1000000000", "--repeats: must be 1 to 100000, got 1000000000"},
       {" --warmup -1", "--warmup: must be 0 to 100000, got -1"},
@@ -114,7 +119,8 @@ TEST(Bench, BadOptionsAreUserErrors) {
   auto cuda_config =
       run_cli("emit --stage=cuda --target sm_90a --gemm-config 512x512x512/1/4 " + seed);
   EXPECT_EQ(cuda_config.exit_code, 1) << cuda_config.output;
-  EXPECT_NE(cuda_config.output.find("multiples of 64 (16..256), BLOCK_K a power of two (16..128)"),
+  EXPECT_NE(cuda_config.output.find("BLOCK_M is 512; it must be a power of two or a multiple of "
+                                    "64, 16..256"),
             std::string::npos)
       << cuda_config.output;
   if (!cuda::cuda_available()) {

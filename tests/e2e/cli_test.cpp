@@ -92,11 +92,13 @@ TEST_P(SharedCase, StreamKMatchesOracle) {
 }
 
 // Tiles that are not powers of two (multiples of 64: 192 and 320) on the
-// CPU executor, plain and with split-K, the shared cases' M, N and K tails
+// CPU executor, plain and with split-K, and tiles below 16 (the CPU's
+// default config goes down to 1), the shared cases' M, N and K tails
 // inside them, within the oracle's tolerance.
 TEST_P(SharedCase, TilesOfMultiplesOf64MatchTheOracle) {
   expect_checked(case_path(GetParam()) + " --device cpu --gemm-config 192x320x64/1/4",
                  "fused plan");
+  expect_checked(case_path(GetParam()) + " --device cpu --gemm-config 8x4x2/1/4", "fused plan");
   expect_checked(
       case_path(GetParam()) + " --device cpu --plan unfused --gemm-config 320x192x32/1/4/splitk2",
       "unfused plan");

@@ -52,7 +52,7 @@ int report(const UserError& e, const std::string& file, std::string_view source)
 // A `--gemm-config` value: "BMxBNxBK/num_stages/num_warps" with BLOCK_M and
 // BLOCK_N powers of two or multiples of 64 (192: wgmma's m64n192, three
 // 64-column strips of B a warpgroup) and BLOCK_K a power of two (16..256,
-// BLOCK_K 16..128; for the CPU target 16..512 each, the range of its
+// BLOCK_K 16..128; for the CPU target 1..512 each, the range of its
 // default config), 1..16 stages and 1..16 warps (a power of
 // two), optionally followed by "/splitkS" (split-K over S blocks a tile,
 // 1..64) or "/streamkU" (stream-K over U blocks, 1..4096: the tiles' K
@@ -128,17 +128,26 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
   if (c.split_k < 1 || c.split_k > 64)
     throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
-  auto tile = [&](int v) { return pow2(v) || v % 64 == 0; };
-  const int max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
-  if (!tile(c.block_m) || !tile(c.block_n) || !pow2(c.block_k) || c.block_m < 16 ||
-      c.block_n < 16 || c.block_k < 16 || c.block_m > max_mn || c.block_n > max_mn ||
-      c.block_k > max_k || c.num_stages < 1 || c.num_stages > 16 || !pow2(c.num_warps) ||
-      c.num_warps > 16)
-    throw UserError(fmt::format(
-        "--gemm-config: BLOCK_M and BLOCK_N must be powers of two or multiples of 64 (16..{}), "
-        "BLOCK_K a power of two (16..{}){}, "
-        "1..16 stages, 1..16 warps (a power of two)",
-        max_mn, max_k, cpu ? ", on the CPU" : ""));
+  // The CPU executor's tiles go down to 1 (its default config fits dims
+  // below 16: default_cpu_gemm_config), the GPU's MMA tiles start at 16.
+  const int min_tile = cpu ? 1 : 16, max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
+  const std::string where = cpu ? " on the CPU" : "";
+  auto bad = [&](const std::string& what) {
+    throw UserError(fmt::format("--gemm-config `{}`: {}", text, what));
+  };
+  auto tile_edge = [&](const char* name, int v, bool multiple_of_64, int max) {
+    if (v < min_tile || v > max || !(pow2(v) || (multiple_of_64 && v % 64 == 0)))
+      bad(fmt::format("{} is {}; it must be {}, {}..{}{}", name, v,
+                      multiple_of_64 ? "a power of two or a multiple of 64" : "a power of two",
+                      min_tile, max, where));
+  };
+  tile_edge("BLOCK_M", c.block_m, true, max_mn);
+  tile_edge("BLOCK_N", c.block_n, true, max_mn);
+  tile_edge("BLOCK_K", c.block_k, false, max_k);
+  if (c.num_stages < 1 || c.num_stages > 16)
+    bad(fmt::format("num_stages is {}; it must be 1..16", c.num_stages));
+  if (!pow2(c.num_warps) || c.num_warps > 16)
+    bad(fmt::format("num_warps is {}; it must be a power of two, 1..16", c.num_warps));
   return c;
 }
 

@@ -791,6 +791,8 @@ TEST_F(TuneCache, APlainGemmIsTunedAsOnePlan) {
   const std::string text = driver::render_tuning_text(account);
   EXPECT_NE(text.find("): fused = unfused "), std::string::npos) << text;
   EXPECT_EQ(text.find("faster"), std::string::npos) << text;
+  if (account["config_runner_up"].is_object())  // (under the winner's name)
+    EXPECT_NE(text.find("; runner-up fused = unfused "), std::string::npos) << text;
 
   const Graph gathered = parse_graph(kSmall);
   driver::TuneResult two = driver::tune(gathered, make_random_inputs(gathered, 4), quick());
