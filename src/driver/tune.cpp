@@ -879,7 +879,7 @@ std::pair<std::string, std::string> other_plans(const std::pair<std::string, dou
 // index. Where the unfused plan is the fused plan (TunedChoice::
 // unfused_same_as_fused) it is not a plan of its own: the fused one is
 // named "fused = unfused" and the unfused one has no time (and is not
-// reported as missing by plan_lines).
+// reported as missing by others()).
 struct PlanTimes {
   std::pair<std::string, double> plans[3];
   size_t won = 0;

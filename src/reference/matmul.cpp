@@ -283,12 +283,20 @@ void convert_run(DType dt, const std::byte* src, T* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = read(src + i * esize);
 }
 
+// Row r of `m`, columns [c0, c0 + len), converted to T into out[0 .. len),
+// zeros past the row's valid count.
+template <typename T>
+void convert_row(const RowsRef& m, int64_t r, int64_t c0, int64_t len, T* out) {
+  const int64_t v = std::clamp<int64_t>(std::min(m.valid[r], m.cols) - c0, 0, len);
+  if (v > 0) convert_run<T>(m.dtype, m.rows[r] + c0 * dtype_size(m.dtype), out, v);
+  std::fill(out + v, out + len, T(0));
+}
+
 // The A panel of rows [r0, r0 + width), columns [c0, c0 + k_depth) of `m`
 // (laid out [k_depth][width], rows past m.n_rows and elements past a row's
 // valid count 0): what pack_panel makes of a tile holding these rows.
 template <typename T>
 void pack_rows_a(const RowsRef& m, int64_t r0, int width, T* out, int64_t c0, int64_t k_depth) {
-  const int64_t esize = dtype_size(m.dtype);
   const int64_t valid_rows = std::clamp<int64_t>(m.n_rows - r0, 0, width);
   // Each row converted into `rows` (row i at i * k_depth, zero past its
   // valid count), then interleaved into the panel front to back.
@@ -296,10 +304,10 @@ void pack_rows_a(const RowsRef& m, int64_t r0, int width, T* out, int64_t c0, in
   rows.resize(static_cast<size_t>(width * k_depth));
   for (int64_t i = 0; i < width; ++i) {
     T* row = rows.data() + i * k_depth;
-    const int64_t v =
-        i < valid_rows ? std::clamp<int64_t>(std::min(m.valid[r0 + i], m.cols) - c0, 0, k_depth) : 0;
-    if (v > 0) convert_run<T>(m.dtype, m.rows[r0 + i] + c0 * esize, row, v);
-    std::fill(row + v, row + k_depth, T(0));
+    if (i < valid_rows)
+      convert_row(m, r0 + i, c0, k_depth, row);
+    else
+      std::fill(row, row + k_depth, T(0));
   }
   for (int64_t k = 0; k < k_depth; ++k) {
     T* dst = out + k * width;
@@ -500,10 +508,7 @@ template <typename T>
 void operand_row(const GemmOperand& op, int64_t r, T* out) {
   const int64_t cols = op.cols();
   if (op.by_rows) {
-    const RowsRef& rr = *op.by_rows;
-    const int64_t v = std::clamp<int64_t>(rr.valid[r], 0, cols);
-    if (v > 0) convert_run<T>(rr.dtype, rr.rows[r], out, v);
-    std::fill(out + v, out + cols, T(0));
+    convert_row(*op.by_rows, r, 0, cols, out);
     return;
   }
   const MatrixRef& m = op.strided;
