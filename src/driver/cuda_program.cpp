@@ -35,9 +35,16 @@ namespace {
 
 // The blocks a persistent kernel (codegen::CudaKernel::persistent) launches
 // over its `tiles`: its stream-K units (no block waits on another: any
-// count is correct), else one block an SM, at most one a tile.
+// count is correct), else one block an SM, at most one a tile, in whole
+// clusters (the cluster pass pairs tiles 2c + jG, 2c + 1 + jG of the blocks
+// 2c, 2c + 1 of a grid of G blocks: G a multiple of the cluster, and the
+// tiles are). A GPU whose clusters cannot all be resident at once still
+// runs them all, the later ones after the first finish.
 int64_t persistent_launch_blocks(const codegen::CudaKernel& code, int64_t tiles, int sm_count) {
-  return code.stream_k_units > 0 ? code.stream_k_units : std::min<int64_t>(tiles, sm_count);
+  if (code.stream_k_units > 0) return code.stream_k_units;
+  const int64_t cluster = std::max(code.cluster_size, 1);
+  const int64_t whole = std::max<int64_t>(sm_count / cluster * cluster, cluster);
+  return std::min<int64_t>(tiles, whole);
 }
 
 // tf::Status (tf_status.cuh): int code, int pad, long long

@@ -432,8 +432,10 @@ class PlanVerifier final : public StmtVisitor {
     } else if (launch_.cluster_size != 1 && launch_.cluster_size != 2) {
       error(fmt::format("kernel plan: a cluster of {} blocks (1 or 2)", launch_.cluster_size));
     }
-    if (launch_.cluster_size > 1 && launch_.persistent)
-      error("kernel plan: a persistent kernel in a cluster");
+    if (launch_.cluster_size > 1 && !launch_.split_k_cluster &&
+        (launch_.stream_k_units != 0 || launch_.consumer_teams != 1))
+      error("kernel plan: a multicast cluster in a stream-K or ping-pong kernel (their blocks' "
+            "work does not pair up)");
     if (launch_.stream_k_units != 0) {
       // (LaunchPlan::stream_k_units: the grid is the whole tiles, then the
       // pieces of each block, in one dim)

@@ -79,6 +79,7 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"warp_specialize=0", false},
       {"persistent=1", true},
       {"cluster_multicast=1", true},
+      {"cluster_multicast=1,persistent=1", true},
       {"producer_start=0", true},
       {"split_k_cluster=1", true},
       {"split_k_cluster=1,warp_specialize=0", false},

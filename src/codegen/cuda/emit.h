@@ -123,8 +123,12 @@ struct CudaKernel {
   // expressions. A persistent kernel's tiles.
   int64_t grid = 0;
   // A persistent kernel (LaunchPlan::persistent): launch min(grid, SMs)
-  // blocks; each takes tiles block, block + gridDim.x, ...
+  // blocks, rounded down to whole clusters; each takes tiles block,
+  // block + gridDim.x, ...
   bool persistent = false;
+  // Blocks a cluster (LaunchPlan::cluster_size, __cluster_dims__(n, 1, 1)):
+  // a persistent kernel launches a multiple of it.
+  int cluster_size = 1;
   // Persistent stream-K (LaunchPlan::stream_k_units): launch exactly this
   // many blocks (0: not stream-K).
   int64_t stream_k_units = 0;

@@ -474,17 +474,22 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   }
   if (arr.async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
   close();
-  if (multicast_cluster() > 1) {
-    // The other block's MMA warps arrive on this block's `empty` mbarriers
-    // up to their last stage: the block stays until they have.
-    TF_CHECK(base.empty(), "cuda printer: a persistent kernel in a cluster");
-    line("// the other blocks of the cluster release their last stages here before it exits");
-    open(fmt::format("for ({0} {1} = ({2} > {3} ? {2} - {3} : 0); {1} < {2}; ++{1})", t, it, n,
-                     stages));
-    line(fmt::format("tf::mbar_wait(&tf_empty[{0} % {1}], ({0} / {1}) & 1);", it, stages));
-    close();
-  }
+  // (a persistent kernel's producer drains once, after its tile loop)
+  if (base.empty()) ws_cluster_drain(plan, t, n);
   for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
+}
+
+void Printer::ws_cluster_drain(const PipelinePlan& plan, const std::string& type,
+                               const std::string& total) {
+  if (multicast_cluster() <= 1) return;
+  // The other block's MMA warps arrive on this block's `empty` mbarriers
+  // up to their last stage: the block stays until they have.
+  const int stages = plan.stages;
+  line("// the other blocks of the cluster release their last stages here before it exits");
+  open(fmt::format("for ({0} tf_g = ({1} > {2} ? {1} - {2} : 0); tf_g < {1}; ++tf_g)", type,
+                   total, stages));
+  line(fmt::format("tf::mbar_wait(&tf_empty[tf_g % {0}], (tf_g / {0}) & 1);", stages));
+  close();
 }
 
 const CopyNode* Printer::fragment_copy(const PipelinedBody& body) {

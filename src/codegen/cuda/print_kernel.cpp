@@ -186,6 +186,7 @@ CudaKernel Printer::run() {
            "cuda printer: more than 2^31 - 1 program instances");
   result_.grid = constant_grid ? grid : -1;
   result_.persistent = launch.persistent;
+  result_.cluster_size = launch.cluster_size;
   result_.stream_k_units = launch.stream_k_units;
   if (launch.persistent) {
     emit_persistent();

@@ -138,6 +138,7 @@ void Printer::emit_persistent() {
     ws_producer_loop(loop, body, plan, it, "tf_git");
     line(fmt::format("tf_git += {};", n()));
     close();
+    ws_cluster_drain(plan, "int", "tf_git");
   });
   // The MMA warpgroups: every tile's main loop and epilogue.
   threads_ = plan.consumer_threads, threads_sym_ = "kMmaThreads";

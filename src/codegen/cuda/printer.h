@@ -129,6 +129,12 @@ class Printer {
   void ws_producer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
                         const std::string& base);
+  // In a multicast cluster: the producer waits until every block's MMA
+  // warps released the last `stages` of its `total` ring iterations (an
+  // expression of C++ type `type`), so that no block exits while the
+  // other's arrivals on its `empty` mbarriers are still on their way.
+  void ws_cluster_drain(const tir::PipelinePlan& plan, const std::string& type,
+                        const std::string& total);
   // `after_loop`: a line printed after the K loop, before the final wait
   // (its wgmma may still run).
   void ws_consumer_loop(const tir::ForNode* op, const PipelinedBody& body,

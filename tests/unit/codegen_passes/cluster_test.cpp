@@ -65,13 +65,33 @@ TEST(Cluster, OddGridNoCluster) {
   expect_cuda_pass("cluster", text, expected, options({"cluster_multicast=1"}));
 }
 
-// A persistent kernel's blocks take tiles in turn, not in pairs.
-TEST(Cluster, PersistentKernelNoCluster) {
+// A persistent kernel's blocks take tiles b, b + G, ... with G even, so
+// its blocks 2c and 2c + 1 take pairs of tiles in step: it forms the
+// cluster as the one-tile-a-block grid does.
+TEST(Cluster, PersistentKernelPairsItsTiles) {
   GemmText in = two_box_a();
   in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
+  GemmText out = with_note(in,
+                           "cluster of 2 blocks (program ids 2c, 2c + 1): A_s shared by TMA "
+                           "multicast, each block issuing half of its boxes");
+  out.a_copy += ", multicast=1";
+  out.launch.insert(out.launch.find(", tensor_maps"), ", cluster=2");
+  expect_cuda_pass("cluster", in.text(), out.text(), options({"cluster_multicast=1"}));
+}
+
+// Ping-pong's teams take every other tile of their block: the blocks do not
+// take their tiles in pairs.
+TEST(Cluster, PingPongNoCluster) {
+  GemmText pingpong = two_box_a();
+  pingpong.launch.insert(pingpong.launch.find(", tensor_maps"),
+                         ", persistent=1, consumer_teams=2");
+  // (two teams of the loop's 256 consumer threads and its 128 producers)
+  const std::string threads = "threads=384";
+  pingpong.launch.replace(pingpong.launch.find(threads), threads.size(), "threads=640");
   expect_cuda_pass(
-      "cluster", in.text(),
-      with_note(in, "no cluster: persistent (its blocks take tiles in turn, not in pairs)").text(),
+      "cluster", pingpong.text(),
+      with_note(pingpong, "no cluster: ping-pong (each team takes every other tile of its block)")
+          .text(),
       options({"cluster_multicast=1"}));
 }
 

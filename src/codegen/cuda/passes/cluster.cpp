@@ -85,8 +85,15 @@ Kernel form_clusters(const Kernel& kernel, const passes::PassContext& context) {
     else
       constant = false;
   }
-  if (kernel.launch.persistent)
-    why = "persistent (its blocks take tiles in turn, not in pairs)";
+  // A persistent kernel's blocks take tiles b, b + G, ... (G blocks, G
+  // even: the runtime rounds it down to whole clusters), so the blocks 2c
+  // and 2c + 1 of a cluster take the pairs (2c + jG, 2c + 1 + jG) in step,
+  // as many of them each where the tiles are even: the pairs checked below.
+  // Stream-K's pieces and ping-pong's teams do not pair up that way.
+  if (kernel.launch.persistent && kernel.launch.stream_k_units > 0)
+    why = "persistent stream-K (its blocks' pieces are not pairs of tiles)";
+  else if (kernel.launch.persistent && kernel.launch.consumer_teams > 1)
+    why = "ping-pong (each team takes every other tile of its block)";
   else if (!context.target.is_cuda() || context.target.sm < 90)
     why = "clusters need sm_90";
   else if (loops.size() != 1)

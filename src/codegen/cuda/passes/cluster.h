@@ -17,9 +17,12 @@
 // Programming Guide, "Thread Block Clusters").
 //
 // It writes LaunchPlan::cluster_size = 2 and CopyPlan::multicast; a note
-// says why a kernel stays without a cluster (not warp-specialized,
-// persistent, a grid that is not constant or odd, no copy shared by every
-// pair). CudaOptions::cluster_multicast turns it on.
+// says why a kernel stays without a cluster (not warp-specialized, stream-K
+// or ping-pong, a grid that is not constant or odd, no copy shared by every
+// pair). A persistent kernel forms clusters too: its blocks take tiles
+// b, b + G, ... with G even (the runtime launches whole clusters), so the
+// two blocks of a cluster take the pairs (2c + jG, 2c + 1 + jG) in step.
+// CudaOptions::cluster_multicast turns it on.
 #pragma once
 
 #include "passes/pipeline.h"
