@@ -31,6 +31,64 @@ sys.dont_write_bytecode = True  # no bench/__pycache__ in the source tree
 import compare_torch as ct  # noqa: E402
 
 TILEFUSE = os.environ.get("TILEFUSE")
+
+class InterleavedTimer(unittest.TestCase):
+    def test_time_interleaved(self):
+        """The interleaved timer on a fake torch whose kernels advance a fake clock: every fn is
+        timed by its own events, the order alternates, and the rounds cover --pair-ms."""
+        clock = [0.0]  # ms
+        log = []
+
+        class Event:
+            def __init__(self, enable_timing):
+                self.t = None
+
+            def record(self):
+                self.t = clock[0]
+
+            def elapsed_time(self, end):
+                return end.t - self.t
+
+        class Buffer:
+            def zero_(self):
+                clock[0] += 0.01
+
+        fake_event = Event
+
+        class Cuda:
+            Event = fake_event
+
+            @staticmethod
+            def synchronize():
+                pass
+
+        class FakeTorch:
+            cuda = Cuda
+            int8 = "int8"
+
+            @staticmethod
+            def empty(n, dtype, device):
+                return Buffer()
+
+        def kernel(name, ms):
+            def f():
+                log.append(name)
+                clock[0] += ms
+            return f
+
+        spec = {"warmup": 2, "repeats": 5, "settle_ms": 0, "pair_ms": 0}
+        (a, b), method = ct.time_interleaved(FakeTorch, [kernel("a", 1.5), kernel("b", 0.25)],
+                                             spec)
+        self.assertAlmostEqual(a, 1500.0, places=6)
+        self.assertAlmostEqual(b, 250.0, places=6)
+        self.assertIn("interleaved", method)
+        timed = log[-10:]  # 5 rounds, the order reversed every other round
+        self.assertEqual(timed, ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b"])
+        # Real time does not advance with the fake clock: pair_ms asks for more rounds than
+        # --repeats only through the settling's measured rate (here it stays at 5).
+        self.assertEqual(log.count("a"), log.count("b"))
+
+
 if __name__ == "__main__" and len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
     TILEFUSE = os.path.abspath(sys.argv.pop(1))
 
@@ -352,16 +410,20 @@ class TilefuseSide(unittest.TestCase):
                                 "torch": {"eager_us": 2 * picked["chosen"]["median_us"],
                                           "eager_vs_tilefuse": 1e-3},
                                 "notes": ["torch.compile failed: x"]})
-        # The second program also has its same-timer figure (a quarter of eager's).
-        results[1]["torch"]["tilefuse_us"] = results[1]["torch"]["eager_us"] / 4
+        # The second program also has its interleaved pair: tilefuse a quarter of eager's
+        # interleaved figure (which differs from eager's own: the ratio is within the pair).
+        eager = results[1]["torch"]["eager_us"]
+        results[1]["torch"]["eager_interleaved_us"] = 3 * eager
+        results[1]["torch"]["tilefuse_us"] = 3 * eager / 4
         table, notes = ct.render_table(results)
         lines = table.splitlines()
         self.assertEqual(len(lines), 4)
         self.assertIn("tf/eager", lines[0])
-        self.assertIn("tf/eager, torch timer", lines[0])
+        self.assertIn("tf/eager, interleaved", lines[0])
         self.assertIn("0.50", lines[2])
         self.assertIn("0.25", lines[3])
         self.assertNotIn("0.25", lines[2])
+        self.assertNotIn("1.50", lines[3])  # (tilefuse's pair figure over eager's own)
         self.assertEqual(notes, ["dequant_int8_prologue: torch.compile failed: x",
                                  "gather_negative_index: torch.compile failed: x"])
 
