@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/stack_guard.h"
 #include "schedule/schedule.h"
+#include "tir/printer.h"
 
 namespace tilefuse::driver {
 using passes::PassEntry;
@@ -147,6 +148,19 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
     cost.feasible = true;
   }
   return cost;
+}
+
+bool same_kernels(const CompiledProgram& a, const CompiledProgram& b) {
+  if (a.kernels.size() != b.kernels.size() || a.allow_tf32 != b.allow_tf32 ||
+      a.target.name() != b.target.name())
+    return false;
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    const CompiledKernel &x = a.kernels[i], &y = b.kernels[i];
+    if (x.cuda.has_value() != y.cuda.has_value()) return false;
+    if (x.cuda ? x.cuda->source != y.cuda->source : tir::print(x.kernel) != tir::print(y.kernel))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace tilefuse::driver

@@ -114,4 +114,11 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
 // graph; never runs a kernel.
 CompiledProgram compile(const Graph& graph, const CompileOptions& options = {});
 
+// Whether `a` and `b` run the same kernels in the same order: as many, each
+// pair the same CUDA source (or, without one, the same printed Tile IR),
+// with the same TF32 switch. Two plans of a plain GEMM or a pointwise chain
+// (the unfused plan has nothing to split) compile so; bench then times the
+// kernels once.
+bool same_kernels(const CompiledProgram& a, const CompiledProgram& b);
+
 }  // namespace tilefuse::driver

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -52,6 +53,38 @@ TEST(Bench, CpuTableJsonAndSavedInputs) {
   for (const char* p : {"x", "idx", "y"})
     EXPECT_TRUE(std::filesystem::exists(dir + "/" + p + ".npy")) << p;
   std::filesystem::remove_all(dir);
+}
+
+// A plain GEMM's unfused plan runs the fused plan's kernels: bench times them
+// once, and the unfused row repeats the fused row's times with a note saying
+// so (in the JSON and the text). A gathered GEMM's rows are timed apart.
+TEST(Bench, APlainGemmsUnfusedRowIsTheFusedKernels) {
+  const std::string plain = (std::filesystem::temp_directory_path() /
+                             ("tf-bench-plain-" + std::to_string(::getpid()) + ".tfs"))
+                                .string();
+  std::ofstream(plain) << "def g(x: f32[64, 48], w: f32[48, 40]):\n    return x @ w\n";
+  for (const std::string& prog : {plain, case_path("gather_negative_index.tfs")}) {
+    SCOPED_TRACE(prog);
+    const bool same = prog == plain;
+    auto r = run_cli("bench " + prog + " --device cpu --warmup 0 --repeats 3 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    std::map<std::string, nlohmann::json> rows;
+    for (const auto& row : j.at("rows")) rows[row.at("name").get<std::string>()] = row;
+    ASSERT_TRUE(rows.count("fused") && rows.count("unfused")) << r.output;
+    const std::string note = rows["unfused"].at("note").get<std::string>();
+    EXPECT_EQ(note.find("the fused plan's kernels") != std::string::npos, same) << note;
+    if (same) {
+      EXPECT_EQ(rows["unfused"].at("median_us"), rows["fused"].at("median_us"));
+      EXPECT_EQ(rows["unfused"].at("min_us"), rows["fused"].at("min_us"));
+      EXPECT_GT(rows["unfused"].at("median_us").get<double>(), 0);
+    }
+    auto text = run_cli("bench " + prog + " --device cpu --warmup 0 --repeats 1");
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    EXPECT_EQ(text.output.find("unfused: the fused plan's kernels") != std::string::npos, same)
+        << text.output;
+  }
+  std::filesystem::remove(plain);
 }
 
 // bench's rel_err is `run --check`'s figure on the same inputs: both compare

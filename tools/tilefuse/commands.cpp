@@ -996,8 +996,11 @@ int bench_command(const BenchOptions& options) {
                   row.median_ms * 1e3, row.min_ms * 1e3, row.tflops, row.gbps, copy.c_str(),
                   err.c_str());
     }
+    // (a timed row's note says what it ran: the GEMMs alone, the fused
+    // plan's kernels again, the tuned choice)
     for (const driver::BenchRow& row : r.rows)
-      if (row.name == "chosen" && row.median_ms > 0) std::printf("chosen: %s\n", row.note.c_str());
+      if (row.median_ms > 0 && !row.note.empty())
+        std::printf("%s: %s\n", row.name.c_str(), row.note.c_str());
     if (gpu)
       for (const driver::BenchRow& row : r.rows)
         for (const driver::CudaKernelStats& k : row.kernels)

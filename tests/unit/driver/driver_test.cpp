@@ -114,6 +114,40 @@ TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
   EXPECT_TRUE(raw.kernels[0].licm.hoisted.empty());
 }
 
+// A plain GEMM's two plans compile to the same kernels (bench times them
+// once); a gathered GEMM's do not (the unfused plan materializes x[index]),
+// nor do one plan's kernels for two targets or two configs.
+TEST(DriverCompile, SameKernelsWhereThePlansHaveTheSameSteps) {
+  const Program plain = parse(
+      "def f(x: f16[70, 48], y: f16[48, 40]):\n"
+      "    return x @ y\n");
+  const Program gathered = parse(
+      "def f(x: f16[70, 48], y: f16[48, 40], index: i64[70]):\n"
+      "    return x[index] @ y\n");
+  for (const char* target : {"cpu", "sm_80", "sm_90a"}) {
+    SCOPED_TRACE(target);
+    driver::CompileOptions fused, unfused;
+    fused.target = unfused.target = *tir::Target::parse(target);
+    unfused.plan = PlanKind::kUnfused;
+    EXPECT_TRUE(driver::same_kernels(driver::compile(plain.graph, fused),
+                                     driver::compile(plain.graph, unfused)));
+    const driver::CompiledProgram f = driver::compile(gathered.graph, fused);
+    const driver::CompiledProgram u = driver::compile(gathered.graph, unfused);
+    EXPECT_EQ(u.kernels.size(), 2u);
+    EXPECT_FALSE(driver::same_kernels(f, u));
+    EXPECT_TRUE(driver::same_kernels(f, f));
+  }
+  driver::CompileOptions a, b;
+  a.target = *tir::Target::parse("sm_80");
+  b.target = *tir::Target::parse("sm_90a");
+  EXPECT_FALSE(
+      driver::same_kernels(driver::compile(plain.graph, a), driver::compile(plain.graph, b)));
+  b.target = a.target;
+  b.lower.gemm_config = GemmConfig{64, 64, 32, 2, 4, 8};
+  EXPECT_FALSE(
+      driver::same_kernels(driver::compile(plain.graph, a), driver::compile(plain.graph, b)));
+}
+
 // On the CPU a copy is direct, or, a gemm operand staged from a plain
 // source, packed by the gemm from there (the report says which).
 TEST(DriverCompile, CpuCopiesAreDirectOrPackedByTheGemm) {
