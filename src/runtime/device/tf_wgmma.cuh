@@ -34,10 +34,32 @@ template <int SWIZZLE_BYTES = 128>
 __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned lbo_bytes,
                                                          unsigned sbo_bytes) {
   static_assert(SWIZZLE_BYTES == 128 || SWIZZLE_BYTES == 64, "wgmma_desc: swizzle mode");
-  constexpr unsigned long long kMode = SWIZZLE_BYTES == 128 ? 1ull : 2ull;
-  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
-         (static_cast<unsigned long long>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (static_cast<unsigned long long>((sbo_bytes >> 4) & 0x3FFF) << 32) | (kMode << 62);
+  constexpr unsigned kMode = SWIZZLE_BYTES == 128 ? 1u : 2u;
+  // (built as two 32-bit words: the low one the address and the LBO, the
+  // high one the SBO and the mode, bits 62-63 at 30-31)
+  const unsigned lo = ((addr & 0x3FFFF) >> 4) | (((lbo_bytes >> 4) & 0x3FFF) << 16);
+  const unsigned hi = ((sbo_bytes >> 4) & 0x3FFF) | (kMode << 30);
+  return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+
+// The descriptor of the matrix `bytes` (a multiple of 16) past `desc`'s:
+// its start address field plus bytes >> 4. The field holds a shared-memory
+// address >> 4 in 14 bits, and shared memory ends below 256 KiB (228 KiB on
+// sm_90), so an address inside it never carries into the next field: one
+// 32-bit add, where wgmma_desc masks, shifts and ors anew (ptxas then folds the
+// constant offsets of a k-tile's k16 steps and m64 tiles into the adds).
+__device__ __forceinline__ unsigned long long wgmma_desc_advance(unsigned long long desc,
+                                                                 unsigned bytes) {
+  // (a 32-bit add of the low word: the field is in it, and the high word,
+  // the stride byte offset and the swizzle mode, stays as it is; split and
+  // joined by mov.b64, which the optimizer does not widen back into a
+  // 64-bit add with carry)
+  unsigned lo, hi;
+  asm("mov.b64 {%0, %1}, %2;" : "=r"(lo), "=r"(hi) : "l"(desc));
+  lo += bytes >> 4;
+  unsigned long long out;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(lo), "r"(hi));
+  return out;
 }
 
 // wgmma.fence: orders this thread's earlier register and shared-memory
@@ -420,25 +442,27 @@ struct WgmmaTile {
     return smem_addr(Bs) + (wg(threadIdx.x) % WG_N) * (WN / kAtom) * (BK * 128);
   }
   __device__ __forceinline__ static unsigned long long b_desc(unsigned b0, int s) {
-    return wgmma_desc(b0 + s * 16 * 128, BK * 128, 1024);
+    return wgmma_desc_advance(wgmma_desc(b0, BK * 128, 1024), s * 16 * 128);
   }
   // Issues C += As @ Bs (all k16 steps) as one wgmma group, without waiting.
   __device__ __forceinline__ void mma_async(const T* As, const T* Bs) {
     const int g = wg(threadIdx.x);
     const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * kRowBytes;
     const unsigned b0 = b_base(Bs);
+    // A: m64 tile mt, k16 step s: 32 bytes into the swizzled rows; SBO 8
+    // rows (one swizzle pattern: 1024 or 512 bytes), LBO unused (a k16 step
+    // lies within one swizzle row). Each step's descriptors are the first's
+    // advanced by a constant (wgmma_desc_advance).
+    const unsigned long long da0 = wgmma_desc<kRowBytes>(a0, 16, 8 * kRowBytes);
+    const unsigned long long db0 = wgmma_desc(b0, BK * 128, 1024);
     fence_operands();
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < BK / 16; ++s) {
-      const unsigned long long db = b_desc(b0, s);
+      const unsigned long long db = wgmma_desc_advance(db0, s * 16 * 128);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        // A: m64 tile mt, k16 step s: 32 bytes into the swizzled rows; SBO
-        // 8 rows (one swizzle pattern: 1024 or 512 bytes), LBO unused (a k16
-        // step lies within one swizzle row).
-        const unsigned long long da = wgmma_desc<kRowBytes>(a0 + mt * 64 * kRowBytes + s * 32,
-                                                            16, 8 * kRowBytes);
+        const unsigned long long da = wgmma_desc_advance(da0, mt * 64 * kRowBytes + s * 32);
         WgmmaOp<T, WN>::run(&c[mt * kPerM], da, db);
       }
     }
@@ -468,12 +492,12 @@ struct WgmmaTile {
   // of `a` and reads of the accumulators before it).
   __device__ __forceinline__ void mma_async_rs(const unsigned (&a)[16], const T* Bs) {
     static_assert(MT == 1 && BK == 64, "WgmmaTile: register A takes 64-row warpgroups, BK 64");
-    const unsigned b0 = b_base(Bs);
+    const unsigned long long db0 = b_desc(b_base(Bs), 0);
     fence_operands();
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < BK / 16; ++s) {
-      const unsigned long long db = b_desc(b0, s);
+      const unsigned long long db = wgmma_desc_advance(db0, s * 16 * 128);
       // step s = 2u + v: chunk pair u (words 4u.. of each row's 8), word pair v
       const int u = s / 2, v = s % 2;
       WgmmaOpRs<T, WN>::run(c, a[4 * u + 2 * v], a[8 + 4 * u + 2 * v], a[4 * u + 2 * v + 1],
