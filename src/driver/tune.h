@@ -199,6 +199,10 @@ struct TuneOptions {
   int repeats = 20;         // per candidate, timed (the median counts)
   int finalists = 3;        // per plan, the best few re-timed ...
   int final_repeats = 100;  // ... with this many repeats (GPU only)
+  // GPU: then the plans' winners (fused, unfused, unfused+cuBLASLt) are timed
+  // again in alternation, final_repeats rounds (cuda::time_interleaved_on_device):
+  // the plan is chosen between times taken in the same power state.
+  bool plan_runoff = true;
   // How much faster (a fraction of its time) the unfused plan must be than
   // the fused one to be chosen, and unfused+cuBLASLt than the better of our
   // two (pick_plan). The fused plan writes and reads back no intermediate
@@ -303,6 +307,10 @@ struct TunedChoice {
   // unfused_config are the fused plan's, and unfused+cuBLASLt runs the
   // fused winner's program.
   bool unfused_same_as_fused = false;
+  // The plans' times come from the plan runoff (TuneOptions::plan_runoff):
+  // their winners timed in alternation. Not cached (a cached choice's times
+  // are as they were measured).
+  bool plan_runoff = false;
   std::vector<TuneCandidate> candidates;  // every candidate tried, in search order
   std::string tuned_at;                   // ISO-8601 UTC
   double tuning_seconds = 0;
@@ -335,7 +343,8 @@ struct TuneResult {
 };
 
 // "passes 0.4 s, NVRTC 14.2 s (slowest kernel 12.9 s), timing 8.1 s": where
-// a search's time went (TuneResult's phases).
+// a search's time went (TuneResult's phases), with ", the plans' winners
+// then in alternation" after a plan runoff (TunedChoice::plan_runoff).
 std::string tune_phases(const TuneResult& result);
 
 // The tuning cache key of `graph` on `device`: the canonical program text

@@ -10,8 +10,10 @@
 // cuBLASLt choice (the tilefuse binary, with a choice written to a private
 // tuning cache).
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 #include <limits>
+#include <tuple>
 
 #include <algorithm>
 #include <cstdio>
@@ -160,6 +162,20 @@ TEST(TuneGpu, SeedColdTuningIsCachedAndTheWinnerCompilesNothing) {
   EXPECT_GT(cold.choice.unfused_us, 0);
   // The seed's unfused plan is a gather and a plain GEMM: cuBLASLt competes.
   expect_cublaslt_candidate(cold);
+  // Three plans ran: their winners were timed again in alternation, and the
+  // plans' times are those (the winners' candidate rows too).
+  EXPECT_TRUE(cold.choice.plan_runoff);
+  EXPECT_NE(driver::tune_phases(cold).find("in alternation"), std::string::npos);
+  for (const auto& [plan, blas, us] :
+       {std::tuple{PlanKind::kFused, false, cold.choice.fused_us},
+        std::tuple{PlanKind::kUnfused, false, cold.choice.unfused_us},
+        std::tuple{PlanKind::kUnfused, true, cold.choice.cublaslt_us}}) {
+    if (us < 0) continue;
+    int rows = 0;
+    for (const driver::TuneCandidate& c : cold.choice.candidates)
+      rows += c.plan == plan && c.cublaslt == blas && c.median_us == us ? 1 : 0;
+    EXPECT_GE(rows, 1) << plan_kind_name(plan) << (blas ? "+cuBLASLt " : " ") << us;
+  }
   // Issue 5: the chosen plan is no slower than either unfused plan (nor fused).
   expect_fastest_chosen(cold.choice);
 

@@ -111,9 +111,19 @@ void flush_l2(const Device& device) {
   device.synchronize();
 }
 
-Timing time_on_device(const Device& device, const std::function<void()>& launch,
-                      const TimingOptions& options) {
+std::vector<int> interleaved_order(int round, int count) {
+  std::vector<int> order(static_cast<size_t>(std::max(count, 0)));
+  for (int i = 0; i < count; ++i)
+    order[static_cast<size_t>(i)] = round % 2 == 0 ? i : count - 1 - i;
+  return order;
+}
+
+std::vector<Timing> time_interleaved_on_device(const Device& device,
+                                               const std::vector<std::function<void()>>& launches,
+                                               const TimingOptions& options) {
   check_options(options);
+  TF_CHECK(!launches.empty(), "time_interleaved_on_device: no launch to time");
+  const int n = static_cast<int>(launches.size());
   device.make_current();
   DeviceBuffer flush;
   if (options.flush_l2) flush = DeviceBuffer(device, l2_flush_bytes(device));
@@ -123,53 +133,69 @@ Timing time_on_device(const Device& device, const std::function<void()>& launch,
   // launches without the flushes in between drew more power: on the H200 the
   // first 100 repeats after 100 ms of them ran a GEMM ~15% slower than
   // triton.testing.do_bench's thousands of flushed repeats (bench/RESULTS.md,
-  // session 16).
-  auto warm = [&](int i) {
-    if (options.flush_l2) flush_cache(device, flush, i);
-    launch();
+  // session 16). With several launches, a round runs each once, in the
+  // timed rounds' order.
+  int flushes = 0;
+  auto warm_round = [&](int round) {
+    for (int k : interleaved_order(round, n)) {
+      if (options.flush_l2) flush_cache(device, flush, flushes++);
+      launches[static_cast<size_t>(k)]();
+    }
   };
-  for (int i = 0; i < options.warmup; ++i) warm(i);
+  for (int i = 0; i < options.warmup; ++i) warm_round(i);
   device.synchronize();
   if (options.warmup_ms > 0) {
-    // Time one flushed run, then keep the GPU busy for about warmup_ms.
+    // Time one flushed round, then keep the GPU busy for about warmup_ms.
     Event a(device), b(device);
     a.record();
-    warm(0);
+    warm_round(0);
     b.record();
     const double one_ms = std::max(1e-3, static_cast<double>(b.elapsed_ms_since(a)));
     const int extra = static_cast<int>(std::min(10000.0, std::ceil(options.warmup_ms / one_ms)));
-    for (int i = 0; i < extra; ++i) warm(i + 1);
+    for (int i = 0; i < extra; ++i) warm_round(i + 1);
     device.synchronize();
   }
 
-  // The events of a batch first, so that creating them does not sit between
-  // launches; a batch is read before the next reuses its events.
-  const int batch = std::min(options.repeats, kEventBatch);
+  // The events of a batch of rounds first, so that creating them does not
+  // sit between launches; a batch is read before the next reuses its events.
+  const int batch = std::max(1, std::min(options.repeats, kEventBatch / n));
   std::vector<std::unique_ptr<Event>> start, stop;
-  start.reserve(batch);
-  stop.reserve(batch);
-  for (int i = 0; i < batch; ++i) {
+  start.reserve(static_cast<size_t>(batch * n));
+  stop.reserve(static_cast<size_t>(batch * n));
+  for (int i = 0; i < batch * n; ++i) {
     start.push_back(std::make_unique<Event>(device));
     stop.push_back(std::make_unique<Event>(device));
   }
-  std::vector<double> samples(options.repeats);
+  std::vector<std::vector<double>> samples(static_cast<size_t>(n),
+                                           std::vector<double>(options.repeats));
   for (int first = 0; first < options.repeats; first += batch) {
     const int count = std::min(batch, options.repeats - first);
-    for (int i = 0; i < count; ++i) {
-      // The flush is stream-ordered before the start event: not timed. The
-      // value changes per repeat so that no layer can skip the write.
-      if (options.flush_l2) flush_cache(device, flush, first + i);
-      start[i]->record();
-      launch();
-      stop[i]->record();
-    }
+    for (int r = 0; r < count; ++r)
+      for (int k : interleaved_order(first + r, n)) {
+        // The flush is stream-ordered before the start event: not timed. The
+        // value changes per repeat so that no layer can skip the write.
+        if (options.flush_l2) flush_cache(device, flush, flushes++);
+        start[static_cast<size_t>(r * n + k)]->record();
+        launches[static_cast<size_t>(k)]();
+        stop[static_cast<size_t>(r * n + k)]->record();
+      }
     // elapsed_ms_since waits for its stop event; the first wait covers them
     // all but the later ones, which are complete by then in stream order.
-    for (int i = count - 1; i >= 0; --i)
-      samples[first + i] = static_cast<double>(stop[i]->elapsed_ms_since(*start[i]));
+    for (int r = count - 1; r >= 0; --r)
+      for (int k = n - 1; k >= 0; --k)
+        samples[static_cast<size_t>(k)][static_cast<size_t>(first + r)] =
+            static_cast<double>(stop[static_cast<size_t>(r * n + k)]->elapsed_ms_since(
+                *start[static_cast<size_t>(r * n + k)]));
   }
   device.synchronize();  // a fault in the timed work throws here
-  return summarize_samples(std::move(samples));
+  std::vector<Timing> out;
+  for (std::vector<double>& s : samples) out.push_back(summarize_samples(std::move(s)));
+  return out;
+}
+
+Timing time_on_device(const Device& device, const std::function<void()>& launch,
+                      const TimingOptions& options) {
+  return time_interleaved_on_device(device, {launch}, options).front();
 }
 
 std::size_t host_flush_bytes() {

@@ -83,6 +83,27 @@ void flush_l2(const Device& device);
 Timing time_on_device(const Device& device, const std::function<void()>& launch,
                       const TimingOptions& options = {});
 
+// Times several pieces of GPU work in alternation, in the same power state:
+// a GPU at its power cap lowers its clock over hundreds of ms, so of two
+// 1.4 ms GEMMs timed one after the other by time_on_device the second runs
+// at a lower clock (on an H100, PyTorch's cuBLAS timed first read 9% faster
+// than ours; in alternation, 3% at most: bench/RESULTS.md, session 37).
+// Each `launches[k]` is what time_on_device's `launch` is. The warm-up runs
+// rounds (each launch once, after its flush) options.warmup times and then
+// for about options.warmup_ms; then options.repeats timed rounds, round r
+// running the launches in interleaved_order(r, n) (forward in even rounds,
+// backward in odd ones, so no launch always follows the same one), each
+// after a flush and between its own events. Returns one Timing a launch, in
+// the order of `launches`; time_on_device is the one-launch case. Throws as
+// time_on_device does, and InternalError for no launch.
+std::vector<Timing> time_interleaved_on_device(const Device& device,
+                                               const std::vector<std::function<void()>>& launches,
+                                               const TimingOptions& options = {});
+// The order of the `count` launches in round `round` of
+// time_interleaved_on_device: 0 .. count - 1 in even rounds, reversed in
+// odd ones.
+std::vector<int> interleaved_order(int round, int count);
+
 // The device's copy bandwidth (issue 12: the ceiling a memory-bound kernel is
 // measured against, METHOD.md's "two numbers"): a copy of `bytes` from one
 // device buffer to another (cuMemcpyDtoDAsync on the default stream; CUDA

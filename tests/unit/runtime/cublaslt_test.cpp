@@ -204,6 +204,16 @@ TEST(HostTiming, SummarizeSamples) {
   EXPECT_THROW(summarize_samples({}), InternalError);
 }
 
+// time_interleaved_on_device's rounds: forward in even rounds, backward in
+// odd ones, so that no launch always follows the same one.
+TEST(HostTiming, InterleavedOrderAlternates) {
+  EXPECT_EQ(interleaved_order(0, 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(interleaved_order(1, 3), (std::vector<int>{2, 1, 0}));
+  EXPECT_EQ(interleaved_order(6, 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(interleaved_order(7, 1), (std::vector<int>{0}));
+  EXPECT_TRUE(interleaved_order(3, 0).empty());
+}
+
 TEST(HostTiming, SleepStatistics) {
   int calls = 0;
   TimingOptions opts;
@@ -498,6 +508,45 @@ TEST(DeviceTiming, MemsetStatistics) {
   EXPECT_LE(t.median_ms, t.max_ms);
   std::cout << "memset 64 MiB: median " << t.median_ms * 1e3 << " us ("
             << (64.0 * (1 << 20)) / (t.median_ms * 1e-3) / 1e12 << " TB/s)\n";
+}
+
+// Interleaved timing: each launch called warmup + repeats times, the rounds
+// alternating in order, each launch timed by its own events (a 256 MiB
+// memset takes far longer than an 8 MiB one in the same rounds).
+TEST(DeviceTiming, InterleavedTimesEachLaunchByItsOwnEvents) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << why;
+  Device device;
+  DeviceBuffer big(device, std::size_t{256} << 20), small(device, std::size_t{8} << 20);
+  std::vector<int> order;
+  TimingOptions opts;
+  opts.warmup = 1;
+  opts.repeats = 40;
+  opts.warmup_ms = 0;  // exactly warmup + repeats rounds
+  const std::vector<Timing> t = time_interleaved_on_device(device,
+                                                           {[&] {
+                                                              order.push_back(0);
+                                                              big.memset(1);
+                                                            },
+                                                            [&] {
+                                                              order.push_back(1);
+                                                              small.memset(2);
+                                                            }},
+                                                           opts);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].repeats, 40);
+  EXPECT_EQ(t[1].repeats, 40);
+  ASSERT_EQ(order.size(), 82u);
+  // The warm-up round forward, then timed round r forward (even r) or backward.
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 1);
+  for (int r = 0; r < 40; ++r) EXPECT_EQ(order[2 + 2 * r], r % 2 == 0 ? 0 : 1) << r;
+  // 32 times the bytes: the big memset's median is far above the small one's.
+  EXPECT_GT(t[0].median_ms, 4 * t[1].median_ms);
+  EXPECT_GT(t[1].median_ms, 0.0);
+  std::cout << "memset 256 MiB / 8 MiB in alternation: " << t[0].median_ms * 1e3 << " / "
+            << t[1].median_ms * 1e3 << " us\n";
+  EXPECT_THROW(time_interleaved_on_device(device, {}, opts), InternalError);
 }
 
 // The flush happens before the start event: timing nothing between the
