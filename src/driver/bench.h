@@ -127,7 +127,13 @@ double gemm_flops(const Graph& graph);
 // 478,175,232 at M = 2^20).
 double min_traffic_bytes(const Graph& graph);
 
-// Times the program on the GPU (UserError without one).
+// Times the program on the GPU (UserError without one). Every row is
+// compiled, loaded and checked first; then the rows are timed together, one
+// launch of each a round in alternation (cuda::time_interleaved_on_device),
+// so that every row is timed in the same power state and their ratios hold
+// on a GPU at its power cap (bench/RESULTS.md, session 37). An unfused plan
+// with the fused plan's kernels is not timed again: its row repeats the
+// fused row's times, with a note.
 BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
                       const BenchOptions& options = {});
 // Times the program on the CPU executor.
