@@ -309,6 +309,9 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     BenchRow copy = timed[static_cast<size_t>(t.copy_of)].row;
     copy.name = t.row.name;
     copy.note = t.row.note;
+    // (its kernels and timelines are the fused row's: listed there once)
+    copy.kernels.clear();
+    copy.timelines.clear();
     r.rows.push_back(std::move(copy));
   }
   add_chosen(r, options);

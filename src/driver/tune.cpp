@@ -1461,12 +1461,12 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
   // timed again in alternation (cuda::time_interleaved_on_device), so that
   // the plan is chosen between times taken in the same power state. Timed
   // one after the other, a 1.4 ms GEMM timed later runs at a lower clock once
-  // the GPU reaches its power cap (bench/RESULTS.md, session 37). Their
-  // times, and the winners' candidate rows, become the runoff's; where it
-  // fails the plans keep their own finals' times.
+  // the GPU reaches its power cap (bench/RESULTS.md, session 37). The plans'
+  // times become the runoff's; the candidate rows keep their finals' times
+  // (a plan's configs are compared among those); where the runoff fails the
+  // plans keep their finals' times too.
   if (gpu && retime && options.plan_runoff) {
     struct Entry {
-      TuneCandidate* cand;
       CudaProgram* program;
       double* us;
     };
@@ -1478,12 +1478,12 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         CudaProgramOptions po;
         po.cache_root = options.cache_root;
         owned.push_back(std::make_unique<CudaProgram>(*s->compiled, *dev, po));
-        entries.push_back({&s->cand, owned.back().get(), us});
+        entries.push_back({owned.back().get(), us});
       };
       add(fused_best, &choice.fused_us);
       if (!choice.unfused_same_as_fused) add(unfused_best, &choice.unfused_us);
       if (blas && blas_program && choice.cublaslt_us >= 0)
-        entries.push_back({&blas->cand, blas_program.get(), &choice.cublaslt_us});
+        entries.push_back({blas_program.get(), &choice.cublaslt_us});
       if (entries.size() >= 2) {
         progress.show(fmt::format("tuning {}: the plans' winners in alternation", options.name));
         std::vector<std::function<void()>> launches;
@@ -1499,16 +1499,13 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         to.warmup_ms = options.final_warmup_ms;
         to.flush_l2 = options.flush_l2;
         const std::vector<cuda::Timing> t = cuda::time_interleaved_on_device(*dev, launches, to);
-        for (size_t i = 0; i < entries.size(); ++i) {
-          entries[i].program->check_status();
-          *entries[i].us = t[i].median_ms * 1e3;
-          entries[i].cand->median_us = *entries[i].us;
-          entries[i].cand->repeats = t[i].repeats;
-        }
+        // (every status first: a failure leaves every plan its finals' time)
+        for (const Entry& e : entries) e.program->check_status();
+        for (size_t i = 0; i < entries.size(); ++i) *entries[i].us = t[i].median_ms * 1e3;
         if (choice.unfused_same_as_fused) choice.unfused_us = choice.fused_us;
         choice.plan_runoff = true;
       }
-    } catch (const std::exception& e) {
+    } catch (const std::exception&) {
       // (a run that fails here ran as a finalist before: its times stand)
       choice.plan_runoff = false;
     }

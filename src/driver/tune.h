@@ -307,9 +307,10 @@ struct TunedChoice {
   // unfused_config are the fused plan's, and unfused+cuBLASLt runs the
   // fused winner's program.
   bool unfused_same_as_fused = false;
-  // The plans' times come from the plan runoff (TuneOptions::plan_runoff):
-  // their winners timed in alternation. Not cached (a cached choice's times
-  // are as they were measured).
+  // The plans' times (fused_us, unfused_us, cublaslt_us) come from the plan
+  // runoff (TuneOptions::plan_runoff): their winners timed in alternation;
+  // the candidates keep their finals' times. Not cached (a cached choice's
+  // times are as they were measured).
   bool plan_runoff = false;
   std::vector<TuneCandidate> candidates;  // every candidate tried, in search order
   std::string tuned_at;                   // ISO-8601 UTC

@@ -432,6 +432,10 @@ class PlanVerifier final : public StmtVisitor {
     } else if (launch_.cluster_size != 1 && launch_.cluster_size != 2) {
       error(fmt::format("kernel plan: a cluster of {} blocks (1 or 2)", launch_.cluster_size));
     }
+    if (launch_.split_k_cluster && launch_.persistent)
+      error(
+          "kernel plan: split_k_cluster in a persistent kernel (a tile's K splits meet in one "
+          "cluster, not in turn)");
     if (launch_.cluster_size > 1 && !launch_.split_k_cluster &&
         (launch_.stream_k_units != 0 || launch_.consumer_teams != 1))
       error("kernel plan: a multicast cluster in a stream-K or ping-pong kernel (their blocks' "

@@ -179,8 +179,8 @@ std::vector<Timing> time_interleaved_on_device(const Device& device,
         launches[static_cast<size_t>(k)]();
         stop[static_cast<size_t>(r * n + k)]->record();
       }
-    // elapsed_ms_since waits for its stop event; the first wait covers them
-    // all but the later ones, which are complete by then in stream order.
+    // elapsed_ms_since waits for its stop event (in stream order the last
+    // round's last launch's wait covers the others).
     for (int r = count - 1; r >= 0; --r)
       for (int k = n - 1; k >= 0; --k)
         samples[static_cast<size_t>(k)][static_cast<size_t>(first + r)] =

@@ -23,6 +23,17 @@ GemmText two_box_a() {
   return g;
 }
 
+// `in` as the pass leaves it where the pairs share A: A's copy multicast,
+// a 2-block cluster, and the note.
+GemmText with_a_multicast(const GemmText& in) {
+  GemmText out = with_note(in,
+                           "cluster of 2 blocks (program ids 2c, 2c + 1): A_s shared by TMA "
+                           "multicast, each block issuing half of its boxes");
+  out.a_copy += ", multicast=1";
+  out.launch.insert(out.launch.find(", tensor_maps"), ", cluster=2");
+  return out;
+}
+
 TEST(Cluster, OptionOffLeavesTheKernel) {
   const GemmText in = two_box_a();
   expect_cuda_pass("cluster", in.text(), in.text());
@@ -33,12 +44,8 @@ TEST(Cluster, OptionOffLeavesTheKernel) {
 // boxes at every k (multicast) but different B boxes.
 TEST(Cluster, PairsSharingATileMulticastIt) {
   const GemmText in = two_box_a();
-  GemmText out = with_note(in,
-                           "cluster of 2 blocks (program ids 2c, 2c + 1): A_s shared by TMA "
-                           "multicast, each block issuing half of its boxes");
-  out.a_copy += ", multicast=1";
-  out.launch.insert(out.launch.find(", tensor_maps"), ", cluster=2");
-  expect_cuda_pass("cluster", in.text(), out.text(), options({"cluster_multicast=1"}));
+  expect_cuda_pass("cluster", in.text(), with_a_multicast(in).text(),
+                   options({"cluster_multicast=1"}));
 }
 
 // One box cannot be split between two blocks; B differs within each pair.
@@ -71,12 +78,8 @@ TEST(Cluster, OddGridNoCluster) {
 TEST(Cluster, PersistentKernelPairsItsTiles) {
   GemmText in = two_box_a();
   in.launch.insert(in.launch.find(", tensor_maps"), ", persistent=1");
-  GemmText out = with_note(in,
-                           "cluster of 2 blocks (program ids 2c, 2c + 1): A_s shared by TMA "
-                           "multicast, each block issuing half of its boxes");
-  out.a_copy += ", multicast=1";
-  out.launch.insert(out.launch.find(", tensor_maps"), ", cluster=2");
-  expect_cuda_pass("cluster", in.text(), out.text(), options({"cluster_multicast=1"}));
+  expect_cuda_pass("cluster", in.text(), with_a_multicast(in).text(),
+                   options({"cluster_multicast=1"}));
 }
 
 // Ping-pong's teams take every other tile of their block: the blocks do not

@@ -325,6 +325,28 @@ TEST(TirVerifierPlan, WorkspaceVectorIsSixteenBytesOfAFragmentOrderWorkspace) {
   // (the accepted form: splitk_workspace_test.cpp's f32 workspace at 4)
 }
 
+// A multicast cluster pairs tiles between two blocks: not in a ping-pong
+// kernel (each team takes every other tile of its block); a split-K
+// cluster meets a tile's splits at once: not in a persistent kernel.
+TEST(TirVerifierPlan, ClustersOnlyWhereTheirBlocksMeet) {
+  auto has = [](const std::vector<std::string>& errors, const std::string& message) {
+    for (const std::string& e : errors)
+      if (e.find(message) != std::string::npos) return true;
+    return false;
+  };
+  const std::vector<std::string> pingpong = verify_errors(planned(
+      {{"async_barriers=1,", "async_barriers=1, persistent=1, consumer_teams=2, cluster=2,"}}));
+  EXPECT_TRUE(has(pingpong, "kernel plan: a multicast cluster in a stream-K or ping-pong kernel"))
+      << joined(pingpong);
+  const std::vector<std::string> split = verify_errors(planned(
+      {{"async_barriers=1,", "async_barriers=1, persistent=1, cluster=2, split_k_cluster=1,"}}));
+  EXPECT_TRUE(has(split, "kernel plan: split_k_cluster in a persistent kernel")) << joined(split);
+  // A persistent kernel in a 2-block cluster is a plan the verifier takes.
+  const std::vector<std::string> ok =
+      verify_errors(planned({{"async_barriers=1,", "async_barriers=1, persistent=1, cluster=2,"}}));
+  EXPECT_FALSE(has(ok, "cluster")) << joined(ok);
+}
+
 TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
   expect_one_error(
       planned({{"  fill(C_f, 0.0)\n",
