@@ -204,11 +204,6 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     int copy_of = -1;              // the index of a row this one repeats (the same kernels)
   };
   std::vector<Timed> timed;
-  // The fused plan's program, kept to tell whether the unfused plan runs the
-  // same kernels (a plain GEMM, a pointwise chain): its row then repeats the
-  // fused row's times, and says so, instead of timing the same kernels again
-  // (which differed by up to 6% by noise at 8192^3 on an H100, session 37).
-  std::optional<CompiledProgram> fused_program;
   auto add_row = [&](const std::string& name, PlanKind plan, bool blas) {
     CompileOptions co;
     co.plan = plan;
@@ -220,15 +215,18 @@ BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
     CompiledProgram compiled = compile(options.compile_graph ? *options.compile_graph : graph, co);
     Timed t;
     t.row.name = name;
-    if (!blas && plan == PlanKind::kUnfused && fused_program && !timed.empty() &&
+    // Where the unfused plan runs the fused row's kernels (a plain GEMM, a
+    // pointwise chain), its row repeats the fused row's times, and says so,
+    // instead of timing the same kernels again (which differed by up to 6%
+    // by noise at 8192^3 on an H100, session 37).
+    if (!blas && plan == PlanKind::kUnfused && !timed.empty() &&
         timed.front().row.name == "fused" && timed.front().launch &&
-        same_kernels(*fused_program, compiled)) {
+        same_kernels(*timed.front().compiled, compiled)) {
       t.copy_of = 0;
       t.row.note = kSameKernelsNote;
       timed.push_back(std::move(t));
       return;
     }
-    if (!blas && plan == PlanKind::kFused) fused_program = compiled;
     CudaProgramOptions po;
     po.cublaslt_gemms = blas;
     // The baseline at its best: the heuristic's top algorithms, timed, the
