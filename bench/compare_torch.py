@@ -556,6 +556,29 @@ def time_fn(torch, fn, spec):
     return med * 1e3, f"CUDA events median of {n}, 256 MiB L2 flush"
 
 
+INTERLEAVED_BATCH = 16  # rounds enqueued behind one GPU hold (even: each order as often)
+
+
+def gpu_hold(torch):
+    """A function hold(ms) that keeps the GPU's stream busy for about ms milliseconds
+    (torch.cuda._sleep spins for a number of cycles; the cycles per ms are measured here once),
+    or None where this torch has no torch.cuda._sleep. Work the host enqueues behind a hold
+    starts when the hold ends, so CUDA events around it time the GPU and not the host's launch
+    rate: a 30 µs program launched from Python as two ops otherwise reads the host's 50-110 µs
+    (bench/RESULTS.md, session 38)."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    cycles = 1 << 20
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    sleep(cycles)
+    e.record()
+    torch.cuda.synchronize()
+    per_ms = cycles / max(s.elapsed_time(e), 1e-3)
+    return lambda ms: sleep(max(1, int(ms * per_ms)))
+
+
 def time_interleaved(torch, fns, spec):
     """Median µs of each of `fns`, timed in alternation so that every side sees the same power
     state: a GPU at its power cap lowers its clock over hundreds of ms, so of two kernels timed
@@ -564,12 +587,16 @@ def time_interleaved(torch, fns, spec):
     bench/RESULTS.md, session 37). First the fns run in turn for spec["settle_ms"] ms (the power
     state settles); then rounds of one call each, the order reversed every other round, each call
     after a 256 MiB L2 flush and between CUDA events, for at least spec["repeats"] rounds and at
-    least spec["pair_ms"] ms (at most 100000 rounds). Returns ([µs per fn], method)."""
+    least spec["pair_ms"] ms (at most 100000 rounds). The rounds go in batches of
+    INTERLEAVED_BATCH, each enqueued behind a GPU hold (gpu_hold) longer than the host took to
+    enqueue the batch before, so that every call's events time the GPU alone; each batch ends in
+    a synchronize. Returns ([µs per fn], method)."""
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     for _ in range(max(1, spec["warmup"])):
         for f in fns:
             f()
     torch.cuda.synchronize()
+    hold = gpu_hold(torch)
     start, settled, rounds = time.perf_counter(), 0, 0
     while True:
         for _ in range(4):
@@ -585,22 +612,33 @@ def time_interleaved(torch, fns, spec):
     n = min(100000, max(spec["repeats"], math.ceil(spec["pair_ms"] / 1e3 / per_round)))
     events = [[] for _ in fns]
     order = list(range(len(fns)))
-    for r in range(n):
-        for i in (order if r % 2 == 0 else order[::-1]):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            flush.zero_()
-            s.record()
-            fns[i]()
-            e.record()
-            events[i].append((s, e))
-    torch.cuda.synchronize()
+    lead_ms, host_ms = 20.0, 0.0  # the first batch's hold is generous; then 1.5x the host's time
+    r = 0
+    while r < n:
+        t0 = time.perf_counter()
+        if hold:
+            hold(lead_ms)
+        for r in range(r, min(n, r + INTERLEAVED_BATCH)):
+            for i in (order if r % 2 == 0 else order[::-1]):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                flush.zero_()
+                s.record()
+                fns[i]()
+                e.record()
+                events[i].append((s, e))
+        r += 1
+        host_ms = max(host_ms, (time.perf_counter() - t0) * 1e3)
+        lead_ms = 1.5 * host_ms + 0.1
+        torch.cuda.synchronize()
     medians = []
     for ev in events:
         times = sorted(s.elapsed_time(e) for s, e in ev)
         k = len(times)
         medians.append(1e3 * (times[k // 2] if k % 2 else 0.5 * (times[k // 2 - 1] + times[k // 2])))
+    held = (f"each batch of {INTERLEAVED_BATCH} rounds behind a GPU hold" if hold else
+            "no GPU hold (torch.cuda._sleep missing): a short program may read the host's rate")
     return medians, (f"interleaved CUDA events, median of {n} rounds after {settled:.1f} s settling, "
-                     "256 MiB L2 flush")
+                     f"256 MiB L2 flush, {held}")
 
 
 def tilefuse_same_timer(torch, fn, args, spec, res):

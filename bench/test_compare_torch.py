@@ -88,6 +88,28 @@ class InterleavedTimer(unittest.TestCase):
         # --repeats only through the settling's measured rate (here it stays at 5).
         self.assertEqual(log.count("a"), log.count("b"))
 
+        # With torch.cuda._sleep, the rounds go in batches of INTERLEAVED_BATCH, each behind one
+        # hold enqueued before its calls and outside their events (the times stay the kernels').
+        def sleep(cycles):
+            log.append("hold")
+            clock[0] += cycles / 1e6  # a 1 GHz fake: 1e6 cycles a ms
+
+        Cuda._sleep = staticmethod(sleep)
+        del log[:]
+        spec["repeats"] = 2 * ct.INTERLEAVED_BATCH + 3
+        (a, b), method = ct.time_interleaved(FakeTorch, [kernel("a", 1.5), kernel("b", 0.25)],
+                                             spec)
+        self.assertAlmostEqual(a, 1500.0, places=6)
+        self.assertAlmostEqual(b, 250.0, places=6)
+        self.assertIn("GPU hold", method)
+        self.assertEqual(log[4], "hold")  # the calibration, after the warm-up's two rounds
+        timed = log[-(2 * spec["repeats"] + 3):]  # three batches, each behind its hold
+        holds = [i for i, x in enumerate(timed) if x == "hold"]
+        self.assertEqual(holds, [0, 1 + 2 * ct.INTERLEAVED_BATCH, 2 + 4 * ct.INTERLEAVED_BATCH])
+        self.assertEqual(timed[1:5], ["a", "b", "b", "a"])
+        self.assertEqual(timed[-7:], ["hold", "a", "b", "b", "a", "a", "b"])
+        self.assertEqual(log.count("a"), log.count("b"))
+
 
 if __name__ == "__main__" and len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
     TILEFUSE = os.path.abspath(sys.argv.pop(1))

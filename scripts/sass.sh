@@ -41,7 +41,7 @@ else
   # -Xptxas -v: registers and spills on stderr.
   "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -arch=sm_90a -cubin -o "$cubin" -Xptxas -v \
     -diag-suppress 177,550,549 -I "$ROOT/src/runtime/device" -x cu "$src" 2>&1 |
-    grep -E "spill|Used" >&2 || true
+    grep -E "spill|Used|C75[0-9][0-9]" >&2 || true
 fi
 fetch_nvdisasm
 python3 - "$cubin" "$cubin.old" <<'EOF'

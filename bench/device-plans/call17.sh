@@ -10,7 +10,7 @@ BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 L=/tmp/call17; mkdir -p "$L"
 pack() { tar czf "$OUT/logs.tgz" -C "$L" .; }
-export TILEFUSE_CACHE_DIR=/tmp/tf-cache-call17
+export TILEFUSE_CACHE_DIR="${TILEFUSE_CACHE_DIR:-/tmp/tf-cache-call17}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv | tee "$L/gpu.txt"
 P=bench/programs
 TILEFUSE_LIBRARY="$BIN/libtilefuse.so" PYTHONPATH=python timeout 560 python3 bench/compare_torch.py \
