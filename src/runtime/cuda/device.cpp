@@ -18,6 +18,8 @@ namespace {
 struct ExtraEntryPoints {
   // [Device Management] CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev)
   CUresult (*cuDeviceTotalMem_v2)(std::size_t* bytes, CUdevice dev) = nullptr;
+  // [Memory Management] CUresult cuMemGetInfo(size_t* free, size_t* total)
+  CUresult (*cuMemGetInfo_v2)(std::size_t* free, std::size_t* total) = nullptr;
   // [Primary Context Management] CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
   CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev) = nullptr;
   // [Module Management] CUresult cuModuleUnload(CUmodule hmod)
@@ -75,6 +77,7 @@ const ExtraEntryPoints& extra(const CudaLibraries& libs) {
     ExtraEntryPoints x;
     if (libs.libcuda_handle == nullptr) return x;
     resolve(libs.libcuda_handle, x.cuDeviceTotalMem_v2, "cuDeviceTotalMem_v2");
+    resolve(libs.libcuda_handle, x.cuMemGetInfo_v2, "cuMemGetInfo_v2");
     resolve(libs.libcuda_handle, x.cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2");
     resolve(libs.libcuda_handle, x.cuModuleUnload, "cuModuleUnload");
     resolve(libs.libcuda_handle, x.cuEventDestroy_v2, "cuEventDestroy_v2");
@@ -359,6 +362,15 @@ MappedHostBuffer::~MappedHostBuffer() {
 
 void Device::synchronize() const {
   check_cuda(*libs_, libs_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+Device::MemoryInfo Device::memory_info() const {
+  auto* get = extra(*libs_).cuMemGetInfo_v2;
+  if (get == nullptr) throw InternalError("the CUDA driver has no cuMemGetInfo_v2");
+  make_current();
+  MemoryInfo m;
+  check_cuda(*libs_, get(&m.free, &m.total), "cuMemGetInfo");
+  return m;
 }
 
 // ---- DeviceBuffer

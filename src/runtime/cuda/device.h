@@ -199,6 +199,15 @@ class Device {
   // 2^31 - 1 on every GPU tilefuse runs on).
   int64_t max_grid_x() const { return max_grid_x_; }
   std::size_t total_memory() const { return total_memory_; }
+  // cuMemGetInfo in this device's context ("Memory Management"): the bytes
+  // of device memory free now and in all, as the driver counts them (in its
+  // allocation granularity, so a small allocation may move `free` by a page
+  // or not at all). Throws as check_cuda, and InternalError where the
+  // driver lacks the entry point.
+  struct MemoryInfo {
+    std::size_t free = 0, total = 0;
+  };
+  MemoryInfo memory_info() const;
 
   // Makes the primary context current on the calling thread (inside a
   // CurrentContextGuard's scope, the context it replaces is restored when
