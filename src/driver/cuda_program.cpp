@@ -227,7 +227,9 @@ struct CudaProgram::Impl {
   // check_status() clears once it has synchronized, and the destructor
   // records `launched` there then and waits for it.
   bool host_launches_pending = false;
-  // The host path's memory (bind): every value's buffer, and the binding.
+  // The host path's memory (bind): the inputs (maybe shared with other
+  // programs), every step output's buffer, and the binding.
+  std::shared_ptr<const DeviceInputs> inputs;
   std::map<ValueId, cuda::DeviceBuffer> memory;
   std::vector<cuda::CUdeviceptr> where;  // by ValueId
   std::vector<int64_t> binding;
@@ -566,6 +568,78 @@ std::size_t CudaProgram::workspace_bytes(const std::vector<int64_t>& binding) co
   return total;
 }
 
+namespace {
+
+std::atomic<int64_t> g_input_uploads{0};
+
+}  // namespace
+
+DeviceInputs::DeviceInputs(cuda::Device& device, const std::vector<Tensor>& inputs)
+    : device_(device), host_(inputs) {
+  device_.make_current();
+  buffers_.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    Tensor c = t.contiguous(/*force=*/!t.is_contiguous());
+    const std::size_t bytes = static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype());
+    cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
+    if (bytes) b.copy_from_host(c.data_ptr(), bytes);
+    strides_.push_back(contiguous_strides(c.shape()));
+    buffers_.push_back(std::move(b));
+  }
+  g_input_uploads.fetch_add(1, std::memory_order_relaxed);
+}
+
+DeviceInputs::~DeviceInputs() {
+  // The frees in the device's context, in relaxed capture mode (as
+  // ~CudaProgram's); errors dropped: a destructor does not throw.
+  cuda::RelaxedCaptureMode relaxed(device_.libs());
+  try {
+    device_.make_current();
+  } catch (...) {
+  }
+  buffers_.clear();
+}
+
+cuda::CUdeviceptr DeviceInputs::ptr(size_t i) const {
+  TF_CHECK(i < buffers_.size(), "DeviceInputs::ptr: no input " + std::to_string(i));
+  return buffers_[i].ptr();
+}
+
+std::vector<cuda::CUdeviceptr> DeviceInputs::ptrs() const {
+  std::vector<cuda::CUdeviceptr> out;
+  out.reserve(buffers_.size());
+  for (const cuda::DeviceBuffer& b : buffers_) out.push_back(b.ptr());
+  return out;
+}
+
+std::size_t DeviceInputs::bytes() const {
+  std::size_t total = 0;
+  for (const cuda::DeviceBuffer& b : buffers_) total += b.size();
+  return total;
+}
+
+int64_t DeviceInputs::uploads() {
+  return g_input_uploads.load(std::memory_order_relaxed);
+}
+
+std::vector<cuda::CUdeviceptr> host_value_addresses(
+    const CompiledProgram& program, const std::vector<cuda::CUdeviceptr>& inputs,
+    const std::vector<cuda::CUdeviceptr>& step_outputs) {
+  const Graph& g = program.graph;
+  TF_CHECK(inputs.size() == g.parameters().size(),
+           fmt::format("host_value_addresses: {} inputs for {} parameters", inputs.size(),
+                       g.parameters().size()));
+  TF_CHECK(step_outputs.size() == program.kernels.size(),
+           fmt::format("host_value_addresses: {} step outputs for {} kernels", step_outputs.size(),
+                       program.kernels.size()));
+  std::vector<cuda::CUdeviceptr> where(static_cast<size_t>(g.size()), 0);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    where[static_cast<size_t>(g.parameters()[i])] = inputs[i];
+  for (size_t k = 0; k < step_outputs.size(); ++k)
+    where[static_cast<size_t>(program.kernels[k].lowered.step.output)] = step_outputs[k];
+  return where;
+}
+
 void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   // Unbound until every buffer is in place: a bind that throws (an
   // allocation, an index check) leaves launch() refusing ("launch before
@@ -578,26 +652,42 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
   // launch_index_checks).
   check_unread_indices(g, binding, inputs);
   device_.make_current();
+  // (the previous binding's memory freed before this one's is allocated)
   impl_->memory.clear();
+  impl_->inputs.reset();
+  bind_on(std::make_shared<const DeviceInputs>(device_, inputs), binding, poison);
+}
+
+void CudaProgram::bind(std::shared_ptr<const DeviceInputs> inputs, bool poison) {
+  TF_CHECK(inputs != nullptr, "CudaProgram::bind: no inputs");
+  TF_CHECK(&inputs->device() == &device_,
+           "CudaProgram::bind: inputs on another device than the program's");
+  impl_->bound = false;
+  const Graph& g = program_.graph;
+  const Binding binding = bind_symbols(g, inputs->host());
+  check_unread_indices(g, binding, inputs->host());
+  device_.make_current();
+  impl_->memory.clear();
+  impl_->inputs.reset();
+  bind_on(std::move(inputs), binding, poison);
+}
+
+void CudaProgram::bind_on(std::shared_ptr<const DeviceInputs> inputs,
+                          const std::vector<int64_t>& binding, bool poison) {
+  const Graph& g = program_.graph;
   impl_->where.clear();
   impl_->binding = binding;
-  impl_->input_strides.clear();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Tensor c = inputs[i].contiguous(/*force=*/!inputs[i].is_contiguous());
-    const std::size_t bytes = static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype());
-    cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
-    if (bytes) b.copy_from_host(c.data_ptr(), bytes);
-    impl_->input_strides.push_back(contiguous_strides(c.shape()));
-    impl_->memory.emplace(g.parameters()[i], std::move(b));
-  }
+  impl_->input_strides = inputs->strides();
+  impl_->inputs = std::move(inputs);
+  std::vector<cuda::CUdeviceptr> step_outputs;
   for (const CompiledKernel& ck : program_.kernels) {
     const std::size_t bytes = value_bytes(g.node(ck.lowered.step.output), binding);
     cuda::DeviceBuffer b(device_, std::max<std::size_t>(bytes, 16));
     if (poison) b.memset(0xFF);
+    step_outputs.push_back(b.ptr());
     impl_->memory.insert_or_assign(ck.lowered.step.output, std::move(b));
   }
-  impl_->where.assign(static_cast<size_t>(g.size()), 0);
-  for (const auto& [v, buffer] : impl_->memory) impl_->where[static_cast<size_t>(v)] = buffer.ptr();
+  impl_->where = host_value_addresses(program_, impl_->inputs->ptrs(), step_outputs);
   // Every kernel's grid at these sizes, before anything can launch.
   prepare_launches(impl_->binding, impl_->input_strides, 0, impl_->kernels.size());
   impl_->bound = true;
@@ -863,8 +953,9 @@ void CudaProgram::autotune_cublaslt(const cuda::TimingOptions& options) {
   TF_CHECK(impl_->bound, "CudaProgram::autotune_cublaslt before bind");
   for (Impl::Kernel& k : impl_->kernels)
     if (k.blas && k.blas->algorithm_count() > 1)
-      k.blas->autotune(impl_->memory.at(k.blas_a).ptr(), impl_->memory.at(k.blas_b).ptr(),
-                       impl_->memory.at(k.blas_c).ptr(), options);
+      k.blas->autotune(impl_->where.at(static_cast<size_t>(k.blas_a)),
+                       impl_->where.at(static_cast<size_t>(k.blas_b)),
+                       impl_->where.at(static_cast<size_t>(k.blas_c)), options);
   for (size_t i = 0; i < impl_->kernels.size(); ++i)
     if (impl_->kernels[i].blas) stats_[i].name = impl_->kernels[i].blas->describe();
 }
@@ -1098,10 +1189,13 @@ std::vector<Tensor> CudaProgram::outputs() const {
   for (ValueId o : g.outputs()) {
     const Node& n = g.node(o);
     Tensor t = Tensor::empty(n.dtype, bound_shape(n, impl_->binding));
-    auto it = impl_->memory.find(o);
-    TF_CHECK(it != impl_->memory.end(), fmt::format("no step writes output %{}", o));
+    // (a step's output, or a parameter returned as is: its input's copy)
+    const cuda::CUdeviceptr src = impl_->where.at(static_cast<size_t>(o));
+    TF_CHECK(src != 0, fmt::format("no step writes output %{}", o));
     const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
-    if (bytes) it->second.copy_to_host(t.data_ptr(), bytes);
+    if (bytes)
+      cuda::check_cuda(device_.libs(), device_.libs().cuMemcpyDtoH_v2(t.data_ptr(), src, bytes),
+                       "cuMemcpyDtoH");
     outs.push_back(t);
   }
   return outs;

@@ -143,6 +143,62 @@ struct CudaProgramOptions {
 // tuner's unfused+cuBLASLt candidate exists only when this is not empty.
 std::vector<size_t> cublaslt_gemm_kernels(const CompiledProgram& program);
 
+// A program's inputs in device memory, uploaded once for every CudaProgram
+// bound to them (CudaProgram::bind(std::shared_ptr<const DeviceInputs>)):
+// bench's rows (fused, unfused, unfused+cuBLASLt) read one copy of the
+// inputs, not one a row, so a program whose inputs take more than a third of
+// the GPU's memory still benches. Input i is contiguous (a strided host
+// tensor is copied contiguous first) in a cuMemAlloc buffer of its own
+// (256-byte aligned, at least 16 bytes). No kernel writes a parameter, so
+// the copy stays as uploaded while programs run on it; a program bound to it
+// keeps it alive (shared_ptr), and it is freed when the last one goes.
+class DeviceInputs {
+ public:
+  // Uploads `inputs` (host tensors, any strides, in the order of a graph's
+  // parameters) to `device`. Throws UserError when the device is out of
+  // memory (cuda::check_cuda), nothing kept.
+  DeviceInputs(cuda::Device& device, const std::vector<Tensor>& inputs);
+  DeviceInputs(const DeviceInputs&) = delete;
+  DeviceInputs& operator=(const DeviceInputs&) = delete;
+  ~DeviceInputs();
+
+  cuda::Device& device() const { return device_; }
+  // The host tensors as given (their storage shared, not copied): a bind
+  // checks them against its program (bind_symbols, check_unread_indices).
+  const std::vector<Tensor>& host() const { return host_; }
+  // Input i's first element, a device address.
+  cuda::CUdeviceptr ptr(size_t i) const;
+  // Every input's first element, in order.
+  std::vector<cuda::CUdeviceptr> ptrs() const;
+  // Every input's strides in elements (contiguous_strides of its shape).
+  const std::vector<std::vector<int64_t>>& strides() const { return strides_; }
+  // Device memory held, all inputs, in bytes (each buffer's size).
+  std::size_t bytes() const;
+  // How many DeviceInputs this process has made: every upload of a
+  // program's inputs to the device (a CudaProgram::bind of host tensors
+  // makes one). For tests: bench_gpu uploads its inputs once, whatever the
+  // number of rows.
+  static int64_t uploads();
+
+ private:
+  cuda::Device& device_;
+  std::vector<Tensor> host_;
+  std::vector<cuda::DeviceBuffer> buffers_;
+  std::vector<std::vector<int64_t>> strides_;
+};
+
+// The host path's table of value addresses (CudaProgram::bind), by ValueId
+// (program.graph.size() entries): parameter i at `inputs[i]`, kernel k's
+// output (plan order) at `step_outputs[k]` (a later kernel's where two
+// write one value), 0 for a value in no buffer. The parameters' addresses
+// are the caller's as given: programs bound to one DeviceInputs read the
+// same copy of the inputs, each writing its own outputs. Throws
+// InternalError where the counts are not the program's parameters' and
+// kernels'.
+std::vector<cuda::CUdeviceptr> host_value_addresses(
+    const CompiledProgram& program, const std::vector<cuda::CUdeviceptr>& inputs,
+    const std::vector<cuda::CUdeviceptr>& step_outputs);
+
 class CudaProgram {
  public:
   // Compiles every kernel of `program` (target must be CUDA and match the
@@ -155,11 +211,21 @@ class CudaProgram {
   CudaProgram(const CudaProgram&) = delete;
   CudaProgram& operator=(const CudaProgram&) = delete;
 
-  // Uploads `inputs` (one per graph parameter, any strides) and allocates
-  // every step's output; `poison` fills outputs with NaN bytes (0xFF) first.
-  // Throws UserError (nothing bound) where a kernel's grid at these sizes
-  // is more than a launch allows (launch_blocks).
+  // Uploads `inputs` (one per graph parameter, any strides; a DeviceInputs
+  // of this program's own) and allocates every step's output; `poison`
+  // fills outputs with NaN bytes (0xFF) first (the inputs never). The
+  // previous binding's buffers are freed first. Throws UserError (nothing
+  // bound) for inputs that do not fit the parameters (bind_symbols), an
+  // index no kernel reads that is out of range (check_unread_indices), out
+  // of device memory, or where a kernel's grid at these sizes is more than
+  // a launch allows (launch_blocks).
   void bind(const std::vector<Tensor>& inputs, bool poison = false);
+  // The same on inputs already on the device, shared with other programs
+  // (bench's rows): nothing uploaded, only the step outputs allocated (and
+  // poisoned with `poison`); the program keeps `inputs` alive while bound
+  // to them. Throws as above, and InternalError for null inputs or inputs
+  // on another device.
+  void bind(std::shared_ptr<const DeviceInputs> inputs, bool poison = false);
 
   // Bytes of workspace a DeviceCall at `binding` needs: every step output
   // that is not a graph output, each at a 256-byte aligned offset.
@@ -235,6 +301,11 @@ class CudaProgram {
   // in cuda_program.cpp alone.)
   template <class Launches>
   void record_after(cuda::CUstream stream, Launches&& launches);
+  // bind()'s common part, once the inputs passed its checks at `binding`
+  // and the previous binding was freed: allocates (and with `poison` fills)
+  // every step's output, fills the address table and prepares the launches.
+  void bind_on(std::shared_ptr<const DeviceInputs> inputs, const std::vector<int64_t>& binding,
+               bool poison);
   // launch(DeviceCall)'s launches, once every check passed: the index
   // checks, the kernels at `where` (by ValueId), the outputs' copies.
   void launch_call(const DeviceCall& call, const std::vector<cuda::CUdeviceptr>& where,

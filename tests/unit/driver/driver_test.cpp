@@ -148,6 +148,46 @@ TEST(DriverCompile, SameKernelsWhereThePlansHaveTheSameSteps) {
       driver::same_kernels(driver::compile(plain.graph, a), driver::compile(plain.graph, b)));
 }
 
+// bench's rows read one device copy of the inputs (DeviceInputs): the host
+// path's address tables of the fused and unfused plans, bound to the same
+// input addresses, give every parameter (a returned one included, which
+// outputs() reads there) that address, and every step output its own,
+// none an input's; counts that are not the program's are refused.
+TEST(DriverCompile, HostValueAddressesShareTheInputsAndNotTheOutputs) {
+  const Program p = parse(
+      "def f(x: f16[70, 48], y: f16[48, 40], index: i64[70]):\n"
+      "    return x[index] @ y, y\n");
+  const std::vector<cuda::CUdeviceptr> inputs = {0x1000, 0x2000, 0x3000};
+  std::map<PlanKind, std::vector<cuda::CUdeviceptr>> tables;
+  cuda::CUdeviceptr next = 0x10000;
+  for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+    SCOPED_TRACE(plan_kind_name(plan));
+    driver::CompileOptions o;
+    o.target = *tir::Target::parse("sm_90a");
+    o.plan = plan;
+    const driver::CompiledProgram c = driver::compile(p.graph, o);
+    ASSERT_EQ(c.kernels.size(), plan == PlanKind::kFused ? 1u : 2u);
+    std::vector<cuda::CUdeviceptr> steps;
+    for (size_t k = 0; k < c.kernels.size(); ++k) steps.push_back(next += 0x1000);
+    const std::vector<cuda::CUdeviceptr> where = driver::host_value_addresses(c, inputs, steps);
+    ASSERT_EQ(where.size(), static_cast<size_t>(p.graph.size()));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      EXPECT_EQ(where[static_cast<size_t>(p.graph.parameters()[i])], inputs[i]) << i;
+    EXPECT_EQ(where[static_cast<size_t>(p.graph.outputs()[1])], inputs[1]);  // y, returned
+    for (size_t k = 0; k < c.kernels.size(); ++k) {
+      const cuda::CUdeviceptr out = where[static_cast<size_t>(c.kernels[k].lowered.step.output)];
+      EXPECT_EQ(out, steps[k]) << k;
+      EXPECT_EQ(std::count(inputs.begin(), inputs.end(), out), 0) << k;
+    }
+    tables[plan] = where;
+    EXPECT_THROW(driver::host_value_addresses(c, {0x1000, 0x2000}, steps), InternalError);
+    EXPECT_THROW(driver::host_value_addresses(c, inputs, {}), InternalError);
+  }
+  for (ValueId v : p.graph.parameters())
+    EXPECT_EQ(tables[PlanKind::kFused][static_cast<size_t>(v)],
+              tables[PlanKind::kUnfused][static_cast<size_t>(v)]);
+}
+
 // On the CPU a copy is direct, or, a gemm operand staged from a plain
 // source, packed by the gemm from there (the report says which).
 TEST(DriverCompile, CpuCopiesAreDirectOrPackedByTheGemm) {
