@@ -133,7 +133,11 @@ double min_traffic_bytes(const Graph& graph);
 // so that every row is timed in the same power state and their ratios hold
 // on a GPU at its power cap (bench/RESULTS.md, session 37). An unfused plan
 // with the fused plan's kernels is not timed again: its row repeats the
-// fused row's times, with a note.
+// fused row's times, with a note. The rows read one device copy of
+// `inputs` (DeviceInputs, uploaded once), each writing its own outputs and
+// intermediates, poisoned (NaN bytes) before its checked run: the device
+// memory of one copy of the inputs plus every row's outputs. Throws
+// UserError where that does not fit (the driver's out-of-memory error).
 BenchReport bench_gpu(const Graph& graph, const std::vector<Tensor>& inputs,
                       const BenchOptions& options = {});
 // Times the program on the CPU executor.

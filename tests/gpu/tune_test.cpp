@@ -20,15 +20,19 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "common/cli.h"
+#include "driver/bench.h"
 #include "driver/compile.h"
 #include "driver/cuda_program.h"
 #include "driver/tune.h"
 #include "frontend/frontend.h"
 #include "gpu_test_util.h"
+#include "reference/eval.h"
 #include "reference/inputs.h"
 #include "runtime/cache/tuning_cache.h"
 #include "runtime/cuda/cublaslt.h"
@@ -335,6 +339,100 @@ TEST(TuneGpu, BenchChosenRowIsTheCublasltRowWhenItWon) {
       has_blas = has_blas || k.at("name").get<std::string>().rfind("cuBLASLt", 0) == 0;
     EXPECT_TRUE(has_blas) << chosen;
   }
+}
+
+// bench's rows (fused, unfused, unfused+cuBLASLt, cuBLASLt GEMM only) read
+// one device copy of the inputs: bench_gpu uploads them once
+// (DeviceInputs::uploads; a row each had taken three copies, and a program
+// with inputs above a third of the GPU's memory failed for memory), and
+// every checked row still matches the oracle.
+TEST(TuneGpu, BenchUploadsTheInputsOnceForEveryRow) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  const Program p = bench_program("seed_gather_mm_f16");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 17);
+  driver::BenchOptions o;
+  o.warmup = 1;
+  o.repeats = 3;
+  o.warmup_ms = 0;
+  o.copy_bytes = 0;
+  o.cublaslt_algorithms = 1;
+  const int64_t before = driver::DeviceInputs::uploads();
+  const driver::BenchReport r = driver::bench_gpu(p.graph, inputs, o);
+  EXPECT_EQ(driver::DeviceInputs::uploads() - before, 1);
+  std::set<std::string> names;
+  for (const driver::BenchRow& row : r.rows) {
+    names.insert(row.name);
+    if (row.name == "cuBLASLt GEMM only") continue;  // (not checked: a part of the program)
+    if (row.name == "unfused+cuBLASLt" && row.median_ms <= 0) continue;  // (unavailable: a note)
+    EXPECT_GT(row.median_ms, 0) << row.name << ": " << row.note;
+    EXPECT_GE(row.rel_err, 0) << row.name;
+    EXPECT_LE(row.rel_err, check_tolerance(DType::F16)) << row.name;
+  }
+  EXPECT_TRUE(names.count("fused") && names.count("unfused")) << r.rows.size();
+  std::string why;
+  if (cuda::cublaslt_available(&why)) {
+    EXPECT_TRUE(names.count("unfused+cuBLASLt") && names.count("cuBLASLt GEMM only"));
+  }
+}
+
+// Two plans bound to one DeviceInputs: binding them allocates their outputs
+// and intermediates, not the inputs again (device memory in use, from
+// cuMemGetInfo, grows by far less than the 256 MiB table); each keeps the
+// inputs alive; each matches the oracle; and re-binding one poisons its own
+// outputs, not the inputs the other reads.
+TEST(TuneGpu, PlansBoundToSharedInputsAllocateOnlyTheirOwnMemory) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  const std::optional<tir::Target> target = gputest::device_target();
+  if (!target) GTEST_SKIP() << "tilefuse needs sm_80 or newer";
+  const Program p = parse_program(
+      "def f(x: f16[1048576, 128], w: f16[128, 64], index: i64[256]):\n"
+      "    return x[index] @ w\n",
+      "shared_inputs.tfs");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, 5);
+  EvalOptions eval;
+  eval.mode = EvalMode::kOracle;
+  const Tensor oracle = evaluate(p.graph, inputs, eval).at(0);
+  cuda::Device& dev = driver::default_device();
+  // Compiled and loaded first: the measure below sees the binds alone.
+  std::vector<std::unique_ptr<driver::CompiledProgram>> compiled;
+  std::vector<std::unique_ptr<driver::CudaProgram>> programs;
+  for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+    driver::CompileOptions co;
+    co.plan = plan;
+    co.target = *target;
+    compiled.push_back(std::make_unique<driver::CompiledProgram>(driver::compile(p.graph, co)));
+    programs.push_back(std::make_unique<driver::CudaProgram>(*compiled.back(), dev));
+  }
+  ASSERT_EQ(compiled[1]->kernels.size(), 2u);  // (the gather, then the GEMM)
+  const std::size_t free_before = dev.memory_info().free;
+  auto shared = std::make_shared<const driver::DeviceInputs>(dev, inputs);
+  const std::size_t free_uploaded = dev.memory_info().free;
+  ASSERT_GE(shared->bytes(), std::size_t{256} << 20);
+  EXPECT_GE(free_before - free_uploaded, shared->bytes());  // (the measure sees an upload)
+  for (auto& prog : programs) prog->bind(shared, /*poison=*/true);
+  const std::size_t free_bound = dev.memory_info().free;
+  const double bound_bytes = static_cast<double>(free_uploaded) - static_cast<double>(free_bound);
+  EXPECT_LT(bound_bytes, static_cast<double>(shared->bytes()) / 8)
+      << "binding two plans took " << bound_bytes << " bytes beside inputs of " << shared->bytes();
+  EXPECT_EQ(shared.use_count(), 3);
+  const std::weak_ptr<const driver::DeviceInputs> weak = shared;
+  shared.reset();  // (the programs keep it)
+  auto run_and_check = [&](driver::CudaProgram& prog, const char* what) {
+    prog.launch();
+    prog.check_status();
+    const std::vector<Tensor> out = prog.outputs();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_LE(oracle_error(out[0], oracle), check_tolerance(DType::F16)) << what;
+  };
+  run_and_check(*programs[0], "fused");
+  run_and_check(*programs[1], "unfused");
+  // Re-bound (outputs poisoned): the unfused plan still reads intact inputs.
+  programs[0]->bind(weak.lock(), /*poison=*/true);
+  EXPECT_EQ(gputest::count_nan(programs[0]->outputs().at(0)), programs[0]->outputs().at(0).numel());
+  run_and_check(*programs[1], "unfused after the fused plan's re-bind");
+  run_and_check(*programs[0], "fused, re-bound");
+  programs.clear();
+  EXPECT_TRUE(weak.expired());
 }
 
 }  // namespace
