@@ -1486,9 +1486,13 @@ TuneResult tune(const Graph& graph, const std::vector<Tensor>& inputs, const Tun
         entries.push_back({blas_program.get(), &choice.cublaslt_us});
       if (entries.size() >= 2) {
         progress.show(fmt::format("tuning {}: the plans' winners in alternation", options.name));
+        // One device copy of the inputs for every plan (as bench's rows):
+        // bound last to first, so the cuBLASLt program's own copy from its
+        // finals goes before the others bind.
+        const auto shared = std::make_shared<const DeviceInputs>(*dev, inputs);
+        for (auto e = entries.rbegin(); e != entries.rend(); ++e) e->program->bind(shared);
         std::vector<std::function<void()>> launches;
         for (const Entry& e : entries) {
-          e.program->bind(inputs);
           e.program->launch();
           e.program->check_status();
           launches.push_back([p = e.program] { p->launch(); });

@@ -201,7 +201,8 @@ struct TuneOptions {
   int final_repeats = 100;  // ... with this many repeats (GPU only)
   // GPU: then the plans' winners (fused, unfused, unfused+cuBLASLt) are timed
   // again in alternation, final_repeats rounds (cuda::time_interleaved_on_device):
-  // the plan is chosen between times taken in the same power state.
+  // the plan is chosen between times taken in the same power state. The
+  // plans read one device copy of the inputs (DeviceInputs).
   bool plan_runoff = true;
   // How much faster (a fraction of its time) the unfused plan must be than
   // the fused one to be chosen, and unfused+cuBLASLt than the better of our
