@@ -659,10 +659,10 @@ void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
 }
 
 void CudaProgram::bind(std::shared_ptr<const DeviceInputs> inputs, bool poison) {
+  impl_->bound = false;  // (first: a bind that throws, these checks' included, leaves it unbound)
   TF_CHECK(inputs != nullptr, "CudaProgram::bind: no inputs");
   TF_CHECK(&inputs->device() == &device_,
            "CudaProgram::bind: inputs on another device than the program's");
-  impl_->bound = false;
   const Graph& g = program_.graph;
   const Binding binding = bind_symbols(g, inputs->host());
   check_unread_indices(g, binding, inputs->host());
@@ -1183,6 +1183,9 @@ void CudaProgram::check_status() {
 }
 
 std::vector<Tensor> CudaProgram::outputs() const {
+  // (a bind that threw after freeing the previous buffers, e.g. out of
+  // memory in its upload, leaves `where` at freed addresses)
+  TF_CHECK(impl_->bound, "CudaProgram::outputs before bind");
   const Graph& g = program_.graph;
   device_.make_current();  // the copies below need the device's context
   std::vector<Tensor> outs;

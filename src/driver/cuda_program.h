@@ -268,7 +268,8 @@ class CudaProgram {
   // Waits for the device, reads the status word and throws UserError for a
   // failed check (then clears the word, so the program can run again).
   void check_status();
-  // Copies the graph outputs back (contiguous tensors).
+  // Copies the graph outputs back (contiguous tensors). Needs bind(): a
+  // program whose last bind threw is refused (InternalError).
   std::vector<Tensor> outputs() const;
 
   // bind + launch + check_status + outputs.

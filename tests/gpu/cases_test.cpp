@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -308,6 +309,15 @@ TEST(GpuCases, AFailedBindLeavesNothingToLaunch) {
   inputs[2].set_linear(1, 7);  // unread by any kernel: bind's host check
   EXPECT_THROW(program.bind(inputs), UserError);
   EXPECT_THROW(program.launch(), InternalError);
+  // Nor are outputs read from an unbound program (a bind that throws once
+  // the previous buffers are freed leaves their addresses in its table).
+  EXPECT_THROW(program.outputs(), InternalError);
+  // The same for a bind to shared device inputs that fails its own checks.
+  inputs[2].set_linear(1, 2);
+  program.bind(inputs);
+  EXPECT_THROW(program.bind(std::shared_ptr<const driver::DeviceInputs>()), InternalError);
+  EXPECT_THROW(program.launch(), InternalError);
+  EXPECT_THROW(program.outputs(), InternalError);
 }
 
 // `good` with the index parameter `param` at row-major position `at` set to
