@@ -600,11 +600,6 @@ DeviceInputs::~DeviceInputs() {
   buffers_.clear();
 }
 
-cuda::CUdeviceptr DeviceInputs::ptr(size_t i) const {
-  TF_CHECK(i < buffers_.size(), "DeviceInputs::ptr: no input " + std::to_string(i));
-  return buffers_[i].ptr();
-}
-
 std::vector<cuda::CUdeviceptr> DeviceInputs::ptrs() const {
   std::vector<cuda::CUdeviceptr> out;
   out.reserve(buffers_.size());
@@ -640,21 +635,26 @@ std::vector<cuda::CUdeviceptr> host_value_addresses(
   return where;
 }
 
-void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
+std::vector<int64_t> CudaProgram::unbind_for(const std::vector<Tensor>& host) {
   // Unbound until every buffer is in place: a bind that throws (an
   // allocation, an index check) leaves launch() refusing ("launch before
   // bind"), not reading a half-filled table.
   impl_->bound = false;
   const Graph& g = program_.graph;
-  const Binding binding = bind_symbols(g, inputs);
+  const Binding binding = bind_symbols(g, host);
   // An index no kernel reads is checked here, on the host, before upload
   // (a DeviceCall's device-resident inputs on the device:
   // launch_index_checks).
-  check_unread_indices(g, binding, inputs);
+  check_unread_indices(g, binding, host);
   device_.make_current();
   // (the previous binding's memory freed before this one's is allocated)
   impl_->memory.clear();
   impl_->inputs.reset();
+  return binding;
+}
+
+void CudaProgram::bind(const std::vector<Tensor>& inputs, bool poison) {
+  const std::vector<int64_t> binding = unbind_for(inputs);
   bind_on(std::make_shared<const DeviceInputs>(device_, inputs), binding, poison);
 }
 
@@ -663,12 +663,7 @@ void CudaProgram::bind(std::shared_ptr<const DeviceInputs> inputs, bool poison) 
   TF_CHECK(inputs != nullptr, "CudaProgram::bind: no inputs");
   TF_CHECK(&inputs->device() == &device_,
            "CudaProgram::bind: inputs on another device than the program's");
-  const Graph& g = program_.graph;
-  const Binding binding = bind_symbols(g, inputs->host());
-  check_unread_indices(g, binding, inputs->host());
-  device_.make_current();
-  impl_->memory.clear();
-  impl_->inputs.reset();
+  const std::vector<int64_t> binding = unbind_for(inputs->host());
   bind_on(std::move(inputs), binding, poison);
 }
 

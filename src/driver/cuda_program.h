@@ -166,8 +166,6 @@ class DeviceInputs {
   // The host tensors as given (their storage shared, not copied): a bind
   // checks them against its program (bind_symbols, check_unread_indices).
   const std::vector<Tensor>& host() const { return host_; }
-  // Input i's first element, a device address.
-  cuda::CUdeviceptr ptr(size_t i) const;
   // Every input's first element, in order.
   std::vector<cuda::CUdeviceptr> ptrs() const;
   // Every input's strides in elements (contiguous_strides of its shape).
@@ -302,6 +300,11 @@ class CudaProgram {
   // in cuda_program.cpp alone.)
   template <class Launches>
   void record_after(cuda::CUstream stream, Launches&& launches);
+  // bind()'s checks of the host tensors `host` against the program
+  // (bind_symbols, check_unread_indices), after which the previous binding
+  // is freed; returns their binding. Leaves the program unbound, also when
+  // it throws.
+  std::vector<int64_t> unbind_for(const std::vector<Tensor>& host);
   // bind()'s common part, once the inputs passed its checks at `binding`
   // and the previous binding was freed: allocates (and with `poison` fills)
   // every step's output, fills the address table and prepares the launches.
