@@ -506,13 +506,19 @@ struct LaunchPlan {
   // A portable cluster's most blocks (CUDA Programming Guide, "Thread Block
   // Clusters": 8; more needs a non-portable launch attribute).
   static constexpr int kMaxClusterBlocks = 8;
-  // A measuring aid (the timeline pass, CudaOptions::block_timeline): block
-  // b's thread 0 stores %globaltimer at the block's start, when its first
-  // warp-specialized stage had landed, at the end of its first main loop
-  // and at its end, and its %smid, into the module global tf_timeline
+  // A measuring aid (the timeline pass, CudaOptions::block_timeline): the
+  // byte offset in dynamic shared memory of a slot of tf::kTimelineSlotBytes
+  // (8-byte aligned, after every other shared byte) where thread 0 keeps
+  // %globaltimer at the block's start, when its first warp-specialized
+  // stage had landed and at the end of its first main loop; at its end it
+  // stores them, the end and its %smid into the module global tf_timeline
   // (tf::record_timeline, tf_status.cuh; blocks past kTimelineBlocks record
   // nothing); the runtime reads it back (CudaProgram::block_timelines).
-  bool block_timeline = false;
+  // -1: no timeline.
+  int64_t timeline_slot = -1;
+  bool block_timeline() const { return timeline_slot >= 0; }
+  // The slot's bytes: three u64 times (tf::kTimelineSlotBytes, the same).
+  static constexpr int64_t kTimelineSlotBytes = 24;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
 };

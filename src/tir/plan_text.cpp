@@ -460,7 +460,7 @@ PlanClause to_clause(const LaunchPlan& p) {
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
   if (p.workspace_vector != 1) c.push_back(num("workspace_vector", p.workspace_vector));
   if (p.split_k_cluster) c.push_back(num("split_k_cluster", 1));
-  if (p.block_timeline) c.push_back(num("block_timeline", 1));
+  if (p.block_timeline()) c.push_back(num("timeline_slot", p.timeline_slot));
   if (!p.tensor_maps.empty()) {
     std::vector<PlanItem> maps;
     for (const TensorMapPlan& m : p.tensor_maps)
@@ -480,13 +480,15 @@ PlanClause to_clause(const LaunchPlan& p) {
 LaunchPlan launch_plan_from(const PlanClause& c) {
   for (const PlanItem& it : c) {
     if (it.key.empty()) bad("a kernel plan has only `key=value` items");
-    static const char* const kKeys[] = {"threads",        "consumer_threads", "shared_bytes",
-                                        "shared_align",   "async_barriers",   "persistent",
-                                        "cluster",        "tensor_maps",      "notes",
-                                        "workspace_fragment_order", "consumer_teams",
-                                        "block_timeline", "split_k_cluster",
-                                        "workspace_vector", "stream_k_units",
-                                        "stream_k_dp_tiles", "stream_k_pieces"};
+    static const char* const kKeys[] = {"threads",         "consumer_threads",
+                                        "shared_bytes",    "shared_align",
+                                        "async_barriers",  "persistent",
+                                        "cluster",         "tensor_maps",
+                                        "notes",           "workspace_fragment_order",
+                                        "consumer_teams",  "timeline_slot",
+                                        "split_k_cluster", "workspace_vector",
+                                        "stream_k_units",  "stream_k_dp_tiles",
+                                        "stream_k_pieces"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -506,7 +508,12 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
   p.workspace_vector = static_cast<int>(get_int(c, "workspace_vector", 1));
-  p.block_timeline = get_int(c, "block_timeline", 0) != 0;
+  p.timeline_slot = get_int(c, "timeline_slot", -1);
+  if (p.timeline_slot != -1 &&
+      (p.timeline_slot < 0 || p.timeline_slot % 8 != 0 ||
+       p.timeline_slot + LaunchPlan::kTimelineSlotBytes > p.dynamic_shared_bytes))
+    bad("`timeline_slot` is -1 or the 8-byte-aligned offset of its " +
+        std::to_string(LaunchPlan::kTimelineSlotBytes) + " bytes within `shared_bytes`");
   p.split_k_cluster = get_int(c, "split_k_cluster", 0) != 0;
   if (const PlanValue* maps = find(c, "tensor_maps")) {
     if (maps->kind != PlanValue::Kind::List) bad("`tensor_maps=[(...), ...]`");

@@ -103,7 +103,7 @@ CudaKernel Printer::run() {
   result_.producer_threads =
       consumer_threads_ > 0 ? threads_ - mma_threads * launch.consumer_teams : 0;
   result_.consumer_teams = launch.consumer_teams;
-  result_.block_timeline = launch.block_timeline;
+  result_.block_timeline = launch.block_timeline();
   result_.dynamic_shared_bytes = launch.dynamic_shared_bytes;
   result_.num_threads = threads_;
   result_.tensor_maps = launch.tensor_maps;
@@ -125,7 +125,7 @@ CudaKernel Printer::run() {
   for (const std::string& n : result_.notes) head << "// " << n << "\n";
   for (const std::string& h : result_.headers) head << "#include \"" << h << "\"\n";
   head << "\n";
-  if (launch.block_timeline)
+  if (launch.block_timeline())
     head << "__device__ unsigned long long tf_timeline[tf::kTimelineWords * tf::kTimelineBlocks];  "
             "// block "
             "timeline records (tf::record_timeline)\n\n";
@@ -159,12 +159,12 @@ CudaKernel Printer::run() {
   if (consumer_threads_ > 0)
     line(fmt::format("constexpr int kMmaThreads = {};", consumer_threads_));
   line("const int tf_tid = static_cast<int>(threadIdx.x);");
-  if (launch.block_timeline)
-    line("unsigned long long tf_tl_start = tf::globaltimer(), tf_tl_data = 0, tf_tl_loop = 0;  "
-         "// block timeline");
   if (launch.dynamic_shared_bytes > 0)
     line(fmt::format("extern __shared__ __align__({}) unsigned char tf_smem[];",
                      launch.shared_align));
+  if (launch.block_timeline())
+    line(fmt::format("tf::timeline_begin(tf_smem + {}, tf_tid);  // block timeline",
+                     launch.timeline_slot));
   // Scalar params are sizes and strides (symbolic dims, run-time strides:
   // lower/specialization.h), never negative.
   for (const KernelParam& p : k_.params)
@@ -206,8 +206,9 @@ CudaKernel Printer::run() {
     if (warp_bulk_stores_)
       line("if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits");
   }
-  if (launch.block_timeline)
-    line("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, tf_tl_data, tf_tl_loop);");
+  if (launch.block_timeline())
+    line(fmt::format("tf::record_timeline(tf_timeline, tf_tid, tf_smem + {});",
+                     launch.timeline_slot));
   indent_ = 0;
   result_.source = head.str() + out_.str() + "}\n";
   return result_;

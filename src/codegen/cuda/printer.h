@@ -110,9 +110,11 @@ class Printer {
                                           const std::vector<int64_t>& ext, int64_t vec,
                                           const std::string& v);
   void emit_pipelined(const tir::ForNode* op);
-  // Under LaunchPlan::block_timeline: `var` (tf_tl_data, tf_tl_loop) takes
-  // %globaltimer the first time the thread gets here; else nothing.
-  void timeline_point(const char* var);
+  // Under LaunchPlan::timeline_slot: the slot's word `word` (1: the first
+  // stage landed, 2: the first main loop's end) takes %globaltimer the first
+  // time thread 0 gets here, where `when` (a C++ condition; empty: always)
+  // holds (tf::timeline_mark); else nothing.
+  void timeline_point(int word, const std::string& when = "");
   void emit_in_order(const tir::ForNode* op, const PipelinedBody& body,
                      const tir::PipelinePlan& plan);
   void emit_warp_specialized(const tir::ForNode* op, const PipelinedBody& body,

@@ -387,10 +387,14 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
 
 // The block timeline (a measuring aid, CudaOptions::block_timeline): the
 // module global, the start at the kernel's top, the first main loop's end
-// right after it (in the MMA threads of a warp-specialized loop), the
-// record last; compiled without spills or serialized wgmma for the
-// warp-specialized, persistent, ping-pong and split-K kernels on sm_90a
-// and the ring on sm_80. Off, none of it is in the source.
+// right after it (in a warp-specialized loop, right after the MMA threads'
+// last wgmma wait), the record last, all through the shared-memory slot
+// after every other shared byte; compiled without spills or serialized
+// wgmma for the warp-specialized, persistent, ping-pong, split-K and
+// register_a kernels on sm_90a and the ring on sm_80, and register_a's
+// kernel with the timeline needs no more registers than without it (the
+// timeline held in registers spilled there, session 38). Off, none of it is
+// in the source.
 TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
   const std::string seed = std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
   const Program p = load_program(seed);
@@ -402,13 +406,16 @@ TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
   persistent.persistent = true;
   GemmConfig pingpong{128, 128, 64, 4, 4, 8, 1};
   pingpong.persistent = pingpong.pingpong = true;
-  const Case cases[] = {{"sm_90a", std::nullopt},
-                        {"sm_90a", persistent},
-                        {"sm_90a", pingpong},
-                        {"sm_90a", GemmConfig{128, 128, 64, 6, 8, 8, 4}},
-                        {"sm_80", std::nullopt}};
+  // (gather_heavy's tuned kernel, `128x256x64/4/8/persistent/ra256`)
+  GemmConfig register_a{128, 256, 64, 4, 8, 8, 1};
+  register_a.persistent = register_a.register_a = true;
+  register_a.register_a_l2_prefetch = 256;
+  const Case cases[] = {{"sm_90a", std::nullopt}, {"sm_90a", persistent},
+                        {"sm_90a", pingpong},     {"sm_90a", GemmConfig{128, 128, 64, 6, 8, 8, 4}},
+                        {"sm_90a", register_a},   {"sm_80", std::nullopt}};
   int n = 0;
   for (const Case& c : cases) {
+    int registers_off = -1;  // the kernel's registers a thread without the timeline
     for (const bool on : {false, true}) {
       driver::CompileOptions co;
       co.plan = PlanKind::kFused;
@@ -422,24 +429,44 @@ TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
                                c.config ? driver::gemm_config_name(*c.config) : "default", on));
       EXPECT_EQ(k.block_timeline, on);
       const size_t global = k.source.find("__device__ unsigned long long tf_timeline[");
-      const size_t start = k.source.find("tf_tl_start = tf::globaltimer()");
-      const size_t loop = k.source.find("if (tf_tl_loop == 0) tf_tl_loop = tf::globaltimer();");
-      const size_t record = k.source.find("tf::record_timeline(tf_timeline, tf_tid, tf_tl_start, "
-                                          "tf_tl_data, tf_tl_loop);");
+      // The slot: after every other shared byte, 8-byte aligned.
+      const int64_t slot = prog.kernels[0].kernel.launch.timeline_slot;
+      const std::string at = fmt::format("tf_smem + {}", slot);
+      const size_t start = k.source.find(fmt::format("tf::timeline_begin({}, tf_tid);", at));
+      const size_t loop = k.source.find(fmt::format("tf::timeline_mark({}, 2, tf_tid);", at));
+      const size_t record =
+          k.source.find(fmt::format("tf::record_timeline(tf_timeline, tf_tid, {});", at));
       // A warp-specialized loop records when its first stage landed, after
-      // the consumer's first `full` wait.
-      const size_t landed = k.source.find("if (tf_tl_data == 0) tf_tl_data = tf::globaltimer();");
+      // the consumer's first `full` wait, on its first iteration.
+      const size_t landed = k.source.find(fmt::format("tf::timeline_mark({}, 1, tf_tid);", at));
       if (on) {
+        EXPECT_EQ(slot % 8, 0);
+        EXPECT_EQ(k.dynamic_shared_bytes, slot + tir::LaunchPlan::kTimelineSlotBytes);
+        EXPECT_LT(k.dynamic_shared_bytes - tir::LaunchPlan::kTimelineSlotBytes - 8,
+                  slot);  // (no gap past the alignment)
         EXPECT_EQ(landed != std::string::npos, k.producer_threads > 0) << k.source;
         if (landed != std::string::npos) {
           EXPECT_LT(k.source.rfind("tf::mbar_wait(&tf_full[", landed), landed);
+          EXPECT_EQ(k.source.rfind("== 0) ", landed), landed - 6) << k.source;
           EXPECT_LT(landed, loop);
+          // ... and its loop's end right after the MMA warps' last wgmma wait
+          EXPECT_EQ(k.source.rfind(".wait();", loop),
+                    k.source.find_last_not_of(" \n", loop - 1) - 7)
+              << k.source;
         }
+      } else {
+        EXPECT_EQ(slot, -1);
       }
       if (!on) {
         EXPECT_EQ(global, std::string::npos) << k.source;
         EXPECT_EQ(start, std::string::npos) << k.source;
         EXPECT_EQ(record, std::string::npos) << k.source;
+        if (c.config && c.config->register_a) {  // (the registers to compare with)
+          const cuda::CompiledKernel off =
+              cuda::compile_cuda(k.source, k.name + "_timeline" + std::to_string(n++),
+                                 driver::cuda_compile_options(c.target));
+          if (off.usage.present) registers_off = off.usage.registers;
+        }
         continue;
       }
       ASSERT_NE(global, std::string::npos) << k.source;
@@ -462,6 +489,10 @@ TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
       if (!ck.usage.present) continue;
       EXPECT_EQ(ck.usage.spill_store_bytes, 0) << ck.log;
       EXPECT_EQ(ck.log.find("are serialized"), std::string::npos) << ck.log;
+      if (c.config && c.config->register_a) {
+        ASSERT_GT(registers_off, 0);
+        EXPECT_LE(ck.usage.registers, registers_off) << ck.log;
+      }
     }
   }
 }

@@ -99,6 +99,30 @@ TEST(TirText, IfLastArrivalRoundTrips) {
 )");
 }
 
+// The block timeline's slot (LaunchPlan::timeline_slot): printed and parsed
+// back, and refused where its 24 bytes are not 8-byte aligned or not inside
+// the kernel's shared bytes.
+TEST(TirText, TimelineSlotRoundTripsAndIsChecked) {
+  const std::string head = "kernel k() grid(p: 1) plan(threads=128, shared_bytes=";
+  expect_round_trip(head + "1048, shared_align=128, timeline_slot=1024) {\n}\n");
+  EXPECT_EQ(parse_kernel(head + "1048, shared_align=128, timeline_slot=1024) {\n}\n")
+                .launch.timeline_slot,
+            1024);
+  EXPECT_FALSE(parse_kernel(head + "1048) {\n}\n").launch.block_timeline());
+  for (const char* bad :
+       {"1048, timeline_slot=1020", "1040, timeline_slot=1024", "1048, timeline_slot=-8"}) {
+    SCOPED_TRACE(bad);
+    try {
+      parse_kernel(head + bad + ") {\n}\n");
+      ADD_FAILURE() << "no error";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("`timeline_slot` is -1 or the 8-byte-aligned offset"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(TirText, EmptyKernelAndEmptyBlocks) {
   expect_round_trip("kernel empty() grid() {\n}\n");
   expect_round_trip(R"(kernel blocks() grid(p: 1) {

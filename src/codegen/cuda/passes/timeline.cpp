@@ -8,10 +8,16 @@ tir::Kernel mark_timeline(const tir::Kernel& kernel, const passes::PassContext& 
   TF_CHECK(kernel.launch.defined, "timeline runs after lower_gemm");
   if (!context.cuda.block_timeline) return kernel;
   tir::Kernel out = kernel;
-  out.launch.block_timeline = true;
+  // The slot goes after every other shared byte (the last pass that places
+  // any, epilogue or split_k_cluster, has run), 8-byte aligned for its u64s.
+  const int64_t slot = (kernel.launch.dynamic_shared_bytes + 7) / 8 * 8;
+  out.launch.timeline_slot = slot;
+  out.launch.dynamic_shared_bytes = slot + tir::LaunchPlan::kTimelineSlotBytes;
   out.launch.notes.push_back(
-      "block timeline: each block records its start, its first stage landed, the end of its "
-      "first main loop and its end (%globaltimer) and its SM into tf_timeline (a measuring aid)");
+      "block timeline: each block's thread 0 keeps its start, its first stage landed and the end "
+      "of its first main loop (%globaltimer) in shared memory, then records them, its end and its "
+      "SM into tf_timeline (a measuring aid: 24 bytes of shared memory, no register held across "
+      "the main loop)");
   return out;
 }
 

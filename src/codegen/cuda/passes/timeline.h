@@ -1,5 +1,6 @@
-// timeline: a measuring aid. With CudaOptions::block_timeline on, marks the
-// kernel's launch plan (LaunchPlan::block_timeline) so that the printer has
+// timeline: a measuring aid. With CudaOptions::block_timeline on, places the
+// timeline's slot after the kernel's shared bytes (LaunchPlan::timeline_slot,
+// tir::LaunchPlan::kTimelineSlotBytes more shared memory) so that the printer has
 // each block record its start, when its first warp-specialized stage has
 // landed, the end of its first main loop and its end
 // (%globaltimer, PTX ISA "Special Registers") and its SM (%smid) into the
