@@ -4,7 +4,8 @@
 # their last change (GpuCases.AFailedBindLeavesNothingToLaunch, TuneGpu.*). (2) Does it still
 # move register_a's kernel? gather_heavy's tuned /persistent/ra256 kernel, and the seed's and
 # gemm_f16's one-wave kernels, with and without the timeline, in three interleaved rounds of
-# bench (fused row, 400 repeats); the timeline's phases from the rounds with it. About 200 s.
+# bench (fused and unfused rows, 400 repeats; gather_heavy's unfused row runs the plain persistent
+# kernel on the materialized rows); the phases of every kernel from the rounds with it. About 200 s.
 # Carry [".devcarry/bin"]. Logs: $OUT/logs.tgz.
 set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
@@ -33,8 +34,9 @@ T() { # round program config on|off
   [[ $4 == on ]] && opt=(--cuda-option block_timeline=1)
   timeout 60 "$BIN/tilefuse" bench "$P/$2.tfs" --no-check --no-baselines --gemm-config "$3" \
     --repeats 400 "${opt[@]}" > "$f" 2>&1
-  echo "r$1 $2 $3 timeline=$4: $(awk '$1=="fused"{print $2, $3}' "$f")" | tee -a "$L/times.txt"
-  [[ $4 == on ]] && grep -E "timeline fused" "$f" | sed 's/^ *//' | cut -c1-400 | tee -a "$L/phases.txt"
+  echo "r$1 $2 $3 timeline=$4: $(awk '$1=="fused"||$1=="unfused"{printf "%s %s %s  ", $1, $2, $3}' "$f")" \
+    | tee -a "$L/times.txt"
+  [[ $4 == on ]] && grep -E "timeline " "$f" | sed 's/^ *//' | cut -c1-400 | tee -a "$L/phases.txt"
 }
 for round in 1 2 3; do
   for on in off on; do
