@@ -978,16 +978,16 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
   t.launched = launched;
   constexpr int64_t w = kBlockTimelineWords;
   const int64_t n = std::min<int64_t>(launched, static_cast<int64_t>(records.size()) / w);
-  std::vector<double> first, loop, after, whole;
+  std::vector<double> first, loop, after, second, whole;
   std::map<uint64_t, int> per_sm;
   uint64_t earliest = UINT64_MAX, last_start = 0, last_end = 0;
   auto us = [](uint64_t from, uint64_t to) { return static_cast<double>(to - from) * 1e-3; };
   for (int64_t b = 0; b < n; ++b) {
     const uint64_t* r = &records[static_cast<size_t>(w * b)];
-    const uint64_t start = r[0], staged = r[1], loop_end = r[2], end = r[3];
+    const uint64_t start = r[0], staged = r[1], loop_end = r[2], loop2_end = r[3], end = r[4];
     if (start == 0 || end < start) continue;  // no record (or a torn one)
     ++t.blocks;
-    ++per_sm[r[4]];
+    ++per_sm[r[5]];
     earliest = std::min(earliest, start);
     last_start = std::max(last_start, start);
     last_end = std::max(last_end, end);
@@ -998,6 +998,7 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
     if (has_loop) {
       loop.push_back(us(has_stage ? staged : start, loop_end));
       after.push_back(us(loop_end, end));
+      if (loop2_end >= loop_end && loop2_end <= end) second.push_back(us(loop_end, loop2_end));
     }
   }
   if (t.blocks == 0) return t;
@@ -1016,6 +1017,8 @@ BlockTimeline summarize_block_timeline(const std::string& kernel,
   three(first, t.first_stage_us);
   three(loop, t.loop_us);
   three(after, t.after_loop_us);
+  three(second, t.second_loop_us);
+  t.second_loop_blocks = static_cast<int64_t>(second.size());
   t.first_stage_blocks = static_cast<int64_t>(first.size());
   t.loop_blocks = static_cast<int64_t>(loop.size());
   return t;
@@ -1045,6 +1048,9 @@ std::string format_block_timeline(const BlockTimeline& t) {
     s += fmt::format("; {} to the first main loop's end {}, then to the block's end {}",
                      t.first_stage_blocks > 0 ? "then" : "start", three(t.loop_us),
                      three(t.after_loop_us));
+  if (t.second_loop_blocks > 0)
+    s += fmt::format("; the first main loop's end to the second's {} ({} blocks)",
+                     three(t.second_loop_us), t.second_loop_blocks);
   return s;
 }
 

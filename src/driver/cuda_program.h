@@ -78,19 +78,24 @@ struct BlockTimeline {
   // start -> its first stage landed (blocks with that record: a
   // warp-specialized loop); start (or the first stage) -> the end of its
   // first main loop; that -> the block's end (blocks with a loop record);
+  // the first main loop's end -> the second's (blocks with both: a
+  // persistent kernel's first tile's epilogue and second tile's main loop);
   // start -> end (every block).
   double first_stage_us[3] = {0, 0, 0};
   double loop_us[3] = {0, 0, 0};
   double after_loop_us[3] = {0, 0, 0};
+  double second_loop_us[3] = {0, 0, 0};
   double block_us[3] = {0, 0, 0};
   int64_t first_stage_blocks = 0;  // blocks with a first-stage record
   int64_t loop_blocks = 0;         // blocks with a loop record
+  int64_t second_loop_blocks = 0;  // blocks with a second loop record
   double span_us = 0;              // the first start to the last end
 };
 
 // The words of one block's record (tf::kTimelineWords): start, first stage
-// landed or 0, first main loop's end or 0, end (ns), SM id.
-inline constexpr int kBlockTimelineWords = 5;
+// landed or 0, first main loop's end or 0, second main loop's end or 0, end
+// (ns), SM id.
+inline constexpr int kBlockTimelineWords = 6;
 
 // Summarizes the records of `launched` blocks (kBlockTimelineWords a block,
 // tf::record_timeline), blocks past the records' size or with a zero start

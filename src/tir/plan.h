@@ -510,15 +510,16 @@ struct LaunchPlan {
   // byte offset in dynamic shared memory of a slot of tf::kTimelineSlotBytes
   // (8-byte aligned, after every other shared byte) where thread 0 keeps
   // %globaltimer at the block's start, when its first warp-specialized
-  // stage had landed and at the end of its first main loop; at its end it
+  // stage had landed and at the ends of its first two main loops (a
+  // persistent kernel's first two tiles); at its end it
   // stores them, the end and its %smid into the module global tf_timeline
   // (tf::record_timeline, tf_status.cuh; blocks past kTimelineBlocks record
   // nothing); the runtime reads it back (CudaProgram::block_timelines).
   // -1: no timeline.
   int64_t timeline_slot = -1;
   bool block_timeline() const { return timeline_slot >= 0; }
-  // The slot's bytes: three u64 times (tf::kTimelineSlotBytes, the same).
-  static constexpr int64_t kTimelineSlotBytes = 24;
+  // The slot's bytes: four u64 times (tf::kTimelineSlotBytes, the same).
+  static constexpr int64_t kTimelineSlotBytes = 32;
   std::vector<TensorMapPlan> tensor_maps;
   std::vector<std::string> notes;  // decisions worth telling (explain, the source's header)
 };

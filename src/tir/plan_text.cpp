@@ -511,7 +511,8 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.timeline_slot = get_int(c, "timeline_slot", -1);
   if (p.timeline_slot != -1 &&
       (p.timeline_slot < 0 || p.timeline_slot % 8 != 0 ||
-       p.timeline_slot + LaunchPlan::kTimelineSlotBytes > p.dynamic_shared_bytes))
+       p.dynamic_shared_bytes < LaunchPlan::kTimelineSlotBytes ||
+       p.timeline_slot > p.dynamic_shared_bytes - LaunchPlan::kTimelineSlotBytes))
     bad("`timeline_slot` is -1 or the 8-byte-aligned offset of its " +
         std::to_string(LaunchPlan::kTimelineSlotBytes) + " bytes within `shared_bytes`");
   p.split_k_cluster = get_int(c, "split_k_cluster", 0) != 0;

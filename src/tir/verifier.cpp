@@ -739,6 +739,17 @@ class PlanVerifier final : public StmtVisitor {
                           range(p.offset, p.bytes), other->buffer.name(),
                           range(q.offset, q.bytes)));
     }
+    if (overlaps_timeline_slot(p.offset, p.bytes))
+      error(fmt::format("shared buffer {} at {} overlaps the block timeline's slot at {}", b.name(),
+                        range(p.offset, p.bytes),
+                        range(launch_.timeline_slot, LaunchPlan::kTimelineSlotBytes)));
+  }
+
+  // Whether [offset, offset + bytes) meets the block timeline's slot.
+  bool overlaps_timeline_slot(int64_t offset, int64_t bytes) const {
+    const int64_t slot = launch_.timeline_slot;
+    return launch_.defined && launch_.block_timeline() && bytes > 0 &&
+           offset < slot + LaunchPlan::kTimelineSlotBytes && slot < offset + bytes;
   }
 
   void warp_specialized(const ForNode* op, const PipelinePlan& p) {
@@ -846,6 +857,10 @@ class PlanVerifier final : public StmtVisitor {
                           range(p.mbarrier_offset, bytes), other->buffer.name(),
                           range(q.offset, q.bytes)));
     }
+    if (overlaps_timeline_slot(p.mbarrier_offset, bytes))
+      error(fmt::format("{}: its mbarriers at {} overlap the block timeline's slot at {}", loop,
+                        range(p.mbarrier_offset, bytes),
+                        range(launch_.timeline_slot, LaunchPlan::kTimelineSlotBytes)));
   }
 
   // A staged epilogue's [BLOCK_M][pitch] tile sits at shared offset 0,

@@ -961,7 +961,9 @@ int bench_command(const BenchOptions& options) {
                                      {"first_stage_us", three(t.first_stage_us)},
                                      {"loop_blocks", t.loop_blocks},
                                      {"loop_us", three(t.loop_us)},
-                                     {"after_loop_us", three(t.after_loop_us)}});
+                                     {"after_loop_us", three(t.after_loop_us)},
+                                     {"second_loop_blocks", t.second_loop_blocks},
+                                     {"second_loop_us", three(t.second_loop_us)}});
         }
         j["rows"].push_back(jr);
       }

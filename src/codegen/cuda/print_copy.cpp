@@ -633,7 +633,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("const int tf_stage = {} % {};", gi, stages));
   line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
   // (the block timeline: when the first stage had landed)
-  timeline_point(1, it + " == 0");
+  timeline_first_stage(it + " == 0");
   if (plan.consumer_fence)
     line("tf::fence_async_proxy();  // the stage's generic-proxy writes, for wgmma");
   line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
@@ -649,10 +649,10 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   close();
   if (!after_loop.empty()) line(after_loop);
   line(fmt::format("{}.wait();", c));
-  // (the block timeline: the first main loop's end, right after its last
-  // wgmma wait; marked later, after the stage's release, ptxas moved
-  // register_a's loads, session 38)
-  timeline_point(2);
+  // (the block timeline: a main loop's end, right after its last wgmma
+  // wait; marked later, after the stage's release, ptxas moved register_a's
+  // loads, session 38)
+  timeline_loop_end();
   if (!base.empty() || cluster > 1)  // the last stage goes back to the producer(s)
     line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
                      base.empty() ? "" : base + " + ", stages, arrive));
@@ -689,7 +689,7 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   line(fmt::format("const int {} = {} + tf_u;", i, it));
   line(fmt::format("const int tf_stage = {} % {};", gi, stages));
   line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
-  timeline_point(1, i + " == 0");
+  timeline_first_stage(i + " == 0");
   // (No fence.proxy.async: the ring holds only B, written by TMA (the async
   // proxy, made visible by the mbarrier's transaction count), and the fence
   // would wait for this thread's fragment loads in flight: 58 -> 78 us on
@@ -732,7 +732,7 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   close();
   if (!after_loop.empty()) line(after_loop);
   line(fmt::format("{}.wait();", c));
-  timeline_point(2);  // (the block timeline, as in ws_consumer_loop)
+  timeline_loop_end();  // (the block timeline, as in ws_consumer_loop)
   if (!base.empty()) {
     line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
                      stages));
@@ -741,10 +741,15 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   }
 }
 
-void Printer::timeline_point(int word, const std::string& when) {
+void Printer::timeline_first_stage(const std::string& when) {
   if (!k_.launch.block_timeline()) return;
-  line(fmt::format("{}tf::timeline_mark(tf_smem + {}, {}, tf_tid);",
-                   when.empty() ? "" : "if (" + when + ") ", k_.launch.timeline_slot, word));
+  line(fmt::format("if ({}) tf::timeline_first_stage(tf_smem + {}, tf_tid);", when,
+                   k_.launch.timeline_slot));
+}
+
+void Printer::timeline_loop_end() {
+  if (!k_.launch.block_timeline()) return;
+  line(fmt::format("tf::timeline_loop_end(tf_smem + {}, tf_tid);", k_.launch.timeline_slot));
 }
 
 void Printer::ws_producer_role(const PipelinePlan& plan, const std::function<void()>& body) {

@@ -243,8 +243,8 @@ void Printer::emit_persistent() {
         ws_consumer_loop(loop, body, plan, it, "tf_git");
         line(fmt::format("tf_git += {};", n()));
       }
-      // (the block timeline: ws_consumer_loop marked the first tile's main
-      // loop's end)
+      // (the block timeline: ws_consumer_loop marked the tile's main loop's
+      // end, the first two tiles' kept)
       // Every MMA warp (of the team) is past the last tile's epilogue (the
       // staged tile's readers) and done with this tile's main loop; none
       // where nothing the MMA warps run touches shared memory but the loop

@@ -761,12 +761,11 @@ void Printer::emit_for(const ForNode* op) {
   switch (op->for_kind) {
     case ForKind::Pipelined:
       emit_pipelined(op);
-      // (the block timeline's second record: the first main loop's end; a
-      // warp-specialized loop's MMA warps marked it after their last wgmma
-      // wait, ws_consumer_loop)
+      // (the block timeline: a main loop's end; a warp-specialized loop's
+      // MMA warps marked it after their last wgmma wait, ws_consumer_loop)
       if (const auto* plan = std::get_if<tir::PipelinePlan>(&op->plan);
           plan == nullptr || plan->form != tir::PipelineForm::WarpSpecialized)
-        timeline_point(2);
+        timeline_loop_end();
       return;
     case ForKind::Parallel:
       emit_parallel(op);

@@ -110,11 +110,12 @@ class Printer {
                                           const std::vector<int64_t>& ext, int64_t vec,
                                           const std::string& v);
   void emit_pipelined(const tir::ForNode* op);
-  // Under LaunchPlan::timeline_slot: the slot's word `word` (1: the first
-  // stage landed, 2: the first main loop's end) takes %globaltimer the first
-  // time thread 0 gets here, where `when` (a C++ condition; empty: always)
-  // holds (tf::timeline_mark); else nothing.
-  void timeline_point(int word, const std::string& when = "");
+  // Under LaunchPlan::timeline_slot, the block timeline's marks in thread 0:
+  // the first stage landed, where `when` (a C++ condition) holds
+  // (tf::timeline_first_stage); a main loop's end, the first two kept
+  // (tf::timeline_loop_end). Else nothing.
+  void timeline_first_stage(const std::string& when);
+  void timeline_loop_end();
   void emit_in_order(const tir::ForNode* op, const PipelinedBody& body,
                      const tir::PipelinePlan& plan);
   void emit_warp_specialized(const tir::ForNode* op, const PipelinedBody& body,

@@ -126,19 +126,19 @@ __device__ __forceinline__ int ld_shared_cluster<int>(unsigned addr) {
 // Records of at most kTimelineBlocks blocks, kTimelineWords words each:
 // block b's thread 0 writes, each a %globaltimer in ns, its start, when its
 // first main-loop stage had landed (a warp-specialized loop's first `full`
-// wait; 0 elsewhere), the end of its first main loop (0: none) and its end,
-// then its %smid (PTX ISA, "Special Registers"), to timeline[kTimelineWords
-// * b ...]. The kernel's source defines the module global `tf_timeline`;
-// the runtime zeroes it before the launch it reads (driver/cuda_program.h).
-// Until the end, thread 0 keeps the first three times in a slot of
+// wait; 0 elsewhere), the end of its first and of its second main loop (0:
+// none; a persistent kernel's first two tiles) and its end, then its %smid
+// (PTX ISA, "Special Registers"), to timeline[kTimelineWords * b ...]. The kernel's source defines
+// the module global `tf_timeline`; the runtime zeroes it before the launch it reads
+// (driver/cuda_program.h). Until the end, thread 0 keeps the first four times in a slot of
 // kTimelineSlotBytes (8-byte aligned) of the block's shared memory, through
 // volatile ld/st.shared only: times held in registers lived across
 // register_a's unrolled loop and made ptxas spill and reschedule it (session
 // 38), and a global store before the loop cost its fragment loads their
 // lead.
 constexpr int kTimelineBlocks = 16384;
-constexpr int kTimelineWords = 5;
-constexpr int kTimelineSlotBytes = 24;
+constexpr int kTimelineWords = 6;
+constexpr int kTimelineSlotBytes = 32;
 
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
@@ -150,42 +150,56 @@ __device__ __forceinline__ unsigned timeline_slot_word(unsigned char* slot, int 
   return static_cast<unsigned>(__cvta_generic_to_shared(slot)) + 8u * static_cast<unsigned>(word);
 }
 
-// The block's start (thread 0): the slot's words are start, 0, 0.
+// The block's start (thread 0): the slot's words are start, 0, 0, 0.
 __device__ __forceinline__ void timeline_begin(unsigned char* slot, int tid) {
   if (tid != 0) return;
   const unsigned long long zero = 0;
   asm volatile("st.shared.u64 [%0], %1;" ::"r"(timeline_slot_word(slot, 0)), "l"(globaltimer()));
-  asm volatile("st.shared.u64 [%0], %1;" ::"r"(timeline_slot_word(slot, 1)), "l"(zero));
-  asm volatile("st.shared.u64 [%0], %1;" ::"r"(timeline_slot_word(slot, 2)), "l"(zero));
+  for (int w = 1; w < kTimelineSlotBytes / 8; ++w)
+    asm volatile("st.shared.u64 [%0], %1;" ::"r"(timeline_slot_word(slot, w)), "l"(zero));
 }
 
-// Word `word` (1: first stage landed, 2: first main loop's end) takes
-// %globaltimer the first time thread 0 gets here.
-__device__ __forceinline__ void timeline_mark(unsigned char* slot, int word, int tid) {
+// The first stage landed (word 1): %globaltimer the first time thread 0
+// gets here.
+__device__ __forceinline__ void timeline_first_stage(unsigned char* slot, int tid) {
   if (tid != 0) return;
-  const unsigned a = timeline_slot_word(slot, word);
+  const unsigned a = timeline_slot_word(slot, 1);
   unsigned long long t;
   asm volatile("ld.shared.u64 %0, [%1];" : "=l"(t) : "r"(a));
   if (t == 0) asm volatile("st.shared.u64 [%0], %1;" ::"r"(a), "l"(globaltimer()));
 }
 
-// The block's end (thread 0): the slot's three times, the end and the SM
+// A main loop's end: %globaltimer into word 2 the first time thread 0 gets
+// here, into word 3 the second time, then nothing.
+__device__ __forceinline__ void timeline_loop_end(unsigned char* slot, int tid) {
+  if (tid != 0) return;
+  for (int w = 2; w < 4; ++w) {
+    const unsigned a = timeline_slot_word(slot, w);
+    unsigned long long t;
+    asm volatile("ld.shared.u64 %0, [%1];" : "=l"(t) : "r"(a));
+    if (t == 0) {
+      asm volatile("st.shared.u64 [%0], %1;" ::"r"(a), "l"(globaltimer()));
+      return;
+    }
+  }
+}
+
+// The block's end (thread 0): the slot's four times, the end and the SM
 // into the block's record.
 __device__ __forceinline__ void record_timeline(unsigned long long* timeline, int tid,
                                                 unsigned char* slot) {
   if (tid != 0 || blockIdx.x >= static_cast<unsigned>(kTimelineBlocks)) return;
   const unsigned long long end = globaltimer();
-  unsigned long long w[3];
-  for (int i = 0; i < 3; ++i)
-    asm volatile("ld.shared.u64 %0, [%1];" : "=l"(w[i]) : "r"(timeline_slot_word(slot, i)));
+  unsigned long long* r = timeline + static_cast<unsigned long long>(kTimelineWords) * blockIdx.x;
+  for (int i = 0; i < kTimelineSlotBytes / 8; ++i) {
+    unsigned long long w;
+    asm volatile("ld.shared.u64 %0, [%1];" : "=l"(w) : "r"(timeline_slot_word(slot, i)));
+    r[i] = w;
+  }
   unsigned sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  unsigned long long* r = timeline + static_cast<unsigned long long>(kTimelineWords) * blockIdx.x;
-  r[0] = w[0];
-  r[1] = w[1];
-  r[2] = w[2];
-  r[3] = end;
-  r[4] = sm;
+  r[kTimelineSlotBytes / 8] = end;
+  r[kTimelineSlotBytes / 8 + 1] = sm;
 }
 
 // ---- if_last_arrival (split-K's election of a tile's last block) -------------

@@ -16,6 +16,7 @@
 
 #include "../codegen_passes/cuda_pass_test.h"
 #include "codegen/cuda/emit.h"
+#include "codegen/cuda/passes/epilogue.h"
 #include "codegen/cuda/structure.h"
 #include "common/cases.h"
 #include "common/random_program.h"
@@ -391,17 +392,24 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
 // last wgmma wait), the record last, all through the shared-memory slot
 // after every other shared byte; compiled without spills or serialized
 // wgmma for the warp-specialized, persistent, ping-pong, split-K and
-// register_a kernels on sm_90a and the ring on sm_80, and register_a's
-// kernel with the timeline needs no more registers than without it (the
-// timeline held in registers spilled there, session 38). Off, none of it is
-// in the source.
+// register_a kernels on sm_90a and the ring on sm_80 (the timeline held in
+// registers spilled register_a's kernel, session 38). The timeline changes
+// no decision the launch plan notes (the slot sits after the mbarriers: a
+// kernel whose regions fill the device's shared memory to the byte, as
+// gather_heavy's at 128x256x64/4/8/persistent, keeps its epilogue). Off,
+// none of it is in the source.
 TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
-  const std::string seed = std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
-  const Program p = load_program(seed);
+  const Program seed =
+      load_program(std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs");
+  const Program heavy =
+      load_program(std::string(TILEFUSE_SOURCE_DIR) + "/bench/programs/gather_heavy_bf16.tfs");
   struct Case {
     const char* target;
     std::optional<GemmConfig> config;
+    const Program* program = nullptr;  // (the seed where null)
   };
+  GemmConfig full{128, 256, 64, 4, 8, 8, 1};  // (232448 bytes at gather_heavy)
+  full.persistent = true;
   GemmConfig persistent{128, 256, 64, 3, 8, 8, 1};
   persistent.persistent = true;
   GemmConfig pingpong{128, 128, 64, 4, 4, 8, 1};
@@ -412,10 +420,13 @@ TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
   register_a.register_a_l2_prefetch = 256;
   const Case cases[] = {{"sm_90a", std::nullopt}, {"sm_90a", persistent},
                         {"sm_90a", pingpong},     {"sm_90a", GemmConfig{128, 128, 64, 6, 8, 8, 4}},
-                        {"sm_90a", register_a},   {"sm_80", std::nullopt}};
+                        {"sm_90a", register_a},   {"sm_90a", full, &heavy},
+                        {"sm_80", std::nullopt}};
   int n = 0;
   for (const Case& c : cases) {
+    const Program& p = c.program ? *c.program : seed;
     int registers_off = -1;  // the kernel's registers a thread without the timeline
+    std::vector<std::string> notes_off;  // the launch plan's notes without it
     for (const bool on : {false, true}) {
       driver::CompileOptions co;
       co.plan = PlanKind::kFused;
@@ -429,21 +440,25 @@ TEST_F(CudaCompile, BlockTimelineRecordsThreePointsEverywhere) {
                                c.config ? driver::gemm_config_name(*c.config) : "default", on));
       EXPECT_EQ(k.block_timeline, on);
       const size_t global = k.source.find("__device__ unsigned long long tf_timeline[");
-      // The slot: after every other shared byte, 8-byte aligned.
+      // The slot: 8-byte aligned, within the device's shared memory.
       const int64_t slot = prog.kernels[0].kernel.launch.timeline_slot;
       const std::string at = fmt::format("tf_smem + {}", slot);
       const size_t start = k.source.find(fmt::format("tf::timeline_begin({}, tf_tid);", at));
-      const size_t loop = k.source.find(fmt::format("tf::timeline_mark({}, 2, tf_tid);", at));
+      const size_t loop = k.source.find(fmt::format("tf::timeline_loop_end({}, tf_tid);", at));
       const size_t record =
           k.source.find(fmt::format("tf::record_timeline(tf_timeline, tf_tid, {});", at));
       // A warp-specialized loop records when its first stage landed, after
       // the consumer's first `full` wait, on its first iteration.
-      const size_t landed = k.source.find(fmt::format("tf::timeline_mark({}, 1, tf_tid);", at));
+      const size_t landed = k.source.find(fmt::format("tf::timeline_first_stage({}, tf_tid);", at));
+      if (!on) notes_off = k.notes;
       if (on) {
         EXPECT_EQ(slot % 8, 0);
-        EXPECT_EQ(k.dynamic_shared_bytes, slot + tir::LaunchPlan::kTimelineSlotBytes);
-        EXPECT_LT(k.dynamic_shared_bytes - tir::LaunchPlan::kTimelineSlotBytes - 8,
-                  slot);  // (no gap past the alignment)
+        EXPECT_LE(slot + tir::LaunchPlan::kTimelineSlotBytes, k.dynamic_shared_bytes);
+        EXPECT_LE(k.dynamic_shared_bytes, codegen::kMaxDynamicSharedBytes);
+        // The same decisions, and a note on the timeline after them.
+        ASSERT_EQ(k.notes.size(), notes_off.size() + 1);
+        EXPECT_EQ(std::vector<std::string>(k.notes.begin(), k.notes.end() - 1), notes_off);
+        EXPECT_EQ(k.notes.back().rfind("block timeline:", 0), 0u) << k.notes.back();
         EXPECT_EQ(landed != std::string::npos, k.producer_threads > 0) << k.source;
         if (landed != std::string::npos) {
           EXPECT_LT(k.source.rfind("tf::mbar_wait(&tf_full[", landed), landed);

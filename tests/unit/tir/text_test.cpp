@@ -100,17 +100,17 @@ TEST(TirText, IfLastArrivalRoundTrips) {
 }
 
 // The block timeline's slot (LaunchPlan::timeline_slot): printed and parsed
-// back, and refused where its 24 bytes are not 8-byte aligned or not inside
+// back, and refused where its 32 bytes are not 8-byte aligned or not inside
 // the kernel's shared bytes.
 TEST(TirText, TimelineSlotRoundTripsAndIsChecked) {
   const std::string head = "kernel k() grid(p: 1) plan(threads=128, shared_bytes=";
-  expect_round_trip(head + "1048, shared_align=128, timeline_slot=1024) {\n}\n");
-  EXPECT_EQ(parse_kernel(head + "1048, shared_align=128, timeline_slot=1024) {\n}\n")
+  expect_round_trip(head + "1056, shared_align=128, timeline_slot=1024) {\n}\n");
+  EXPECT_EQ(parse_kernel(head + "1056, shared_align=128, timeline_slot=1024) {\n}\n")
                 .launch.timeline_slot,
             1024);
-  EXPECT_FALSE(parse_kernel(head + "1048) {\n}\n").launch.block_timeline());
+  EXPECT_FALSE(parse_kernel(head + "1056) {\n}\n").launch.block_timeline());
   for (const char* bad :
-       {"1048, timeline_slot=1020", "1040, timeline_slot=1024", "1048, timeline_slot=-8"}) {
+       {"1056, timeline_slot=1020", "1048, timeline_slot=1024", "1056, timeline_slot=-8"}) {
     SCOPED_TRACE(bad);
     try {
       parse_kernel(head + bad + ") {\n}\n");

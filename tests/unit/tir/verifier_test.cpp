@@ -347,6 +347,29 @@ TEST(TirVerifierPlan, ClustersOnlyWhereTheirBlocksMeet) {
   EXPECT_FALSE(has(ok, "cluster")) << joined(ok);
 }
 
+// The block timeline's slot (LaunchPlan::timeline_slot) lies clear of the
+// shared buffers and the mbarriers: after the mbarriers it is taken, over a
+// ring or over the mbarriers it is an error.
+TEST(TirVerifierPlan, TheTimelineSlotOverlapsNothing) {
+  auto with_slot = [](const char* shared_bytes, const char* slot) {
+    return verify_errors(
+        planned({{"shared_bytes=98352", shared_bytes}, {"async_barriers=1,", slot}}));
+  };
+  EXPECT_EQ(with_slot("shared_bytes=98384", "async_barriers=1, timeline_slot=98352,"),
+            std::vector<std::string>{});
+  const std::vector<std::string> ring =
+      with_slot("shared_bytes=98352", "async_barriers=1, timeline_slot=49152,");
+  EXPECT_NE(joined(ring).find("overlaps the block timeline's slot at [49152, 49184)"),
+            std::string::npos)
+      << joined(ring);
+  const std::vector<std::string> mbarriers =
+      with_slot("shared_bytes=98352", "async_barriers=1, timeline_slot=98312,");
+  EXPECT_NE(joined(mbarriers).find("its mbarriers at [98304, 98352) overlap the block timeline's "
+                                   "slot at [98312, 98344)"),
+            std::string::npos)
+      << joined(mbarriers);
+}
+
 TEST(TirVerifierPlan, TmaOnlyInAWarpSpecializedLoopWithAKernelTensorMap) {
   expect_one_error(
       planned({{"  fill(C_f, 0.0)\n",

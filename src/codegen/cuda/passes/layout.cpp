@@ -65,7 +65,7 @@ class Scan : public IRVisitor {
 
 }  // namespace
 
-Kernel layout(const Kernel& kernel, const passes::PassContext&) {
+Kernel layout(const Kernel& kernel, const passes::PassContext& context) {
   TF_CHECK(kernel.launch.defined, "layout runs after lower_gemm");
   const auto allocs = allocations(kernel.body);
   std::unordered_set<const BufferNode*> wgmma_operands;
@@ -120,6 +120,16 @@ Kernel layout(const Kernel& kernel, const passes::PassContext&) {
     edits.loops[loop] = p;
   }
   Kernel out = with_plans(kernel, edits);
+  // The block timeline's slot (a measuring aid) right after the mbarriers,
+  // before the regions later passes place after every other byte at an
+  // alignment (the epilogue's, 128 or 1024 bytes): its bytes then mostly sit
+  // in that alignment's padding, and a kernel whose regions fill the
+  // device's shared memory to the byte still fits with it.
+  if (context.cuda.block_timeline) {
+    offset = (offset + 7) / 8 * 8;
+    out.launch.timeline_slot = offset;
+    offset += LaunchPlan::kTimelineSlotBytes;
+  }
   out.launch.dynamic_shared_bytes = offset;
   out.launch.shared_align = wgmma_operands.empty() ? 128 : 1024;
   return out;

@@ -1,8 +1,11 @@
-// timeline: a measuring aid. With CudaOptions::block_timeline on, places the
-// timeline's slot after the kernel's shared bytes (LaunchPlan::timeline_slot,
-// tir::LaunchPlan::kTimelineSlotBytes more shared memory) so that the printer has
+// timeline: a measuring aid. With CudaOptions::block_timeline on, the layout
+// pass places the timeline's slot after the mbarriers (LaunchPlan::
+// timeline_slot, tir::LaunchPlan::kTimelineSlotBytes of shared memory; this
+// pass places it after every other byte where layout did not) and this pass
+// notes it, so that the printer has
 // each block record its start, when its first warp-specialized stage has
-// landed, the end of its first main loop and its end
+// landed, the ends of its first two main loops (a persistent kernel's first
+// two tiles) and its end
 // (%globaltimer, PTX ISA "Special Registers") and its SM (%smid) into the
 // module global tf_timeline; the runtime reads one launch's records back
 // (CudaProgram::block_timelines) and bench prints each kernel's phases.
