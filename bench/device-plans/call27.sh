@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39: the block timeline kept in a 24-byte shared-memory slot (LaunchPlan::timeline_slot)
+# Session 39: the block timeline kept in a 32-byte shared-memory slot (LaunchPlan::timeline_slot)
 # instead of registers. (1) Its GPU test, and two of session 38's tests that ran on no GPU since
 # their last change (GpuCases.AFailedBindLeavesNothingToLaunch, TuneGpu.*). (2) Does it still
 # move register_a's kernel? gather_heavy's tuned /persistent/ra256 kernel, and the seed's and
