@@ -141,8 +141,8 @@ struct Target {
     "row's next k-tile too; the tuner tries it per config as /ra256)")                           \
   X(block_timeline, false,                                                                       \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "       \
-    "has landed, at the end of its first main loop and at its end, and its SM; bench prints "    \
-    "each kernel's phases")
+    "has landed, at the ends of its first two main loops and at its end, and its SM (kept in "   \
+    "32 bytes of shared memory); bench prints each kernel's phases")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;
