@@ -508,7 +508,9 @@ struct LaunchPlan {
   static constexpr int kMaxClusterBlocks = 8;
   // A measuring aid (the timeline pass, CudaOptions::block_timeline): the
   // byte offset in dynamic shared memory of a slot of tf::kTimelineSlotBytes
-  // (8-byte aligned, after every other shared byte) where thread 0 keeps
+  // (8-byte aligned; the layout pass places it right after the mbarriers,
+  // the timeline pass after every other byte where layout did not) where
+  // thread 0 keeps
   // %globaltimer at the block's start, when its first warp-specialized
   // stage had landed and at the ends of its first two main loops (a
   // persistent kernel's first two tiles); at its end it
