@@ -51,7 +51,7 @@ done
 for p in gh rep moe; do
   timeout 120 "$BIN/tilefuse" bench "${PROG[$p]}" --no-check --gemm-config "$C" --repeats "${REPS[$p]}" \
     > "$L/${p}_baselines.txt" 2>&1
-  echo "$p: $(grep -E '^(fused|cuBLASLt)' "$L/${p}_baselines.txt" | awk '{printf "%s %s %s  ", $1, $2, $3}')" \
+  echo "$p: $(awk '$1=="fused"{print "fused", $2, $3} /^cuBLASLt GEMM only  /{print "cuBLASLt", $4, $5}' "$L/${p}_baselines.txt" | tr '\n' ' ')" \
     | tee -a "$L/times.txt"
 done
 pack

@@ -26,6 +26,11 @@ cp.async.bulk.prefetch.L2 (PTX ISA 9.7.9.25.4.4), not session 35's per-k-tile pr
          no mbarrier, no named barrier, and any index layout or tail (what the compiler would
          build if its SASS keeps the consumers' 3 k-tiles of lead).
 
+  prodl2 prod, but each row by prefetch.global.L2 of each of its 128-byte lines (the LSU path)
+         instead of one bulk prefetch (the TMA unit, which also serves B's boxes).
+  prodk4 prod, but one bulk prefetch of the row's first 512 bytes (its first 4 k-tiles, which
+         the MMA warps load across the tile boundary) instead of the whole row.
+
 Prefetches change no value. `prod` stages 2 KiB more shared memory, `prod1` 3 KiB.
 """
 import re
@@ -82,7 +87,7 @@ def main():
     }}
 ''' + old
         s = s.replace(old, new)
-    if var in ("prod", "prod1"):
+    if var in ("prod", "prod1", "prodl2", "prodk4"):
         m = re.search(r"tf_smem \+ (\d+) \+ \(tf_tid / 32\) \* (\d+);  // this warp's buffers", s)
         ix_off = int(m.group(1)) + 8 * int(m.group(2))
         assert "tf_empty = tf_full + 4;" in s
@@ -128,12 +133,15 @@ def main():
             tfx_prefetch_bulk(reinterpret_cast<const char*>(&x[((tf_r < 0ll) ? (tf_r + {rows}ll) : tf_r) * {stride}ll]) + 512, {row_bytes - 512});
         }}
 '''
+        addr = f"&x[((tf_r < 0ll) ? (tf_r + {rows}ll) : tf_r) * {stride}ll]"
+        pf = {"prodl2": f"for (int tf_q = 0; tf_q < {row_bytes // 128}; ++tf_q) asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(reinterpret_cast<const char*>({addr}) + tf_q * 128));",
+              "prodk4": f"tfx_prefetch_bulk({addr}, 512);"}.get(var, f"tfx_prefetch_bulk({addr}, {row_bytes});")
         new_issue = f'''        tf_issue(0 + tf_it0, tf_stage);
 {first}        if (tf_it0 == 4 && tf_has_next) {{  // [ntp] one whole row a producer thread
           tf::mbar_wait(&tf_ixbar[tf_buf], (tf_n / 2) & 1);
           const long long tf_r = tf_ixs[tf_buf * 128 + tf_ptid];
           if (tf_r >= -{rows}ll && tf_r < {rows}ll)
-            tfx_prefetch_bulk(&x[((tf_r < 0ll) ? (tf_r + {rows}ll) : tf_r) * {stride}ll], {row_bytes});
+            {pf}
         }}
       }}
       tf_git += {kt};
