@@ -15,13 +15,7 @@ using testing::options;
 constexpr const char* kHoisted =
     "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {j}], step=64)";
 
-// The seed's shape after hoist_copy_addresses: index_rows staged before the
-// loop (and a barrier after it), read only by the hoisted A copy.
-GemmText hoisted_gather() {
-  GemmText g = testing::gathered_gemm();
-  g.a_copy = kHoisted;
-  return g;
-}
+using testing::hoisted_gather;  // (A's copy: kHoisted)
 
 std::string note(const std::string& forwarded, const std::string& lead) {
   return "producer start: the mbarriers are set up at the kernel's entry and the producer does "

@@ -12,45 +12,9 @@ using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
 
-// The seed's shape after hoist_copy_addresses (index_rows staged before the
-// loop, read by the hoisted A copy's addresses).
-GemmText hoisted_gather() {
-  GemmText g = testing::gathered_gemm();
-  g.a_copy = "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {j}], step=64)";
-  return g;
-}
-
 TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
-  const GemmText in = hoisted_gather();
-  GemmText out = in;
-  // (the staging copy goes: nothing reads index_rows once the fragment
-  // addresses and A's value read the index itself)
-  out.allocs = "";
-  out.prologue = "  barrier()\n";
-  out.a_value = "x[index[pid_m*128 + i], k*64 + j]";
-  out.a_copy =
-      "fragment, width=16, hoist=(indices=[{index[pid_m*128 + i]}, {j}], step=64), "
-      "reason=\"the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a "
-      "k-tile, 3 k-tiles ahead) by ld.global.nc: A never enters shared memory (register_a; was: "
-      ")\"";
-  // B: boxes at (n, 0, 0, 0, k*64/32), the map 5-D over the same bytes
-  std::string b = in.b_copy;
-  for (size_t at = 0; (at = b.find("{k*64}", at)) != std::string::npos; at += 20)
-    b.replace(at, 6, "{0}, {0}, {0}, {k*64/32}");
-  const std::string reason = "reason=\"affine 64x128 tile of y, 16-byte aligned base and strides: TMA";
-  b.replace(b.find(reason), reason.size(),
-            reason + "; K permuted inside each 64-row k-tile by a 5-D box (register_a)");
-  out.b_copy = b;
-  out.launch.replace(out.launch.find("dims=[2048, 2048], strides=[4096], box=[64, 64]"),
-                     std::string_view("dims=[2048, 2048], strides=[4096], box=[64, 64]").size(),
-                     "dims=[2048, 2, 4, 4, 64], strides=[4096, 32768, 8192, 131072], box=[64, 2, "
-                     "4, 4, 2]");
-  out.loop_plan += ", register_a=3";
-  out = testing::with_note(
-      out,
-      "register A: the MMA warps load A_s's rows into their wgmma A fragments (3 k-tiles ahead, a "
-      "ring of 4) and wgmma reads A from registers; B_s's TMA box reads K in the fragments' "
-      "order; index_rows no longer staged in shared memory");
+  const GemmText in = testing::hoisted_gather();
+  const GemmText out = testing::register_a_gather();
   expect_cuda_pass("register_a", in.text(), out.text(), options({"register_a=1"}));
 
   // fragment_no_allocate: the same, the copy's loads by .L1::no_allocate.
@@ -73,7 +37,7 @@ TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
 // rows, or one that reads what is not staged from the inputs, stays, and
 // so does the staging its reads need.
 TEST(RegisterA, AbsorbsTheRowChecksOfTheGatheredRows) {
-  GemmText in = hoisted_gather();
+  GemmText in = testing::hoisted_gather();
   const std::string check =
       "check(v >= 0_i64 && v < 2048_i64, code=1, msg=\"index {} of row {}\", args=[v, "
       "pid_m*128 + r_1])";
@@ -114,7 +78,7 @@ TEST(RegisterA, AbsorbsTheRowChecksOfTheGatheredRows) {
 // Off by default; with it on, a loop it does not fit is left as it was and
 // the note says why.
 TEST(RegisterA, OnlyWithTheOptionAndWhereItFits) {
-  const GemmText in = hoisted_gather();
+  const GemmText in = testing::hoisted_gather();
   expect_cuda_pass("register_a", in.text(), in.text());
   GemmText unhoisted = in;
   unhoisted.a_copy = "cp_async, width=16, cache_all=1";
