@@ -148,31 +148,6 @@ struct CopyPlan {
   // (register_a; GemmConfig::register_a_l2_prefetch,
   // CudaOptions::fragment_l2_prefetch; bench/RESULTS.md, session 32).
   int l2_prefetch = 0;
-  // Fragment, in a persistent kernel (row_prefetch, CudaOptions::
-  // next_tile_row_prefetch): the producer warpgroup asks L2 for the next
-  // tile's rows about a tile before the MMA warps load them. At each tile's
-  // start producer thread 0 copies the next tile's index entries (the one
-  // global load the rows' addresses read: `row_prefetch_rows` entries of
-  // `row_prefetch_index_bytes`, contiguous along the row var and 16-byte
-  // aligned, proved by axis_info) by one cp.async.bulk (PTX ISA 9.7.9.25.4.1)
-  // into buffer (tile count % 2) of two at `row_prefetch_index_offset` in
-  // shared memory, completing on that buffer's mbarrier (the pair after the
-  // ring's, PipelinePlan::mbarrier_offset); a named barrier of the producer
-  // threads before it orders the buffers' reuse. After issuing iteration
-  // `row_prefetch_at` of the tile, each producer thread reads its rows'
-  // entries and, where the row is read (`hoisted_mask`), issues one
-  // cp.async.bulk.prefetch.L2 (9.7.9.25.4.4) of `row_prefetch_bytes` (the
-  // row's bytes over the whole loop) from its hoisted address. A tile whose
-  // first or last index entry is masked prefetches nothing: the bulk copy
-  // reads only between two entries that are in bounds. The index reaches
-  // the producer through shared memory, as a global load of it there moves
-  // ptxas's schedule of the MMA warps' fragment loads to one k-tile ahead
-  // (bench/RESULTS.md, sessions 33 and 40). 0: off.
-  int64_t row_prefetch_bytes = 0;
-  int row_prefetch_index_bytes = 0;
-  int64_t row_prefetch_rows = 0;
-  int64_t row_prefetch_index_offset = -1;  // layout
-  int row_prefetch_at = 0;
   // Fragment (register_a): the index checks of the rows the copy reads,
   // each a CheckNode over the copy's row var (vars[0]) and the kernel's
   // lets that reads only the kernel's inputs. Each MMA thread runs them for

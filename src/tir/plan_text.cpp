@@ -189,12 +189,6 @@ PlanClause to_clause(const CopyPlan& p) {
   if (p.no_allocate) c.push_back(num("no_allocate", 1));
   if (p.l2_prefetch) c.push_back(num("l2_prefetch", p.l2_prefetch));
   if (p.multicast) c.push_back(num("multicast", 1));
-  if (p.row_prefetch_bytes != 0) {
-    PlanClause r{num("bytes", p.row_prefetch_bytes), num("rows", p.row_prefetch_rows),
-                 num("index_bytes", p.row_prefetch_index_bytes), num("at", p.row_prefetch_at)};
-    if (p.row_prefetch_index_offset >= 0) r.push_back(num("offset", p.row_prefetch_index_offset));
-    c.push_back({"row_prefetch", PlanValue::clause(std::move(r))});
-  }
   if (p.hoisted) {
     std::vector<PlanItem> idx;
     for (const Expr& e : p.hoisted_indices) idx.push_back({"", PlanValue::expr(e)});
@@ -224,8 +218,8 @@ PlanClause to_clause(const CopyPlan& p) {
 
 CopyPlan copy_plan_from(const PlanClause& c) {
   only(c, {"width", "vector_load", "slots", "next_tile", "map", "boxes", "bytes", "rows",
-           "row_pitch", "row_mask", "cache_all", "no_allocate", "l2_prefetch", "multicast",
-           "row_prefetch", "hoist", "row_checks", "reason"});
+           "row_pitch", "row_mask", "cache_all", "no_allocate", "l2_prefetch", "multicast", "hoist",
+           "row_checks", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
   p.width = get_int(c, "width");
@@ -237,17 +231,6 @@ CopyPlan copy_plan_from(const PlanClause& c) {
   p.no_allocate = get_int(c, "no_allocate", 0) != 0;
   p.l2_prefetch = static_cast<int>(get_int(c, "l2_prefetch", 0));
   p.multicast = get_int(c, "multicast", 0) != 0;
-  if (const PlanValue* r = find(c, "row_prefetch")) {
-    if (r->kind != PlanValue::Kind::Clause)
-      bad("`row_prefetch=(bytes=N, rows=N, index_bytes=N, at=N[, offset=N])`");
-    const PlanClause& rc = r->items;
-    only(rc, {"bytes", "rows", "index_bytes", "at", "offset"});
-    p.row_prefetch_bytes = get_int(rc, "bytes");
-    p.row_prefetch_rows = get_int(rc, "rows");
-    p.row_prefetch_index_bytes = static_cast<int>(get_int(rc, "index_bytes"));
-    p.row_prefetch_at = static_cast<int>(get_int(rc, "at"));
-    p.row_prefetch_index_offset = get_int(rc, "offset", -1);
-  }
   if (const PlanValue* h = find(c, "hoist")) {
     if (h->kind != PlanValue::Kind::Clause) bad("`hoist=(indices=[...], step=N, ...)`");
     const PlanClause& hc = h->items;

@@ -139,10 +139,6 @@ struct Target {
   X(fragment_l2_prefetch, false,                                                                 \
     "register_a: the MMA warps' fragment loads by ld.global.nc.L2::256B (a miss fetches a "      \
     "row's next k-tile too; the tuner tries it per config as /ra256)")                           \
-  X(next_tile_row_prefetch, false,                                                               \
-    "register_a, persistent: the producer warpgroup prefetches the next tile's gathered rows "   \
-    "into L2 (cp.async.bulk.prefetch.L2, a whole row a thread, the index staged by one bulk "     \
-    "copy), a tile before the MMA warps load them")                                              \
   X(block_timeline, false,                                                                       \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "       \
     "has landed, at the ends of its first two main loops and at its end, and its SM (kept in "   \

@@ -556,10 +556,8 @@ class PlanVerifier final : public StmtVisitor {
         IRVisitor::visit(op);
       }
       void visit(const GemmNode* op) override { gemms.push_back(op); }
-      bool row_prefetch = false;  // a row prefetch's mbarrier pair follows the ring's
       void visit(const CopyNode* op) override {
         if (op->plan && op->plan->mechanism == CopyMechanism::Tma) tma.push_back(op);
-        if (op->plan && op->plan->row_prefetch_bytes != 0) row_prefetch = true;
         IRVisitor::visit(op);
       }
       void visit(const ForNode* op) override {
@@ -575,8 +573,7 @@ class PlanVerifier final : public StmtVisitor {
     scan.visit_stmt(kernel_.body);
     allocs_ = std::move(scan.allocs);
     mbarriers_ = scan.mbarriers;
-    mbarrier_end_ = scan.mbarrier_end + (scan.mbarrier_end > 0 && launch_.consumer_teams > 1 ? 16 : 0) +
-                    (scan.mbarrier_end > 0 && scan.row_prefetch ? 16 : 0);
+    mbarrier_end_ = scan.mbarrier_end + (scan.mbarrier_end > 0 && launch_.consumer_teams > 1 ? 16 : 0);
     for (const GemmNode* g : scan.gemms) {
       const AllocateNode* c = alloc_of(g->c.buffer);
       const auto* f = c ? std::get_if<FragmentPlan>(&c->plan) : nullptr;
@@ -686,7 +683,6 @@ class PlanVerifier final : public StmtVisitor {
       for (const Stmt& k : p.row_checks)
         if (!k.as<CheckNode>()) error("copy plan: a row check that is not a check");
     }
-    if (p.row_prefetch_bytes != 0) row_prefetch(op, p);
     if (p.next_tile) {
       if (!launch_.persistent)
         error("copy plan: next_tile in a kernel that is not persistent (no next tile)");
@@ -746,48 +742,6 @@ class PlanVerifier final : public StmtVisitor {
     if (overlaps_timeline_slot(p.offset, p.bytes))
       error(fmt::format("shared buffer {} at {} overlaps the block timeline's slot at {}", b.name(),
                         range(p.offset, p.bytes),
-                        range(launch_.timeline_slot, LaunchPlan::kTimelineSlotBytes)));
-  }
-
-  // A fragment copy's row prefetch (CopyPlan::row_prefetch_bytes): a
-  // persistent kernel's, whole rows of 16-byte multiples, and, once laid
-  // out, two 16-byte aligned index buffers within the kernel's shared bytes
-  // that meet no buffer, no mbarrier and no timeline slot.
-  void row_prefetch(const CopyNode* op, const CopyPlan& p) {
-    const std::string what = "copy plan: the row prefetch of " + op->dst.name();
-    if (p.mechanism != CopyMechanism::Fragment || !launch_.defined || !launch_.persistent) {
-      error(what + " on a copy that is not a persistent kernel's fragment copy");
-      return;
-    }
-    const int64_t index = p.row_prefetch_rows * p.row_prefetch_index_bytes;
-    if (p.row_prefetch_bytes < 16 || p.row_prefetch_bytes % 16 != 0 ||
-        (p.row_prefetch_index_bytes != 4 && p.row_prefetch_index_bytes != 8) ||
-        p.row_prefetch_rows < 1 || index % 16 != 0 || p.row_prefetch_at < 0) {
-      error(fmt::format(
-          "{}: {} bytes a row, {} index entries of {} bytes, after iteration {} (rows and the "
-          "index tile multiples of 16 bytes; entries of 4 or 8 bytes)",
-          what, p.row_prefetch_bytes, p.row_prefetch_rows, p.row_prefetch_index_bytes,
-          p.row_prefetch_at));
-      return;
-    }
-    const int64_t off = p.row_prefetch_index_offset, bytes = 2 * index;
-    if (off < 0) return;  // (not laid out yet)
-    if (off % 16 != 0 || off + bytes > launch_.dynamic_shared_bytes)
-      error(fmt::format("{}: its index buffers at {} are not 16-byte aligned within the kernel's "
-                        "{} shared bytes",
-                        what, range(off, bytes), launch_.dynamic_shared_bytes));
-    for (const AllocateNode* other : live_) {
-      const SharedPlan& q = std::get<SharedPlan>(other->plan);
-      if (off < q.offset + q.bytes && q.offset < off + bytes)
-        error(fmt::format("{}: its index buffers at {} overlap shared buffer {} at {}", what,
-                          range(off, bytes), other->buffer.name(), range(q.offset, q.bytes)));
-    }
-    if (mbarriers_ >= 0 && off < mbarrier_end_ && mbarriers_ < off + bytes)
-      error(fmt::format("{}: its index buffers at {} overlap the mbarriers at {}", what,
-                        range(off, bytes), range(mbarriers_, mbarrier_end_ - mbarriers_)));
-    if (overlaps_timeline_slot(off, bytes))
-      error(fmt::format("{}: its index buffers at {} overlap the block timeline's slot at {}", what,
-                        range(off, bytes),
                         range(launch_.timeline_slot, LaunchPlan::kTimelineSlotBytes)));
   }
 

@@ -6,8 +6,6 @@
 
 #include "codegen/cuda/printer.h"
 #include "core/error.h"
-#include "passes/simplify.h"
-#include "tir/builder.h"
 #include "tir/functor.h"
 #include "tir/structural.h"
 
@@ -357,11 +355,6 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
   line(fmt::format("unsigned long long* tf_empty = tf_full + {};", stages));
   if (k_.launch.consumer_teams > 1)
     line(fmt::format("unsigned long long* tf_order = tf_empty + {};", stages));
-  const CopyNode* rp = row_prefetch_copy(body);
-  if (rp)
-    line(fmt::format("unsigned long long* tf_rpbar = tf_empty + {};  // the row prefetch's index "
-                     "buffers (CopyPlan::row_prefetch_bytes)",
-                     stages + (k_.launch.consumer_teams > 1 ? 2 : 0)));
   const int cluster = multicast_cluster();
   open("if (tf_tid == 0)");
   open(fmt::format("for (int tf_s = 0; tf_s < {}; ++tf_s)", stages));
@@ -376,10 +369,6 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
          "team's threads arrive on it after theirs");
     line("tf::mbar_init(&tf_order[0], kMmaThreads);");
     line("tf::mbar_init(&tf_order[1], kMmaThreads);");
-  }
-  if (rp) {
-    line("tf::mbar_init(&tf_rpbar[0], 1);");
-    line("tf::mbar_init(&tf_rpbar[1], 1);");
   }
   if (cluster > 1) line("tf::fence_mbarrier_init();");
   close();
@@ -396,7 +385,7 @@ void Printer::ws_setup(const PipelinedBody& body, const PipelinePlan& plan) {
 
 void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
                                const PipelinePlan& plan, const std::string& it,
-                               const std::string& base, const std::function<void()>& after_issue) {
+                               const std::string& base) {
   const StageArrivals arr = stage_arrivals(body);
   const std::vector<const CopyNode*>& copies = body.copies;
   const int stages = plan.stages;
@@ -484,7 +473,6 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
     line("tf::mbar_arrive(&tf_full[tf_stage]);");
   }
   if (arr.async_copies) line("tf::cp_async_mbar_arrive(&tf_full[tf_stage]);");
-  if (after_issue) after_issue();
   close();
   // (a persistent kernel's producer drains once, after its tile loop)
   if (base.empty()) ws_cluster_drain(plan, t, n);
@@ -504,92 +492,6 @@ void Printer::ws_cluster_drain(const PipelinePlan& plan, const std::string& type
   close();
 }
 
-const CopyNode* Printer::row_prefetch_copy(const PipelinedBody& body) {
-  for (const CopyNode* c : body.copies)
-    if (c->plan && c->plan->row_prefetch_bytes > 0) return c;
-  return nullptr;
-}
-
-void Printer::rp_tile_start(const CopyNode* a, const ForNode* loop, const std::string& has_next,
-                            const std::function<void()>& next) {
-  const CopyPlan& p = *a->plan;
-  const LoadNode* ld = fragment_row_load(a).as<LoadNode>();
-  TF_CHECK(ld && p.row_prefetch_index_offset >= 0 && as_const_int(loop->extent),
-           "cuda printer: a row prefetch without its index load, its buffers or a constant trip "
-           "count");
-  const int64_t trip = *as_const_int(loop->extent);
-  const int64_t bytes = p.row_prefetch_rows * p.row_prefetch_index_bytes;
-  line(fmt::format("const int tf_rpb = tf_git / {} % 2;  // this tile's index buffer (row prefetch)",
-                   trip));
-  line(fmt::format("const unsigned tf_rpphase = tf_git / {} / 2 & 1;  // ... and its mbarrier's phase",
-                   trip));
-  line(fmt::format("tf::named_barrier<2, {}>();  // every producer thread has read the buffer this "
-                   "tile rewrites (two tiles ago)",
-                   threads_));
-  line("bool tf_rpok = false;  // the next tile's rows are prefetched");
-  open(fmt::format("if ({})", has_next));
-  next();
-  // The index entries at the tile's first and last rows (column and loop at
-  // their first), by the load's own mask: both in bounds, the bulk copy
-  // reads only bytes between them.
-  auto at_row = [&](int64_t r) {
-    VarMap m;
-    m[a->vars.at(0).get()] = make_int(a->vars[0].dtype(), r);
-    m[a->vars.at(1).get()] = make_int(a->vars[1].dtype(), 0);
-    m[loop->var.get()] = loop->min;
-    return m;
-  };
-  const Expr both = ld->mask.defined()
-                       ? passes::simplify(substitute(ld->mask, at_row(0)) &&
-                                          substitute(ld->mask, at_row(p.row_prefetch_rows - 1)))
-                       : make_bool(true);
-  line(fmt::format("tf_rpok = {};", expr(both)));
-  std::vector<Expr> first;
-  for (const Expr& e : ld->indices) first.push_back(passes::simplify(substitute(e, at_row(0))));
-  open(fmt::format("if ({} == 0)", tid_sym_));
-  open("if (tf_rpok)");
-  line(fmt::format("tf::mbar_arrive_expect_tx(&tf_rpbar[tf_rpb], {});", bytes));
-  line(fmt::format("tf::bulk_load(tf_smem + {} + tf_rpb * {}, {}, {}, &tf_rpbar[tf_rpb]);",
-                   p.row_prefetch_index_offset, bytes, address(ld->buffer, first), bytes));
-  close();
-  line("else tf::mbar_arrive(&tf_rpbar[tf_rpb]);  // (no copy: the buffer's phase completes all "
-       "the same)");
-  close();
-  close();
-}
-
-void Printer::rp_prefetch(const CopyNode* a, const std::string& it,
-                          const std::function<void()>& next) {
-  const CopyPlan& p = *a->plan;
-  const LoadNode* src = a->value.as<LoadNode>();
-  const Expr index = fragment_row_load(a);
-  TF_CHECK(src && index.defined(), "cuda printer: a row prefetch without its loads");
-  open(fmt::format("if ({} == {} && tf_rpok)", it, p.row_prefetch_at));
-  line("// the next tile's rows into L2, a whole row a thread (row prefetch; the MMA warps load "
-       "them a tile from now)");
-  line("tf::mbar_wait(&tf_rpbar[tf_rpb], tf_rpphase);  // its index has landed");
-  next();
-  for (const Var& cv : a->vars) nonneg_.vars.insert(cv.get());
-  open(fmt::format("for (int tf_r = {}; tf_r < {}; tf_r += {})", tid_sym_, p.row_prefetch_rows,
-                   threads_sym_));
-  line(fmt::format("const int {} = tf_r;", var(a->vars[0])));
-  line(fmt::format("const int {} = 0;", var(a->vars[1])));
-  const Expr saved_load = vector_load_;
-  const std::string saved_lane = vector_lane_;
-  line(fmt::format("const {0} tf_rpv = reinterpret_cast<const {0}*>(tf_smem + {1})[tf_rpb * {2} + "
-                   "tf_r];  // the row's index",
-                   cuda_type(index.dtype()), p.row_prefetch_index_offset, p.row_prefetch_rows));
-  vector_load_ = index;
-  vector_lane_ = "tf_rpv";
-  line(fmt::format("if ({}) tf::prefetch_l2_bulk({}, {});",
-                   p.hoisted_mask.defined() ? expr(p.hoisted_mask) : std::string("true"),
-                   address(src->buffer, p.hoisted_indices), p.row_prefetch_bytes));
-  vector_load_ = saved_load;
-  vector_lane_ = saved_lane;
-  close();
-  close();
-}
-
 const CopyNode* Printer::fragment_copy(const PipelinedBody& body) {
   for (const CopyNode* c : body.copies)
     if (c->plan && c->plan->mechanism == CopyMechanism::Fragment) return c;
@@ -601,6 +503,26 @@ void Printer::ra_declare() {
                    kRegisterASlots));
   line("const char* tf_rap[2];  // the source of this thread's two fragment rows");
   line("bool tf_rao[2];  // ... and whether each is read (masked rows hold zeros)");
+}
+
+// The one global load the fragment rows' addresses read (a gather's
+// index), or undefined when they read none or several.
+Expr Printer::fragment_row_load(const CopyNode* a) {
+  std::vector<const LoadNode*> loads = loads_in(a->plan->hoisted_indices.at(0));
+  if (a->plan->hoisted_mask.defined())
+    for (const LoadNode* l : loads_in(a->plan->hoisted_mask)) loads.push_back(l);
+  for (const Stmt& s : a->plan->row_checks) {
+    const CheckNode* k = s.as<CheckNode>();
+    for (const LoadNode* l : loads_in(k->cond)) loads.push_back(l);
+    for (const Expr& e : k->args)
+      for (const LoadNode* l : loads_in(e)) loads.push_back(l);
+  }
+  Expr one;
+  for (const LoadNode* l : loads) {
+    if (!one.defined()) one = Expr(l);
+    else if (!structural_equal(Expr(l), one)) return Expr();
+  }
+  return one;
 }
 
 void Printer::ra_each_row(const CopyNode* a, const std::string& acc, const std::string& loaded,

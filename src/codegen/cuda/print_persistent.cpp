@@ -114,14 +114,6 @@ void Printer::emit_persistent() {
     open_tiles();
     emit_grid_vars("tf_tile");
     lets();
-    // A row prefetch (CopyPlan::row_prefetch_bytes): the next tile's index
-    // at the tile's start, its rows after an early iteration's copies.
-    const CopyNode* rp = row_prefetch_copy(body);
-    auto next_scope = [&] {
-      emit_grid_vars(next_tile);
-      lets();
-    };
-    if (rp) rp_tile_start(rp, loop, has_next, next_scope);
     // (the barriers order the producer's index prologue; none without one)
     bool prologue = false;
     for (const RoleItem& r : *roles) prologue = prologue || r.kind == RoleItem::Kind::kProducer;
@@ -143,9 +135,7 @@ void Printer::emit_persistent() {
       line(barrier + "  // the tile's " + prefetch->dst.name() + " is in shared memory");
     }
     if (prologue) line(barrier + "  // the prologue's buffers are written");
-    std::function<void()> after_issue;
-    if (rp) after_issue = [&] { rp_prefetch(rp, it, next_scope); };
-    ws_producer_loop(loop, body, plan, it, "tf_git", after_issue);
+    ws_producer_loop(loop, body, plan, it, "tf_git");
     line(fmt::format("tf_git += {};", n()));
     close();
     ws_cluster_drain(plan, "int", "tf_git");

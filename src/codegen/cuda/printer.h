@@ -129,22 +129,9 @@ class Printer {
   // with its register budget and thread symbols, `body` printing its work;
   // then the MMA warpgroups' register budget.
   void ws_producer_role(const tir::PipelinePlan& plan, const std::function<void()>& body);
-  // `after_issue` (if set) prints what follows each iteration's copies
-  // inside the loop (a persistent producer's row prefetch).
   void ws_producer_loop(const tir::ForNode* op, const PipelinedBody& body,
                         const tir::PipelinePlan& plan, const std::string& it,
-                        const std::string& base,
-                        const std::function<void()>& after_issue = {});
-  // A persistent producer's row prefetch (CopyPlan::row_prefetch_bytes) of
-  // the loop's fragment copy `a`, trip count `trip`: at each tile's start
-  // (rp_tile_start, in the tile's scope) the next tile's index by one bulk
-  // copy; after the producer's iteration `at` (rp_prefetch) the rows.
-  // `next` prints the next tile's grid vars and lets in an open scope.
-  static const tir::CopyNode* row_prefetch_copy(const PipelinedBody& body);
-  void rp_tile_start(const tir::CopyNode* a, const tir::ForNode* loop,
-                     const std::string& has_next, const std::function<void()>& next);
-  void rp_prefetch(const tir::CopyNode* a, const std::string& it,
-                   const std::function<void()>& next);
+                        const std::string& base);
   // In a multicast cluster: the producer waits until every block's MMA
   // warps released the last `stages` of its `total` ring iterations (an
   // expression of C++ type `type`), so that no block exits while the
@@ -200,6 +187,7 @@ class Printer {
   // into tf_ranp / tf_rano, and the condition that there is one.
   std::function<void()> ra_next_rows_;
   std::function<void()> ra_preload_next_;  // the next tile's index, at a tile's start
+  static tir::Expr fragment_row_load(const tir::CopyNode* a);
   std::string ra_has_next_;
   void ws_consumer_loop_register_a(const tir::ForNode* op, const tir::CopyNode* frag,
                                    const tir::PipelinePlan& plan, const std::string& it,

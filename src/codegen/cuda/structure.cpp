@@ -319,22 +319,4 @@ std::optional<std::vector<RoleItem>> persistent_roles(const Kernel& k, std::stri
   return items;
 }
 
-Expr fragment_row_load(const CopyNode* a) {
-  std::vector<const LoadNode*> loads = loads_in(a->plan->hoisted_indices.at(0));
-  if (a->plan->hoisted_mask.defined())
-    for (const LoadNode* l : loads_in(a->plan->hoisted_mask)) loads.push_back(l);
-  for (const Stmt& s : a->plan->row_checks) {
-    const CheckNode* k = s.as<CheckNode>();
-    for (const LoadNode* l : loads_in(k->cond)) loads.push_back(l);
-    for (const Expr& e : k->args)
-      for (const LoadNode* l : loads_in(e)) loads.push_back(l);
-  }
-  Expr one;
-  for (const LoadNode* l : loads) {
-    if (!one.defined()) one = Expr(l);
-    else if (!structural_equal(Expr(l), one)) return Expr();
-  }
-  return one;
-}
-
 }  // namespace tilefuse::codegen

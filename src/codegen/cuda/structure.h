@@ -135,12 +135,6 @@ std::vector<const tir::ForNode*> pipelined_loops(const tir::Stmt& body,
 // fragments (PipelinePlan::register_a_ahead > 0; passes/register_a.h)?
 bool has_register_a_loop(const tir::Stmt& body);
 
-// The one global load a register_a fragment copy's row addresses read (a
-// gather's index: in CopyPlan::hoisted_indices[0], hoisted_mask and
-// row_checks, all structurally equal), or undefined when they read none or
-// several.
-tir::Expr fragment_row_load(const tir::CopyNode* a);
-
 // Every Gemm of the kernel, in program order.
 std::vector<const tir::GemmNode*> gemms(const tir::Stmt& body);
 

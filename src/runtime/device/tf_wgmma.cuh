@@ -226,27 +226,6 @@ __device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, int c0, 
       : "memory");
 }
 
-// One bulk copy of `bytes` contiguous bytes from global memory at `src` into
-// shared memory at `dst`, completing its bytes on `bar` (PTX ISA
-// 9.7.9.25.4.1, cp.async.bulk, the global to shared::cluster direction):
-// `bytes` a multiple of 16, both addresses 16-byte aligned
-// (CopyPlan::row_prefetch_bytes' index tile).
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes,
-                                          unsigned long long* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-}
-// Asks L2 for `bytes` contiguous bytes of global memory at `src` (PTX ISA
-// 9.7.9.25.4.4, cp.async.bulk.prefetch.L2): a hint that moves no value and
-// completes nothing a thread waits on; `bytes` a multiple of 16, `src`
-// 16-byte aligned (CopyPlan::row_prefetch_bytes: a gathered row).
-__device__ __forceinline__ void prefetch_l2_bulk(const void* src, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-
 // Waits for every cp.async this thread issued (committed or not).
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");

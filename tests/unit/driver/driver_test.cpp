@@ -49,7 +49,7 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
                                          "lower_gemm", "warp_specialize", "lower_copies",
                                          "pipeline", "hoist_copy_addresses", "persistent",
                                          "prefetch_prologue", "cluster", "producer_start",
-                                         "register_a", "row_prefetch", "register_budgets",
+                                         "register_a", "register_budgets",
                                          "layout", "epilogue", "split_k_cluster", "sync", "timeline"};
   EXPECT_EQ(names, want);
 }

@@ -118,18 +118,6 @@ Kernel layout(const Kernel& kernel, const passes::PassContext& context) {
     // `order` pair after them.
     offset += 2 * 8 * int64_t{p.stages} + (kernel.launch.consumer_teams > 1 ? 2 * 8 : 0);
     edits.loops[loop] = p;
-    // A row prefetch's two index buffers complete on a pair of mbarriers
-    // after the ring's (and the teams'), and lie after them, 16-byte aligned
-    // for the bulk copy (CopyPlan::row_prefetch_bytes).
-    for (const CopyNode* c : split_pipelined_body(loop).copies) {
-      if (!c->plan || c->plan->row_prefetch_bytes == 0) continue;
-      offset += 2 * 8;
-      offset = (offset + 15) / 16 * 16;
-      CopyPlan cp = *c->plan;
-      cp.row_prefetch_index_offset = offset;
-      offset += 2 * cp.row_prefetch_rows * cp.row_prefetch_index_bytes;
-      edits.copies[c] = cp;
-    }
   }
   Kernel out = with_plans(kernel, edits);
   // The block timeline's slot (a measuring aid) right after the mbarriers,

@@ -11,7 +11,6 @@
 #include "codegen/cuda/passes/producer_start.h"
 #include "codegen/cuda/passes/register_a.h"
 #include "codegen/cuda/passes/register_budgets.h"
-#include "codegen/cuda/passes/row_prefetch.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/split_k_cluster.h"
 #include "codegen/cuda/passes/sync.h"
@@ -57,9 +56,6 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "after producer_start and prefetch_prologue (the hoisted addresses it forwards to global "
        "memory are final there) and before register_budgets (this form's budgets differ) and "
        "sync (whose single-issuer producer then has only B's TMA copy to issue)"},
-      {"row_prefetch", row_prefetch,
-       "after register_a (it prefetches the fragment copy's rows) and before layout (its index "
-       "buffers and their mbarriers need places in shared memory)"},
       {"register_budgets", register_budgets,
        "after hoist_copy_addresses and persistent: a producer's budget depends on whether its "
        "copies compute addresses (TMA and hoisted copies do not) and whether it runs a tile "
