@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The next tile's gathered rows prefetched into L2, as hand-written variants of an emitted
-persistent register_a kernel (session 40; measured before it goes into the compiler).
+persistent register_a kernel (session 40). Measured on an H100 (call28, call29; bench/RESULTS.md,
+session 40): every variant is slower, 13-17% for whole rows and 1-4% for prodk4. The compiler
+form (the row_prefetch pass, 9a155f8) was reverted on those numbers.
 
     mkntp.py EMITTED.cu OUT.cu VARIANT
 
