@@ -186,11 +186,13 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
   }
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->split_k > 1)
     k["split_k"] = {{"factor", ck.lowered.gemm_config->split_k},
-                    {"why", split_k_reason(*ck.lowered.gemm_config, step)}};
+                    {"why", split_k_reason(*ck.lowered.gemm_config, step,
+                                           assumed_sm_count(target))}};
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->stream_k > 0)
     k["stream_k"] = {{"blocks", ck.lowered.gemm_config->stream_k},
                      {"persistent", ck.kernel.launch.stream_k_units > 0},
-                     {"why", stream_k_reason(*ck.lowered.gemm_config, step)}};
+                     {"why", stream_k_reason(*ck.lowered.gemm_config, step,
+                                             assumed_sm_count(target))}};
 
   json fused;
   if (step.kind == StepKind::kGemm) {
@@ -370,7 +372,7 @@ std::string render_explain_text(const json& a) {
     }
     out << "  config: " << (config.empty() ? "-" : config) << "\n";
     if (k.contains("shared_memory_error"))
-      out << "  error: " << k.at("shared_memory_error").get<std::string>() << "\n";
+      out << "  warning: " << k.at("shared_memory_error").get<std::string>() << "\n";
     if (k.contains("split_k")) out << "  " << k.at("split_k").at("why").get<std::string>() << "\n";
     if (k.contains("stream_k")) out << "  " << k.at("stream_k").at("why").get<std::string>() << "\n";
     out << "  reads: " << list(k.at("reads")) << "; writes: " << list(k.at("writes")) << "\n";

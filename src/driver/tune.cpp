@@ -785,6 +785,17 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
   return out;
 }
 
+int assumed_sm_count(const tir::Target& target) {
+  switch (target.sm) {
+    case 80:
+      return 108;
+    case 86:
+      return 84;
+    default:
+      return 132;
+  }
+}
+
 std::string stream_k_reason(const GemmConfig& c, const KernelStep& step, int sm_count) {
   const int64_t tiles = output_tiles(step, c), k_tiles = k_tiles_of(step, c);
   const std::optional<StreamKSchedule> s = stream_k_schedule(tiles, k_tiles, c.stream_k);

@@ -161,6 +161,12 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
                                           const tir::CudaOptions& cuda = {}, int sm_count = 132,
                                           const Specialization* specialization = nullptr);
 
+// The SMs that explain assumes for `target`, which has no device to ask:
+// the count of the target's usual data-center part (sm_80: an A100's 108;
+// sm_86: an A40's 84; sm_90 and sm_90a: an H100 SXM's or an H200's 132),
+// else 132. The tuner uses the device's own count (TuneDevice::sm_count).
+int assumed_sm_count(const tir::Target& target);
+
 // Why a config splits K (or not): "split-K 4: 32 tiles for 132 SMs, 4 x 32 =
 // 128 blocks, 32 of 128 K tiles a block" or "no split-K (256 tiles fill 132 SMs)".
 std::string split_k_reason(const GemmConfig& config, const KernelStep& step, int sm_count = 132);
