@@ -185,14 +185,14 @@ json kernel_account(const Graph& g, const CompiledKernel& ck, const tir::Target&
       k["shared_memory_error"] = excess + " (opt-in): run, bench and the tuner reject this config";
   }
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->split_k > 1)
-    k["split_k"] = {{"factor", ck.lowered.gemm_config->split_k},
-                    {"why", split_k_reason(*ck.lowered.gemm_config, step,
-                                           assumed_sm_count(target))}};
+    k["split_k"] = {
+        {"factor", ck.lowered.gemm_config->split_k},
+        {"why", split_k_reason(*ck.lowered.gemm_config, step, assumed_sm_count(target))}};
   if (ck.lowered.gemm_config && ck.lowered.gemm_config->stream_k > 0)
-    k["stream_k"] = {{"blocks", ck.lowered.gemm_config->stream_k},
-                     {"persistent", ck.kernel.launch.stream_k_units > 0},
-                     {"why", stream_k_reason(*ck.lowered.gemm_config, step,
-                                             assumed_sm_count(target))}};
+    k["stream_k"] = {
+        {"blocks", ck.lowered.gemm_config->stream_k},
+        {"persistent", ck.kernel.launch.stream_k_units > 0},
+        {"why", stream_k_reason(*ck.lowered.gemm_config, step, assumed_sm_count(target))}};
 
   json fused;
   if (step.kind == StepKind::kGemm) {
