@@ -12,10 +12,7 @@ using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
 
-constexpr const char* kHoisted =
-    "cp_async, width=16, cache_all=1, hoist=(indices=[{index_rows[i]}, {j}], step=64)";
-
-using testing::hoisted_gather;  // (A's copy: kHoisted)
+using testing::hoisted_gather;
 
 std::string note(const std::string& forwarded, const std::string& lead) {
   return "producer start: the mbarriers are set up at the kernel's entry and the producer does "

@@ -12,9 +12,46 @@ using testing::expect_cuda_pass;
 using testing::GemmText;
 using testing::options;
 
+// hoisted_gather() as register_a leaves it: A's copy a fragment copy whose
+// addresses read the index itself (the staging copy gone), B's TMA box and
+// map reading K in the fragments' order.
+GemmText register_a_gather() {
+  const GemmText in = testing::hoisted_gather();
+  GemmText out = in;
+  // (the staging copy goes: nothing reads index_rows once the fragment
+  // addresses and A's value read the index itself)
+  out.allocs = "";
+  out.prologue = "  barrier()\n";
+  out.a_value = "x[index[pid_m*128 + i], k*64 + j]";
+  out.a_copy =
+      "fragment, width=16, hoist=(indices=[{index[pid_m*128 + i]}, {j}], step=64), "
+      "reason=\"the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a "
+      "k-tile, 3 k-tiles ahead) by ld.global.nc: A never enters shared memory (register_a; was: "
+      ")\"";
+  // B: boxes at (n, 0, 0, 0, k*64/32), the map 5-D over the same bytes
+  std::string b = in.b_copy;
+  for (size_t at = 0; (at = b.find("{k*64}", at)) != std::string::npos; at += 20)
+    b.replace(at, 6, "{0}, {0}, {0}, {k*64/32}");
+  const std::string reason =
+      "reason=\"affine 64x128 tile of y, 16-byte aligned base and strides: TMA";
+  b.replace(b.find(reason), reason.size(),
+            reason + "; K permuted inside each 64-row k-tile by a 5-D box (register_a)");
+  out.b_copy = b;
+  out.launch.replace(out.launch.find("dims=[2048, 2048], strides=[4096], box=[64, 64]"),
+                     std::string_view("dims=[2048, 2048], strides=[4096], box=[64, 64]").size(),
+                     "dims=[2048, 2, 4, 4, 64], strides=[4096, 32768, 8192, 131072], box=[64, 2, "
+                     "4, 4, 2]");
+  out.loop_plan += ", register_a=3";
+  return testing::with_note(
+      out,
+      "register A: the MMA warps load A_s's rows into their wgmma A fragments (3 k-tiles ahead, a "
+      "ring of 4) and wgmma reads A from registers; B_s's TMA box reads K in the fragments' "
+      "order; index_rows no longer staged in shared memory");
+}
+
 TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
   const GemmText in = testing::hoisted_gather();
-  const GemmText out = testing::register_a_gather();
+  const GemmText out = register_a_gather();
   expect_cuda_pass("register_a", in.text(), out.text(), options({"register_a=1"}));
 
   // fragment_no_allocate: the same, the copy's loads by .L1::no_allocate.
