@@ -10,12 +10,17 @@ the next tile's first L alone. The stage ring bounds L: warpgroup 0 can be at
 most num_stages k-tiles ahead. Handles register_a (mma_async_rs, unrolled) and
 plain (mma_async) main loops.
 
-    mklag.py EMITTED.cu OUT.cu L
+    mklag.py EMITTED.cu OUT.cu L [every] [wg1]
+
+every: warpgroup 1 waits for warpgroup 0's k-tile L - 1 at every tile, not only
+the first. wg1: a kernel emitted with the block timeline records warpgroup 1's
+(thread 128's) main-loop ends instead of thread 0's.
 """
 import re
 import sys
 
 src, dst, lag = sys.argv[1], sys.argv[2], int(sys.argv[3])
+every, wg1 = "every" in sys.argv[4:], "wg1" in sys.argv[4:]
 text = open(src).read()
 
 
@@ -27,29 +32,33 @@ def once(old, new):
 
 m = re.search(r"tf::setmaxnreg_inc<\d+>\(\);  // the MMA warpgroups' register budget\n", text)
 assert m
-text = (text[:m.end()] + "  const int tf_wg = tf_tid / 128;  // session 41: the lagging warpgroup\n"
-        "  bool tf_lag = true;\n" + text[m.end():])
-mma = text.index(m.group(0))
-wait = "if (tf_lag && tf_wg == 1) asm volatile(\"bar.sync 12, 256;\\n\" ::: \"memory\");\n"
-if "mma_async_rs(" in text:
-    loop = "  // A's fragments by the MMA warps (register_a)"
-    counter = "tf_i"
-    issue = "C_f.mma_async_rs(tf_ra[tf_u], B_s + tf_stage * 16384);\n"
-else:
-    loop = text[mma:].split("\n")
-    loop = next(l for l in loop if re.match(r"\s*for \(int tf_it0 = 0;", l))
-    counter = "tf_it0"
-    issue = re.search(r"C_f\.mma_async\(A_s[^\n]*\n", text).group(0)
-i = text.index(loop, mma)
-line_start = text.rindex("\n", 0, i) + 1
-indent = re.match(r"\s*", text[line_start:]).group(0)
-text = text[:line_start] + indent + wait + text[line_start:]
-j = text.index(issue, mma) + len(issue)
-ind = re.match(r"\s*", text[text.rindex("\n", 0, j - len(issue)) + 1:]).group(0)
-text = (text[:j] + f"{ind}if ({counter} == {lag - 1} && tf_lag && tf_wg == 0) "
-        "asm volatile(\"bar.arrive 12, 256;\\n\" ::: \"memory\");\n" + text[j:])
-k = re.search(r"\n(\s*)C_f\.wait\(\);\n", text[mma:])
-assert k
-pos = mma + k.end()
-text = text[:pos] + k.group(1) + "tf_lag = false;\n" + text[pos:]
+mma = m.start()
+if lag > 0:  # (L = 0: no lag, only the timeline's change below)
+    text = (text[:m.end()] + "  const int tf_wg = tf_tid / 128;  // session 41: the lagging warpgroup\n"
+            "  bool tf_lag = true;\n" + text[m.end():])
+    wait = "if (tf_lag && tf_wg == 1) asm volatile(\"bar.sync 12, 256;\\n\" ::: \"memory\");\n"
+    if "mma_async_rs(" in text:
+        loop = "  // A's fragments by the MMA warps (register_a)"
+        counter = "tf_i"
+        issue = "C_f.mma_async_rs(tf_ra[tf_u], B_s + tf_stage * 16384);\n"
+    else:
+        loop = next(l for l in text[mma:].split("\n") if re.match(r"\s*for \(int tf_it0 = 0;", l))
+        counter = "tf_it0"
+        issue = re.search(r"C_f\.mma_async\(A_s[^\n]*\n", text).group(0)
+    i = text.index(loop, mma)
+    line_start = text.rindex("\n", 0, i) + 1
+    indent = re.match(r"\s*", text[line_start:]).group(0)
+    text = text[:line_start] + indent + wait + text[line_start:]
+    j = text.index(issue, mma) + len(issue)
+    ind = re.match(r"\s*", text[text.rindex("\n", 0, j - len(issue)) + 1:]).group(0)
+    text = (text[:j] + f"{ind}if ({counter} == {lag - 1} && tf_lag && tf_wg == 0) "
+            "asm volatile(\"bar.arrive 12, 256;\\n\" ::: \"memory\");\n" + text[j:])
+    k = re.search(r"\n(\s*)C_f\.wait\(\);\n", text[mma:])
+    assert k
+    pos = mma + k.end()
+    if not every:
+        text = text[:pos] + k.group(1) + "tf_lag = false;\n" + text[pos:]
+if wg1:
+    text, n = re.subn(r"tf::timeline_loop_end\((tf_smem \+ \d+), tf_tid\)", r"tf::timeline_loop_end(\1, tf_tid - 128)", text)
+    assert n == 1
 open(dst, "w").write(text)
