@@ -4,7 +4,9 @@
 # thread 0's (warpgroup 0's) and thread 128's (warpgroup 1's, `wg1`) first two main-loop ends, at
 # no lag, a lag of 2 k-tiles set once, and a lag of 2 enforced at every tile (`every`). Then the
 # `every` forms at L = 1, 2, 3 timed against the kernel as emitted, ROUNDS interleaved rounds.
-# About 120 s. Carry [".devcarry/bin"]. Logs: $OUT/logs.tgz.
+# Then each one-wave program's kernel (and gather_heavy's) with its last TMA-store wait for the reads
+# only (`read`), against the kernel as emitted.
+# About 150 s. Carry [".devcarry/bin"]. Logs: $OUT/logs.tgz.
 set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -20,8 +22,13 @@ TL=(--cuda-option block_timeline=1)
 mk() { mkdir -p "$P/$1"; python3 bench/device-plans/lag/mklag.py "$P/$2" "$P/$1/gemm0.cu" "${@:3}"; }
 mk t0w1 ght.cu 0 wg1; mk t2 ght.cu 2; mk t2w1 ght.cu 2 wg1; mk t2e ght.cu 2 every; mk t2ew1 ght.cu 2 every wg1
 mk e1 gh.cu 1 every; mk e2 gh.cu 2 every; mk e3 gh.cu 3 every
+S=bench/programs/seed_gather_mm_f16.tfs; SC=128x256x64/4/8/ra256
+F=bench/programs/gemm_f16.tfs; FC=128x256x32/8/8
+"$BIN/tilefuse" emit "$S" --stage cuda --target sm_90a --plan fused --gemm-config "$SC" > "$P/seed.cu"
+"$BIN/tilefuse" emit "$F" --stage cuda --target sm_90a --plan fused --gemm-config "$FC" > "$P/g16.cu"
+mk rd gh.cu 0 read; mk seed_rd seed.cu 0 read; mk g16_rd g16.cu 0 read
 cp -r "$P" "$L/sources"
-for v in e1 e2 e3 t2e; do
+for v in e1 e2 e3 t2e rd; do
   TILEFUSE_OVERRIDE_SOURCE="$P/$v" timeout 60 "$BIN/tilefuse" run "$G" --device cuda --plan fused \
     --gemm-config "$C" --check -v $([[ $v == t* ]] && echo "${TL[@]}") > "$L/check_$v.txt" 2>&1
   echo "rc $? $v: $(grep -E 'check:' "$L/check_$v.txt" | tail -1)" | tee -a "$L/checks.txt"
@@ -40,5 +47,19 @@ B() {
   timeout 120 "${over[@]}" "$BIN/tilefuse" bench "$G" --no-check --no-baselines --gemm-config "$C" \
     --repeats 400 2>&1 | awk -v t="$1" '$1=="fused"{print t, $2, $3}'
 }
-for r in $(seq "$ROUNDS"); do for v in base e1 e2 e3; do B $v | tee -a "$L/times.txt"; done; done
+for r in $(seq "$ROUNDS"); do for v in base e1 e2 e3 rd; do B $v | tee -a "$L/times.txt"; done; done
+pack
+TILEFUSE_OVERRIDE_SOURCE="$P/seed_rd" timeout 60 "$BIN/tilefuse" run "$S" --device cuda --plan fused \
+  --gemm-config "$SC" --check > "$L/check_seed_rd.txt" 2>&1; echo "rc $? seed_rd $(tail -1 "$L/check_seed_rd.txt")" | tee -a "$L/checks.txt"
+TILEFUSE_OVERRIDE_SOURCE="$P/g16_rd" timeout 60 "$BIN/tilefuse" run "$F" --device cuda --plan fused \
+  --gemm-config "$FC" --check > "$L/check_g16_rd.txt" 2>&1; echo "rc $? g16_rd $(tail -1 "$L/check_g16_rd.txt")" | tee -a "$L/checks.txt"
+B2() { # program config variant
+  local over=(); [[ $3 != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$P/$3")
+  timeout 120 "${over[@]}" "$BIN/tilefuse" bench "$1" --no-check --no-baselines --gemm-config "$2" \
+    --repeats 400 2>&1 | awk -v t="$3" '$1=="fused"{print t, $2, $3}'
+}
+for r in $(seq "$ROUNDS"); do
+  for v in base seed_rd; do B2 "$S" "$SC" "$v" | sed 's/^base/seed_base/' | tee -a "$L/times.txt"; done
+  for v in base g16_rd; do B2 "$F" "$FC" "$v" | sed 's/^base/g16_base/' | tee -a "$L/times.txt"; done
+done
 pack

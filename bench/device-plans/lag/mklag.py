@@ -10,17 +10,19 @@ the next tile's first L alone. The stage ring bounds L: warpgroup 0 can be at
 most num_stages k-tiles ahead. Handles register_a (mma_async_rs, unrolled) and
 plain (mma_async) main loops.
 
-    mklag.py EMITTED.cu OUT.cu L [every] [wg1]
+    mklag.py EMITTED.cu OUT.cu L [every] [wg1] [read]
 
 every: warpgroup 1 waits for warpgroup 0's k-tile L - 1 at every tile, not only
 the first. wg1: a kernel emitted with the block timeline records warpgroup 1's
-(thread 128's) main-loop ends instead of thread 0's.
+(thread 128's) main-loop ends instead of thread 0's. read: the kernel's last
+wait on its TMA stores is for their shared-memory reads only
+(cp.async.bulk.wait_group.read 0), not for their writes.
 """
 import re
 import sys
 
 src, dst, lag = sys.argv[1], sys.argv[2], int(sys.argv[3])
-every, wg1 = "every" in sys.argv[4:], "wg1" in sys.argv[4:]
+every, wg1, read = ("every" in sys.argv[4:], "wg1" in sys.argv[4:], "read" in sys.argv[4:])
 text = open(src).read()
 
 
@@ -61,4 +63,7 @@ if lag > 0:  # (L = 0: no lag, only the timeline's change below)
 if wg1:
     text, n = re.subn(r"tf::timeline_loop_end\((tf_smem \+ \d+), tf_tid\)", r"tf::timeline_loop_end(\1, tf_tid - 128)", text)
     assert n == 1
+if read:
+    once("tf::bulk_wait<0>();  // its TMA stores are done before it exits",
+         "tf::bulk_wait_read<0>();  // session 41: its TMA stores' shared-memory reads are done")
 open(dst, "w").write(text)
