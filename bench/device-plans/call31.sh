@@ -6,7 +6,7 @@
 # `every` forms at L = 1, 2, 3 timed against the kernel as emitted, ROUNDS interleaved rounds.
 # Then each one-wave program's kernel (and gather_heavy's) with its last TMA-store wait for the reads
 # only (`read`), against the kernel as emitted.
-# About 150 s. Carry [".devcarry/bin"]. Logs: $OUT/logs.tgz.
+# About 150 s; shorter: ROUNDS=2 TL_ROUNDS=1 TL_VARS="t0 t0w1 t2 t2w1" EVARS=e2 (about 100 s). Carry [".devcarry/bin"]. Logs: $OUT/logs.tgz.
 set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -28,7 +28,7 @@ F=bench/programs/gemm_f16.tfs; FC=128x256x32/8/8
 "$BIN/tilefuse" emit "$F" --stage cuda --target sm_90a --plan fused --gemm-config "$FC" > "$P/g16.cu"
 mk rd gh.cu 0 read; mk seed_rd seed.cu 0 read; mk g16_rd g16.cu 0 read
 cp -r "$P" "$L/sources"
-for v in e1 e2 e3 t2e rd; do
+for v in ${EVARS:-e1 e2 e3} rd; do
   TILEFUSE_OVERRIDE_SOURCE="$P/$v" timeout 60 "$BIN/tilefuse" run "$G" --device cuda --plan fused \
     --gemm-config "$C" --check -v $([[ $v == t* ]] && echo "${TL[@]}") > "$L/check_$v.txt" 2>&1
   echo "rc $? $v: $(grep -E 'check:' "$L/check_$v.txt" | tail -1)" | tee -a "$L/checks.txt"
@@ -40,14 +40,14 @@ T() { # variant (t0 = the emitted timeline kernel)
     --repeats 400 "${TL[@]}" > "$L/tl_$1.txt" 2>&1
   echo "$1: $(awk '$1=="fused"{print $2, $3}' "$L/tl_$1.txt") $(grep -E 'timeline|first main loop' "$L/tl_$1.txt" | head -1 | sed 's/^ *//' | cut -c1-600)" | tee -a "$L/phases.txt"
 }
-for r in 1 2; do for v in t0 t0w1 t2 t2w1 t2e t2ew1; do T $v; done; done
+for r in $(seq "${TL_ROUNDS:-2}"); do for v in ${TL_VARS:-t0 t0w1 t2 t2w1 t2e t2ew1}; do T $v; done; done
 pack
 B() {
   local over=(); [[ $1 != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$P/$1")
   timeout 120 "${over[@]}" "$BIN/tilefuse" bench "$G" --no-check --no-baselines --gemm-config "$C" \
     --repeats 400 2>&1 | awk -v t="$1" '$1=="fused"{print t, $2, $3}'
 }
-for r in $(seq "$ROUNDS"); do for v in base e1 e2 e3 rd; do B $v | tee -a "$L/times.txt"; done; done
+for r in $(seq "$ROUNDS"); do for v in base ${EVARS:-e1 e2 e3} rd; do B $v | tee -a "$L/times.txt"; done; done
 pack
 TILEFUSE_OVERRIDE_SOURCE="$P/seed_rd" timeout 60 "$BIN/tilefuse" run "$S" --device cuda --plan fused \
   --gemm-config "$SC" --check > "$L/check_seed_rd.txt" 2>&1; echo "rc $? seed_rd $(tail -1 "$L/check_seed_rd.txt")" | tee -a "$L/checks.txt"
