@@ -3,7 +3,10 @@
 # the index lands (bench/device-plans/pre/mkpre.py, hand-written overrides of each emitted kernel).
 # (1) run --check of each variant against the f64 oracle, the compiles in parallel.
 # (2) ROUNDS interleaved rounds of bench --no-baselines (fused row), base and variants.
-# (3) Each program's cuBLASLt row, in the same call.
+# (3) Each program's cuBLASLt row, in the same call. (4) CORRECT=1: the compiler form (option
+# source_prefetch, branch source-prefetch) on the GPU: its ws edge-program variants and run --check.
+# (4) and the `cc` rows need that branch's binaries (session 42 ran them so; the compiler form was
+# dropped on these numbers, bench/RESULTS.md): with main's, run CORRECT=0 and drop `cc`.
 # About 300 s. Carry [".devcarry/bin"]. Logs: $OUT/logs.tgz.
 set -uo pipefail
 BIN="${TF_BIN:-.devcarry/bin}"
@@ -42,14 +45,15 @@ done
 wait
 cat "$L/checks.txt"
 pack
-B() { # program variant
-  local over=(); [[ $2 != base ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$P/${1}_$2")
-  timeout 120 "${over[@]}" "$BIN/tilefuse" bench "${PROG[$1]}" --no-check --no-baselines \
+B() { # program variant (cc: the compiler's form, --cuda-option source_prefetch=1)
+  local over=() opt=(); [[ $2 != base && $2 != cc ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$P/${1}_$2")
+  [[ $2 == cc ]] && opt=(--cuda-option source_prefetch=1)
+  timeout 120 "${over[@]}" "$BIN/tilefuse" bench "${PROG[$1]}" --no-check --no-baselines "${opt[@]}" \
     --gemm-config "${CONF[$1]}" --repeats "$REPS" 2>&1 | awk -v t="$1 $2" '$1=="fused"{print t, $2, $3}'
 }
 for r in $(seq "$ROUNDS"); do
   for p in $ORDER; do
-    for v in base ${VARS[$p]}; do B "$p" "$v" | tee -a "$L/times.txt"; done
+    for v in base ${VARS[$p]} cc; do B "$p" "$v" | tee -a "$L/times.txt"; done
   done
   pack
 done
@@ -61,3 +65,17 @@ for p in $ORDER; do
     | tee -a "$L/times.txt"
 done
 pack
+# (4) The compiler's form (branch source-prefetch, option source_prefetch): the warp-specialized
+# edge programs in its two variants against the f64 oracle, and run --check of the bench programs.
+if [[ "${CORRECT:-1}" == 1 ]]; then
+  [[ -e /work/main/tests ]] || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
+  export TILEFUSE_TEST_BINARY="$BIN/tilefuse"
+  timeout 240 "$BIN/test_gpu" --gtest_filter='GpuWarpSpecialized/*source_prefetch*' > "$L/ws_sp.txt" 2>&1
+  echo "ws source_prefetch rc $?: $(grep -E '^\[  (PASSED|FAILED) ' "$L/ws_sp.txt" | tr '\n' ' ')" | tee -a "$L/checks.txt"
+  for p in $ORDER; do
+    timeout 120 "$BIN/tilefuse" run "${PROG[$p]}" --device cuda --plan fused --gemm-config "${CONF[$p]}" \
+      --cuda-option source_prefetch=1 --check -v > "$L/spcheck_$p.txt" 2>&1
+    echo "rc $? $p source_prefetch=1: $(grep -E 'check:|max_rel|rel_err' "$L/spcheck_$p.txt" | tail -1)" | tee -a "$L/checks.txt"
+  done
+  pack
+fi
