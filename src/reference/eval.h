@@ -1,6 +1,8 @@
 // The reference evaluator: runs any Graph on the CPU.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/tensor.h"
@@ -75,6 +77,26 @@ double oracle_error(const Tensor& out, const Tensor& oracle);
 // 3-5% in norm: the property tests' 0.15), 1e-5 for f32 (~2^-24 times the
 // reduction depth), 1e-12 for f64, 0 (exact) for integers and bool.
 double check_tolerance(DType dt);
+
+// What the program's own dtypes allow where check_tolerance is too tight:
+// `own` is oracle_error of the program evaluated op by op at its dtypes
+// (EvalMode::kEager, PyTorch's rounding: each op's result rounded to its
+// dtype) on the same inputs. check_tolerance assumes every intermediate is
+// about the output's size and normal in its dtype; a program that cancels
+// large intermediates ((x @ w + 1000) - 1000 in f16) or whose products fall
+// below its dtype's normal range ((x * 1e-20) @ (w * 1e-20) in f32) is that
+// far from the oracle however it is computed. An output within
+// kFaithfulFactor times `own` of the oracle is then as close as its dtypes
+// allow; an error beyond both bounds (a miscompile's garbage) still fails.
+// The factor leaves room for a kernel that rounds at other places than
+// eager does (a fused epilogue keeps f32 between ops), each place adding at
+// most about one eager's worth of rounding.
+inline constexpr double kFaithfulFactor = 2.0;
+// (None where `own` is not finite: where the program op by op leaves the
+// oracle's range, to inf or NaN, no finite bound follows from it.)
+inline double faithful_tolerance(double tol, double own) {
+  return std::isfinite(own) ? std::max(tol, kFaithfulFactor * own) : tol;
+}
 
 // The tolerance of an f32 GEMM run on TF32 tensor cores (`--allow-tf32`):
 // its operands are rounded to 10 mantissa bits (cvt.rna: unit roundoff

@@ -2,6 +2,7 @@
 // tilefuse. Every command exits 0 or 1 within 20 s and 2 GiB of resident
 // memory (measured: wait4's peak RSS), and where a program runs, the CPU
 // executor's outputs are the reference evaluator's bit for bit (same xxh64).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -219,13 +220,43 @@ TEST(Robustness, AFifoInTheTuningCacheDoesNotBlock) {
 // A failed --check is exit 3 (not 2, an internal error): catastrophic
 // cancellation in f32 is far from the f64 oracle, correctly.
 TEST(Robustness, AFailedCheckExitsThree) {
+  // f16 overflows to inf where the oracle stays finite: no allowance.
   const std::string prog = write_program(
-      "cancel", "def cancel(x: f32[64]):\n    return (x + 100000000.0) - 100000000.0\n");
+      "overflow", "def overflow(x: f16[64]):\n    return (x * 1000.0 * 1000.0) / 1000000.0\n");
   const MeasuredCliResult r = within_budget("run --device cpu --check " + prog, {3});
-  EXPECT_NE(r.output.find("FAILED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rel_err=inf tol=0.01 FAILED (the program op by op at its dtypes is "
+                          "inf from the oracle)"),
+            std::string::npos)
+      << r.output;
   const MeasuredCliResult ok = within_budget(
       "run --device cpu --check " + write_program("fine", testing::chain_program(3)), {0});
   EXPECT_EQ(ok.output.find("FAILED"), std::string::npos) << ok.output;
+}
+
+// A program as far from the oracle as its dtypes make it, however it is
+// computed (cancellation of large intermediates, products below the dtype's
+// normal range), passes --check with the op-by-op evaluation's error named,
+// in both engines. (AFailedCheckExitsThree: no allowance where that
+// evaluation leaves the oracle's range.)
+TEST(Robustness, CheckAllowsWhatTheProgramsDtypesCost) {
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {"cancel", "def cancel(x: f32[64]):\n    return (x + 100000000.0) - 100000000.0\n"},
+      {"cancel16",
+       "def cancel16(x: f16[16, 16], w: f16[16, 16]):\n    return (x @ w + 100.0) - 100.0\n"},
+      {"tiny",
+       "def tiny(x: f32[8, 8], w: f32[8, 8]):\n    return (x * 1e-20) @ (w * 1e-20)\n"}};
+  for (const auto& [name, source] : programs)
+    for (const char* engine : {"executor", "reference"}) {
+      const MeasuredCliResult r = within_budget(
+          fmt::format("run --device cpu --check --engine {} {}", engine,
+                      write_program(name, source)),
+          {0});
+      EXPECT_NE(r.output.find(" ok (the program op by op at its dtypes is "), std::string::npos)
+          << name << " " << engine << "\n"
+          << r.output;
+      EXPECT_NE(r.output.find("from the oracle: within 2x of that)"), std::string::npos)
+          << r.output;
+    }
 }
 
 // An index out of range that no kernel reads: with K = 0 (x f32[5, 0]: the

@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
       "the relative error ||out-ref||/||ref||; exit 3 if it exceeds the dtype's "
       "tolerance "
       "(1e-2 for f16/bf16, 0.15 for f8, 1e-5 for f32, 1e-12 for f64, exact for integers; "
-      "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU)");
+      "1e-2 for an output an f32 GEMM feeds under --allow-tf32 on the GPU) and twice the error "
+      "of the program evaluated op by op at its dtypes (cancellation, underflow)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: all; at most 1024)")
       ->check(thread_count)
       ->capture_default_str();
