@@ -539,6 +539,14 @@ class Lexer {
     size_t begin = pos_;
     SourceLoc loc = here();
     std::string_view rest = src_.substr(pos_);
+    // Python's assignment expression: no .tfs form takes ':' before '=', so
+    // say what it is here rather than fail on its target as an unknown name.
+    if (rest.starts_with(":=")) {
+      loc.length = 2;
+      fail("the ':=' operator (an assignment expression) is not supported; assign on a line of "
+           "its own",
+           loc);
+    }
     for (const auto& [text, kind] : kPunctuation) {
       if (!rest.starts_with(text)) continue;
       advance(text.size());

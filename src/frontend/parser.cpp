@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -1117,9 +1118,9 @@ class Parser {
     if (std::optional<DType> dt = bare_dtype(n)) return Operand::of_dtype(*dt, name.loc);
     // A symbolic dim of the signature names a size, not a value.
     if (g_.find_symbol(n) != kFixedDim)
-      fail(name, fmt::format("'{}' is a symbolic dim of the signature, not a value (in expand(), "
-                             "-1 keeps a dim's size)",
-                             n));
+      fail(name, fmt::format("'{}' is a symbolic dim of the signature, not a value{}", n,
+                             arguments_of_ == "expand" ? " (in expand(), -1 keeps a dim's size)"
+                                                       : ""));
     std::vector<std::string> candidates;
     for (const auto& [k, v] : variables_) candidates.push_back(k);
     for (const auto& [k, v] : aliases_) candidates.push_back(k);
@@ -1158,7 +1159,7 @@ class Parser {
             fail(name,
                  fmt::format("unknown tensor method '{}'{}", attr, did_you_mean(attr, names)));
           }
-          std::vector<Argument> args = parse_arguments();
+          std::vector<Argument> args = parse_arguments_of(attr);
           return call_method(g_, base, attr, std::move(args), name.loc, span(base.loc, last_loc()));
         }
         return tensor_attribute(base, name, loc);
@@ -1206,9 +1207,18 @@ class Parser {
             callee.loc);
       throw UserError(fmt::format("{} is not callable", describe(callee)), callee.loc);
     }
-    std::vector<Argument> args = parse_arguments();
+    std::vector<Argument> args = parse_arguments_of(callee.spelling);
     return call_function(g_, callee, callee.spelling, std::move(args), callee.loc,
                          span(callee.loc, last_loc()));
+  }
+
+  // parse_arguments, with `callee` (a method's or function's name) as the
+  // call whose arguments a name is looked up in (lookup's hints).
+  std::vector<Argument> parse_arguments_of(const std::string& callee) {
+    std::string saved = std::exchange(arguments_of_, callee);
+    std::vector<Argument> args = parse_arguments();
+    arguments_of_ = std::move(saved);
+    return args;
   }
 
   std::vector<Argument> parse_arguments() {
@@ -1337,6 +1347,7 @@ class Parser {
   std::map<std::string, Operand, std::less<>> variables_;
   std::map<std::string, std::string, std::less<>> aliases_;  // name -> module or function path
   std::optional<ReturnAnnotation> return_annotation_;        // `-> ...`, checked at `return`
+  std::string arguments_of_;  // the call whose arguments are being parsed ("" outside any)
 };
 
 }  // namespace

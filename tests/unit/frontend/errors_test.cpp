@@ -160,6 +160,7 @@ const BadProgram kBadPrograms[] = {
      "selecting along the symbolic dim `T` of f32[T, 4]"},
     {"symbol_as_a_value", "def f(x: f32[T, 4]):\n    return x.expand(2, T, 4)\n", 2, 24,
      "'T' is a symbolic dim of the signature, not a value (in expand(), -1 keeps a dim's size)"},
+
     {"symbol_expanded_to_number", "def f(x: f32[T, 1]):\n    return x.expand(5, 4)\n", 2, 14,
      "dimension 0 is the symbolic dim `T`; keep it with -1"},
     {"range_symbol_unknown", "def f(x: f32[T], i: i64[4] in [0, U)):\n    return x[i]\n", 1, 35,
@@ -208,6 +209,8 @@ const BadProgram kBadPrograms[] = {
     {"for_loop", "def f(x: f32[2]):\n    for i in x:\n        return x\n", 2, 5,
      "'for' is not supported"},
     {"lambda", ret(X, "lambda"), 2, 12, "'lambda' is not supported"},
+    {"assignment_expression", ret(X, "(y := x) * x"), 2, 15,
+     "the ':=' operator (an assignment expression) is not supported"},
     {"tuple_assignment", "def f(x: f32[2]):\n    a, b = x, x\n    return a\n", 2, 6,
      "tuple assignment"},
     {"expression_statement", "def f(x: f32[2]):\n    print(x)\n    return x\n", 2, 10,
@@ -416,6 +419,18 @@ const BadProgram kBadPrograms[] = {
     {"int64_min_as_dim", "def f(x: f32[-9223372036854775808]):\n    return x\n", 1, 14,
      "dimension sizes must be non-negative, found -9223372036854775808"},
 };
+
+// expand()'s hint about -1 only where the name is one of expand()'s arguments.
+TEST(FrontendErrors, ASymbolicDimAsAValueHintsAtExpandOnlyInsideIt) {
+  try {
+    parse("def f(x: f32[T, 4]):\n    return x * T\n");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "'T' is a symbolic dim of the signature, not a value");
+    EXPECT_EQ(e.loc().line, 2);
+    EXPECT_EQ(e.loc().col, 16);
+  }
+}
 
 class BadProgramTest : public ::testing::TestWithParam<BadProgram> {};
 
