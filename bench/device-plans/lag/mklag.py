@@ -44,8 +44,8 @@ if lag > 0:  # (L = 0: no lag, only the timeline's change below)
         counter = "tf_i"
         issue = "C_f.mma_async_rs(tf_ra[tf_u], B_s + tf_stage * 16384);\n"
     else:
-        loop = next(l for l in text[mma:].split("\n") if re.match(r"\s*for \(int tf_it0 = 0;", l))
-        counter = "tf_it0"
+        loop = next(l for l in text[mma:].split("\n") if re.match(r"\s*for \(int tf_it\d+ = 0;", l))
+        counter = re.match(r"\s*for \(int (tf_it\d+) = 0;", loop).group(1)
         issue = re.search(r"C_f\.mma_async\(A_s[^\n]*\n", text).group(0)
     i = text.index(loop, mma)
     line_start = text.rindex("\n", 0, i) + 1
