@@ -458,6 +458,74 @@ def test_jit_runs_the_program_and_reports_errors_in_this_file():
         tilefuse.jit(device="cpu")(5)
 
 
+def _file_column(token, marker):
+    """(line, column) of `token` on the line of this file holding `marker`: columns count code
+    points from 1, as diagnostics do."""
+    with open(__file__, encoding="utf-8") as f:
+        for number, text in enumerate(f.read().splitlines(), 1):
+            if marker in text:
+                return number, text.index(token, text.index(marker)) + 1
+    raise AssertionError(f"no line holds {marker!r}")
+
+
+class _Indented:
+    """A jit method: its source is indented in this file."""
+
+    @tilefuse.jit(device="cpu")
+    def unknown(x: "f32[4, 3]", w: "f32[3, 2]"):
+        return x @ w_missing  # noqa: F821 (the unknown name under test)
+
+    @tilefuse.jit(device="cpu")
+    def gather(x: "f32[T, 3]", w: "f32[3, 2]", idx: "i64[M]"):
+        return torch.relu(x[idx] @ w)  # noqa: F821 (torch: the .tfs namespace)
+
+    @tilefuse.jit(device="cpu")
+    def bad_return(x: "f32[T, 3]") -> "f16[T, 3]":
+        return x * 2.0
+
+
+def test_jit_locations_in_an_indented_function_are_columns_of_this_file():
+    """A jit method or nested function is indented in its file: every location the library
+    reports (a compile error's file:line:col and caret, a column inside a message, a run-time
+    index error's place) is the token's line and column in the file, and the echoed source line
+    is the file's line. (The source was dedented: columns were short by the indentation.)"""
+    def nested():
+        @tilefuse.jit(device="cpu")
+        def inner(x: "f32[4]"):
+            return x + deeper_missing  # noqa: F821 (the unknown name under test)
+        return inner
+
+    for fn, token, marker in ((_Indented.unknown, "w_missing", "return x @ w_missing"),
+                              (nested(), "deeper_missing", "return x + deeper_missing")):
+        line, col = _file_column(token, marker)
+        with raises(tilefuse.CompileError) as e:
+            fn.kernel
+        first, shown, caret = str(e.value).splitlines()[:3]
+        assert first.startswith(f"{__file__}:{line}:{col}: error: unknown name '{token}'"), first
+        with open(__file__, encoding="utf-8") as f:
+            assert shown == "  " + f.read().splitlines()[line - 1], (shown, str(e.value))
+        assert caret.index("^") == len("  ") + col - 1, str(e.value)
+
+    # A column inside the message (the return annotation's) is the file's too.
+    line, col = _file_column('"f16[T, 3]"', 'def bad_return(')
+    with raises(tilefuse.CompileError, match=rf"the return annotation \(line {line}, column "
+                                             rf"{col + 1}\) says f16\[T, 3\]"):
+        _Indented.bad_return.kernel
+
+    # A run-time index error: its location is the subscript's place in this file.
+    rng = np.random.default_rng(fresh_seed())
+    x, w = rand(rng, (5, 3), np.float32), rand(rng, (3, 2), np.float32)
+    ok = _Indented.gather(x, w, np.array([4, -5, 0], np.int64))
+    ref = np.maximum(x.astype(np.float64)[[4, 0, 0]] @ w.astype(np.float64), 0)
+    assert rel_err(ok, ref) < 1e-5
+    line, col = _file_column("idx", "return torch.relu(x[idx]")
+    with raises(tilefuse.IndexOutOfRange) as e:
+        _Indented.gather(x, w, np.array([1, 5], np.int64))
+    assert e.value.location == (__file__, line, col), str(e.value)
+    assert (e.value.tensor, e.value.index_tensor, e.value.position, e.value.value) == \
+        ("x", "idx", (1,), 5)
+
+
 def test_jit_checks_a_string_return_annotation():
     """`-> "f32[T, 3]"` is unquoted like the parameters' annotations and checked
     by the parser: a matching one compiles, a wrong one is a CompileError at the
@@ -485,7 +553,7 @@ def test_jit_checks_a_string_return_annotation():
 def test_jit_unquotes_annotations_after_non_ascii_text():
     """ast's column offsets count UTF-8 bytes: an annotation after a non-ASCII parameter name
     is still unquoted (each quote a space), and the .tfs parser then reports the name at its
-    column in this file."""
+    line and column in this file."""
     from tilefuse._jit import _source_of
 
     def f(xé: "f32[4]", w: "f32[4]"):
@@ -493,8 +561,10 @@ def test_jit_unquotes_annotations_after_non_ascii_text():
 
     text = _source_of(f)
     assert 'def f(xé:  f32[4] , w:  f32[4] ):' in text, text
+    line, col = _file_column("é", "def f(xé")
     with raises(tilefuse.CompileError,
-                match=r"test_numpy\.py:\d+:8: error: non-ASCII character outside a comment"):
+                match=rf"test_numpy\.py:{line}:{col}: error: non-ASCII character outside a "
+                      r"comment"):
         tilefuse.jit(device="cpu")(f).kernel
 
 

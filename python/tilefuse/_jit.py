@@ -15,10 +15,25 @@ def _char_col(line, byte_col):
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 
+# The control picture U+240C that diagnostics show a form feed as (frontend/diagnostic.cpp).
+_FORM_FEED_SHOWN = "\u240c"
+
+
 def _source_of(fn):
-    """The function's text as a .tfs program: dedented, the string annotations of
-    its parameters and its return unquoted (each quote replaced by a space, so columns hold), the
-    first line where the function's is in its file (so diagnostics point there)."""
+    """The function's text as a .tfs program (see _program_of)."""
+    return _program_of(fn)[0]
+
+
+def _program_of(fn):
+    """The function's text as a .tfs program, and the indentation its lines have in the file
+    ("" at module level): the string annotations of its parameters and its return unquoted (each
+    quote replaced by a space), every line where it is in the file, so a diagnostic's line and
+    column (and a column a message quotes) are the file's.
+
+    A method or a nested function is indented, and a program is one top-level `def`: the last
+    character of each line's common indentation becomes a form feed, which resets the
+    indentation count (Python's rule, which the .tfs lexer follows) but keeps its column.
+    (Dedenting it instead left every column short by the indentation.)"""
     from ._errors import CompileError
     if getattr(fn, "__name__", "") == "<lambda>":
         raise CompileError(f"@tilefuse.jit needs a function defined with `def`, not a lambda "
@@ -53,8 +68,30 @@ def _source_of(fn):
                     line[quote_close] == line[quote_open]:
                 rows[row] = (line[:quote_open] + " " + line[quote_open + 1:quote_close] + " " +
                              line[quote_close + 1:])
+    # The file's indentation back, its last character a form feed (blank lines stay blank).
+    original = "".join(lines).splitlines(keepends=True)
+    margin = ""
+    for before, after in zip(original, rows):
+        if after.strip():
+            margin = before[:len(before) - len(after)]
+            break
+    if margin:
+        rows = [margin[:-1] + "\f" + r if r.strip() else r for r in rows]
     # Decorators are accepted by the .tfs parser; blank lines keep numbering.
-    return "\n" * (first - 1) + "".join(rows)
+    return "\n" * (first - 1) + "".join(rows), margin
+
+
+def _shown_as_in_file(message, margin):
+    """A CompileError's text with its echoed source line (the second) as the file has it: the
+    form feed _program_of put in the indentation, which the diagnostic shows as U+240C, back to
+    the character it replaced."""
+    if not margin:
+        return message
+    lines = message.split("\n")
+    marked = "  " + margin[:-1] + _FORM_FEED_SHOWN
+    if len(lines) > 1 and lines[1].startswith(marked):
+        lines[1] = "  " + margin + lines[1][len(marked):]
+    return "\n".join(lines)
 
 
 class JitFunction:
@@ -76,8 +113,13 @@ class JitFunction:
     @property
     def kernel(self):
         if self._kernel is None:
+            from ._errors import CompileError
             file = inspect.getsourcefile(self._fn) or "<jit>"
-            self._kernel = _kernel.compile(_source_of(self._fn), name=file, **self._options)
+            text, margin = _program_of(self._fn)
+            try:
+                self._kernel = _kernel.compile(text, name=file, **self._options)
+            except CompileError as e:
+                raise CompileError(_shown_as_in_file(str(e), margin)) from None
         return self._kernel
 
     def __call__(self, *args, **kwargs):
