@@ -119,7 +119,10 @@ TF_API void tf_options_init(tf_options* options);
 /* Parses and checks a program (no kernel is compiled yet: that happens at
  * the first call of each specialization). `source` is the program text and
  * `name` the file name its diagnostics use (NULL: "<source>"). On success
- * *out is a new program. options may be NULL (the defaults). */
+ * *out is a new program. options may be NULL (the defaults). A text longer
+ * than 16 MiB (a program file's limit) is TF_ERROR_INVALID_ARGUMENT, "NAME:
+ * the program text is longer than 16 MiB, the most a program may be", and
+ * is not read past that. */
 TF_API tf_status tf_compile_source(const char* source, const char* name, const tf_options* options,
                                    tf_program** out);
 /* The same for the program in the file at `path`. A file that cannot be

@@ -387,6 +387,10 @@ def test_hostile_arguments_get_errors_and_the_kernel_stays_usable():
         tilefuse.compile(src, threads=2**30)
     with raises(ValueError, match="contains a NUL character at offset"):
         tilefuse.compile(src.replace("* 2.0", "\0* 2.0"))
+    # Text has a program file's limit, 16 MiB (a longer one was parsed whatever its size).
+    with raises(ValueError, match=r"^<source>: the program text is longer than 16 MiB, the most a "
+                                  r"program may be$"):
+        tilefuse.compile(src + "#" * (16 << 20), device="cpu")
     k = tilefuse.compile(src, device="cpu")
     # A copy would free the handle twice.
     import copy

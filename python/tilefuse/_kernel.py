@@ -678,8 +678,9 @@ def compile(source_or_path, device="auto", plan="auto", allow_tf32=False, tuning
     Kernel). name: the file name diagnostics of a source text use.
 
     Raises tilefuse.CompileError (the file:line:col diagnostic) for a malformed
-    program, FileNotFoundError for a missing file, ValueError for a bad option or
-    a file that cannot be read (a directory, a FIFO that nothing writes to)."""
+    program, FileNotFoundError for a missing file, ValueError for a bad option, a
+    file that cannot be read (a directory, a FIFO that nothing writes to) or a
+    program (text or file) longer than 16 MiB."""
     _check_mode(check)
     for key, value, none_ok in (("device", device, False), ("plan", plan, False),
                                 ("cache_dir", cache_dir, True), ("name", name, True)):

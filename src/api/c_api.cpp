@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "driver/callable.h"
 #include "frontend/frontend.h"
 #include "reference/thread_pool.h"
@@ -365,7 +366,18 @@ tf_status tf_compile_source(const char* source, const char* name, const tf_optio
                             tf_program** out) {
   return guarded([&] {
     if (!source) return fail(TF_ERROR_INVALID_ARGUMENT, "source is NULL");
-    return compile_program(source, name ? name : "<source>", options, out);
+    const std::string file = name ? name : "<source>";
+    // The program files' limit (tilefuse::LoadOptions::max_bytes), counted
+    // without reading past it: a longer text was parsed whatever its size.
+    const int64_t limit = tilefuse::LoadOptions{}.max_bytes;
+    const size_t length = ::strnlen(source, static_cast<size_t>(limit) + 1);
+    if (static_cast<int64_t>(length) > limit) {
+      if (out) *out = nullptr;
+      return fail(TF_ERROR_INVALID_ARGUMENT,
+                  fmt::format("{}: the program text is longer than {}, the most a program may be",
+                              file, tilefuse::format_bytes(limit)));
+    }
+    return compile_program(std::string(source, length), file, options, out);
   });
 }
 

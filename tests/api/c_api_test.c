@@ -447,6 +447,35 @@ int main(void) {
           "/dev/zero: %s %s", tf_status_name(s), tf_last_error());
   }
 
+  /* Program text has the file's limit too: 16 MiB compiles (a comment pads
+     it), one byte more is refused before it is parsed (it was parsed: a
+     100 MB text took 30 s and 4.7 GB, a larger one exhausted the machine). */
+  {
+    const size_t limit = (size_t)16 << 20;
+    const char* head = "def pad(x: f32[4]):\n    return x * 2.0\n#";
+    char* text = malloc(limit + 2);
+    CHECK(text != NULL, "malloc");
+    if (text) {
+      memset(text, 'c', limit + 1);
+      memcpy(text, head, strlen(head));
+      text[limit] = '\0';
+      tf_program* q = NULL;
+      s = tf_compile_source(text, "pad.tfs", NULL, &q);
+      CHECK(s == TF_OK && q != NULL, "16 MiB of text: %s %s", tf_status_name(s), tf_last_error());
+      tf_program_free(q);
+      q = NULL;
+      text[limit] = 'c';
+      text[limit + 1] = '\0';
+      s = tf_compile_source(text, "pad.tfs", NULL, &q);
+      CHECK(s == TF_ERROR_INVALID_ARGUMENT && q == NULL &&
+                strstr(tf_last_error(),
+                       "pad.tfs: the program text is longer than 16 MiB, the most a program may "
+                       "be") != NULL,
+            "16 MiB + 1 byte of text: %s %s", tf_status_name(s), tf_last_error());
+      free(text);
+    }
+  }
+
   /* A program file whose path is not UTF-8 (byte 0xE9): it compiles, and
      its signature (JSON) carries U+FFFD for the byte (it was an internal
      error: the JSON writer refused the byte). */
