@@ -510,6 +510,22 @@ def test_jit_locations_in_an_indented_function_are_columns_of_this_file():
             assert shown == "  " + f.read().splitlines()[line - 1], (shown, str(e.value))
         assert caret.index("^") == len("  ") + col - 1, str(e.value)
 
+    # Indented by tabs: the echoed line and the caret line keep them (the caret lines up under
+    # any tab width).
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tabbed.py")
+        with open(path, "w") as f:
+            f.write("import tilefuse\nclass C:\n\t@tilefuse.jit(device='cpu')\n"
+                    "\tdef m(x: 'f32[4]'):\n\t\treturn x + tabbed_missing\n")
+        scope = {}
+        exec(compile(open(path).read(), path, "exec"), scope)
+        with raises(tilefuse.CompileError) as e:
+            scope["C"].m.kernel
+        first, shown, caret = str(e.value).splitlines()[:3]
+        assert first.startswith(f"{path}:5:14: error: unknown name 'tabbed_missing'"), first
+        assert shown == "  \t\treturn x + tabbed_missing", repr(shown)
+        assert caret == "  \t\t           ^" + "~" * 13, repr(caret)
+
     # A column inside the message (the return annotation's) is the file's too.
     line, col = _file_column('"f16[T, 3]"', 'def bad_return(')
     with raises(tilefuse.CompileError, match=rf"the return annotation \(line {line}, column "

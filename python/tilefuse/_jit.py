@@ -84,13 +84,18 @@ def _program_of(fn):
 def _shown_as_in_file(message, margin):
     """A CompileError's text with its echoed source line (the second) as the file has it: the
     form feed _program_of put in the indentation, which the diagnostic shows as U+240C, back to
-    the character it replaced."""
+    the character it replaced; and in the caret line (the third, which copies the source line's
+    tabs and has a space for every other character) that character too, so that the caret lines
+    up under a tab-indented line as well."""
     if not margin:
         return message
     lines = message.split("\n")
     marked = "  " + margin[:-1] + _FORM_FEED_SHOWN
     if len(lines) > 1 and lines[1].startswith(marked):
         lines[1] = "  " + margin + lines[1][len(marked):]
+        under = "  " + margin[:-1] + " "
+        if len(lines) > 2 and lines[2].startswith(under):
+            lines[2] = "  " + margin + lines[2][len(under):]
     return "\n".join(lines)
 
 
