@@ -168,6 +168,9 @@ int64_t size_bucket(int64_t value) {
 int64_t offset_reach(const Shape& shape, const std::vector<int64_t>& strides) {
   int64_t reach = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
+    // (INT64_MIN, which the C API accepts on a size-1 dim, has no magnitude
+    // in int64: it reaches past every limit)
+    if (strides[d] == INT64_MIN) return INT64_MAX;
     const int64_t st = strides[d] < 0 ? -strides[d] : strides[d];
     int64_t term = 0;
     if (__builtin_mul_overflow(shape[d] + kOverhang, st, &term) ||

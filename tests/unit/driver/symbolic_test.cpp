@@ -312,6 +312,17 @@ TEST(Symbolic, SizeBuckets) {
   EXPECT_EQ(driver::size_bucket(5000), 8192);
 }
 
+// offset_reach is sum((size + 256) * |stride|), INT64_MAX once that leaves
+// int64, including a stride of INT64_MIN (whose magnitude int64 lacks).
+TEST(Symbolic, OffsetReach) {
+  EXPECT_EQ(driver::offset_reach({4, 8}, {8, 1}), (4 + 256) * 8 + (8 + 256) * 1);
+  EXPECT_EQ(driver::offset_reach({4, 8}, {-8, 1}), (4 + 256) * 8 + (8 + 256) * 1);
+  EXPECT_EQ(driver::offset_reach({1, 8}, {std::numeric_limits<int64_t>::min(), 1}),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(driver::offset_reach({1, 8}, {std::numeric_limits<int64_t>::max(), 1}),
+            std::numeric_limits<int64_t>::max());
+}
+
 }  // namespace
 }  // namespace tilefuse
 
