@@ -108,22 +108,8 @@ void report(const char* name, K k, int active, unsigned long long* d, int sms, d
 
 template <int BM, int BN, int WGS, bool RS, int INFLIGHT>
 void run(const char* name, int active, unsigned long long* d, int sms) {
-  auto k = rate<BM, BN, WGS, RS, INFLIGHT>;
-  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 98304);
-  const int iters = 4000;
-  k<<<sms, 256, 98304>>>(d, 10, active);  // warm
-  cudaMemset(d, 0, 8192);
-  k<<<sms, 256, 98304>>>(d, iters, active);
-  cudaError_t e = cudaDeviceSynchronize();
-  unsigned long long h[1024];
-  cudaMemcpy(h, d, 8192, cudaMemcpyDeviceToHost);
-  double cyc = 0;
-  for (int b = 0; b < sms; ++b) for (int w = 0; w < active; ++w) cyc += h[b * 4 + w];
-  cyc /= sms * active;
-  const double per_ktile = cyc / iters;  // one warpgroup's k-tile: (BM / WGS) x BN x 64
-  const double flop = 2.0 * (BM / WGS) * BN * 64 * active;  // the block's, per iteration
-  printf("%-34s %s active=%d: %7.1f cycles a warpgroup's k-tile, %6.0f FLOP/cycle (%.0f%% of 4096)\n",
-         name, cudaGetErrorString(e), active, per_ktile, flop / per_ktile, 100.0 * flop / per_ktile / 4096);
+  // one warpgroup's k-tile: (BM / WGS) x BN x 64
+  report(name, rate<BM, BN, WGS, RS, INFLIGHT>, active, d, sms, 2.0 * (BM / WGS) * BN * 64);
 }
 
 int main() {
