@@ -244,6 +244,22 @@ bool is_int64_value(double v) {
   return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
 }
 
+// `v` stored in the integer dtype `dt`: two's complement, modulo 2^bits
+// (c10's static_cast from int64). Other dtypes return `v`.
+int64_t wrap_to_integer(DType dt, int64_t v) {
+  const auto u = static_cast<uint64_t>(v);
+  switch (dt) {
+    case DType::I8:
+      return static_cast<int8_t>(static_cast<uint8_t>(u));
+    case DType::U8:
+      return static_cast<uint8_t>(u);
+    case DType::I32:
+      return static_cast<int32_t>(static_cast<uint32_t>(u));
+    default:
+      return v;
+  }
+}
+
 // The Python kind of a Scalar node: bool, int or float.
 enum class PyKind { Bool, Int, Float };
 PyKind py_kind(const Node& n) {
@@ -600,6 +616,23 @@ ValueId Graph::binary(BinaryOp op, ValueId av, ValueId bv, SourceLoc loc) {
   n.shape = broadcast_or_throw(*this, name, nodes_[av], nodes_[bv], loc);
   const DType common = result_type(*this, {av, bv}, loc);
   n.dtype = n.compute_dtype = common;
+  if (is_comparison(op) && is_integral(common)) {
+    // PyTorch compares in the promoted type, and a Python int does not widen
+    // an integer tensor: the number is converted to that dtype first, as
+    // c10's static_cast does, wrapping modulo 2^bits (u8 == 256 compares
+    // with 0, i8 < 200 with -56; pytorch/pytorch#101653), the same
+    // conversion as u8 + 300. Engines compare integers in int64, so the
+    // literal is replaced by the value it wraps to.
+    for (ValueId& in : n.inputs) {
+      if (!nodes_[in].is_wrapped_number() || is_floating(nodes_[in].dtype)) continue;
+      const int64_t v = nodes_[in].iscalar;
+      const int64_t w = wrap_to_integer(common, v);
+      if (w != v) {
+        const SourceLoc number_loc = nodes_[in].loc;
+        in = int_scalar(w, DType::I64, number_loc);
+      }
+    }
+  }
   if (op == BinaryOp::Div) {
     // True division promotes integral and bool inputs to the default dtype.
     if (!is_floating(common)) n.dtype = n.compute_dtype = DType::F32;
