@@ -446,11 +446,21 @@ ParamPlan plan_integer(const Graph& g, ValueId param, const Tensor& t) {
     const int64_t lo = std::max(node.range->lo, dlo), hi = std::min(node.range->hi, dhi);
     // A range with a symbolic bound can be empty at some binding.
     if (lo >= hi && t.numel() == 0) return {};
-    if (lo >= hi && (node.range->lo_symbol != kFixedDim || node.range->hi_symbol != kFixedDim))
-      throw UserError("parameter `" + node.name + "`: its range is [" +
-                      std::to_string(node.range->lo) + ", " + std::to_string(node.range->hi) +
-                      ") at these sizes, so no random value can be drawn",
+    // (A fixed range was checked to fit the dtype at compile time; a
+    // symbolic one may lie outside it at this binding, and then the message
+    // must not call a non-empty range empty.)
+    if (lo >= hi && (node.range->lo_symbol != kFixedDim || node.range->hi_symbol != kFixedDim)) {
+      const std::string range = "parameter `" + node.name + "`: its range is [" +
+                                std::to_string(node.range->lo) + ", " +
+                                std::to_string(node.range->hi) + ") at these sizes";
+      if (node.range->lo >= node.range->hi)
+        throw UserError(range + ", so no random value can be drawn", node.loc);
+      const std::string dt(dtype_name(t.dtype()));
+      throw UserError(fmt::format("{}, which holds no {} value ({} holds [{}, {}]), so no random "
+                                  "value can be drawn",
+                                  range, dt, dt, dlo, dhi - 1),
                       node.loc);
+    }
     TF_CHECK(lo < hi, "parameter `" + node.name + "`: range does not fit its dtype");
     return {uniform_int_filler(t, lo, hi), false, std::pair{lo, hi}};
   }

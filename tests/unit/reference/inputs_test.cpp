@@ -11,6 +11,8 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
@@ -505,6 +507,34 @@ TEST(RandomInputs, EmptySymbolicRangeIsAnErrorAtTheParameter) {
             "parameter `i`: its range is [0, 0) at these sizes, so no random value can be drawn");
   EXPECT_EQ(loc.line, 2);
   EXPECT_EQ(loc.col, 7);
+}
+
+// `i: i8[4] in [T, 1000)` at T = 500: the range is not empty, but no i8
+// value lies in it (a fixed range is checked to fit the dtype when the
+// program compiles; a symbolic one only when its sizes are given). The
+// message must say so, not call [500, 1000) empty.
+TEST(RandomInputs, SymbolicRangeOutsideTheDtypeSaysSo) {
+  for (auto [dt, lo, hi, holds] :
+       {std::tuple{DType::I8, int64_t{500}, int64_t{1000}, "[-128, 127]"},
+        std::tuple{DType::U8, int64_t{-5}, int64_t{0}, "[0, 255]"},
+        std::tuple{DType::I32, int64_t{2500000000}, int64_t{3000000000}, "[-2147483648, 2147483647]"}}) {
+    Graph g;
+    const SymbolId t = g.add_symbol("T", lo < 0 ? -lo : lo, {});
+    IntRange r;
+    r.lo = lo, r.hi = hi;
+    r.lo_symbol = t, r.lo_negated = lo < 0;  // [T, ...) or [-T, ...)
+    const ValueId i = g.parameter("i", dt, {4}, r, SourceLoc{2, 7, 1});
+    g.add_output(i);
+    SourceLoc loc;
+    EXPECT_EQ(draw_error(g, &loc),
+              "parameter `i`: its range is [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  ") at these sizes, which holds no " + std::string(dtype_name(dt)) + " value (" +
+                  std::string(dtype_name(dt)) + " holds " + holds +
+                  "), so no random value can be drawn")
+        << dtype_name(dt);
+    EXPECT_EQ(loc.line, 2);
+    EXPECT_EQ(loc.col, 7);
+  }
 }
 
 TEST(RandomInputs, IndexIntoAnEmptySymbolicDimNamesTheSymbol) {
