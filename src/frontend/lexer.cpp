@@ -38,12 +38,13 @@ constexpr std::array<std::string_view, 26> kReservedKeywords = {
 
 // Operators and punctuation, longest first so that a greedy scan finds "**"
 // before "*" and "..." before ".".
-constexpr std::array<std::pair<std::string_view, TokenKind>, 34> kPunctuation = {{
+constexpr std::array<std::pair<std::string_view, TokenKind>, 36> kPunctuation = {{
     {"...", TokenKind::Ellipsis},   {"->", TokenKind::Arrow},      {"+=", TokenKind::PlusAssign},
     {"-=", TokenKind::MinusAssign}, {"*=", TokenKind::StarAssign}, {"/=", TokenKind::SlashAssign},
     {"@=", TokenKind::AtAssign},    {"==", TokenKind::EqEq},       {"!=", TokenKind::NotEq},
     {"<=", TokenKind::LessEq},      {">=", TokenKind::GreaterEq},  {"**", TokenKind::StarStar},
-    {"//", TokenKind::SlashSlash},  {"(", TokenKind::LParen},      {")", TokenKind::RParen},
+    {"//", TokenKind::SlashSlash},  {"<<", TokenKind::LessLess},   {">>", TokenKind::GreaterGreater},
+    {"(", TokenKind::LParen},       {")", TokenKind::RParen},
     {"[", TokenKind::LBracket},     {"]", TokenKind::RBracket},    {",", TokenKind::Comma},
     {":", TokenKind::Colon},        {";", TokenKind::Semicolon},   {".", TokenKind::Dot},
     {"=", TokenKind::Assign},       {"<", TokenKind::Less},        {">", TokenKind::Greater},

@@ -76,7 +76,9 @@ namespace tilefuse::frontend {
   X(Percent, "'%'")                                                           \
   X(Amp, "'&'")                                                               \
   X(Pipe, "'|'")                                                              \
-  X(Caret, "'^'")
+  X(Caret, "'^'")                                                             \
+  X(LessLess, "'<<'")                                                         \
+  X(GreaterGreater, "'>>'")
 
 enum class TokenKind : uint8_t {
 #define TF_TOKEN_ENUM(e, spelling) e,

@@ -932,6 +932,9 @@ class Parser {
       Operand rhs = parse_term();
       lhs = binary(op, std::move(lhs), std::move(rhs));
     }
+    // Python's shifts bind between + - and the comparisons.
+    if (at(TokenKind::LessLess) || at(TokenKind::GreaterGreater))
+      fail(peek(), fmt::format("the '{}' operator is not supported", peek().text));
     return lhs;
   }
 
