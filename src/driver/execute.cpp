@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "core/error.h"
 #include "core/memory.h"
@@ -21,6 +22,17 @@ bool indices_may_go_unread(const Graph& g, const Binding& binding) {
   bool has_index = false;
   for (ValueId v = 0; v < g.size() && !has_index; ++v) has_index = g.node(v).kind == OpKind::Index;
   if (!has_index) return false;
+  // A gather no output depends on (a dead statement) runs in no kernel, but
+  // PyTorch eager and the reference evaluate it and raise on a bad index.
+  std::vector<bool> live(static_cast<size_t>(g.size()), false);
+  for (ValueId v : g.outputs()) live[static_cast<size_t>(v)] = true;
+  for (ValueId v = g.size(); v-- > 0;) {
+    if (!live[static_cast<size_t>(v)]) {
+      if (g.node(v).kind == OpKind::Index) return true;
+      continue;
+    }
+    for (ValueId in : g.node(v).inputs) live[static_cast<size_t>(in)] = true;
+  }
   for (ValueId v = 0; v < g.size(); ++v) {
     const Node& n = g.node(v);
     if (n.kind == OpKind::Slice || n.kind == OpKind::Select ||

@@ -38,8 +38,9 @@ void check_inputs(const Graph& graph, const std::vector<Tensor>& inputs);
 // of the elements they compute, so `x[i] @ w` with K = 0 or N = 0, `x[i][0]
 // @ w` or `x[i][j]` would leave an out-of-range index unread where PyTorch
 // and the reference raise. Whether a gather's positions may go unread at
-// `binding`: a value is empty at its sizes, a slice or select drops some, or
-// a gather picks from another value than a parameter. The condition of
+// `binding`: a value is empty at its sizes, a slice or select drops some, a
+// gather picks from another value than a parameter, or a gather is dead (no
+// output depends on it, so no kernel computes it: `b = x[i]` unused). The condition of
 // check_unread_indices, and of CudaProgram::launch(DeviceCall)'s device-side
 // check of the same indices.
 bool indices_may_go_unread(const Graph& graph, const std::vector<int64_t>& binding);

@@ -47,6 +47,13 @@ TEST(UnreadIndices, TheCondition) {
   EXPECT_TRUE(may_go_unread("def s1(x: f32[5, 4], i: i64[2]):\n    return x[i][0:1] * 2.0\n"));
   EXPECT_TRUE(
       may_go_unread("def gg(x: f32[5, 4], i: i64[3], j: i64[2]):\n    return x[i][j] * 2.0\n"));
+  // A gather no output depends on (a dead statement): PyTorch eager still
+  // runs it, and raises on a bad index.
+  EXPECT_TRUE(may_go_unread(
+      "def d(x: f32[5, 4], i: i64[2]):\n    b = x[i]\n    return x * 2.0\n"));
+  EXPECT_TRUE(may_go_unread(
+      "def d2(x: f32[5, 4], w: f32[4, 3], i: i64[2]):\n    b = torch.relu(x[i] @ w)\n"
+      "    return x @ w\n"));
   // Symbolic dims: decided at the binding.
   const char* sym = "def sym(x: f32[5, K], w: f32[K, 3], i: i64[M]):\n    return x[i] @ w\n";
   EXPECT_FALSE(may_go_unread(sym, {{"K", 4}, {"M", 3}}));
@@ -155,6 +162,49 @@ TEST(UnreadIndices, TheReportedErrorIsTheExecutorsRun) {
               "index 5 is out of bounds for dim 0 of `x` (size 5): `i`[1, 0] = 5");
     expect_same(rebuilt_error(p.graph, gathers(p.graph).at(0), 5, {2, 2}, 2, 5), e);
   }
+}
+
+// A dead gather (`b = x[i]`, nothing returns b) with an index out of range:
+// the reference evaluator raises at the subscript, as PyTorch eager does;
+// the executor, which runs no kernel for b, must raise the same error and
+// not return the live output as if the program were fine.
+TEST(UnreadIndices, ADeadGathersIndexIsCheckedLikeTheReference) {
+  const Program p = parse_program(
+      "def d(x: f32[5, 4], w: f32[4, 3], i: i64[6]):\n    b = torch.relu(x[i] @ w)\n"
+      "    return x @ w\n",
+      "u.tfs");
+  Tensor x = Tensor::empty(DType::F32, {5, 4}), w = Tensor::empty(DType::F32, {4, 3});
+  for (int64_t k = 0; k < 20; ++k) x.set_linear(k, 0.25 * static_cast<double>(k % 7) - 0.5);
+  for (int64_t k = 0; k < 12; ++k) w.set_linear(k, 0.5 - 0.125 * static_cast<double>(k % 5));
+  Tensor idx = Tensor::empty(DType::I64, {6});
+  for (int64_t k = 0; k < 6; ++k) idx.set_linear(k, k == 4 ? -6 : k % 5);
+  std::string reference_error;
+  try {
+    evaluate(p.graph, {x, w, idx});
+    ADD_FAILURE() << "the reference raised nothing";
+  } catch (const UserError& e) {
+    reference_error = e.what();
+  }
+  EXPECT_EQ(reference_error, "index -6 is out of bounds for dim 0 of `x` (size 5): `i`[4] = -6");
+  for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+    driver::CompileOptions co;
+    co.plan = plan;
+    const driver::CompiledProgram cp = driver::compile(p.graph, co);
+    try {
+      driver::execute(cp, {x, w, idx});
+      ADD_FAILURE() << plan_kind_name(plan) << ": the executor raised nothing";
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), reference_error) << plan_kind_name(plan);
+      EXPECT_EQ(e.loc().line, 2);
+      EXPECT_EQ(e.loc().col, 22);
+    }
+  }
+  // With every index in range the live output is the reference's.
+  idx.set_linear(4, -5);
+  const std::vector<Tensor> want = evaluate(p.graph, {x, w, idx});
+  const std::vector<Tensor> got = driver::execute(driver::compile(p.graph, {}), {x, w, idx});
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t k = 0; k < 15; ++k) EXPECT_EQ(got[0].get_linear(k), want[0].get_linear(k)) << k;
 }
 
 // The GPU's check kernels compile with NVRTC for both target families (no
