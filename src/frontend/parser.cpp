@@ -861,10 +861,58 @@ class Parser {
         fail(op, "tuple assignment ('a, b = ...') is not supported");
       case TokenKind::Colon:
         fail(op, "annotated assignments are not supported");
+      case TokenKind::LBracket:
+      case TokenKind::Dot:
+        // `x[i] = v`, `x[i] += v`, `x.data = v`: a write into a tensor.
+        if (const Token* assign = statement_assignment()) {
+          if (op.kind == TokenKind::LBracket)
+            fail(op, fmt::format("assignment through a subscript ('{}[...] {} ...') is not "
+                                 "supported: a program cannot write into a tensor (there is no "
+                                 "index_put or scatter); compute a new value instead, e.g. with "
+                                 "torch.where",
+                                 name.text, assign->text));
+          fail(op, fmt::format("assignment to an attribute ('{}.{} {} ...') is not supported",
+                               name.text, peek(1).text, assign->text));
+        }
+        [[fallthrough]];
       default:
         fail(op, fmt::format("expected '=' after '{}' (a statement is 'name = expr' or "
                              "'return ...'), found {}",
                              name.text, describe_token(op)));
+    }
+  }
+
+  // The '=' or augmented assignment that ends the target of the statement
+  // starting at the current token (`x[i, 0] = ...`: the '=' after the
+  // brackets), or nullptr when the statement has none outside brackets.
+  const Token* statement_assignment() const {
+    int depth = 0;
+    for (size_t k = 0;; ++k) {
+      const Token& t = peek(k);
+      switch (t.kind) {
+        case TokenKind::LParen:
+        case TokenKind::LBracket:
+          ++depth;
+          break;
+        case TokenKind::RParen:
+        case TokenKind::RBracket:
+          if (--depth < 0) return nullptr;
+          break;
+        case TokenKind::Assign:
+        case TokenKind::PlusAssign:
+        case TokenKind::MinusAssign:
+        case TokenKind::StarAssign:
+        case TokenKind::SlashAssign:
+        case TokenKind::AtAssign:
+          if (depth == 0) return &t;
+          break;
+        case TokenKind::Newline:
+        case TokenKind::Semicolon:
+        case TokenKind::End:
+          return nullptr;
+        default:
+          break;
+      }
     }
   }
 
