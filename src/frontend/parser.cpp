@@ -886,6 +886,28 @@ class Parser {
   // starting at the current token (`x[i, 0] = ...`: the '=' after the
   // brackets), or nullptr when the statement has none outside brackets.
   const Token* statement_assignment() const {
+    return find_at_own_depth(
+        [](const Token& t) {
+          switch (t.kind) {
+            case TokenKind::Assign:
+            case TokenKind::PlusAssign:
+            case TokenKind::MinusAssign:
+            case TokenKind::StarAssign:
+            case TokenKind::SlashAssign:
+            case TokenKind::AtAssign:
+              return true;
+            default:
+              return false;
+          }
+        },
+        /*statement=*/true);
+  }
+
+  // The first token from the current one that `pred` accepts outside every
+  // bracket opened after it; nullptr at the closer of the bracket the scan
+  // starts in, at the end of the line, or (`statement`) at a ';'.
+  template <class Pred>
+  const Token* find_at_own_depth(Pred pred, bool statement) const {
     int depth = 0;
     for (size_t k = 0;; ++k) {
       const Token& t = peek(k);
@@ -898,23 +920,19 @@ class Parser {
         case TokenKind::RBracket:
           if (--depth < 0) return nullptr;
           break;
-        case TokenKind::Assign:
-        case TokenKind::PlusAssign:
-        case TokenKind::MinusAssign:
-        case TokenKind::StarAssign:
-        case TokenKind::SlashAssign:
-        case TokenKind::AtAssign:
-          if (depth == 0) return &t;
-          break;
         case TokenKind::Newline:
-        case TokenKind::Semicolon:
         case TokenKind::End:
           return nullptr;
+        case TokenKind::Semicolon:
+          if (statement) return nullptr;
+          break;
         default:
           break;
       }
+      if (depth == 0 && pred(t)) return &t;
     }
   }
+
 
   void bind(const Token& name, Operand value) {
     std::string n(name.text);
@@ -1079,33 +1097,16 @@ class Parser {
   // depth before its closer. It is refused there, before its element is
   // parsed (that reported the loop variable as an unknown name).
   void refuse_comprehension() const {
-    int depth = 0;
-    for (size_t k = 0;; ++k) {
-      const Token& t = peek(k);
-      switch (t.kind) {
-        case TokenKind::LParen:
-        case TokenKind::LBracket:
-          ++depth;
-          break;
-        case TokenKind::RParen:
-        case TokenKind::RBracket:
-          if (depth-- == 0) return;
-          break;
-        case TokenKind::Keyword:
-          if (depth == 0 && t.text == "for")
-            throw UserError(
-                "comprehensions and generator expressions are not supported in .tfs programs "
-                "(a tensor expression acts on every element: `x * 2`, not `[v * 2 for v in x]`)",
-                t.loc);
-          break;
-        case TokenKind::Newline:
-        case TokenKind::End:
-          return;
-        default:
-          break;
-      }
-    }
+    const auto is_for = [](const Token& t) {
+      return t.kind == TokenKind::Keyword && t.text == "for";
+    };
+    if (const Token* t = find_at_own_depth(is_for, /*statement=*/false))
+      throw UserError(
+          "comprehensions and generator expressions are not supported in .tfs programs "
+          "(a tensor expression acts on every element: `x * 2`, not `[v * 2 for v in x]`)",
+          t->loc);
   }
+
 
   // `(e)` or a tuple `()`, `(e,)`, `(a, b)`.
   Operand parse_parenthesized() {
