@@ -24,15 +24,9 @@ bool indices_may_go_unread(const Graph& g, const Binding& binding) {
   if (!has_index) return false;
   // A gather no output depends on (a dead statement) runs in no kernel, but
   // PyTorch eager and the reference evaluate it and raise on a bad index.
-  std::vector<bool> live(static_cast<size_t>(g.size()), false);
-  for (ValueId v : g.outputs()) live[static_cast<size_t>(v)] = true;
-  for (ValueId v = g.size(); v-- > 0;) {
-    if (!live[static_cast<size_t>(v)]) {
-      if (g.node(v).kind == OpKind::Index) return true;
-      continue;
-    }
-    for (ValueId in : g.node(v).inputs) live[static_cast<size_t>(in)] = true;
-  }
+  const std::vector<bool> live = live_values(g);
+  for (ValueId v = 0; v < g.size(); ++v)
+    if (!live[static_cast<size_t>(v)] && g.node(v).kind == OpKind::Index) return true;
   for (ValueId v = 0; v < g.size(); ++v) {
     const Node& n = g.node(v);
     if (n.kind == OpKind::Slice || n.kind == OpKind::Select ||

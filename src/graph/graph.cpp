@@ -79,6 +79,16 @@ bool Node::has_symbolic_dim() const {
   return false;
 }
 
+std::vector<bool> live_values(const Graph& g) {
+  std::vector<bool> live(static_cast<size_t>(g.size()), false);
+  for (ValueId v : g.outputs()) live[static_cast<size_t>(v)] = true;
+  // Inputs precede their users, so one backward sweep reaches every one.
+  for (ValueId v = g.size() - 1; v >= 0; --v)
+    if (live[static_cast<size_t>(v)])
+      for (ValueId in : g.node(v).inputs) live[static_cast<size_t>(in)] = true;
+  return live;
+}
+
 bool same_shape(const Node& a, const Node& b) {
   if (a.shape != b.shape) return false;
   for (size_t d = 0; d < a.shape.size(); ++d)

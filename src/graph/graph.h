@@ -369,5 +369,8 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 std::string symbolic_shape_string(const Graph& g, const Node& n);
 // True when a and b have the same sizes and the same symbols per dim.
 bool same_shape(const Node& a, const Node& b);
+// Per node (indexed by ValueId): whether some graph output depends on it
+// (the node is an output or an input of a live node).
+std::vector<bool> live_values(const Graph& g);
 
 }  // namespace tilefuse

@@ -194,11 +194,8 @@ class FusionAnalysis {
   void note(std::string line) { d_.reasons.push_back(std::move(line)); }
 
   void find_uses() {
-    for (ValueId v : g_.outputs()) d_.live[v] = is_output_[v] = true;
-    for (ValueId v = g_.size() - 1; v >= 0; --v) {
-      if (!d_.live[v]) continue;
-      for (ValueId in : g_.node(v).inputs) d_.live[in] = true;
-    }
+    d_.live = live_values(g_);
+    for (ValueId v : g_.outputs()) is_output_[v] = true;
     for (ValueId v = 0; v < g_.size(); ++v) {
       if (!d_.live[v]) continue;
       for (ValueId in : g_.node(v).inputs) {
