@@ -54,6 +54,12 @@ std::optional<DType> bare_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+// '=' or an augmented assignment ('+=', '-=', '*=', '/=', '@=').
+bool is_assignment_token(TokenKind k) {
+  return k == TokenKind::Assign || k == TokenKind::PlusAssign || k == TokenKind::MinusAssign ||
+         k == TokenKind::StarAssign || k == TokenKind::SlashAssign || k == TokenKind::AtAssign;
+}
+
 bool is_comparison_token(TokenKind k) {
   return k == TokenKind::EqEq || k == TokenKind::NotEq || k == TokenKind::Less ||
          k == TokenKind::LessEq || k == TokenKind::Greater || k == TokenKind::GreaterEq;
@@ -886,21 +892,8 @@ class Parser {
   // starting at the current token (`x[i, 0] = ...`: the '=' after the
   // brackets), or nullptr when the statement has none outside brackets.
   const Token* statement_assignment() const {
-    return find_at_own_depth(
-        [](const Token& t) {
-          switch (t.kind) {
-            case TokenKind::Assign:
-            case TokenKind::PlusAssign:
-            case TokenKind::MinusAssign:
-            case TokenKind::StarAssign:
-            case TokenKind::SlashAssign:
-            case TokenKind::AtAssign:
-              return true;
-            default:
-              return false;
-          }
-        },
-        /*statement=*/true);
+    return find_at_own_depth([](const Token& t) { return is_assignment_token(t.kind); },
+                             /*statement=*/true);
   }
 
   // The first token from the current one that `pred` accepts outside every
@@ -932,7 +925,6 @@ class Parser {
       if (depth == 0 && pred(t)) return &t;
     }
   }
-
 
   void bind(const Token& name, Operand value) {
     std::string n(name.text);
