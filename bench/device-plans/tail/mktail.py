@@ -96,7 +96,7 @@ def split_epilogue(text, search_from, mid):
     return text[:start] + first + mid(eind) + second + text[end:]
 
 
-if "mma_async_rs" in text:
+if "C_f.mma_async_rs(" in text:
     # register_a: the fully unrolled loop over k-tiles (outer step 4, inner tf_u), A's fragment of
     # k-tile i in tf_ra[i % 4], k-tile i + 3's load after k-tile i's wgmma into the slot k-tile
     # i - 1 read. In the tail (T <= 3), half 0 of k-tile i is issued in the loop; the load into
