@@ -343,12 +343,22 @@ __device__ __forceinline__ void team_barrier(int id) {
 // WG_M x WG_N warpgroups (num_warps = 4 * WG_M * WG_N): warpgroup g owns rows
 // (g / WG_N) * WM .. + WM (MT = WM / 64 instructions per k16 step) and
 // columns (g % WG_N) * WN .. + WN of C.
-template <class T, int BM, int BN, int BK, int WG_M, int WG_N>
+// CHAINS 2 (PipelinePlan::split_tail): each k16 step of a 64-row warpgroup
+// is two m64n(WN/2)k16 instructions, one an N half (columns h * WN / 2 ..,
+// accumulators c[h * kPerM / 2 ..)), so that the halves are independent
+// accumulator chains; the split tail (mma_async_half) issues one half's
+// k-tiles on their own, and ptxas serializes every wgmma of a kernel whose
+// chains change shape (a m64n128 on half of a pending m64n256's
+// accumulators: C7511, session 44).
+template <class T, int BM, int BN, int BK, int WG_M, int WG_N, int CHAINS = 1>
 struct WgmmaTile {
   static constexpr int WM = BM / WG_M, WN = BN / WG_N;
   static constexpr int MT = WM / 64;
   static constexpr int kPerM = WN / 2;  // accumulators per m64 tile per thread
   static constexpr int kElems = MT * kPerM;
+  static constexpr int kChainN = WN / CHAINS;  // the N of one chain's instructions
+  static_assert(CHAINS == 1 || (CHAINS == 2 && MT == 1 && kChainN % 64 == 0),
+                "WgmmaTile: two chains take a 64-row warpgroup and N halves of 64 columns or more");
   static constexpr int kAtom = 128 / static_cast<int>(sizeof(T));
   // A's rows: one 128-byte swizzle row, or (BK 32) one 64-byte swizzle row.
   static constexpr int kRowBytes = BK * static_cast<int>(sizeof(T));
@@ -463,12 +473,44 @@ struct WgmmaTile {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         const unsigned long long da = wgmma_desc_advance(da0, mt * 64 * kRowBytes + s * 32);
-        WgmmaOp<T, WN>::run(&c[mt * kPerM], da, db);
+#pragma unroll
+        for (int h = 0; h < CHAINS; ++h)
+          WgmmaOp<T, kChainN>::run(&c[mt * kPerM + h * (kPerM / CHAINS)], da,
+                                   wgmma_desc_advance(db, h * kChainBBytes));
       }
     }
     wgmma_commit();
     // (No fence_operands here: an access to the accumulators before the
     // wait makes ptxas serialize the wgmma; wait() pins them.)
+  }
+  // The bytes from one chain's first B strip to the next's (strips of kAtom
+  // columns, BK rows of 128 bytes each).
+  static constexpr int kChainBBytes = kChainN / kAtom * BK * 128;
+  // The split tail (PipelinePlan::split_tail): C's N half H += As @ Bs's
+  // (all k16 steps) as one wgmma group, without waiting; the other half's
+  // accumulators are not touched (its group may still be in flight).
+  template <int H>
+  __device__ __forceinline__ void mma_async_half(const T* As, const T* Bs) {
+    static_assert(CHAINS == 2 && H >= 0 && H < 2, "WgmmaTile: mma_async_half takes two chains");
+    const int g = wg(threadIdx.x);
+    const unsigned a0 = smem_addr(As) + (g / WG_N) * WM * kRowBytes;
+    const unsigned long long da0 = wgmma_desc<kRowBytes>(a0, 16, 8 * kRowBytes);
+    const unsigned long long db0 = wgmma_desc(b_base(Bs), BK * 128, 1024);
+    pin<H * kChainN / 2, (H + 1) * kChainN / 2>();
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < BK / 16; ++s)
+      WgmmaOp<T, kChainN>::run(&c[H * kChainN / 2], wgmma_desc_advance(da0, s * 32),
+                               wgmma_desc_advance(db0, s * 16 * 128 + H * kChainBBytes));
+    wgmma_commit();
+  }
+  // Pins accumulators LO .. HI - 1 (as fence_operands does all of them):
+  // after a wgmma_wait that completed their chain, their reads stay after
+  // it, while the other chain's group may still write its own.
+  template <int LO, int HI>
+  __device__ __forceinline__ void pin() {
+#pragma unroll
+    for (int e = LO; e < HI; ++e) asm volatile("" : "+f"(c[e])::"memory");
   }
   // ---- A in registers (PipelinePlan::register_a, passes/register_a.h) ----
   // The MMA warps load their own A fragments from global memory, for the
@@ -500,8 +542,29 @@ struct WgmmaTile {
       const unsigned long long db = wgmma_desc_advance(db0, s * 16 * 128);
       // step s = 2u + v: chunk pair u (words 4u.. of each row's 8), word pair v
       const int u = s / 2, v = s % 2;
-      WgmmaOpRs<T, WN>::run(c, a[4 * u + 2 * v], a[8 + 4 * u + 2 * v], a[4 * u + 2 * v + 1],
-                            a[8 + 4 * u + 2 * v + 1], db);
+#pragma unroll
+      for (int h = 0; h < CHAINS; ++h)
+        WgmmaOpRs<T, kChainN>::run(&c[h * (kPerM / CHAINS)], a[4 * u + 2 * v],
+                                   a[8 + 4 * u + 2 * v], a[4 * u + 2 * v + 1],
+                                   a[8 + 4 * u + 2 * v + 1],
+                                   wgmma_desc_advance(db, h * kChainBBytes));
+    }
+    wgmma_commit();
+  }
+  // The split tail with A in registers: mma_async_half's, from fragment a.
+  template <int H>
+  __device__ __forceinline__ void mma_async_rs_half(const unsigned (&a)[16], const T* Bs) {
+    static_assert(CHAINS == 2 && H >= 0 && H < 2, "WgmmaTile: mma_async_rs_half takes two chains");
+    static_assert(BK == 64, "WgmmaTile: register A takes BK 64");
+    const unsigned long long db0 = b_desc(b_base(Bs), 0);
+    pin<H * kChainN / 2, (H + 1) * kChainN / 2>();
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < BK / 16; ++s) {
+      const int u = s / 2, v = s % 2;
+      WgmmaOpRs<T, kChainN>::run(&c[H * kChainN / 2], a[4 * u + 2 * v], a[8 + 4 * u + 2 * v],
+                                 a[4 * u + 2 * v + 1], a[8 + 4 * u + 2 * v + 1],
+                                 wgmma_desc_advance(db0, s * 16 * 128 + H * kChainBBytes));
     }
     wgmma_commit();
   }
