@@ -91,6 +91,60 @@ TEST(DriverCompile, BoundsChecksKeepTheirSourceLocationThroughEveryPass) {
     }
 }
 
+// TMA names a tile by signed 32-bit coordinates (PTX cp.async.bulk.tensor's
+// tensorCoords are .s32), while a tensor may have 2^40 elements: a dim past
+// 2^31 cannot be a tensor map's, or the kernel casts the tile's origin (or a
+// gathered row's index) to int and reads the wrapped, zero-filled rows, a
+// silent wrong result. Such an operand goes by cp.async with 64-bit
+// addresses, the copy's reason says why, and the other operand, which fits,
+// still goes by TMA.
+TEST(DriverCompile, NoTensorMapOverADimPastTmaCoordinates) {
+  struct Case {
+    const char* source;
+    bool tma_row_gather;
+    const char* big;  // the shared tile the oversized operand feeds
+  };
+  const Case cases[] = {
+      {"def f(a: f16[2147483648, 256], b: f16[256, 128]):\n    return a @ b\n", false, "A"},
+      {"def f(a: f16[128, 256], b: f16[256, 2147483648]):\n    return a @ b\n", false, "B"},
+      {"def f(x: f16[2147483648, 128], idx: i64[256], w: f16[128, 128]):\n"
+       "    return x[idx] @ w\n",
+       true, "A"},
+  };
+  for (const Case& c : cases) {
+    const Program p = parse(c.source);
+    driver::CompileOptions o;
+    o.target = *tir::Target::parse("sm_90a");
+    o.plan = PlanKind::kFused;
+    o.cuda.tma_row_gather = c.tma_row_gather;
+    const driver::CompiledProgram compiled = driver::compile(p.graph, o);
+    ASSERT_EQ(compiled.kernels.size(), 1u) << c.source;
+    const driver::CompiledKernel& k = compiled.kernels[0];
+    ASSERT_TRUE(k.cuda.has_value());
+    size_t maps = 0;
+    for (const tir::TensorMapPlan& m : k.kernel.launch.tensor_maps) {
+      ++maps;
+      for (int64_t d : m.dims) EXPECT_LT(d, int64_t{1} << 31) << c.source;
+    }
+    EXPECT_GE(maps, 1u) << "the operand that fits still goes by TMA: " << c.source;
+    bool found = false;
+    for (const passes::CopyDecision& d : k.copies.copies) {
+      if (d.operand != c.big || d.role != "tile") continue;
+      found = true;
+      EXPECT_EQ(d.mode, "cp_async") << c.source;
+      // (A gathered tile's reason is the affine form's: "not TMA: gather".)
+      if (!c.tma_row_gather)
+        EXPECT_NE(d.reason.find("TMA coordinates are 32-bit"), std::string::npos) << d.reason;
+    }
+    EXPECT_TRUE(found) << c.source;
+    // Its addresses are 64-bit, and no coordinate is cast down from one.
+    EXPECT_EQ(k.cuda->source.find("static_cast<int>((static_cast<long long>"), std::string::npos)
+        << k.cuda->source;
+    EXPECT_EQ(k.cuda->source.find("static_cast<int>(idx_rows"), std::string::npos)
+        << k.cuda->source;
+  }
+}
+
 TEST(DriverCompile, KeepsTheLoweredKernelAndTheReports) {
   const Program p = parse(
       "def f(x: f16[70, 48], y: f16[48, 40], index: i64[70]):\n"
