@@ -166,6 +166,44 @@ TEST(Cli, EmptyResultsWithHugeStepsAndBatchesRun) {
   }
 }
 
+// A CUDA launch holds at most 2^31 - 1 blocks, while a program may have
+// 2^40 elements: a kernel whose constant grid is larger (a batch of 2^34
+// one-tile matmuls; an output of 2^40 elements in 16x16 tiles) is a user
+// error naming the kernel, its grid and the limit, as at run time for a
+// symbolic grid, not an internal error. The same program in tiles that fit
+// still compiles.
+TEST(Cli, GridsPastALaunchsBlocksAreUserErrors) {
+  const std::string bmm = ::testing::TempDir() + "/grid_huge_batch.tfs";
+  std::ofstream(bmm) << "def f(a: f16[17179869184, 1, 16], b: f16[17179869184, 16, 1]):\n"
+                        "    return a @ b\n";
+  const std::string mm = ::testing::TempDir() + "/grid_small_tiles.tfs";
+  std::ofstream(mm) << "def f(a: f16[1048576, 16], b: f16[16, 1048576]):\n    return a @ b\n";
+  struct Case {
+    std::string args;
+    std::string blocks;
+  };
+  const Case cases[] = {
+      {"emit " + bmm + " --stage=cuda --target sm_90a", "17179869184"},
+      {"emit " + bmm + " --stage=cuda --target sm_80 --plan unfused", "17179869184"},
+      {"explain " + bmm + " --target sm_90a", "17179869184"},
+      {"emit " + mm + " --stage=cuda --target sm_90a --gemm-config 16x16x16/1/1", "4294967296"},
+      {"explain " + mm + " --target sm_80 --gemm-config 16x16x16/1/1", "4294967296"},
+  };
+  for (const Case& c : cases) {
+    Result r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_TRUE(std::regex_search(
+        r.output, std::regex("error: kernel \\w+ needs a grid of [0-9 x]+ = " + c.blocks +
+                             " blocks at these sizes, more than a CUDA launch allows \\(at most "
+                             "2147483647 blocks\\)")))
+        << c.args << "\n" << r.output;
+  }
+  Result fits = run_cli("emit " + mm + " --stage=cuda --target sm_90a --gemm-config 128x128x16/1/4");
+  EXPECT_EQ(fits.exit_code, 0) << fits.output;
+  EXPECT_NE(fits.output.find("__global__"), std::string::npos) << fits.output;
+}
+
 // explain names a stream-K config's schedule and why (text and JSON), and
 // on sm_80, where no persistent kernel runs it, that the pass declined it.
 TEST(Cli, ExplainSaysWhyStreamK) {

@@ -174,16 +174,30 @@ CudaKernel Printer::run() {
   // extent over scalar params (a symbolic dim) is computed in the kernel,
   // and the runtime computes the block count from the same extents
   // (CudaKernel::grid is then -1).
+  // A constant grid past 2^31 - 1 blocks (a launch's limit, and blockIdx.x
+  // is read as an int) is the program's sizes, not a bug: a user error
+  // worded as the runtime's for a symbolic grid (driver::launch_blocks).
   int64_t grid = 1;
-  bool constant_grid = true;
+  bool constant_grid = true, overflows = false, empty = false;
+  std::string extents;
   for (const GridDim& g : k_.grid) {
-    if (const int64_t* c = as_const_int(g.extent))
-      grid *= *c;
-    else
+    if (const int64_t* c = as_const_int(g.extent)) {
+      empty = empty || *c == 0;
+      overflows = __builtin_mul_overflow(grid, *c, &grid) || overflows;
+      extents += fmt::format("{}{}", extents.empty() ? "" : " x ", *c);
+    } else {
       constant_grid = false;
+    }
   }
-  TF_CHECK(!constant_grid || grid <= std::numeric_limits<int32_t>::max(),
-           "cuda printer: more than 2^31 - 1 program instances");
+  constexpr int64_t kMaxBlocks = std::numeric_limits<int32_t>::max();
+  if (empty) grid = 0;
+  if (constant_grid && !empty && (overflows || grid > kMaxBlocks))
+    throw UserError(
+        ErrorKind::kValue,
+        fmt::format("kernel {} needs a grid of {} = {} blocks at these sizes, more than a CUDA "
+                    "launch allows (at most {} blocks)",
+                    k_.name, extents,
+                    overflows ? std::string("over 2^63") : fmt::format("{}", grid), kMaxBlocks));
   result_.grid = constant_grid ? grid : -1;
   result_.persistent = launch.persistent;
   result_.cluster_size = launch.cluster_size;
