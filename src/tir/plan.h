@@ -218,6 +218,11 @@ struct FragmentPlan {
   int block_m = 0, block_n = 0, block_k = 0;
   int warps_m = 1, warps_n = 1;
   int threads = 0;
+  // wgmma (split_tail): 2 where each 64-row warpgroup's k16 step is two
+  // m64n(N/2) instructions, one an N half of the warpgroup's columns, each
+  // its own accumulator chain (tf_wgmma.cuh, WgmmaTile's CHAINS); 1: one
+  // m64nN instruction.
+  int chains = 1;
 };
 
 using BufferPlan = std::variant<std::monostate, SharedPlan, FragmentPlan>;
@@ -305,6 +310,17 @@ struct PipelinePlan {
   // copy reads K permuted inside each 64-row k-tile, as the fragments do
   // (tf_wgmma.cuh, WgmmaTile::mma_async_rs); 0: off.
   int register_a_ahead = 0;
+  // warp_specialized (split_tail): the MMA warpgroups issue the loop's last
+  // `split_tail` k-tiles as two runs of wgmma groups, N half 0 of each, then
+  // N half 1 of each (the fragment's two chains), and the per-warp staged
+  // epilogue after the loop waits only for half 0 before it stores half 0's
+  // slabs, then for the rest before half 1's: half the epilogue runs while
+  // the tensor pipe still has split_tail half-k-tiles to do. The tail's
+  // stages go back to the producer once their half-1 groups are done (the
+  // stage before the tail after half 0's wait); with register_a, the tail's
+  // fragment loads after its first wait for the final wgmma wait, so
+  // split_tail <= register_a_ahead. 0: off.
+  int split_tail = 0;
   std::string why;                                 // in_order: why
 };
 

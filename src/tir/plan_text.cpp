@@ -312,6 +312,7 @@ PlanClause to_clause(const BufferPlan& p) {
       c.push_back(num("threads", f->threads));
     else
       c.push_back(ints("warps", std::vector<int>{f->warps_m, f->warps_n}));
+    if (f->chains > 1) c.push_back(num("chains", f->chains));
     return c;
   }
   return {};
@@ -329,7 +330,7 @@ BufferPlan buffer_plan_from(const PlanClause& c, MemScope scope) {
     return s;
   }
   if (scope == MemScope::Fragment) {
-    only(c, {"operand", "block", "warps", "threads"});
+    only(c, {"operand", "block", "warps", "threads", "chains"});
     FragmentPlan f;
     f.family = enum_from(k, Names<MmaFamily>::kAll, "MMA family");
     const PlanValue* op = find(c, "operand");
@@ -344,6 +345,7 @@ BufferPlan buffer_plan_from(const PlanClause& c, MemScope scope) {
       f.warps_m = warps[0], f.warps_n = warps[1];
     }
     f.threads = static_cast<int>(get_int(c, "threads", 0));
+    f.chains = static_cast<int>(get_int(c, "chains", 1));
     return f;
   }
   bad("only shared and fragment buffers have a plan");
@@ -369,6 +371,7 @@ PlanClause to_clause(const LoopPlan& p) {
     if (q->single_issuer) c.push_back(num("single_issuer", 1));
     if (!q->consumer_fence) c.push_back(num("consumer_fence", 0));
     if (q->register_a_ahead) c.push_back(num("register_a", q->register_a_ahead));
+    if (q->split_tail) c.push_back(num("split_tail", q->split_tail));
     if (q->mbarrier_offset >= 0) c.push_back(num("mbarriers", q->mbarrier_offset));
     if (!q->why.empty()) c.push_back(str("why", q->why));
     return c;
@@ -396,7 +399,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
   if (auto form = try_enum<PipelineForm>(k)) {
     only(c, {"stages", "issue_ahead", "wgmma_in_flight", "producer_threads", "consumer_threads",
              "registers", "setup_at_entry", "affine_lead", "barrier_after", "single_issuer",
-             "consumer_fence", "register_a", "mbarriers", "why"});
+             "consumer_fence", "register_a", "split_tail", "mbarriers", "why"});
     PipelinePlan q;
     q.form = *form;
     q.stages = static_cast<int>(get_int(c, "stages"));
@@ -411,6 +414,7 @@ LoopPlan loop_plan_from(const PlanClause& c) {
     q.single_issuer = get_int(c, "single_issuer", 0) != 0;
     q.consumer_fence = get_int(c, "consumer_fence", 1) != 0;
     q.register_a_ahead = static_cast<int>(get_int(c, "register_a", 0));
+    q.split_tail = static_cast<int>(get_int(c, "split_tail", 0));
     const std::vector<int> regs = get_ints<int>(c, "registers");
     if (!regs.empty()) {
       if (regs.size() != 2) bad("`registers=[PRODUCER, CONSUMER]`");

@@ -108,7 +108,7 @@ class Serializer final : public IRVisitor {
       ints({static_cast<int64_t>(q->form), q->stages, q->issue_ahead, q->wgmma_in_flight,
             q->producer_threads, q->consumer_threads, q->mbarrier_offset, q->producer_registers,
             q->consumer_registers, q->setup_at_entry, q->affine_lead, q->barrier_after,
-            q->single_issuer, q->consumer_fence, q->register_a_ahead});
+            q->single_issuer, q->consumer_fence, q->register_a_ahead, q->split_tail});
       str(q->why);
     } else if (const auto* e = std::get_if<EpiloguePlan>(&p)) {
       ints({static_cast<int64_t>(e->form), e->pitch, e->stmatrix, e->offset, e->contiguous_chunks,
@@ -123,7 +123,7 @@ class Serializer final : public IRVisitor {
       ints({static_cast<int64_t>(q->layout), q->stages, q->offset, q->bytes});
     } else if (const auto* f = std::get_if<FragmentPlan>(&p)) {
       ints({static_cast<int64_t>(f->family), static_cast<int64_t>(f->operand), f->block_m,
-            f->block_n, f->block_k, f->warps_m, f->warps_n, f->threads});
+            f->block_n, f->block_k, f->warps_m, f->warps_n, f->threads, f->chains});
     }
   }
   void launch_plan(const LaunchPlan& l) {

@@ -139,6 +139,10 @@ struct Target {
   X(fragment_l2_prefetch, false,                                                                 \
     "register_a: the MMA warps' fragment loads by ld.global.nc.L2::256B (a miss fetches a "      \
     "row's next k-tile too; the tuner tries it per config as /ra256)")                           \
+  X(split_tail, false,                                                                           \
+    "sm_90a: a warp-specialized wgmma loop's last k-tiles go N half by N half (two m64n(N/2) "   \
+    "chains a warpgroup), and the per-warp epilogue stores half 0 while half 1's tail runs "      \
+    "(the tuner tries it per config as /tailT)")                                                 \
   X(block_timeline, false,                                                                       \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "       \
     "has landed, at the ends of its first two main loops and at its end, and its SM (kept in "   \

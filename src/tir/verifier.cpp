@@ -581,6 +581,13 @@ class PlanVerifier final : public StmtVisitor {
         aligned_[g->a.buffer.get()] = "a wgmma operand";
         aligned_[g->b.buffer.get()] = "a wgmma operand";
       }
+      // (two chains: N halves of a 64-row warpgroup, WgmmaTile's CHAINS)
+      if (f && f->chains != 1 &&
+          (f->chains != 2 || f->family != MmaFamily::Wgmma || f->warps_m == 0 ||
+           f->warps_n == 0 || f->block_m / f->warps_m != 64 || f->block_n / f->warps_n % 128 != 0))
+        error(fmt::format("fragment {}: {} chains (1, or 2 on a wgmma tile of 64 rows a "
+                          "warpgroup and N halves of 64 columns or more)",
+                          g->c.buffer.name(), f->chains));
     }
     for (const CopyNode* c : scan.tma) {
       const int m = c->plan->tensor_map;
@@ -752,6 +759,37 @@ class PlanVerifier final : public StmtVisitor {
            offset < slot + LaunchPlan::kTimelineSlotBytes && slot < offset + bytes;
   }
 
+  // The split tail (PipelinePlan::split_tail): the loop's one gemm into a
+  // wgmma accumulator of two chains, 64 rows a warpgroup; fewer tail k-tiles
+  // than the loop has (and, with register_a, no more than its loads lead).
+  void split_tail(const ForNode* op, const PipelinePlan& p, const std::string& loop,
+                  const int64_t* trip) {
+    if (p.split_tail < 0) error(fmt::format("{}: split_tail {} (0: off)", loop, p.split_tail));
+    if (p.split_tail <= 0) return;
+    if (!trip || p.split_tail >= *trip)
+      error(fmt::format("{}: split_tail {} needs a constant trip count above it", loop,
+                        p.split_tail));
+    if (p.register_a_ahead > 0 && p.split_tail > p.register_a_ahead)
+      error(fmt::format("{}: split_tail {} past register_a's lead of {} k-tiles", loop,
+                        p.split_tail, p.register_a_ahead));
+    if (launch_.consumer_teams > 1)
+      error(fmt::format("{}: split_tail in a kernel of {} consumer teams", loop,
+                        launch_.consumer_teams));
+    struct Gemms : IRVisitor {
+      std::vector<const GemmNode*> all;
+      using IRVisitor::visit;
+      void visit(const GemmNode* g) override { all.push_back(g); }
+    } gemms;
+    gemms.visit_stmt(op->body);
+    const AllocateNode* c = gemms.all.size() == 1 ? alloc_of(gemms.all[0]->c.buffer) : nullptr;
+    const auto* f = c ? std::get_if<FragmentPlan>(&c->plan) : nullptr;
+    if (!f || f->family != MmaFamily::Wgmma || f->chains != 2 || f->warps_m == 0 ||
+        f->warps_n == 0 || f->block_m / f->warps_m != 64 || f->block_n / f->warps_n % 128 != 0)
+      error(fmt::format("{}: split_tail without one gemm into a wgmma accumulator of two chains "
+                        "and 64 rows a warpgroup (N halves of 64 columns or more)",
+                        loop));
+  }
+
   void warp_specialized(const ForNode* op, const PipelinePlan& p) {
     const std::string loop = "warp-specialized loop " + op->var.name();
     const int teams = launch_.consumer_teams;
@@ -816,6 +854,7 @@ class PlanVerifier final : public StmtVisitor {
       if (p.register_a_ahead > 0 && (!trip || *trip % kRegisterASlots != 0))
         error(fmt::format("{}: register_a with a trip count that is not a constant multiple of {}",
                           loop, kRegisterASlots));
+      split_tail(op, p, loop, trip);
     }
     struct Copies : IRVisitor {
       std::vector<const CopyNode*> all;

@@ -629,15 +629,25 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
     ws_consumer_loop_register_a(op, frag, plan, it, base, after_loop, c, b, g);
     return;
   }
-  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it, n, it));
-  line(fmt::format("const int tf_stage = {} % {};", gi, stages));
-  line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gi, stages));
-  // (the block timeline: when the first stage had landed)
-  timeline_first_stage(it + " == 0");
-  if (plan.consumer_fence)
-    line("tf::fence_async_proxy();  // the stage's generic-proxy writes, for wgmma");
-  line(fmt::format("{}.mma_async({} + tf_stage * {}, {} + tf_stage * {});", c, a,
-                   tile_elems(g->a.buffer), b, tile_elems(g->b.buffer)));
+  const int tail = plan.split_tail;
+  const int64_t trip = tail > 0 ? const_of(op->extent, "a split tail's trip count") : 0;
+  // k-tile k's stage (and its full wait): printed in the loop and the tail
+  auto stage = [&](const std::string& k, bool full) {
+    const std::string gk = base.empty() ? k : "(" + base + " + " + k + ")";
+    line(fmt::format("const int tf_stage = {} % {};", gk, stages));
+    if (!full) return;
+    line(fmt::format("tf::mbar_wait(&tf_full[tf_stage], ({} / {}) & 1);", gk, stages));
+    // (the block timeline: when the first stage had landed)
+    timeline_first_stage(k + " == 0");
+    if (plan.consumer_fence)
+      line("tf::fence_async_proxy();  // the stage's generic-proxy writes, for wgmma");
+  };
+  const std::string operands = fmt::format("{} + tf_stage * {}, {} + tf_stage * {}", a,
+                                           tile_elems(g->a.buffer), b, tile_elems(g->b.buffer));
+  open(fmt::format("for ({} {} = 0; {} < {}; ++{})", t, it, it,
+                   tail > 0 ? std::to_string(trip - tail) : n, it));
+  stage(it, true);
+  line(fmt::format("{}.mma_async({});", c, operands));
   line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
   const int cluster = multicast_cluster();
   // In a cluster each MMA warp releases the stage in every block (their
@@ -647,15 +657,58 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("if ({0} > 0) {4}(&tf_empty[({1} + {2}) % {3}]);", it, gi, stages - 1, stages,
                    arrive));
   close();
+  const bool release_last = !base.empty() || cluster > 1;
+  if (tail > 0) {
+    TF_CHECK(after_loop.empty(), "cuda printer: a split tail after a loop with a statement after it");
+    split_tail_issue(tail, trip, stage,
+                     [&](int h, const std::string&) {
+                       line(fmt::format("{}.mma_async_half<{}>({});", c, h, operands));
+                     },
+                     c);
+    timeline_loop_end();  // (the block timeline: at half 0's wait)
+    // The stage before the tail goes back now; the tail's once half 1 is done.
+    if (release_last) {
+      line(fmt::format("const int tf_tail_base = {};", base.empty() ? "0" : base));
+      line(fmt::format("{}(&tf_empty[(tf_tail_base + {}) % {}]);", arrive, trip - tail - 1,
+                       stages));
+    }
+    split_tail_mid_ = [this, c, tail, trip, stages, arrive, release_last] {
+      line("tf::wgmma_wait<0>();  // the split tail: half 1 done");
+      line(fmt::format("{0}.pin<decltype({0})::kElems / 2, decltype({0})::kElems>();", c));
+      if (release_last)
+        for (int64_t k = trip - tail; k < trip; ++k)
+          line(fmt::format("{}(&tf_empty[(tf_tail_base + {}) % {}]);", arrive, k, stages));
+    };
+    return;
+  }
   if (!after_loop.empty()) line(after_loop);
   line(fmt::format("{}.wait();", c));
   // (the block timeline: a main loop's end, right after its last wgmma
   // wait; marked later, after the stage's release, ptxas moved register_a's
   // loads, session 38)
   timeline_loop_end();
-  if (!base.empty() || cluster > 1)  // the last stage goes back to the producer(s)
+  if (release_last)  // the last stage goes back to the producer(s)
     line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
                      base.empty() ? "" : base + " + ", stages, arrive));
+}
+
+void Printer::split_tail_issue(int tail, int64_t n,
+                               const std::function<void(const std::string&, bool)>& stage,
+                               const std::function<void(int, const std::string&)>& half,
+                               const std::string& c) {
+  line(fmt::format("// the split tail: k-tiles {} .. {}, N half 0 of each, then N half 1 of each",
+                   n - tail, n - 1));
+  for (int h = 0; h < 2; ++h) {
+    line("#pragma unroll");
+    open(fmt::format("for (int tf_tt = 0; tf_tt < {}; ++tf_tt)", tail));
+    line(fmt::format("const int tf_k = {} + tf_tt;", n - tail));
+    stage("tf_k", h == 0);
+    half(h, "tf_k");
+    close();
+  }
+  line(fmt::format("tf::wgmma_wait<{}>();  // the split tail: half 0 done (half 1's may run on)",
+                   tail));
+  line(fmt::format("{0}.pin<0, decltype({0})::kElems / 2>();", c));
 }
 
 void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* frag,

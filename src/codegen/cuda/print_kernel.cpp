@@ -15,8 +15,10 @@ using namespace tir;  // NOLINT: the printer reads the Tile IR
 std::string fragment_tile_type(const FragmentPlan& f, DType accumulator) {
   switch (f.family) {
     case MmaFamily::Wgmma:
-      return fmt::format("tf::WgmmaTile<{}, {}, {}, {}, {}, {}>", cuda_type(f.operand), f.block_m,
-                         f.block_n, f.block_k, f.warps_m, f.warps_n);
+      // (CHAINS printed only where it is not 1, WgmmaTile's default)
+      return fmt::format("tf::WgmmaTile<{}, {}, {}, {}, {}, {}{}>", cuda_type(f.operand), f.block_m,
+                         f.block_n, f.block_k, f.warps_m, f.warps_n,
+                         f.chains > 1 ? fmt::format(", {}", f.chains) : "");
     case MmaFamily::MmaSyncTf32:
       return fmt::format("tf::Tf32MmaTile<{}, {}, {}, {}, {}>", f.block_m, f.block_n, f.block_k,
                          f.warps_m, f.warps_n);
@@ -220,6 +222,8 @@ CudaKernel Printer::run() {
     if (warp_bulk_stores_)
       line("if (tf_tid % 32 == 0) tf::bulk_wait<0>();  // its TMA stores are done before it exits");
   }
+  TF_CHECK(!split_tail_mid_,
+           "cuda printer: a split tail whose per-warp epilogue was not printed after it");
   if (launch.block_timeline())
     line(fmt::format("tf::record_timeline(tf_timeline, tf_tid, tf_smem + {});",
                      launch.timeline_slot));

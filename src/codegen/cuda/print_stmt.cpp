@@ -391,6 +391,13 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
       line("#pragma unroll");
       if (plan->per_warp) {
         open(fmt::format("for (int {0} = 0; {0} < decltype({1})::kSlabs; ++{0})", slab, f));
+        if (split_tail_mid_) {
+          // The split tail: half 0's slabs went out while half 1's tail ran.
+          open(fmt::format("if ({} == decltype({})::kSlabs / 2)", slab, f));
+          split_tail_mid_();
+          close();
+          split_tail_mid_ = nullptr;
+        }
         if (slab_tma) {
           // The slab's buffer, once the box last stored from it has been
           // read: the warp's only other pending group is the last slab's,

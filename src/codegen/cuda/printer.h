@@ -189,6 +189,18 @@ class Printer {
   std::function<void()> ra_preload_next_;  // the next tile's index, at a tile's start
   static tir::Expr fragment_row_load(const tir::CopyNode* a);
   std::string ra_has_next_;
+  // The split tail (PipelinePlan::split_tail): what the per-warp epilogue
+  // prints between half 0's slabs and half 1's (the wait for half 1, its
+  // accumulators pinned, the tail's stages released, register_a's deferred
+  // loads); set by the consumer loop, taken by the epilogue.
+  std::function<void()> split_tail_mid_;
+  // Prints the split tail after a consumer loop of trip count n - T: half 0
+  // of k-tiles n - T .. n - 1, then half 1 of each, and the wait for half 0.
+  // `stage(k)` prints tf_stage and (with `full`) the full-barrier wait of
+  // k-tile k's stage, `half(h, k)` one half's wgmma group.
+  void split_tail_issue(int tail, int64_t n, const std::function<void(const std::string&, bool)>& stage,
+                        const std::function<void(int, const std::string&)>& half,
+                        const std::string& c);
   void ws_consumer_loop_register_a(const tir::ForNode* op, const tir::CopyNode* frag,
                                    const tir::PipelinePlan& plan, const std::string& it,
                                    const std::string& base, const std::string& after_loop,

@@ -50,7 +50,8 @@ TEST(DriverCompile, CudaPassTableFollowsTheTargetIndependentOne) {
                                          "pipeline", "hoist_copy_addresses", "persistent",
                                          "prefetch_prologue", "cluster", "producer_start",
                                          "register_a", "register_budgets",
-                                         "layout", "epilogue", "split_k_cluster", "sync", "timeline"};
+                                         "layout", "epilogue", "split_tail", "split_k_cluster", "sync",
+                                         "timeline"};
   EXPECT_EQ(names, want);
 }
 

@@ -13,6 +13,7 @@
 #include "codegen/cuda/passes/register_budgets.h"
 #include "codegen/cuda/passes/software_pipeline.h"
 #include "codegen/cuda/passes/split_k_cluster.h"
+#include "codegen/cuda/passes/split_tail.h"
 #include "codegen/cuda/passes/sync.h"
 #include "codegen/cuda/passes/timeline.h"
 #include "codegen/cuda/passes/warp_specialize.h"
@@ -65,6 +66,10 @@ const std::vector<passes::PassEntry>& cuda_passes() {
        "warp-specialized loop follow"},
       {"epilogue", plan_epilogues,
        "after layout: a staged epilogue must fit the shared memory below the mbarriers"},
+      {"split_tail", split_tail,
+       "after epilogue (it needs the accumulator's per-warp staged epilogue, whose slab loop the "
+       "printer cuts between the N halves) and register_a (its tail stays within the fragment "
+       "loads' lead); it changes no shared memory, barrier or budget"},
       {"split_k_cluster", form_split_k_cluster,
        "after epilogue: it needs the workspace in fragment order and the epilogues' forms (only "
        "barrier-free ones run in a share of the warps) and offsets (the partial tile goes below "

@@ -11,7 +11,7 @@ namespace tilefuse::codegen {
 
 // lower_gemm, warp_specialize, lower_copies, pipeline, hoist_copy_addresses,
 // persistent, prefetch_prologue, cluster, producer_start, register_a, register_budgets,
-// layout, epilogue, split_k_cluster, sync, timeline, in that order (passes.cpp says why each
+// layout, epilogue, split_tail, split_k_cluster, sync, timeline, in that order (passes.cpp says why each
 // sits where it does).
 const std::vector<passes::PassEntry>& cuda_passes();
 
