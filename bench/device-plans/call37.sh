@@ -57,6 +57,12 @@ for p in $ORDER; do
     echo "rc $? $p $v: $(grep -E 'check:' "$L/check_${p}_$v.txt" | tail -1)" | tee -a "$L/checks.txt"
   done
 done
+# the compiler's split tail (--cuda-option split_tail=1, binaries at the call's commit)
+for p in seedca g16 ghca; do
+  timeout 60 "$BIN/tilefuse" run "${PROG[$p]}" --device cuda --plan fused --gemm-config "${CONF[$p]}" \
+    --cuda-option split_tail=1 --check -v > "$L/check_${p}_compiler.txt" 2>&1
+  echo "rc $? $p compiler split_tail: $(grep -E 'check:' "$L/check_${p}_compiler.txt" | tail -1) $(grep -c 'split tail' "$L/check_${p}_compiler.txt")" | tee -a "$L/checks.txt"
+done
 pack
 B() { # program variant
   local over=(); [[ $2 != 0 ]] && over=(env "TILEFUSE_OVERRIDE_SOURCE=$P/${1}_$2")
