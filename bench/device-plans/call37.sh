@@ -58,7 +58,7 @@ for p in $ORDER; do
   done
 done
 # the compiler's split tail (--cuda-option split_tail=1, binaries at the call's commit)
-for p in seedca g16 ghca; do
+for p in seedca g16 ghca seed gh; do
   timeout 60 "$BIN/tilefuse" run "${PROG[$p]}" --device cuda --plan fused --gemm-config "${CONF[$p]}" \
     --cuda-option split_tail=1 --check -v > "$L/check_${p}_compiler.txt" 2>&1
   echo "rc $? $p compiler split_tail: $(grep -E 'check:' "$L/check_${p}_compiler.txt" | tail -1) $(grep -c 'split tail' "$L/check_${p}_compiler.txt")" | tee -a "$L/checks.txt"

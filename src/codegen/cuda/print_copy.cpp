@@ -660,7 +660,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   const bool release_last = !base.empty() || cluster > 1;
   if (tail > 0) {
     TF_CHECK(after_loop.empty(), "cuda printer: a split tail after a loop with a statement after it");
-    split_tail_issue(tail, trip, stage,
+    split_tail_issue(tail, trip, 0, stage,
                      [&](int h, const std::string&) {
                        line(fmt::format("{}.mma_async_half<{}>({});", c, h, operands));
                      },
@@ -692,13 +692,18 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
                      base.empty() ? "" : base + " + ", stages, arrive));
 }
 
-void Printer::split_tail_issue(int tail, int64_t n,
+void Printer::split_tail_issue(int tail, int64_t n, int first_half,
                                const std::function<void(const std::string&, bool)>& stage,
                                const std::function<void(int, const std::string&)>& half,
                                const std::string& c) {
-  line(fmt::format("// the split tail: k-tiles {} .. {}, N half 0 of each, then N half 1 of each",
-                   n - tail, n - 1));
-  for (int h = 0; h < 2; ++h) {
+  line(first_half == 0
+           ? fmt::format("// the split tail: k-tiles {} .. {}, N half 0 of each, then N half 1 of "
+                         "each",
+                         n - tail, n - 1)
+           : fmt::format("// the split tail: N half 1 of k-tiles {} .. {} (half 0 of each went "
+                         "in the loop)",
+                         n - tail, n - 1));
+  for (int h = first_half; h < 2; ++h) {
     line("#pragma unroll");
     open(fmt::format("for (int tf_tt = 0; tf_tt < {}; ++tf_tt)", tail));
     line(fmt::format("const int tf_k = {} + tf_tt;", n - tail));
@@ -747,32 +752,57 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   // proxy, made visible by the mbarrier's transaction count), and the fence
   // would wait for this thread's fragment loads in flight: 58 -> 78 us on
   // gather_heavy, session 24.)
-  line(fmt::format("{}.mma_async_rs(tf_ra[tf_u], {} + tf_stage * {});", c, b,
-                   tile_elems(g->b.buffer)));
+  const int tail = plan.split_tail;
+  const int64_t trip = tail > 0 ? const_of(op->extent, "a split tail's trip count") : 0;
+  const std::string operand_b = fmt::format("{} + tf_stage * {}", b, tile_elems(g->b.buffer));
+  const std::string release = fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {2}) % {3}]);",
+                                          i, gi, stages - 1, stages);
+  if (tail > 0) {
+    // The split tail: half 0 of its k-tiles here, half 1 after the loop. The
+    // tail's first k-tile waits for the one before it (its stage and slot
+    // go back); the later ones' fragment loads would overwrite slots that
+    // half 1 still reads, so they go after the final wait (the epilogue).
+    open(fmt::format("if ({} < {})", i, trip - tail));
+  }
+  line(fmt::format("{}.mma_async_rs(tf_ra[tf_u], {});", c, operand_b));
   line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
-  line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {2}) % {3}]);", i, gi,
-                   stages - 1, stages));
+  line(release);
+  if (tail > 0) {
+    close_open("else");
+    line(fmt::format("{}.mma_async_rs_half<0>(tf_ra[tf_u], {});", c, operand_b));
+    open(fmt::format("if ({} == {})", i, trip - tail));
+    line("tf::wgmma_wait<1>();  // k-tile i - 1 done: its stage and fragment slot are free");
+    line(release);
+    close();
+    close();
+    open(fmt::format("if ({} <= {})", i, trip - tail));
+  }
   // One load statement an iteration, whatever it reads (this tile's rows, the
   // next tile's, or nothing: masked off): loads under branches made ptxas
   // land them in temporaries and copy them into the fragment at the join,
   // waiting for them there (76 against 58 us on gather_heavy, session 24).
-  line(fmt::format("const int tf_kn = {} + {};", i, ahead));
-  line(fmt::format("const bool tf_here = tf_kn < {};", n));
   const int64_t bytes = fragment_step_bytes(frag);
   const std::string slot = fmt::format("(tf_u + {}) % {}", ahead, slots);
-  if (base.empty()) {
-    ra_load(
-        frag, slot,
-        [&](int h) {
-          return fmt::format("tf_rap[{}] + static_cast<long long>(tf_kn) * {}ll", h, bytes);
-        },
-        [](int h) { return fmt::format("tf_here && tf_rao[{}]", h); });
-  } else {
+  // (with_next_rows: the first load of the next tile's rows computes them)
+  auto load = [this, frag, slot, bytes, ahead, n, base](bool with_next_rows) {
+    line(fmt::format("const int tf_kn = tf_i + {};", ahead));
+    line(fmt::format("const bool tf_here = tf_kn < {};", n));
+    if (base.empty()) {
+      ra_load(
+          frag, slot,
+          [&](int h) {
+            return fmt::format("tf_rap[{}] + static_cast<long long>(tf_kn) * {}ll", h, bytes);
+          },
+          [](int h) { return fmt::format("tf_here && tf_rao[{}]", h); });
+      return;
+    }
     TF_CHECK(static_cast<bool>(ra_next_rows_), "cuda printer: register_a's next tile unset");
     line(fmt::format("const bool tf_next = !tf_here && ({});", ra_has_next_));
-    open(fmt::format("if (tf_next && tf_kn == {})", n));
-    ra_next_rows_();
-    close();
+    if (with_next_rows) {
+      open(fmt::format("if (tf_next && tf_kn == {})", n));
+      ra_next_rows_();
+      close();
+    }
     line(fmt::format("const long long tf_ko = static_cast<long long>(tf_here ? tf_kn : tf_kn - {}) "
                      "* {}ll;",
                      n, bytes));
@@ -780,17 +810,56 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
         frag, slot,
         [](int h) { return fmt::format("(tf_here ? tf_rap[{0}] : tf_ranp[{0}]) + tf_ko", h); },
         [](int h) { return fmt::format("tf_here ? tf_rao[{0}] : tf_next && tf_rano[{0}]", h); });
-  }
+  };
+  TF_CHECK(i == "tf_i", "cuda printer: register_a's k-tile variable");
+  load(true);
+  if (tail > 0) close();
   close();
   close();
   if (!after_loop.empty()) line(after_loop);
-  line(fmt::format("{}.wait();", c));
+  if (tail > 0) {
+    split_tail_issue(
+        tail, trip, 1,
+        [&](const std::string& k, bool) {
+          line(fmt::format("const int tf_stage = {} % {};",
+                           base.empty() ? k : "(" + base + " + " + k + ")", stages));
+        },
+        [&](int h, const std::string& k) {
+          line(fmt::format("{}.mma_async_rs_half<{}>(tf_ra[{} % {}], {});", c, h, k, slots,
+                           operand_b));
+        },
+        c);
+  } else {
+    line(fmt::format("{}.wait();", c));
+  }
   timeline_loop_end();  // (the block timeline, as in ws_consumer_loop)
   if (!base.empty()) {
-    line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
-                     stages));
+    if (tail > 0)
+      line(fmt::format("const int tf_tail_base = {};", base));
+    else
+      line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
+                       stages));
     line("tf_rap[0] = tf_ranp[0], tf_rap[1] = tf_ranp[1];  // the next tile's rows");
     line("tf_rao[0] = tf_rano[0], tf_rao[1] = tf_rano[1];");
+  }
+  if (tail > 0) {
+    const bool persistent = !base.empty();
+    split_tail_mid_ = [this, c, tail, trip, stages, slots, persistent, load] {
+      line("tf::wgmma_wait<0>();  // the split tail: half 1 done");
+      line(fmt::format("{0}.pin<decltype({0})::kElems / 2, decltype({0})::kElems>();", c));
+      if (!persistent) return;  // (a one-tile kernel loads no next tile)
+      for (int64_t k = trip - tail; k < trip; ++k)
+        line(fmt::format("tf::mbar_arrive(&tf_empty[(tf_tail_base + {}) % {}]);", k, stages));
+      // The tail's deferred fragment loads: the next tile's k-tiles into
+      // the slots half 1 has now read (its rows already in tf_ranp / tf_rap).
+      for (int64_t k = trip - tail + 1; k < trip; ++k) {
+        open("");
+        line(fmt::format("const int tf_i = {}, tf_u = {};  // the split tail's deferred load", k,
+                         k % slots));
+        load(false);
+        close();
+      }
+    };
   }
 }
 

@@ -45,6 +45,12 @@ class Printer {
     --indent_;
     line("}");
   }
+  // Closes a block and opens the next on the same line (`} else {`).
+  void close_open(const std::string& head) {
+    --indent_;
+    line("} " + head + " {");
+    ++indent_;
+  }
   std::string tmp(const char* prefix) { return prefix + std::to_string(tmp_++); }
 
   // ---- expressions (print_expr.cpp) ----
@@ -198,7 +204,9 @@ class Printer {
   // of k-tiles n - T .. n - 1, then half 1 of each, and the wait for half 0.
   // `stage(k)` prints tf_stage and (with `full`) the full-barrier wait of
   // k-tile k's stage, `half(h, k)` one half's wgmma group.
-  void split_tail_issue(int tail, int64_t n, const std::function<void(const std::string&, bool)>& stage,
+  // (first_half 1: half 0's groups went in the loop; register_a)
+  void split_tail_issue(int tail, int64_t n, int first_half,
+                        const std::function<void(const std::string&, bool)>& stage,
                         const std::function<void(int, const std::string&)>& half,
                         const std::string& c);
   void ws_consumer_loop_register_a(const tir::ForNode* op, const tir::CopyNode* frag,
