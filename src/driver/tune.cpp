@@ -62,7 +62,7 @@ bool same_config(const GemmConfig& a, const GemmConfig& b) {
          a.num_stages == b.num_stages && a.num_warps == b.num_warps && a.group_m == b.group_m &&
          a.split_k == b.split_k && a.stream_k == b.stream_k && a.persistent == b.persistent &&
          a.pingpong == b.pingpong && a.register_a == b.register_a &&
-         a.register_a_l2_prefetch == b.register_a_l2_prefetch;
+         a.register_a_l2_prefetch == b.register_a_l2_prefetch && a.split_tail == b.split_tail;
 }
 
 // The CPUs this process may run on (sched_getaffinity; a container limited
@@ -280,7 +280,7 @@ int64_t default_max_shared_bytes(const tir::Target& target) {
 
 std::string gemm_config_name(const GemmConfig& c) {
   // (stream-K implies persistent: "/streamkU" alone)
-  return fmt::format("{}x{}x{}/{}/{}{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
+  return fmt::format("{}x{}x{}/{}/{}{}{}{}{}", c.block_m, c.block_n, c.block_k, c.num_stages,
                      c.num_warps,
                      c.stream_k > 0  ? fmt::format("/streamk{}", c.stream_k)
                      : c.split_k > 1 ? fmt::format("/splitk{}", c.split_k)
@@ -290,7 +290,8 @@ std::string gemm_config_name(const GemmConfig& c) {
                                                        : "",
                      !c.register_a                     ? ""
                      : c.register_a_l2_prefetch == 256 ? "/ra256"
-                                                       : "/ra");
+                                                       : "/ra",
+                     c.split_tail > 0 ? fmt::format("/tail{}", c.split_tail) : "");
 }
 
 json gemm_config_to_json(const GemmConfig& c) {
@@ -303,6 +304,7 @@ json gemm_config_to_json(const GemmConfig& c) {
   if (c.register_a) j["register_a"] = true;
   if (c.register_a && c.register_a_l2_prefetch)
     j["register_a_l2_prefetch"] = c.register_a_l2_prefetch;
+  if (c.split_tail > 0) j["split_tail"] = c.split_tail;
   return j;
 }
 
@@ -346,6 +348,11 @@ std::optional<GemmConfig> gemm_config_from_json(const json& j) {
   if (auto it = j.find("register_a_l2_prefetch"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() != 256 || !c.register_a) return std::nullopt;
     c.register_a_l2_prefetch = 256;
+  }
+  if (auto it = j.find("split_tail"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 64)
+      return std::nullopt;
+    c.split_tail = static_cast<int>(it->get<int64_t>());
   }
   return c;
 }

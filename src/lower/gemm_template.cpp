@@ -238,6 +238,7 @@ tir::Kernel build_gemm(const DimEnv& env, const KernelStep& step, const KernelSi
   if (config.register_a) b.set_attr("REGISTER_A", int64_t{1});
   if (config.register_a && config.register_a_l2_prefetch)
     b.set_attr("FRAGMENT_L2_PREFETCH", int64_t{config.register_a_l2_prefetch});
+  if (config.split_tail > 0) b.set_attr("SPLIT_TAIL", int64_t{config.split_tail});
 
   std::vector<Expr> lead;  // the batch index, when batched
   Node batch;                // the batch dims as a node, for their product

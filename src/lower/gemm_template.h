@@ -74,6 +74,13 @@ struct GemmConfig {
   // gather_heavy and 1-2% slower on the seed and moe_up_proj (H100,
   // bench/RESULTS.md, session 32).
   int register_a_l2_prefetch = 0;
+  // The split tail (sm_90a, a warp-specialized wgmma loop with a per-warp
+  // staged epilogue; 0: off): the loop's last split_tail k-tiles go N half
+  // by N half and the epilogue stores half 0 while half 1's tail runs
+  // (codegen/cuda/passes/split_tail.h); the kernel attr SPLIT_TAIL asks the
+  // split_tail pass for it (CudaOptions::split_tail does for every kernel,
+  // with its default tail). The config suffix /tailT.
+  int split_tail = 0;
 };
 
 // Stream-K's decomposition of a GEMM's work (Osama, Merrill, Cecka, Garland

@@ -64,8 +64,21 @@ int report(const UserError& e, const std::string& file, std::string_view source)
 // GemmConfig::register_a) or "/ra256" (the same, the fragment loads with a
 // 256-byte L2 prefetch, GemmConfig::register_a_l2_prefetch). A UserError
 // names the flag and the value otherwise.
-GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
+GemmConfig parse_gemm_config(const std::string& full, bool cpu) {
   GemmConfig c;
+  // The optional "/tailT" at the very end (the split tail: GemmConfig::
+  // split_tail, 1..64 k-tiles), taken off before the rest is read.
+  std::string text = full;
+  if (const size_t t = full.rfind("/tail"); t != std::string::npos) {
+    const std::string digits = full.substr(t + 5);
+    const bool all_digits = !digits.empty() && digits.size() <= 2 &&
+                            digits.find_first_not_of("0123456789") == std::string::npos;
+    if (!all_digits || std::stoi(digits) < 1 || std::stoi(digits) > 64)
+      throw UserError("--gemm-config: a split tail is /tailT with T in 1..64 k-tiles, got `" +
+                      full + "`");
+    c.split_tail = std::stoi(digits);
+    text = full.substr(0, t);
+  }
   size_t used = 0;
   // A number: decimal digits only (no blank, no sign), within int. (A
   // hostile-input pass found sscanf's %d taking " 128" and "+128", and
@@ -122,18 +135,18 @@ GemmConfig parse_gemm_config(const std::string& text, bool cpu) {
         "128x256x64/3/8/persistent (a persistent kernel) or 128x128x64/4/4/pingpong (persistent, "
         "two teams of 4 warps taking alternate tiles) or 128x256x64/3/8/streamk132 (stream-K over "
         "132 blocks), each optionally ending in /ra (the gathered A in wgmma's register fragments) "
-        "or /ra256 (the same, its loads prefetching 256 bytes into L2), "
-        "got `" +
-        text + "`");
+        "or /ra256 (the same, its loads prefetching 256 bytes into L2), and then optionally "
+        "/tailT (the split tail of T k-tiles), got `" +
+        full + "`");
   if (c.split_k < 1 || c.split_k > 64)
-    throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + text + "`");
+    throw UserError("--gemm-config: the split-K factor must be 1..64, got `" + full + "`");
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
   // The CPU executor's tiles go down to 1 (its default config fits dims
   // below 16: default_cpu_gemm_config), the GPU's MMA tiles start at 16.
   const int min_tile = cpu ? 1 : 16, max_mn = cpu ? 512 : 256, max_k = cpu ? 512 : 128;
   const std::string where = cpu ? " on the CPU" : "";
   auto bad = [&](const std::string& what) {
-    throw UserError(fmt::format("--gemm-config `{}`: {}", text, what));
+    throw UserError(fmt::format("--gemm-config `{}`: {}", full, what));
   };
   auto tile_edge = [&](const char* name, int v, bool multiple_of_64, int max) {
     if (v < min_tile || v > max || !(pow2(v) || (multiple_of_64 && v % 64 == 0)))
