@@ -125,6 +125,7 @@ ConfigCost config_cost(const Graph& graph, PlanKind plan, const GemmConfig& conf
     cost.persistent = cost.persistent || c.persistent;
     cost.pingpong = cost.pingpong || c.consumer_teams > 1;
     cost.register_a = cost.register_a || codegen::has_register_a_loop(ck.kernel.body);
+    cost.split_tail = cost.split_tail || codegen::has_split_tail_loop(ck.kernel.body);
     for (const codegen::CudaEpilogue& e : c.epilogues) cost.unstaged_epilogues += e.form == "paired";
     cost.shared_bytes = std::max(cost.shared_bytes, c.dynamic_shared_bytes);
     for (const codegen::CudaGemm& g : c.gemms) {

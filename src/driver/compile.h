@@ -99,6 +99,7 @@ struct ConfigCost {
   int unstaged_epilogues = 0;    // MMA epilogues stored from registers (paired), not staged
   bool pingpong = false;         // a kernel has two consumer teams (the persistent pass took it)
   bool register_a = false;       // a kernel loads A into wgmma fragments (the register_a pass took it)
+  bool split_tail = false;       // a kernel's main loop ends in a split tail (the split_tail pass took it)
 };
 // Not feasible (with why) when a kernel needs more than `max_shared_bytes` of
 // dynamic shared memory (0: no limit) or more than `max_accumulators`

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <thread>
 
+#include "codegen/cuda/passes/register_a.h"
+#include "codegen/cuda/passes/split_tail.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "driver/bench.h"
@@ -787,6 +789,47 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       const ConfigCost pc =
           config_cost(graph, plan, p, target, cuda, max_shared_bytes, acc_limit, spec);
       if (pc.feasible && pc.register_a && kernels.insert(pc.fingerprint).second) add(p);
+    }
+  }
+  // The split tail (issue 15; codegen/cuda/passes/split_tail.h): on sm_90a,
+  // the largest tile's warp-specialized configs again with their last
+  // k-tiles N half by N half, the default tail long (default_split_tail),
+  // where the split_tail pass takes them (config_cost says so): of each
+  // arrangement (persistent or not, register A with or without its L2
+  // prefetch) the deepest ring, at most kSplitTailTwins, register A and
+  // persistent ones first (the winners so far). The timing decides.
+  constexpr int kSplitTailTwins = 4;
+  if (target.has_wgmma() && wgmma) {
+    std::vector<GemmConfig> base;
+    for (const GemmConfig& c : out)
+      if (c.split_tail == 0 && c.split_k == 1 && c.stream_k == 0 && !c.pingpong) base.push_back(c);
+    std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
+      if (a.block_m * a.block_n != b.block_m * b.block_n)
+        return a.block_m * a.block_n > b.block_m * b.block_n;
+      if (a.register_a != b.register_a) return a.register_a;
+      if (a.persistent != b.persistent) return a.persistent;
+      if (a.register_a_l2_prefetch != b.register_a_l2_prefetch)
+        return a.register_a_l2_prefetch > b.register_a_l2_prefetch;
+      return a.num_stages > b.num_stages;
+    });
+    int twins = 0;
+    std::set<std::tuple<int, int, bool, bool, int>> arrangements;
+    for (GemmConfig c : base) {
+      if (twins == kSplitTailTwins) break;
+      if (c.block_m * c.block_n != base.front().block_m * base.front().block_n) break;
+      if (!arrangements.insert({c.block_m, c.block_k, c.persistent, c.register_a,
+                                c.register_a_l2_prefetch})
+               .second)
+        continue;
+      c.split_tail = codegen::default_split_tail(
+          c.num_stages, c.persistent, c.register_a ? codegen::kRegisterAAhead : 0,
+          k_tiles_of(step, c));
+      if (c.split_tail < 1) continue;
+      const ConfigCost cost =
+          config_cost(graph, plan, c, target, cuda, max_shared_bytes, acc_limit, spec);
+      if (!cost.feasible || !cost.split_tail || !kernels.insert(cost.fingerprint).second) continue;
+      add(c);
+      ++twins;
     }
   }
   return out;

@@ -115,6 +115,12 @@ bool has_register_a_loop(const Stmt& body) {
   return false;
 }
 
+bool has_split_tail_loop(const Stmt& body) {
+  for (const ForNode* f : pipelined_loops(body, /*warp_specialized=*/true))
+    if (std::get<PipelinePlan>(f->plan).split_tail > 0) return true;
+  return false;
+}
+
 std::vector<const ForNode*> pipelined_loops(const Stmt& body, bool warp_specialized) {
   struct Collect : IRVisitor {
     bool ws = false;

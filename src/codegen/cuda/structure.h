@@ -134,6 +134,9 @@ std::vector<const tir::ForNode*> pipelined_loops(const tir::Stmt& body,
 // Does a warp-specialized loop of the kernel load its A operand into wgmma
 // fragments (PipelinePlan::register_a_ahead > 0; passes/register_a.h)?
 bool has_register_a_loop(const tir::Stmt& body);
+// Does one issue its last k-tiles N half by N half (PipelinePlan::split_tail
+// > 0; passes/split_tail.h)?
+bool has_split_tail_loop(const tir::Stmt& body);
 
 // Every Gemm of the kernel, in program order.
 std::vector<const tir::GemmNode*> gemms(const tir::Stmt& body);

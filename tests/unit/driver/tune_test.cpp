@@ -274,6 +274,40 @@ struct GatherHeavySpace {
 // own); the name ends in
 // "/ra" or "/ra256" and the JSON form round-trips. No twin for an
 // ungathered GEMM or on sm_80.
+// The split tail's twins (codegen/cuda/passes/split_tail.h): of the
+// largest tile's arrangements (persistent or not, register A with or
+// without its L2 prefetch) the deepest ring again with /tailT, T the default
+// tail, each a kernel the split_tail pass takes and a config that survives
+// the tune cache's JSON; the arrangement the tuner picks at gather_heavy
+// (128x256x64/4/8/persistent/ra256, bench/RESULTS.md session 41) among them.
+TEST(TuneSpace, SplitTailTwins) {
+  const GatherHeavySpace gh;
+  std::set<std::string> names;
+  for (const GemmConfig& c : gh.space) names.insert(driver::gemm_config_name(c));
+  int twins = 0;
+  for (const GemmConfig& c : gh.space) {
+    if (c.split_tail == 0) continue;
+    ++twins;
+    const std::string name = driver::gemm_config_name(c);
+    GemmConfig plain = c;
+    plain.split_tail = 0;
+    EXPECT_TRUE(names.count(driver::gemm_config_name(plain))) << name << " has no plain twin";
+    EXPECT_EQ(c.split_tail, c.register_a ? 3 : c.persistent ? c.num_stages / 2 : c.num_stages)
+        << name;
+    const driver::ConfigCost cost =
+        driver::config_cost(gh.g, PlanKind::kFused, c, gh.sm90a, {}, 227 * 1024, 128);
+    EXPECT_TRUE(cost.feasible && cost.split_tail) << name << cost.why;
+    const std::optional<GemmConfig> back =
+        driver::gemm_config_from_json(driver::gemm_config_to_json(c));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(driver::gemm_config_name(*back), name);
+  }
+  EXPECT_GE(twins, 1) << ::testing::PrintToString(names);
+  EXPECT_LE(twins, 4) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("128x256x64/4/8/persistent/ra256/tail3"))
+      << ::testing::PrintToString(names);
+}
+
 TEST(TuneSpace, GatheredAGetsRegisterATwins) {
   const GatherHeavySpace gh;
   const Graph& g = gh.g;
@@ -284,7 +318,7 @@ TEST(TuneSpace, GatheredAGetsRegisterATwins) {
   for (const GemmConfig& c : space) names.insert(driver::gemm_config_name(c));
   int twins = 0, prefetch_twins = 0;
   for (const GemmConfig& c : space) {
-    if (!c.register_a) continue;
+    if (!c.register_a || c.split_tail > 0) continue;  // (split tails: SplitTailTwins)
     const std::string name = driver::gemm_config_name(c);
     const bool l2 = c.register_a_l2_prefetch == 256;
     EXPECT_TRUE(l2 || c.register_a_l2_prefetch == 0) << name;
@@ -384,8 +418,9 @@ TEST(TuneSpace, ManyTilesGetPersistentConfigs) {
     EXPECT_EQ(back->pingpong, c.pingpong);
   }
   EXPECT_GE(persistent, 2) << ::testing::PrintToString(names);
-  // (12, and register_a's two /ra256 twins of persistent ones)
-  EXPECT_LE(persistent, 14) << ::testing::PrintToString(names);
+  // (12, register_a's two /ra256 twins of persistent ones, and at most 4
+  // split-tail twins: SplitTailTwins)
+  EXPECT_LE(persistent, 18) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("128x256x64/3/8/persistent")) << ::testing::PrintToString(names);
   // No persistent kernel on sm_80, or without the SM count.
   for (const GemmConfig& c : driver::gemm_config_space(g, step, tir::Target::cuda(80), 163 * 1024,

@@ -44,6 +44,13 @@ std::vector<const ForNode*> epilogue_loops(const Stmt& body) {
 
 }  // namespace
 
+int default_split_tail(int stages, bool persistent, int register_a_ahead, int64_t k_tiles) {
+  const int t = register_a_ahead > 0 ? register_a_ahead
+                : persistent         ? std::max(1, stages / 2)
+                                     : stages;
+  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(t, k_tiles - 1)));
+}
+
 Kernel split_tail(const Kernel& kernel, const passes::PassContext& context) {
   // (on for every kernel by the option, or for one by its config: the
   // kernel attr SPLIT_TAIL = T, which the tuner searches)
@@ -78,13 +85,10 @@ Kernel split_tail(const Kernel& kernel, const passes::PassContext& context) {
     return skip("the accumulator is not a wgmma tile of 64 rows a warpgroup with N halves of 64 "
                 "columns or more");
   const int64_t* trip = as_const_int(loop->extent);
-  const bool persistent = lp.persistent;
-  int64_t t = by_config ? *asked_t
-              : plan0->register_a_ahead > 0 ? plan0->register_a_ahead
-              : persistent                  ? std::max(1, plan0->stages / 2)
-                                            : plan0->stages;
   if (!trip) return skip("the main loop's trip count is not a constant");
-  if (!by_config) t = std::min<int64_t>(t, *trip - 1);
+  const int64_t t = by_config ? *asked_t
+                              : default_split_tail(plan0->stages, lp.persistent,
+                                                   plan0->register_a_ahead, *trip);
   if (t < 1 || t >= *trip)
     return skip(fmt::format("a tail of {} k-tiles in a loop of {}", t, *trip));
   if (plan0->register_a_ahead > 0 && t > plan0->register_a_ahead)

@@ -45,4 +45,10 @@ namespace tilefuse::codegen {
 
 tir::Kernel split_tail(const tir::Kernel& kernel, const passes::PassContext& context);
 
+// The default tail in k-tiles (CudaOptions::split_tail; the tuner's /tailT):
+// register_a's lead where A is in fragments, else half the ring (at least
+// 1) in a persistent kernel and the whole ring in a one-tile one; below the
+// loop's `k_tiles`. 0 where the loop has a single k-tile.
+int default_split_tail(int stages, bool persistent, int register_a_ahead, int64_t k_tiles);
+
 }  // namespace tilefuse::codegen
