@@ -792,17 +792,23 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
     }
   }
   // The split tail (issue 15; codegen/cuda/passes/split_tail.h): on sm_90a,
-  // the largest tile's warp-specialized configs again with their last
-  // k-tiles N half by N half, the default tail long (default_split_tail),
-  // where the split_tail pass takes them (config_cost says so): of each
-  // arrangement (persistent or not, register A with or without its L2
-  // prefetch) the deepest ring, at most kSplitTailTwins, register A and
-  // persistent ones first (the winners so far). The timing decides.
-  constexpr int kSplitTailTwins = 4;
+  // the largest tile's one-tile-a-block warp-specialized configs again with
+  // their last k-tiles N half by N half, the default tail long
+  // (default_split_tail), where the split_tail pass takes them (config_cost
+  // says so): of each arrangement (register A with or without its L2
+  // prefetch, or none) the deepest ring, at most kSplitTailTwins, register A
+  // first. Measured on an H100 (bench/RESULTS.md, session 44, two rounds):
+  // the seed at 128x256x64/4/8/ra256 29.4, 29.0 us with a tail of 3 against
+  // 29.7, 29.4 without (its one wave's last epilogue is the kernel's end);
+  // persistent kernels lose (gather_heavy 56.1-56.7 against 55.3-56.0 at
+  // /persistent/ra256, 58.5-59.7 against 58.0 at /persistent), so none of
+  // those. The timing decides.
+  constexpr int kSplitTailTwins = 3;
   if (target.has_wgmma() && wgmma) {
     std::vector<GemmConfig> base;
     for (const GemmConfig& c : out)
-      if (c.split_tail == 0 && c.split_k == 1 && c.stream_k == 0 && !c.pingpong) base.push_back(c);
+      if (c.split_tail == 0 && c.split_k == 1 && c.stream_k == 0 && !c.persistent)
+        base.push_back(c);
     std::stable_sort(base.begin(), base.end(), [](const GemmConfig& a, const GemmConfig& b) {
       if (a.block_m * a.block_n != b.block_m * b.block_n)
         return a.block_m * a.block_n > b.block_m * b.block_n;

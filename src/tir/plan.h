@@ -319,7 +319,8 @@ struct PipelinePlan {
   // stages go back to the producer once their half-1 groups are done (the
   // stage before the tail after half 0's wait); with register_a, the tail's
   // fragment loads after its first wait for the final wgmma wait, so
-  // split_tail <= register_a_ahead. 0: off.
+  // split_tail <= register_a_ahead; split_tail < stages (the tail's last
+  // k-tile reuses the stage that goes back after half 0). 0: off.
   int split_tail = 0;
   std::string why;                                 // in_order: why
 };

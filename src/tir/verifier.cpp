@@ -769,6 +769,10 @@ class PlanVerifier final : public StmtVisitor {
     if (!trip || p.split_tail >= *trip)
       error(fmt::format("{}: split_tail {} needs a constant trip count above it", loop,
                         p.split_tail));
+    if (p.split_tail >= p.stages)
+      error(fmt::format("{}: split_tail {} in a ring of {} stages (the tail's last stage is "
+                        "refilled only once the stage before the tail is released)",
+                        loop, p.split_tail, p.stages));
     if (p.register_a_ahead > 0 && p.split_tail > p.register_a_ahead)
       error(fmt::format("{}: split_tail {} past register_a's lead of {} k-tiles", loop,
                         p.split_tail, p.register_a_ahead));

@@ -600,15 +600,20 @@ TEST(TirVerifierPlan, OnlyWhereThePlanExists) {
 TEST(TirVerifierPlan, SplitTailNeedsTwoChainsAndAShorterLoop) {
   const char* const ws = "registers=[64, 216], mbarriers";
   const char* const chains = "warps=[2, 1])";
-  EXPECT_EQ(verify_errors(planned({{ws, "registers=[64, 216], split_tail=3, mbarriers"},
+  EXPECT_EQ(verify_errors(planned({{ws, "registers=[64, 216], split_tail=2, mbarriers"},
                                    {chains, "warps=[2, 1], chains=2)"}})),
             std::vector<std::string>{});
-  expect_one_error(planned({{ws, "registers=[64, 216], split_tail=3, mbarriers"}}),
+  expect_one_error(planned({{ws, "registers=[64, 216], split_tail=3, mbarriers"},
+                            {chains, "warps=[2, 1], chains=2)"}}),
+                   "warp-specialized loop k: split_tail 3 in a ring of 3 stages (the tail's last "
+                   "stage is refilled only once the stage before the tail is released)");
+  expect_one_error(planned({{ws, "registers=[64, 216], split_tail=2, mbarriers"}}),
                    "warp-specialized loop k: split_tail without one gemm into a wgmma accumulator "
                    "of two chains and 64 rows a warpgroup (N halves of 64 columns or more)");
-  expect_one_error(planned({{ws, "registers=[64, 216], split_tail=32, mbarriers"},
-                            {chains, "warps=[2, 1], chains=2)"}}),
-                   "warp-specialized loop k: split_tail 32 needs a constant trip count above it");
+  expect_one_error(planned({{ws, "registers=[64, 216], split_tail=2, mbarriers"},
+                            {chains, "warps=[2, 1], chains=2)"},
+                            {"pipelined(0, 32,", "pipelined(0, 2,"}}),
+                   "warp-specialized loop k: split_tail 2 needs a constant trip count above it");
   expect_one_error(planned({{chains, "warps=[1, 1], chains=2)"}}),
                    "fragment C_f: 2 chains (1, or 2 on a wgmma tile of 64 rows a warpgroup and N "
                    "halves of 64 columns or more)");

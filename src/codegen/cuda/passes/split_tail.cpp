@@ -47,8 +47,9 @@ std::vector<const ForNode*> epilogue_loops(const Stmt& body) {
 int default_split_tail(int stages, bool persistent, int register_a_ahead, int64_t k_tiles) {
   const int t = register_a_ahead > 0 ? register_a_ahead
                 : persistent         ? std::max(1, stages / 2)
-                                     : stages;
-  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(t, k_tiles - 1)));
+                                     : stages - 1;
+  return static_cast<int>(
+      std::max<int64_t>(0, std::min<int64_t>({t, stages - 1, k_tiles - 1})));
 }
 
 Kernel split_tail(const Kernel& kernel, const passes::PassContext& context) {
@@ -91,6 +92,11 @@ Kernel split_tail(const Kernel& kernel, const passes::PassContext& context) {
                                                    plan0->register_a_ahead, *trip);
   if (t < 1 || t >= *trip)
     return skip(fmt::format("a tail of {} k-tiles in a loop of {}", t, *trip));
+  if (t > plan0->stages - 1)
+    return skip(fmt::format("a tail of {} k-tiles in a ring of {} stages (at most {}: the tail's "
+                            "last stage is refilled only once the stage before the tail is "
+                            "released)",
+                            t, plan0->stages, plan0->stages - 1));
   if (plan0->register_a_ahead > 0 && t > plan0->register_a_ahead)
     return skip(fmt::format("a tail of {} k-tiles past register_a's lead of {}", t,
                             plan0->register_a_ahead));

@@ -24,7 +24,11 @@
 //  - one consumer team, no cluster, no split-K cluster, no stream-K;
 //  - its consumer is one whole-tile gemm into a wgmma accumulator of 64
 //    rows a warpgroup and N halves of 64 columns or more;
-//  - the trip count is a constant above T;
+//  - the trip count is a constant above T, and T is below the ring's
+//    stages (the stage before the tail goes back to the producer only once
+//    half 0 is done, and the tail's last k-tile needs the stage S k-tiles
+//    before it: with T = S the two wait on each other, which hung a one-tile
+//    kernel on the H100, session 44);
 //  - with register_a, T <= PipelinePlan::register_a_ahead (the tail's
 //    fragment loads after its first go after the final wgmma wait, into
 //    slots half 1 has then read);
@@ -35,7 +39,7 @@
 // /tailT, which the tuner searches), or with CudaOptions::split_tail the
 // default: register_a's lead, else half the ring in a persistent kernel
 // (whose producer refills the tail's stages for the next tile only once
-// half 1 is done) and the whole ring in a one-tile kernel.
+// half 1 is done) and the ring less one in a one-tile kernel.
 #pragma once
 
 #include "passes/pipeline.h"
@@ -47,8 +51,8 @@ tir::Kernel split_tail(const tir::Kernel& kernel, const passes::PassContext& con
 
 // The default tail in k-tiles (CudaOptions::split_tail; the tuner's /tailT):
 // register_a's lead where A is in fragments, else half the ring (at least
-// 1) in a persistent kernel and the whole ring in a one-tile one; below the
-// loop's `k_tiles`. 0 where the loop has a single k-tile.
+// 1) in a persistent kernel and the ring less one in a one-tile one; below
+// the ring's stages and the loop's `k_tiles`. 0 where it has a single one.
 int default_split_tail(int stages, bool persistent, int register_a_ahead, int64_t k_tiles);
 
 }  // namespace tilefuse::codegen
