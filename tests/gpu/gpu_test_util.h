@@ -20,7 +20,9 @@
 
 #include "common/tolerance.h"
 #include "core/tensor.h"
+#include "driver/compile.h"
 #include "driver/cuda_program.h"
+#include "reference/eval.h"
 #include "runtime/cuda/loader.h"
 #include "tir/target.h"
 
@@ -72,5 +74,42 @@ inline int64_t count_nan(const Tensor& t) {
 }
 
 using ::tilefuse::testing::all_finite;
+
+// The f64 oracle's first output of `graph` on `inputs` and its check
+// tolerance (reference/eval.h).
+struct Oracle {
+  Tensor output;
+  double tol = 0;
+};
+inline Oracle oracle_of(const Graph& graph, const std::vector<Tensor>& inputs) {
+  EvalOptions o;
+  o.mode = EvalMode::kOracle;
+  return {evaluate(graph, inputs, o).at(0), check_tolerance(graph, graph.outputs()[0])};
+}
+
+// `graph` compiled for the device with `config` (fused plan) and whether
+// some kernel's CUDA source contains `marker` (what says the form under test
+// was taken, else a test would pass on the kernel without it); then run with
+// its outputs poisoned, its one output within the oracle's tolerance and
+// free of NaN.
+inline void expect_config_matches_oracle(const Graph& graph, const std::vector<Tensor>& inputs,
+                                         const Oracle& oracle, const GemmConfig& config,
+                                         const std::string& marker) {
+  cuda::Device& dev = driver::default_device();
+  driver::CompileOptions co;
+  co.plan = PlanKind::kFused;
+  co.target = *device_target();
+  co.lower.gemm_config = config;
+  const driver::CompiledProgram prog = driver::compile(graph, co);
+  bool taken = false;
+  for (const driver::CompiledKernel& ck : prog.kernels)
+    taken = taken || (ck.cuda && ck.cuda->source.find(marker) != std::string::npos);
+  ASSERT_TRUE(taken) << "no `" << marker << "` in\n" << prog.kernels.at(0).cuda->source;
+  driver::CudaProgram run(prog, dev);
+  const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LE(relative_error(got[0], oracle.output), oracle.tol);  // false for NaN
+  EXPECT_EQ(count_nan(got[0]), 0);
+}
 
 }  // namespace tilefuse::gputest

@@ -38,10 +38,7 @@ TEST(GpuTmaStoreEpilogue, PersistentAndPingPongMatchTheOracle) {
   for (const char* source : programs) {
     const Program p = parse_program(source, "tma_store.tfs");
     const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-    EvalOptions o;
-    o.mode = EvalMode::kOracle;
-    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
     GemmConfig persistent{128, 128, 64, 3, 8, 8, 1, true, false};
     GemmConfig bk32{128, 128, 32, 6, 8, 8, 1, true, false};
     GemmConfig pingpong{128, 128, 64, 3, 4, 8, 1, true, true};
@@ -49,21 +46,7 @@ TEST(GpuTmaStoreEpilogue, PersistentAndPingPongMatchTheOracle) {
       SCOPED_TRACE(fmt::format("{} {}x{}x{}/{}/{}{} seed {}", source, cfg.block_m, cfg.block_n,
                                cfg.block_k, cfg.num_stages, cfg.num_warps,
                                cfg.pingpong ? "/pingpong" : "/persistent", seed));
-      driver::CompileOptions co;
-      co.plan = PlanKind::kFused;
-      co.target = *target;
-      co.lower.gemm_config = cfg;
-      const driver::CompiledProgram prog = driver::compile(p.graph, co);
-      bool tma_store = false;
-      for (const driver::CompiledKernel& ck : prog.kernels)
-        tma_store = tma_store || (ck.cuda && ck.cuda->source.find("tf::tma_store_2d(") !=
-                                                 std::string::npos);
-      ASSERT_TRUE(tma_store) << prog.kernels[0].cuda->source;
-      driver::CudaProgram run(prog, dev);
-      const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
-      EXPECT_EQ(gputest::count_nan(got[0]), 0);
+      gputest::expect_config_matches_oracle(p.graph, inputs, oracle, cfg, "tf::tma_store_2d(");
       ++ran;
     }
   }

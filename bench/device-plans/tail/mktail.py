@@ -194,31 +194,12 @@ if persistent:
 text = text[:mm.start()] + new + text[mm.end():]
 
 # The epilogue's slab loop, cut after half 0's slabs (kSlabs / 2) by the wait for half 1.
-em = re.search(r"([ ]*)#pragma unroll\n[ ]*for \(int (tf_s\d+) = 0; \2 < decltype\(C_f\)::kSlabs; \+\+\2\) \{\n",
-               text[mm.start():])
-assert em, "tail: no per-warp slab epilogue"
-start = mm.start() + em.start()
-body_open = mm.start() + em.end() - 2
-depth, i = 0, body_open
-while True:
-    if text[i] == "{":
-        depth += 1
-    elif text[i] == "}":
-        depth -= 1
-        if depth == 0:
-            break
-    i += 1
-end = i + 2  # the closing brace and its newline
-loop_text = text[start:end]
-sv = em.group(2)
-first = loop_text.replace(f"{sv} < decltype(C_f)::kSlabs", f"{sv} < decltype(C_f)::kSlabs / 2")
-second = loop_text.replace(f"int {sv} = 0; {sv} < decltype(C_f)::kSlabs",
-                           f"int {sv} = decltype(C_f)::kSlabs / 2; {sv} < decltype(C_f)::kSlabs")
-eind = em.group(1)
-mid = f"{eind}tf::wgmma_wait<0>();  // [tail] half 1 done\n{eind}tfx_pin<64, 128>(C_f);\n"
-if persistent:
-    for k in range(nk - T, nk):
-        mid += f"{eind}tf::mbar_arrive(&tf_empty[(tf_tail_git + {k}) % {mm['s']}]);\n"
-text = text[:start] + first + mid + second + text[end:]
+def mid(eind):
+    out = f"{eind}tf::wgmma_wait<0>();  // [tail] half 1 done\n{eind}tfx_pin<64, 128>(C_f);\n"
+    if persistent:
+        for k in range(nk - T, nk):
+            out += f"{eind}tf::mbar_arrive(&tf_empty[(tf_tail_git + {k}) % {mm['s']}]);\n"
+    return out
+text = split_epilogue(text, mm.start(), mid)
 open(dst, "w").write(text)
 print(f"{dst}: tail of {T} k-tiles of {nk}, {'persistent' if persistent else 'one tile a block'}")
