@@ -150,7 +150,7 @@ json cuda_account(const codegen::CudaKernel& ck) {
   return c;
 }
 
-// The config keys a CUDA pass declined (PERSISTENT, PINGPONG, STREAM_K, REGISTER_A asked
+// The config keys a CUDA pass declined (PERSISTENT, PINGPONG, STREAM_K, REGISTER_A, SPLIT_TAIL asked
 // for by the config, not in the kernel's launch plan; the notes say why).
 json declined_of(const tir::Kernel& k) {
   json d = json::array();
@@ -164,6 +164,8 @@ json declined_of(const tir::Kernel& k) {
   // (stream-K not persistent: its pieces run as blocks of their own)
   if (k.attrs.count("STREAM_K") && k.launch.stream_k_units == 0) d.push_back("STREAM_K");
   if (asked("REGISTER_A") && !codegen::has_register_a_loop(k.body)) d.push_back("REGISTER_A");
+  if (k.attrs.count("SPLIT_TAIL") && !codegen::has_split_tail_loop(k.body))
+    d.push_back("SPLIT_TAIL");
   return d;
 }
 

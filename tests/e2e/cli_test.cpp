@@ -847,6 +847,24 @@ TEST(Explain, DeclinedFormsAndSharedMemoryBeyondTheTarget) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("(declined"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("error:"), std::string::npos) << r.output;
+  // A split tail as long as the ring is declined with the reason; a shorter
+  // one is taken and named.
+  r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs") +
+              " --target sm_90a --gemm-config 128x256x64/4/8/tail4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("SPLIT_TAIL=4 (declined: see the notes)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("note: no split tail: a tail of 4 k-tiles in a ring of 4 stages"),
+            std::string::npos)
+      << r.output;
+  r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs") +
+              " --target sm_90a --gemm-config 128x256x64/4/8/tail3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("(declined"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note: split tail: each MMA warpgroup's 256 columns as two m64n128 "
+                          "chains; the last 3 k-tiles"),
+            std::string::npos)
+      << r.output;
   r = run_cli("explain " + case_path("seed_gather_mm_f16.tfs") +
               " --target sm_90a --gemm-config 128x256x64/8/8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
