@@ -64,6 +64,14 @@ for f in "${programs[@]}"; do
         # BLOCK_K 32 on wgmma: A in the 64-byte swizzle (TMA's or cp.async's).
         (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
           --gemm-config 128x128x32/6/8/persistent > "$work/out/$b.$t.$p.128x128x32-6-8-persistent.cu" 2>&1)
+        # The split tail (split_tail): the last 3 k-tiles N half by N half,
+        # the per-warp epilogue cut between the halves; one tile a block,
+        # and persistent with register A (its deferred fragment loads).
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --gemm-config 128x256x64/4/8/tail3 > "$work/out/$b.$t.$p.128x256x64-4-8-tail3.cu" 2>&1)
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --gemm-config 128x256x64/4/8/persistent/ra/tail3 \
+          > "$work/out/$b.$t.$p.128x256x64-4-8-persistent-ra-tail3.cu" 2>&1)
         # Stream-K over 132 blocks: the whole tiles round robin, then each
         # block's pieces of the last wave's K iterations, the fix-up by the
         # last arrival (an error where a size is symbolic).
