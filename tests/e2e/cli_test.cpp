@@ -259,6 +259,13 @@ TEST(Cli, BadSplitKConfigsAreUsageErrors) {
                           "32x32x32/1/4/ra128",
                           "32x32x32/1/4/ra256/ra",
                           "32x32x32/1/4/ra2560",
+                          "32x32x32/1/4/tail",
+                          "32x32x32/1/4/tail0",
+                          "32x32x32/1/4/tail65",
+                          "32x32x32/1/4/tailx",
+                          "32x32x32/1/4/tail+3",
+                          "32x32x32/1/4/tail3/ra",
+                          "32x32x32/1/4/tail3/tail3",
                           ""}) {
     // (quoted: the blanks and the empty value reach the parser)
     Result r = run_cli("run " + prog + " --device cpu --gemm-config '" + bad + "'");

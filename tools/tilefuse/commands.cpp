@@ -74,7 +74,7 @@ GemmConfig parse_gemm_config(const std::string& full, bool cpu) {
     const bool all_digits = !digits.empty() && digits.size() <= 2 &&
                             digits.find_first_not_of("0123456789") == std::string::npos;
     if (!all_digits || std::stoi(digits) < 1 || std::stoi(digits) > 64)
-      throw UserError("--gemm-config: a split tail is /tailT with T in 1..64 k-tiles, got `" +
+      throw UserError("--gemm-config: a split tail is /tailT at the end, T in 1..64 k-tiles, got `" +
                       full + "`");
     c.split_tail = std::stoi(digits);
     text = full.substr(0, t);
