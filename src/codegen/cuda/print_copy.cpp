@@ -673,11 +673,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
                        stages));
     }
     split_tail_mid_ = [this, c, tail, trip, stages, arrive, release_last] {
-      line("tf::wgmma_wait<0>();  // the split tail: half 1 done");
-      line(fmt::format("{0}.pin<decltype({0})::kElems / 2, decltype({0})::kElems>();", c));
-      if (release_last)
-        for (int64_t k = trip - tail; k < trip; ++k)
-          line(fmt::format("{}(&tf_empty[(tf_tail_base + {}) % {}]);", arrive, k, stages));
+      split_tail_half1_done(c, tail, trip, stages, release_last ? arrive : "");
     };
     return;
   }
@@ -714,6 +710,15 @@ void Printer::split_tail_issue(int tail, int64_t n, int first_half,
   line(fmt::format("tf::wgmma_wait<{}>();  // the split tail: half 0 done (half 1's may run on)",
                    tail));
   line(fmt::format("{0}.pin<0, decltype({0})::kElems / 2>();", c));
+}
+
+void Printer::split_tail_half1_done(const std::string& c, int tail, int64_t n, int stages,
+                                    const std::string& arrive) {
+  line("tf::wgmma_wait<0>();  // the split tail: half 1 done");
+  line(fmt::format("{0}.pin<decltype({0})::kElems / 2, decltype({0})::kElems>();", c));
+  if (arrive.empty()) return;
+  for (int64_t k = n - tail; k < n; ++k)
+    line(fmt::format("{}(&tf_empty[(tf_tail_base + {}) % {}]);", arrive, k, stages));
 }
 
 void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* frag,
@@ -845,11 +850,8 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   if (tail > 0) {
     const bool persistent = !base.empty();
     split_tail_mid_ = [this, c, tail, trip, stages, slots, persistent, load] {
-      line("tf::wgmma_wait<0>();  // the split tail: half 1 done");
-      line(fmt::format("{0}.pin<decltype({0})::kElems / 2, decltype({0})::kElems>();", c));
+      split_tail_half1_done(c, tail, trip, stages, persistent ? "tf::mbar_arrive" : "");
       if (!persistent) return;  // (a one-tile kernel loads no next tile)
-      for (int64_t k = trip - tail; k < trip; ++k)
-        line(fmt::format("tf::mbar_arrive(&tf_empty[(tf_tail_base + {}) % {}]);", k, stages));
       // The tail's deferred fragment loads: the next tile's k-tiles into
       // the slots half 1 has now read (its rows already in tf_ranp / tf_rap).
       for (int64_t k = trip - tail + 1; k < trip; ++k) {

@@ -209,6 +209,10 @@ class Printer {
                         const std::function<void(const std::string&, bool)>& stage,
                         const std::function<void(int, const std::string&)>& half,
                         const std::string& c);
+  // The split tail's wait for half 1, its accumulators pinned, and (with
+  // `arrive`, the release call; "" for none) the tail's stages released.
+  void split_tail_half1_done(const std::string& c, int tail, int64_t n, int stages,
+                             const std::string& arrive);
   void ws_consumer_loop_register_a(const tir::ForNode* op, const tir::CopyNode* frag,
                                    const tir::PipelinePlan& plan, const std::string& it,
                                    const std::string& base, const std::string& after_loop,
