@@ -813,22 +813,20 @@ std::vector<GemmConfig> gemm_config_space(const Graph& graph, const KernelStep& 
       if (a.block_m * a.block_n != b.block_m * b.block_n)
         return a.block_m * a.block_n > b.block_m * b.block_n;
       if (a.register_a != b.register_a) return a.register_a;
-      if (a.persistent != b.persistent) return a.persistent;
       if (a.register_a_l2_prefetch != b.register_a_l2_prefetch)
         return a.register_a_l2_prefetch > b.register_a_l2_prefetch;
       return a.num_stages > b.num_stages;
     });
     int twins = 0;
-    std::set<std::tuple<int, int, bool, bool, int>> arrangements;
+    std::set<std::tuple<int, int, bool, int>> arrangements;
     for (GemmConfig c : base) {
       if (twins == kSplitTailTwins) break;
       if (c.block_m * c.block_n != base.front().block_m * base.front().block_n) break;
-      if (!arrangements.insert({c.block_m, c.block_k, c.persistent, c.register_a,
-                                c.register_a_l2_prefetch})
+      if (!arrangements.insert({c.block_m, c.block_k, c.register_a, c.register_a_l2_prefetch})
                .second)
         continue;
       c.split_tail = codegen::default_split_tail(
-          c.num_stages, c.persistent, c.register_a ? codegen::kRegisterAAhead : 0,
+          c.num_stages, /*persistent=*/false, c.register_a ? codegen::kRegisterAAhead : 0,
           k_tiles_of(step, c));
       if (c.split_tail < 1) continue;
       const ConfigCost cost =
