@@ -407,13 +407,8 @@ class Decider : public IRMutator {
       }
     }
     if (strides.back() != 1) return *why = "the innermost dim is not contiguous", false;
-    for (int k = 0; k < rank; ++k) {
-      if (shape[k] > kTmaMaxDim)
-        return *why = "a dim of more than 2^31 - 256 elements (TMA coordinates are 32-bit)",
-               false;
-      if (strides[k] >= kTmaStrideBytesLimit / elem)
-        return *why = "a stride of 2^40 bytes or more (a tensor map's limit)", false;
-    }
+    if (const std::string_view w = tma_map_out_of_range(shape, strides, elem); !w.empty())
+      return *why = std::string(w), false;
     // Each copy dim reads one tensor dim, in order, the innermost copy dim
     // the innermost tensor dim; the destination is indexed by the copy vars.
     std::vector<int> dim_of(op->vars.size(), -1);

@@ -264,8 +264,6 @@ std::optional<TensorMapPlan> tma_store_map(const Kernel& kernel, const ForNode* 
   const int64_t* d0 = as_const_int(b->shape[0]);
   const int64_t* d1 = as_const_int(b->shape[1]);
   if (!d0 || !d1) return no("an output of symbolic size");
-  if (*d0 > kTmaMaxDim || *d1 > kTmaMaxDim)
-    return no("a dim of more than 2^31 - 256 elements (TMA coordinates are 32-bit)");
   int64_t pitch = *d1;
   if (!b->strides.empty()) {
     const int64_t* s0 = as_const_int(b->strides[0]);
@@ -273,8 +271,8 @@ std::optional<TensorMapPlan> tma_store_map(const Kernel& kernel, const ForNode* 
     if (!s0 || !s1 || *s1 != 1) return no("an output that is not row-major");
     pitch = *s0;
   }
-  if (pitch >= kTmaStrideBytesLimit / elem)
-    return no("a row pitch of 2^40 bytes or more (a tensor map's limit)");
+  if (const std::string_view w = tma_map_out_of_range({*d0, *d1}, {pitch}, elem); !w.empty())
+    return no(std::string(w));
   if ((pitch * elem) % 16 != 0 || b->alignment < 16)
     return no("an output row pitch or base not 16-byte aligned");
   // The indices in the nest's vars: its lets substituted, last first.
