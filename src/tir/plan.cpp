@@ -27,4 +27,10 @@ TF_TIR_NAME_FN(barrier_kind_name, BarrierKind, TILEFUSE_FOR_EACH_BARRIER_KIND)
 #undef TF_TIR_NAME_CASE
 #undef TF_TIR_NAME_FN
 
+std::string warp_slab_buffers_words(int n) {
+  const std::string bytes = std::to_string(kWarpSlabBytes) + "-byte buffer";
+  if (n == 1) return "a " + bytes;
+  return (n == 2 ? std::string("two") : std::to_string(n)) + " " + bytes + "s";
+}
+
 }  // namespace tilefuse::tir

@@ -408,14 +408,21 @@ struct EpiloguePlan {
   // 1024-byte aligned (the swizzle).
   bool per_warp = false;
   // per_warp: buffers of kWarpSlabBytes a MMA warp (1, or 2 for TMA stores:
-  // the next slab is staged while the last one's box is read), warp w's
-  // at offset + w * slab_buffers * kWarpSlabBytes.
+  // the next slab is staged while the last one's box is read; with TMA
+  // stores up to kMaxWarpSlabBuffers, one a slab: CudaOptions::
+  // slab_buffers_all), warp w's at offset + w * slab_buffers * kWarpSlabBytes.
   int slab_buffers = 0;
   std::string why;     // why not staged (paired), for explain
 };
 
 // A per-warp staged epilogue's buffer: 16 rows x 64 16-bit columns.
 inline constexpr int64_t kWarpSlabBytes = 2048;
+// The most buffers a warp's TMA-stored slabs take (CudaOptions::
+// slab_buffers_all: one a slab; 4 at BLOCK_N 256).
+inline constexpr int kMaxWarpSlabBuffers = 8;
+// "a 2048-byte buffer", "two 2048-byte buffers", "4 2048-byte buffers": a
+// per-warp epilogue's `n` buffers, for notes and the printer's comments.
+std::string warp_slab_buffers_words(int n);
 
 using LoopPlan = std::variant<std::monostate, PipelinePlan, EpiloguePlan>;
 

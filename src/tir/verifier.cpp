@@ -985,10 +985,11 @@ class PlanVerifier final : public StmtVisitor {
       if (!e.stmatrix || e.team_stride > 0 || e.pitch != 0 || dtype_size(dt) != 2)
         error("a per-warp staged epilogue that is not a stmatrix tile of 16-bit values (without "
               "a team stride or a pitch)");
-      if (e.slab_buffers != 1 && !(e.slab_buffers == 2 && e.tma_store >= 0))
-        error(fmt::format("a per-warp staged epilogue with {} buffers a warp (1, or 2 with TMA "
-                          "stores)",
-                          e.slab_buffers));
+      if (e.slab_buffers != 1 &&
+          !(e.slab_buffers >= 2 && e.slab_buffers <= kMaxWarpSlabBuffers && e.tma_store >= 0))
+        error(fmt::format("a per-warp staged epilogue with {} buffers a warp (1, or 2 to {} with "
+                          "TMA stores)",
+                          e.slab_buffers, kMaxWarpSlabBuffers));
       if (e.offset % 128 != 0 || e.offset < end ||
           e.offset + bytes > launch_.dynamic_shared_bytes)
         error(fmt::format("a per-warp staged epilogue's buffers at {} are not 128-byte aligned "

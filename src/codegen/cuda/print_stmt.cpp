@@ -336,10 +336,10 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
     const int64_t warp_bytes = int64_t{plan->slab_buffers} * kWarpSlabBytes;
     if (slab_tma)
       line(fmt::format("// epilogue staged per warp ({} x {} {}: each MMA warp its 16-row slabs, 64 "
-                       "columns at a time, in {} {}-byte buffer{} of its own at shared offset {}), "
+                       "columns at a time, in {} of its own at shared offset {}), "
                        "each slab stored by a TMA box (tf_map{}) from the warp's lane 0",
-                       rows, cols, t, plan->slab_buffers > 1 ? "two" : "a", kWarpSlabBytes,
-                       plan->slab_buffers > 1 ? "s" : "", plan->offset, plan->tma_store));
+                       rows, cols, t, warp_slab_buffers_words(plan->slab_buffers), plan->offset,
+                       plan->tma_store));
     else if (tma)
       line(fmt::format("// epilogue staged in shared memory ({} x {} {}, 128-byte swizzled strips of "
                        "64 columns), stored by TMA (tf_map{})",
@@ -400,16 +400,23 @@ void Printer::emit_fragment_nest(const ForNode* op, const BufferNode* frag) {
         }
         if (slab_tma) {
           // The slab's buffer, once the box last stored from it has been
-          // read: the warp's only other pending group is the last slab's,
-          // from the other buffer (none before the first slab).
-          line(plan->slab_buffers > 1
-                   ? fmt::format("const unsigned tf_esb = tf_esa + ({} % 2) * {};", slab,
-                                 kWarpSlabBytes)
-                   : std::string("const unsigned tf_esb = tf_esa;"));
+          // read. With two buffers the warp's only other pending group is
+          // the last slab's, from the other buffer (none before the first
+          // slab). With B > 2, slab s < B takes a buffer the first slab's
+          // wait emptied, and slab s >= B the one slab s - B's box read,
+          // which B - 1 boxes have followed.
+          const int buffers = plan->slab_buffers;
+          line(buffers > 1 ? fmt::format("const unsigned tf_esb = tf_esa + ({} % {}) * {};", slab,
+                                         buffers, kWarpSlabBytes)
+                           : std::string("const unsigned tf_esb = tf_esa;"));
           open(fmt::format("if ({} % 32 == 0)", tid_sym_));
-          if (plan->slab_buffers > 1)
+          if (buffers == 2)
             line(fmt::format("if ({} == 0) tf::bulk_wait_read<0>(); else tf::bulk_wait_read<1>();",
                              slab));
+          else if (buffers > 2)
+            line(fmt::format("if ({0} == 0) tf::bulk_wait_read<0>(); else if ({0} >= {1}) "
+                             "tf::bulk_wait_read<{2}>();",
+                             slab, buffers, buffers - 1));
           else
             line("tf::bulk_wait_read<0>();");
           close();

@@ -1,5 +1,6 @@
 // epilogue: how each nest over an accumulator stores it (staged, paired,
 // per_element), and, for a tensor-core tile that is not staged, why.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cuda_pass_test.h"
@@ -163,6 +164,67 @@ TEST(Epilogue, WholeTileWhereTheWarpBuffersDoNotFit) {
                            "epilogue: one slab buffer a warp, not two (two, 32768 bytes, do not "
                            "fit beside the kernel's other shared memory)");
   expect_cuda_pass("epilogue", in.text(), out.text());
+}
+
+// The 128x256x64 GEMM as layout leaves it (B_s 32 KiB a stage), with
+// `stages` stages: A_s and B_s take 49152 bytes a stage, the mbarriers 16
+// bytes a stage after them.
+GemmText wide_gemm(int stages) {
+  GemmText g = testing::wgmma_gemm("layout");
+  g.bn = 256;
+  g.stages = stages;
+  const int64_t a = 16384 * stages, b = 32768 * stages;
+  g.c_plan = "wgmma, operand=f16, block=[128, 256, 64], warps=[2, 1]";
+  g.a_plan = fmt::format("swizzled, stages={}, offset=0, bytes={}", stages, a);
+  g.b_plan = fmt::format("mn_swizzled, stages={}, offset={}, bytes={}", stages, a, b);
+  g.loop_plan = fmt::format(
+      "warp_specialized, stages={0}, issue_ahead={0}, wgmma_in_flight=1, producer_threads=128, "
+      "consumer_threads=256, registers=[64, 216], mbarriers={1}",
+      stages, a + b);
+  g.b_copy =
+      "tma, width=16, map=1, boxes=[({pid_n*256}, {k*64}, smem=0), ({pid_n*256 + 64}, {k*64}, "
+      "smem=4096), ({pid_n*256 + 128}, {k*64}, smem=8192), ({pid_n*256 + 192}, {k*64}, "
+      "smem=12288)], bytes=32768, reason=\"affine 64x256 tile of y, 16-byte aligned base and "
+      "strides: TMA\"";
+  g.launch.replace(g.launch.find("shared_bytes=98352"), 18,
+                   fmt::format("shared_bytes={}", a + b + 16 * stages));
+  return g;
+}
+
+// slab_buffers_all: at BLOCK_N 256 each MMA warp stores 4 slabs, and each
+// gets a buffer of its own where they fit (3 stages: 4 buffers a warp after
+// the 147504 bytes of rings and mbarriers, rounded up to 148480, end at
+// 214016). At 4 stages (196672 bytes before them) only two do, and a note
+// says why. At BLOCK_N 128 a warp has 2 slabs: two buffers, as without it.
+TEST(Epilogue, SlabBuffersAllGivesEachSlabABufferWhereTheyFit) {
+  auto per_warp = [](const GemmText& in, int64_t offset, int buffers) {
+    GemmText out = in;
+    out.epilogue_plan = fmt::format(
+        "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset={}, tma_store=2, "
+        "per_warp=1, slab_buffers={}",
+        offset, buffers);
+    const size_t at = out.launch.find("shared_bytes=");
+    out.launch.replace(at, out.launch.find(',', at) - at,
+                       fmt::format("shared_bytes={}", offset + 8 * buffers * 2048));
+    out.launch.insert(out.launch.find("], notes"), std::string(", ") + testing::kSlabMap);
+    std::string note = testing::kWarpStagedNote;
+    note.replace(note.find("two 2048-byte buffers"), 21,
+                 tir::warp_slab_buffers_words(buffers));
+    return testing::with_note(out, note);
+  };
+  const GemmText three = wide_gemm(3);
+  expect_cuda_pass("epilogue", three.text(), per_warp(three, 148480, 4).text(),
+                   options({"slab_buffers_all=1"}));
+  expect_cuda_pass("epilogue", three.text(), per_warp(three, 148480, 2).text());
+  const GemmText four = wide_gemm(4);
+  const GemmText two = testing::with_note(
+      per_warp(four, 197632, 2),
+      "epilogue: two slab buffers a warp, not 4 (65536 bytes do not fit beside the kernel's "
+      "other shared memory)");
+  expect_cuda_pass("epilogue", four.text(), two.text(), options({"slab_buffers_all=1"}));
+  const GemmText narrow = testing::wgmma_gemm("layout");
+  expect_cuda_pass("epilogue", narrow.text(), testing::wgmma_gemm("epilogue").text(),
+                   options({"slab_buffers_all=1"}));
 }
 
 // An f32 output has no stmatrix: the whole tile.

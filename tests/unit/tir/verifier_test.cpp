@@ -1,5 +1,6 @@
 // The verifier accepts well-formed kernels and names what is wrong with
 // malformed ones.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "test_kernels.h"
@@ -619,5 +620,31 @@ TEST(TirVerifierPlan, SplitTailNeedsTwoChainsAndAShorterLoop) {
                    "halves of 64 columns or more)");
 }
 
+// A per-warp epilogue takes one buffer a warp, or 2 to kMaxWarpSlabBuffers
+// (8) where its slabs go out by TMA (CudaOptions::slab_buffers_all), within
+// the launch's shared bytes: 8 MMA warps' B buffers at 99328 end at 99328 +
+// 16384 B.
+TEST(TirVerifierPlan, PerWarpSlabBuffersOneOrTwoToEightByTma) {
+  auto per_warp = [](int buffers, bool tma) {
+    const std::string plan = fmt::format(
+        "staged, stmatrix=1, contiguous_chunks=1, pair_cast=1, offset=99328, {}per_warp=1, "
+        "slab_buffers={}",
+        tma ? "tma_store=2, " : "", buffers);
+    const std::string bytes = fmt::format("shared_bytes={}", 99328 + 16384 * buffers);
+    return planned({{"staged, pitch=136, stmatrix=1, contiguous_chunks=1, pair_cast=1", plan.c_str()},
+                    {"shared_bytes=98352", bytes.c_str()},
+                    {"swizzle=128)]", "swizzle=128), (param=2, elem=2, dims=[2048, 2048], "
+                                      "strides=[4096], box=[64, 16], swizzle=128)]"}});
+  };
+  for (int buffers : {1, 2, 4, 8})
+    EXPECT_EQ(verify_errors(per_warp(buffers, true)), std::vector<std::string>{}) << buffers;
+  EXPECT_EQ(verify_errors(per_warp(1, false)), std::vector<std::string>{});
+  expect_one_error(per_warp(9, true),
+                   "a per-warp staged epilogue with 9 buffers a warp (1, or 2 to 8 with TMA "
+                   "stores)");
+  expect_one_error(per_warp(4, false),
+                   "a per-warp staged epilogue with 4 buffers a warp (1, or 2 to 8 with TMA "
+                   "stores)");
+}
 
 }  // namespace tilefuse::tir

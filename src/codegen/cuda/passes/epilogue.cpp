@@ -374,6 +374,8 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     // The TMA maps its tile (box: a 64-column strip) and its slabs (box: 16
     // rows x 64 columns) would use, where it has them.
     std::optional<TensorMapPlan> tile_map, slab_map;
+    // A MMA warp's 16x64 slabs of this tile (stmatrix tiles only).
+    int64_t warp_slabs = 0;
   };
   std::vector<StagedNest> staged_nests;
   std::vector<TensorMapPlan> store_maps;     // TMA stores' maps, after the launch's
@@ -481,6 +483,7 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
           sn.tile_map = tma_store_map(kernel, op, n, rows, cols, &sn.no_tma);
         if (context.cuda.warp_staged_epilogue && context.cuda.warp_tma_store)
           sn.slab_map = tma_store_map(kernel, op, n, 16, cols, &sn.no_tma);
+        sn.warp_slabs = rows * cols / (mma_threads / 32) / (kWarpSlabBytes / out_bytes);
       }
       staged_nests.push_back(std::move(sn));
       notes.emplace_back();  // (written once the shared memory is laid out)
@@ -533,6 +536,24 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     return own_tiles_layout(warp_offset + warp_bytes(), &region_bytes, &tiles_base) <=
            kMaxDynamicSharedBytes;
   };
+  // CudaOptions::slab_buffers_all: a buffer for each of a warp's slabs, so
+  // that no slab waits for an earlier box's read (cp.async.bulk.wait_group
+  // .read) and the warp leaves its epilogue once its boxes are issued.
+  if (slab_tma && context.cuda.slab_buffers_all) {
+    int64_t slabs = 0;
+    for (const StagedNest& sn : staged_nests)
+      if (per_warp.count(sn.op)) slabs = std::max(slabs, sn.warp_slabs);
+    if (slabs > slab_buffers) {
+      const int two = slab_buffers;
+      slab_buffers = static_cast<int>(std::min<int64_t>(slabs, kMaxWarpSlabBuffers));
+      if (!fits()) {
+        notes.push_back(fmt::format("epilogue: two slab buffers a warp, not {} ({} bytes do not "
+                                    "fit beside the kernel's other shared memory)",
+                                    slab_buffers, warp_bytes()));
+        slab_buffers = two;
+      }
+    }
+  }
   if (slab_buffers == 2 && !fits()) {
     slab_buffers = 1;
     if (fits())
@@ -587,10 +608,8 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     notes[sn.note] =
         "epilogue into " + sn.name + ": staged through shared memory" +
         (p.per_warp ? fmt::format(" per warp by stmatrix (each MMA warp its own 16-row slabs, 64 "
-                                  "columns at a time in {} {}-byte buffer{} of its own; no block "
-                                  "barrier)",
-                                  p.slab_buffers == 2 ? "two" : "a", kWarpSlabBytes,
-                                  p.slab_buffers == 2 ? "s" : "")
+                                  "columns at a time in {} of its own; no block barrier)",
+                                  tir::warp_slab_buffers_words(p.slab_buffers))
                     : p.stmatrix ? " by stmatrix" : "") +
         (p.pair_cast ? ", f32 pairs cast together" : "") +
         (p.tma_store >= 0
