@@ -72,6 +72,11 @@ for f in "${programs[@]}"; do
         (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
           --gemm-config 128x256x64/4/8/persistent/ra/tail3 \
           > "$work/out/$b.$t.$p.128x256x64-4-8-persistent-ra-tail3.cu" 2>&1)
+        # One tile a block with register A (the seed's tuned form): the B-only
+        # ring leaves room for a buffer for each epilogue slab (slab_buffers_all).
+        (cd "$ROOT" && "$BIN" emit "${f#$ROOT/}" --stage=cuda --target "$t" --plan "$p" \
+          --gemm-config 128x256x64/4/8/ra256/tail3 \
+          > "$work/out/$b.$t.$p.128x256x64-4-8-ra256-tail3.cu" 2>&1)
         # Stream-K over 132 blocks: the whole tiles round robin, then each
         # block's pieces of the last wave's K iterations, the fix-up by the
         # last arrival (an error where a size is symbolic).

@@ -139,10 +139,10 @@ struct Target {
   X(fragment_l2_prefetch, false,                                                                 \
     "register_a: the MMA warps' fragment loads by ld.global.nc.L2::256B (a miss fetches a "      \
     "row's next k-tile too; the tuner tries it per config as /ra256)")                           \
-  X(slab_buffers_all, false,                                                                     \
-    "sm_90a: a per-warp epilogue whose slabs go out by TMA gives each of a warp's slabs a "      \
-    "buffer of its own where they fit (4 a warp at BLOCK_N 256, not 2): no slab waits for an "   \
-    "earlier box to be read, and the warp goes on to its next tile while the boxes drain")        \
+  X(slab_buffers_all, true,                                                                      \
+    "sm_90a: in a one-tile kernel, a per-warp epilogue whose slabs go out by TMA gives each of "  \
+    "a warp's slabs a buffer of its own where they fit without costing a block an SM (4 a "      \
+    "warp at BLOCK_N 256, not 2): no slab waits for an earlier box to be read")                   \
   X(split_tail, false,                                                                           \
     "sm_90a: a warp-specialized wgmma loop's last k-tiles go N half by N half (two m64n(N/2) "   \
     "chains a warpgroup), and the per-warp epilogue stores half 0 while half 1's tail runs "      \

@@ -90,8 +90,7 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"register_a=1,persistent=1,fragment_no_allocate=1", true},
       {"register_a=1,persistent=1,fragment_l2_prefetch=1", true},
       {"register_a=1,fragment_no_allocate=1,fragment_l2_prefetch=1", true},
-      {"slab_buffers_all=1", true},
-      {"register_a=1,persistent=1,fragment_l2_prefetch=1,slab_buffers_all=1", true},
+      {"slab_buffers_all=0", true},
   };
   return v;
 }

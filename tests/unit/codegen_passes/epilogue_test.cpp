@@ -191,11 +191,15 @@ GemmText wide_gemm(int stages) {
   return g;
 }
 
-// slab_buffers_all: at BLOCK_N 256 each MMA warp stores 4 slabs, and each
-// gets a buffer of its own where they fit (3 stages: 4 buffers a warp after
-// the 147504 bytes of rings and mbarriers, rounded up to 148480, end at
-// 214016). At 4 stages (196672 bytes before them) only two do, and a note
-// says why. At BLOCK_N 128 a warp has 2 slabs: two buffers, as without it.
+// slab_buffers_all (on by default): in a one-tile kernel at BLOCK_N 256
+// each MMA warp stores 4 slabs, and each gets a buffer of its own where
+// they fit (3 stages: 4 buffers a warp after the 147504 bytes of rings and
+// mbarriers, rounded up to 148480, end at 214016). Two where they do not
+// (4 stages: 196672 bytes before them), in a persistent kernel (its
+// tile's slabs, where the whole tile does not fit), where four
+// would cost a block an SM (a kernel of 70000 bytes runs two blocks an SM
+// with two buffers a warp, one with four), at BLOCK_N 128 (2 slabs a warp)
+// and with the option off.
 TEST(Epilogue, SlabBuffersAllGivesEachSlabABufferWhereTheyFit) {
   auto per_warp = [](const GemmText& in, int64_t offset, int buffers) {
     GemmText out = in;
@@ -213,18 +217,24 @@ TEST(Epilogue, SlabBuffersAllGivesEachSlabABufferWhereTheyFit) {
     return testing::with_note(out, note);
   };
   const GemmText three = wide_gemm(3);
-  expect_cuda_pass("epilogue", three.text(), per_warp(three, 148480, 4).text(),
-                   options({"slab_buffers_all=1"}));
-  expect_cuda_pass("epilogue", three.text(), per_warp(three, 148480, 2).text());
+  expect_cuda_pass("epilogue", three.text(), per_warp(three, 148480, 4).text());
+  expect_cuda_pass("epilogue", three.text(), per_warp(three, 148480, 2).text(),
+                   options({"slab_buffers_all=0"}));
   const GemmText four = wide_gemm(4);
-  const GemmText two = testing::with_note(
-      per_warp(four, 197632, 2),
-      "epilogue: two slab buffers a warp, not 4 (65536 bytes do not fit beside the kernel's "
-      "other shared memory)");
-  expect_cuda_pass("epilogue", four.text(), two.text(), options({"slab_buffers_all=1"}));
+  expect_cuda_pass("epilogue", four.text(), per_warp(four, 197632, 2).text());
+  // (165000 bytes: the whole 67584-byte tile does not fit after them, four
+  // buffers a warp would.)
+  GemmText persistent = three;
+  persistent.launch.insert(persistent.launch.find(", tensor_maps"), ", persistent=1");
+  persistent.launch.replace(persistent.launch.find("shared_bytes=147504"), 19,
+                            "shared_bytes=165000");
+  expect_cuda_pass("epilogue", persistent.text(), per_warp(persistent, 165888, 2).text());
+  GemmText two_blocks = wide_gemm(1);
+  two_blocks.launch.replace(two_blocks.launch.find("shared_bytes=49168"), 18,
+                            "shared_bytes=70000");
+  expect_cuda_pass("epilogue", two_blocks.text(), per_warp(two_blocks, 70656, 2).text());
   const GemmText narrow = testing::wgmma_gemm("layout");
-  expect_cuda_pass("epilogue", narrow.text(), testing::wgmma_gemm("epilogue").text(),
-                   options({"slab_buffers_all=1"}));
+  expect_cuda_pass("epilogue", narrow.text(), testing::wgmma_gemm("epilogue").text());
 }
 
 // An f32 output has no stmatrix: the whole tile.

@@ -536,22 +536,27 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     return own_tiles_layout(warp_offset + warp_bytes(), &region_bytes, &tiles_base) <=
            kMaxDynamicSharedBytes;
   };
-  // CudaOptions::slab_buffers_all: a buffer for each of a warp's slabs, so
-  // that no slab waits for an earlier box's read (cp.async.bulk.wait_group
-  // .read) and the warp leaves its epilogue once its boxes are issued.
-  if (slab_tma && context.cuda.slab_buffers_all) {
+  // CudaOptions::slab_buffers_all: in a one-tile kernel, a buffer for each
+  // of a warp's slabs, so that no slab waits for an earlier box's read
+  // (cp.async.bulk.wait_group.read) and the last epilogue, the kernel's
+  // end, only waits for its stores' writes. Where the buffers fit and cost
+  // no block an SM. Measured on an H100 (bench/RESULTS.md, session 45,
+  // three interleaved rounds): the seed at 128x256x64/4/8/ra256 29.3-29.9
+  // -> 29.2 us, with /tail3 29.4-30.0 -> 29.2-29.4; persistent kernels
+  // (gather_heavy, repeats, moe_up_proj) level to 0.6% slower: they keep two.
+  if (slab_tma && context.cuda.slab_buffers_all && !kernel.launch.persistent) {
     int64_t slabs = 0;
     for (const StagedNest& sn : staged_nests)
       if (per_warp.count(sn.op)) slabs = std::max(slabs, sn.warp_slabs);
-    if (slabs > slab_buffers) {
+    if (slabs > slab_buffers && slabs <= kMaxWarpSlabBuffers) {
+      // sm_90: 228 KiB of shared memory an SM, 1 KiB of it reserved a block.
+      auto blocks_per_sm = [&] {
+        return int64_t{233472} / (warp_offset + warp_bytes() + 1024);
+      };
       const int two = slab_buffers;
-      slab_buffers = static_cast<int>(std::min<int64_t>(slabs, kMaxWarpSlabBuffers));
-      if (!fits()) {
-        notes.push_back(fmt::format("epilogue: two slab buffers a warp, not {} ({} bytes do not "
-                                    "fit beside the kernel's other shared memory)",
-                                    slab_buffers, warp_bytes()));
-        slab_buffers = two;
-      }
+      const int64_t blocks = blocks_per_sm();
+      slab_buffers = static_cast<int>(slabs);
+      if (!fits() || blocks_per_sm() < blocks) slab_buffers = two;
     }
   }
   if (slab_buffers == 2 && !fits()) {
