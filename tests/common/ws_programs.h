@@ -91,6 +91,8 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"register_a=1,persistent=1,fragment_l2_prefetch=1", true},
       {"register_a=1,fragment_no_allocate=1,fragment_l2_prefetch=1", true},
       {"slab_buffers_all=0", true},
+      {"register_a=1,cluster_multicast=1", true},
+      {"register_a=1,persistent=1,fragment_l2_prefetch=1,cluster_multicast=1", true},
   };
   return v;
 }

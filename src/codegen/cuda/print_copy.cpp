@@ -479,6 +479,15 @@ void Printer::ws_producer_loop(const ForNode* op, const PipelinedBody& body,
   for (const CopyNode* cp : copies) stage_expr_.erase(cp->dst.get());
 }
 
+std::string Printer::stage_release() const {
+  // In a multicast cluster each MMA warp releases the stage in every block
+  // (their producers' multicast copies write both): lane r arrives on block
+  // r's `empty` mbarrier, which counts kMmaThreads / 32 arrivals a block.
+  const int cluster = multicast_cluster();
+  return cluster > 1 ? fmt::format("tf::mbar_arrive_lane_cluster<{}>", cluster)
+                     : "tf::mbar_arrive";
+}
+
 void Printer::ws_cluster_drain(const PipelinePlan& plan, const std::string& type,
                                const std::string& total) {
   if (multicast_cluster() <= 1) return;
@@ -650,10 +659,7 @@ void Printer::ws_consumer_loop(const ForNode* op, const PipelinedBody& body,
   line(fmt::format("{}.mma_async({});", c, operands));
   line(fmt::format("{}.wait_prior();  // this warpgroup's MMAs of tile i - 1 are done", c));
   const int cluster = multicast_cluster();
-  // In a cluster each MMA warp releases the stage in every block (their
-  // producers' multicast copies write both).
-  const std::string arrive =
-      cluster > 1 ? fmt::format("tf::mbar_arrive_warp_cluster<{}>", cluster) : "tf::mbar_arrive";
+  const std::string arrive = stage_release();
   line(fmt::format("if ({0} > 0) {4}(&tf_empty[({1} + {2}) % {3}]);", it, gi, stages - 1, stages,
                    arrive));
   close();
@@ -760,8 +766,13 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   const int tail = plan.split_tail;
   const int64_t trip = tail > 0 ? const_of(op->extent, "a split tail's trip count") : 0;
   const std::string operand_b = fmt::format("{} + tf_stage * {}", b, tile_elems(g->b.buffer));
-  const std::string release = fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {2}) % {3}]);",
-                                          i, gi, stages - 1, stages);
+  // In a multicast cluster the last stage goes back too: the other
+  // block's producer waits for it before it exits (ws_cluster_drain).
+  const std::string arrive = stage_release();
+  const bool release_last = !base.empty() || multicast_cluster() > 1;
+  const std::string release =
+      fmt::format("if ({0} > 0) {4}(&tf_empty[({1} + {2}) % {3}]);", i, gi, stages - 1, stages,
+                  arrive);
   if (tail > 0) {
     // The split tail: half 0 of its k-tiles here, half 1 after the loop. The
     // tail's first k-tile waits for the one before it (its stage and slot
@@ -838,19 +849,22 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
     line(fmt::format("{}.wait();", c));
   }
   timeline_loop_end();  // (the block timeline, as in ws_consumer_loop)
-  if (!base.empty()) {
+  if (release_last) {
     if (tail > 0)
-      line(fmt::format("const int tf_tail_base = {};", base));
+      line(fmt::format("const int tf_tail_base = {};", base.empty() ? "0" : base));
     else
-      line(fmt::format("if ({0} > 0) tf::mbar_arrive(&tf_empty[({1} + {0} - 1) % {2}]);", n, base,
-                       stages));
+      line(fmt::format("if ({0} > 0) {3}(&tf_empty[({1}{0} - 1) % {2}]);", n,
+                       base.empty() ? "" : base + " + ", stages, arrive));
+  }
+  if (!base.empty()) {
     line("tf_rap[0] = tf_ranp[0], tf_rap[1] = tf_ranp[1];  // the next tile's rows");
     line("tf_rao[0] = tf_rano[0], tf_rao[1] = tf_rano[1];");
   }
   if (tail > 0) {
     const bool persistent = !base.empty();
-    split_tail_mid_ = [this, c, tail, trip, stages, slots, persistent, load] {
-      split_tail_half1_done(c, tail, trip, stages, persistent ? "tf::mbar_arrive" : "");
+    split_tail_mid_ = [this, c, tail, trip, stages, slots, persistent, load, release_last,
+                       arrive] {
+      split_tail_half1_done(c, tail, trip, stages, release_last ? arrive : "");
       if (!persistent) return;  // (a one-tile kernel loads no next tile)
       // The tail's deferred fragment loads: the next tile's k-tiles into
       // the slots half 1 has now read (its rows already in tf_ranp / tf_rap).

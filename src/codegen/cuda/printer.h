@@ -241,6 +241,10 @@ class Printer {
   const tir::SharedPlan& shared(const tir::Buffer& b) const;
   // The blocks of a cluster that share multicast copies' stages (1: none;
   // a split-K cluster shares no stage).
+  // The function an MMA thread releases a ring stage by ("tf::mbar_arrive",
+  // or in a multicast cluster tf::mbar_arrive_lane_cluster<C>: the stage in
+  // every block of the cluster).
+  std::string stage_release() const;
   int multicast_cluster() const {
     return k_.launch.split_k_cluster ? 1 : k_.launch.cluster_size;
   }

@@ -274,15 +274,17 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, uns
       "r"(rank)
       : "memory");
 }
-// One arrival of this warp (lane 0, once the warp got here) on the mbarrier
-// at `bar`'s offset in each of the CLUSTER blocks of the cluster.
+// One arrival of this warp on the mbarrier at `bar`'s offset in each of the
+// CLUSTER blocks of the cluster, once every lane got here: lane r arrives on
+// block r's (CLUSTER <= 32), a predicated mapa and arrive with no loop (with
+// lane 0 arriving on every block in turn, register_a's persistent kernel
+// in a cluster spilled 12 bytes; this way 4).
 template <int CLUSTER>
-__device__ __forceinline__ void mbar_arrive_warp_cluster(unsigned long long* bar) {
+__device__ __forceinline__ void mbar_arrive_lane_cluster(unsigned long long* bar) {
+  static_assert(CLUSTER >= 1 && CLUSTER <= 32, "mbar_arrive_lane_cluster: cluster size");
   __syncwarp();
-  if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-    for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bar, r);
-  }
+  const unsigned lane = threadIdx.x & 31;
+  if (lane < CLUSTER) mbar_arrive_cluster(bar, lane);
 }
 // tma_load, multicast: the box lands at `dst`'s offset in every block of
 // `mask` (bit r: the cluster's block r), each completing its bytes on the
@@ -306,6 +308,29 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TmaDesc* map
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TmaDesc* map, int c0, int c1,
+                                                   int c2, int c3, unsigned long long* bar,
+                                                   unsigned short mask) {
+  static_assert(RANK == 4, "tma_load_multicast: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
+// (5-D: register_a's B box, K in the fragments' order, in a cluster.)
+template <int RANK>
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TmaDesc* map, int c0, int c1,
+                                                   int c2, int c3, int c4, unsigned long long* bar,
+                                                   unsigned short mask) {
+  static_assert(RANK == 5, "tma_load_multicast: coordinates");
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4, %5, %6}], [%7], %8;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_addr(bar)), "h"(mask)
       : "memory");
 }
 

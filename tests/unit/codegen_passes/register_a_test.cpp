@@ -69,6 +69,19 @@ TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
                    options({"register_a=1", "fragment_l2_prefetch=1"}));
 }
 
+// In a 2-block multicast cluster (the pairs share B's boxes): the same, B's
+// boxes permuted and still multicast.
+TEST(RegisterA, KeepsBsMulticastInACluster) {
+  auto clustered = [](GemmText g) {
+    g.b_copy.replace(g.b_copy.find(", reason="), 0, ", multicast=1");
+    g.launch.insert(g.launch.find(", tensor_maps"), ", cluster=2");
+    return g;
+  };
+  const GemmText in = clustered(testing::hoisted_gather());
+  expect_cuda_pass("register_a", in.text(), clustered(register_a_gather()).text(),
+                   options({"register_a=1"}));
+}
+
 // The prologue's index checks of A's rows become the fragment copy's row
 // checks (each MMA thread checks the rows it loads); a check over other
 // rows, or one that reads what is not staged from the inputs, stays, and

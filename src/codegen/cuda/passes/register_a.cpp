@@ -116,9 +116,11 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   const auto* plan0 = std::get_if<PipelinePlan>(&loop->plan);
   if (!plan0 || plan0->form != PipelineForm::WarpSpecialized)
     return quiet("the main loop is not warp-specialized");
-  if (lp.consumer_teams != 1 || lp.cluster_size != 1 || lp.split_k_cluster ||
-      lp.stream_k_units > 0)
-    return skip("ping-pong teams, a cluster or stream-K");
+  // (A 2-block multicast cluster is fine: it shares B's TMA boxes, which
+  // keep their multicast below, and the MMA warps release each stage in
+  // both blocks, as any consumer of a multicast ring does.)
+  if (lp.consumer_teams != 1 || lp.split_k_cluster || lp.stream_k_units > 0)
+    return skip("ping-pong teams, a split-K cluster or stream-K");
   const PipelinedBody body = split_pipelined_body(loop);
   if (body.consumer.size() != 1 || body.copies.size() != 2)
     return skip("the loop is not one gemm fed by two copies");
@@ -152,7 +154,7 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
       (!src->buffer->strides.empty() && !is_const_int(src->buffer->strides.back(), 1)))
     return skip("A's hoisted column is not its copy's column var over contiguous elements");
   const CopyPlan& bp = *b->plan;
-  if (bp.mechanism != CopyMechanism::Tma || bp.row_gather || bp.multicast || bp.tensor_map < 0)
+  if (bp.mechanism != CopyMechanism::Tma || bp.row_gather || bp.tensor_map < 0)
     return skip("B's copy is not an affine TMA copy");
   const TensorMapPlan& map = lp.tensor_maps.at(bp.tensor_map);
   if (map.dims.size() != 2 || map.box != std::vector<int>{64, 64} || map.swizzle_bytes != 128 ||

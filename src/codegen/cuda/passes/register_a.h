@@ -20,14 +20,16 @@
 // gather_heavy 58-60 -> 57.7-58.6 us; correct against the f64 oracle.
 //
 // Applies to the kernel's top-level warp-specialized loop (persistent or
-// not; one consumer team, no cluster, no split-K cluster) when:
+// not; one consumer team, no split-K cluster; a 2-block multicast cluster
+// keeps B's multicast, and the MMA warps release each stage in both
+// blocks) when:
 //  - its consumer is one whole-tile gemm on a wgmma accumulator of 16-bit
 //    operands, BLOCK_K 64, one warpgroup across N and 64 rows a warpgroup;
 //  - A's copy is a hoisted 16-byte cp.async (hoist_copy_addresses) with no
 //    per-iteration mask, stepping one k-tile (64 elements) an iteration,
 //    whose hoisted addresses read shared memory only through buffers that
 //    a copy before the loop stages from global memory (forwarded here);
-//  - B's copy is an affine, non-multicast TMA copy of an MN-major tile
+//  - B's copy is an affine TMA copy (multicast or not) of an MN-major tile
 //    whose map is 2-D with 64x64 boxes of 128-byte swizzle, used by no
 //    other copy, over K a multiple of 64, each box's K coordinate proved a
 //    multiple of 32 (the permutation is relative to it);
