@@ -356,7 +356,10 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
             // (register_a: the gathered A with K a multiple of 4 k-tiles of 64)
             EXPECT_TRUE(v.options().register_a && cfg.block_k == 64 && wp.k % 256 == 0)
                 << c.source;
-            EXPECT_NE(c.source.find("tf::tma_load<5>"), std::string::npos) << c.source;
+            // (B's 5-D box; multicast in a cluster)
+            EXPECT_NE(c.source.find(cluster ? "tf::tma_load_multicast<5>" : "tf::tma_load<5>"),
+                      std::string::npos)
+                << c.source;
             const std::string load =
                 v.options().fragment_l2_prefetch   ? fmt::format("tf::load_a_fragment<{}, true>(",
                                                                  v.options().fragment_no_allocate)
