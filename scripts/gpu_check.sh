@@ -12,7 +12,8 @@
 # Parts: tests (test_gpu, the GPU tests of test_runtime, MmaSyncPeak), cases, memcheck, bench,
 # and, not in the default set: vector (test_gpu and the cases again with
 # TILEFUSE_VECTOR_LOADS=0), startup (a cold then a warm `run -v` of the seed: kernel-cache use
-# and the time to the first launch), torch (bench/compare_torch.py on every bench program),
+# and the time to the first launch), torch (bench/compare_torch.py on every bench program;
+# TORCH_LIMIT, TORCH_ARGS),
 # tf32 (--allow-tf32: the GpuTf32 tests, every case with --check, bench of gemm_f32),
 # python (the Python package on torch CUDA tensors, python/tests: the seed against `tilefuse
 # run` bit for bit, symbolic M at 1, 7, 2048, 5000, a side stream, CUDA-graph capture and
@@ -161,8 +162,13 @@ if has bench; then
 fi
 
 if has torch; then
-  python3 "$ROOT/bench/compare_torch.py" --tilefuse "$BIN/tilefuse" --json "$LOG/compare_torch.json" \
-    > "$LOG/compare_torch.log" 2>&1
+  # (TORCH_LIMIT: the seconds after which compare_torch starts no program, so that the part ends
+  # and its log is packed within a device call; torch.compile's max-autotune takes minutes a
+  # program. TORCH_ARGS: more flags, e.g. --no-compile. Session 45 lost a whole run to a call's
+  # timeout with the log unpacked.)
+  timeout $(( ${TORCH_LIMIT:-300} + 240 )) python3 "$ROOT/bench/compare_torch.py" \
+    --tilefuse "$BIN/tilefuse" --json "$LOG/compare_torch.json" --time-limit "${TORCH_LIMIT:-300}" \
+    ${TORCH_ARGS:-} > "$LOG/compare_torch.log" 2>&1
   rc=$?
   echo "== compare_torch (rc=$rc)"; tail -40 "$LOG/compare_torch.log"
   row "compare_torch" "rc=$rc (table above)"
