@@ -239,12 +239,12 @@ class Printer {
   std::string tile_type(const tir::FragmentPlan& f) const;
   int64_t tile_elems(const tir::Buffer& b) const { return const_numel(b); }
   const tir::SharedPlan& shared(const tir::Buffer& b) const;
-  // The blocks of a cluster that share multicast copies' stages (1: none;
-  // a split-K cluster shares no stage).
   // The function an MMA thread releases a ring stage by ("tf::mbar_arrive",
   // or in a multicast cluster tf::mbar_arrive_lane_cluster<C>: the stage in
   // every block of the cluster).
   std::string stage_release() const;
+  // The blocks of a cluster that share multicast copies' stages (1: none;
+  // a split-K cluster shares no stage).
   int multicast_cluster() const {
     return k_.launch.split_k_cluster ? 1 : k_.launch.cluster_size;
   }

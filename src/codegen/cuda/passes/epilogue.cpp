@@ -549,9 +549,8 @@ Kernel plan_epilogues(const Kernel& kernel, const passes::PassContext& context) 
     for (const StagedNest& sn : staged_nests)
       if (per_warp.count(sn.op)) slabs = std::max(slabs, sn.warp_slabs);
     if (slabs > slab_buffers && slabs <= kMaxWarpSlabBuffers) {
-      // sm_90: 228 KiB of shared memory an SM, 1 KiB of it reserved a block.
       auto blocks_per_sm = [&] {
-        return int64_t{233472} / (warp_offset + warp_bytes() + 1024);
+        return kSharedBytesPerSm / (warp_offset + warp_bytes() + kReservedSharedBytesPerBlock);
       };
       const int two = slab_buffers;
       const int64_t blocks = blocks_per_sm();

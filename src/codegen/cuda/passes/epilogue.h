@@ -41,6 +41,12 @@ tir::Kernel plan_epilogues(const tir::Kernel& kernel, const passes::PassContext&
 
 // The dynamic shared memory a block may have on sm_90 (227 KiB).
 inline constexpr int64_t kMaxDynamicSharedBytes = 232448;
+// An sm_90 SM's shared memory (228 KiB) and what the hardware reserves of
+// it for each resident block (1 KiB): blocks an SM by shared memory are
+// kSharedBytesPerSm / (dynamic bytes + kReservedSharedBytesPerBlock)
+// (CUDA C++ Programming Guide, "Shared Memory" of compute capability 9.0).
+inline constexpr int64_t kSharedBytesPerSm = 233472;
+inline constexpr int64_t kReservedSharedBytesPerBlock = 1024;
 
 // The parts of an epilogue nest `for i in parallel { lets; for j in
 // parallel { body } }` over an accumulator: the inner loop, and the nest's
