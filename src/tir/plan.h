@@ -492,6 +492,19 @@ struct LaunchPlan {
   int64_t stream_k_units = 0;
   int64_t stream_k_dp_tiles = 0;
   int64_t stream_k_pieces = 0;
+  // A persistent kernel's ring count fold (persistent), in ring
+  // iterations: 0, never; else after each tile a role's count of the stage
+  // ring's iterations over the block's tiles (a C++ int: its stage is
+  // count % stages, its mbarrier parity (count / stages) & 1), once
+  // >= ring_fold_at, becomes count % (2 * stages) + 2 * stages. That keeps
+  // it congruent mod 2 * stages (every stage and parity unchanged),
+  // >= stages (the cluster drain's window of the last `stages` iterations),
+  // > 0 (register_a's not-the-first-tile test) and below ring_fold_at plus
+  // a tile's iterations (ping-pong: two tiles'), where unfolded it would
+  // overflow after 2^31 iterations. The persistent pass sets 2^30 where a
+  // block could run that many (or a trip count is not a constant), 1 with
+  // CudaOptions::ring_fold_every_tile (a testing aid).
+  int64_t ring_fold_at = 0;
   // A thread-block cluster (cluster, split_k_cluster): 1, or the blocks
   // (consecutive program ids, __cluster_dims__(cluster_size, 1, 1)) that
   // share their multicast copies' stages (2), or a split-K tile's K splits

@@ -459,6 +459,7 @@ PlanClause to_clause(const LaunchPlan& p) {
     c.push_back(num("stream_k_dp_tiles", p.stream_k_dp_tiles));
     c.push_back(num("stream_k_pieces", p.stream_k_pieces));
   }
+  if (p.ring_fold_at != 0) c.push_back(num("ring_fold_at", p.ring_fold_at));
   if (p.cluster_size > 1) c.push_back(num("cluster", p.cluster_size));
   if (p.workspace_fragment_order >= 0)
     c.push_back(num("workspace_fragment_order", p.workspace_fragment_order));
@@ -492,7 +493,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
                                         "consumer_teams",  "timeline_slot",
                                         "split_k_cluster", "workspace_vector",
                                         "stream_k_units",  "stream_k_dp_tiles",
-                                        "stream_k_pieces"};
+                                        "stream_k_pieces", "ring_fold_at"};
     bool ok = false;
     for (const char* k : kKeys) ok = ok || it.key == k;
     if (!ok) bad("unknown key `" + it.key + "`");
@@ -509,6 +510,7 @@ LaunchPlan launch_plan_from(const PlanClause& c) {
   p.stream_k_units = get_int(c, "stream_k_units", 0);
   p.stream_k_dp_tiles = get_int(c, "stream_k_dp_tiles", 0);
   p.stream_k_pieces = get_int(c, "stream_k_pieces", 0);
+  p.ring_fold_at = get_int(c, "ring_fold_at", 0);
   p.cluster_size = static_cast<int>(get_int(c, "cluster", 1));
   p.workspace_fragment_order = static_cast<int>(get_int(c, "workspace_fragment_order", -1));
   p.workspace_vector = static_cast<int>(get_int(c, "workspace_vector", 1));

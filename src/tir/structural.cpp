@@ -129,7 +129,8 @@ class Serializer final : public IRVisitor {
   void launch_plan(const LaunchPlan& l) {
     ints({l.defined, l.num_threads, l.consumer_threads, l.dynamic_shared_bytes, l.shared_align,
           l.async_barriers, l.persistent, l.cluster_size, l.workspace_fragment_order,
-          l.consumer_teams, l.timeline_slot, l.split_k_cluster, l.workspace_vector});
+          l.consumer_teams, l.timeline_slot, l.split_k_cluster, l.workspace_vector,
+          l.ring_fold_at});
     out.push_back(l.tensor_maps.size());
     for (const TensorMapPlan& m : l.tensor_maps) {
       ints({m.param, m.elem_bytes, m.swizzle_bytes});

@@ -455,6 +455,13 @@ class PlanVerifier final : public StmtVisitor {
             "not cover a one-dim grid of as many work items",
             u, dp, s));
     }
+    // (LaunchPlan::ring_fold_at: only a persistent kernel counts its ring
+    // over tiles)
+    if (launch_.ring_fold_at < 0)
+      error(fmt::format("kernel plan: ring_fold_at {} (0: never)", launch_.ring_fold_at));
+    else if (launch_.ring_fold_at > 0 && !launch_.persistent)
+      error(fmt::format("kernel plan: ring_fold_at {} in a kernel that is not persistent",
+                        launch_.ring_fold_at));
     if (launch_.consumer_teams != 1 && launch_.consumer_teams != 2)
       error(fmt::format("kernel plan: {} consumer teams (1 or 2)", launch_.consumer_teams));
     if (launch_.consumer_teams > 1 &&

@@ -348,6 +348,22 @@ TEST(TirVerifierPlan, ClustersOnlyWhereTheirBlocksMeet) {
   EXPECT_FALSE(has(ok, "cluster")) << joined(ok);
 }
 
+// The ring count's fold (LaunchPlan::ring_fold_at): only a persistent
+// kernel counts its ring over tiles; 0 is never, a negative one is nothing.
+TEST(TirVerifierPlan, RingFoldOnlyInAPersistentKernel) {
+  expect_one_error(planned({{"async_barriers=1,", "async_barriers=1, ring_fold_at=1,"}}),
+                   "kernel plan: ring_fold_at 1 in a kernel that is not persistent");
+  expect_one_error(
+      planned({{"async_barriers=1,", "async_barriers=1, persistent=1, ring_fold_at=-1,"}}),
+      "kernel plan: ring_fold_at -1 (0: never)");
+  EXPECT_EQ(verify_errors(planned(
+                {{"async_barriers=1,", "async_barriers=1, persistent=1, ring_fold_at=1,"}})),
+            std::vector<std::string>{});
+  EXPECT_EQ(verify_errors(planned({{"async_barriers=1,",
+                                    "async_barriers=1, persistent=1, ring_fold_at=1073741824,"}})),
+            std::vector<std::string>{});
+}
+
 // The block timeline's slot (LaunchPlan::timeline_slot) lies clear of the
 // shared buffers and the mbarriers: after the mbarriers it is taken, over a
 // ring or over the mbarriers it is an error.
