@@ -77,6 +77,19 @@ void Printer::emit_persistent() {
       }
   };
   const std::string it = "tf_it" + std::to_string(tmp_++);
+  // After a tile: the role's ring count on by `step` iterations, then, past
+  // LaunchPlan::ring_fold_at, folded mod 2 * stages into [2 * stages,
+  // 4 * stages) so that the int never overflows (the fold keeps every
+  // stage and parity, the cluster drain's window and register_a's
+  // not-the-first-tile test).
+  auto count_ring = [&](const std::string& step) {
+    line(fmt::format("tf_git += {};", step));
+    if (lp.ring_fold_at > 0)
+      line(fmt::format(
+          "if (tf_git >= {0}) tf_git = tf_git % {1} + {1};  // the ring count folded mod 2 * "
+          "stages (its stages and parities unchanged), bounded",
+          lp.ring_fold_at, 2 * plan.stages));
+  };
   // The producer: every tile's index prologue, then its copies; it runs
   // ahead into the next tile as far as the ring's free stages allow.
   // A prologue copy with CopyPlan::next_tile (prefetch_prologue) has its
@@ -136,7 +149,7 @@ void Printer::emit_persistent() {
     }
     if (prologue) line(barrier + "  // the prologue's buffers are written");
     ws_producer_loop(loop, body, plan, it, "tf_git");
-    line(fmt::format("tf_git += {};", n()));
+    count_ring(n());
     close();
     ws_cluster_drain(plan, "int", "tf_git");
   });
@@ -237,11 +250,11 @@ void Printer::emit_persistent() {
             "// the other team's main loop before this one has issued");
         ws_consumer_loop(loop, body, plan, it, "tf_git",
                          "tf::mbar_arrive(&tf_order[1 - tf_team]);  // the other team's turn");
-        line(fmt::format("tf_git += {};", 2 * *as_const_int(loop->extent)));
+        count_ring(std::to_string(2 * *as_const_int(loop->extent)));
         line("++tf_turn;");
       } else {
         ws_consumer_loop(loop, body, plan, it, "tf_git");
-        line(fmt::format("tf_git += {};", n()));
+        count_ring(n());
       }
       // (the block timeline: ws_consumer_loop marked the tile's main loop's
       // end, the first two tiles' kept)
