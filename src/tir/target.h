@@ -150,7 +150,10 @@ struct Target {
   X(block_timeline, false,                                                                       \
     "a measuring aid: each block records %globaltimer at its start, when its first stage "       \
     "has landed, at the ends of its first two main loops and at its end, and its SM (kept in "   \
-    "32 bytes of shared memory); bench prints each kernel's phases")
+    "32 bytes of shared memory); bench prints each kernel's phases")                             \
+  X(ring_fold_every_tile, false,                                                                 \
+    "a testing aid: a persistent kernel folds its ring count after every tile (as it does "      \
+    "where the count could pass 2^30), so that tests run the fold")
 
 struct CudaOptions {
 #define TF_CUDA_OPTION_FIELD(name, dflt, help) bool name = dflt;

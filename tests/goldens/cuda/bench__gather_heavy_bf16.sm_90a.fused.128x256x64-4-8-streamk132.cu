@@ -2,6 +2,7 @@
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=256 GROUP_M=8 PERSISTENT=1 STREAM_K=132 STREAM_K_DP_TILES=396 STREAM_K_PIECES=2 num_stages=4 num_warps=8
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // persistent stream-K over 132 blocks: each takes 3 whole tiles round robin, then its 2 piece(s) of the K iterations of the last tiles in turn; the producer fills the next piece's stages while the MMA warpgroups store the last
+// the ring count folds every tile once past 2^30: a trip count that is not a constant
 // no prologue prefetch: a prologue statement other than a parallel loop, let, copy or check
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
 // epilogue into streamk_workspace: split-K partials in the accumulators' fragment order (4 elements of a thread a 16-byte access, element e of thread t at ((e / 4) * threads + t) * 4 + e % 4 of its slice: coalesced, not staged)
@@ -160,6 +161,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         tf::cp_async_mbar_arrive(&tf_full[tf_stage]);
       }
       tf_git += k_count;
+      if (tf_git >= 1073741824) tf_git = tf_git % 8 + 8;  // the ring count folded mod 2 * stages (its stages and parities unchanged), bounded
     }
     tf::cp_async_wait_all();  // its copies land before it exits
     return;
@@ -204,6 +206,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (k_count > 0) tf::mbar_arrive(&tf_empty[(tf_git + k_count - 1) % 4]);
     tf_git += k_count;
+    if (tf_git >= 1073741824) tf_git = tf_git % 8 + 8;  // the ring count folded mod 2 * stages (its stages and parities unchanged), bounded
     if ((sk_count > 1)) {
       // streamk_workspace: this tile's partial sums in the accumulators' fragment order (element e of thread t at (e / 4 * kMmaThreads + t) * 4 + e % 4: 4 elements a 16-byte access)
       float* tf_wsp = &streamk_workspace[sk_unit * 65536 + sk_seq * 32768 + 0 * 256 + 0];

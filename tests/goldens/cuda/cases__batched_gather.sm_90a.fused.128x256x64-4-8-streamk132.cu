@@ -2,6 +2,7 @@
 // config: BLOCK_K=64 BLOCK_M=128 BLOCK_N=256 GROUP_M=8 PERSISTENT=1 STREAM_K=4 STREAM_K_DP_TILES=0 STREAM_K_PIECES=1 num_stages=4 num_warps=8
 // warp-specialized: warpgroup 2 issues the copies (mbarrier pipeline), warpgroups 0..1 run wgmma
 // persistent stream-K over 4 blocks: each takes 0 whole tiles round robin, then its 1 piece(s) of the K iterations of the last tiles in turn; the producer fills the next piece's stages while the MMA warpgroups store the last
+// the ring count folds every tile once past 2^30: a trip count that is not a constant
 // no prologue prefetch: a prologue statement other than a parallel loop, let, copy or check
 // register budgets (setmaxnreg): 72 a producer thread, 208 an MMA thread
 // epilogue into t4: staged through shared memory per warp by stmatrix (each MMA warp its own 16-row slabs, 64 columns at a time in a 2048-byte buffer of its own; no block barrier), f32 pairs cast together, stored in 16-byte row chunks (proved contiguous and aligned) (not by TMA: not a 2-D store of 16-bit elements)
@@ -137,6 +138,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
         tf::cp_async_mbar_arrive(&tf_full[tf_stage]);
       }
       tf_git += sk_kn;
+      if (tf_git >= 1073741824) tf_git = tf_git % 8 + 8;  // the ring count folded mod 2 * stages (its stages and parities unchanged), bounded
     }
     tf::cp_async_wait_all();  // its copies land before it exits
     return;
@@ -162,6 +164,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm0(
     C_f.wait();
     if (sk_kn > 0) tf::mbar_arrive(&tf_empty[(tf_git + sk_kn - 1) % 4]);
     tf_git += sk_kn;
+    if (tf_git >= 1073741824) tf_git = tf_git % 8 + 8;  // the ring count folded mod 2 * stages (its stages and parities unchanged), bounded
     if (tf::last_arrival<256>(&streamk_counters[pid_w], sk_count, tf_tid)) {
       // epilogue staged per warp (128 x 256 tf::f16: each MMA warp its 16-row slabs, 64 columns at a time, in a 2048-byte buffer of its own at shared offset 197888), stored in 16-byte row chunks (proved contiguous and aligned)
       const unsigned char* tf_es = tf_smem + 197888 + (tf_tid / 32) * 2048;  // this warp's buffer

@@ -87,5 +87,68 @@ TEST(Persistent, PingPongOnlyForOneWarpgroupTeams) {
           .text());
 }
 
+// The roles' ring counts over the block's tiles are ints: they fold
+// (LaunchPlan::ring_fold_at) at 2^30 where one block taking every tile
+// could run that many ring iterations, here 2^25 tiles of 32 k-tiles (the
+// pass reads only the grid and the trip count), or where the trip count is
+// not a constant; not at 2^30 - 32 x 8192 (a kernel of a constant trip
+// below it keeps its source). With ring_fold_every_tile every persistent kernel folds
+// after each tile, ping-pong's too.
+GemmText with_ring_fold(GemmText g, int64_t at, const std::string& note) {
+  g.launch.insert(g.launch.find(", tensor_maps"), ", ring_fold_at=" + std::to_string(at));
+  return with_note(g, note);
+}
+
+std::string with_grid(std::string text, const std::string& grid) {
+  return text.replace(text.find("grid(pid_m: 16, pid_n: 16)"), 26, grid);
+}
+
+TEST(Persistent, RingCountFoldsWhereItCouldPass2To30) {
+  const GemmText in = one_warpgroup_gemm("PERSISTENT = 1, ");
+  const std::string big = "grid(pid_m: 8192, pid_n: 4096)";
+  expect_cuda_pass("persistent", with_grid(in.text(), big),
+                   with_grid(with_ring_fold(persistent(in, 1), int64_t{1} << 30,
+                                            "the ring count folds every tile once past 2^30: the "
+                                            "block may run 1073741824 ring iterations")
+                                 .text(),
+                             big));
+  const std::string below = "grid(pid_m: 8192, pid_n: 4095)";
+  expect_cuda_pass("persistent", with_grid(in.text(), below),
+                   with_grid(persistent(in, 1).text(), below));
+  // K tiles counted by a parameter: unbounded.
+  GemmText symbolic = in;
+  symbolic.params = "  k_tiles: i32,\n";
+  auto symbolic_k = [](std::string text) {
+    return text.replace(text.find("pipelined(0, 32,"), 16, "pipelined(0, k_tiles,");
+  };
+  expect_cuda_pass("persistent", symbolic_k(symbolic.text()),
+                   symbolic_k(with_ring_fold(persistent(symbolic, 1), int64_t{1} << 30,
+                                             "the ring count folds every tile once past 2^30: a "
+                                             "trip count that is not a constant")
+                                  .text()));
+}
+
+TEST(Persistent, RingFoldEveryTileIsATestingAid) {
+  const char* const note =
+      "the ring count folds after every tile (the ring_fold_every_tile option, a testing aid)";
+  const tir::CudaOptions every = testing::options({"ring_fold_every_tile=1"});
+  const GemmText in = one_warpgroup_gemm("PERSISTENT = 1, ");
+  expect_cuda_pass("persistent", in.text(), with_ring_fold(persistent(in, 1), 1, note).text(),
+                   every);
+  const GemmText pingpong = one_warpgroup_gemm("PERSISTENT = 1, PINGPONG = 1, ");
+  expect_cuda_pass(
+      "persistent", pingpong.text(),
+      with_note(
+          with_ring_fold(persistent(pingpong, 2), 1, note),
+          "ping-pong: two teams of 128 MMA threads take the block's tiles in turn, their main "
+          "loops one after the other, so that one team's epilogue runs during the other's "
+          "main loop")
+          .text(),
+      every);
+  // (not a persistent kernel: nothing)
+  const GemmText plain = one_warpgroup_gemm("");
+  expect_cuda_pass("persistent", plain.text(), plain.text(), every);
+}
+
 }  // namespace
 }  // namespace tilefuse::codegen

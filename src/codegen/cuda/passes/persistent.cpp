@@ -49,6 +49,43 @@ std::string pingpong_problem(const Kernel& kernel, const passes::PassContext& co
   return "";
 }
 
+// Where a role's ring count (an int over the block's tiles) folds
+// (LaunchPlan::ring_fold_at): at 2^30 where it could reach that, which
+// leaves a tile's iterations (ping-pong: two tiles') of room below 2^31.
+// One block may take every tile (the runtime's grid is not known here), so
+// a block runs at most tiles x trip ring iterations; a ping-pong team
+// counts the other team's tiles too, the same bound. Stream-K's trip
+// varies with the piece: unbounded, as any trip that is not a constant.
+void ring_fold(const Kernel& kernel, const std::vector<RoleItem>& roles,
+               const passes::PassContext& context, LaunchPlan& launch) {
+  constexpr int64_t kFoldAt = int64_t{1} << 30;
+  if (context.cuda.ring_fold_every_tile) {
+    launch.ring_fold_at = 1;
+    launch.notes.push_back(
+        "the ring count folds after every tile (the ring_fold_every_tile option, a testing aid)");
+    return;
+  }
+  const int64_t* trip = nullptr;
+  for (const RoleItem& it : roles)
+    if (it.kind == RoleItem::Kind::kLoop) trip = as_const_int(it.stmt.as<ForNode>()->extent);
+  if (!trip || launch.stream_k_units > 0) {
+    launch.ring_fold_at = kFoldAt;
+    launch.notes.push_back(
+        "the ring count folds every tile once past 2^30: a trip count that is not a constant");
+    return;
+  }
+  // tiles x trip (make_persistent took constant grid extents only)
+  int64_t iterations = *trip;
+  bool overflow = false;
+  for (const GridDim& g : kernel.grid)
+    overflow = __builtin_mul_overflow(iterations, *as_const_int(g.extent), &iterations) || overflow;
+  if (!overflow && iterations < kFoldAt) return;
+  launch.ring_fold_at = kFoldAt;
+  launch.notes.push_back("the ring count folds every tile once past 2^30: the block may run " +
+                         (overflow ? std::string("over 2^63") : std::to_string(iterations)) +
+                         " ring iterations");
+}
+
 }  // namespace
 
 Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context) {
@@ -90,7 +127,8 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
   // take the tiles of one split in turn: stream-K is the persistent form.)
   if (why.empty() && arrival.found && sk_units == 0)
     why = "split-K (the K splits of a tile meet at a counter)";
-  if (why.empty()) persistent_roles(kernel, &why);
+  std::optional<std::vector<RoleItem>> roles;
+  if (why.empty()) roles = persistent_roles(kernel, &why);
   if (!why.empty()) {
     out.launch.notes.push_back("not persistent: " + why);
     return out;
@@ -110,6 +148,7 @@ Kernel make_persistent(const Kernel& kernel, const passes::PassContext& context)
         "persistent: each block takes tiles block, block + blocks, ...; the producer fills the "
         "next tile's stages while the MMA warpgroups store the last");
   }
+  ring_fold(kernel, *roles, context, out.launch);
   const auto pingpong = kernel.attrs.find("PINGPONG");
   if (pingpong != kernel.attrs.end() && pingpong->second == tir::AttrValue(int64_t{1})) {
     const std::string no = sk_units > 0 ? "stream-K (a block's pieces run in one sequence)"

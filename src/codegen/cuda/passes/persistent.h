@@ -11,7 +11,11 @@
 // stages while the MMA warpgroups store the last one. The statements split
 // by role as structure.h's persistent_roles says (a note says why when they
 // do not). LaunchPlan::persistent is set; the runtime launches min(tiles,
-// SMs) blocks. CudaOptions::persistent turns it on.
+// SMs) blocks. CudaOptions::persistent turns it on. The roles' counts of
+// the ring's iterations over the block's tiles are ints: where a block
+// could run 2^30 of them (one block may take every tile; a trip count that
+// is not a constant counts as unbounded) LaunchPlan::ring_fold_at is 2^30
+// and a note says so (CudaOptions::ring_fold_every_tile: 1, a testing aid).
 //
 // Ping-pong (the kernel attr PINGPONG = 1, GemmConfig::pingpong): two
 // consumer teams of the MMA warpgroups' size take the block's tiles in turn
