@@ -93,6 +93,13 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"slab_buffers_all=0", true},
       {"register_a=1,cluster_multicast=1", true},
       {"register_a=1,persistent=1,fragment_l2_prefetch=1,cluster_multicast=1", true},
+      // The ring count folded after every tile (LaunchPlan::ring_fold_at), as
+      // where it could pass 2^30: plain, register_a (its not-the-first-tile
+      // test), a multicast cluster (its drain) and, by the ping-pong config,
+      // two teams.
+      {"persistent=1,ring_fold_every_tile=1", true},
+      {"persistent=1,register_a=1,ring_fold_every_tile=1", true},
+      {"persistent=1,cluster_multicast=1,ring_fold_every_tile=1", true},
   };
   return v;
 }

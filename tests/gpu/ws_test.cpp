@@ -165,7 +165,8 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
 // launches of one loaded program and a fresh load give the same bits (the
 // pieces' partials are summed in K order, whoever arrives last). Unit
 // counts: 4 (whole tiles round robin first), 5, 7, and the SMs' count (a
-// tile cut into up to 17 pieces of 2 K tiles). Then the ws edge programs
+// tile cut into up to 17 pieces of 2 K tiles), the persistent kernel's ring
+// count folded after every item too. Then the ws edge programs
 // (M, N, K tails, a gather, bias + relu, batched) at 7 units and the SMs'.
 TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
   TILEFUSE_SKIP_WITHOUT_GPU();
@@ -201,8 +202,11 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
     o.mode = EvalMode::kOracle;
     const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
     const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
-    for (const char* option :
-         {static_cast<const char*>(nullptr), "warp_specialize=0", "wgmma=0"}) {
+    // (ring_fold_every_tile: a block's items after its first run on the
+    // folded ring count, as past 2^30)
+    for (const char* option : {static_cast<const char*>(nullptr), "warp_specialize=0", "wgmma=0",
+                               "ring_fold_every_tile=1"}) {
+      const bool persistent_form = !option || std::string(option) == "ring_fold_every_tile=1";
       for (int units : {4, 5, 7, sms}) {
         const GemmConfig cfg = streamed(GemmConfig{128, 128, 64, 3, 8, 8}, units);
         SCOPED_TRACE(fmt::format("{} stream-K {} seed {}", option ? option : "default", units,
@@ -211,7 +215,7 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
         bool persistent = false;
         for (const driver::CompiledKernel& ck : prog.kernels)
           persistent |= ck.cuda->stream_k_units > 0;
-        EXPECT_EQ(persistent, !option && target->has_wgmma());
+        EXPECT_EQ(persistent, persistent_form && target->has_wgmma());
         driver::CudaProgram run(prog, dev);
         const std::vector<Tensor> first = run.run(inputs, /*poison=*/true);
         EXPECT_LE(relative_error(first[0], oracle[0]), tol);
@@ -251,6 +255,71 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
       }
   }
   EXPECT_EQ(ran, static_cast<int>(testing::ws_programs().size() * 4));
+}
+
+// The ring count's fold (LaunchPlan::ring_fold_at; ring_fold_every_tile
+// folds after every tile, as a block past 2^30 ring iterations does): over
+// 528 tiles, 4 or more a block (2 a ping-pong team), the persistent
+// kernel with the fold gives the bits of the one without, which match the
+// oracle: plain, with register_a (its not-the-first-tile test), in a
+// multicast cluster (its drain) and ping-pong (each team's count); the
+// ws variants' edge programs have too few tiles for a block to take a
+// second one after its fold.
+TEST(GpuRingFold, FoldedRingCountGivesTheSameBits) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const std::optional<tir::Target> target = gputest::device_target();
+  ASSERT_TRUE(target.has_value());
+  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  const uint64_t seed = gputest::fresh_seed();
+  std::printf("ring fold, seed %llu\n", static_cast<unsigned long long>(seed));
+  // 8448 x 512 out of gathered rows, K = 8 tiles of 64 (register_a takes it).
+  const char* source =
+      "def g(x: bf16[3000, 512], w: bf16[512, 512], idx: i64[8448] in [0, 3000)):\n"
+      "    return x[idx] @ w\n";
+  const Program p = parse_program(source, "ring_fold.tfs");
+  const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+  EvalOptions o;
+  o.mode = EvalMode::kOracle;
+  const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
+  const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+  GemmConfig plain{64, 128, 64, 3, 4, 8};  // 132 x 4 tiles
+  plain.persistent = true;
+  GemmConfig pingpong{128, 64, 64, 4, 4, 8};  // 66 x 8 tiles, two teams of 4 warps
+  pingpong.persistent = pingpong.pingpong = true;
+  int folded = 0;
+  for (const char* option :
+       {"persistent=1", "persistent=1,register_a=1", "persistent=1,cluster_multicast=1"})
+    for (const GemmConfig& cfg : {plain, pingpong}) {
+      SCOPED_TRACE(fmt::format("{} {}x{}x{}{} seed {}", option, cfg.block_m, cfg.block_n,
+                               cfg.block_k, cfg.pingpong ? " ping-pong" : "", seed));
+      std::vector<Tensor> got[2];
+      for (const bool fold : {false, true}) {
+        driver::CompileOptions co;
+        co.cuda = testing::WsVariant{option, true}.options();
+        co.cuda.ring_fold_every_tile = fold;
+        co.plan = PlanKind::kFused;
+        co.target = *target;
+        co.lower.gemm_config = cfg;
+        const driver::CompiledProgram prog = driver::compile(p.graph, co);
+        bool fold_line = false;
+        for (const driver::CompiledKernel& ck : prog.kernels) {
+          EXPECT_TRUE(ck.cuda->gemms.empty() || ck.cuda->persistent) << ck.cuda->source;
+          fold_line |= ck.cuda->source.find("tf_git = tf_git % ") != std::string::npos;
+        }
+        EXPECT_EQ(fold_line, fold);
+        driver::CudaProgram run(prog, dev);
+        got[fold] = run.run(inputs, /*poison=*/true);
+        ASSERT_EQ(got[fold].size(), 1u);
+        EXPECT_LE(relative_error(got[fold][0], oracle[0]), tol);  // false for NaN
+        EXPECT_EQ(gputest::count_nan(got[fold][0]), 0);
+      }
+      const size_t bytes = static_cast<size_t>(got[0][0].numel()) * dtype_size(got[0][0].dtype());
+      EXPECT_EQ(std::memcmp(got[0][0].data_ptr(), got[1][0].data_ptr(), bytes), 0)
+          << "the folded ring count changed the result";
+      ++folded;
+    }
+  EXPECT_EQ(folded, 6);
 }
 
 }  // namespace

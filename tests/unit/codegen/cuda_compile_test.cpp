@@ -304,7 +304,8 @@ TEST(WsVariants, TestNamesAreDistinctAndGtestSafe) {
 // expected tensor maps, compiled for sm_90a without spills or serialized
 // wgmma. (tests/gpu/ws_test.cpp runs the same kernels on the device.)
 TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
-  int n = 0, clusters = 0, split_clusters = 0, by_repeats = 0, register_a = 0;
+  int n = 0, clusters = 0, split_clusters = 0, by_repeats = 0, register_a = 0, folds = 0,
+      pingpong_folds = 0;
   for (const testing::WsProgram& wp : testing::ws_programs())
     for (const testing::WsVariant& v : testing::ws_variants())
       for (const GemmConfig& cfg : testing::ws_configs()) {
@@ -368,6 +369,24 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
             EXPECT_NE(c.source.find(load), std::string::npos) << load << "\n" << c.source;
             ++register_a;
           }
+          // The ring count folded after every tile (ring_fold_every_tile): by
+          // the producer and the MMA warpgroups (a ping-pong kernel's teams
+          // share the line), in every persistent kernel; else nowhere (these
+          // kernels' counts stay far below 2^30).
+          int fold_lines = 0;
+          for (size_t at = c.source.find("// the ring count folded mod 2 * stages");
+               at != std::string::npos;
+               at = c.source.find("// the ring count folded mod 2 * stages", at + 1))
+            ++fold_lines;
+          if (c.persistent && v.options().ring_fold_every_tile) {
+            EXPECT_EQ(fold_lines, 2) << c.source;
+            EXPECT_NE(c.source.find("if (tf_git >= 1) tf_git = tf_git % "), std::string::npos)
+                << c.source;
+            ++folds;
+            pingpong_folds += c.consumer_teams > 1;
+          } else {
+            EXPECT_EQ(fold_lines, 0) << c.source;
+          }
           if (c.source.find("tf::l1_by_repeated_rows(") != std::string::npos) {
             EXPECT_TRUE(v.options().gather_cache_by_repeats) << c.source;
             EXPECT_NE(c.source.find("tf::cp_async_16_l1_if("), std::string::npos) << c.source;
@@ -387,6 +406,8 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
   EXPECT_GT(split_clusters, 0);
   EXPECT_GT(by_repeats, 0);  // the gathered edge programs take the by-repeats form
   EXPECT_GT(register_a, 0);
+  EXPECT_GT(folds, 0);
+  EXPECT_GT(pingpong_folds, 0);
 }
 
 // The block timeline (a measuring aid, CudaOptions::block_timeline): the
