@@ -114,7 +114,8 @@ json cuda_account(const codegen::CudaKernel& ck) {
                       {"hoisted", cp.hoisted},
                       {"l1_by_repeats", cp.l1_by_repeats},
                       {"no_allocate", cp.no_allocate},
-                      {"l2_prefetch", cp.l2_prefetch}});
+                      {"l2_prefetch", cp.l2_prefetch},
+                      {"word_loads", cp.word_loads}});
   c["copies"] = copies;
   json loops = json::array();
   for (const codegen::CudaLoop& l : ck.loops) {
@@ -279,7 +280,8 @@ void render_cuda(std::ostream& out, const json& c) {
     out << "    copy " << cp.at("dst").get<std::string>() << " "
         << (mode == "fragment" ? std::string("fragment") +
                                      (cp.value("no_allocate", false) ? " (.L1::no_allocate)" : "") +
-                                     (cp.value("l2_prefetch", 0) == 256 ? " (.L2::256B)" : "")
+                                     (cp.value("l2_prefetch", 0) == 256 ? " (.L2::256B)" : "") +
+                                     (cp.value("word_loads", false) ? " (32-bit loads)" : "")
             : mode != "cp_async"                 ? mode
             : cp.at("l1_by_repeats").get<bool>() ? "cp.async .ca or .cg by the tile's repeated rows"
             : cp.at("cache_all").get<bool>()     ? "cp.async.ca"

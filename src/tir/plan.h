@@ -148,6 +148,15 @@ struct CopyPlan {
   // (register_a; GemmConfig::register_a_l2_prefetch,
   // CudaOptions::fragment_l2_prefetch; bench/RESULTS.md, session 32).
   int l2_prefetch = 0;
+  // Fragment: each k-tile's 16 words by 32-bit ld.global, each straight into
+  // its register of wgmma's register-A order, unpredicated (a masked row
+  // reads tf::kZeroRow), instead of four predicated 16-byte ld.global.nc
+  // (tf::load_a_fragment_words against tf::load_a_fragment). wgmma's order
+  // interleaves rows r and r + 8, so a 16-byte load's words need copies,
+  // which ptxas placed a k-tile after the load: ncu put 31% of the MMA
+  // warps' main-loop stall samples on them (register_a,
+  // CudaOptions::fragment_word_loads; bench/RESULTS.md, session 46).
+  bool word_loads = false;
   // Fragment (register_a): the index checks of the rows the copy reads,
   // each a CheckNode over the copy's row var (vars[0]) and the kernel's
   // lets that reads only the kernel's inputs. Each MMA thread runs them for

@@ -188,6 +188,7 @@ PlanClause to_clause(const CopyPlan& p) {
   if (p.cache_all) c.push_back(num("cache_all", 1));
   if (p.no_allocate) c.push_back(num("no_allocate", 1));
   if (p.l2_prefetch) c.push_back(num("l2_prefetch", p.l2_prefetch));
+  if (p.word_loads) c.push_back(num("word_loads", 1));
   if (p.multicast) c.push_back(num("multicast", 1));
   if (p.hoisted) {
     std::vector<PlanItem> idx;
@@ -218,7 +219,7 @@ PlanClause to_clause(const CopyPlan& p) {
 
 CopyPlan copy_plan_from(const PlanClause& c) {
   only(c, {"width", "vector_load", "slots", "next_tile", "map", "boxes", "bytes", "rows",
-           "row_pitch", "row_mask", "cache_all", "no_allocate", "l2_prefetch", "multicast", "hoist",
+           "row_pitch", "row_mask", "cache_all", "no_allocate", "l2_prefetch", "word_loads", "multicast", "hoist",
            "row_checks", "reason"});
   CopyPlan p;
   p.mechanism = enum_from(kind_word(c, "copy"), Names<CopyMechanism>::kAll, "copy mechanism");
@@ -230,6 +231,7 @@ CopyPlan copy_plan_from(const PlanClause& c) {
   p.cache_all = get_int(c, "cache_all", 0) != 0;
   p.no_allocate = get_int(c, "no_allocate", 0) != 0;
   p.l2_prefetch = static_cast<int>(get_int(c, "l2_prefetch", 0));
+  p.word_loads = get_int(c, "word_loads", 0) != 0;
   p.multicast = get_int(c, "multicast", 0) != 0;
   if (const PlanValue* h = find(c, "hoist")) {
     if (h->kind != PlanValue::Kind::Clause) bad("`hoist=(indices=[...], step=N, ...)`");

@@ -89,7 +89,7 @@ class Serializer final : public IRVisitor {
     expr(p->vector_load);
     expr(p->row_mask);
     ints({p->cache_all, p->hoisted, p->step, p->multicast, p->next_tile, p->cache_by_repeats,
-          p->no_allocate, p->l2_prefetch});
+          p->no_allocate, p->l2_prefetch, p->word_loads});
     exprs(p->hoisted_indices);
     expr(p->hoisted_mask);
     expr(p->iteration_mask);

@@ -688,6 +688,8 @@ class PlanVerifier final : public StmtVisitor {
     // (the printer gives the qualifier to the fragment loads alone)
     if (p.no_allocate && p.mechanism != CopyMechanism::Fragment)
       error("copy plan: no_allocate on a copy that is not a fragment copy");
+    if (p.word_loads && p.mechanism != CopyMechanism::Fragment)
+      error("copy plan: word_loads on a copy that is not a fragment copy");
     if (p.l2_prefetch != 0 && (p.mechanism != CopyMechanism::Fragment || p.l2_prefetch != 256))
       error(fmt::format("copy plan: l2_prefetch {} (0, or 256 on a fragment copy)", p.l2_prefetch));
     // (row checks run where the MMA threads compute a fragment copy's rows)

@@ -93,6 +93,12 @@ inline const std::vector<WsVariant>& ws_variants() {
       {"slab_buffers_all=0", true},
       {"register_a=1,cluster_multicast=1", true},
       {"register_a=1,persistent=1,fragment_l2_prefetch=1,cluster_multicast=1", true},
+      // A's fragments by 32-bit loads, a masked row reading the zero row
+      // (CopyPlan::word_loads), one-tile and persistent, with each cache
+      // qualifier.
+      {"register_a=1,fragment_word_loads=1", true},
+      {"register_a=1,persistent=1,fragment_l2_prefetch=1,fragment_word_loads=1", true},
+      {"register_a=1,persistent=1,fragment_no_allocate=1,fragment_word_loads=1", true},
       // The ring count folded after every tile (LaunchPlan::ring_fold_at), as
       // where it could pass 2^30: plain, register_a (its not-the-first-tile
       // test), a multicast cluster (its drain) and, by the ping-pong config,

@@ -94,6 +94,8 @@ struct CudaCopy {
   bool no_allocate = false;
   // fragment: the loads' L2 prefetch size in bytes, 0 or 256 (CopyPlan::l2_prefetch)
   int l2_prefetch = 0;
+  // fragment: 32-bit loads straight into wgmma's register order (CopyPlan::word_loads)
+  bool word_loads = false;
 };
 
 // A TMA tensor map the kernel takes (after tf_status, in this order, as

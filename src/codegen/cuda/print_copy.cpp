@@ -595,8 +595,8 @@ void Printer::ra_load(const CopyNode* a, const std::string& slot,
   const std::string targs = l2_256                 ? fmt::format("<{}, true>", a->plan->no_allocate)
                             : a->plan->no_allocate ? "<true>"
                                                    : "";
-  line(fmt::format("tf::load_a_fragment{}(tf_ra[{}], {}, {}, {}, {});", targs, slot, src(0), src(1),
-                   ok(0), ok(1)));
+  line(fmt::format("tf::load_a_fragment{}{}(tf_ra[{}], {}, {}, {}, {});",
+                   a->plan->word_loads ? "_words" : "", targs, slot, src(0), src(1), ok(0), ok(1)));
 }
 
 int64_t Printer::fragment_step_bytes(const CopyNode* a) {
@@ -738,7 +738,8 @@ void Printer::ws_consumer_loop_register_a(const ForNode* op, const CopyNode* fra
   const std::string i = "tf_i";
   const std::string gi = base.empty() ? i : "(" + base + " + " + i + ")";
   result_.copies.push_back({frag->dst.name(), "fragment", frag->plan->width, slots, false, true,
-                            false, frag->plan->no_allocate, frag->plan->l2_prefetch});
+                            false, frag->plan->no_allocate, frag->plan->l2_prefetch,
+                            frag->plan->word_loads});
   if (base.empty()) {
     // (a persistent kernel's MMA warps do this before their tile loop and
     // load each next tile's first fragments during the last k-tiles)

@@ -655,4 +655,53 @@ __device__ __forceinline__ void load_a_fragment(unsigned (&a)[16], const char* p
 }
 #undef TF_LOAD_A_FRAGMENT_ASM
 
+// 128 bytes of zeros in global memory: what a masked row's fragment loads
+// read in load_a_fragment_words (a k-tile's two 64-byte chunks of a row).
+static __device__ __align__(128) const unsigned kZeroRow[32] = {};
+
+// load_a_fragment's k-tile as 16 32-bit loads, each straight into its
+// register of a (wgmma's register-A order interleaves rows r and r + 8, so
+// a 16-byte load's four words would need copies into it), with no
+// predicates: a row whose ok is false reads kZeroRow. Predicated loads and
+// copies made ptxas merge each load's registers into `a` a k-tile after
+// the load was issued, so the MMA warps waited on the row a k-tile after
+// asking for it instead of the lead's three (ncu on gather_heavy's
+// persistent kernel, bench/RESULTS.md, session 46). The loads are
+// ld.global, not .nc: ptxas sank .nc ones towards their wgmma (a lead of
+// two k-tiles) and keeps these where they are issued. A warp's load reads 8
+// rows x 16 bytes; the rest of each sector is the next loads' (L1 hits).
+#define TF_LOAD_A_WORDS_ASM(QUAL)                                                               \
+  asm volatile(                                                                                 \
+      "{\n"                                                                                     \
+      " ld.global" QUAL ".b32 %0, [%16];\n ld.global" QUAL ".b32 %1, [%16+4];\n"                   \
+      " ld.global" QUAL ".b32 %2, [%16+8];\n ld.global" QUAL ".b32 %3, [%16+12];\n"                \
+      " ld.global" QUAL ".b32 %4, [%16+64];\n ld.global" QUAL ".b32 %5, [%16+68];\n"               \
+      " ld.global" QUAL ".b32 %6, [%16+72];\n ld.global" QUAL ".b32 %7, [%16+76];\n"               \
+      " ld.global" QUAL ".b32 %8, [%17];\n ld.global" QUAL ".b32 %9, [%17+4];\n"                   \
+      " ld.global" QUAL ".b32 %10, [%17+8];\n ld.global" QUAL ".b32 %11, [%17+12];\n"              \
+      " ld.global" QUAL ".b32 %12, [%17+64];\n ld.global" QUAL ".b32 %13, [%17+68];\n"             \
+      " ld.global" QUAL ".b32 %14, [%17+72];\n ld.global" QUAL ".b32 %15, [%17+76];\n"             \
+      "}\n"                                                                                     \
+      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]), "=r"(a[4]), "=r"(a[5]), "=r"(a[6]),     \
+        "=r"(a[7]), "=r"(a[8]), "=r"(a[9]), "=r"(a[10]), "=r"(a[11]), "=r"(a[12]), "=r"(a[13]), \
+        "=r"(a[14]), "=r"(a[15])                                                                \
+      : "l"(p0), "l"(p1)                                                                        \
+      : "memory")
+template <bool kNoAllocate = false, bool kL2Prefetch256 = false>
+__device__ __forceinline__ void load_a_fragment_words(unsigned (&a)[16], const char* p0,
+                                                      const char* p1, bool ok0, bool ok1) {
+  const char* zero = reinterpret_cast<const char*>(kZeroRow);
+  p0 = ok0 ? p0 : zero;
+  p1 = ok1 ? p1 : zero;
+  if constexpr (kNoAllocate && kL2Prefetch256)
+    TF_LOAD_A_WORDS_ASM(".L1::no_allocate.L2::256B");
+  else if constexpr (kNoAllocate)
+    TF_LOAD_A_WORDS_ASM(".L1::no_allocate");
+  else if constexpr (kL2Prefetch256)
+    TF_LOAD_A_WORDS_ASM(".L2::256B");
+  else
+    TF_LOAD_A_WORDS_ASM("");
+}
+#undef TF_LOAD_A_WORDS_ASM
+
 }  // namespace tf

@@ -361,11 +361,14 @@ TEST_F(CudaCompile, WarpSpecializedEdgeProgramsEveryVariant) {
             EXPECT_NE(c.source.find(cluster ? "tf::tma_load_multicast<5>" : "tf::tma_load<5>"),
                       std::string::npos)
                 << c.source;
+            // (fragment_word_loads: 32-bit loads into wgmma's register order)
+            const std::string fn = v.options().fragment_word_loads ? "tf::load_a_fragment_words"
+                                                                   : "tf::load_a_fragment";
             const std::string load =
-                v.options().fragment_l2_prefetch   ? fmt::format("tf::load_a_fragment<{}, true>(",
-                                                                 v.options().fragment_no_allocate)
-                : v.options().fragment_no_allocate ? "tf::load_a_fragment<true>("
-                                                   : "tf::load_a_fragment(";
+                v.options().fragment_l2_prefetch
+                    ? fmt::format("{}<{}, true>(", fn, v.options().fragment_no_allocate)
+                : v.options().fragment_no_allocate ? fn + "<true>("
+                                                   : fn + "(";
             EXPECT_NE(c.source.find(load), std::string::npos) << load << "\n" << c.source;
             ++register_a;
           }

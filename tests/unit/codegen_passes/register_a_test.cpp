@@ -67,6 +67,18 @@ TEST(RegisterA, FragmentsForTheGatheredRowsAndBsKPermuted) {
                     "fragment, width=16, l2_prefetch=256, ");
   expect_cuda_pass("register_a", in.text(), l2.text(),
                    options({"register_a=1", "fragment_l2_prefetch=1"}));
+
+  // fragment_word_loads: the copy's k-tiles by 32-bit loads into wgmma's
+  // register order, unpredicated.
+  GemmText words = out;
+  words.a_copy.replace(words.a_copy.find("fragment, width=16, "), 20,
+                       "fragment, width=16, word_loads=1, ");
+  const std::string_view by = "by ld.global.nc:";
+  words.a_copy.replace(words.a_copy.find(by), by.size(),
+                       "by 32-bit ld.global, each word straight into its register of wgmma's "
+                       "order, a masked row reading a zero row:");
+  expect_cuda_pass("register_a", in.text(), words.text(),
+                   options({"register_a=1", "fragment_word_loads=1"}));
 }
 
 // In a 2-block multicast cluster (the pairs share B's boxes): the same, B's

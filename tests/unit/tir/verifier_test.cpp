@@ -545,6 +545,13 @@ TEST(TirVerifierPlan, L2PrefetchOnlyOnFragmentCopies) {
       "copy plan: l2_prefetch 256 (0, or 256 on a fragment copy)");
 }
 
+// So are 32-bit word loads into wgmma's register order.
+TEST(TirVerifierPlan, WordLoadsOnlyOnFragmentCopies) {
+  expect_one_error(
+      planned({{"plan(tma, width=16, map=0,", "plan(tma, width=16, word_loads=1, map=0,"}}),
+      "copy plan: word_loads on a copy that is not a fragment copy");
+}
+
 // The staged tile (BLOCK_M x pitch of the output dtype, at offset 0) fits
 // below the mbarriers.
 TEST(TirVerifierPlan, StagedEpilogueFitsBelowTheMbarriers) {

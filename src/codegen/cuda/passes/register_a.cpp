@@ -210,6 +210,7 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
   new_a.cache_all = false;
   new_a.cache_by_repeats = false;
   new_a.no_allocate = context.cuda.fragment_no_allocate;
+  new_a.word_loads = context.cuda.fragment_word_loads;
   // (the L2 prefetch size: every kernel's by the option, or one's by its
   // config's kernel attr FRAGMENT_L2_PREFETCH, which the tuner searches)
   const auto l2p = kernel.attrs.find("FRAGMENT_L2_PREFETCH");
@@ -218,8 +219,12 @@ Kernel register_a(const Kernel& kernel, const passes::PassContext& context) {
     new_a.l2_prefetch = 256;
   new_a.reason = fmt::format(
       "the MMA warps load their wgmma A fragments (two rows, two 16-byte chunks each a k-tile, "
-      "{} k-tiles ahead) by ld.global.nc: A never enters shared memory (register_a; was: {})",
-      kRegisterAAhead, ap.reason);
+      "{} k-tiles ahead) by {}: A never enters shared memory (register_a; was: {})",
+      kRegisterAAhead,
+      new_a.word_loads ? "32-bit ld.global, each word straight into its register of wgmma's "
+                         "order, a masked row reading a zero row"
+                       : "ld.global.nc",
+      ap.reason);
 
   // B's rows in the fragments' K order.
   CopyPlan new_b = bp;
