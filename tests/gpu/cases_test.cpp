@@ -387,11 +387,7 @@ void run_register_a_with_bad_rows(
 // tile's start from the index loaded a tile ahead (row 33791 is warpgroup 1's
 // second fragment row); the non-persistent kernel runs every tile first.
 TEST(GpuCases, OutOfRangeUnderRegisterA) {
-  TILEFUSE_SKIP_WITHOUT_GPU();
-  cuda::Device& dev = driver::default_device();
-  const std::optional<tir::Target> target = gputest::device_target();
-  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();
-  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  TILEFUSE_WGMMA_TEST_START(dev, target);
   const Program p = parse_program(
       "def oob_ra(x: bf16[64, 256], y: bf16[256, 128], idx: i64[33792] in [0, 64)):\n"
       "    return x[idx] @ y\n",

@@ -36,6 +36,16 @@ namespace tilefuse::gputest {
     if (!::tilefuse::cuda::cuda_available(&why_)) GTEST_SKIP() << "no usable GPU: " << why_; \
   } while (0)
 
+// The start of a test of sm_90a's wgmma forms: the skip without a GPU, then
+// `dev` (the process's device) and `target` (its std::optional<tir::Target>,
+// asserted present), and a skip where the device has no wgmma.
+#define TILEFUSE_WGMMA_TEST_START(dev, target)                                                    \
+  TILEFUSE_SKIP_WITHOUT_GPU();                                                                    \
+  ::tilefuse::cuda::Device& dev = ::tilefuse::driver::default_device();                           \
+  const std::optional<::tilefuse::tir::Target> target = ::tilefuse::gputest::device_target();     \
+  ASSERT_TRUE(target.has_value()) << dev.name() << " is " << dev.arch();                          \
+  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma"
+
 using testing::shared_cases;
 
 inline std::string case_path(const std::string& name) {

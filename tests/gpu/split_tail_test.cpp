@@ -26,11 +26,7 @@ namespace tilefuse {
 namespace {
 
 TEST(GpuSplitTail, EveryFormMatchesTheOracle) {
-  TILEFUSE_SKIP_WITHOUT_GPU();
-  cuda::Device& dev = driver::default_device();
-  const std::optional<tir::Target> target = gputest::device_target();
-  ASSERT_TRUE(target.has_value());
-  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  TILEFUSE_WGMMA_TEST_START(dev, target);
   const uint64_t seed = gputest::fresh_seed();
   // 36 x 4 = 144 tiles of 128x256: more than the SMs, so a persistent block
   // runs a second tile; K 256 (4 k-tiles of 64, 8 of 32).

@@ -36,10 +36,7 @@ TEST(GpuBlockTimeline, RecordsEveryBlockAndKeepsTheResult) {
       "    return x[idx] @ w\n",
       "timeline.tfs");
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-  EvalOptions o;
-  o.mode = EvalMode::kOracle;
-  const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-  const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+  const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
   std::vector<std::optional<GemmConfig>> configs = {std::nullopt};
   if (target->has_wgmma()) {
     configs.push_back(GemmConfig{128, 128, 64, 3, 8, 8, 2});
@@ -56,7 +53,7 @@ TEST(GpuBlockTimeline, RecordsEveryBlockAndKeepsTheResult) {
     driver::CudaProgram run(prog, dev);
     const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
+    EXPECT_LE(relative_error(got[0], oracle.output), oracle.tol);  // false for NaN
     EXPECT_EQ(gputest::count_nan(got[0]), 0);
     const std::vector<driver::BlockTimeline> t = run.block_timelines();
     ASSERT_EQ(t.size(), 1u);

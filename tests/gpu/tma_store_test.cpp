@@ -22,11 +22,7 @@ namespace tilefuse {
 namespace {
 
 TEST(GpuTmaStoreEpilogue, PersistentAndPingPongMatchTheOracle) {
-  TILEFUSE_SKIP_WITHOUT_GPU();
-  cuda::Device& dev = driver::default_device();
-  const std::optional<tir::Target> target = gputest::device_target();
-  ASSERT_TRUE(target.has_value());
-  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  TILEFUSE_WGMMA_TEST_START(dev, target);
   const uint64_t seed = gputest::fresh_seed();
   const char* programs[] = {
       "def f(x: f16[700, 512], idx: i64[1024] in [0, 700), w: f16[512, 256]):\n"

@@ -35,11 +35,7 @@ namespace {
 class GpuWarpSpecializedVariant : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(GpuWarpSpecializedVariant, EdgeProgramsMatchTheOracle) {
-  TILEFUSE_SKIP_WITHOUT_GPU();
-  cuda::Device& dev = driver::default_device();
-  const std::optional<tir::Target> target = gputest::device_target();
-  ASSERT_TRUE(target.has_value());
-  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  TILEFUSE_WGMMA_TEST_START(dev, target);
   const testing::WsVariant& v = testing::ws_variants().at(GetParam());
   const uint64_t seed = gputest::fresh_seed();
   std::printf("warp-specialized edge programs, variant %s, seed %llu\n", v.name(),
@@ -48,10 +44,7 @@ TEST_P(GpuWarpSpecializedVariant, EdgeProgramsMatchTheOracle) {
   for (const testing::WsProgram& wp : testing::ws_programs()) {
     const Program p = parse_program(wp.source, std::string(wp.name) + ".tfs");
     const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-    EvalOptions o;
-    o.mode = EvalMode::kOracle;
-    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
     for (const GemmConfig& cfg : testing::ws_configs()) {
       SCOPED_TRACE(fmt::format("{} {} {}x{}x{}/{}/{} split {} seed {}", wp.name, v.name(),
                                cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages,
@@ -68,8 +61,8 @@ TEST_P(GpuWarpSpecializedVariant, EdgeProgramsMatchTheOracle) {
       driver::CudaProgram run(prog, dev);
       const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
       ASSERT_EQ(got.size(), 1u);
-      const double err = relative_error(got[0], oracle[0]);
-      EXPECT_LE(err, tol);  // false for NaN
+      const double err = relative_error(got[0], oracle.output);
+      EXPECT_LE(err, oracle.tol);  // false for NaN
       EXPECT_EQ(gputest::count_nan(got[0]), 0);
       ++ran;
     }
@@ -102,10 +95,7 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
       "    return torch.relu(x[idx] @ w + b).to(torch.float16)\n";
   const Program p = parse_program(source, "split_k.tfs");
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-  EvalOptions o;
-  o.mode = EvalMode::kOracle;
-  const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-  const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+  const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
   // The default form's bits a config, which the cluster's sum (the same
   // order) must give too.
   std::vector<std::vector<unsigned char>> workspace_bits;
@@ -131,7 +121,7 @@ TEST(GpuSplitK, BitIdenticalAcrossTenRuns) {
       const driver::CompiledProgram prog = driver::compile(p.graph, co);
       driver::CudaProgram run(prog, dev);
       const std::vector<Tensor> first = run.run(inputs, /*poison=*/true);
-      EXPECT_LE(relative_error(first[0], oracle[0]), tol);
+      EXPECT_LE(relative_error(first[0], oracle.output), oracle.tol);
       EXPECT_EQ(gputest::count_nan(first[0]), 0);
       const size_t bytes = static_cast<size_t>(first[0].numel()) * dtype_size(first[0].dtype());
       const auto* data = reinterpret_cast<const unsigned char*>(first[0].data_ptr());
@@ -198,10 +188,7 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
         "    return torch.relu(x[idx] @ w + b).to(torch.float16)\n";
     const Program p = parse_program(source, "stream_k.tfs");
     const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-    EvalOptions o;
-    o.mode = EvalMode::kOracle;
-    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
     // (ring_fold_every_tile: a block's items after its first run on the
     // folded ring count, as past 2^30)
     for (const char* option : {static_cast<const char*>(nullptr), "warp_specialize=0", "wgmma=0",
@@ -218,7 +205,7 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
         EXPECT_EQ(persistent, persistent_form && target->has_wgmma());
         driver::CudaProgram run(prog, dev);
         const std::vector<Tensor> first = run.run(inputs, /*poison=*/true);
-        EXPECT_LE(relative_error(first[0], oracle[0]), tol);
+        EXPECT_LE(relative_error(first[0], oracle.output), oracle.tol);
         EXPECT_EQ(gputest::count_nan(first[0]), 0);
         const size_t bytes = static_cast<size_t>(first[0].numel()) * dtype_size(first[0].dtype());
         for (int r = 0; r < 10; ++r) {
@@ -236,10 +223,7 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
   for (const testing::WsProgram& wp : testing::ws_programs()) {
     const Program p = parse_program(wp.source, std::string(wp.name) + ".tfs");
     const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-    EvalOptions o;
-    o.mode = EvalMode::kOracle;
-    const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-    const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+    const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
     for (const GemmConfig& base : {GemmConfig{128, 256, 64, 4, 8, 8}, GemmConfig{64, 128, 64, 3, 4, 8}})
       for (int units : {7, sms}) {
         const GemmConfig cfg = streamed(base, units);
@@ -249,7 +233,7 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
         driver::CudaProgram run(prog, dev);
         const std::vector<Tensor> got = run.run(inputs, /*poison=*/true);
         ASSERT_EQ(got.size(), 1u);
-        EXPECT_LE(relative_error(got[0], oracle[0]), tol);  // false for NaN
+        EXPECT_LE(relative_error(got[0], oracle.output), oracle.tol);  // false for NaN
         EXPECT_EQ(gputest::count_nan(got[0]), 0);
         ++ran;
       }
@@ -266,11 +250,7 @@ TEST(GpuStreamK, BitIdenticalAndEdgeProgramsMatchTheOracle) {
 // ws variants' edge programs have too few tiles for a block to take a
 // second one after its fold.
 TEST(GpuRingFold, FoldedRingCountGivesTheSameBits) {
-  TILEFUSE_SKIP_WITHOUT_GPU();
-  cuda::Device& dev = driver::default_device();
-  const std::optional<tir::Target> target = gputest::device_target();
-  ASSERT_TRUE(target.has_value());
-  if (!target->has_wgmma()) GTEST_SKIP() << dev.arch() << " has no wgmma";
+  TILEFUSE_WGMMA_TEST_START(dev, target);
   const uint64_t seed = gputest::fresh_seed();
   std::printf("ring fold, seed %llu\n", static_cast<unsigned long long>(seed));
   // 8448 x 512 out of gathered rows, K = 8 tiles of 64 (register_a takes it).
@@ -279,10 +259,7 @@ TEST(GpuRingFold, FoldedRingCountGivesTheSameBits) {
       "    return x[idx] @ w\n";
   const Program p = parse_program(source, "ring_fold.tfs");
   const std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
-  EvalOptions o;
-  o.mode = EvalMode::kOracle;
-  const std::vector<Tensor> oracle = evaluate(p.graph, inputs, o);
-  const double tol = check_tolerance(p.graph, p.graph.outputs()[0]);
+  const gputest::Oracle oracle = gputest::oracle_of(p.graph, inputs);
   GemmConfig plain{64, 128, 64, 3, 4, 8};  // 132 x 4 tiles
   plain.persistent = true;
   GemmConfig pingpong{128, 64, 64, 4, 4, 8};  // 66 x 8 tiles, two teams of 4 warps
@@ -311,7 +288,7 @@ TEST(GpuRingFold, FoldedRingCountGivesTheSameBits) {
         driver::CudaProgram run(prog, dev);
         got[fold] = run.run(inputs, /*poison=*/true);
         ASSERT_EQ(got[fold].size(), 1u);
-        EXPECT_LE(relative_error(got[fold][0], oracle[0]), tol);  // false for NaN
+        EXPECT_LE(relative_error(got[fold][0], oracle.output), oracle.tol);  // false for NaN
         EXPECT_EQ(gputest::count_nan(got[fold][0]), 0);
       }
       const size_t bytes = static_cast<size_t>(got[0][0].numel()) * dtype_size(got[0][0].dtype());
