@@ -65,7 +65,9 @@ Tensor view_of(const Node& n, const Tensor& in) {
       const int64_t d = n.dim;
       shape[d] = n.shape[d];
       if (shape_numel(shape) > 0) offset += n.start * strides[d];
-      strides[d] *= n.step;
+      // A dim of size <= 1 never uses its stride; a huge step there must not
+      // overflow (as Graph::slice keeps it).
+      if (__builtin_mul_overflow(strides[d], n.step, &strides[d])) strides[d] = in.strides()[d];
       break;
     }
     case OpKind::Permute:

@@ -318,6 +318,33 @@ TEST(EvalViews, SliceTransposeExpandSelectFeedOps) {
     }
 }
 
+// `x[2::2**63 - 1]` and `x[:, 1::2**63 - 1]`: a huge step leaves one element
+// along the dim, whose stride nothing reads. The view's stride times the step
+// must not overflow int64 (signed overflow, undefined behaviour: UBSan stopped
+// `tilefuse run --engine reference` at eval.cpp's view_of; the graph's own
+// slice already kept the stride there).
+TEST(EvalViews, AHugeSliceStepOnASizeOneResultDoesNotOverflowTheStride) {
+  Graph g;
+  const ValueId x = param(g, "x", DType::F32, {6, 8});
+  const ValueId rows = g.slice(x, 0, 2, std::nullopt, INT64_MAX, {});  // [1, 8]: row 2
+  const ValueId cols = g.slice(x, 1, 1, std::nullopt, INT64_MAX, {});  // [6, 1]: column 1
+  g.add_output(g.binary(BinaryOp::Add, rows, g.scalar(0, DType::I64, {}), {}));
+  g.add_output(g.binary(BinaryOp::Add, cols, g.scalar(0, DType::I64, {}), {}));
+  Lcg rng(11);
+  const Tensor tx = random_tensor(DType::F32, {6, 8}, rng);
+  const std::vector<Tensor> out = evaluate(g, {tx});
+  ASSERT_EQ(out[0].shape(), (Shape{1, 8}));
+  ASSERT_EQ(out[1].shape(), (Shape{6, 1}));
+  for (int64_t j = 0; j < 8; ++j) {
+    const std::vector<int64_t> o{0, j}, xi{2, j};
+    EXPECT_EQ(out[0].get(o), tx.get(xi));
+  }
+  for (int64_t i = 0; i < 6; ++i) {
+    const std::vector<int64_t> o{i, 0}, xi{i, 1};
+    EXPECT_EQ(out[1].get(o), tx.get(xi));
+  }
+}
+
 TEST(EvalParams, StridedParametersAreReadInPlace) {
   Graph g;
   const ValueId x = param(g, "x", DType::F32, {3, 4});
