@@ -37,11 +37,14 @@ bool indices_may_go_unread(const Graph& g, const Binding& binding) {
   return false;
 }
 
-// (See execute.h.) With symbolic dims and a computed index, the whole graph
-// at these sizes from ExecuteOptions::bound_graph, which checks every gather.
-void check_unread_indices(const Graph& g, const Binding& binding, const std::vector<Tensor>& inputs,
-                          const ExecuteOptions& options) {
-  if (!indices_may_go_unread(g, binding)) return;
+namespace {
+
+// Every gather's indices in program order, with the reference's check and
+// error: the first index out of range of the first gather that has one. With
+// symbolic dims and a computed index, the whole graph at these sizes from
+// ExecuteOptions::bound_graph, which checks every gather.
+void check_indices_in_order(const Graph& g, const Binding& binding,
+                            const std::vector<Tensor>& inputs, const ExecuteOptions& options) {
   bool bound = true;
   for (size_t s = 0; s < g.symbols().size(); ++s)
     bound = bound && g.symbols()[s].value == binding[s];
@@ -64,6 +67,14 @@ void check_unread_indices(const Graph& g, const Binding& binding, const std::vec
       return;
     }
   }
+}
+
+}  // namespace
+
+// (See execute.h.)
+void check_unread_indices(const Graph& g, const Binding& binding, const std::vector<Tensor>& inputs,
+                          const ExecuteOptions& options) {
+  if (indices_may_go_unread(g, binding)) check_indices_in_order(g, binding, inputs, options);
 }
 
 std::vector<int64_t> scalar_args(const CompiledProgram& program, const CompiledKernel& ck,
@@ -150,7 +161,16 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
     const std::vector<int64_t> scalars = scalar_args(program, ck, binding, input_strides);
     for (size_t i = 0; i < scalars.size(); ++i)
       args.emplace_back(ck.kernel.params[first_scalar + i].name(), scalars[i]);
-    runtime::execute(ck.kernel, args, exec);
+    try {
+      runtime::execute(ck.kernel, args, exec);
+    } catch (const UserError& e) {
+      // A kernel names the first bad index it reads, but the plan need not
+      // run the gathers in program order (a GEMM whose epilogue adds another
+      // GEMM's result runs second): where an earlier gather has a bad index
+      // too, the error is that one's, as in PyTorch and the reference.
+      if (e.kind() == ErrorKind::kIndex) check_indices_in_order(g, binding, inputs, options);
+      throw;
+    }
     args.clear();
     for (ValueId v : lk.bindings)
       if (last_read[v] == k && g.node(v).kind != OpKind::Parameter) memory.erase(v);

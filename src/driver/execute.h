@@ -71,7 +71,9 @@ void scalar_args_into(const CompiledProgram& program, const CompiledKernel& ck,
 // the program's specialization covers; symbolic dims bound from them) and
 // returns one contiguous tensor per graph output. Throws UserError when
 // a check fails (an index out of range: the message names the tensor, the
-// index tensor, the position and the value, as the reference does) or the
+// index tensor, the position and the value, as the reference does; of
+// several gathers with one, the first in program order, whatever order the
+// plan runs its kernels in) or the
 // inputs do not match the parameters; InternalError for a program compiled
 // for another target or a kernel the executor cannot run.
 std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Tensor>& inputs,

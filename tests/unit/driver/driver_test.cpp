@@ -388,6 +388,51 @@ TEST(DriverExecute, OutOfRangeIndexIsTheReferencesUserError) {
   }
 }
 
+// Where two gathers both have an index out of range, the error is the first
+// one's in program order, as in PyTorch and the reference. The fused plan runs
+// `x[i * 2] @ w` first (the other GEMM's epilogue adds its result), and its
+// kernel's error named the later gather (`(the result of mul)[0] = 12` at
+// 2:25), where the reference and the unfused plan name `i`[0] = 6 at 2:14.
+TEST(DriverExecute, OfTwoBadGathersTheFirstInProgramOrderIsReported) {
+  for (const char* src : {
+           "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4] in [6, 7)):\n"
+           "    return x[i] @ w + x[i * 2] @ w\n",
+           "def f(x: f32[6, 5], w: f32[5, 3], i: i32[4] in [6, 7)):\n"
+           "    return x.index_select(0, i) @ w + x[i + 0] @ w\n",
+           "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4] in [6, 7), j: i64[4] in [-9, -8)):\n"
+           "    return torch.relu(x[i] @ w) + x[j] @ w[:, :1]\n",
+       }) {
+    const Program p = parse(src);
+    const std::vector<Tensor> inputs = make_random_inputs(p.graph, 1);
+    std::string expected;
+    SourceLoc expected_loc;
+    try {
+      evaluate(p.graph, inputs);
+    } catch (const UserError& e) {
+      expected = e.what();
+      expected_loc = e.loc();
+    }
+    ASSERT_FALSE(expected.empty()) << src;
+    for (PlanKind kind : {PlanKind::kFused, PlanKind::kUnfused}) {
+      driver::CompileOptions o;
+      o.plan = kind;
+      for (int threads : {1, 3}) {
+        driver::ExecuteOptions x;
+        x.num_threads = threads;
+        try {
+          driver::execute(driver::compile(p.graph, o), inputs, x);
+          ADD_FAILURE() << "no error from the " << plan_kind_name(kind) << " plan\n" << src;
+        } catch (const UserError& e) {
+          EXPECT_EQ(std::string(e.what()), expected) << plan_kind_name(kind) << "\n" << src;
+          EXPECT_EQ(e.loc().line, expected_loc.line) << plan_kind_name(kind) << "\n" << src;
+          EXPECT_EQ(e.loc().col, expected_loc.col) << plan_kind_name(kind) << "\n" << src;
+          EXPECT_EQ(e.kind(), ErrorKind::kIndex);
+        }
+      }
+    }
+  }
+}
+
 TEST(DriverExecute, RejectsInputsThatDoNotMatchTheParameters) {
   const Program p = parse("def f(x: f32[20, 9], w: f32[9, 30]):\n    return x @ w\n");
   const driver::CompiledProgram c = driver::compile(p.graph);
