@@ -588,6 +588,26 @@ def test_jit_unquotes_annotations_after_non_ascii_text():
         tilefuse.jit(device="cpu")(f).kernel
 
 
+def test_jit_unquotes_triple_quoted_and_prefixed_annotations():
+    """Any spelling of a string literal is an annotation Python takes: a triple-quoted one, a
+    raw or u-prefixed one. Only `"..."` and `'...'` were unquoted: `'''f32[8, 3]'''` reached the
+    parser as `''f32[8, 3]''` ("expected a dtype such as f16, found a string") and `r"f32[8, 3]"`
+    as `r"f32[8, 3]"` ("unknown dtype 'r'"). The quotes and the prefix become spaces, so the
+    columns stay the file's."""
+    from tilefuse._jit import _source_of
+
+    def f(x: """f32[T, 8]""", w: r'f32[8, 3]', b: u"f32[3]", c: R'''f32[3]''') -> '''f32[T, 3]''':
+        return x @ w + b + c
+
+    text = _source_of(f)
+    assert "def f(x:    f32[T, 8]   , w:   f32[8, 3] , b:   f32[3] , c:     f32[3]   ) ->    " \
+           "f32[T, 3]   :" in text, text
+    x, w = np.ones((5, 8), np.float32), np.ones((8, 3), np.float32)
+    b, c = np.full(3, 0.5, np.float32), np.full(3, 0.25, np.float32)
+    assert np.array_equal(tilefuse.jit(device="cpu")(f)(x, w, b, c),
+                          np.full((5, 3), 8.75, np.float32))
+
+
 def test_jit_eager_matches_torch():
     try:
         import torch

@@ -62,12 +62,19 @@ def _program_of(fn):
             row = ann.lineno - 1
             line = rows[row]
             # (ast's column offsets count UTF-8 bytes; the line is characters)
-            quote_open, quote_close = _char_col(line, ann.col_offset), \
-                _char_col(line, ann.end_col_offset) - 1
-            if ann.lineno == ann.end_lineno and line[quote_open] in "'\"" and \
-                    line[quote_close] == line[quote_open]:
-                rows[row] = (line[:quote_open] + " " + line[quote_open + 1:quote_close] + " " +
-                             line[quote_close + 1:])
+            start, end = _char_col(line, ann.col_offset), _char_col(line, ann.end_col_offset)
+            if ann.lineno != ann.end_lineno:
+                continue
+            # The literal's prefix (r, u) and its quotes, ' " ''' or """, become spaces.
+            literal = line[start:end]
+            body = literal.lstrip("rRuU")
+            prefix = len(literal) - len(body)
+            quote = body[:3] if body[:3] in ("'''", '"""') else body[:1]
+            if quote in ("'", '"', "'''", '"""') and len(body) >= 2 * len(quote) and \
+                    body.endswith(quote) and body[len(quote):len(body) - len(quote)] == ann.value:
+                skip = prefix + len(quote)
+                rows[row] = (line[:start] + " " * skip + ann.value + " " * len(quote) +
+                             line[end:])
     # The file's indentation back, its last character a form feed (blank lines stay blank).
     original = "".join(lines).splitlines(keepends=True)
     margin = ""
