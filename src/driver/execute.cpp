@@ -40,9 +40,9 @@ bool indices_may_go_unread(const Graph& g, const Binding& binding) {
 namespace {
 
 // Every gather's indices in program order, with the reference's check and
-// error: the first index out of range of the first gather that has one. With
-// symbolic dims and a computed index, the whole graph at these sizes from
-// ExecuteOptions::bound_graph, which checks every gather.
+// error: the first index out of range of the first gather that has one. A
+// computed index is evaluated alone (its ancestors), in the graph at these
+// sizes: `g` itself when its symbols have them, else ExecuteOptions::bound_graph's.
 void check_indices_in_order(const Graph& g, const Binding& binding,
                             const std::vector<Tensor>& inputs, const ExecuteOptions& options) {
   bool bound = true;
@@ -63,7 +63,11 @@ void check_indices_in_order(const Graph& g, const Binding& binding,
       check_gather_indices(g, v, size, evaluate_values(g, inputs, {n.inputs[1]}, eo)[0],
                            options.num_threads);
     } else if (options.bound_graph) {
-      evaluate(options.bound_graph(binding), inputs, eo);
+      // (Not the whole bound graph: that evaluated every value of the
+      // program, on every call, even one the plan never materializes.)
+      ExecuteOptions at_sizes;
+      at_sizes.num_threads = options.num_threads;
+      check_indices_in_order(options.bound_graph(binding), binding, inputs, at_sizes);
       return;
     }
   }

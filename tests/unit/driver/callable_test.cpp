@@ -83,5 +83,37 @@ TEST(Callable, AnEmptyTensorOverlapsNothing) {
   EXPECT_EQ(msg, "output `out0` overlaps input `a`; outputs must not share memory with inputs");
 }
 
+// A symbolic program with a computed index (`x[i + 0]`) and a slice: its
+// indices may go unread, so they are checked before the kernels. That check
+// evaluated the whole program in the reference evaluator (the bound graph),
+// on every call: here the 2^40-element `z.expand(...) * 2.0` that the fused
+// plan never materializes (it computes the one row the slice keeps), so a
+// call with valid indices failed with "out of host memory: cannot allocate
+// 4 TiB ... in the reference evaluator" where `tilefuse run` ran it. Only
+// the index operands need evaluating; a bad index is still that error.
+TEST(Callable, CheckingComputedIndicesEvaluatesOnlyTheIndices) {
+  CallableOptions o = cpu_options();
+  o.plan = "fused";
+  Callable c(
+      "def f(x: f32[T, 8], w: f32[8, 4], i: i64[M], z: f32[1, 8]):\n"
+      "    return x[i + 0] @ w, (z.expand(137438953472, 8) * 2.0)[0:1]\n",
+      "f.tfs", o);
+  std::vector<float> x(6 * 8, 1.0f), w(8 * 4, 0.5f), z(8, 3.0f), out0(3 * 4, 0), out1(8, 0);
+  std::vector<int64_t> i = {0, 1, 5};
+  CallTensor ti = cpu_tensor(nullptr, {3});
+  ti.dtype = DType::I64;
+  ti.data = i.data();
+  const std::vector<CallTensor> in = {cpu_tensor(x.data(), {6, 8}), cpu_tensor(w.data(), {8, 4}),
+                                      ti, cpu_tensor(z.data(), {1, 8})};
+  const std::vector<CallTensor> out = {cpu_tensor(out0.data(), {3, 4}),
+                                       cpu_tensor(out1.data(), {1, 8})};
+  ASSERT_EQ(call_error(c, in, out), "");
+  EXPECT_EQ(out0, std::vector<float>(12, 4.0f));
+  EXPECT_EQ(out1, std::vector<float>(8, 6.0f));
+  i[1] = 9;
+  EXPECT_EQ(call_error(c, in, out),
+            "index 9 is out of bounds for dim 0 of `x` (size 6): (the result of add)[1] = 9");
+}
+
 }  // namespace
 }  // namespace tilefuse::driver
