@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <new>
 #include <vector>
 
 #include "core/error.h"
@@ -172,7 +173,16 @@ std::vector<Tensor> execute(const CompiledProgram& program, const std::vector<Te
       // run the gathers in program order (a GEMM whose epilogue adds another
       // GEMM's result runs second): where an earlier gather has a bad index
       // too, the error is that one's, as in PyTorch and the reference.
-      if (e.kind() == ErrorKind::kIndex) check_indices_in_order(g, binding, inputs, options);
+      // (Where that check itself fails otherwise, e.g. out of memory for an
+      // index the reference cannot evaluate, the kernel's error stands.)
+      if (e.kind() == ErrorKind::kIndex) {
+        try {
+          check_indices_in_order(g, binding, inputs, options);
+        } catch (const UserError& earlier) {
+          if (earlier.kind() == ErrorKind::kIndex) throw;
+        } catch (const std::bad_alloc&) {
+        }
+      }
       throw;
     }
     args.clear();
