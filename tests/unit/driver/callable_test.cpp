@@ -113,6 +113,18 @@ TEST(Callable, CheckingComputedIndicesEvaluatesOnlyTheIndices) {
   i[1] = 9;
   EXPECT_EQ(call_error(c, in, out),
             "index 9 is out of bounds for dim 0 of `x` (size 6): (the result of add)[1] = 9");
+  // A computed index that no kernel reads (a dead gather) is still checked.
+  Callable dead(
+      "def f(x: f32[T, 8], w: f32[8, 4], i: i64[M]):\n"
+      "    a = x[i * 2]\n"
+      "    return x @ w\n",
+      "f.tfs", o);
+  std::vector<float> out2(6 * 4, 0);
+  i = {0, 1, 4};
+  EXPECT_EQ(call_error(dead, {in[0], in[1], ti}, {cpu_tensor(out2.data(), {6, 4})}),
+            "index 8 is out of bounds for dim 0 of `x` (size 6): (the result of mul)[2] = 8");
+  i = {0, 1, 2};
+  EXPECT_EQ(call_error(dead, {in[0], in[1], ti}, {cpu_tensor(out2.data(), {6, 4})}), "");
 }
 
 }  // namespace
