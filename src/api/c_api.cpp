@@ -466,8 +466,10 @@ tf_status tf_output_shape(tf_program* program, const DLTensor* const* inputs, in
     if (index < 0 || static_cast<size_t>(index) >= program->output_names.size())
       return fail(TF_ERROR_INVALID_ARGUMENT, fmt::format("no output {} (index; the program has {})",
                                                          index, program->output_names.size()));
-    const std::vector<tilefuse::Shape> shapes =
-        program->callable->output_shapes(program->tensors(inputs, num_inputs, true));
+    std::vector<tilefuse::Shape> shapes;
+    located(*program, [&] {
+      shapes = program->callable->output_shapes(program->tensors(inputs, num_inputs, true));
+    });
     const tilefuse::Shape& s = shapes[static_cast<size_t>(index)];
     *ndim = static_cast<int>(s.size());
     for (int d = 0; d < *ndim && d < capacity; ++d) shape[d] = s[static_cast<size_t>(d)];
@@ -545,7 +547,9 @@ tf_status tf_workspace_size(tf_program* program, const DLTensor* const* inputs, 
   return guarded([&] {
     if (!program) return fail(TF_ERROR_INVALID_ARGUMENT, "program is NULL");
     if (!bytes) return fail(TF_ERROR_INVALID_ARGUMENT, "bytes is NULL");
-    *bytes = program->callable->workspace_bytes(program->tensors(inputs, num_inputs, true));
+    located(*program, [&] {
+      *bytes = program->callable->workspace_bytes(program->tensors(inputs, num_inputs, true));
+    });
     return TF_OK;
   });
 }

@@ -95,7 +95,8 @@ Binding bind_symbols(const Graph& g, const std::vector<ArgDesc>& inputs) {
       throw UserError(ErrorKind::kValue,
                       fmt::format("at {} the program has a tensor that is too large: {} ({}{}) {}",
                                   binding_string(g, b), describe_value(n), dtype_name(n.dtype),
-                                  shape_to_string(shape), problem));
+                                  shape_to_string(shape), problem),
+                      n.loc);
   }
   return b;
 }

@@ -303,6 +303,30 @@ TEST(Symbolic, BindingAnEmptyTensorWithAHugeDimNamesTheLimit) {
   EXPECT_NO_THROW(driver::bind_symbols(generic.graph, args));
 }
 
+// Sizes that make a value past the size limit, given by a call (the C API,
+// the Python package): the error is at that value's place in the program, as
+// `tilefuse run --shape` reports it. It had no location ("at A=2097152,
+// B=1048576 the program has a tensor that is too large: the result of add
+// ..."), so in a program of many adds nothing said which one.
+TEST(Symbolic, ATooLargeValueAtTheCallsSizesIsLocated) {
+  const Program generic = parse_program(
+      "def g(x: f32[A, 1], y: f32[1, B]):\n    z = x * 2.0\n    return z + y\n", "p.tfs");
+  const std::vector<ArgDesc> args = {{DType::F32, {int64_t{1} << 21, 1}, {0, 0}, 0},
+                                     {DType::F32, {1, int64_t{1} << 20}, {0, 0}, 0}};
+  try {
+    driver::bind_symbols(generic.graph, args);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_NE(std::string(e.what()).find("the result of add (f32[2097152, 1048576]) has more "
+                                         "than 2^40 elements"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.loc().line, 3);
+    EXPECT_EQ(e.loc().col, 14);
+  }
+}
+
 TEST(Symbolic, SizeBuckets) {
   EXPECT_EQ(driver::size_bucket(0), 0);
   EXPECT_EQ(driver::size_bucket(1), 1);
