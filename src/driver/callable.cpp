@@ -430,10 +430,13 @@ std::size_t Callable::workspace_bytes(const std::vector<CallTensor>& inputs) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   cuda::CurrentContextGuard restore;
   const auto [kind, device_id] = call_device(g, impl_->output_names, inputs, {}, options_.device);
-  if (kind == DeviceKind::kCpu) return 0;
+  // The inputs are checked as a call checks them, on the CPU too (which
+  // needs no workspace).
   const std::vector<ArgDesc> args = descs_of(inputs);
   const Binding binding = bind_symbols(g, args);
-  const Entry* entry = resolve(kind, device_id, specialize(g, binding, args), nullptr);
+  const Specialization spec = specialize(g, binding, args);
+  if (kind == DeviceKind::kCpu) return 0;
+  const Entry* entry = resolve(kind, device_id, spec, nullptr);
   return entry->cuda->workspace_bytes(binding);
 }
 

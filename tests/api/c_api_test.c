@@ -275,6 +275,18 @@ int main(void) {
   CHECK(tf_run(p, in, 4, outs, 1, &ro, NULL) == TF_ERROR_INVALID_ARGUMENT, "struct_size");
   size_t ws_bytes = 99;
   CHECK(tf_workspace_size(p, in, 4, &ws_bytes) == TF_OK && ws_bytes == 0, "cpu workspace");
+  /* tf_workspace_size checks the inputs as tf_run does, on the CPU too (it
+     answered TF_OK, 0 bytes, for inputs tf_run refuses). */
+  tw.dtype.code = kDLInt;
+  s = tf_workspace_size(p, in, 4, &ws_bytes);
+  CHECK(s == TF_ERROR_TYPE && strstr(tf_last_error(), "input `w` must be f32"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  tw.dtype.code = kDLFloat;
+  tw.ndim = 1;
+  s = tf_workspace_size(p, in, 4, &ws_bytes);
+  CHECK(s == TF_ERROR_VALUE && strstr(tf_last_error(), "input `w` must have 2 dims"), "%s %s",
+        tf_status_name(s), tf_last_error());
+  tw.ndim = 2;
   CHECK(tf_synchronize(p) == TF_OK, "%s", tf_last_error());
 
   /* explain and tune. */
