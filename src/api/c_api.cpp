@@ -574,8 +574,10 @@ tf_status tf_explain(tf_program* program, const DLTensor* const* inputs, int num
                       fmt::format("negative input count {} (num_inputs)", num_inputs));
     std::vector<CallTensor> ts;
     if (inputs) ts = program->tensors(inputs, num_inputs, true);
-    const nlohmann::json account =
-        program->callable->explain(inputs ? &ts : nullptr, target ? target : "");
+    nlohmann::json account;
+    located(*program, [&] {
+      account = program->callable->explain(inputs ? &ts : nullptr, target ? target : "");
+    });
     *json = copy_string(account.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return TF_OK;
   });

@@ -364,6 +364,34 @@ int main(void) {
   tf_program_free(p);
   tf_program_free(NULL);
 
+  /* Sizes that make a value too large (stride-0 inputs of one float): the
+     error starts at the value's place in the program in tf_explain,
+     tf_output_shape and tf_run alike (tf_explain's had no file:line:col). */
+  tf_program* big = NULL;
+  s = tf_compile_source("def g(x: f32[A, 1], y: f32[1, B]):\n    return x + y\n", "big.tfs", NULL,
+                        &big);
+  CHECK(s == TF_OK, "%s", tf_last_error());
+  if (big) {
+    float one = 1.0f;
+    int64_t bxs[2] = {(int64_t)1 << 21, 1}, bys[2] = {1, (int64_t)1 << 20}, zero[2] = {0, 0};
+    DLTensor bx = tensor(&one, kDLFloat, 32, 2, bxs, zero),
+             by = tensor(&one, kDLFloat, 32, 2, bys, zero);
+    const DLTensor* bin[2] = {&bx, &by};
+    s = tf_explain(big, bin, 2, "cpu", &no_json);
+    CHECK(s == TF_ERROR_VALUE && no_json == NULL &&
+              strncmp(tf_last_error(),
+                      "big.tfs:2:14: at A=2097152, B=1048576 the program has a "
+                      "tensor that is too large: the result of add",
+                      90) == 0,
+          "%s %s", tf_status_name(s), tf_last_error());
+    int64_t big_shape[2];
+    int big_ndim = 0;
+    s = tf_output_shape(big, bin, 2, 0, big_shape, 2, &big_ndim);
+    CHECK(s == TF_ERROR_VALUE && strncmp(tf_last_error(), "big.tfs:2:14: ", 14) == 0, "%s %s",
+          tf_status_name(s), tf_last_error());
+    tf_program_free(big);
+  }
+
   /* Two outputs in one buffer: an error, not one result silently lost. */
   tf_program* two = NULL;
   s = tf_compile_source("def g(a: f32[4]):\n    return a * 2.0, a + 1.0\n", "two.tfs", NULL,
