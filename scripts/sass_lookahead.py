@@ -37,6 +37,11 @@ def instructions(path):
 WIDTH = {"128": 4, "64": 2}
 
 
+def opcode(s):
+    """An instruction's opcode with its modifiers (after any @P guard)."""
+    return s.split()[1 if s.startswith("@") else 0]
+
+
 def dest_registers(s):
     """The registers an LDG writes: R<n> and its width (.64, .128)."""
     m = re.search(r"LDG\S*\s+R(\d+),", s)
@@ -44,7 +49,7 @@ def dest_registers(s):
         return set()
     width = 1
     for w, n in WIDTH.items():
-        if f".{w}" in s.split()[0 if not s.startswith("@") else 1]:
+        if f".{w}" in opcode(s):
             width = n
     base = int(m.group(1))
     return set(range(base, base + width))
@@ -79,7 +84,7 @@ def fragment_loads(ins, prologue_tiles=3):
     hgmma = [i for i, s in enumerate(ins) if "HGMMA" in s]
     loads = []
     for i, s in enumerate(ins):
-        if "LDG" not in s or ".64." in s.split()[0 if not s.startswith("@") else 1] + ".":
+        if "LDG" not in s or ".64." in opcode(s) + ".":
             continue
         m = re.search(r"\[R\d+\.64(?:\+0x([0-9a-f]+))?\]", s)
         if m:
