@@ -119,6 +119,8 @@ struct Callable::Impl {
   // once a call (under `mutex`; kept for their storage).
   std::vector<std::pair<uint64_t, uint64_t>> input_spans, output_spans;
   int compiles = 0;
+  // Which fixed-program strides calls pass at run time (specialize.h).
+  StridePolicy stride_policy;
   std::vector<std::string> output_names;
   // The last call's signature (every input's and output's dtype, device,
   // shape, strides and alignment) and what it resolved to: a call with the
@@ -434,7 +436,10 @@ std::size_t Callable::workspace_bytes(const std::vector<CallTensor>& inputs) {
   // needs no workspace).
   const std::vector<ArgDesc> args = descs_of(inputs);
   const Binding binding = bind_symbols(g, args);
-  const Specialization spec = specialize(g, binding, args);
+  // (Observed as the call will be, so both resolve to one entry.)
+  impl_->stride_policy.observe(g, args);
+  const Specialization spec =
+      specialize(g, binding, args, &impl_->stride_policy.runtime_strides());
   if (kind == DeviceKind::kCpu) return 0;
   const Entry* entry = resolve(kind, device_id, spec, nullptr);
   return entry->cuda->workspace_bytes(binding);
@@ -533,7 +538,9 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     const std::vector<ArgDesc> args = descs_of(inputs);
     Binding binding = bind_symbols(g, args);
     check_outputs(g, impl_->output_names, binding, outputs, kind == DeviceKind::kCuda);
-    const Specialization spec = specialize(g, binding, args);
+    impl_->stride_policy.observe(g, args);
+    const Specialization spec =
+        specialize(g, binding, args, &impl_->stride_policy.runtime_strides());
     Entry* entry = resolve(kind, device_id, spec, context.stream);
     cuda::Device* dev = nullptr;
     std::size_t needed = 0;
@@ -684,7 +691,9 @@ json Callable::explain(const std::vector<CallTensor>* inputs, const std::string&
   co.allow_tf32 = options_.allow_tf32;
   if (inputs) {
     const std::vector<ArgDesc> args = descs_of(*inputs);
-    co.lower.specialization = specialize(g, bind_symbols(g, args), args);
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    co.lower.specialization =
+        specialize(g, bind_symbols(g, args), args, &impl_->stride_policy.runtime_strides());
   }
   return driver::explain(compile(g, co), program_.name);
 }

@@ -181,9 +181,42 @@ int64_t offset_reach(const Shape& shape, const std::vector<int64_t>& strides) {
   return reach;
 }
 
-Specialization specialize(const Graph& g, const Binding& b, const std::vector<ArgDesc>& inputs) {
+namespace {
+
+// A layout's strides as specialize() compiles them: a size-1 dim's is 0.
+std::vector<int64_t> normalized_strides(const ArgDesc& a) {
+  std::vector<int64_t> st(a.strides.size());
+  for (size_t d = 0; d < st.size(); ++d) st[d] = a.shape[d] == 1 ? 0 : a.strides[d];
+  return st;
+}
+
+}  // namespace
+
+void StridePolicy::observe(const Graph& g, const std::vector<ArgDesc>& inputs) {
+  if (!g.symbols().empty()) return;
+  const size_t n = std::min(inputs.size(), g.parameters().size());
+  first_.resize(g.parameters().size());
+  runtime_.resize(g.parameters().size());
+  for (size_t i = 0; i < n; ++i) {
+    const ArgDesc& a = inputs[i];
+    if (is_contiguous(a.shape, a.strides)) continue;
+    std::vector<int64_t> st = normalized_strides(a);
+    if (first_[i].empty()) {
+      first_[i] = std::move(st);
+      runtime_[i].assign(first_[i].size(), false);
+      continue;
+    }
+    if (first_[i].size() != st.size()) continue;  // (a rank bind_symbols refuses)
+    for (size_t d = 0; d < st.size(); ++d)
+      if (st[d] != first_[i][d]) runtime_[i][d] = true;
+  }
+}
+
+Specialization specialize(const Graph& g, const Binding& b, const std::vector<ArgDesc>& inputs,
+                          const std::vector<std::vector<bool>>* runtime_strides) {
   Specialization spec;
   const bool symbolic = !g.symbols().empty();
+  bool any_runtime = false;
   for (size_t s = 0; s < g.symbols().size(); ++s) {
     spec.divisible_by_16.push_back(b[s] % 16 == 0);
     spec.size_hints.push_back(size_bucket(b[s]));
@@ -216,14 +249,18 @@ Specialization specialize(const Graph& g, const Binding& b, const std::vector<Ar
                                     "contiguous copy",
                                     p.name, a.strides[d], d));
     if (!is_contiguous(a.shape, a.strides)) {
+      const std::vector<bool>* dynamic =
+          runtime_strides && i < runtime_strides->size() ? &(*runtime_strides)[i] : nullptr;
       for (size_t d = 0; d < a.strides.size(); ++d) {
         const int64_t st = a.shape[d] == 1 ? 0 : a.strides[d];
-        if (!symbolic || st == 0 || st == 1) {
+        const bool at_run_time = symbolic || (dynamic && d < dynamic->size() && (*dynamic)[d]);
+        if (!at_run_time || st == 0 || st == 1) {
           layout.strides.push_back(st);
           layout.stride_divisible_by_16.push_back(false);
         } else {
           layout.strides.push_back(ParamLayout::kRuntime);
           layout.stride_divisible_by_16.push_back(st % 16 == 0);
+          any_runtime = true;
         }
       }
     }
@@ -231,7 +268,7 @@ Specialization specialize(const Graph& g, const Binding& b, const std::vector<Ar
     layouts.push_back(std::move(layout));
   }
   if (!all_plain) spec.params = std::move(layouts);
-  spec.index64 = symbolic && !fits;
+  spec.index64 = (symbolic || any_runtime) && !fits;
   return spec;
 }
 

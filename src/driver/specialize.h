@@ -80,14 +80,42 @@ int64_t offset_reach(const Shape& shape, const std::vector<int64_t>& strides);
 //  - params: empty when every input is contiguous and 16-byte aligned (what
 //    the CLI passes, so those kernels are shared); else per input either
 //    contiguous or its strides, each a constant where the program has no
-//    symbol (the layout is then part of the specialization), else 0 and 1
-//    as constants and any other stride passed at run time (with whether it
-//    is a multiple of 16). Size-1 dims count as contiguous whatever their
-//    stride. The alignment is the largest power of two, up to 16, that
-//    divides the address.
+//    symbol and `runtime_strides` does not name the dim (the layout is then
+//    part of the specialization), else 0 and 1 as constants and any other
+//    stride passed at run time (with whether it is a multiple of 16).
+//    Size-1 dims count as contiguous whatever their stride. The alignment
+//    is the largest power of two, up to 16, that divides the address;
+//  - index64 as above wherever a symbol or a run-time stride is passed.
+// `runtime_strides`: per parameter, per dim, whether a fixed program takes
+// that dim's stride at run time (StridePolicy); null or short: none.
 // Throws UserError for a negative stride or an address not aligned to its
 // element size (naming the parameter).
 Specialization specialize(const Graph& graph, const Binding& binding,
-                          const std::vector<ArgDesc>& inputs);
+                          const std::vector<ArgDesc>& inputs,
+                          const std::vector<std::vector<bool>>* runtime_strides = nullptr);
+
+// Which strides of a fixed program's parameters are passed at run time
+// rather than compiled in: torch.compile's "automatic dynamic" rule applied
+// to layouts. A parameter's first non-contiguous layout is compiled as
+// constants (the best code for a program called one way); a dim whose
+// stride later differs from that first one is passed at run time from then
+// on. So a caller that slices views of varying pitch compiles at most once
+// more per dim, not once per pitch (a cache that grew without bound: 3,000
+// pitches were 3,000 compiles). Strides of 0 and 1 stay constants either
+// way (specialize()). Programs with symbols already pass their strides at
+// run time; for them observe() changes nothing.
+class StridePolicy {
+ public:
+  // Records the call's inputs (one per parameter of `graph`, bound: ranks
+  // checked) and marks the dims whose stride differs from the first
+  // non-contiguous layout seen for that parameter.
+  void observe(const Graph& graph, const std::vector<ArgDesc>& inputs);
+  // Per parameter, per dim: passed at run time (specialize's argument).
+  const std::vector<std::vector<bool>>& runtime_strides() const { return runtime_; }
+
+ private:
+  std::vector<std::vector<int64_t>> first_;  // per parameter; empty: none seen
+  std::vector<std::vector<bool>> runtime_;
+};
 
 }  // namespace tilefuse::driver

@@ -3,6 +3,8 @@
 // C API and the Python package call.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,51 @@ TEST(Callable, CheckingComputedIndicesEvaluatesOnlyTheIndices) {
             "index 8 is out of bounds for dim 0 of `x` (size 6): (the result of mul)[2] = 8");
   i = {0, 1, 2};
   EXPECT_EQ(call_error(dead, {in[0], in[1], ti}, {cpu_tensor(out2.data(), {6, 4})}), "");
+}
+
+// A fixed program called on views of varying pitch (a caller slicing a
+// wider buffer): each new pitch compiled a new program, without bound (3,000
+// pitches were 3,000 compiles). The first strided layout is compiled as
+// constants, a second pitch makes the stride a kernel argument, and every
+// later pitch runs on that program, each result right.
+TEST(Callable, VaryingPitchesCompileOncePerDimNotPerPitch) {
+  Callable c("def f(x: f32[8, 16], w: f32[16, 4]):\n    return x @ w\n", "f.tfs",
+             cpu_options());
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(16 * 4);
+  for (float& v : w) v = u(rng);
+  auto run_at = [&](int64_t pitch) {
+    SCOPED_TRACE(pitch);
+    std::vector<float> buf(static_cast<size_t>(8 * pitch));
+    for (float& v : buf) v = u(rng);
+    std::vector<float> out(8 * 4, NAN);
+    CallTensor x = cpu_tensor(buf.data(), {8, 16});
+    x.strides = {pitch, 1};
+    ASSERT_EQ(call_error(c, {x, cpu_tensor(w.data(), {16, 4})}, {cpu_tensor(out.data(), {8, 4})}),
+              "");
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double ref = 0;
+        for (int k = 0; k < 16; ++k)
+          ref += double(buf[static_cast<size_t>(i * pitch + k)]) * double(w[static_cast<size_t>(k * 4 + j)]);
+        EXPECT_NEAR(out[static_cast<size_t>(i * 4 + j)], ref, 1e-5) << i << "," << j;
+      }
+  };
+  run_at(16);  // contiguous
+  EXPECT_EQ(c.compile_count(), 1);
+  run_at(20);  // the first strided layout: its pitch compiled in
+  EXPECT_EQ(c.compile_count(), 2);
+  run_at(20);
+  EXPECT_EQ(c.compile_count(), 2);
+  run_at(24);  // a second pitch: the stride at run time from now on
+  EXPECT_EQ(c.compile_count(), 3);
+  for (int64_t pitch = 25; pitch < 200; pitch += 3)
+    if (pitch % 16 != 0) run_at(pitch);
+  run_at(20);
+  EXPECT_EQ(c.compile_count(), 3);
+  run_at(16);  // contiguous again: the first program
+  EXPECT_EQ(c.compile_count(), 3);
 }
 
 }  // namespace

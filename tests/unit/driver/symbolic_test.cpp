@@ -227,6 +227,56 @@ TEST(Symbolic, StridedInputs) {
   }
 }
 
+// A fixed program whose StridePolicy passes a dim's stride at run time:
+// that stride becomes a kernel argument (`?`), 0 and 1 stay constants, the
+// index width is decided as for a symbolic program, and the kernel is
+// right at every pitch.
+TEST(Symbolic, FixedProgramRunTimeStrides) {
+  const char* src = "def f(x: f32[6, 5], w: f32[5, 4]):\n    return x @ w\n";
+  const Program p = parse_program(src, "p.tfs");
+  driver::StridePolicy policy;
+  std::vector<ArgDesc> args(2);
+  args[0] = {DType::F32, {6, 5}, {10, 1}, 0};
+  args[1] = {DType::F32, {5, 4}, {4, 1}, 0};
+  policy.observe(p.graph, args);
+  EXPECT_EQ(driver::specialize(p.graph, {}, args, &policy.runtime_strides()).key(p.graph),
+            "i32 x:[10,1]/16 w:c/16");
+  args[0].strides = {7, 1};  // a new pitch: dim 0 from now on at run time
+  policy.observe(p.graph, args);
+  const Specialization spec = driver::specialize(p.graph, {}, args, &policy.runtime_strides());
+  EXPECT_EQ(spec.key(p.graph), "i32 x:[?,1]/16 w:c/16");
+  args[0].strides = {32, 1};  // (the pitch's divisibility is part of the key)
+  policy.observe(p.graph, args);
+  EXPECT_EQ(driver::specialize(p.graph, {}, args, &policy.runtime_strides()).key(p.graph),
+            "i32 x:[?16,1]/16 w:c/16");
+  // A pitch that takes x's offsets past 2^31: i64 index math.
+  args[0].strides = {int64_t{1} << 29, 1};
+  policy.observe(p.graph, args);
+  EXPECT_TRUE(driver::specialize(p.graph, {}, args, &policy.runtime_strides()).index64);
+  // Without the policy the same call compiles its pitch in (and needs no i64).
+  const Specialization constant = driver::specialize(p.graph, {}, args);
+  EXPECT_EQ(constant.key(p.graph), "i32 x:[536870912,1]/16 w:c/16");
+
+  driver::CompileOptions co;
+  co.lower.specialization = spec;
+  const driver::CompiledProgram c = driver::compile(p.graph, co);
+  EXPECT_NE(tir::print(c.kernels[0].kernel).find("x_stride0"), std::string::npos);
+  // One compiled program, run at three pitches, against the reference.
+  std::vector<Tensor> inputs = make_random_inputs(p.graph, 11);
+  const Tensor ref = evaluate(p.graph, inputs)[0];
+  for (int64_t pitch : {7, 9, 23}) {
+    SCOPED_TRACE(pitch);
+    Tensor buf = Tensor::empty(DType::F32, {6, pitch});
+    buf.fill(NAN);
+    Tensor xv = buf.slice(1, 0, 5, 1);
+    for (int64_t i = 0; i < 30; ++i) xv.set_linear(i, inputs[0].get_linear(i));
+    driver::ExecuteOptions xo;
+    xo.poison_outputs = true;
+    const Tensor out = driver::execute(c, {xv, inputs[1]}, xo)[0];
+    EXPECT_LE(relative_error(out, ref), 1e-6);
+  }
+}
+
 TEST(Symbolic, MismatchedInputsNameBothTensors) {
   const Program generic = parse_program(kMixed, "p.tfs");
   std::vector<ArgDesc> args(4);
