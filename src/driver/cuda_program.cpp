@@ -1105,29 +1105,52 @@ cuda::CUdeviceptr CudaProgram::index_check_shape() const {
 
 void CudaProgram::poll_status() {
   // The words in launch order (status_word): the first that holds a report
-  // is the first failure in program order, as the CPU executor would stop
-  // at. (Each kernel numbers its checks from 1, so the word says whose
-  // check an id is: with one shared word, a later kernel's id 1 was read
-  // as the first kernel's check and worded with its tensor and place.)
+  // is the first failure the device saw, as the CPU executor would stop at.
+  // (Each kernel numbers its checks from 1, so the word says whose check an
+  // id is: with one shared word, a later kernel's id 1 was read as the first
+  // kernel's check and worded with its tensor and place.) An index error is
+  // then the first in program order among the gathers that reported one:
+  // the plan need not launch the gathers in program order (a GEMM whose
+  // epilogue adds another GEMM's result runs second), and PyTorch, the
+  // reference and the CPU executor name the earlier gather.
   volatile HostStatus* words = static_cast<volatile HostStatus*>(impl_->status->host());
   const size_t count = impl_->kernels.size() + 1;
+  // A published report's code (> 0), 0 for none, or -1 for one still being
+  // written: a kernel has claimed the word and is writing its values
+  // (claim, values, __threadfence_system, code: tf_status.cuh); they land
+  // within microseconds, else the report waits for the next poll.
+  auto published = [&](size_t w) {
+    int32_t code = words[w].code;
+    for (int spin = 0; code == -1 && spin < 100000; ++spin) code = words[w].code;
+    if (code > 0) std::atomic_thread_fence(std::memory_order_acquire);
+    return code;
+  };
   for (size_t w = 0; w < count; ++w) {
-    volatile HostStatus* s = words + w;
-    int32_t code = s->code;
+    int32_t code = published(w);
     if (code == 0) continue;
-    // -1: a kernel has claimed the word and is writing its values (claim,
-    // values, __threadfence_system, code: tf_status.cuh); they land within
-    // microseconds, else the report waits for the next poll.
-    for (int spin = 0; code == -1 && spin < 100000; ++spin) code = s->code;
     if (code == -1) return;
-    std::atomic_thread_fence(std::memory_order_acquire);
+    size_t chosen = w;
+    // Of the index reports from here on, the one of the earliest gather.
+    if (const std::optional<ValueId> first = reported_gather(w, code)) {
+      ValueId earliest = *first;
+      for (size_t later = w + 1; later < count; ++later) {
+        const int32_t c = published(later);
+        if (c <= 0) continue;
+        const std::optional<ValueId> g = reported_gather(later, c);
+        if (g && *g < earliest) {
+          earliest = *g;
+          chosen = later;
+          code = c;
+        }
+      }
+    }
     int64_t args[kStatusArgs];
-    for (int i = 0; i < kStatusArgs; ++i) args[i] = s->args[i];
+    for (int i = 0; i < kStatusArgs; ++i) args[i] = words[chosen].args[i];
     // The index checks' report goes with the index tensor's shape, written
     // under the same claim (read before the word is cleared: a later
     // report may then overwrite it).
     int64_t shape[kIndexViewRank] = {};
-    if (w == 0) {
+    if (chosen == 0) {
       const volatile int64_t* reported = reinterpret_cast<const volatile int64_t*>(words + count);
       for (int d = 0; d < kIndexViewRank; ++d) shape[d] = reported[d];
     }
@@ -1145,13 +1168,35 @@ void CudaProgram::poll_status() {
         __atomic_compare_exchange_n(const_cast<int32_t*>(&words[later].code), &seen, 0, false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     }
-    if (w == 0) throw_index_check_error(code, args, shape);
-    for (const codegen::CudaCheck& c : impl_->kernels[w - 1].code->checks)
+    if (chosen == 0) throw_index_check_error(code, args, shape);
+    for (const codegen::CudaCheck& c : impl_->kernels[chosen - 1].code->checks)
       if (c.id == code)
         throw UserError(ErrorKind::kIndex, format_check(c.message, args, c.num_args), c.loc);
     throw InternalError(fmt::format("kernel {} reported status {} that none of its checks has",
-                                    impl_->kernels[w - 1].code->name, code));
+                                    impl_->kernels[chosen - 1].code->name, code));
   }
+}
+
+std::optional<ValueId> CudaProgram::reported_gather(size_t word, int32_t code) const {
+  if (word == 0) {
+    const int64_t check = static_cast<int64_t>(code) - kIndexCheckIdBase;
+    if (check < 0 || check >= static_cast<int64_t>(impl_->index_checks.size())) return std::nullopt;
+    return impl_->index_checks[static_cast<size_t>(check)].gather;
+  }
+  // A kernel's index check (code 1, lowering's bounds check of a gather)
+  // carries its gather's place in the program: the gather is the Index
+  // node there (the first, should two share it).
+  const Graph& g = program_.graph;
+  for (const codegen::CudaCheck& c : impl_->kernels[word - 1].code->checks) {
+    if (c.id != code) continue;
+    if (c.code != tir::kIndexBoundsCheckCode) return std::nullopt;
+    for (ValueId v = 0; v < g.size(); ++v)
+      if (g.node(v).kind == OpKind::Index && g.node(v).loc.line == c.loc.line &&
+          g.node(v).loc.col == c.loc.col)
+        return v;
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 void CudaProgram::throw_index_check_error(int32_t code, const int64_t* args,

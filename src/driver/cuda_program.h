@@ -336,6 +336,11 @@ class CudaProgram {
   // position, size; the index tensor's reported `shape`, 8 words).
   [[noreturn]] void throw_index_check_error(int32_t code, const int64_t* args,
                                             const int64_t* shape) const;
+  // The gather a report (`code` in status word `word`, status_word's
+  // numbering) is about when it is an index error: an index check's
+  // gather, or the Index node at a kernel's bounds check's place; nullopt
+  // for any other report.
+  std::optional<ValueId> reported_gather(size_t word, int32_t code) const;
   // Kernels [begin, end)'s scalars and grids at `binding` (and the inputs'
   // strides), for launch_kernels; throws launch_blocks' UserError for the
   // first grid no launch can take, so a caller that prepares every kernel

@@ -486,7 +486,7 @@ std::vector<Expr> ExprLowering::Impl::gather_coords(ValueId v, const std::vector
   const Expr guard = guards_.of(mask, pos);
   for (Expr& a : args) a = intern(a);
   add_check(tir::CheckNode::make(intern(guard.defined() ? (!guard || in_bounds) : in_bounds),
-                                 /*code=*/1, msg, args, n.loc));
+                                 tir::kIndexBoundsCheckCode, msg, args, n.loc));
 
   std::vector<Expr> xc(coords.begin(), coords.begin() + d);
   xc.push_back(wrapped);

@@ -440,6 +440,10 @@ struct FillNode final : StmtNode {
 
 // Stops the program with error `code` when cond is false; `message` has one
 // "{}" per arg, filled with the args' values (tensor position, index value).
+// CheckNode::code of lowering's bounds check of a gather's index (its loc
+// the gather's): the runtime orders index errors by the gather's place.
+inline constexpr int64_t kIndexBoundsCheckCode = 1;
+
 struct CheckNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Check;
   Expr cond;

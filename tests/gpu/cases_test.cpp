@@ -291,6 +291,68 @@ TEST(GpuCases, ALaterKernelsIndexErrorIsWordedAsItsOwn) {
   }
 }
 
+// Where two gathers both have an index out of range, the error is the first
+// one's in program order, as in PyTorch, the reference and the CPU executor
+// (DriverExecute.OfTwoBadGathersTheFirstInProgramOrderIsReported). The
+// fused plan launches `x[i * 2] @ w` first (the other GEMM's epilogue adds
+// its result), so the first status word in launch order held the later
+// gather's report. One bad position per gather, so the message is exact.
+TEST(GpuCases, OfTwoBadGathersTheFirstInProgramOrderIsReported) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = driver::default_device();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed, seed));
+  for (const char* src : {
+           "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4]):\n"
+           "    return x[i] @ w + x[i * 2] @ w\n",
+           "def f(x: f32[6, 5], w: f32[5, 3], i: i32[4]):\n"
+           "    return x.index_select(0, i) @ w + x[i + 0] @ w\n",
+           "def f(x: f32[6, 5], w: f32[5, 3], i: i64[4], j: i64[4]):\n"
+           "    return torch.relu(x[i] @ w) + x[j] @ w[:, :1]\n",
+       }) {
+    SCOPED_TRACE(src);
+    const Program p = parse_program(src, "f.tfs");
+    std::vector<Tensor> inputs = make_random_inputs(p.graph, seed);
+    auto set = [&](std::vector<int64_t> i, std::vector<int64_t> j) {
+      for (size_t k = 0; k < 4; ++k) {
+        inputs[2].set_linear(static_cast<int64_t>(k), static_cast<double>(i[k]));
+        if (inputs.size() > 3)
+          inputs[3].set_linear(static_cast<int64_t>(k), static_cast<double>(j[k]));
+      }
+    };
+    set({0, 1, 6, 2}, {0, -1, -9, 1});
+    std::string expected;
+    SourceLoc expected_loc;
+    try {
+      evaluate(p.graph, inputs);
+    } catch (const UserError& e) {
+      expected = e.what();
+      expected_loc = e.loc();
+    }
+    ASSERT_FALSE(expected.empty());
+    for (PlanKind plan : {PlanKind::kFused, PlanKind::kUnfused}) {
+      SCOPED_TRACE(plan_kind_name(plan));
+      const driver::CompiledProgram compiled = compile_for_device(p.graph, plan);
+      driver::CudaProgram program(compiled, dev);
+      try {
+        program.run(inputs, /*poison=*/true);
+        ADD_FAILURE() << "no error";
+      } catch (const UserError& e) {
+        EXPECT_EQ(std::string(e.what()), expected);
+        EXPECT_EQ(e.loc().line, expected_loc.line) << e.what();
+        EXPECT_EQ(e.loc().col, expected_loc.col) << e.what();
+        EXPECT_EQ(e.kind(), ErrorKind::kIndex);
+      }
+      // The program runs right afterwards (every word was cleared).
+      set({0, 1, 2, 1}, {0, -1, -6, 5});
+      std::vector<Tensor> outs;
+      ASSERT_NO_THROW(outs = program.run(inputs, /*poison=*/true));
+      EXPECT_EQ(compare_with_oracle(outs, oracle_of(p.graph, inputs)), "");
+      set({0, 1, 6, 2}, {0, -1, -9, 1});
+    }
+  }
+}
+
 // A bind that throws leaves the program unbound: launch() refuses, where it
 // ran on the previous bind's buffers (bind's index check throws before the
 // old buffers are dropped).
