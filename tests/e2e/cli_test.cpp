@@ -608,8 +608,11 @@ TEST(Cli, UsageErrorsAndHelp) {
   // used to exhaust the machine's thread limit); a seed past 2^64 - 1 is
   // refused rather than saturated (fresh-user findings).
   const std::string example = std::string(TILEFUSE_SOURCE_DIR) + "/examples/gather_mm.tfs";
+  // Integers are written as integers on every option (--threads took " 2"
+  // and "+2", which --seed refused).
   for (const char* bad : {"--threads 100000", "--threads -1", "--threads two",
-                          "--seed 99999999999999999999999", "--seed -3"}) {
+                          "--seed 99999999999999999999999", "--seed -3", "--threads ' 2'",
+                          "--threads +2", "--seed ' 5'", "--max-program-size ' 16M'"}) {
     Result r = run_cli("run " + example + " " + bad);
     EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find(std::string(bad).substr(0, std::string(bad).find(' '))),
@@ -617,6 +620,13 @@ TEST(Cli, UsageErrorsAndHelp) {
         << r.output;
   }
   EXPECT_EQ(run_cli("bench " + example + " --threads 5000").exit_code, 1);
+  EXPECT_EQ(run_cli("bench " + example + " --device cpu --repeats ' 3'").exit_code, 1);
+  // An empty --save-inputs is refused before anything is timed, as run's
+  // empty --save-output (it was taken as "not given").
+  Result empty_dir = run_cli("bench " + example + " --device cpu --save-inputs ''");
+  EXPECT_EQ(empty_dir.exit_code, 1) << empty_dir.output;
+  EXPECT_NE(empty_dir.output.find("--save-inputs needs a directory"), std::string::npos)
+      << empty_dir.output;
   // A single-valued option twice is an error in our words (CLI11's were
   // "--device: At Most 1 required but received 2").
   Result twice = run_cli("run " + example + " --device cpu --device cuda");

@@ -887,6 +887,9 @@ int bench_command(const BenchOptions& options) {
     bo.warmup = options.warmup >= 0 ? options.warmup : (gpu ? 10 : 1);
     bo.repeats = options.repeats >= 0 ? options.repeats : (gpu ? 100 : 5);
     if (bo.repeats < 1) throw UserError("--repeats must be >= 1");
+    // (Checked before anything is timed, as run's --save-output.)
+    if (options.save_inputs_dir && options.save_inputs_dir->empty())
+      throw UserError("--save-inputs needs a directory (got an empty path)");
     bo.baselines = options.baselines;
     bo.check = options.check;
     bo.cpu_threads = options.threads;
@@ -899,14 +902,14 @@ int bench_command(const BenchOptions& options) {
     load_inputs(g, options.inputs, inputs);
     bo.compile_graph = &loaded.generic.graph;
     bo.specialization = cli_specialization(loaded, inputs);
-    if (!options.save_inputs_dir.empty()) {
+    if (options.save_inputs_dir) {
+      const std::string& dir = *options.save_inputs_dir;
       std::error_code ec;
-      std::filesystem::create_directories(options.save_inputs_dir, ec);
+      std::filesystem::create_directories(dir, ec);
       if (ec)
-        throw UserError(fmt::format("--save-inputs: cannot create `{}`: {}",
-                                    options.save_inputs_dir, ec.message()));
+        throw UserError(fmt::format("--save-inputs: cannot create `{}`: {}", dir, ec.message()));
       for (size_t i = 0; i < inputs.size(); ++i)
-        write_npy((std::filesystem::path(options.save_inputs_dir) /
+        write_npy((std::filesystem::path(dir) /
                    (g.node(g.parameters()[i]).name + ".npy"))
                       .string(),
                   inputs[i]);

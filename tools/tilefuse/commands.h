@@ -68,7 +68,8 @@ struct BenchOptions {
   int threads = 0;
   std::string gemm_config;      // "BMxBNxBK/stages/warps", empty: the tuned ones (GPU)
   bool retune = false;          // tune again even when a choice is cached (GPU)
-  std::string save_inputs_dir;  // write the random inputs as <param>.npy (for compare_torch.py)
+  // Write the inputs it times as <param>.npy (for compare_torch.py); given but empty: an error.
+  std::optional<std::string> save_inputs_dir;
   bool allow_tf32 = false;      // GPU: f32 GEMMs (ours and cuBLASLt's) on TF32 tensor cores
   std::vector<std::string> cuda_options;  // "NAME=0|1" (tir::CudaOptions)
   std::vector<std::string> inputs;        // "name=file.npy": given inputs (as run --input)

@@ -38,10 +38,17 @@ int main(int argc, char** argv) {
       "TARGET", "target");
   const std::vector<std::string> plans = {"fused", "unfused"};
 
+  // Whether v is written as an integer, nothing around it: an optional '-'
+  // then digits (strtoll alone also took " 2" and "+2", which --seed refused).
+  auto integer_text = [](const std::string& v) {
+    const size_t digits = !v.empty() && v[0] == '-' ? 1 : 0;
+    return v.size() > digits && v.find_first_not_of("0123456789", digits) == std::string::npos;
+  };
   // An integer in [lo, hi] ("--repeats: must be 1 to 100000, got 0").
-  auto int_range = [](long long lo, long long hi) {
+  auto int_range = [integer_text](long long lo, long long hi) {
     return CLI::Validator(
-        [lo, hi](std::string& v) -> std::string {
+        [lo, hi, integer_text](std::string& v) -> std::string {
+          if (!integer_text(v)) return "not an integer: " + v;
           char* end = nullptr;
           errno = 0;
           const long long x = std::strtoll(v.c_str(), &end, 10);
@@ -56,6 +63,7 @@ int main(int argc, char** argv) {
   int64_t max_program_bytes = kDefaultMaxProgramBytes;
   const CLI::Validator byte_size = CLI::Validator(
       [](std::string& v) -> std::string {
+        if (v.empty() || v[0] < '0' || v[0] > '9') return "not a positive size: " + v;
         char* end = nullptr;
         errno = 0;
         const long long x = std::strtoll(v.c_str(), &end, 10);
@@ -84,7 +92,8 @@ int main(int argc, char** argv) {
   // --threads: 0 (all) .. kMaxThreads (reference/thread_pool.h).
   using tilefuse::reference::kMaxThreads;
   const CLI::Validator thread_count = CLI::Validator(
-      [](std::string& v) -> std::string {
+      [integer_text](std::string& v) -> std::string {
+        if (!integer_text(v)) return "not an integer: " + v;
         char* end = nullptr;
         const long long x = std::strtoll(v.c_str(), &end, 10);
         if (end == v.c_str() || *end != '\0') return "not an integer: " + v;
