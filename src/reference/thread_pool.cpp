@@ -56,6 +56,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   // Many chunks per thread balance uneven work (GEMM edge tiles, a thread
   // descheduled on a shared machine); claiming one costs a mutex round trip.
   const int64_t num_chunks = std::min<int64_t>(wanted, 64 * int64_t{num_threads()});
+  // Only the workers the chunks can use are asked to join (a job of 3
+  // chunks on a pool of 1,024 threads woke all 1,023 workers and waited for
+  // each to be scheduled and leave).
+  int helpers = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     fn_ = &fn;
@@ -64,14 +68,23 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     num_chunks_ = (n + chunk_ - 1) / chunk_;
     next_chunk_ = 0;
     error_ = nullptr;
-    busy_ = static_cast<int>(workers_.size());
+    helpers = static_cast<int>(std::min<int64_t>(num_chunks_ - 1, int64_t(workers_.size())));
+    joinable_ = helpers;
+    busy_ = 0;
     ++generation_;
   }
-  work_cv_.notify_all();
+  if (helpers == static_cast<int>(workers_.size())) {
+    work_cv_.notify_all();
+  } else {
+    for (int i = 0; i < helpers; ++i) work_cv_.notify_one();
+  }
   t_inside_job = true;
   run_chunks();
   t_inside_job = false;
   std::unique_lock<std::mutex> lock(mu_);
+  // No worker joins from here on (one woken late finds no chunk either), so
+  // the job's state outlives every worker inside it.
+  joinable_ = 0;
   done_cv_.wait(lock, [this] { return busy_ == 0; });
   fn_ = nullptr;
   if (error_) {
@@ -106,9 +119,11 @@ void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    work_cv_.wait(lock, [&] { return stop_ || (generation_ != seen && joinable_ > 0); });
     if (stop_) return;
     seen = generation_;
+    --joinable_;
+    ++busy_;
     lock.unlock();
     run_chunks();
     lock.lock();

@@ -59,7 +59,8 @@ class ThreadPool {
   int64_t chunk_ = 1;
   int64_t num_chunks_ = 0;
   int64_t next_chunk_ = 0;  // guarded by mu_
-  int busy_ = 0;            // workers still inside the job
+  int joinable_ = 0;        // workers the job may still take (guarded by mu_)
+  int busy_ = 0;            // workers inside the job
   std::exception_ptr error_;
 };
 
