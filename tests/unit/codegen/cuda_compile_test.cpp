@@ -264,7 +264,9 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
   EXPECT_EQ(c.source.find("cp_async_16"), std::string::npos) << c.source;
   cuda::CompiledKernel k =
       cuda::compile_cuda(c.source, c.name + "_tma", driver::cuda_compile_options("sm_90a"));
-  if (k.usage.present) EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+  if (k.usage.present) {
+    EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+  }
 
   const std::string seed = std::string(TILEFUSE_SOURCE_DIR) + "/tests/cases/seed_gather_mm_f16.tfs";
   for (const bool gather : {false, true}) {
@@ -274,7 +276,9 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
     const codegen::CudaKernel& sc = *s.kernels[0].cuda;
     SCOPED_TRACE(gather ? "tma_row_gather=1" : "default");
     for (const codegen::CudaCopy& cp : sc.copies)
-      if (cp.dst == "A_s") EXPECT_EQ(cp.mode, gather ? "tma" : "cp_async");
+      if (cp.dst == "A_s") {
+        EXPECT_EQ(cp.mode, gather ? "tma" : "cp_async");
+      }
     EXPECT_EQ(sc.tensor_maps.size(), (gather ? 2u : 1u) + store_maps(sc));
     EXPECT_EQ(sc.source.find("(index_ok[i_3]) ? static_cast<int>(index_rows[i_3]) : -1") !=
                   std::string::npos,
@@ -282,7 +286,9 @@ TEST_F(CudaCompile, WarpSpecializedProducerIssuesTma) {
         << sc.source;
     cuda::CompiledKernel sk = cuda::compile_cuda(sc.source, sc.name + (gather ? "_g1" : "_g0"),
                                                  driver::cuda_compile_options("sm_90a"));
-    if (sk.usage.present) EXPECT_EQ(sk.usage.spill_store_bytes, 0) << sk.log;
+    if (sk.usage.present) {
+      EXPECT_EQ(sk.usage.spill_store_bytes, 0) << sk.log;
+    }
   }
 }
 
@@ -921,7 +927,9 @@ TEST_F(CudaCompile, StagedCopyOutFollowsTheChunkProof) {
           cuda::compile_cuda(ck.source, ck.name + "_slab_tma" + std::to_string(n),
                              driver::cuda_compile_options("sm_90a"));
       ASSERT_TRUE(c.usage.present || cuda::cuda_available()) << c.log;
-      if (c.usage.present) EXPECT_EQ(c.usage.spill_store_bytes, 0) << c.log;
+      if (c.usage.present) {
+        EXPECT_EQ(c.usage.spill_store_bytes, 0) << c.log;
+      }
     }
     const tir::CudaOptions copy_out = codegen::testing::options({"warp_tma_store=0"});
     tir::Kernel k = codegen::testing::cuda_pass("epilogue", copy_out)(in);
@@ -939,7 +947,9 @@ TEST_F(CudaCompile, StagedCopyOutFollowsTheChunkProof) {
         cuda::compile_cuda(src, ck.name + "_copy_out" + std::to_string(n++),
                            driver::cuda_compile_options("sm_90a"));
     ASSERT_TRUE(c.usage.present || cuda::cuda_available()) << c.log;
-    if (c.usage.present) EXPECT_EQ(c.usage.spill_store_bytes, 0) << c.log;
+    if (c.usage.present) {
+      EXPECT_EQ(c.usage.spill_store_bytes, 0) << c.log;
+    }
   }
 }
 

@@ -85,8 +85,9 @@ TEST(DriverCompile, BoundsChecksKeepTheirSourceLocationThroughEveryPass) {
           EXPECT_TRUE(l.valid()) << target << " " << plan_kind_name(plan) << " " << k.kernel.name;
           lines.insert(l.line);
         }
-        if (k.cuda)
+        if (k.cuda) {
           for (const codegen::CudaCheck& cc : k.cuda->checks) EXPECT_TRUE(cc.loc.valid());
+        }
       }
       // The gather on line 2 and the index_select on line 3 are both checked.
       EXPECT_EQ(lines, (std::set<int>{2, 3})) << target << " " << plan_kind_name(plan);
@@ -135,8 +136,9 @@ TEST(DriverCompile, NoTensorMapOverADimPastTmaCoordinates) {
       found = true;
       EXPECT_EQ(d.mode, "cp_async") << c.source;
       // (A gathered tile's reason is the affine form's: "not TMA: gather".)
-      if (!c.tma_row_gather)
+      if (!c.tma_row_gather) {
         EXPECT_NE(d.reason.find("TMA coordinates are 32-bit"), std::string::npos) << d.reason;
+      }
     }
     EXPECT_TRUE(found) << c.source;
     // Its addresses are 64-bit, and no coordinate is cast down from one.

@@ -101,7 +101,9 @@ TEST(Explain, HoistedIndexCopiesNameTheirOperandOnEveryCudaTarget) {
         EXPECT_EQ(c.at("operand"), "A") << c;
         EXPECT_EQ(c.at("role"), "hoisted") << c;
         ++hoisted;
-        if (std::string(target) == "sm_90a") EXPECT_TRUE(c.at("cuda_mode").is_null()) << c;
+        if (std::string(target) == "sm_90a") {
+          EXPECT_TRUE(c.at("cuda_mode").is_null()) << c;
+        }
       } else {
         EXPECT_EQ(c.at("role"), "tile") << c;
       }
@@ -128,10 +130,11 @@ TEST(Explain, UnfusedPlanHasPointwiseKernelsWithTheirOps) {
     // inputs: the gemm packs them from there (pack_gemm_operands).
     for (const json& c : k.at("copies")) {
       EXPECT_EQ(c.at("mode"), c.at("role") == "tile" ? "gemm_pack" : "direct") << c;
-      if (c.at("role") == "tile")
+      if (c.at("role") == "tile") {
         EXPECT_NE(c.at("reason").get<std::string>().find("packs this operand straight from"),
                   std::string::npos)
             << c;
+      }
     }
   }
   EXPECT_EQ(gemms, 1);

@@ -328,7 +328,9 @@ TEST(TuneSpace, GatheredAGetsRegisterATwins) {
     EXPECT_EQ(c.block_k, 64) << name;
     const std::string plain_name = name.substr(0, name.size() - suffix.size());
     EXPECT_TRUE(names.count(plain_name)) << name << " has no plain twin";
-    if (l2) EXPECT_TRUE(names.count(plain_name + "/ra")) << name << " has no /ra twin";
+    if (l2) {
+      EXPECT_TRUE(names.count(plain_name + "/ra")) << name << " has no /ra twin";
+    }
     const driver::ConfigCost cost =
         driver::config_cost(g, PlanKind::kFused, c, sm90a, {}, 227 * 1024, 128);
     EXPECT_TRUE(cost.feasible && cost.register_a) << name << cost.why;
@@ -825,8 +827,9 @@ TEST_F(TuneCache, APlainGemmIsTunedAsOnePlan) {
   const std::string text = driver::render_tuning_text(account);
   EXPECT_NE(text.find("): fused = unfused "), std::string::npos) << text;
   EXPECT_EQ(text.find("faster"), std::string::npos) << text;
-  if (account["config_runner_up"].is_object())  // (under the winner's name)
+  if (account["config_runner_up"].is_object()) {  // (under the winner's name)
     EXPECT_NE(text.find("; runner-up fused = unfused "), std::string::npos) << text;
+  }
 
   const Graph gathered = parse_graph(kSmall);
   driver::TuneResult two = driver::tune(gathered, make_random_inputs(gathered, 4), quick());
