@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,58 @@ TEST(GpuCallable, AStridedParameterReturnedAsIsKeepsItsLayout) {
             << "out1[" << r << ", " << col << "]";
       }
   }
+}
+
+// A fixed f16 GEMM called on views of varying pitch (StridePolicy): the
+// first strided layout compiled in, then x's row stride a kernel argument
+// (`?` or `?16`), with pitches that keep 16-byte rows and pitches that do
+// not (the copies' width must follow), each result against the f64 sum of
+// its f16 inputs, and four compiles in all where each pitch compiled one.
+TEST(GpuCallable, VaryingPitchesOnTheGpu) {
+  TILEFUSE_SKIP_WITHOUT_GPU();
+  cuda::Device& dev = cuda_device(0);
+  CallableOptions o;
+  o.tuning = false;
+  constexpr int64_t M = 256, K = 128, N = 128, kMaxPitch = 264;
+  Callable c("def f(x: f16[256, 128], w: f16[128, 128]):\n    return x @ w\n", "f.tfs", o);
+  std::mt19937_64 rng(gputest::fresh_seed());
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Tensor w = Tensor::empty(DType::F16, {K, N});
+  for (int64_t i = 0; i < K * N; ++i) w.set_linear(i, u(rng));
+  cuda::DeviceBuffer dx(dev, M * kMaxPitch * 2), dw(dev, K * N * 2), dout(dev, M * N * 2);
+  dw.copy_from_host(w.data_ptr(), K * N * 2);
+  CallContext ctx;
+  ctx.sync = true;
+  auto run_at = [&](int64_t pitch) {
+    SCOPED_TRACE(pitch);
+    Tensor x = Tensor::empty(DType::F16, {M, pitch});
+    for (int64_t i = 0; i < M * pitch; ++i) x.set_linear(i, u(rng));
+    dx.copy_from_host(x.data_ptr(), static_cast<size_t>(M * pitch * 2));
+    dout.memset(0xFF);  // NaN
+    CallTensor tx = cuda_tensor(device_ptr(dx), {M, K}, {pitch, 1});
+    CallTensor tw = cuda_tensor(device_ptr(dw), {K, N});
+    CallTensor to = cuda_tensor(device_ptr(dout), {M, N});
+    tx.dtype = tw.dtype = to.dtype = DType::F16;
+    ASSERT_NO_THROW(c.call({tx, tw}, {to}, ctx));
+    Tensor out = Tensor::empty(DType::F16, {M, N});
+    dout.copy_to_host(out.data_ptr(), M * N * 2);
+    double err = 0, norm = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = 0;
+        for (int64_t k = 0; k < K; ++k) ref += x.get_linear(i * pitch + k) * w.get_linear(k * N + j);
+        const double d = out.get_linear(i * N + j) - ref;
+        err += d * d;
+        norm += ref * ref;
+      }
+    EXPECT_LE(std::sqrt(err / norm), 1e-2);  // (NaN fails)
+  };
+  run_at(128);  // contiguous
+  run_at(136);  // the first strided layout: its pitch compiled in
+  EXPECT_EQ(c.compile_count(), 2);
+  for (int64_t pitch : {152, 130, 131, 160, 192, 264, 136}) run_at(pitch);
+  // `?` (152, 130, 131, 264, 136) and `?16` (160, 192).
+  EXPECT_EQ(c.compile_count(), 4);
 }
 
 // A first call whose kernels fail to load (here a TILEFUSE_OVERRIDE_SOURCE
