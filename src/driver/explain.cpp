@@ -337,6 +337,10 @@ json explain(const CompiledProgram& program, const std::string& name) {
     for (const Symbol& s : g.symbols()) symbols.push_back(s.name);
     a["symbols"] = symbols;
     a["specialization"] = program.specialization.key(g);
+  } else if (!program.specialization.params.empty()) {
+    // A fixed program on strided or under-aligned inputs: their layouts
+    // (constant or run-time strides) and alignments.
+    a["specialization"] = program.specialization.key(g);
   }
   // Which plan and config the tuner chose on this target, and by how much
   // (from the tuning cache; explain itself tunes nothing).
@@ -357,6 +361,8 @@ std::string render_explain_text(const json& a) {
     for (const json& s : a.at("symbols")) out << " " << s.get<std::string>();
     out << " (kernel arguments); specialized on: " << a.at("specialization").get<std::string>()
         << "\n";
+  } else if (a.contains("specialization")) {
+    out << "specialized on: " << a.at("specialization").get<std::string>() << "\n";
   }
   auto list = [](const json& items) {
     std::string s;

@@ -192,8 +192,9 @@ std::vector<int64_t> normalized_strides(const ArgDesc& a) {
 
 }  // namespace
 
-void StridePolicy::observe(const Graph& g, const std::vector<ArgDesc>& inputs) {
-  if (!g.symbols().empty()) return;
+bool StridePolicy::observe(const Graph& g, const std::vector<ArgDesc>& inputs) {
+  if (!g.symbols().empty()) return false;
+  bool changed = false;
   const size_t n = std::min(inputs.size(), g.parameters().size());
   first_.resize(g.parameters().size());
   runtime_.resize(g.parameters().size());
@@ -208,8 +209,12 @@ void StridePolicy::observe(const Graph& g, const std::vector<ArgDesc>& inputs) {
     }
     if (first_[i].size() != st.size()) continue;  // (a rank bind_symbols refuses)
     for (size_t d = 0; d < st.size(); ++d)
-      if (st[d] != first_[i][d]) runtime_[i][d] = true;
+      if (st[d] != first_[i][d] && !runtime_[i][d]) {
+        runtime_[i][d] = true;
+        changed = true;
+      }
   }
+  return changed;
 }
 
 Specialization specialize(const Graph& g, const Binding& b, const std::vector<ArgDesc>& inputs,

@@ -99,17 +99,22 @@ Specialization specialize(const Graph& graph, const Binding& binding,
 // to layouts. A parameter's first non-contiguous layout is compiled as
 // constants (the best code for a program called one way); a dim whose
 // stride later differs from that first one is passed at run time from then
-// on. So a caller that slices views of varying pitch compiles at most once
-// more per dim, not once per pitch (a cache that grew without bound: 3,000
-// pitches were 3,000 compiles). Strides of 0 and 1 stay constants either
-// way (specialize()). Programs with symbols already pass their strides at
-// run time; for them observe() changes nothing.
+// on. So a caller that slices views of varying pitch compiles a bounded
+// number of programs, not one per pitch (3,000 pitches were 3,000
+// compiles): per dim that changes, the run-time stride with and without
+// the promise that it is a multiple of 16 (`?`, `?16`), times what else the
+// key holds (the base address's alignment, which dims have stride 0 or 1).
+// Strides of 0 and 1 stay constants either way (specialize()). Programs
+// with symbols already pass their strides at run time; for them observe()
+// changes nothing.
 class StridePolicy {
  public:
   // Records the call's inputs (one per parameter of `graph`, bound: ranks
-  // checked) and marks the dims whose stride differs from the first
-  // non-contiguous layout seen for that parameter.
-  void observe(const Graph& graph, const std::vector<ArgDesc>& inputs);
+  // checked, and accepted by specialize(): a call refused there must not
+  // count as a layout seen) and marks the dims whose stride differs from the
+  // first non-contiguous layout seen for that parameter. Returns whether
+  // anything changed (then the call's Specialization must be made again).
+  bool observe(const Graph& graph, const std::vector<ArgDesc>& inputs);
   // Per parameter, per dim: passed at run time (specialize's argument).
   const std::vector<std::vector<bool>>& runtime_strides() const { return runtime_; }
 

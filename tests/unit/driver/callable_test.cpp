@@ -174,5 +174,38 @@ TEST(Callable, VaryingPitchesCompileOncePerDimNotPerPitch) {
   EXPECT_EQ(c.compile_count(), 3);
 }
 
+// A call refused for its layout (an address not aligned to its element
+// size) recorded its strides as the first layout seen, so the next valid
+// call's pitch was taken as a change and compiled with run-time strides.
+// explain(inputs) names the layout a call with those inputs would run, as
+// a call would observe it, without recording it.
+TEST(Callable, ARefusedCallRecordsNoLayout) {
+  Callable c("def f(x: f32[8, 16], w: f32[16, 4]):\n    return x @ w\n", "f.tfs",
+             cpu_options());
+  std::vector<float> buf(8 * 40 + 1, 0.5f), w(16 * 4, 0.25f), out(8 * 4, NAN);
+  CallTensor misaligned = cpu_tensor(reinterpret_cast<float*>(
+                                         reinterpret_cast<char*>(buf.data()) + 2),
+                                     {8, 16});
+  misaligned.strides = {20, 1};
+  EXPECT_NE(call_error(c, {misaligned, cpu_tensor(w.data(), {16, 4})},
+                       {cpu_tensor(out.data(), {8, 4})})
+                .find("not a multiple of its element size"),
+            std::string::npos);
+  CallTensor x = cpu_tensor(buf.data(), {8, 16});
+  x.strides = {40, 1};
+  const std::vector<CallTensor> in = {x, cpu_tensor(w.data(), {16, 4})};
+  EXPECT_EQ(c.explain(&in, "cpu").at("specialization"), "i32 x:[40,1]/16 w:c/16");
+  ASSERT_EQ(call_error(c, in, {cpu_tensor(out.data(), {8, 4})}), "");
+  EXPECT_EQ(out, std::vector<float>(32, 2.0f));
+  EXPECT_EQ(c.compile_count(), 1);
+  // explain of a new pitch: the run-time stride a call would now take; the
+  // policy is unchanged (the next call at 40 compiles nothing).
+  std::vector<CallTensor> in24 = in;
+  in24[0].strides = {24, 1};
+  EXPECT_EQ(c.explain(&in24, "cpu").at("specialization"), "i32 x:[?,1]/16 w:c/16");
+  ASSERT_EQ(call_error(c, in, {cpu_tensor(out.data(), {8, 4})}), "");
+  EXPECT_EQ(c.compile_count(), 1);
+}
+
 }  // namespace
 }  // namespace tilefuse::driver
