@@ -437,19 +437,10 @@ std::size_t Callable::workspace_bytes(const std::vector<CallTensor>& inputs) {
   const std::vector<ArgDesc> args = descs_of(inputs);
   const Binding binding = bind_symbols(g, args);
   // (Observed as the call will be, so both resolve to one entry.)
-  const Specialization spec = specialize_call(binding, args);
+  const Specialization spec = impl_->stride_policy.specialize_observed(g, binding, args);
   if (kind == DeviceKind::kCpu) return 0;
   const Entry* entry = resolve(kind, device_id, spec, nullptr);
   return entry->cuda->workspace_bytes(binding);
-}
-
-Specialization Callable::specialize_call(const Binding& binding, const std::vector<ArgDesc>& args) {
-  const Graph& g = program_.graph;
-  // specialize() checks the inputs first: a refused call records nothing.
-  Specialization spec = specialize(g, binding, args, &impl_->stride_policy.runtime_strides());
-  if (impl_->stride_policy.observe(g, args))
-    spec = specialize(g, binding, args, &impl_->stride_policy.runtime_strides());
-  return spec;
 }
 
 Callable::Entry* Callable::resolve(DeviceKind kind, int device_id, const Specialization& spec,
@@ -545,7 +536,7 @@ void Callable::call(const std::vector<CallTensor>& inputs, const std::vector<Cal
     const std::vector<ArgDesc> args = descs_of(inputs);
     Binding binding = bind_symbols(g, args);
     check_outputs(g, impl_->output_names, binding, outputs, kind == DeviceKind::kCuda);
-    const Specialization spec = specialize_call(binding, args);
+    const Specialization spec = impl_->stride_policy.specialize_observed(g, binding, args);
     Entry* entry = resolve(kind, device_id, spec, context.stream);
     cuda::Device* dev = nullptr;
     std::size_t needed = 0;
@@ -704,9 +695,7 @@ json Callable::explain(const std::vector<CallTensor>* inputs, const std::string&
       std::lock_guard<std::mutex> lock(impl_->mutex);
       policy = impl_->stride_policy;
     }
-    co.lower.specialization = specialize(g, binding, args, &policy.runtime_strides());
-    if (policy.observe(g, args))
-      co.lower.specialization = specialize(g, binding, args, &policy.runtime_strides());
+    co.lower.specialization = policy.specialize_observed(g, binding, args);
   }
   return driver::explain(compile(g, co), program_.name);
 }

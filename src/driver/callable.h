@@ -180,10 +180,6 @@ class Callable {
   // runs (compiled and loaded on first use; a UserError instead while
   // `stream` is being captured into a CUDA graph). Needs the lock.
   Entry* resolve(DeviceKind kind, int device_id, const Specialization& spec, void* stream);
-  // The Specialization of a call with these (bound) inputs, after the
-  // StridePolicy has observed them (specialize.h). Needs the lock; throws
-  // specialize()'s UserError, recording nothing.
-  Specialization specialize_call(const Binding& binding, const std::vector<ArgDesc>& args);
   Program program_;
   CallableOptions options_;
   std::unique_ptr<Impl> impl_;

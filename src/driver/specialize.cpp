@@ -217,6 +217,13 @@ bool StridePolicy::observe(const Graph& g, const std::vector<ArgDesc>& inputs) {
   return changed;
 }
 
+Specialization StridePolicy::specialize_observed(const Graph& g, const Binding& b,
+                                                 const std::vector<ArgDesc>& inputs) {
+  Specialization spec = specialize(g, b, inputs, &runtime_);
+  if (observe(g, inputs)) spec = specialize(g, b, inputs, &runtime_);
+  return spec;
+}
+
 Specialization specialize(const Graph& g, const Binding& b, const std::vector<ArgDesc>& inputs,
                           const std::vector<std::vector<bool>>* runtime_strides) {
   Specialization spec;
@@ -256,8 +263,9 @@ Specialization specialize(const Graph& g, const Binding& b, const std::vector<Ar
     if (!is_contiguous(a.shape, a.strides)) {
       const std::vector<bool>* dynamic =
           runtime_strides && i < runtime_strides->size() ? &(*runtime_strides)[i] : nullptr;
-      for (size_t d = 0; d < a.strides.size(); ++d) {
-        const int64_t st = a.shape[d] == 1 ? 0 : a.strides[d];
+      const std::vector<int64_t> strides = normalized_strides(a);
+      for (size_t d = 0; d < strides.size(); ++d) {
+        const int64_t st = strides[d];
         const bool at_run_time = symbolic || (dynamic && d < dynamic->size() && (*dynamic)[d]);
         if (!at_run_time || st == 0 || st == 1) {
           layout.strides.push_back(st);

@@ -117,6 +117,11 @@ class StridePolicy {
   bool observe(const Graph& graph, const std::vector<ArgDesc>& inputs);
   // Per parameter, per dim: passed at run time (specialize's argument).
   const std::vector<std::vector<bool>>& runtime_strides() const { return runtime_; }
+  // The call's Specialization under this policy after observing its
+  // inputs: specialize() first (its UserError leaves the policy as it was),
+  // then observe(), then specialize() again when that changed anything.
+  Specialization specialize_observed(const Graph& graph, const Binding& binding,
+                                     const std::vector<ArgDesc>& inputs);
 
  private:
   std::vector<std::vector<int64_t>> first_;  // per parameter; empty: none seen
