@@ -156,7 +156,7 @@ struct CopyPlan {
   // which ptxas placed a k-tile after the load: ncu put 31% of the MMA
   // warps' main-loop stall samples on them (register_a,
   // CudaOptions::fragment_word_loads; bench/RESULTS.md, session 46).
-  // Measured 23-34% slower than the 16-byte form on the seed, gather_heavy,
+  // Measured 22-34% slower than the 16-byte form on the seed, gather_heavy,
   // repeats and moe_up_proj (H100, bench/RESULTS.md, session 49): it stays
   // an option, off.
   bool word_loads = false;

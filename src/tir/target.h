@@ -142,7 +142,7 @@ struct Target {
   X(fragment_word_loads, false,                                                                 \
     "register_a: each k-tile of A's fragments by 16 32-bit loads straight into wgmma's register "  \
     "order, unpredicated (a masked row reads a zero row), not 4 predicated 16-byte loads whose "   \
-    "words ptxas copies into place a k-tile after issuing them (measured 23-34% slower)")         \
+    "words ptxas copies into place a k-tile after issuing them (measured 22-34% slower)")         \
   X(slab_buffers_all, true,                                                                      \
     "sm_90a: in a one-tile kernel, a per-warp epilogue whose slabs go out by TMA gives each of "  \
     "a warp's slabs a buffer of its own where they fit without costing a block an SM (4 a "      \
